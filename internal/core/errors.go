@@ -1,0 +1,102 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Stable error codes. They are part of the public contract (CLI, API, MCP):
+// never rename one, only add.
+const (
+	CodeInternal        = "AML_INTERNAL"
+	CodeUsage           = "AML_USAGE"
+	CodeNotFound        = "AML_NOT_FOUND"
+	CodeConflict        = "AML_CONFLICT"
+	CodeInvalidArgument = "AML_INVALID_ARGUMENT"
+	CodeIngestInvalid   = "AML_INGEST_INVALID"
+	CodeSchemaTooNew    = "AML_SCHEMA_TOO_NEW"
+	CodeSchemaMismatch  = "AML_SCHEMA_MISMATCH"
+	CodeNonFinite       = "AML_NON_FINITE"
+	CodeStoreUnavailable = "AML_STORE_UNAVAILABLE"
+	CodeSpecInvalid     = "AML_SPEC_INVALID"
+	CodeDatasetTampered = "AML_DATASET_TAMPERED"
+	CodeStageRace       = "AML_STAGE_RACE"
+	CodeEnvBusy         = "ENV_BUSY"
+)
+
+// Error is AML's typed error: a stable code, a human message, the offending
+// field (a flag, a JSON path, a file:line:column) and the HTTP status.
+type Error struct {
+	Code    string
+	Message string
+	Field   string
+	Status  int
+	Err     error // wrapped cause, may be nil
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an *Error with the default HTTP status for code.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Status: StatusFor(code)}
+}
+
+// FieldErrorf builds an *Error that names the offending field.
+func FieldErrorf(code, field, format string, args ...any) *Error {
+	e := Errorf(code, format, args...)
+	e.Field = field
+	return e
+}
+
+// Wrap turns err into an *Error with code unless it already is one.
+func Wrap(code string, err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var ae *Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	e := Errorf(code, format+": %v", append(args, err)...)
+	e.Err = err
+	return e
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or
+// AML_INTERNAL for any other non-nil error, or "" for nil.
+func CodeOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return CodeInternal
+}
+
+// StatusFor maps a code to its HTTP status.
+func StatusFor(code string) int {
+	switch code {
+	case CodeNotFound:
+		return http.StatusNotFound
+	case CodeConflict, CodeStageRace, CodeEnvBusy:
+		return http.StatusConflict
+	case CodeUsage, CodeInvalidArgument, CodeNonFinite:
+		return http.StatusBadRequest
+	case CodeIngestInvalid, CodeSpecInvalid, CodeDatasetTampered:
+		return http.StatusUnprocessableEntity
+	case CodeStoreUnavailable, CodeSchemaTooNew, CodeSchemaMismatch:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}

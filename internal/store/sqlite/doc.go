@@ -1,0 +1,28 @@
+// Package sqlite is AML's embedded storage back-end: one SQLite file
+// (aml.db) in the data directory, opened with the pure-Go driver
+// modernc.org/sqlite so the binary stays CGO_ENABLED=0.
+//
+// It implements both ports of internal/core: core.Meta (lines, products,
+// recipes, nodes, runs, context segments) and core.TimeSeries (samples).
+//
+// Why it looks the way it does:
+//
+//   - WAL mode with two connection pools: a single writer connection whose
+//     transactions start with BEGIN IMMEDIATE (so two writers queue on the
+//     busy timeout instead of failing with SQLITE_BUSY half-way through), and
+//     a pool of readers that never block on the writer.
+//   - Samples live in a WITHOUT ROWID table keyed by (node pk, ts): a node's
+//     series is one contiguous B-tree range, so per-node pages, latest and
+//     bucket queries are range scans, and re-writing a (node, ts) replaces it.
+//     Node ids and the (line, product, recipe, run) context are interned into
+//     small integer keys to keep rows short.
+//   - Inserts go through prepared multi-row INSERT statements (rowsPerStmt
+//     rows each), which bench/ingest.sh compares against a plain one-row
+//     prepared insert loop on the same settings.
+//   - Migrations are embedded SQL files applied at open, each in its own
+//     transaction and recorded with a checksum in schema_migrations. A
+//     database written by a newer binary (a version this one does not know)
+//     is refused with AML_SCHEMA_TOO_NEW; an applied migration whose
+//     checksum differs from the embedded file is refused with
+//     AML_SCHEMA_MISMATCH.
+package sqlite

@@ -1,0 +1,162 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/aml-project/aml/internal/core"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// FileName is the database file inside the data directory.
+const FileName = "aml.db"
+
+// Store is the embedded back-end. It is safe for concurrent use.
+type Store struct {
+	path string
+	w    *sql.DB // single writer connection, BEGIN IMMEDIATE
+	r    *sql.DB // readers
+
+	mu    sync.RWMutex
+	nodes map[string]int64 // node id → pk
+	ctxs  map[core.ContextFilter]int64
+}
+
+var _ core.Store = (*Store)(nil)
+
+// Options tune Open; the zero value is the default.
+type Options struct {
+	// Migrations replaces the embedded migrations (tests only).
+	Migrations []Migration
+	// Synchronous is the SQLite synchronous pragma, default NORMAL (safe
+	// in WAL mode: a power loss may lose the last transactions, never
+	// corrupt the file).
+	Synchronous string
+}
+
+// Open opens (creating if needed) the store in data directory dir and
+// applies pending migrations.
+func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(dir string, opt Options) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, core.Wrap(core.CodeStoreUnavailable, err, "create data dir %s", dir)
+	}
+	path := filepath.Join(dir, FileName)
+	syncMode := opt.Synchronous
+	if syncMode == "" {
+		syncMode = "NORMAL"
+	}
+	dsn := func(txlock string) string {
+		q := url.Values{}
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "busy_timeout(15000)")
+		q.Add("_pragma", "foreign_keys(1)")
+		q.Add("_pragma", "synchronous("+syncMode+")")
+		q.Add("_txlock", txlock)
+		return "file:" + path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn("immediate"))
+	if err != nil {
+		return nil, core.Wrap(core.CodeStoreUnavailable, err, "open %s", path)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	ms := opt.Migrations
+	if ms == nil {
+		if ms, err = Migrations(); err != nil {
+			w.Close()
+			return nil, core.Wrap(core.CodeInternal, err, "load migrations")
+		}
+	}
+	if err := migrate(context.Background(), w, ms); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", dsn("deferred"))
+	if err != nil {
+		w.Close()
+		return nil, core.Wrap(core.CodeStoreUnavailable, err, "open %s", path)
+	}
+	r.SetMaxOpenConns(4)
+	return &Store{path: path, w: w, r: r, nodes: map[string]int64{}, ctxs: map[core.ContextFilter]int64{}}, nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// DB exposes the writer handle for packages that keep their own tables in
+// the same file (datasets, jobs, registry) so they can join transactions.
+func (s *Store) DB() *sql.DB { return s.w }
+
+// ReadDB exposes the reader pool.
+func (s *Store) ReadDB() *sql.DB { return s.r }
+
+// isConstraint reports a SQLite constraint violation (unique, check, FK).
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+	}
+	return false
+}
+
+func isUnique(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code()
+		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+// dbErr maps a driver error to a typed error.
+func dbErr(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var ae *core.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+	}
+	if isConstraint(err) {
+		e := core.Errorf(core.CodeConflict, "%s: %v", fmt.Sprintf(format, args...), err)
+		e.Err = err
+		return e
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		if c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED || c == sqlite3.SQLITE_IOERR || c == sqlite3.SQLITE_FULL || c == sqlite3.SQLITE_READONLY || c == sqlite3.SQLITE_CANTOPEN {
+			return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+		}
+	}
+	return core.Wrap(core.CodeInternal, err, format, args...)
+}
+
+func notFound(kind, id string) error {
+	return core.FieldErrorf(core.CodeNotFound, kind, "%s %q not found", kind, id)
+}
+
+// placeholders returns "?,?,...,?" with n marks.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
