@@ -9,20 +9,20 @@ import (
 // Stable error codes. They are part of the public contract (CLI, API, MCP):
 // never rename one, only add.
 const (
-	CodeInternal        = "AML_INTERNAL"
-	CodeUsage           = "AML_USAGE"
-	CodeNotFound        = "AML_NOT_FOUND"
-	CodeConflict        = "AML_CONFLICT"
-	CodeInvalidArgument = "AML_INVALID_ARGUMENT"
-	CodeIngestInvalid   = "AML_INGEST_INVALID"
-	CodeSchemaTooNew    = "AML_SCHEMA_TOO_NEW"
-	CodeSchemaMismatch  = "AML_SCHEMA_MISMATCH"
-	CodeNonFinite       = "AML_NON_FINITE"
+	CodeInternal         = "AML_INTERNAL"
+	CodeUsage            = "AML_USAGE"
+	CodeNotFound         = "AML_NOT_FOUND"
+	CodeConflict         = "AML_CONFLICT"
+	CodeInvalidArgument  = "AML_INVALID_ARGUMENT"
+	CodeIngestInvalid    = "AML_INGEST_INVALID"
+	CodeSchemaTooNew     = "AML_SCHEMA_TOO_NEW"
+	CodeSchemaMismatch   = "AML_SCHEMA_MISMATCH"
+	CodeNonFinite        = "AML_NON_FINITE"
 	CodeStoreUnavailable = "AML_STORE_UNAVAILABLE"
-	CodeSpecInvalid     = "AML_SPEC_INVALID"
-	CodeDatasetTampered = "AML_DATASET_TAMPERED"
-	CodeStageRace       = "AML_STAGE_RACE"
-	CodeEnvBusy         = "ENV_BUSY"
+	CodeSpecInvalid      = "AML_SPEC_INVALID"
+	CodeDatasetTampered  = "AML_DATASET_TAMPERED"
+	CodeStageRace        = "AML_STAGE_RACE"
+	CodeEnvBusy          = "ENV_BUSY"
 )
 
 // Error is AML's typed error: a stable code, a human message, the offending
