@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/ingest"
+	"github.com/spf13/cobra"
+)
+
+func newIngestCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "ingest", Short: "Ingest samples with their batch-run context"}
+	var (
+		opts  ingest.CSVOptions
+		units []string
+		start string
+	)
+	csvCmd := &cobra.Command{
+		Use:   "csv FILE... --line L --product P --recipe R [--run RUN]",
+		Short: "Ingest wide or long CSV files (see docs/csv-ingest.md)",
+		Long: `Ingest CSV files. The shape is detected from the header:
+
+  long   time,node,value[,state]          one sample per row
+  wide   time,<node>,<node>,...           one column per node
+         (or no time column with --period: row k is at --start + k*period)
+
+Times are epoch milliseconds, epoch seconds or RFC 3339 (auto-detected, or
+--time-unit). Unknown nodes are created (unit from --unit node=unit). The run
+(--run, default: the file name without extension) is created from the first
+and last sample unless it exists.
+
+Each file is one transaction: a bad row (non-numeric value, bad time, wrong
+column count) stops that file with AML_INGEST_INVALID naming file:line and the
+column, and nothing of that file is written. With --skip-bad, bad rows are
+skipped and counted by reason. Re-ingesting a file is idempotent.`,
+		Args: argsMin(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for name, v := range map[string]string{"line": opts.Line, "product": opts.Product, "recipe": opts.Recipe} {
+				if strings.TrimSpace(v) == "" {
+					return usagef("--%s is required", name)
+				}
+			}
+			opts.Units = map[string]string{}
+			for _, u := range units {
+				n, unit, ok := strings.Cut(u, "=")
+				if !ok || n == "" {
+					return usagef("--unit %q: want node=unit", u)
+				}
+				opts.Units[n] = unit
+			}
+			if start != "" {
+				ms, err := parseTime("start", start)
+				if err != nil {
+					return err
+				}
+				opts.StartMs = *ms
+			}
+			var total int64
+			for _, f := range args {
+				st, err := os.Stat(f)
+				if err != nil {
+					return usagef("%v", err)
+				}
+				total += st.Size()
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			bar := a.newProgress(total, "ingesting", true)
+			var doneBefore int64
+			var curFile string
+			var curDone int64
+			t0 := time.Now()
+			reports, err := ingest.IngestFiles(cmd.Context(), s, args, opts, func(file string, done, tot int64) {
+				if file != curFile {
+					doneBefore += curDone
+					curFile, curDone = file, 0
+					bar.describe("ingesting " + file)
+				}
+				curDone = done
+				bar.set(doneBefore + done)
+			})
+			bar.finish()
+			secs := time.Since(t0).Seconds()
+			samples := 0
+			for _, r := range reports {
+				samples += r.Samples
+			}
+			if err != nil {
+				if len(reports) > 0 && !a.jsonOut {
+					fmt.Fprintf(a.stderr, "%d file(s) before the failing one were ingested\n", len(reports))
+				}
+				return err
+			}
+			out := map[string]any{"files": reports, "samples": samples, "seconds": secs}
+			return a.emit(out, func(w io.Writer) {
+				for _, r := range reports {
+					created := ""
+					if r.RunCreated {
+						created = " (created)"
+					}
+					fmt.Fprintf(w, "%s: %s CSV, %d rows, %d samples of %d node(s) (%d new) → run %s%s, %s … %s\n",
+						r.File, r.Shape, r.Rows, r.Samples, len(r.Nodes), r.NewNodes, r.Run, created, fmtMs(r.FirstTs), fmtMs(r.LastTs))
+					if r.Missing > 0 {
+						fmt.Fprintf(w, "  %d empty/NaN cell(s) skipped\n", r.Missing)
+					}
+					if r.Skipped > 0 {
+						fmt.Fprintf(w, "  skipped %d bad row(s):", r.Skipped)
+						for reason, n := range r.SkipReasons {
+							fmt.Fprintf(w, " %s %d;", reason, n)
+						}
+						fmt.Fprintln(w)
+						for _, l := range r.FirstSkipped {
+							fmt.Fprintf(w, "    %s\n", l)
+						}
+					}
+				}
+				rate := 0.0
+				if secs > 0 {
+					rate = float64(samples) / secs
+				}
+				fmt.Fprintf(w, "ingested %d samples from %d file(s) in %.2fs (%.0f samples/s)\n", samples, len(reports), secs, rate)
+			})
+		},
+	}
+	fl := csvCmd.Flags()
+	fl.StringVar(&opts.Line, "line", "", "line id (required)")
+	fl.StringVar(&opts.Product, "product", "", "product id (required)")
+	fl.StringVar(&opts.Recipe, "recipe", "", "recipe id (required)")
+	fl.StringVar(&opts.Run, "run", "", "run id (default: each file's name without extension)")
+	fl.StringVar(&opts.TimeCol, "time-col", "", "name of the time column (default: auto-detect)")
+	fl.StringVar(&opts.TimeUnit, "time-unit", "", "time unit: ms, s or rfc3339 (default: auto-detect)")
+	fl.DurationVar(&opts.Period, "period", 0, "sample period for wide files without a time column (e.g. 100ms)")
+	fl.StringVar(&start, "start", "", "time of the first row with --period (epoch ms or RFC 3339; default epoch 0)")
+	fl.StringArrayVar(&units, "unit", nil, "unit of a created node, node=unit (repeatable)")
+	fl.StringArrayVar(&opts.IgnoreCols, "ignore-col", nil, "wide-file column not to ingest (repeatable)")
+	fl.BoolVar(&opts.SkipBad, "skip-bad", false, "skip bad rows (reported with reasons) instead of failing the file")
+	cmd.AddCommand(csvCmd)
+	return cmd
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// app carries the global flags and lazily opened resources of one
+// invocation.
+type app struct {
+	dataDir  string
+	jsonOut  bool
+	logLevel string
+	stdout   io.Writer
+	stderr   io.Writer
+	log      *slog.Logger
+	store    *sqlite.Store
+}
+
+// usageError marks a command-line usage problem (exit status 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+func (a *app) openStore() (*sqlite.Store, error) {
+	if a.store != nil {
+		return a.store, nil
+	}
+	s, err := sqlite.Open(a.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	a.store = s
+	return s, nil
+}
+
+// emit prints v as JSON in --json mode, otherwise calls human.
+func (a *app) emit(v any, human func(w io.Writer)) error {
+	if a.jsonOut {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	human(a.stdout)
+	return nil
+}
+
+// interactive reports whether progress bars may be drawn.
+func (a *app) interactive() bool {
+	if a.jsonOut {
+		return false
+	}
+	f, ok := a.stdout.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+func newRoot(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "aml",
+		Short:         "AML turns production-line time series into models and safe setpoint recommendations",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(a.logLevel)); err != nil {
+				return usagef("--log-level: %q is not one of debug, info, warn, error", a.logLevel)
+			}
+			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
+			return nil
+		},
+	}
+	defData := os.Getenv("AML_DATA")
+	if defData == "" {
+		defData = "./aml-data"
+	}
+	root.PersistentFlags().StringVar(&a.dataDir, "data", defData, "data directory (env AML_DATA)")
+	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print a machine-readable JSON result on stdout (and nothing else)")
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error (logs go to stderr)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	root.AddCommand(newIngestCmd(a), newRunsCmd(a), newNodesCmd(a), newTSCmd(a), newSimCmd(a), newDBCmd(a))
+	return root
+}
+
+// run executes the CLI and returns the process exit status: 0 success,
+// 1 error (one line "error: CODE: message" on stderr), 2 usage error.
+func run(args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	root := newRoot(a)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := root.ExecuteContext(ctx)
+	if a.store != nil {
+		if cerr := a.store.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		return 0
+	}
+	var ue *usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		fmt.Fprintf(stderr, "error: %s: %s\n", core.CodeUsage, oneLine(err.Error()))
+		fmt.Fprintf(stderr, "run 'aml help' or add --help for usage\n")
+		return 2
+	}
+	code := core.CodeOf(err)
+	msg := err.Error()
+	var ae *core.Error
+	if errors.As(err, &ae) {
+		msg = ae.Message
+		if f := ae.Field; f != "" && !mentions(msg, f) {
+			msg = f + ": " + msg
+		}
+	}
+	fmt.Fprintf(stderr, "error: %s: %s\n", code, oneLine(msg))
+	return 1
+}
+
+func isCobraUsage(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "requires at most", "invalid argument", "required flag", "flag needs an argument"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }
+
+// argsExact/argsMin wrap cobra's validators so violations are usage errors.
+func argsExact(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
+func argsMin(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("%s needs at least %d argument(s)", cmd.CommandPath(), n)
+		}
+		return nil
+	}
+}
+
+// mentions reports whether msg already starts with field or with field
+// without its last ":part" (a file:line:col field on a "file:line: ..."
+// message), so the CLI does not print the position twice.
+func mentions(msg, field string) bool {
+	if strings.HasPrefix(msg, field) {
+		return true
+	}
+	if i := strings.LastIndexByte(field, ':'); i > 0 {
+		return strings.HasPrefix(msg, field[:i]+":")
+	}
+	return false
+}

@@ -1,0 +1,195 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
+// progressInterval is the minimum time between two progress calls (a
+// variable so tests can report every read).
+var progressInterval = 50 * time.Millisecond
+
+// RunIDFromFile is the run id IngestFiles uses for a file when
+// CSVOptions.Run is empty: the base name without its last extension
+// ("data/2024-05-01_batch7.csv" → "2024-05-01_batch7"), or the whole base
+// name when that would be empty.
+func RunIDFromFile(path string) string {
+	base := filepath.Base(path)
+	if stem := strings.TrimSuffix(base, filepath.Ext(base)); stem != "" {
+		return stem
+	}
+	return base
+}
+
+// IngestFiles ingests each file in its own ts.Ingest transaction: a file is
+// written completely or not at all. It stops at the first failing file;
+// files before it stay written. The reports returned are those of the
+// committed files; the error names the failing file and keeps the code of
+// the cause (AML_INGEST_INVALID for bad data).
+//
+// opts apply to every file. When opts.Run is empty, each file's samples carry
+// the run RunIDFromFile(file). Before a batch with a node not yet seen in the
+// file is written, the node is ensured (kind daq, line opts.Line, unit
+// opts.Units[id]); after the last batch the run is ensured as ended, spanning
+// FirstTs..LastTs, unless the file produced no samples. Line, Product and
+// Recipe are required.
+//
+// progress, if not nil, is called with the bytes of the current file read so
+// far and its size, at most every 50 ms, and once more when the file is done.
+func IngestFiles(ctx context.Context, ts core.TimeSeries, files []string, opts CSVOptions, progress func(file string, done, total int64)) ([]FileReport, error) {
+	for _, req := range [...][2]string{{"line", opts.Line}, {"product", opts.Product}, {"recipe", opts.Recipe}} {
+		if strings.TrimSpace(req[1]) == "" {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, req[0], "ingest: the %s is required", req[0])
+		}
+	}
+	if _, _, err := opts.validate(); err != nil {
+		return nil, err
+	}
+	var reports []FileReport
+	for _, file := range files {
+		if err := ctx.Err(); err != nil {
+			return reports, fmt.Errorf("ingest %s: %w", file, err)
+		}
+		rep, err := ingestFile(ctx, ts, file, opts, progress)
+		if err != nil {
+			return reports, fileError(file, err)
+		}
+		reports = append(reports, rep)
+	}
+	return reports, nil
+}
+
+// fileError makes err name file, keeping its code, field and status.
+func fileError(file string, err error) error {
+	var ae *core.Error
+	if !errors.As(err, &ae) {
+		return fmt.Errorf("ingest %s: %w", file, err)
+	}
+	msg := ae.Message
+	if !strings.HasPrefix(msg, file+":") {
+		msg = "ingest " + file + ": " + msg
+	}
+	return &core.Error{Code: ae.Code, Message: msg, Field: ae.Field, Status: ae.Status, Err: err}
+}
+
+func ingestFile(ctx context.Context, ts core.TimeSeries, file string, opts CSVOptions, progress func(string, int64, int64)) (FileReport, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		code := core.CodeInternal
+		if errors.Is(err, fs.ErrNotExist) {
+			code = core.CodeNotFound
+		}
+		e := core.FieldErrorf(code, file, "open %s: %v", file, err)
+		e.Err = err
+		return FileReport{File: file}, e
+	}
+	defer f.Close()
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	if opts.Run == "" {
+		opts.Run = RunIDFromFile(file)
+	}
+	cr := &countingReader{r: f, file: file, total: size, progress: progress}
+	cr.report(true)
+
+	var rep FileReport
+	err = ts.Ingest(ctx, func(tx core.IngestTx) error {
+		seen := make(map[string]bool)
+		newNodes := 0
+		var perr error
+		rep, perr = ParseCSV(cr, file, opts, func(batch []core.Sample) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			for i := range batch {
+				id := batch[i].Node
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+				created, err := tx.EnsureNode(core.Node{ID: id, LineID: opts.Line, Unit: opts.Units[id], Kind: core.NodeDAQ})
+				if err != nil {
+					return err
+				}
+				if created {
+					newNodes++
+				}
+			}
+			_, err := tx.Write(batch)
+			return err
+		})
+		rep.NewNodes = newNodes
+		if perr != nil {
+			return perr
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if rep.Samples > 0 && opts.Run != "" {
+			last := rep.LastTs
+			created, err := tx.EnsureRun(core.Run{ID: opts.Run, LineID: opts.Line, ProductID: opts.Product,
+				RecipeID: opts.Recipe, StartedMs: rep.FirstTs, EndedMs: &last, Status: core.RunEnded})
+			if err != nil {
+				return err
+			}
+			rep.RunCreated = created
+		}
+		return nil
+	})
+	if err != nil {
+		rep.RunCreated, rep.NewNodes = false, 0
+		return rep, err
+	}
+	cr.done = cr.total
+	if cr.done < cr.read {
+		cr.done = cr.read
+	}
+	cr.report(true)
+	return rep, nil
+}
+
+// countingReader counts bytes read and reports progress, throttled.
+type countingReader struct {
+	r        io.Reader
+	file     string
+	read     int64
+	done     int64
+	total    int64
+	last     time.Time
+	progress func(string, int64, int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	c.done = c.read
+	c.report(false)
+	return n, err
+}
+
+func (c *countingReader) report(force bool) {
+	if c.progress == nil {
+		return
+	}
+	now := time.Now()
+	if !force && now.Sub(c.last) < progressInterval {
+		return
+	}
+	c.last = now
+	total := c.total
+	if c.done > total {
+		total = c.done
+	}
+	c.progress(c.file, c.done, total)
+}

@@ -1,0 +1,122 @@
+package ingest
+
+import (
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
+// DefaultBatchSize is the number of samples per emitted batch when
+// CSVOptions.BatchSize is 0.
+const DefaultBatchSize = 8192
+
+// CSVOptions control how a CSV file becomes samples.
+type CSVOptions struct {
+	// Line, Product, Recipe and Run are stamped on every sample. ParseCSV
+	// uses Run as given; IngestFiles replaces an empty Run with the file's
+	// base name without its extension.
+	Line, Product, Recipe, Run string
+
+	// TimeCol names the time column (case-insensitive). Empty: auto-detect
+	// one of time, ts, timestamp, datetime, date, t, time_ms, time_s,
+	// timestamp_ms, epoch_ms, epoch_s.
+	TimeCol string
+	// TimeUnit is "ms", "s", "rfc3339" or "" (auto: a column name ending in
+	// _ms or _s; else RFC 3339 if the first time is not a number; else
+	// numbers of at least 1e11 are milliseconds, smaller ones seconds).
+	TimeUnit string
+
+	// Period, for wide files without a time column: data row k (0-based,
+	// counting skipped bad rows too) is at StartMs + k*Period. It must be a
+	// whole number of milliseconds.
+	Period  time.Duration
+	StartMs int64
+
+	// Units maps node id → unit for nodes IngestFiles creates.
+	Units map[string]string
+	// IgnoreCols are wide-file columns not to ingest (case-insensitive).
+	IgnoreCols []string
+	// SkipBad skips bad rows (counted in the report) instead of failing.
+	SkipBad bool
+	// BatchSize is the number of samples per emitted batch (default 8192).
+	BatchSize int
+}
+
+// FileReport describes what one file produced.
+type FileReport struct {
+	File  string `json:"file"`
+	Shape string `json:"shape"` // "wide" or "long"
+	// Rows counts data rows ingested (bad rows skipped are in Skipped).
+	Rows int `json:"rows"`
+	// Samples counts samples emitted; Missing counts empty or NaN cells.
+	Samples int `json:"samples"`
+	Missing int `json:"missing"`
+	// Skipped counts bad rows skipped under SkipBad, by reason in
+	// SkipReasons; FirstSkipped holds up to 5 "file:line: reason ..." lines.
+	Skipped      int            `json:"skipped"`
+	SkipReasons  map[string]int `json:"skipReasons,omitempty"`
+	FirstSkipped []string       `json:"firstSkipped,omitempty"`
+	// Nodes are the nodes that received samples: header order for wide
+	// files, order of first appearance for long ones.
+	Nodes []string `json:"nodes"`
+	// FirstTs and LastTs are the smallest and largest sample time (epoch
+	// ms); both 0 when there are no samples.
+	FirstTs int64 `json:"firstTs"`
+	LastTs  int64 `json:"lastTs"`
+	// Run is the run id the samples carry; RunCreated and NewNodes report
+	// what IngestFiles created in the store.
+	Run        string `json:"run,omitempty"`
+	RunCreated bool   `json:"runCreated"`
+	NewNodes   int    `json:"newNodes"`
+}
+
+// Skip reasons, the keys of FileReport.SkipReasons.
+const (
+	ReasonBadValue    = "bad value"
+	ReasonBadTime     = "bad time"
+	ReasonColumnCount = "column count"
+	ReasonEmptyNode   = "empty node"
+	ReasonBadNode     = "bad node"
+	ReasonBadState    = "bad state"
+	ReasonBadQuote    = "bad quote"
+)
+
+// validate checks options that do not depend on a file and returns the
+// explicit time unit and the period in ms.
+func (o *CSVOptions) validate() (timeUnit, int64, error) {
+	var u timeUnit
+	switch strings.ToLower(strings.TrimSpace(o.TimeUnit)) {
+	case "":
+		u = unitAuto
+	case "ms":
+		u = unitMs
+	case "s":
+		u = unitS
+	case "rfc3339":
+		u = unitRFC3339
+	default:
+		return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "time-unit",
+			"time unit %q: want ms, s or rfc3339", o.TimeUnit)
+	}
+	if o.BatchSize < 0 {
+		return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "batch-size", "batch size %d is negative", o.BatchSize)
+	}
+	var period int64
+	if o.Period != 0 {
+		if o.Period < 0 || o.Period%time.Millisecond != 0 {
+			return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "period",
+				"period %v: want a positive whole number of milliseconds", o.Period)
+		}
+		if strings.TrimSpace(o.TimeCol) != "" {
+			return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "period",
+				"period %v and time column %q both given: use one", o.Period, o.TimeCol)
+		}
+		if u != unitAuto {
+			return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "time-unit",
+				"time unit %q needs a time column, but period %v says there is none", o.TimeUnit, o.Period)
+		}
+		period = int64(o.Period / time.Millisecond)
+	}
+	return u, period, nil
+}

@@ -1,0 +1,434 @@
+package ingest
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
+type timeUnit int
+
+const (
+	unitAuto timeUnit = iota
+	unitMs
+	unitS
+	unitRFC3339
+)
+
+func (u timeUnit) String() string {
+	switch u {
+	case unitMs:
+		return "ms"
+	case unitS:
+		return "s"
+	case unitRFC3339:
+		return "rfc3339"
+	}
+	return "auto"
+}
+
+// timeLikeNames are the header names (case-insensitive) auto-detected as the
+// time column.
+var timeLikeNames = []string{"time", "ts", "timestamp", "datetime", "date", "t",
+	"time_ms", "time_s", "timestamp_ms", "epoch_ms", "epoch_s"}
+
+func isTimeLike(name string) bool {
+	for _, n := range timeLikeNames {
+		if strings.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// unitFromName returns the unit a column name's suffix implies (_ms, _s).
+func unitFromName(name string) timeUnit {
+	l := strings.ToLower(name)
+	switch {
+	case strings.HasSuffix(l, "_ms"):
+		return unitMs
+	case strings.HasSuffix(l, "_s"):
+		return unitS
+	}
+	return unitAuto
+}
+
+// autoMsThreshold: an auto-detected numeric time whose first value is at
+// least this large is epoch milliseconds, otherwise seconds. 1e11 s is the
+// year 5138; 1e11 ms is 1973-03-03.
+const autoMsThreshold = 1e11
+
+// timeParser turns time cells into epoch milliseconds. In auto mode the unit
+// is fixed by the first cell that parses and holds for the rest of the file.
+type timeParser struct {
+	unit timeUnit
+}
+
+// parse returns the time in epoch ms, or ok=false.
+func (p *timeParser) parse(b []byte) (ms int64, ok bool) {
+	switch p.unit {
+	case unitMs:
+		return parseEpoch(b, 1)
+	case unitS:
+		return parseEpoch(b, 1000)
+	case unitRFC3339:
+		return parseRFC3339(b)
+	}
+	if v, ok := parseDecimal(b); ok {
+		u := unitS
+		if math.Abs(v) >= autoMsThreshold {
+			u = unitMs
+		}
+		scale := int64(1000)
+		if u == unitMs {
+			scale = 1
+		}
+		ms, ok = parseEpoch(b, scale)
+		if ok {
+			p.unit = u
+		}
+		return ms, ok
+	}
+	ms, ok = parseRFC3339(b)
+	if ok {
+		p.unit = unitRFC3339
+	}
+	return ms, ok
+}
+
+// want describes what the parser expects, for error messages.
+func (p *timeParser) want() string {
+	switch p.unit {
+	case unitMs:
+		return "epoch milliseconds"
+	case unitS:
+		return "epoch seconds"
+	case unitRFC3339:
+		return "an RFC 3339 time with a zone, e.g. 2024-05-01T12:00:00.250+02:00"
+	}
+	return "epoch seconds, epoch milliseconds or an RFC 3339 time with a zone"
+}
+
+// isDecimal reports whether b is a plain decimal number:
+// [+-]digits[.digits][(e|E)[+-]digits] with at least one mantissa digit.
+// Hexadecimal floats, underscores, Inf and NaN are not.
+func isDecimal(b []byte) bool {
+	i := 0
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
+	}
+	digits := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+		digits++
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		e := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			e++
+		}
+		if e == 0 {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// parseEpoch converts the decimal number b, counted in units of scale
+// milliseconds (1 for ms, 1000 for s), to milliseconds, rounding to the
+// nearest millisecond (halves away from zero). Numbers without an exponent
+// are converted exactly in integer arithmetic.
+func parseEpoch(b []byte, scale int64) (int64, bool) {
+	if !isDecimal(b) {
+		return 0, false
+	}
+	for _, c := range b {
+		if c == 'e' || c == 'E' {
+			v, err := strconv.ParseFloat(string(b), 64)
+			if err != nil {
+				return 0, false
+			}
+			x := math.Round(v * float64(scale))
+			if math.IsNaN(x) || x >= 9.2e18 || x <= -9.2e18 {
+				return 0, false
+			}
+			return int64(x), true
+		}
+	}
+	i, neg := 0, false
+	if b[0] == '+' || b[0] == '-' {
+		neg = b[0] == '-'
+		i++
+	}
+	const limit = math.MaxInt64 / 1000
+	var ip int64
+	for ; i < len(b) && b[i] != '.'; i++ {
+		if ip > limit {
+			return 0, false
+		}
+		ip = ip*10 + int64(b[i]-'0')
+	}
+	if ip > math.MaxInt64/scale-1 {
+		return 0, false
+	}
+	ms := ip * scale
+	if i < len(b) { // fraction
+		frac := b[i+1:]
+		digits := 0 // fraction digits that are whole milliseconds
+		if scale == 1000 {
+			digits = 3
+		}
+		var f int64
+		for k := 0; k < digits; k++ {
+			f *= 10
+			if k < len(frac) {
+				f += int64(frac[k] - '0')
+			}
+		}
+		ms += f
+		if digits < len(frac) && frac[digits] >= '5' {
+			ms++
+		}
+	}
+	if neg {
+		ms = -ms
+	}
+	return ms, true
+}
+
+// ParseRFC3339Ms parses an RFC 3339 time with a zone to epoch milliseconds
+// by the same rules as a CSV time column (fraction rounded to the nearest
+// ms; a space may replace the T). The CLI uses it for --start.
+func ParseRFC3339Ms(s string) (int64, error) {
+	ms, ok := parseRFC3339([]byte(strings.TrimSpace(s)))
+	if !ok {
+		return 0, core.Errorf(core.CodeInvalidArgument,
+			"time %q: want RFC 3339 with a zone, e.g. 2024-05-01T12:00:00.250+02:00", s)
+	}
+	return ms, nil
+}
+
+// parseRFC3339 parses YYYY-MM-DDThh:mm:ss[.fraction](Z|±hh:mm) to epoch ms,
+// rounding the fraction to the nearest millisecond. A space or 't' may
+// separate date and time, 'z' may stand for 'Z', and ',' for the decimal
+// point. A zone is required: a time without one is ambiguous.
+func parseRFC3339(b []byte) (int64, bool) {
+	if len(b) < 20 {
+		return 0, false
+	}
+	num := func(s []byte) (int64, bool) {
+		var v int64
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int64(c-'0')
+		}
+		return v, true
+	}
+	y, ok1 := num(b[0:4])
+	mo, ok2 := num(b[5:7])
+	d, ok3 := num(b[8:10])
+	h, ok4 := num(b[11:13])
+	mi, ok5 := num(b[14:16])
+	s, ok6 := num(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) ||
+		b[4] != '-' || b[7] != '-' || b[13] != ':' || b[16] != ':' ||
+		(b[10] != 'T' && b[10] != 't' && b[10] != ' ') {
+		return 0, false
+	}
+	if mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || s > 59 {
+		return 0, false
+	}
+	i := 19
+	var frac int64
+	if b[i] == '.' || b[i] == ',' {
+		i++
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			switch {
+			case n < 3:
+				frac = frac*10 + int64(b[i]-'0')
+			case n == 3 && b[i] >= '5':
+				frac++
+			}
+			n++
+			i++
+		}
+		if n == 0 {
+			return 0, false
+		}
+		for ; n < 3; n++ {
+			frac *= 10
+		}
+	}
+	if i >= len(b) {
+		return 0, false
+	}
+	var off int64
+	switch z := b[i:]; {
+	case len(z) == 1 && (z[0] == 'Z' || z[0] == 'z'):
+	case len(z) == 6 && (z[0] == '+' || z[0] == '-') && z[3] == ':':
+		oh, okh := num(z[1:3])
+		om, okm := num(z[4:6])
+		if !okh || !okm || oh > 23 || om > 59 {
+			return 0, false
+		}
+		off = (oh*60 + om) * 60000
+		if z[0] == '-' {
+			off = -off
+		}
+	default:
+		return 0, false
+	}
+	days := daysFromCivil(y, mo, d)
+	return days*86400000 + h*3600000 + mi*60000 + s*1000 + frac - off, true
+}
+
+func daysIn(y, m int64) int64 {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
+// date (H. Hinnant's algorithm).
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// pow10 holds the powers of ten that float64 represents exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseDecimal parses a plain decimal number (the syntax isDecimal accepts)
+// to the nearest float64, exactly as strconv.ParseFloat does. Numbers with
+// at most 15 significant digits and a small exponent, which is nearly every
+// sensor value, take Clinger's exact fast path (one correctly rounded
+// multiplication or division of two exact float64s); the rest go to
+// strconv.ParseFloat. ok is false for anything that is not a finite decimal.
+func parseDecimal(b []byte) (v float64, ok bool) {
+	i, neg := 0, false
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		neg = b[0] == '-'
+		i++
+	}
+	var mant uint64
+	nd, digits, exp := 0, 0, 0
+	exact := true
+	for ; i < len(b); i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			break
+		}
+		digits++
+		if nd < 19 {
+			mant = mant*10 + uint64(c)
+			if mant != 0 {
+				nd++
+			}
+		} else {
+			exp++
+			exact = false
+		}
+	}
+	if i < len(b) && b[i] == '.' {
+		for i++; i < len(b); i++ {
+			c := b[i] - '0'
+			if c > 9 {
+				break
+			}
+			digits++
+			if nd < 19 {
+				mant = mant*10 + uint64(c)
+				if mant != 0 {
+					nd++
+				}
+				exp--
+			} else {
+				exact = false
+			}
+		}
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			eneg = b[i] == '-'
+			i++
+		}
+		e, ed := 0, 0
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if e < 100000 {
+				e = e*10 + int(b[i]-'0')
+			}
+			ed++
+		}
+		if ed == 0 {
+			return 0, false
+		}
+		if eneg {
+			e = -e
+		}
+		exp += e
+	}
+	if i != len(b) {
+		return 0, false
+	}
+	if exact && mant>>53 == 0 && exp >= -22 && exp <= 22 {
+		f := float64(mant)
+		if exp < 0 {
+			f /= pow10[-exp]
+		} else {
+			f *= pow10[exp]
+		}
+		if neg {
+			f = -f
+		}
+		return f, true
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
