@@ -109,13 +109,13 @@ func TestErrorsAndExitCodes(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"ts", "query", "--data", d, "--node", "ghost"}, 1, "error: AML_NOT_FOUND: node: node \"ghost\" not found"},
+		{[]string{"ts", "query", "--data", d, "--node", "ghost"}, 1, "error: AML_NOT_FOUND: node \"ghost\" not found"},
 		{[]string{"ts", "query", "--data", d}, 2, "error: AML_USAGE: --node is required"},
 		{[]string{"runs", "list", "--data", d, "--bogus"}, 2, "error: AML_USAGE: unknown flag: --bogus"},
 		{[]string{"nosuch", "--data", d}, 2, "error: AML_USAGE: unknown command"},
 		{[]string{"runs", "show", "--data", d}, 2, "error: AML_USAGE"},
 		{[]string{"runs", "show", "nope", "--data", d}, 1, "error: AML_NOT_FOUND"},
-		{[]string{"sim", "injection", "--runs", "0", "--data", d}, 1, "error: AML_INVALID_ARGUMENT: runs:"},
+		{[]string{"sim", "injection", "--runs", "0", "--data", d}, 1, "error: AML_INVALID_ARGUMENT: runs must be 1..1000, got 0"},
 		{[]string{"ts", "query", "--data", d, "--node", "x", "--from", "yesterday"}, 2, "--from"},
 		{[]string{"ingest", "csv", "--data", d, "--line", "L", "--product", "P", "--recipe", "R", "/nonexistent.csv"}, 2, "no such file"},
 		{[]string{"ingest", "csv", "--data", d, "x.csv"}, 2, "is required"},

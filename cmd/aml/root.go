@@ -175,7 +175,7 @@ func argsMin(n int) cobra.PositionalArgs {
 // without its last ":part" (a file:line:col field on a "file:line: ..."
 // message), so the CLI does not print the position twice.
 func mentions(msg, field string) bool {
-	if strings.HasPrefix(msg, field) {
+	if strings.HasPrefix(msg, field+" ") || strings.HasPrefix(msg, field+":") {
 		return true
 	}
 	if i := strings.LastIndexByte(field, ':'); i > 0 {
