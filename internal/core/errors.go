@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Stable error codes. They are part of the public contract (CLI, API, MCP):
@@ -23,7 +24,19 @@ const (
 	CodeDatasetTampered  = "AML_DATASET_TAMPERED"
 	CodeStageRace        = "AML_STAGE_RACE"
 	CodeEnvBusy          = "ENV_BUSY"
+	// CodeUnitContractInvalid: a unit contract (scale/offset/unit) is
+	// missing or unusable; AML never falls back to scale 1 / offset 0.
+	CodeUnitContractInvalid = "UNIT_CONTRACT_INVALID"
+	CodeQuotaExceeded       = "AML_QUOTA_EXCEEDED"
+	CodeDatasetEmpty        = "AML_DATASET_EMPTY"
+	CodeInUse               = "AML_IN_USE"
 )
+
+// Problem is one finding of a validation that reports every problem at once.
+type Problem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
 
 // Error is AML's typed error: a stable code, a human message, the offending
 // field (a flag, a JSON path, a file:line:column) and the HTTP status.
@@ -32,7 +45,27 @@ type Error struct {
 	Message string
 	Field   string
 	Status  int
-	Err     error // wrapped cause, may be nil
+	// Problems lists every finding when a validation found several; Field
+	// and Message then describe the first.
+	Problems []Problem
+	Err      error // wrapped cause, may be nil
+}
+
+// Invalid builds an error with code from a list of problems (nil if the list
+// is empty). Message summarises all of them; Field is the first one's.
+func Invalid(code string, problems []Problem) *Error {
+	if len(problems) == 0 {
+		return nil
+	}
+	parts := make([]string, len(problems))
+	for i, p := range problems {
+		parts[i] = p.Field + ": " + p.Message
+	}
+	msg := fmt.Sprintf("%d problem(s): %s", len(problems), strings.Join(parts, "; "))
+	e := Errorf(code, "%s", msg)
+	e.Field = problems[0].Field
+	e.Problems = problems
+	return e
 }
 
 func (e *Error) Error() string {
@@ -92,8 +125,12 @@ func StatusFor(code string) int {
 		return http.StatusConflict
 	case CodeUsage, CodeInvalidArgument, CodeNonFinite:
 		return http.StatusBadRequest
-	case CodeIngestInvalid, CodeSpecInvalid, CodeDatasetTampered:
+	case CodeIngestInvalid, CodeSpecInvalid, CodeDatasetTampered, CodeUnitContractInvalid, CodeDatasetEmpty:
 		return http.StatusUnprocessableEntity
+	case CodeQuotaExceeded:
+		return http.StatusRequestEntityTooLarge
+	case CodeInUse:
+		return http.StatusConflict
 	case CodeStoreUnavailable, CodeSchemaTooNew, CodeSchemaMismatch:
 		return http.StatusServiceUnavailable
 	default:
