@@ -67,9 +67,16 @@ type IngestTx interface {
 	EnsureRun(r Run) (bool, error)
 }
 
+// SeriesStore is the part of a store that holds runs and samples.
+type SeriesStore interface {
+	Meta
+	TimeSeries
+}
+
 // Store is a complete storage back-end.
 type Store interface {
 	Meta
 	TimeSeries
+	Datasets
 	Close() error
 }

@@ -261,4 +261,4 @@ func (f *fakeStore) runSamples(runID string) []core.Sample {
 	return out
 }
 
-var _ core.Store = (*fakeStore)(nil)
+var _ core.SeriesStore = (*fakeStore)(nil)

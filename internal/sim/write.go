@@ -41,7 +41,7 @@ type WriteSummary struct {
 // segment is added. A run id that already exists with another line,
 // product, recipe or time span is an AML_CONFLICT error (samples of a
 // different configuration must not be mixed into it).
-func (o *Output) Write(ctx context.Context, st core.Store, progress func(doneRuns, totalRuns int)) (WriteSummary, error) {
+func (o *Output) Write(ctx context.Context, st core.SeriesStore, progress func(doneRuns, totalRuns int)) (WriteSummary, error) {
 	var sum WriteSummary
 	if err := ctx.Err(); err != nil {
 		return sum, err
@@ -97,7 +97,7 @@ func (o *Output) Write(ctx context.Context, st core.Store, progress func(doneRun
 
 // writeRun writes one run and its context segment; it reports whether the
 // run was created and whether a segment was added.
-func writeRun(ctx context.Context, st core.Store, rd *RunData, rv core.RecipeVersion) (created, added bool, err error) {
+func writeRun(ctx context.Context, st core.SeriesStore, rd *RunData, rv core.RecipeVersion) (created, added bool, err error) {
 	run := rd.Run
 	version := rv.Version
 	run.RecipeVersion = &version
