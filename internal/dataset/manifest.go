@@ -1,0 +1,151 @@
+package dataset
+
+// FormatVersion is the version of the dataset file format written here
+// (docs/dataset-format.md).
+const FormatVersion = 1
+
+// Dataset kinds: windows over time (dynamic) or one row per cycle (static).
+const (
+	KindDynamic = "dynamic"
+	KindStatic  = "static"
+)
+
+// Manifest is manifest.json. It holds nothing that depends on when or where
+// the dataset was built (no ids, no clock times), so the same spec over the
+// same samples gives byte-identical files and the same hash on any back-end.
+type Manifest struct {
+	FormatVersion int    `json:"formatVersion"`
+	Kind          string `json:"kind"`
+	SpecHash      string `json:"specHash"`
+	SpecVersion   int    `json:"specVersion"`
+	LineID        string `json:"lineId"`
+	ProductID     string `json:"productId"`
+	RecipeID      string `json:"recipeId"`
+	Purpose       string `json:"purpose"`
+
+	// Nodes in array column order: controls, disturbances, features, targets.
+	Nodes    []ManifestNode `json:"nodes"`
+	AllNodes []string       `json:"allNodes"`
+	Controls []string       `json:"controls"`
+	Inputs   []string       `json:"inputs,omitempty"` // static: every non-target node
+	Targets  []string       `json:"targets"`
+
+	BeatMs       int64 `json:"beatMs"`
+	HistorySteps int   `json:"historySteps"`
+	HorizonSteps int   `json:"horizonSteps"`
+	Stride       int   `json:"stride"`
+
+	Shapes map[string][]int `json:"shapes"`
+	Split  ManifestSplit    `json:"split"`
+	Runs   []ManifestRun    `json:"runs"`
+	Norm   Norm             `json:"norm"`
+
+	Provenance Provenance `json:"provenance"`
+	Lineage    Lineage    `json:"lineage"`
+
+	// Artifacts lists every file the dataset hash covers besides
+	// manifest.json itself, in hashing order.
+	Artifacts []Artifact `json:"artifacts"`
+}
+
+// ManifestNode describes one column.
+type ManifestNode struct {
+	NodeID    string   `json:"nodeId"`
+	Role      string   `json:"role"`
+	Unit      string   `json:"unit"`
+	ModelUnit string   `json:"modelUnit"`
+	Scale     float64  `json:"scale"`
+	Offset    float64  `json:"offset"`
+	DelayMs   int64    `json:"delayMs"`
+	Min       *float64 `json:"min,omitempty"` // source-unit range used by the range filter
+	Max       *float64 `json:"max,omitempty"`
+}
+
+// ManifestSplit tells which windows (or rows) belong to which split. Arrays
+// hold the splits concatenated: train, then val, then test.
+type ManifestSplit struct {
+	Mode   string        `json:"mode"`
+	Seed   uint64        `json:"seed"`
+	Train  SplitPart     `json:"train"`
+	Val    SplitPart     `json:"val"`
+	Test   SplitPart     `json:"test"`
+	Blocks []BlockWindow `json:"blocks,omitempty"`
+}
+
+// SplitPart is one split: its runs, and its [Offset, Offset+Count) range of
+// windows (or rows) in the arrays.
+type SplitPart struct {
+	RunIDs []string `json:"runIds"`
+	Offset int      `json:"offset"`
+	Count  int      `json:"count"`
+}
+
+// BlockWindow is a split block with where its windows are in the arrays.
+// Window i of the block starts its future at grid step FirstT + i·stride of
+// the run (its history is the H steps before).
+type BlockWindow struct {
+	Block
+	WindowOffset int `json:"windowOffset"`
+	WindowCount  int `json:"windowCount"`
+}
+
+// ManifestRun locates one used run's aligned grid in grid.f32.
+type ManifestRun struct {
+	RunID      string `json:"runId"`
+	Split      string `json:"split,omitempty"` // by_run mode only
+	GridOffset int    `json:"gridOffset"`
+	GridSteps  int    `json:"gridSteps"`
+	StartMs    int64  `json:"startMs"`
+}
+
+// Norm holds normalisation statistics computed on train data only.
+type Norm struct {
+	X    Stats  `json:"x"`
+	U    Stats  `json:"u"`
+	Y    Stats  `json:"y"`
+	Rule string `json:"rule"`
+}
+
+// Stats is a per-column mean and standard deviation.
+type Stats struct {
+	Mean []float64 `json:"mean"`
+	Std  []float64 `json:"std"`
+}
+
+// Provenance records where the data came from.
+type Provenance struct {
+	LineID                string   `json:"lineId"`
+	ProductID             string   `json:"productId"`
+	RecipeID              string   `json:"recipeId"`
+	RecipeVersions        []int    `json:"recipeVersions"`
+	RecipeContentHashes   []string `json:"recipeContentHashes"`
+	RunIDs                []string `json:"runIds"`
+	EvidenceSource        string   `json:"evidenceSource"`
+	AvailabilityWatermark int64    `json:"availabilityWatermark"`
+}
+
+// Lineage is the per-run check of confirmed context segments.
+type Lineage struct {
+	Verified   []string    `json:"verified"`
+	Unknown    []RunReason `json:"unknown"`
+	Mismatched []RunReason `json:"mismatched"`
+	Excluded   []RunReason `json:"excluded"`
+	// LineageVerified: every used run verified (and at least one). Models
+	// from a dataset without it may not drive optimisation.
+	LineageVerified bool `json:"lineageVerified"`
+}
+
+// RunReason names a run and why it is listed.
+type RunReason struct {
+	RunID  string `json:"runId"`
+	Reason string `json:"reason"`
+}
+
+// Artifact is one hashed file.
+type Artifact struct {
+	Name   string `json:"name"`
+	DType  string `json:"dtype,omitempty"` // "<f4", "<f8" for arrays
+	Shape  []int  `json:"shape,omitempty"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}

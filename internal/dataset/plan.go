@@ -1,0 +1,492 @@
+package dataset
+
+import (
+	"context"
+	"math"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
+// planned is a dataset decided but not yet written: the split, the blocks
+// and, per block, the windows (by the grid step of their first future
+// value). Static datasets have rows instead of windows.
+type planned struct {
+	spec   *Spec
+	nodes  []node
+	grids  []*runGrid
+	static bool
+	nAll   int
+	ctrl   []int // column indices of controls
+	tgt    []int // column indices of targets
+	inputs []int // static: every non-target column
+
+	blocks   []BlockWindow
+	blockRun []*runGrid
+	windows  [][]int // per block: first-future grid step of each window
+
+	rows []rowRef // static, in split order
+
+	train, val, test SplitPart
+}
+
+type rowRef struct {
+	g *runGrid
+	i int
+}
+
+func (p *planned) total() int { return p.train.Count + p.val.Count + p.test.Count }
+
+func (p *planned) nCtrlCols() int { return max(1, len(p.ctrl)) }
+
+func (p *planned) ctrlNames() []string {
+	out := []string{}
+	for _, j := range p.ctrl {
+		out = append(out, p.nodes[j].NodeID)
+	}
+	return out
+}
+
+func (p *planned) tgtNames() []string {
+	out := []string{}
+	for _, j := range p.tgt {
+		out = append(out, p.nodes[j].NodeID)
+	}
+	return out
+}
+
+func (p *planned) inputNames() []string {
+	out := []string{}
+	for _, j := range p.inputs {
+		out = append(out, p.nodes[j].NodeID)
+	}
+	return out
+}
+
+func (p *planned) gridSteps() int {
+	t := 0
+	for _, g := range p.grids {
+		t += g.steps
+	}
+	return t
+}
+
+func (p *planned) shapes() map[string][]int {
+	n, H, F, T := p.total(), p.spec.HistorySteps, p.spec.HorizonSteps, p.gridSteps()
+	if p.static {
+		return map[string][]int{"x": {n, len(p.inputs)}, "y": {n, len(p.tgt)}, "timestamps": {n}, "grid": {T, p.nAll}, "gridTimestamps": {T}}
+	}
+	return map[string][]int{
+		"x": {n, H, p.nAll}, "u": {n, F, p.nCtrlCols()}, "y": {n, F, len(p.tgt)},
+		"timestamps": {n, H + F}, "mask": {n, H + F}, "grid": {T, p.nAll}, "gridTimestamps": {T},
+	}
+}
+
+func (p *planned) bytes() int64 {
+	var b int64
+	for name, sh := range p.shapes() {
+		n := int64(1)
+		for _, d := range sh {
+			n *= int64(d)
+		}
+		if name == "timestamps" || name == "gridTimestamps" {
+			b += 8 * n
+		} else {
+			b += 4 * n
+		}
+	}
+	return b + 1<<20 // JSON files
+}
+
+func plan(spec *Spec, nodes []node, grids []*runGrid) (*planned, error) {
+	p := &planned{spec: spec, nodes: nodes, grids: grids, static: spec.Purpose == PurposeStaticResponse, nAll: len(nodes)}
+	for j, n := range nodes {
+		switch n.Role {
+		case RoleControl:
+			p.ctrl = append(p.ctrl, j)
+		case RoleTarget:
+			p.tgt = append(p.tgt, j)
+		}
+		if n.Role != RoleTarget {
+			p.inputs = append(p.inputs, j)
+		}
+	}
+	if p.static {
+		return p, p.planRows()
+	}
+	return p, p.planWindows()
+}
+
+func (p *planned) planRows() error {
+	var all []rowRef
+	for _, g := range p.grids {
+		for i := 0; i < g.steps; i++ {
+			ok := true
+			for j := 0; j < p.nAll; j++ {
+				if math.IsNaN(g.at(i, j, p.nAll)) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				all = append(all, rowRef{g, i})
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	tr, va, te, err := SplitRows(len(all), p.spec.Split.ValRatio, p.spec.Split.TestRatio, p.spec.Split.Seed)
+	if err != nil {
+		return core.Wrap(core.CodeSpecInvalid, err, "split")
+	}
+	off := 0
+	part := func(idx []int) SplitPart {
+		runs := map[string]bool{}
+		for _, k := range idx {
+			p.rows = append(p.rows, all[k])
+			runs[all[k].g.run.ID] = true
+		}
+		sp := SplitPart{RunIDs: sortedKeys(runs), Offset: off, Count: len(idx)}
+		off += len(idx)
+		return sp
+	}
+	p.train, p.val, p.test = part(tr), part(va), part(te)
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var splitOrder = map[string]int{SplitTrain: 0, SplitVal: 1, SplitTest: 2}
+
+func (p *planned) planWindows() error {
+	H, F, stride := p.spec.HistorySteps, p.spec.HorizonSteps, p.spec.Stride
+	byID := map[string]*runGrid{}
+	var ids []string
+	for _, g := range p.grids {
+		byID[g.run.ID] = g
+		ids = append(ids, g.run.ID)
+	}
+	var blocks []Block
+	switch p.spec.Split.Mode {
+	case SplitModeTimeBlocks:
+		for i, g := range p.grids {
+			bs, err := SplitTimeBlocks(g.run.ID, g.steps, p.spec.Split.Blocks, H+F, p.spec.Split.ValRatio, p.spec.Split.TestRatio, p.spec.Split.Seed+uint64(i))
+			if err != nil {
+				return core.Wrap(core.CodeSpecInvalid, err, "split run %s into time blocks", g.run.ID)
+			}
+			blocks = append(blocks, bs...)
+		}
+		runIdx := map[string]int{}
+		for i, id := range ids {
+			runIdx[id] = i
+		}
+		sort.SliceStable(blocks, func(a, b int) bool {
+			x, y := blocks[a], blocks[b]
+			if splitOrder[x.Split] != splitOrder[y.Split] {
+				return splitOrder[x.Split] < splitOrder[y.Split]
+			}
+			if runIdx[x.RunID] != runIdx[y.RunID] {
+				return runIdx[x.RunID] < runIdx[y.RunID]
+			}
+			return x.StartStep < y.StartStep
+		})
+	default:
+		rs, err := SplitRuns(ids, p.spec.Split.ValRatio, p.spec.Split.TestRatio, p.spec.Split.Seed)
+		if err != nil {
+			return core.Wrap(core.CodeSpecInvalid, err, "split runs")
+		}
+		for _, id := range rs.Train {
+			byID[id].split = SplitTrain
+		}
+		for _, id := range rs.Val {
+			byID[id].split = SplitVal
+		}
+		for _, id := range rs.Test {
+			byID[id].split = SplitTest
+		}
+		blocks = RunBlocks(rs, func(id string) int { return byID[id].steps })
+	}
+	// Prefix counts of rows with a missing value, for O(1) window checks.
+	badAll := map[*runGrid][]int{}
+	badCT := map[*runGrid][]int{}
+	for _, g := range p.grids {
+		a, c := make([]int, g.steps+1), make([]int, g.steps+1)
+		for i := 0; i < g.steps; i++ {
+			ba, bc := 0, 0
+			for j := 0; j < p.nAll; j++ {
+				if math.IsNaN(g.at(i, j, p.nAll)) {
+					ba = 1
+				}
+			}
+			for _, j := range append(append([]int{}, p.ctrl...), p.tgt...) {
+				if math.IsNaN(g.at(i, j, p.nAll)) {
+					bc = 1
+				}
+			}
+			a[i+1], c[i+1] = a[i]+ba, c[i]+bc
+		}
+		badAll[g], badCT[g] = a, c
+	}
+	parts := map[string]*SplitPart{SplitTrain: &p.train, SplitVal: &p.val, SplitTest: &p.test}
+	runsIn := map[string]map[string]bool{SplitTrain: {}, SplitVal: {}, SplitTest: {}}
+	off := 0
+	for _, b := range blocks {
+		g := byID[b.RunID]
+		lo, hi := b.StartStep+b.PurgeBeforeSteps, b.EndStep-b.PurgeAfterSteps
+		var ws []int
+		a, c := badAll[g], badCT[g]
+		for t := lo + H; t+F <= hi; t += stride {
+			if a[t]-a[t-H] == 0 && c[t+F]-c[t] == 0 {
+				ws = append(ws, t)
+			}
+		}
+		sp := parts[b.Split]
+		if sp.Count == 0 {
+			sp.Offset = off
+		}
+		sp.Count += len(ws)
+		off += len(ws)
+		runsIn[b.Split][b.RunID] = true
+		p.blocks = append(p.blocks, BlockWindow{Block: b, WindowOffset: off - len(ws), WindowCount: len(ws)})
+		p.blockRun = append(p.blockRun, g)
+		p.windows = append(p.windows, ws)
+	}
+	for s, sp := range parts {
+		sp.RunIDs = sortedKeys(runsIn[s])
+	}
+	// Offsets of empty splits still follow the concatenation order.
+	p.val.Offset = p.train.Count
+	p.test.Offset = p.train.Count + p.val.Count
+	return nil
+}
+
+func (p *planned) manifestSplit() ManifestSplit {
+	ms := ManifestSplit{Mode: p.spec.Split.Mode, Seed: p.spec.Split.Seed, Train: p.train, Val: p.val, Test: p.test}
+	if !p.static {
+		ms.Blocks = p.blocks
+	}
+	return ms
+}
+
+func (p *planned) manifestRuns() []ManifestRun {
+	var out []ManifestRun
+	off := 0
+	for _, g := range p.grids {
+		out = append(out, ManifestRun{RunID: g.run.ID, Split: g.split, GridOffset: off, GridSteps: g.steps, StartMs: g.startMs})
+		off += g.steps
+	}
+	return out
+}
+
+// norm computes per-column statistics over the train data only. For
+// windows, each grid step covered by any train window counts once (stride-1
+// windows overlap H+F-fold; counting windows would weigh the middle of a run
+// more than its ends).
+func (p *planned) norm() Norm {
+	n := Norm{Rule: "population mean and std over train data only (each grid step once); std floored at 1e-6 × the column's largest |value| in train, or 1 for an all-zero column"}
+	cols := make([][]float64, p.nAll)
+	if p.static {
+		for _, r := range p.rows[:p.train.Count] {
+			for j := 0; j < p.nAll; j++ {
+				cols[j] = append(cols[j], r.g.at(r.i, j, p.nAll))
+			}
+		}
+	} else {
+		H, F := p.spec.HistorySteps, p.spec.HorizonSteps
+		used := map[*runGrid][]bool{}
+		for bi, b := range p.blocks {
+			if b.Split != SplitTrain {
+				continue
+			}
+			g := p.blockRun[bi]
+			u := used[g]
+			if u == nil {
+				u = make([]bool, g.steps)
+				used[g] = u
+			}
+			for _, t := range p.windows[bi] {
+				for i := t - H; i < t+F; i++ {
+					u[i] = true
+				}
+			}
+		}
+		for _, g := range p.grids {
+			u := used[g]
+			for i := 0; u != nil && i < g.steps; i++ {
+				if !u[i] {
+					continue
+				}
+				for j := 0; j < p.nAll; j++ {
+					if v := g.at(i, j, p.nAll); !math.IsNaN(v) {
+						cols[j] = append(cols[j], v)
+					}
+				}
+			}
+		}
+	}
+	stat := func(idx []int) Stats {
+		s := Stats{Mean: []float64{}, Std: []float64{}}
+		for _, j := range idx {
+			m, sd := meanStd(cols[j])
+			s.Mean, s.Std = append(s.Mean, m), append(s.Std, sd)
+		}
+		return s
+	}
+	all := make([]int, p.nAll)
+	for j := range all {
+		all[j] = j
+	}
+	if p.static {
+		n.X, n.Y, n.U = stat(p.inputs), stat(p.tgt), Stats{Mean: []float64{}, Std: []float64{}}
+		return n
+	}
+	n.X, n.Y = stat(all), stat(p.tgt)
+	if len(p.ctrl) == 0 {
+		n.U = Stats{Mean: []float64{0}, Std: []float64{1}}
+	} else {
+		n.U = stat(p.ctrl)
+	}
+	return n
+}
+
+// meanStd is the population mean and std with the relative floor.
+func meanStd(xs []float64) (float64, float64) {
+	if len(xs) == 0 {
+		return 0, 1
+	}
+	mean, m2, maxAbs := 0.0, 0.0, 0.0
+	for i, v := range xs {
+		d := v - mean
+		mean += d / float64(i+1)
+		m2 += d * (v - mean)
+		maxAbs = max(maxAbs, math.Abs(v))
+	}
+	sd := math.Sqrt(m2 / float64(len(xs)))
+	if maxAbs == 0 {
+		return mean, 1
+	}
+	return mean, max(sd, 1e-6*maxAbs)
+}
+
+// debugWriteDelay pauses a build mid-write. It exists for the crash-safety
+// test, which kills the process during the pause; set
+// AML_DEBUG_DATASET_WRITE_DELAY (a Go duration) to use it.
+func debugWriteDelay() {
+	if d, err := time.ParseDuration(os.Getenv("AML_DEBUG_DATASET_WRITE_DELAY")); err == nil && d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// write streams every array into dir, hashing as it goes.
+func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
+	sh := p.shapes()
+	type spec struct{ name, key, dtype string }
+	var specs []spec
+	if p.static {
+		specs = []spec{{"arrays/x.f32", "x", "<f4"}, {"arrays/y.f32", "y", "<f4"}, {"arrays/timestamps.f64", "timestamps", "<f8"},
+			{"arrays/grid.f32", "grid", "<f4"}, {"arrays/grid_timestamps.f64", "gridTimestamps", "<f8"}}
+	} else {
+		specs = []spec{{"arrays/x.f32", "x", "<f4"}, {"arrays/u.f32", "u", "<f4"}, {"arrays/y.f32", "y", "<f4"},
+			{"arrays/timestamps.f64", "timestamps", "<f8"}, {"arrays/mask.f32", "mask", "<f4"},
+			{"arrays/grid.f32", "grid", "<f4"}, {"arrays/grid_timestamps.f64", "gridTimestamps", "<f8"}}
+	}
+	files := map[string]*arrayFile{}
+	var order []*arrayFile
+	closeAll := func() {
+		for _, f := range order {
+			f.abort()
+		}
+	}
+	for _, s := range specs {
+		f, err := createArray(dir, s.name, s.dtype, sh[s.key])
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		files[s.key] = f
+		order = append(order, f)
+	}
+	grid, gts := files["grid"], files["gridTimestamps"]
+	for _, g := range p.grids {
+		for i := 0; i < g.steps; i++ {
+			for j := 0; j < p.nAll; j++ {
+				grid.f32(g.at(i, j, p.nAll))
+			}
+			gts.f64(float64(g.startMs + int64(i)*p.spec.BeatMs))
+		}
+	}
+	debugWriteDelay()
+	beat := p.spec.BeatMs
+	if p.static {
+		x, y, ts := files["x"], files["y"], files["timestamps"]
+		for k, r := range p.rows {
+			if k%65536 == 0 && ctx.Err() != nil {
+				closeAll()
+				return nil, core.Wrap(core.CodeStoreUnavailable, ctx.Err(), "build cancelled")
+			}
+			for _, j := range p.inputs {
+				x.f32(r.g.at(r.i, j, p.nAll))
+			}
+			for _, j := range p.tgt {
+				y.f32(r.g.at(r.i, j, p.nAll))
+			}
+			ts.f64(float64(r.g.startMs + int64(r.i)*beat))
+		}
+	} else {
+		H, F := p.spec.HistorySteps, p.spec.HorizonSteps
+		x, u, y, ts, mask := files["x"], files["u"], files["y"], files["timestamps"], files["mask"]
+		for bi := range p.blocks {
+			g := p.blockRun[bi]
+			if ctx.Err() != nil {
+				closeAll()
+				return nil, core.Wrap(core.CodeStoreUnavailable, ctx.Err(), "build cancelled")
+			}
+			for _, t := range p.windows[bi] {
+				for i := t - H; i < t; i++ {
+					row := g.vals[i*p.nAll : (i+1)*p.nAll]
+					for _, v := range row {
+						x.f32(v)
+					}
+				}
+				for i := t; i < t+F; i++ {
+					if len(p.ctrl) == 0 {
+						u.f32(0)
+					}
+					for _, j := range p.ctrl {
+						u.f32(g.at(i, j, p.nAll))
+					}
+					for _, j := range p.tgt {
+						y.f32(g.at(i, j, p.nAll))
+					}
+				}
+				for i := t - H; i < t+F; i++ {
+					ts.f64(float64(g.startMs + int64(i)*beat))
+					if g.observed[i] {
+						mask.f32(1)
+					} else {
+						mask.f32(0)
+					}
+				}
+			}
+		}
+	}
+	var arts []Artifact
+	for _, f := range order {
+		a, err := f.close()
+		if err != nil {
+			return nil, err
+		}
+		arts = append(arts, a)
+	}
+	return arts, nil
+}

@@ -1,0 +1,214 @@
+package dataset
+
+import (
+	"math"
+	"sort"
+)
+
+// Report is report.json: what the build saw and did. Like the manifest it
+// holds no clock times, so it is part of the hashed, reproducible dataset.
+type Report struct {
+	Kind    string       `json:"kind"`
+	Nodes   []NodeReport `json:"nodes"`
+	Runs    []RunReport  `json:"runs"`
+	Lags    []LagReport  `json:"lags"`
+	Dropped []RunReason  `json:"droppedRuns"`
+	Windows struct {
+		Train int `json:"train"`
+		Val   int `json:"val"`
+		Test  int `json:"test"`
+	} `json:"windows"`
+	LineageVerified bool `json:"lineageVerified"`
+}
+
+// NodeReport summarises one node. Summary is over the train runs' aligned
+// values (every train run, not the first); the cleaning figures are summed
+// over every used run.
+type NodeReport struct {
+	NodeID            string      `json:"nodeId"`
+	Role              string      `json:"role"`
+	ModelUnit         string      `json:"modelUnit"`
+	Summary           Summary     `json:"summary"`
+	Cleaning          CleanCounts `json:"cleaning"`
+	Align             AlignCounts `json:"align"`
+	CleanedRatio      float64     `json:"cleanedRatio"`      // (state+range+hampel)/raw
+	InterpolatedRatio float64     `json:"interpolatedRatio"` // interpolated/buckets
+	MissingRatio      float64     `json:"missingRatio"`      // missing/buckets over the used runs' common grids
+}
+
+// Summary is a distribution summary of finite values.
+type Summary struct {
+	Count int     `json:"count"`
+	Mean  float64 `json:"mean"`
+	Std   float64 `json:"std"`
+	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
+	P05   float64 `json:"p05"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
+}
+
+// RunReport is one used run: its grid, cleaning per node and target profile.
+type RunReport struct {
+	RunID        string                 `json:"runId"`
+	Split        string                 `json:"split"`
+	Steps        int                    `json:"steps"`
+	MissingRatio float64                `json:"missingRatio"`
+	Cleaning     map[string]CleanCounts `json:"cleaning"`
+	Align        map[string]AlignCounts `json:"align"`
+	Targets      []TargetProfile        `json:"targets"`
+}
+
+// TargetProfile is a target's per-run summary and a profile of at most
+// ProfilePoints bucket means for plotting.
+type TargetProfile struct {
+	NodeID    string    `json:"nodeId"`
+	Summary   Summary   `json:"summary"`
+	ProfileMs []int64   `json:"profileMs"`
+	Profile   []float64 `json:"profile"`
+}
+
+// ProfilePoints caps a run profile's length.
+const ProfilePoints = 100
+
+// LagReport is the lag cross-correlation of a control (or disturbance) with a
+// target over all train runs: corr(input(t), target(t+lag)) for lag in
+// [-MaxLag, MaxLag] beats, each run's mean removed, pairs pooled over runs.
+// BestLag maximises |corr|; a positive lag means the target follows.
+type LagReport struct {
+	Input    string    `json:"input"`
+	Target   string    `json:"target"`
+	MaxLag   int       `json:"maxLag"`
+	BestLag  int       `json:"bestLag"`
+	BestCorr float64   `json:"bestCorr"`
+	Corr     []float64 `json:"corr"` // index i ↔ lag i-MaxLag; 0 where undefined
+}
+
+// summarize computes a Summary of the finite values (population std).
+func summarize(vals []float64) Summary {
+	xs := make([]float64, 0, len(vals))
+	for _, v := range vals {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			xs = append(xs, v)
+		}
+	}
+	var s Summary
+	s.Count = len(xs)
+	if s.Count == 0 {
+		return s
+	}
+	mean, m2 := 0.0, 0.0
+	for i, v := range xs { // Welford
+		d := v - mean
+		mean += d / float64(i+1)
+		m2 += d * (v - mean)
+	}
+	s.Mean, s.Std = mean, math.Sqrt(m2/float64(len(xs)))
+	sort.Float64s(xs)
+	s.Min, s.Max = xs[0], xs[len(xs)-1]
+	s.P05, s.P50, s.P95 = quantile(xs, 0.05), quantile(xs, 0.5), quantile(xs, 0.95)
+	return s
+}
+
+// quantile of sorted xs with linear interpolation between order statistics
+// (numpy's default "linear" method).
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	pos := q * float64(len(xs)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(xs)-1)
+	return xs[lo] + (pos-float64(lo))*(xs[hi]-xs[lo])
+}
+
+// lagCorr pools per-run, mean-removed pairs (in(t), out(t+lag)).
+func lagCorr(ins, outs [][]float64, maxLag int) (corr []float64, best int, bestCorr float64) {
+	corr = make([]float64, 2*maxLag+1)
+	bestAbs := -1.0
+	dins := make([][]float64, len(ins))
+	douts := make([][]float64, len(outs))
+	for r := range ins {
+		dins[r], douts[r] = demean(ins[r]), demean(outs[r])
+	}
+	for li := range corr {
+		lag := li - maxLag
+		var sxy, sxx, syy float64
+		n := 0
+		for r := range ins {
+			a, b := dins[r], douts[r]
+			for t := range a {
+				u := t + lag
+				if u < 0 || u >= len(b) || math.IsNaN(a[t]) || math.IsNaN(b[u]) {
+					continue
+				}
+				sxy += a[t] * b[u]
+				sxx += a[t] * a[t]
+				syy += b[u] * b[u]
+				n++
+			}
+		}
+		if n < 3 || sxx == 0 || syy == 0 {
+			continue
+		}
+		c := sxy / math.Sqrt(sxx*syy)
+		corr[li] = c
+		if math.Abs(c) > bestAbs+1e-12 {
+			bestAbs, best, bestCorr = math.Abs(c), lag, c
+		}
+	}
+	return corr, best, bestCorr
+}
+
+func demean(xs []float64) []float64 {
+	s, n := 0.0, 0
+	for _, v := range xs {
+		if !math.IsNaN(v) {
+			s += v
+			n++
+		}
+	}
+	out := make([]float64, len(xs))
+	m := 0.0
+	if n > 0 {
+		m = s / float64(n)
+	}
+	for i, v := range xs {
+		out[i] = v - m
+	}
+	return out
+}
+
+// profile reduces a series to at most ProfilePoints bucket means.
+func profile(ts []int64, vals []float64) ([]int64, []float64) {
+	n := len(vals)
+	if n == 0 {
+		return []int64{}, []float64{}
+	}
+	buckets := min(ProfilePoints, n)
+	outT := make([]int64, 0, buckets)
+	outV := make([]float64, 0, buckets)
+	for b := 0; b < buckets; b++ {
+		lo, hi := b*n/buckets, (b+1)*n/buckets
+		s, c := 0.0, 0
+		for i := lo; i < hi; i++ {
+			if !math.IsNaN(vals[i]) {
+				s += vals[i]
+				c++
+			}
+		}
+		if c == 0 {
+			continue
+		}
+		outT = append(outT, ts[lo])
+		outV = append(outV, s/float64(c))
+	}
+	return outT, outV
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}

@@ -1,0 +1,111 @@
+package dataset
+
+import "math"
+
+// maxLagBeats bounds the lag search of the report's cross-correlation.
+func maxLagBeats(spec *Spec) int {
+	return min(max(spec.HistorySteps, 10), 60)
+}
+
+// buildReport assembles report.json from the aligned runs.
+func buildReport(spec *Spec, nodes []node, grids []*runGrid, dropped []RunReason, p *planned, l Lineage) *Report {
+	nAll := len(nodes)
+	r := &Report{Kind: KindDynamic, Dropped: append([]RunReason{}, dropped...), LineageVerified: l.LineageVerified}
+	if p.static {
+		r.Kind = KindStatic
+	}
+	r.Windows.Train, r.Windows.Val, r.Windows.Test = p.train.Count, p.val.Count, p.test.Count
+	trainRuns := map[string]bool{}
+	for _, id := range p.train.RunIDs {
+		trainRuns[id] = true
+	}
+	var trainGrids []*runGrid
+	for _, g := range grids {
+		if trainRuns[g.run.ID] {
+			trainGrids = append(trainGrids, g)
+		}
+	}
+	col := func(g *runGrid, j int) []float64 {
+		out := make([]float64, g.steps)
+		for i := range out {
+			out[i] = g.vals[i*nAll+j]
+		}
+		return out
+	}
+	for j, n := range nodes {
+		var vals []float64
+		for _, g := range trainGrids {
+			vals = append(vals, col(g, j)...)
+		}
+		nr := NodeReport{NodeID: n.NodeID, Role: n.Role, ModelUnit: n.modelUnit, Summary: summarize(vals)}
+		for _, g := range grids {
+			nr.Cleaning.Add(g.clean[n.NodeID])
+			nr.Align.Add(g.align[n.NodeID])
+		}
+		nr.CleanedRatio = ratio(nr.Cleaning.State+nr.Cleaning.Range+nr.Cleaning.Hampel, nr.Cleaning.Raw)
+		nr.InterpolatedRatio = ratio(nr.Align.Interpolated, nr.Align.Buckets)
+		nr.MissingRatio = ratio(nr.Align.Missing, nr.Align.Buckets)
+		r.Nodes = append(r.Nodes, nr)
+	}
+	for _, g := range grids {
+		rr := RunReport{RunID: g.run.ID, Split: g.split, Steps: g.steps, MissingRatio: g.missing, Cleaning: g.clean, Align: g.align}
+		if rr.Split == "" {
+			rr.Split = splitOfRun(p, g.run.ID)
+		}
+		ts := make([]int64, g.steps)
+		for i := range ts {
+			ts[i] = g.startMs + int64(i)*spec.BeatMs
+		}
+		for _, j := range p.tgt {
+			v := col(g, j)
+			pt, pv := profile(ts, v)
+			rr.Targets = append(rr.Targets, TargetProfile{NodeID: nodes[j].NodeID, Summary: summarize(v), ProfileMs: pt, Profile: pv})
+		}
+		r.Runs = append(r.Runs, rr)
+	}
+	if !p.static && len(trainGrids) > 0 {
+		L := maxLagBeats(spec)
+		for j, n := range nodes {
+			if n.Role != RoleControl && n.Role != RoleDisturbance {
+				continue
+			}
+			for _, k := range p.tgt {
+				var ins, outs [][]float64
+				for _, g := range trainGrids {
+					ins, outs = append(ins, col(g, j)), append(outs, col(g, k))
+				}
+				c, best, bc := lagCorr(ins, outs, L)
+				for i := range c {
+					if math.IsNaN(c[i]) {
+						c[i] = 0
+					}
+				}
+				r.Lags = append(r.Lags, LagReport{Input: n.NodeID, Target: nodes[k].NodeID, MaxLag: L, BestLag: best, BestCorr: bc, Corr: c})
+			}
+		}
+	}
+	if r.Lags == nil {
+		r.Lags = []LagReport{}
+	}
+	return r
+}
+
+// splitOfRun names the split a run's data went to ("mixed" when its time
+// blocks went to several).
+func splitOfRun(p *planned, id string) string {
+	var got string
+	for _, s := range []struct {
+		name string
+		part SplitPart
+	}{{SplitTrain, p.train}, {SplitVal, p.val}, {SplitTest, p.test}} {
+		for _, r := range s.part.RunIDs {
+			if r == id {
+				if got != "" {
+					return "mixed"
+				}
+				got = s.name
+			}
+		}
+	}
+	return got
+}
