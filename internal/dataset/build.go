@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -122,49 +123,57 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	}
 	static := spec.Purpose == PurposeStaticResponse
 
-	// 1. Read, clean and align every run. The next run's samples are read
-	// while the current one is cleaned.
+	// 1. Read, clean and align every run. Up to `readers` runs are read
+	// concurrently (the reader pool allows it) while earlier runs are being
+	// cleaned; results are consumed in run order, and a run's raw samples
+	// are released as soon as it is aligned, which bounds memory to a few
+	// runs' raw samples.
 	type fetched struct {
-		idx    int
 		points [][]core.Point
 		from   int64
 		to     int64
 		err    error
+		done   chan struct{}
 	}
-	ch := make(chan fetched, 1)
+	readers := max(1, min(2, runtime.GOMAXPROCS(0)))
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	slots := make(chan struct{}, readers)
+	fs := make([]*fetched, len(runs))
+	for i := range fs {
+		fs[i] = &fetched{done: make(chan struct{})}
+	}
 	go func() {
-		defer close(ch)
 		for i, r := range runs {
-			from, to := r.StartedMs, *r.EndedMs
-			if spec.FromMs != nil {
-				from = max(from, *spec.FromMs)
+			select {
+			case slots <- struct{}{}:
+			case <-fctx.Done():
+				return
 			}
-			if spec.ToMs != nil {
-				to = min(to, *spec.ToMs)
-			}
-			f := fetched{idx: i, from: from, to: to}
-			if from <= to {
+			go func(f *fetched, r core.Run) {
+				defer close(f.done)
+				from, to := r.StartedMs, *r.EndedMs
+				if spec.FromMs != nil {
+					from = max(from, *spec.FromMs)
+				}
+				if spec.ToMs != nil {
+					to = min(to, *spec.ToMs)
+				}
+				f.from, f.to = from, to
+				if from > to {
+					return
+				}
 				f.points = make([][]core.Point, len(nodes))
 				for j, n := range nodes {
 					// Delay-shifted nodes are read over the shifted window.
 					pts, err := readAll(fctx, st, n.NodeID, r.ID, from+n.delayMs, to+n.delayMs)
 					if err != nil {
 						f.err = err
-						break
+						return
 					}
 					f.points[j] = pts
 				}
-			}
-			select {
-			case ch <- f:
-			case <-fctx.Done():
-				return
-			}
-			if f.err != nil {
-				return
-			}
+			}(fs[i], r)
 		}
 	}()
 	minSteps := spec.HistorySteps + spec.HorizonSteps + 2
@@ -173,25 +182,26 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	}
 	var grids []*runGrid
 	var dropped []RunReason
-	done := 0
-	for f := range ch {
+	for i, r := range runs {
+		f := fs[i]
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, core.Wrap(core.CodeStoreUnavailable, ctx.Err(), "build cancelled")
+		}
 		if f.err != nil {
 			return nil, f.err
 		}
-		r := runs[f.idx]
-		done++
 		if f.points == nil {
 			dropped = append(dropped, RunReason{r.ID, "run does not overlap the spec's fromMs/toMs"})
-			progress(Progress{Stage: "read", Run: r.ID, Done: done, Total: len(runs)})
-			continue
-		}
-		g, reason := alignRun(spec, nodes, r, f.points, f.from, f.to, minSteps)
-		if reason != "" {
+		} else if g, reason := alignRun(spec, nodes, r, f.points, f.from, f.to, minSteps); reason != "" {
 			dropped = append(dropped, RunReason{r.ID, reason})
 		} else {
 			grids = append(grids, g)
 		}
-		progress(Progress{Stage: "read", Run: r.ID, Done: done, Total: len(runs)})
+		fs[i] = nil
+		<-slots
+		progress(Progress{Stage: "read", Run: r.ID, Done: i + 1, Total: len(runs)})
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, core.Wrap(core.CodeStoreUnavailable, err, "build cancelled")
@@ -248,11 +258,15 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 		}
 	}()
 	progress(Progress{Stage: "write", Done: 0, Total: 1})
+	// The report needs only the grids; compute it while the arrays are
+	// written.
+	reportc := make(chan *Report, 1)
+	go func() { reportc <- buildReport(spec, nodes, grids, dropped, p, lineage) }()
 	arts, err := p.write(ctx, tmp)
+	report := <-reportc
 	if err != nil {
 		return nil, err
 	}
-	report := buildReport(spec, nodes, grids, dropped, p, lineage)
 	m := &Manifest{
 		FormatVersion: FormatVersion, Kind: KindDynamic, SpecHash: sha256hex(canonSpec), SpecVersion: SpecVersion,
 		LineID: spec.LineID, ProductID: spec.ProductID, RecipeID: spec.RecipeID, Purpose: spec.Purpose,

@@ -323,6 +323,46 @@ func TestHampel(t *testing.T) {
 		e[50] = 1e6 + 1e-6
 		cases = append(cases, tcase{"deviation below relative floor", ctSeries(0, s, e...), ctHampel, nil, nil, 0})
 	}
+	{ // boundaries: |x - med| == k·σ agrees (kept), one ulp more disagrees
+		k, f := 3.0, 1e-9 // σ_floor of a constant series at level 0
+		at := k * f
+		for _, c := range []struct {
+			name string
+			x    float64
+			out  bool
+		}{{"floor boundary: == k·σ_floor kept", at, false}, {"floor boundary: above removed", math.Nextafter(at, 1), true}} {
+			v := ctConst(40, 0)
+			v[20] = c.x
+			tc := tcase{name: c.name, pts: ctSeries(0, s, v...), cfg: ctHampel}
+			if c.out {
+				tc.remove = []int64{20 * s}
+			} else {
+				tc.keep = []int64{20 * s}
+			}
+			cases = append(cases, tc)
+		}
+		// Pattern -1,0,1 repeated, W = 3 s: each side of the point is
+		// {-1,0,1}: median 0, MAD 1, σ = 1.4826 (noise floor 1.048).
+		mad := k * 1.4826
+		for _, c := range []struct {
+			name string
+			x    float64
+			out  bool
+		}{{"MAD boundary: == k·σ kept", mad, false}, {"MAD boundary: above removed", math.Nextafter(mad, 10), true}} {
+			var v []float64
+			for range 20 {
+				v = append(v, -1, 0, 1)
+			}
+			v = slices.Insert(v, 30, c.x)
+			tc := tcase{name: c.name, pts: ctSeries(0, s, v...), cfg: CleanConfig{HampelWindowMs: 3000, HampelThreshold: k}}
+			if c.out {
+				tc.remove = []int64{30 * s}
+			} else {
+				tc.keep = []int64{30 * s}
+			}
+			cases = append(cases, tc)
+		}
+	}
 	{ // disabled, and edges that cannot be judged
 		v := ctConst(40, 1)
 		v[20] = 50

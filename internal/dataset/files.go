@@ -26,6 +26,7 @@ type arrayFile struct {
 	h     hash.Hash
 	n     int64
 	buf   [8]byte
+	row   []byte
 }
 
 func createArray(dir, name, dtype string, shape []int) (*arrayFile, error) {
@@ -46,6 +47,20 @@ func (a *arrayFile) f32(v float64) {
 	binary.LittleEndian.PutUint32(a.buf[:4], math.Float32bits(float32(v)))
 	a.bw.Write(a.buf[:4])
 	a.n += 4
+}
+
+// f32row writes every value of row as float32 with one buffered write.
+func (a *arrayFile) f32row(row []float64) {
+	need := 4 * len(row)
+	if cap(a.row) < need {
+		a.row = make([]byte, need)
+	}
+	b := a.row[:need]
+	for i, v := range row {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
+	}
+	a.bw.Write(b)
+	a.n += int64(need)
 }
 
 func (a *arrayFile) f64(v float64) {

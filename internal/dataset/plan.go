@@ -419,9 +419,7 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 	grid, gts := files["grid"], files["gridTimestamps"]
 	for _, g := range p.grids {
 		for i := 0; i < g.steps; i++ {
-			for j := 0; j < p.nAll; j++ {
-				grid.f32(g.at(i, j, p.nAll))
-			}
+			grid.f32row(g.vals[i*p.nAll : (i+1)*p.nAll])
 			gts.f64(float64(g.startMs + int64(i)*p.spec.BeatMs))
 		}
 	}
@@ -452,12 +450,8 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 				return nil, core.Wrap(core.CodeStoreUnavailable, ctx.Err(), "build cancelled")
 			}
 			for _, t := range p.windows[bi] {
-				for i := t - H; i < t; i++ {
-					row := g.vals[i*p.nAll : (i+1)*p.nAll]
-					for _, v := range row {
-						x.f32(v)
-					}
-				}
+				// History rows are contiguous in the row-major grid.
+				x.f32row(g.vals[(t-H)*p.nAll : t*p.nAll])
 				for i := t; i < t+F; i++ {
 					if len(p.ctrl) == 0 {
 						u.f32(0)

@@ -122,29 +122,34 @@ func quantile(xs []float64, q float64) float64 {
 	return xs[lo] + (pos-float64(lo))*(xs[hi]-xs[lo])
 }
 
-// lagCorr pools per-run, mean-removed pairs (in(t), out(t+lag)).
-func lagCorr(ins, outs [][]float64, maxLag int) (corr []float64, best int, bestCorr float64) {
+// lagCorr pools per-run, mean-removed pairs (in(t), out(t+lag)). Columns
+// are read in place from each run's row-major grid (column ci and co of
+// nAll), so no copies are made.
+func lagCorr(grids []*runGrid, nAll, ci, co, maxLag int) (corr []float64, best int, bestCorr float64) {
 	corr = make([]float64, 2*maxLag+1)
 	bestAbs := -1.0
-	dins := make([][]float64, len(ins))
-	douts := make([][]float64, len(outs))
-	for r := range ins {
-		dins[r], douts[r] = demean(ins[r]), demean(outs[r])
+	mi := make([]float64, len(grids))
+	mo := make([]float64, len(grids))
+	for r, g := range grids {
+		mi[r], mo[r] = colMean(g, nAll, ci), colMean(g, nAll, co)
 	}
 	for li := range corr {
 		lag := li - maxLag
 		var sxy, sxx, syy float64
 		n := 0
-		for r := range ins {
-			a, b := dins[r], douts[r]
-			for t := range a {
-				u := t + lag
-				if u < 0 || u >= len(b) || math.IsNaN(a[t]) || math.IsNaN(b[u]) {
+		for r, g := range grids {
+			v := g.vals
+			lo, hi := max(0, -lag), min(g.steps, g.steps-lag)
+			for t := lo; t < hi; t++ {
+				a, b := v[t*nAll+ci], v[(t+lag)*nAll+co]
+				if math.IsNaN(a) || math.IsNaN(b) {
 					continue
 				}
-				sxy += a[t] * b[u]
-				sxx += a[t] * a[t]
-				syy += b[u] * b[u]
+				a -= mi[r]
+				b -= mo[r]
+				sxy += a * b
+				sxx += a * a
+				syy += b * b
 				n++
 			}
 		}
@@ -160,23 +165,18 @@ func lagCorr(ins, outs [][]float64, maxLag int) (corr []float64, best int, bestC
 	return corr, best, bestCorr
 }
 
-func demean(xs []float64) []float64 {
+func colMean(g *runGrid, nAll, j int) float64 {
 	s, n := 0.0, 0
-	for _, v := range xs {
-		if !math.IsNaN(v) {
+	for t := 0; t < g.steps; t++ {
+		if v := g.vals[t*nAll+j]; !math.IsNaN(v) {
 			s += v
 			n++
 		}
 	}
-	out := make([]float64, len(xs))
-	m := 0.0
-	if n > 0 {
-		m = s / float64(n)
+	if n == 0 {
+		return 0
 	}
-	for i, v := range xs {
-		out[i] = v - m
-	}
-	return out
+	return s / float64(n)
 }
 
 // profile reduces a series to at most ProfilePoints bucket means.

@@ -70,11 +70,7 @@ func buildReport(spec *Spec, nodes []node, grids []*runGrid, dropped []RunReason
 				continue
 			}
 			for _, k := range p.tgt {
-				var ins, outs [][]float64
-				for _, g := range trainGrids {
-					ins, outs = append(ins, col(g, j)), append(outs, col(g, k))
-				}
-				c, best, bc := lagCorr(ins, outs, L)
+				c, best, bc := lagCorr(trainGrids, nAll, j, k, L)
 				for i := range c {
 					if math.IsNaN(c[i]) {
 						c[i] = 0

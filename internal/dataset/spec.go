@@ -326,7 +326,8 @@ func (s *Spec) OrderedNodes() []NodeSpec {
 	return out
 }
 
-// specValidator collects problems. unit tells unit-contract problems apart.
+// specValidator collects problems; nonUnit records whether any problem is
+// not a unit-contract problem.
 type specValidator struct {
 	problems []core.Problem
 	total    int
@@ -517,8 +518,7 @@ func (u *UnitContract) validate(v *specValidator, p string) {
 
 func (c *Cleaning) validate(v *specValidator) {
 	if h := c.Hampel; h != nil {
-		switch {
-		case !specFinite(h.Threshold) || h.Threshold < 0 || h.Threshold > MaxHampelThreshold:
+		if !specFinite(h.Threshold) || h.Threshold < 0 || h.Threshold > MaxHampelThreshold {
 			v.add("cleaning.hampel.threshold", "must be 0 (off)..%d, got %v", MaxHampelThreshold, h.Threshold)
 		}
 		switch {
@@ -606,6 +606,9 @@ func checkSpecShape(data []byte) []core.Problem {
 		return []core.Problem{{Field: "$", Message: "empty spec: expected a JSON object"}}
 	}
 	if err := c.value(reflect.TypeFor[Spec](), ""); err != nil {
+		if len(c.problems) >= maxSpecProblems {
+			c.problems = append(c.problems, core.Problem{Field: "$", Message: fmt.Sprintf("stopped after %d problems", maxSpecProblems)})
+		}
 		return c.problems
 	}
 	start := c.pos()

@@ -375,6 +375,9 @@ func TestParseSpecStrict(t *testing.T) {
 		{"null for string", `{"purpose":null}`, "purpose", "expected a string, got null"},
 		{"runIds not array", `{"runIds":"r1"}`, "runIds", "expected an array"},
 		{"syntax error", "{\"lineId\":\"l\",\n \"beatMs\": 10 x}", "$", "invalid JSON: invalid character 'x' after object key:value pair at line 2, column 15"},
+		{"bad literal", `{"lineId": tru}`, "lineId", "invalid JSON: invalid character '}' in literal true (expecting 'e') at line 1, column 15 (byte offset 14)"},
+		{"control char in string", "{\"note\":\"a\x01\"}", "note", "in string literal at line 1, column 11"},
+		{"syntax in array", `{"nodes":[{"nodeId":"a",}]}`, "nodes[0]", "looking for beginning of object key string at line 1, column 25"},
 		{"truncated", `{"lineId":"l","nodes":[`, "nodes", "unexpected end of JSON input"},
 		{"trailing data", `{"lineId":"l"} {}`, "$", "unexpected data after the spec's JSON object at line 1, column 16"},
 		{"trailing garbage", `{"lineId":"l"}]`, "$", "unexpected data after"},
@@ -396,6 +399,12 @@ func TestParseSpecStrict(t *testing.T) {
 	_, err = ParseSpec([]byte(`{"lineId":1,"productId":true,"bogus":null,"nodes":[{"role":[]}]}`))
 	if got := specFields(specAsError(t, err)); !slices.Equal(got, []string{"lineId", "productId", "bogus", "nodes[0].role"}) {
 		t.Errorf("fields %v", got)
+	}
+
+	// Capped.
+	_, err = ParseSpec([]byte(`{"runIds":[` + strings.Repeat(`1,`, 500) + `1]}`))
+	if ae := specAsError(t, err); len(ae.Problems) != maxSpecProblems+1 || ae.Problems[maxSpecProblems].Message != "stopped after 100 problems" {
+		t.Errorf("cap: %d problems", len(ae.Problems))
 	}
 
 	// Too large.

@@ -59,10 +59,28 @@ const (
 // Assignment — the shuffled sequence's first nTest items are test, the next
 // nVal are val, the rest train; each list is returned sorted.
 //
-// A Python reference (SplitRuns; SplitRows and SplitTimeBlocks shuffle
-// list(range(n)) instead of the sorted IDs):
+// A Python reference of SplitRuns (SplitRows and SplitTimeBlocks shuffle
+// list(range(n)) instead of the byte-sorted IDs; SplitTimeBlocks then maps
+// the three index lists to the blocks with those indices):
+//
+//	import math
 //
 //	M = 2**64 - 1
+//
+//	def split_counts(n, val, test):
+//	    def rnd(r):
+//	        x = r * n
+//	        f = math.floor(x)
+//	        return int(f + 1 if x - f >= 0.5 else f)
+//	    n_test, n_val = rnd(test), rnd(val)
+//	    if n >= 3:
+//	        if test > 0 and n_test == 0: n_test = 1
+//	        if val > 0 and n_val == 0: n_val = 1
+//	    while n_test + n_val > n - 1 and n_test + n_val > 0:
+//	        if n_val > 0: n_val -= 1
+//	        else: n_test -= 1
+//	    return n_test, n_val
+//
 //	def split_runs(ids, val, test, seed):
 //	    st = seed
 //	    def nxt():
@@ -160,7 +178,7 @@ type RunSplit struct{ Train, Val, Test []string }
 
 // SplitRuns splits run IDs into train, val and test: it sorts them by byte
 // order, shuffles them with seed, takes the first nTest for test, the next
-// nVal for val and gives the rest to train (see the algorithm above).
+// nVal for val and gives the rest to train (the exact algorithm is documented on splitRNG in split.go).
 // nTest = round(testRatio·n), nVal = round(valRatio·n) (half away from
 // zero); a ratio > 0 that rounds to 0 takes 1 when n ≥ 3; train keeps at
 // least one run (val shrinks first, then test). No runs, a duplicate ID or a
@@ -251,7 +269,7 @@ func SplitTimeBlocks(runID string, steps, nBlocks, purge int, valRatio, testRati
 	}
 	if steps < nBlocks || (steps/nBlocks)-(steps/nBlocks)/2 <= purge { // block ≤ 2·purge, overflow-free
 		// Each block needs at least 2·purge+1 steps.
-		need := "more than 2^63"
+		need := "2^63"
 		if hi, lo := bits.Mul64(uint64(nBlocks), 2*uint64(purge)+1); hi == 0 && lo <= math.MaxInt64 {
 			need = strconv.FormatUint(lo, 10)
 		}
