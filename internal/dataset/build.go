@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,20 +72,24 @@ type node struct {
 }
 
 // runGrid is one used run after cleaning and alignment: the common grid,
-// row-major [steps][nAll] in model units, NaN where missing.
+// row-major [steps][nAll] in model units, NaN where missing. Values are
+// float32, the precision of the dataset arrays: statistics are computed on
+// exactly the numbers a trainer reads, and the grid of every run stays in
+// memory at half the size.
 type runGrid struct {
 	run      core.Run
 	startMs  int64 // time of grid step 0
 	steps    int
-	vals     []float64
+	vals     []float32
 	observed []bool // every node had a real (not interpolated) value
 	clean    map[string]CleanCounts
 	align    map[string]AlignCounts
 	missing  float64
-	split    string // by_run only
+	split    string    // by_run only
+	lags     []lagSums // per lagPairs(nodes) entry (dynamic datasets)
 }
 
-func (g *runGrid) at(i, j, nAll int) float64 { return g.vals[i*nAll+j] }
+func (g *runGrid) at(i, j, nAll int) float64 { return float64(g.vals[i*nAll+j]) }
 
 // Build reads the spec's runs from the store, cleans, aligns, windows and
 // splits them, writes the dataset files to a temporary directory, renames it
@@ -105,6 +110,10 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	if opt.CreatedBy == "" {
 		opt.CreatedBy = "cli"
 	}
+	// A build holds every run's aligned grid plus a few runs' raw samples;
+	// the rest is short-lived garbage. A tighter GC target keeps peak memory
+	// near the live set (bench/dataset.sh measures it) for a little CPU.
+	defer debug.SetGCPercent(debug.SetGCPercent(75))
 	progress := opt.Progress
 	if progress == nil {
 		progress = func(Progress) {}
@@ -388,7 +397,16 @@ func readAll(ctx context.Context, ts core.TimeSeries, nodeID, runID string, from
 			return nil, err
 		}
 		if out == nil {
-			out = make([]core.Point, 0, len(p.Points))
+			// Size the result from the first page's density so later pages
+			// append without repeated regrowth.
+			n := len(p.Points)
+			if p.HasMore && n > 1 {
+				span := p.Points[n-1].TsMs - from + 1
+				if span > 0 {
+					n = int(min(int64(n)*(to-from+1)/span+int64(n)/8, 1<<26))
+				}
+			}
+			out = make([]core.Point, 0, n)
 		}
 		out = append(out, p.Points...)
 		if !p.HasMore {
@@ -537,7 +555,7 @@ func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to
 	}
 	nAll := len(nodes)
 	g.steps, g.startMs = steps, grids[0].StartMs+int64(lo)*spec.BeatMs
-	g.vals = make([]float64, steps*nAll)
+	g.vals = make([]float32, steps*nAll)
 	g.observed = make([]bool, steps)
 	nan := 0
 	for i := 0; i < steps; i++ {
@@ -552,7 +570,7 @@ func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to
 			if !grids[j].Observed[lo+i] {
 				obs = false
 			}
-			g.vals[i*nAll+j] = v
+			g.vals[i*nAll+j] = float32(v)
 		}
 		g.observed[i] = obs
 	}
@@ -575,6 +593,11 @@ func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to
 	g.missing = float64(nan) / float64(steps*nAll)
 	if g.missing > *spec.Cleaning.MaxDropRatio {
 		return nil, fmt.Sprintf("missing ratio %.3f above maxDropRatio %.3f", g.missing, *spec.Cleaning.MaxDropRatio)
+	}
+	if spec.Purpose != PurposeStaticResponse {
+		for _, pair := range lagPairs(nodes) {
+			g.lags = append(g.lags, runLagSums(g, nAll, pair[0], pair[1], maxLagBeats(spec)))
+		}
 	}
 	return g, ""
 }

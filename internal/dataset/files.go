@@ -50,14 +50,14 @@ func (a *arrayFile) f32(v float64) {
 }
 
 // f32row writes every value of row as float32 with one buffered write.
-func (a *arrayFile) f32row(row []float64) {
+func (a *arrayFile) f32row(row []float32) {
 	need := 4 * len(row)
 	if cap(a.row) < need {
 		a.row = make([]byte, need)
 	}
 	b := a.row[:need]
 	for i, v := range row {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
 	}
 	a.bw.Write(b)
 	a.n += int64(need)

@@ -122,36 +122,86 @@ func quantile(xs []float64, q float64) float64 {
 	return xs[lo] + (pos-float64(lo))*(xs[hi]-xs[lo])
 }
 
-// lagCorr pools per-run, mean-removed pairs (in(t), out(t+lag)). Columns
-// are read in place from each run's row-major grid (column ci and co of
-// nAll), so no copies are made.
-func lagCorr(grids []*runGrid, nAll, ci, co, maxLag int) (corr []float64, best int, bestCorr float64) {
-	corr = make([]float64, 2*maxLag+1)
-	bestAbs := -1.0
-	mi := make([]float64, len(grids))
-	mo := make([]float64, len(grids))
-	for r, g := range grids {
-		mi[r], mo[r] = colMean(g, nAll, ci), colMean(g, nAll, co)
-	}
-	for li := range corr {
+// lagSums are one run's partial sums for the lag cross-correlation of one
+// (input, target) pair: for each lag, Σab, Σa², Σb² and the pair count over
+// mean-removed, finite pairs (a = input(t), b = target(t+lag)). They are
+// computed per run while the build is still reading later runs, and the
+// train runs' sums are added once the split is known.
+type lagSums struct {
+	sxy, sxx, syy []float64
+	n             []int
+}
+
+func runLagSums(g *runGrid, nAll, ci, co, maxLag int) lagSums {
+	L := 2*maxLag + 1
+	s := lagSums{sxy: make([]float64, L), sxx: make([]float64, L), syy: make([]float64, L), n: make([]int, L)}
+	// Contiguous, mean-removed copies; a missing value becomes 0 with mask 0
+	// so the inner loops have no branches.
+	a, ma, fullA := column(g, nAll, ci)
+	b, mb, fullB := column(g, nAll, co)
+	T := g.steps
+	for li := 0; li < L; li++ {
 		lag := li - maxLag
+		lo, hi := max(0, -lag), min(T, T-lag)
+		if hi <= lo {
+			continue
+		}
+		as, bs := a[lo:hi], b[lo+lag:hi+lag]
 		var sxy, sxx, syy float64
 		n := 0
-		for r, g := range grids {
-			v := g.vals
-			lo, hi := max(0, -lag), min(g.steps, g.steps-lag)
-			for t := lo; t < hi; t++ {
-				a, b := v[t*nAll+ci], v[(t+lag)*nAll+co]
-				if math.IsNaN(a) || math.IsNaN(b) {
-					continue
-				}
-				a -= mi[r]
-				b -= mo[r]
-				sxy += a * b
-				sxx += a * a
-				syy += b * b
-				n++
+		if fullA && fullB {
+			for t := range as {
+				x, y := as[t], bs[t]
+				sxy += x * y
+				sxx += x * x
+				syy += y * y
 			}
+			n = len(as)
+		} else {
+			mas, mbs := ma[lo:hi], mb[lo+lag:hi+lag]
+			cnt := 0.0
+			for t := range as {
+				x, y, w := as[t], bs[t], mas[t]*mbs[t]
+				sxy += x * y * w
+				sxx += x * x * w
+				syy += y * y * w
+				cnt += w
+			}
+			n = int(cnt)
+		}
+		s.sxy[li], s.sxx[li], s.syy[li], s.n[li] = sxy, sxx, syy, n
+	}
+	return s
+}
+
+// column copies grid column j, mean-removed, NaN replaced by 0; mask is 1
+// where the value exists; full reports that none is missing.
+func column(g *runGrid, nAll, j int) (vals, mask []float64, full bool) {
+	m := colMean(g, nAll, j)
+	vals, mask, full = make([]float64, g.steps), make([]float64, g.steps), true
+	for t := range vals {
+		v := float64(g.vals[t*nAll+j])
+		if v != v {
+			full = false
+			continue
+		}
+		vals[t], mask[t] = v-m, 1
+	}
+	return vals, mask, full
+}
+
+// lagCorr pools the runs' sums: corr(lag) = Σab / sqrt(Σa²·Σb²).
+func lagCorr(parts []lagSums, maxLag int) (corr []float64, best int, bestCorr float64) {
+	corr = make([]float64, 2*maxLag+1)
+	bestAbs := -1.0
+	for li := range corr {
+		var sxy, sxx, syy float64
+		n := 0
+		for _, p := range parts {
+			sxy += p.sxy[li]
+			sxx += p.sxx[li]
+			syy += p.syy[li]
+			n += p.n[li]
 		}
 		if n < 3 || sxx == 0 || syy == 0 {
 			continue
@@ -159,16 +209,33 @@ func lagCorr(grids []*runGrid, nAll, ci, co, maxLag int) (corr []float64, best i
 		c := sxy / math.Sqrt(sxx*syy)
 		corr[li] = c
 		if math.Abs(c) > bestAbs+1e-12 {
-			bestAbs, best, bestCorr = math.Abs(c), lag, c
+			bestAbs, best, bestCorr = math.Abs(c), li-maxLag, c
 		}
 	}
 	return corr, best, bestCorr
 }
 
+// lagPairs lists the (input column, target column) pairs the report
+// correlates: every control and disturbance with every target.
+func lagPairs(nodes []node) [][2]int {
+	var out [][2]int
+	for j, n := range nodes {
+		if n.Role != RoleControl && n.Role != RoleDisturbance {
+			continue
+		}
+		for k, m := range nodes {
+			if m.Role == RoleTarget {
+				out = append(out, [2]int{j, k})
+			}
+		}
+	}
+	return out
+}
+
 func colMean(g *runGrid, nAll, j int) float64 {
 	s, n := 0.0, 0
 	for t := 0; t < g.steps; t++ {
-		if v := g.vals[t*nAll+j]; !math.IsNaN(v) {
+		if v := float64(g.vals[t*nAll+j]); !math.IsNaN(v) {
 			s += v
 			n++
 		}

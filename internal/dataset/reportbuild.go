@@ -1,7 +1,5 @@
 package dataset
 
-import "math"
-
 // maxLagBeats bounds the lag search of the report's cross-correlation.
 func maxLagBeats(spec *Spec) int {
 	return min(max(spec.HistorySteps, 10), 60)
@@ -28,7 +26,7 @@ func buildReport(spec *Spec, nodes []node, grids []*runGrid, dropped []RunReason
 	col := func(g *runGrid, j int) []float64 {
 		out := make([]float64, g.steps)
 		for i := range out {
-			out[i] = g.vals[i*nAll+j]
+			out[i] = float64(g.vals[i*nAll+j])
 		}
 		return out
 	}
@@ -65,19 +63,13 @@ func buildReport(spec *Spec, nodes []node, grids []*runGrid, dropped []RunReason
 	}
 	if !p.static && len(trainGrids) > 0 {
 		L := maxLagBeats(spec)
-		for j, n := range nodes {
-			if n.Role != RoleControl && n.Role != RoleDisturbance {
-				continue
+		for pi, pair := range lagPairs(nodes) {
+			parts := make([]lagSums, 0, len(trainGrids))
+			for _, g := range trainGrids {
+				parts = append(parts, g.lags[pi])
 			}
-			for _, k := range p.tgt {
-				c, best, bc := lagCorr(trainGrids, nAll, j, k, L)
-				for i := range c {
-					if math.IsNaN(c[i]) {
-						c[i] = 0
-					}
-				}
-				r.Lags = append(r.Lags, LagReport{Input: n.NodeID, Target: nodes[k].NodeID, MaxLag: L, BestLag: best, BestCorr: bc, Corr: c})
-			}
+			c, best, bc := lagCorr(parts, L)
+			r.Lags = append(r.Lags, LagReport{Input: nodes[pair[0]].NodeID, Target: nodes[pair[1]].NodeID, MaxLag: L, BestLag: best, BestCorr: bc, Corr: c})
 		}
 	}
 	if r.Lags == nil {
