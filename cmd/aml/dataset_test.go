@@ -64,7 +64,7 @@ func TestDatasetCLI(t *testing.T) {
 	out, _, _ = aml(t, "dataset", "report", id, "--data", d, "--json")
 	var rep struct {
 		Nodes []struct {
-			NodeID   string `json:"nodeId"`
+			NodeID   string                             `json:"nodeId"`
 			Cleaning struct{ State, Range, Hampel int } `json:"cleaning"`
 		} `json:"nodes"`
 	}
