@@ -30,6 +30,15 @@ const (
 	CodeQuotaExceeded       = "AML_QUOTA_EXCEEDED"
 	CodeDatasetEmpty        = "AML_DATASET_EMPTY"
 	CodeInUse               = "AML_IN_USE"
+	CodeJobConflict         = "AML_JOB_CONFLICT"
+	CodeQueueFull           = "AML_QUEUE_FULL"
+	CodeModelTampered       = "AML_MODEL_TAMPERED"
+	CodeGateFailed          = "AML_GATE_FAILED"
+	CodeJobTimeout          = "AML_JOB_TIMEOUT"
+	CodeJobStalled          = "AML_JOB_STALLED"
+	CodeTrainerFailed       = "AML_TRAINER_FAILED"
+	CodeWorkerLost          = "AML_WORKER_LOST"
+	CodeForbidden           = "AML_FORBIDDEN"
 )
 
 // Problem is one finding of a validation that reports every problem at once.
@@ -129,8 +138,12 @@ func StatusFor(code string) int {
 		return http.StatusUnprocessableEntity
 	case CodeQuotaExceeded:
 		return http.StatusRequestEntityTooLarge
-	case CodeInUse:
+	case CodeInUse, CodeJobConflict, CodeModelTampered, CodeGateFailed:
 		return http.StatusConflict
+	case CodeQueueFull:
+		return http.StatusTooManyRequests
+	case CodeForbidden:
+		return http.StatusForbidden
 	case CodeStoreUnavailable, CodeSchemaTooNew, CodeSchemaMismatch:
 		return http.StatusServiceUnavailable
 	default:

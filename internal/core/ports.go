@@ -78,5 +78,6 @@ type Store interface {
 	Meta
 	TimeSeries
 	Datasets
+	Jobs
 	Close() error
 }
