@@ -13,7 +13,7 @@ import (
 
 // CanonicalJSON encodes v as canonical JSON: object keys sorted by byte order
 // at every depth (never by locale), no insignificant white space, numbers in
-// one spelling (an integer literal that fits int64 as an integer, any other
+// one spelling (an integer literal that fits int64 or uint64 as an integer, any other
 // number in Go's shortest float64 form), and non-finite numbers rejected with
 // AML_NON_FINITE instead of being written as null.
 //
@@ -117,6 +117,10 @@ func writeCanonical(buf *bytes.Buffer, v any, path string) error {
 		s := string(t)
 		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 			buf.WriteString(strconv.FormatInt(i, 10))
+			return nil
+		}
+		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+			buf.WriteString(strconv.FormatUint(u, 10))
 			return nil
 		}
 		f, err := strconv.ParseFloat(s, 64)

@@ -106,3 +106,10 @@ func TestErrors(t *testing.T) {
 		t.Fatal("nil code")
 	}
 }
+
+func TestCanonicalJSONLargeUnsigned(t *testing.T) {
+	c, err := CanonicalJSON(map[string]any{"seed": uint64(18446744073709551615)})
+	if err != nil || string(c) != `{"seed":18446744073709551615}` {
+		t.Fatalf("%s %v", c, err)
+	}
+}

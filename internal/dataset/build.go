@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -380,8 +381,12 @@ func cleanStaleTemps(root string) {
 		dir := filepath.Join(root, e.Name())
 		b, err := os.ReadFile(filepath.Join(dir, ".owner"))
 		if err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == nil {
-				continue // its builder is alive
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				// Skip builds of this process (another goroutine may be
+				// writing) and of any live process (EPERM means it exists).
+				if err := syscall.Kill(pid, 0); pid == os.Getpid() || err == nil || errors.Is(err, syscall.EPERM) {
+					continue
+				}
 			}
 		}
 		os.RemoveAll(dir)

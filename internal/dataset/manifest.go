@@ -80,9 +80,10 @@ type SplitPart struct {
 	Count  int      `json:"count"`
 }
 
-// BlockWindow is a split block with where its windows are in the arrays.
-// Window i of the block starts its future at grid step FirstT + i·stride of
-// the run (its history is the H steps before).
+// BlockWindow is a split block with where its windows are in the arrays
+// ([WindowOffset, WindowOffset+WindowCount)). Windows with a missing value
+// are skipped, so positions inside the block are not a formula of the
+// stride: read each window's times from timestamps.f64.
 type BlockWindow struct {
 	Block
 	WindowOffset int `json:"windowOffset"`
