@@ -1,0 +1,491 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/envlease"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/registry"
+	"github.com/spf13/cobra"
+)
+
+// trainers returns the native trainers this binary offers. The trivial
+// test trainer is available only with AML_TEST_TRAINERS=1 (tests and
+// benchmarks); it is not a product feature.
+func trainers() *jobs.Trainers {
+	t := jobs.NewTrainers(jobs.NativeTrainers()...)
+	if os.Getenv("AML_TEST_TRAINERS") == "1" {
+		t.Add(jobs.TestMeanTrainer{})
+	}
+	return t
+}
+
+// services opens what the job commands need.
+func (a *app) services(ctx context.Context, work bool, concurrency int) (*jobs.Runner, *jobs.Queue, *events.Bus, error) {
+	s, err := a.openStore()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	envs, err := envlease.Open(a.dataDir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bus := events.New()
+	r := jobs.NewRunner(s, jobs.Options{DataDir: a.dataDir, Trainers: trainers(), Bus: bus, Envs: envs, Logger: a.log})
+	q, err := jobs.NewQueue(ctx, s.DB(), r, jobs.QueueOptions{Work: work, MaxConcurrent: concurrency, Logger: a.log})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return r, q, bus, nil
+}
+
+func printJob(w io.Writer, j core.Job) {
+	fmt.Fprintf(w, "job       %s\nstatus    %s", j.ID, j.Status)
+	if j.Stage != "" && j.Stage != string(j.Status) {
+		fmt.Fprintf(w, " (%s)", j.Stage)
+	}
+	fmt.Fprintf(w, "  progress %.0f%%\ndataset   %s (sha256 %.12s…)\ntrainer   %s\nseed      %d\nparams    %s\n", 100*j.Progress, j.DatasetID, j.DatasetSHA256, j.TrainerRef, j.Seed, string(j.Params))
+	if j.ParentID != "" {
+		fmt.Fprintf(w, "parent    %s\n", j.ParentID)
+	}
+	if j.ChangeNote != "" {
+		fmt.Fprintf(w, "note      %s\n", j.ChangeNote)
+	}
+	fmt.Fprintf(w, "attempt   %d (retries %d of %d)  timeout %ds  stall %ds\n", j.Attempt, j.RetryCount, j.MaxRetries, j.TimeoutSec, j.StallSec)
+	if j.ModelID != "" {
+		fmt.Fprintf(w, "model     %s (gates passed: %v)\n", j.ModelID, j.GatePassed)
+	}
+	if j.Error != "" {
+		fmt.Fprintf(w, "error     %s: %s\n", j.ErrorCode, j.Error)
+	}
+	if len(j.Metrics) > 0 {
+		var m struct {
+			Test struct {
+				MeanNRMSE        float64 `json:"meanNrmse"`
+				MeanOneStepNRMSE float64 `json:"meanOneStepNrmse"`
+			} `json:"test"`
+		}
+		if json.Unmarshal(j.Metrics, &m) == nil {
+			fmt.Fprintf(w, "test      mean NRMSE %.4f (one-step %.4f), computed by the platform\n", m.Test.MeanNRMSE, m.Test.MeanOneStepNRMSE)
+		}
+	}
+}
+
+func newJobCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "job", Short: "Submit, follow, cancel and retry training jobs"}
+	var (
+		req     jobs.SubmitRequest
+		params  string
+		wait    bool
+		timeout time.Duration
+		stall   time.Duration
+	)
+	submit := &cobra.Command{
+		Use:   "submit --dataset ID --trainer REF",
+		Short: "Submit a training job (one experiment)",
+		Long: `Submit a training job on a verified dataset. REF is a native trainer
+(e.g. linear_state_space@1) or an external one, exec:PATH (see
+docs/external-trainer.md). Without --wait the job is queued for a worker
+('aml worker' or 'aml serve'); with --wait it runs in this process with a live
+progress bar and the command ends when the job does (exit 1 unless done).`,
+		Args: argsExact(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if req.DatasetID == "" || req.TrainerRef == "" {
+				return usagef("--dataset and --trainer are required")
+			}
+			if params != "" {
+				req.Params = json.RawMessage(params)
+			}
+			req.Timeout, req.Stall, req.CreatedBy = timeout, stall, "cli"
+			ctx := cmd.Context()
+			r, _, bus, err := a.services(ctx, false, 1)
+			if err != nil {
+				return err
+			}
+			j, err := r.Submit(ctx, req)
+			if err != nil {
+				return err
+			}
+			if !wait {
+				return a.emit(j, func(w io.Writer) {
+					fmt.Fprintf(w, "queued job %s (%s on %s)\nrun 'aml worker' (or 'aml serve') to execute it, or submit with --wait\n", j.ID, j.TrainerRef, j.DatasetID)
+				})
+			}
+			return a.runAndWait(ctx, r, bus, j.ID)
+		},
+	}
+	fl := submit.Flags()
+	fl.StringVar(&req.DatasetID, "dataset", "", "dataset id (required)")
+	fl.StringVar(&req.TrainerRef, "trainer", "", "trainer reference, e.g. linear_state_space@1 or exec:examples/trainers/ridge_arx.py (required)")
+	fl.StringVar(&params, "params", "", "trainer parameters as a JSON object")
+	fl.Int64Var(&req.Seed, "seed", 0, "random seed")
+	fl.StringVar(&req.ParentID, "parent", "", "parent experiment (job id)")
+	fl.StringVar(&req.ChangeNote, "note", "", "what changed compared with the parent")
+	fl.StringVar(&req.EnvName, "env", "", "trainer environment to lease (default: python for exec:*.py)")
+	fl.DurationVar(&timeout, "timeout", jobs.DefaultTimeout, "wall-clock limit of the training step")
+	fl.DurationVar(&stall, "stall", jobs.DefaultStall, "fail when no progress is reported for this long")
+	fl.BoolVar(&wait, "wait", false, "run the job here and wait, with a progress bar")
+
+	status := &cobra.Command{Use: "status ID", Short: "Show a job", Args: argsExact(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			j, err := s.GetJob(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.emit(j, func(w io.Writer) { printJob(w, j) })
+		}}
+	var lf core.JobFilter
+	list := &cobra.Command{Use: "list", Short: "List jobs, newest first", Args: argsExact(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			js, err := s.ListJobs(cmd.Context(), lf)
+			if err != nil {
+				return err
+			}
+			return a.emit(js, func(w io.Writer) {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "JOB\tSTATUS\tPROGRESS\tTRAINER\tDATASET\tMODEL\tCREATED")
+				for _, j := range js {
+					fmt.Fprintf(tw, "%s\t%s\t%.0f%%\t%s\t%s\t%s\t%s\n", j.ID, j.Status, 100*j.Progress, j.TrainerRef, j.DatasetID, j.ModelID, j.CreatedAt.Format(time.RFC3339))
+				}
+				tw.Flush()
+				fmt.Fprintf(w, "%d job(s)\n", len(js))
+			})
+		}}
+	var st string
+	list.Flags().StringVar(&st, "status", "", "only jobs in this status")
+	list.Flags().StringVar(&lf.DatasetID, "dataset", "", "only jobs of this dataset")
+	list.PreRun = func(*cobra.Command, []string) { lf.Status = core.JobStatus(st) }
+
+	cancel := &cobra.Command{Use: "cancel ID", Short: "Cancel a queued or running job (its process tree is killed)", Args: argsExact(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, _, _, err := a.services(cmd.Context(), false, 1)
+			if err != nil {
+				return err
+			}
+			j, err := r.Cancel(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.emit(j, func(w io.Writer) {
+				if j.Status == core.JobCancelled {
+					fmt.Fprintf(w, "cancelled job %s\n", j.ID)
+				} else {
+					fmt.Fprintf(w, "cancel requested for running job %s; its worker stops it within a second\n", j.ID)
+				}
+			})
+		}}
+	retry := &cobra.Command{Use: "retry ID", Short: "Retry a finished job as a new experiment (parent = ID)", Args: argsExact(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, _, bus, err := a.services(cmd.Context(), false, 1)
+			if err != nil {
+				return err
+			}
+			j, err := r.Retry(cmd.Context(), args[0], "cli")
+			if err != nil {
+				return err
+			}
+			if wait {
+				return a.runAndWait(cmd.Context(), r, bus, j.ID)
+			}
+			return a.emit(j, func(w io.Writer) { fmt.Fprintf(w, "queued job %s (retry of %s)\n", j.ID, args[0]) })
+		}}
+	retry.Flags().BoolVar(&wait, "wait", false, "run the retry here and wait")
+	var follow bool
+	logs := &cobra.Command{Use: "logs ID [-f]", Short: "Print a job's trainer log (all rotated parts, oldest first)", Args: argsExact(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			j, err := s.GetJob(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return followLog(cmd.Context(), a, s, j, follow)
+		}}
+	logs.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the job ends")
+	cmd.AddCommand(submit, status, list, cancel, retry, logs)
+	return cmd
+}
+
+// runAndWait runs a queued job in this process with a progress bar and
+// reports its end. Exit status 1 unless the job is done.
+func (a *app) runAndWait(ctx context.Context, r *jobs.Runner, bus *events.Bus, id string) error {
+	s, _ := a.openStore()
+	sub := bus.Subscribe(256, func(e events.Event) bool { return e.ID == id })
+	defer sub.Close()
+	bar := a.newProgress(100, "queued", false)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, id, 0) }()
+	var runErr error
+loop:
+	for {
+		select {
+		case e := <-sub.C:
+			if p, ok := e.Data["progress"].(float64); ok && p >= 0 {
+				bar.set(int64(p * 100))
+			}
+			if st, ok := e.Data["status"]; ok {
+				bar.describe(fmt.Sprint(st))
+			}
+			if stg, ok := e.Data["stage"].(string); ok && stg != "" {
+				bar.describe(stg)
+			}
+		case runErr = <-done:
+			break loop
+		}
+	}
+	bar.finish()
+	if runErr != nil {
+		return runErr
+	}
+	j, err := s.GetJob(context.WithoutCancel(ctx), id)
+	if err != nil {
+		return err
+	}
+	if err := a.emit(j, func(w io.Writer) { printJob(w, j) }); err != nil {
+		return err
+	}
+	if j.Status != core.JobDone {
+		code := j.ErrorCode
+		if code == "" {
+			code = core.CodeJobConflict
+		}
+		return core.Errorf(code, "job %s ended %s: %s", j.ID, j.Status, j.Error)
+	}
+	return nil
+}
+
+func logParts(dir string) []string {
+	base := filepath.Join(dir, "logs", "trainer.log")
+	var parts []string
+	m, _ := filepath.Glob(base + ".*")
+	sort.Slice(m, func(i, j int) bool { return len(m[i]) > len(m[j]) || (len(m[i]) == len(m[j]) && m[i] > m[j]) })
+	parts = append(parts, m...)
+	return append(parts, base)
+}
+
+func followLog(ctx context.Context, a *app, s interface {
+	GetJob(context.Context, string) (core.Job, error)
+}, j core.Job, follow bool) error {
+	dir := filepath.Join(a.dataDir, "jobs", j.ID)
+	for _, p := range logParts(dir)[:len(logParts(dir))-1] {
+		if f, err := os.Open(p); err == nil {
+			io.Copy(a.stdout, f)
+			f.Close()
+		}
+	}
+	main := filepath.Join(dir, "logs", "trainer.log")
+	var off int64
+	for {
+		if f, err := os.Open(main); err == nil {
+			f.Seek(off, io.SeekStart)
+			n, _ := io.Copy(a.stdout, bufio.NewReader(f))
+			off += n
+			f.Close()
+		}
+		if !follow {
+			return nil
+		}
+		cur, err := s.GetJob(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		if cur.Status.Terminal() {
+			follow = false // one last read
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+func newWorkerCmd(a *app) *cobra.Command {
+	var concurrency int
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run job workers until interrupted (Ctrl-C hands running jobs back)",
+		Args:  argsExact(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			r, q, _, err := a.services(ctx, true, concurrency)
+			if err != nil {
+				return err
+			}
+			s, _ := a.openStore()
+			rq, in, err := r.Recover(ctx, 30*time.Second)
+			if err != nil {
+				return err
+			}
+			if err := q.Reconcile(ctx, s); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "worker %s: %d concurrent job(s); recovered %d (requeued) and %d (interrupted) job(s)\n", r.Worker(), concurrency, rq, in)
+			wctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := q.Start(wctx); err != nil {
+				return err
+			}
+			<-wctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return q.Stop(sctx)
+		},
+	}
+	cmd.Flags().IntVar(&concurrency, "concurrency", 2, "jobs run at once")
+	return cmd
+}
+
+func newModelCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "model", Short: "List, inspect, promote and retire models"}
+	var f core.ModelFilter
+	list := &cobra.Command{Use: "list", Short: "List models, newest first", Args: argsExact(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			ms, err := s.ListModels(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			return a.emit(ms, func(w io.Writer) {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "MODEL\tSTAGE\tGATES\tTRAINER\tRECIPE\tPURPOSE\tLINEAGE\tCREATED")
+				for _, m := range ms {
+					fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%v\t%s\n", m.ID, m.Stage, m.GatePassed, m.TrainerRef, m.RecipeID, m.Purpose, m.LineageVerified, m.CreatedAt.Format(time.RFC3339))
+				}
+				tw.Flush()
+				fmt.Fprintf(w, "%d model(s)\n", len(ms))
+			})
+		}}
+	list.Flags().StringVar(&f.Stage, "stage", "", "only models in this stage")
+	list.Flags().StringVar(&f.Recipe, "recipe", "", "only models of this recipe")
+	show := &cobra.Command{Use: "show ID", Short: "Model card: metrics, gates, lineage, stage history", Args: argsExact(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			m, err := s.GetModel(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			h, err := s.ModelHistory(cmd.Context(), m.ID)
+			if err != nil {
+				return err
+			}
+			return a.emit(map[string]any{"model": m, "history": h}, func(w io.Writer) { printModel(w, m, h) })
+		}}
+	var to, expect, reason string
+	promote := &cobra.Command{Use: "promote ID --to shadow|production", Short: "Move a model to shadow or production", Args: argsExact(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to == "" {
+				return usagef("--to is required (shadow or production)")
+			}
+			return a.moveModel(cmd.Context(), args[0], to, reason, expect)
+		}}
+	promote.Flags().StringVar(&to, "to", "", "target stage: shadow or production")
+	promote.Flags().StringVar(&expect, "expect", "", "the stage you believe the model is in (refused with AML_STAGE_RACE otherwise)")
+	promote.Flags().StringVar(&reason, "reason", "", "why")
+	retire := &cobra.Command{Use: "retire ID", Short: "Retire a model", Args: argsExact(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.moveModel(cmd.Context(), args[0], core.StageRetired, reason, expect)
+		}}
+	retire.Flags().StringVar(&reason, "reason", "", "why")
+	retire.Flags().StringVar(&expect, "expect", "", "the stage you believe the model is in")
+	cmd.AddCommand(list, show, promote, retire)
+	return cmd
+}
+
+func (a *app) moveModel(ctx context.Context, id, to, reason, expect string) error {
+	s, err := a.openStore()
+	if err != nil {
+		return err
+	}
+	reg := registry.New(s, a.dataDir, nil)
+	by := os.Getenv("USER")
+	if by == "" {
+		by = "cli"
+	}
+	m, err := reg.Move(ctx, id, to, by, reason, expect)
+	if err != nil {
+		return err
+	}
+	return a.emit(m, func(w io.Writer) { fmt.Fprintf(w, "model %s is now %s\n", m.ID, m.Stage) })
+}
+
+func printModel(w io.Writer, m core.Model, h []core.StageChange) {
+	fmt.Fprintf(w, "model     %s (%s)\nstage     %s\ntrainer   %s (job %s)\ndataset   %s\nrecipe    %s / %s / %s, purpose %s\n", m.ID, m.ArtifactKind, m.Stage, m.TrainerRef, m.JobID, m.DatasetID, m.LineID, m.ProductID, m.RecipeID, m.Purpose)
+	fmt.Fprintf(w, "artifact  %s (sha256 %.16s…)\nlineage   verified=%v", m.ArtifactPath, m.ArtifactHash, m.LineageVerified)
+	if !m.LineageVerified {
+		fmt.Fprint(w, " — may not drive optimisation")
+	}
+	fmt.Fprintln(w)
+	var met struct {
+		Val, Test struct {
+			Targets []struct {
+				Target                                     string
+				RMSE, NRMSE, OneStepRMSE, OneStepNRMSE, R2 float64
+			} `json:"targets"`
+			MeanNRMSE float64 `json:"meanNrmse"`
+		}
+		ValTestGap float64 `json:"valTestGap"`
+	}
+	if json.Unmarshal(m.Metrics, &met) == nil && len(met.Test.Targets) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "test target\tRMSE\tNRMSE\tone-step RMSE\tone-step NRMSE\tR²\t")
+		for _, t := range met.Test.Targets {
+			fmt.Fprintf(tw, "%s\t%.5g\t%.4f\t%.5g\t%.4f\t%.4f\t\n", t.Target, t.RMSE, t.NRMSE, t.OneStepRMSE, t.OneStepNRMSE, t.R2)
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "mean NRMSE val %.4f test %.4f (gap %.3f)\n", met.Val.MeanNRMSE, met.Test.MeanNRMSE, met.ValTestGap)
+	}
+	var g struct {
+		Profile string
+		Passed  bool
+		Checks  []struct {
+			ID, Name, Op, Detail string
+			Value, Threshold     float64
+			Passed               bool
+		}
+	}
+	if json.Unmarshal(m.Gates, &g) == nil && g.Profile != "" {
+		fmt.Fprintf(w, "gates     %s: passed=%v\n", g.Profile, g.Passed)
+		for _, c := range g.Checks {
+			mark := "pass"
+			if !c.Passed {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(w, "  %-4s %-4s %-40s %.4g %s %.4g %s\n", mark, c.ID, c.Name, c.Value, c.Op, c.Threshold, c.Detail)
+		}
+	}
+	for _, c := range h {
+		fmt.Fprintf(w, "history   %s %s → %s by %s %s\n", c.At.Format(time.RFC3339), c.From, c.To, c.By, strings.TrimSpace(c.Reason))
+	}
+}

@@ -1,0 +1,662 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/envlease"
+	"github.com/aml-project/aml/internal/eval"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/model"
+	extrun "github.com/aml-project/aml/internal/trainer/exec"
+)
+
+// Store is what the runner needs from storage.
+type Store interface {
+	core.Datasets
+	core.Jobs
+}
+
+// Options configure a Runner.
+type Options struct {
+	DataDir  string
+	Trainers *Trainers
+	Bus      *events.Bus
+	Envs     *envlease.Manager
+	Logger   *slog.Logger
+	// HeartbeatEvery is how often a running job's heartbeat is written and
+	// its cancel flag polled (default 500ms). A job whose heartbeat is older
+	// than 10× this is considered lost by Recover.
+	HeartbeatEvery time.Duration
+	// Limits checked when a job is submitted.
+	Limits core.JobLimits
+}
+
+// Runner executes jobs. One per worker process.
+type Runner struct {
+	st     Store
+	opt    Options
+	worker string
+	queue  *Queue
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc
+}
+
+// Defaults for new jobs.
+const (
+	DefaultTimeout    = 30 * time.Minute
+	DefaultStall      = 10 * time.Minute
+	DefaultMaxRetries = 2
+	DefaultMaxQueued  = 100
+	DefaultPerDataset = 50
+)
+
+// NewRunner creates a runner with a unique worker identity
+// (host/pid/nonce).
+func NewRunner(st Store, opt Options) *Runner {
+	if opt.HeartbeatEvery <= 0 {
+		opt.HeartbeatEvery = 500 * time.Millisecond
+	}
+	if opt.Trainers == nil {
+		opt.Trainers = NewTrainers()
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	host, _ := os.Hostname()
+	var b [3]byte
+	rand.Read(b[:])
+	return &Runner{st: st, opt: opt, worker: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])), log: opt.Logger, running: map[string]context.CancelCauseFunc{}}
+}
+
+// Worker is this runner's identity.
+func (r *Runner) Worker() string { return r.worker }
+
+// SubmitRequest is a new job.
+type SubmitRequest struct {
+	DatasetID  string
+	TrainerRef string
+	Params     json.RawMessage
+	Seed       int64
+	ParentID   string
+	ChangeNote string
+	EnvName    string
+	Timeout    time.Duration
+	Stall      time.Duration
+	CreatedBy  string
+}
+
+func newJobID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return "job-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// Submit validates and inserts a queued job, then dispatches it.
+func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (core.Job, error) {
+	if err := r.opt.Trainers.ValidateRef(req.TrainerRef); err != nil {
+		return core.Job{}, err
+	}
+	if len(req.Params) == 0 {
+		req.Params = json.RawMessage("{}")
+	}
+	var pm map[string]any
+	if err := json.Unmarshal(req.Params, &pm); err != nil {
+		return core.Job{}, core.FieldErrorf(core.CodeInvalidArgument, "params", "params must be a JSON object: %v", err)
+	}
+	canon, err := core.CanonicalJSON(req.Params)
+	if err != nil {
+		return core.Job{}, err
+	}
+	d, err := r.st.GetDataset(ctx, req.DatasetID)
+	if err != nil {
+		return core.Job{}, err
+	}
+	if req.ParentID != "" {
+		if _, err := r.st.GetJob(ctx, req.ParentID); err != nil {
+			return core.Job{}, err
+		}
+	}
+	if req.EnvName == "" {
+		if p, ok := IsExec(req.TrainerRef); ok && strings.HasSuffix(p, ".py") && r.opt.Envs != nil {
+			req.EnvName = "python"
+		}
+	}
+	if req.EnvName != "" && r.opt.Envs != nil {
+		// Refuse at once during a rebuild rather than queue a job that
+		// cannot start.
+		l, err := r.opt.Envs.Acquire(ctx, req.EnvName, "submit-check")
+		if err != nil {
+			return core.Job{}, err
+		}
+		l.Release()
+	}
+	timeout, stall := req.Timeout, req.Stall
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if stall <= 0 {
+		stall = DefaultStall
+	}
+	lim := r.opt.Limits
+	if lim.MaxQueued == 0 {
+		lim.MaxQueued = DefaultMaxQueued
+	}
+	if lim.MaxPerDataset == 0 {
+		lim.MaxPerDataset = DefaultPerDataset
+	}
+	j := core.Job{ID: newJobID(), DatasetID: d.ID, DatasetSHA256: d.SHA256, TrainerRef: req.TrainerRef, Params: canon, Seed: req.Seed,
+		ParentID: req.ParentID, ChangeNote: req.ChangeNote, EnvName: req.EnvName, MaxRetries: DefaultMaxRetries,
+		TimeoutSec: int(timeout.Round(time.Second) / time.Second), StallSec: int(stall.Round(time.Second) / time.Second), CreatedBy: req.CreatedBy}
+	if j.TimeoutSec < 1 {
+		j.TimeoutSec = 1
+	}
+	if j.StallSec < 1 {
+		j.StallSec = 1
+	}
+	if err := r.st.CreateJob(ctx, j, lim); err != nil {
+		return core.Job{}, err
+	}
+	r.publish(events.JobState, d.LineID, j.ID, map[string]any{"status": core.JobQueued})
+	if r.queue != nil {
+		if err := r.queue.Enqueue(ctx, j.ID, 0); err != nil {
+			return core.Job{}, err
+		}
+	}
+	return r.st.GetJob(ctx, j.ID)
+}
+
+// Retry creates a new experiment from a finished (not done) job: same
+// dataset, trainer, params and seed, parent = the old job.
+func (r *Runner) Retry(ctx context.Context, id, by string) (core.Job, error) {
+	old, err := r.st.GetJob(ctx, id)
+	if err != nil {
+		return core.Job{}, err
+	}
+	if !old.Status.Terminal() {
+		return core.Job{}, core.FieldErrorf(core.CodeJobConflict, "status", "job %s is %s; only a finished job can be retried", id, old.Status)
+	}
+	return r.Submit(ctx, SubmitRequest{DatasetID: old.DatasetID, TrainerRef: old.TrainerRef, Params: old.Params, Seed: old.Seed, ParentID: old.ID,
+		ChangeNote: "retry of " + old.ID, EnvName: old.EnvName, Timeout: time.Duration(old.TimeoutSec) * time.Second,
+		Stall: time.Duration(old.StallSec) * time.Second, CreatedBy: by})
+}
+
+// Cancel cancels a queued job at once, or asks the worker of a running job
+// to stop it (the runner polls the flag; in-process jobs stop immediately).
+func (r *Runner) Cancel(ctx context.Context, id string) (core.Job, error) {
+	j, err := r.st.RequestCancel(ctx, id)
+	if err != nil {
+		return j, err
+	}
+	r.mu.Lock()
+	if c, ok := r.running[id]; ok {
+		c(errCancelled)
+	}
+	r.mu.Unlock()
+	if j.Status == core.JobCancelled {
+		r.publish(events.JobState, "", id, map[string]any{"status": j.Status})
+	}
+	return j, nil
+}
+
+var (
+	errCancelled = errors.New("cancelled")
+	errTimeout   = errors.New("wall timeout")
+	errStalled   = errors.New("stalled")
+	errShutdown  = errors.New("worker shutting down")
+)
+
+func (r *Runner) publish(kind, line, id string, data map[string]any) {
+	r.opt.Bus.Publish(events.Event{Kind: kind, Line: line, ID: id, Data: data})
+}
+
+// JobDir is where a job's files live.
+func (r *Runner) JobDir(id string) string { return filepath.Join(r.opt.DataDir, "jobs", id) }
+
+// attempt carries one try's mutable state.
+type attempt struct {
+	r        *Runner
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	job      core.Job
+	ds       core.Dataset
+	status   core.JobStatus
+	progress chan struct{} // a signal per progress report (stall watchdog)
+	lastProg time.Time
+	mu       sync.Mutex
+}
+
+func (a *attempt) setStatus(to core.JobStatus, stage string) error {
+	if err := a.r.st.TransitionJob(context.WithoutCancel(a.ctx), a.job.ID, a.status, to, stage); err != nil {
+		return err
+	}
+	a.status = to
+	a.r.publish(events.JobState, a.ds.LineID, a.job.ID, map[string]any{"status": to, "stage": stage})
+	return nil
+}
+
+// report records progress (throttled to ~10 writes/s) and feeds the stall
+// watchdog.
+func (a *attempt) report(frac float64, stage string) {
+	select {
+	case a.progress <- struct{}{}:
+	default:
+	}
+	a.mu.Lock()
+	if time.Since(a.lastProg) < 100*time.Millisecond && stage == "" && frac < 1 {
+		a.mu.Unlock()
+		return
+	}
+	a.lastProg = time.Now()
+	a.mu.Unlock()
+	if err := a.r.st.ReportProgress(context.WithoutCancel(a.ctx), a.job.ID, a.r.worker, frac, stage); err == nil {
+		a.r.publish(events.JobProgress, a.ds.LineID, a.job.ID, map[string]any{"progress": frac, "stage": stage})
+	}
+}
+
+// end moves the job to a terminal failure status from wherever it is.
+func (a *attempt) end(to core.JobStatus, code, msg string) error {
+	err := a.r.st.EndJob(context.WithoutCancel(a.ctx), a.job.ID, a.status, to, code, msg)
+	if err == nil {
+		a.status = to
+		a.r.publish(events.JobState, a.ds.LineID, a.job.ID, map[string]any{"status": to, "errorCode": code, "error": msg})
+	}
+	return err
+}
+
+// requeue gives an infrastructure failure another try, or fails the job
+// when it has none left.
+func (a *attempt) requeue(code, msg string) error {
+	ctx := context.WithoutCancel(a.ctx)
+	if err := a.r.st.RequeueJob(ctx, a.job.ID, a.status, code, msg); err != nil {
+		return a.end(core.JobFailed, code, msg+" (no retries left)")
+	}
+	a.status = core.JobQueued
+	a.r.publish(events.JobState, a.ds.LineID, a.job.ID, map[string]any{"status": core.JobQueued, "retry": a.job.RetryCount + 1, "reason": msg})
+	if a.r.queue != nil {
+		return a.r.queue.Enqueue(ctx, a.job.ID, a.job.RetryCount+1)
+	}
+	return nil
+}
+
+// Run executes try `try` of job id. It returns an error only when the
+// store failed; job failures are recorded on the job.
+func (r *Runner) Run(ctx context.Context, id string, try int) error {
+	j, err := r.st.GetJob(ctx, id)
+	if err != nil {
+		return err
+	}
+	if j.Status != core.JobQueued || j.RetryCount != try {
+		return nil // stale or duplicate dispatch
+	}
+	j, err = r.st.ClaimJob(ctx, id, r.worker)
+	if core.CodeOf(err) == core.CodeJobConflict {
+		return nil // someone else claimed it
+	} else if err != nil {
+		return err
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	a := &attempt{r: r, ctx: actx, cancel: cancel, job: j, status: core.JobProvisioning, progress: make(chan struct{}, 1)}
+	r.mu.Lock()
+	r.running[id] = cancel
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, id)
+		r.mu.Unlock()
+	}()
+	a.ds, _ = r.st.GetDataset(ctx, j.DatasetID)
+	r.publish(events.JobState, a.ds.LineID, id, map[string]any{"status": core.JobProvisioning, "attempt": j.Attempt})
+	// Heartbeat and cross-process cancel polling.
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		t := time.NewTicker(r.opt.HeartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-actx.Done():
+				return
+			case <-t.C:
+				bg := context.WithoutCancel(actx)
+				r.st.Heartbeat(bg, id, r.worker)
+				if cur, err := r.st.GetJob(bg, id); err == nil && cur.CancelRequest {
+					cancel(errCancelled)
+					return
+				}
+			}
+		}
+	}()
+	err = a.execute()
+	cancel(nil)
+	<-hbDone
+	return err
+}
+
+// outcome turns the attempt context's cause into a terminal status.
+func (a *attempt) stopped(parent context.Context) (bool, error) {
+	cause := context.Cause(a.ctx)
+	switch {
+	case cause == nil:
+		return false, nil
+	case errors.Is(cause, errCancelled):
+		return true, a.end(core.JobCancelled, "", "cancelled")
+	case errors.Is(cause, errTimeout):
+		return true, a.end(core.JobTimeout, core.CodeJobTimeout, fmt.Sprintf("training ran longer than %ds", a.job.TimeoutSec))
+	case errors.Is(cause, errStalled):
+		return true, a.end(core.JobTimeout, core.CodeJobStalled, fmt.Sprintf("no progress for %ds", a.job.StallSec))
+	default:
+		// The worker is stopping (parent context): hand the job back.
+		return true, a.requeue(core.CodeWorkerLost, "worker stopped during the job: "+cause.Error())
+	}
+}
+
+func (a *attempt) execute() error {
+	r, j := a.r, a.job
+	ctx := a.ctx
+	// --- provisioning: verify the dataset, lease the environment, prepare
+	// the job directory. Watchdogs are not running yet.
+	d, err := r.st.GetDataset(ctx, j.DatasetID)
+	if err != nil {
+		return a.end(core.JobFailed, core.CodeOf(err), err.Error())
+	}
+	if d.SHA256 != j.DatasetSHA256 {
+		return a.end(core.JobFailed, core.CodeDatasetTampered, fmt.Sprintf("dataset %s hash %.12s differs from %.12s recorded at submit", d.ID, d.SHA256, j.DatasetSHA256))
+	}
+	if _, err := dataset.Verify(r.opt.DataDir, d); err != nil {
+		return a.end(core.JobFailed, core.CodeDatasetTampered, err.Error())
+	}
+	if stop, err := a.stopped(ctx); stop {
+		return err
+	}
+	if j.EnvName != "" && r.opt.Envs != nil {
+		lease, err := r.opt.Envs.Acquire(ctx, j.EnvName, "job "+j.ID)
+		if err != nil {
+			return a.end(core.JobFailed, core.CodeOf(err), err.Error())
+		}
+		defer lease.Release()
+	}
+	dir := r.JobDir(j.ID)
+	art := filepath.Join(dir, "artifacts")
+	os.RemoveAll(art) // a retried attempt starts clean
+	for _, p := range []string{art, filepath.Join(dir, "tmp"), filepath.Join(dir, "logs")} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return a.end(core.JobFailed, core.CodeInternal, err.Error())
+		}
+	}
+	dsDir := filepath.Join(r.opt.DataDir, filepath.FromSlash(d.Path))
+	bundle, err := dataset.OpenBundle(dsDir)
+	if err != nil {
+		return a.end(core.JobFailed, core.CodeOf(err), err.Error())
+	}
+	jobJSON := map[string]any{"jobId": j.ID, "datasetId": d.ID, "datasetPath": dsDir, "datasetSha256": d.SHA256, "trainer": j.TrainerRef,
+		"params": j.Params, "seed": j.Seed, "artifactsDir": art, "attempt": j.Attempt, "purpose": d.Purpose}
+	if b, err := json.MarshalIndent(jobJSON, "", "  "); err == nil {
+		os.WriteFile(filepath.Join(dir, "job.json"), b, 0o644)
+	}
+
+	native, isNative := r.opt.Trainers.Get(j.TrainerRef)
+	if !isNative || native.HasTrainingStep() {
+		if err := a.setStatus(core.JobTraining, "training"); err != nil {
+			return err
+		}
+		// --- training, under the wall-timeout and stall watchdogs.
+		wd := a.watchdogs()
+		terr := a.train(native, isNative, dir, art, bundle)
+		wd()
+		if stop, err := a.stopped(ctx); stop {
+			return err
+		}
+		if terr != nil {
+			var infra *infraError
+			if errors.As(terr, &infra) {
+				return a.requeue(core.CodeWorkerLost, infra.msg)
+			}
+			return a.end(core.JobFailed, core.CodeTrainerFailed, terr.Error())
+		}
+	} else {
+		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: bundle, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: os.Stderr}
+		if err := native.Train(ctx, tc); err != nil {
+			if stop, serr := a.stopped(ctx); stop {
+				return serr
+			}
+			return a.end(core.JobFailed, core.CodeTrainerFailed, err.Error())
+		}
+	}
+	// --- evaluation by the platform.
+	if a.status == core.JobTraining {
+		if err := a.setStatus(core.JobEvaluating, "evaluating"); err != nil {
+			return err
+		}
+	}
+	m, metricsJSON, gatesJSON, passed, err := a.evaluate(d, bundle, art)
+	if stop, serr := a.stopped(ctx); stop {
+		return serr
+	}
+	if err != nil {
+		return a.end(core.JobFailed, core.CodeOf(err), "evaluation: "+err.Error())
+	}
+	if err := r.st.FinishJob(context.WithoutCancel(ctx), j.ID, a.status, metricsJSON, gatesJSON, passed, art, m); err != nil {
+		if core.CodeOf(err) == core.CodeJobConflict {
+			if stop, serr := a.stopped(ctx); stop {
+				return serr
+			}
+		}
+		return a.end(core.JobFailed, core.CodeOf(err), err.Error())
+	}
+	a.status = core.JobDone
+	r.publish(events.JobState, d.LineID, j.ID, map[string]any{"status": core.JobDone, "modelId": m.ID, "gatePassed": passed})
+	return nil
+}
+
+// infraError marks a failure that is not the trainer's fault.
+type infraError struct{ msg string }
+
+func (e *infraError) Error() string { return e.msg }
+
+// watchdogs starts the wall-timeout and stall timers; the returned func
+// stops them.
+func (a *attempt) watchdogs() func() {
+	done := make(chan struct{})
+	wall := time.Duration(a.job.TimeoutSec) * time.Second
+	stall := time.Duration(a.job.StallSec) * time.Second
+	go func() {
+		wt := time.NewTimer(wall)
+		st := time.NewTimer(stall)
+		defer wt.Stop()
+		defer st.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-a.ctx.Done():
+				return
+			case <-wt.C:
+				a.cancel(errTimeout)
+				return
+			case <-st.C:
+				a.cancel(errStalled)
+				return
+			case <-a.progress:
+				if !st.Stop() {
+					select {
+					case <-st.C:
+					default:
+					}
+				}
+				st.Reset(stall)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *dataset.Bundle) error {
+	j := a.job
+	if isNative {
+		logf, _ := os.OpenFile(filepath.Join(dir, "logs", "trainer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if logf != nil {
+			defer logf.Close()
+		}
+		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: b, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: logf}
+		return native.Train(a.ctx, tc)
+	}
+	path, _ := IsExec(j.TrainerRef)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	cmd := []string{abs}
+	if strings.HasSuffix(abs, ".py") {
+		cmd = []string{"python3", abs}
+	}
+	spec := extrun.Spec{Command: cmd, JobDir: dir, Env: map[string]string{"AML_SEED": strconv.FormatInt(j.Seed, 10), "AML_JOB_ID": j.ID},
+		AllowEnv: []string{"VIRTUAL_ENV", "PYTHONPATH"}}
+	if j.EnvName != "" && a.r.opt.Envs != nil {
+		if envDir, ok := a.r.opt.Envs.Dir(j.EnvName); ok {
+			if _, err := os.Stat(filepath.Join(envDir, "bin", "python3")); err == nil && strings.HasSuffix(abs, ".py") {
+				spec.Command = []string{filepath.Join(envDir, "bin", "python3"), abs}
+			}
+		}
+	}
+	res, err := extrun.Run(a.ctx, spec, func(e extrun.Event) {
+		switch e.Type {
+		case "progress":
+			if e.Progress != nil {
+				a.report(*e.Progress, "")
+			}
+		case "stage":
+			a.report(-1, e.Stage)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	switch res.Reason {
+	case "exited":
+		if res.ExitCode != 0 {
+			msg := fmt.Sprintf("trainer exited with code %d", res.ExitCode)
+			if res.LastError != "" {
+				msg += ": " + res.LastError
+			}
+			return errors.New(msg)
+		}
+		return nil
+	case "killed":
+		return &infraError{msg: fmt.Sprintf("trainer process killed by %s", res.Signal)}
+	case "start_failed":
+		return fmt.Errorf("trainer could not start: %s", res.LastError)
+	default: // cancelled, timeout, stalled: the context cause tells which
+		return fmt.Errorf("trainer stopped: %s", res.Reason)
+	}
+}
+
+// evaluate computes the platform's metrics and gates and builds the model
+// row.
+func (a *attempt) evaluate(d core.Dataset, b *dataset.Bundle, art string) (*core.Model, json.RawMessage, json.RawMessage, bool, error) {
+	a.report(0, "evaluating")
+	p, err := model.Load(art, b.Manifest, model.LoadOptions{ExecPredict: extrun.Predict})
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	metrics, err := eval.Evaluate(a.ctx, b, p)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	prof, err := eval.ProfileFor(d.Purpose)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	gates := eval.Gate(prof, metrics, true)
+	hash, err := model.ArtifactHash(art)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	mj, _ := json.Marshal(metrics)
+	gj, _ := json.Marshal(gates)
+	var rb [3]byte
+	rand.Read(rb[:])
+	m := &core.Model{ID: "model-" + strings.TrimPrefix(a.job.ID, "job-") + "-" + hex.EncodeToString(rb[:]), JobID: a.job.ID, DatasetID: d.ID,
+		LineID: d.LineID, ProductID: d.ProductID, RecipeID: d.RecipeID, Purpose: d.Purpose, TrainerRef: a.job.TrainerRef,
+		ArtifactKind: p.Format(), SchemaVersion: 1, ModelInterface: interfaceOf(d.Purpose), ArtifactPath: relTo(a.r.opt.DataDir, art),
+		ArtifactHash: hash, LineageVerified: d.LineageVerified, GatePassed: gates.Passed, Metrics: mj, Gates: gj}
+	return m, mj, gj, gates.Passed, nil
+}
+
+func interfaceOf(purpose string) string {
+	if purpose == dataset.PurposeStaticResponse {
+		return "static_response"
+	}
+	return "one_step"
+}
+
+func relTo(base, p string) string {
+	if rel, err := filepath.Rel(base, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return p
+}
+
+// Recover makes sure no job stays active without a live worker: a job whose
+// worker is gone is requeued if it has retries left, else interrupted.
+// staleAfter is how old a heartbeat must be for a worker on another host to
+// count as lost.
+func (r *Runner) Recover(ctx context.Context, staleAfter time.Duration) (requeued, interrupted int, err error) {
+	host, _ := os.Hostname()
+	for _, st := range []core.JobStatus{core.JobProvisioning, core.JobTraining, core.JobEvaluating} {
+		jobs, err := r.st.ListJobs(ctx, core.JobFilter{Status: st, Limit: 100_000})
+		if err != nil {
+			return requeued, interrupted, err
+		}
+		for _, j := range jobs {
+			if !workerLost(j, host, staleAfter) {
+				continue
+			}
+			if j.RetryCount < j.MaxRetries {
+				if err := r.st.RequeueJob(ctx, j.ID, j.Status, core.CodeWorkerLost, "worker "+j.Worker+" was lost"); err == nil {
+					requeued++
+					r.publish(events.JobState, "", j.ID, map[string]any{"status": core.JobQueued, "reason": "worker lost"})
+					if r.queue != nil {
+						r.queue.Enqueue(ctx, j.ID, j.RetryCount+1)
+					}
+					continue
+				}
+			}
+			if err := r.st.EndJob(ctx, j.ID, j.Status, core.JobInterrupted, core.CodeWorkerLost, "worker "+j.Worker+" was lost and no retry is left"); err == nil {
+				interrupted++
+				r.publish(events.JobState, "", j.ID, map[string]any{"status": core.JobInterrupted})
+			}
+		}
+	}
+	return requeued, interrupted, nil
+}
+
+// workerLost: the worker runs on this host and its pid is dead (or it is
+// this very process from an earlier life), or its heartbeat is stale.
+func workerLost(j core.Job, host string, staleAfter time.Duration) bool {
+	parts := strings.Split(j.Worker, "/")
+	if len(parts) == 3 && parts[0] == host {
+		pid, err := strconv.Atoi(parts[1])
+		if err == nil && (pid == os.Getpid() || syscall.Kill(pid, 0) != nil) {
+			return true
+		}
+	}
+	return j.HeartbeatAt == nil || time.Since(*j.HeartbeatAt) > staleAfter
+}
