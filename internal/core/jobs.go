@@ -58,6 +58,8 @@ func CanRequeue(s JobStatus) bool {
 	return s == JobProvisioning || s == JobTraining || s == JobEvaluating
 }
 
+func (s JobStatus) String() string { return string(s) }
+
 // Terminal reports whether s is final.
 func (s JobStatus) Terminal() bool { return len(JobTransitions[s]) == 0 && s != "" }
 

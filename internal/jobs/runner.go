@@ -549,6 +549,12 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 	if err != nil {
 		return err
 	}
+	if b, err := json.MarshalIndent(res, "", "  "); err == nil {
+		os.WriteFile(filepath.Join(dir, "trainer-result.json"), b, 0o644)
+	}
+	if res.Malformed > 0 || res.Truncated > 0 {
+		a.r.log.Warn("trainer protocol problems", "job", j.ID, "malformed", res.Malformed, "truncated", res.Truncated)
+	}
 	switch res.Reason {
 	case "exited":
 		if res.ExitCode != 0 {
@@ -629,6 +635,7 @@ func (r *Runner) Recover(ctx context.Context, staleAfter time.Duration) (requeue
 			if !workerLost(j, host, staleAfter) {
 				continue
 			}
+			r.killOrphan(j.ID)
 			if j.RetryCount < j.MaxRetries {
 				if err := r.st.RequeueJob(ctx, j.ID, j.Status, core.CodeWorkerLost, "worker "+j.Worker+" was lost"); err == nil {
 					requeued++
@@ -659,4 +666,16 @@ func workerLost(j core.Job, host string, staleAfter time.Duration) bool {
 		}
 	}
 	return j.HeartbeatAt == nil || time.Since(*j.HeartbeatAt) > staleAfter
+}
+
+// killOrphan kills the process group of a trainer whose worker died.
+func (r *Runner) killOrphan(id string) {
+	b, err := os.ReadFile(extrun.PidFile(r.JobDir(id)))
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+		syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	os.Remove(extrun.PidFile(r.JobDir(id)))
 }

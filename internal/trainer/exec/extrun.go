@@ -260,7 +260,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 		return fail(core.Wrap(core.CodeInternal, err, "trainer log"))
 	}
 	before := snapshot(jobDir)
-	l := &launch{argv: argv, dir: jobDir, env: env, writable: writable, sandbox: spec.Sandbox,
+	l := &launch{argv: argv, dir: jobDir, env: env, writable: writable, sandbox: spec.Sandbox, pidFile: PidFile(jobDir),
 		wall: spec.WallTimeout, stall: spec.StallTimeout, log: lg, onEvent: onEvent}
 	res, err = l.execute(ctx)
 	if cerr := lg.Close(); cerr != nil && err == nil && res.Reason != ReasonStartFailed {
@@ -451,3 +451,7 @@ func changedFiles(dir string, before map[string]fileStamp) []string {
 
 // errUnsupported is returned where child processes cannot be managed.
 var errUnsupported = errors.New("external trainers need a Unix system")
+
+// PidFile is where Run records the running trainer's pid (its process
+// group id) under jobDir.
+func PidFile(jobDir string) string { return filepath.Join(jobDir, "logs", "trainer.pid") }

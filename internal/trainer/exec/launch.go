@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -31,6 +32,7 @@ type launch struct {
 	stall    time.Duration
 	log      *rotLog
 	onEvent  func(Event)
+	pidFile  string // if set, the child's pid (= its process group) is written here while it runs
 }
 
 // execute starts the child, watches it and returns once it is reaped and its
@@ -83,6 +85,12 @@ func (l *launch) execute(ctx context.Context) (Result, error) {
 		return startFailed(err)
 	}
 	res.WriteRestricted = useShim
+	if l.pidFile != "" {
+		// A worker that dies without cleaning up (kill -9) leaves this file;
+		// recovery uses it to kill the orphaned process group.
+		os.WriteFile(l.pidFile, []byte(strconv.Itoa(proc.Pid)), 0o644)
+		defer os.Remove(l.pidFile)
+	}
 
 	c := &collector{log: l.log, onEvent: l.onEvent, progress: make(chan struct{}, 1)}
 	var readers sync.WaitGroup

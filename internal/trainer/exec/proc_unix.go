@@ -19,6 +19,7 @@ func startChild(l *launch, shim bool, stdin, stdout, stderr *os.File) (*os.Proce
 		Files: []*os.File{stdin, stdout, stderr},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
+	setDeathSignal(attr.Sys)
 	if shim {
 		return startShim(l, attr)
 	}
