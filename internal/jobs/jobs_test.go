@@ -85,6 +85,37 @@ func fixture(t *testing.T) (*sqlite.Store, string, string) {
 	return st, dir, fixtureDS
 }
 
+// tinyFixture is a data dir with a one-run, few-window dataset (benchmarks:
+// the job system's overhead, not the data, is measured).
+func tinyFixture(tb testing.TB) (*sqlite.Store, string, string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	st, err := sqlite.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := sim.DefaultInjectionConfig()
+	cfg.Runs, cfg.Seed, cfg.RunDuration = 3, 1, 3*time.Minute
+	out, err := sim.GenerateInjection(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := out.Write(context.Background(), st, nil); err != nil {
+		tb.Fatal(err)
+	}
+	b, _ := os.ReadFile("../../examples/specs/injection.json")
+	spec, err := dataset.ParseSpec(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	spec.Split.ValRatio, spec.Split.TestRatio, spec.Stride = 0.34, 0.33, 20
+	res, err := dataset.Build(context.Background(), st, spec, dataset.Options{DataDir: dir})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st, dir, res.Dataset.ID
+}
+
 type harness struct {
 	st  *sqlite.Store
 	dir string

@@ -173,13 +173,14 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (core.Job, error
 	if err := r.st.CreateJob(ctx, j, lim); err != nil {
 		return core.Job{}, err
 	}
+	j.Status, j.CreatedAt = core.JobQueued, time.Now().UTC()
 	r.publish(events.JobState, d.LineID, j.ID, map[string]any{"status": core.JobQueued})
 	if r.queue != nil {
 		if err := r.queue.Enqueue(ctx, j.ID, 0); err != nil {
 			return core.Job{}, err
 		}
 	}
-	return r.st.GetJob(ctx, j.ID)
+	return j, nil
 }
 
 // Retry creates a new experiment from a finished (not done) job: same
@@ -237,6 +238,7 @@ type attempt struct {
 	job      core.Job
 	ds       core.Dataset
 	status   core.JobStatus
+	dsErr    error
 	progress chan struct{} // a signal per progress report (stall watchdog)
 	lastProg time.Time
 	mu       sync.Mutex
@@ -322,7 +324,7 @@ func (r *Runner) Run(ctx context.Context, id string, try int) error {
 		delete(r.running, id)
 		r.mu.Unlock()
 	}()
-	a.ds, _ = r.st.GetDataset(ctx, j.DatasetID)
+	a.ds, a.dsErr = r.st.GetDataset(ctx, j.DatasetID)
 	r.publish(events.JobState, a.ds.LineID, id, map[string]any{"status": core.JobProvisioning, "attempt": j.Attempt})
 	// Heartbeat and cross-process cancel polling.
 	hbDone := make(chan struct{})
@@ -373,7 +375,7 @@ func (a *attempt) execute() error {
 	ctx := a.ctx
 	// --- provisioning: verify the dataset, lease the environment, prepare
 	// the job directory. Watchdogs are not running yet.
-	d, err := r.st.GetDataset(ctx, j.DatasetID)
+	d, err := a.ds, a.dsErr
 	if err != nil {
 		return a.end(core.JobFailed, core.CodeOf(err), err.Error())
 	}
@@ -577,7 +579,6 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 // evaluate computes the platform's metrics and gates and builds the model
 // row.
 func (a *attempt) evaluate(d core.Dataset, b *dataset.Bundle, art string) (*core.Model, json.RawMessage, json.RawMessage, bool, error) {
-	a.report(0, "evaluating")
 	p, err := model.Load(art, b.Manifest, model.LoadOptions{ExecPredict: extrun.Predict})
 	if err != nil {
 		return nil, nil, nil, false, err

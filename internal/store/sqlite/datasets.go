@@ -43,7 +43,7 @@ func scanDataset(sc interface{ Scan(...any) error }) (core.Dataset, error) {
 }
 
 func (s *Store) GetDataset(ctx context.Context, id string) (core.Dataset, error) {
-	d, err := scanDataset(s.r.QueryRowContext(ctx, `SELECT `+datasetCols+` FROM datasets WHERE id=?`, id))
+	d, err := scanDataset(s.queryRow(ctx, s.r, `SELECT `+datasetCols+` FROM datasets WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, notFound("dataset", id)
 	}

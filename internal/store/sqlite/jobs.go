@@ -81,22 +81,17 @@ func (s *Store) CreateJob(ctx context.Context, j core.Job, lim core.JobLimits) e
 		return dbErr(err, "begin")
 	}
 	defer tx.Rollback()
-	if lim.MaxQueued > 0 {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE status IN ('queued','provisioning','training','evaluating')`).Scan(&n); err != nil {
+	if lim.MaxQueued > 0 || lim.MaxPerDataset > 0 {
+		var active, perDS int
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM jobs WHERE status IN ('queued','provisioning','training','evaluating')),
+			(SELECT count(*) FROM jobs WHERE dataset_id=?)`, j.DatasetID).Scan(&active, &perDS); err != nil {
 			return dbErr(err, "count jobs")
 		}
-		if n >= lim.MaxQueued {
-			return core.Errorf(core.CodeQueueFull, "%d jobs are queued or running, the queue holds at most %d; wait or cancel some", n, lim.MaxQueued)
+		if lim.MaxQueued > 0 && active >= lim.MaxQueued {
+			return core.Errorf(core.CodeQueueFull, "%d jobs are queued or running, the queue holds at most %d; wait or cancel some", active, lim.MaxQueued)
 		}
-	}
-	if lim.MaxPerDataset > 0 {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE dataset_id=?`, j.DatasetID).Scan(&n); err != nil {
-			return dbErr(err, "count jobs")
-		}
-		if n >= lim.MaxPerDataset {
-			return core.FieldErrorf(core.CodeQuotaExceeded, "dataset", "dataset %s already has %d experiments, the limit is %d", j.DatasetID, n, lim.MaxPerDataset)
+		if lim.MaxPerDataset > 0 && perDS >= lim.MaxPerDataset {
+			return core.FieldErrorf(core.CodeQuotaExceeded, "dataset", "dataset %s already has %d experiments, the limit is %d", j.DatasetID, perDS, lim.MaxPerDataset)
 		}
 	}
 	now := time.Now().UnixMilli()
@@ -120,7 +115,7 @@ func (s *Store) CreateJob(ctx context.Context, j core.Job, lim core.JobLimits) e
 }
 
 func (s *Store) GetJob(ctx context.Context, id string) (core.Job, error) {
-	j, err := scanJob(s.r.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
+	j, err := scanJob(s.queryRow(ctx, s.r, `SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return j, notFound("job", id)
 	}
@@ -129,7 +124,7 @@ func (s *Store) GetJob(ctx context.Context, id string) (core.Job, error) {
 
 // getJobW reads through the writer so a caller sees its own writes at once.
 func (s *Store) getJobW(ctx context.Context, id string) (core.Job, error) {
-	j, err := scanJob(s.w.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
+	j, err := scanJob(s.queryRow(ctx, s.w, `SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return j, notFound("job", id)
 	}
@@ -168,15 +163,18 @@ func jobConflict(ctx context.Context, s *Store, id string, want string) error {
 
 func (s *Store) ClaimJob(ctx context.Context, id, worker string) (core.Job, error) {
 	now := time.Now().UnixMilli()
-	res, err := s.w.ExecContext(ctx, `UPDATE jobs SET status='provisioning', stage='provisioning', progress=0, attempt=attempt+1, worker=?,
-		heartbeat_at=?, last_progress_at=?, started_at=coalesce(started_at, ?), error_code='', error='' WHERE id=? AND status='queued'`, worker, now, now, now, id)
+	// One statement claims and returns the row (RETURNING), so a claim costs
+	// one round trip on the single writer connection.
+	j, err := scanJob(s.queryRow(ctx, s.w, `UPDATE jobs SET status='provisioning', stage='provisioning', progress=0, attempt=attempt+1, worker=?,
+		heartbeat_at=?, last_progress_at=?, started_at=coalesce(started_at, ?), error_code='', error='' WHERE id=? AND status='queued' RETURNING `+jobCols,
+		worker, now, now, now, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Job{}, jobConflict(ctx, s, id, "only a queued job can be claimed")
+	}
 	if err != nil {
 		return core.Job{}, dbErr(err, "claim job")
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return core.Job{}, jobConflict(ctx, s, id, "only a queued job can be claimed")
-	}
-	return s.getJobW(ctx, id)
+	return j, nil
 }
 
 func (s *Store) TransitionJob(ctx context.Context, id string, from, to core.JobStatus, stage string) error {
@@ -191,7 +189,7 @@ func (s *Store) TransitionJob(ctx context.Context, id string, from, to core.JobS
 	if to.Terminal() {
 		ended = now
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE jobs SET status=?, stage=?, last_progress_at=?, ended_at=coalesce(?, ended_at) WHERE id=? AND status=?`,
+	res, err := s.exec(ctx, s.w, `UPDATE jobs SET status=?, stage=?, last_progress_at=?, ended_at=coalesce(?, ended_at) WHERE id=? AND status=?`,
 		string(to), stage, now, ended, id, string(from))
 	if err != nil {
 		return dbErr(err, "transition job")
@@ -205,7 +203,7 @@ func (s *Store) TransitionJob(ctx context.Context, id string, from, to core.JobS
 func (s *Store) ReportProgress(ctx context.Context, id, worker string, progress float64, stage string) error {
 	progress = min(max(progress, 0), 1)
 	now := time.Now().UnixMilli()
-	res, err := s.w.ExecContext(ctx, `UPDATE jobs SET progress=?, stage=CASE WHEN ?='' THEN stage ELSE ? END, last_progress_at=?, heartbeat_at=?
+	res, err := s.exec(ctx, s.w, `UPDATE jobs SET progress=?, stage=CASE WHEN ?='' THEN stage ELSE ? END, last_progress_at=?, heartbeat_at=?
 		WHERE id=? AND worker=? AND status IN ('provisioning','training','evaluating')`, progress, stage, stage, now, now, id, worker)
 	if err != nil {
 		return dbErr(err, "report progress")
@@ -217,7 +215,7 @@ func (s *Store) ReportProgress(ctx context.Context, id, worker string, progress 
 }
 
 func (s *Store) Heartbeat(ctx context.Context, id, worker string) error {
-	_, err := s.w.ExecContext(ctx, `UPDATE jobs SET heartbeat_at=? WHERE id=? AND worker=? AND status IN ('provisioning','training','evaluating')`,
+	_, err := s.exec(ctx, s.w, `UPDATE jobs SET heartbeat_at=? WHERE id=? AND worker=? AND status IN ('provisioning','training','evaluating')`,
 		time.Now().UnixMilli(), id, worker)
 	return dbErr(err, "heartbeat")
 }
@@ -226,7 +224,7 @@ func (s *Store) EndJob(ctx context.Context, id string, from, to core.JobStatus, 
 	if !to.Terminal() || to == core.JobDone || !core.CanTransition(from, to) {
 		return core.FieldErrorf(core.CodeJobConflict, "status", "EndJob cannot move %s → %s", from, to)
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE jobs SET status=?, error_code=?, error=?, ended_at=? WHERE id=? AND status=?`,
+	res, err := s.exec(ctx, s.w, `UPDATE jobs SET status=?, error_code=?, error=?, ended_at=? WHERE id=? AND status=?`,
 		string(to), code, msg, time.Now().UnixMilli(), id, string(from))
 	if err != nil {
 		return dbErr(err, "end job")
@@ -345,7 +343,7 @@ func scanModel(sc interface{ Scan(...any) error }) (core.Model, error) {
 }
 
 func (s *Store) GetModel(ctx context.Context, id string) (core.Model, error) {
-	m, err := scanModel(s.r.QueryRowContext(ctx, `SELECT `+modelCols+` FROM models WHERE id=?`, id))
+	m, err := scanModel(s.queryRow(ctx, s.r, `SELECT `+modelCols+` FROM models WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, notFound("model", id)
 	}

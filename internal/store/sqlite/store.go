@@ -25,6 +25,8 @@ type Store struct {
 	w    *sql.DB // single writer connection, BEGIN IMMEDIATE
 	r    *sql.DB // readers
 
+	stmts stmtCache
+
 	mu    sync.RWMutex
 	nodes map[string]int64 // node id → pk
 	ctxs  map[core.ContextFilter]int64
@@ -97,6 +99,7 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	s.stmts.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
