@@ -467,3 +467,44 @@ func (s *Store) MarkModelPruned(ctx context.Context, id string) error {
 	_, err := s.w.ExecContext(ctx, `UPDATE models SET artifacts_pruned=1 WHERE id=?`, id)
 	return dbErr(err, "mark model pruned")
 }
+
+// ListEndedJobsBefore pages through jobs that ended in a failure status
+// before `before`, oldest first (keyset on (ended_at, id), so retention
+// reaches the oldest rows however many there are).
+func (s *Store) ListEndedJobsBefore(ctx context.Context, before time.Time, afterEnded int64, afterID string, limit int) ([]core.Job, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE status IN ('failed','cancelled','timeout','interrupted')
+		AND ended_at < ? AND (ended_at > ? OR (ended_at = ? AND id > ?)) ORDER BY ended_at, id LIMIT ?`,
+		before.UnixMilli(), afterEnded, afterEnded, afterID, limit)
+	if err != nil {
+		return nil, dbErr(err, "list ended jobs")
+	}
+	defer rows.Close()
+	out := []core.Job{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, dbErr(err, "list ended jobs")
+		}
+		out = append(out, j)
+	}
+	return out, dbErr(rows.Err(), "list ended jobs")
+}
+
+// ListRetiredModelsBefore lists retired models whose artifacts are still on
+// disk and that were retired before `before`, oldest first, all of them.
+func (s *Store) ListRetiredModelsBefore(ctx context.Context, before time.Time) ([]core.Model, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+modelCols+` FROM models WHERE stage='retired' AND artifacts_pruned=0 AND stage_changed_at < ? ORDER BY stage_changed_at, id`, before.UnixMilli())
+	if err != nil {
+		return nil, dbErr(err, "list retired models")
+	}
+	defer rows.Close()
+	out := []core.Model{}
+	for rows.Next() {
+		m, err := scanModel(rows)
+		if err != nil {
+			return nil, dbErr(err, "list retired models")
+		}
+		out = append(out, m)
+	}
+	return out, dbErr(rows.Err(), "list retired models")
+}
