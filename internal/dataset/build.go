@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
 )
 
 // Defaults for build quotas.
@@ -38,6 +39,9 @@ type Options struct {
 	// Progress, if set, is called after each run is read and cleaned and
 	// at each later stage.
 	Progress func(Progress)
+	// Bus, if set, receives a dataset.built event once the dataset is
+	// registered.
+	Bus *events.Bus
 }
 
 // Progress reports build progress.
@@ -345,6 +349,8 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 		os.RemoveAll(final)
 		return nil, err
 	}
+	opt.Bus.Publish(events.Event{Kind: events.DatasetBuilt, Line: d.LineID, ID: d.ID, Data: map[string]any{
+		"sha256": d.SHA256, "recipe": d.RecipeID, "windows": d.TrainWindows + d.ValWindows + d.TestWindows, "lineageVerified": d.LineageVerified}})
 	return &Result{Dataset: d, Manifest: m, Report: report}, nil
 }
 
