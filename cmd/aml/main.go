@@ -4,6 +4,7 @@
 package main
 
 import (
+	_ "github.com/aml-project/aml/internal/ident/trainers"
 	"os"
 )
 

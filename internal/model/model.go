@@ -31,6 +31,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
@@ -204,11 +207,62 @@ func Load(dir string, m *dataset.Manifest, opts LoadOptions) (Predictor, error) 
 	case FormatExecPredictor:
 		return loadExec(b, dir, d, opts)
 	case "":
-		return nil, invalid(FileName+": format", "missing; one of %s, %s, %s", FormatLinearWindow, FormatMean, FormatExecPredictor)
+		return nil, invalid(FileName+": format", "missing; one of %s", strings.Join(Formats(), ", "))
 	default:
-		return nil, invalid(FileName+": format", "unknown format %q; one of %s, %s, %s", h.Format, FormatLinearWindow, FormatMean, FormatExecPredictor)
+		if l, ok := lookupFormat(h.Format); ok {
+			return l(b, dir, m)
+		}
+		return nil, invalid(FileName+": format", "unknown format %q; one of %s", h.Format, strings.Join(Formats(), ", "))
 	}
 }
+
+// FormatLoader loads a format registered by another package (native
+// trainers register the formats they write).
+type FormatLoader func(modelJSON []byte, dir string, m *dataset.Manifest) (Predictor, error)
+
+var (
+	formatsMu sync.RWMutex
+	formats   = map[string]FormatLoader{}
+)
+
+// RegisterFormat adds a model format. Registering a name twice panics.
+func RegisterFormat(name string, l FormatLoader) {
+	formatsMu.Lock()
+	defer formatsMu.Unlock()
+	if _, dup := formats[name]; dup || name == FormatLinearWindow || name == FormatMean || name == FormatExecPredictor {
+		panic("model: format registered twice: " + name)
+	}
+	formats[name] = l
+}
+
+func lookupFormat(name string) (FormatLoader, bool) {
+	formatsMu.RLock()
+	defer formatsMu.RUnlock()
+	l, ok := formats[name]
+	return l, ok
+}
+
+// Formats lists every known format.
+func Formats() []string {
+	formatsMu.RLock()
+	defer formatsMu.RUnlock()
+	out := []string{FormatLinearWindow, FormatMean, FormatExecPredictor}
+	for k := range formats {
+		out = append(out, k)
+	}
+	sort.Strings(out[3:])
+	return out
+}
+
+// Decode unmarshals model.json into v (unknown fields allowed) with the
+// package's error conventions; for registered formats.
+func Decode(b []byte, v any) error { return decode(b, v) }
+
+// Invalid builds an AML_MODEL_INVALID error for registered formats.
+func Invalid(field, format string, args ...any) error { return invalid(field, format, args...) }
+
+// CheckBatch validates a PredictBatch call's lengths against the dataset.
+func CheckBatch(d dataset.Dims, x, u []float32, n int) error { return checkBatch(d, x, u, n) }
 
 // checkBatch validates a batch's lengths against the dataset dimensions.
 func checkBatch(d dataset.Dims, x, u []float32, n int) error {
