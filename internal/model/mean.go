@@ -101,10 +101,11 @@ func writeFileAtomic(dir, name string, b []byte) error {
 		return core.Wrap(core.CodeInternal, err, "write %s", name)
 	}
 	tmp := f.Name()
+	// No fsync: like the store (SQLite WAL, synchronous=NORMAL) a power
+	// loss may lose the newest artifact, never corrupt silently — the
+	// artifact hash recorded at registration is re-checked before
+	// promotion and serving.
 	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
