@@ -1,0 +1,368 @@
+package linear
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// ARXOrders gives the structure of an ARX model
+//
+//	y(k) = Σ_{i=1..NA} A_i y(k−i) + Σ_{j=NK..NK+NB−1} B_j u(k−j) + c.
+//
+// NK ≥ 0 is the input delay (NK = 0 means direct feed-through of u(k)).
+// With Diag set, A_i is diagonal: every output is regressed on its own past
+// only (plus all inputs), i.e. NY independent MISO ARX models.
+type ARXOrders struct {
+	NA, NB, NK int
+	Diag       bool
+}
+
+// MaxLag returns the number of initial samples needed before a full
+// regressor can be formed: max(NA, NK+NB−1) (and 0 for a static model).
+func (o ARXOrders) MaxLag() int {
+	m := o.NA
+	if o.NB > 0 && o.NK+o.NB-1 > m {
+		m = o.NK + o.NB - 1
+	}
+	return m
+}
+
+func (o ARXOrders) String() string {
+	s := "full"
+	if o.Diag {
+		s = "diag"
+	}
+	return fmt.Sprintf("ARX(na=%d nb=%d nk=%d %s)", o.NA, o.NB, o.NK, s)
+}
+
+func (o ARXOrders) validate() error {
+	if o.NA < 0 || o.NB < 0 || o.NK < 0 {
+		return fmt.Errorf("linear: negative ARX order in %v", o)
+	}
+	return nil
+}
+
+// ARXOptions are the less common fitting options of FitARXOpts.
+type ARXOptions struct {
+	// Lambda ≥ 0 is a ridge penalty λ·||θ||² on all non-intercept
+	// parameters, in the scaled coordinates (sum-of-squares form: the data
+	// term is Σ_k ||e(k)||², not its mean).
+	Lambda float64
+	// Scaling of y and u before fitting (default Standardize).
+	Scaling Scaling
+	// NoIntercept drops the constant term c. With Standardize or
+	// CenterOnly scaling the intercept then is the training mean.
+	NoIntercept bool
+}
+
+// ARX is a fitted (MIMO) ARX model. The parameters are kept in the scaled
+// coordinates ỹ = (y−YMean)/YStd, ũ = (u−UMean)/UStd; Coefficients converts
+// them to the original units.
+//
+// Theta has one column per output. For the full structure every column
+// uses the regressor
+//
+//	[ỹ(k−1)ᵀ … ỹ(k−NA)ᵀ  ũ(k−NK)ᵀ … ũ(k−NK−NB+1)ᵀ  1]
+//
+// (each ỹ block has NY entries, each ũ block NU entries, the 1 only with an
+// intercept). For Diag, column o uses [ỹ_o(k−1) … ỹ_o(k−NA) ũ(k−NK)ᵀ … 1].
+type ARX struct {
+	Orders     ARXOrders
+	Theta      *mat.Dense
+	NY, NU     int
+	YMean      []float64
+	YStd       []float64
+	UMean      []float64
+	UStd       []float64
+	Lambda     float64
+	Scaling    Scaling
+	Intercept  bool
+	TrainRows  int // number of regression rows used in the fit
+	regressors int
+}
+
+// NumRegressors returns the number of regressors per output equation
+// (rows of Theta).
+func (m *ARX) NumRegressors() int { return m.regressors }
+
+func numRegressors(o ARXOrders, ny, nu int, icpt bool) int {
+	p := o.NB * nu
+	if o.Diag {
+		p += o.NA
+	} else {
+		p += o.NA * ny
+	}
+	if icpt {
+		p++
+	}
+	return p
+}
+
+// fillRegressor writes the regressor of time k into dst. ys and us are the
+// scaled, flat ([T*ny], [T*nu]) signals; samples before time 0 are taken as
+// zero, i.e. at the training mean. out selects the output for Diag models.
+func fillRegressor(dst []float64, o ARXOrders, ny, nu int, icpt bool, ys, us []float64, k, out int) {
+	p := 0
+	if o.Diag {
+		for i := 1; i <= o.NA; i++ {
+			if t := k - i; t >= 0 {
+				dst[p] = ys[t*ny+out]
+			} else {
+				dst[p] = 0
+			}
+			p++
+		}
+	} else {
+		for i := 1; i <= o.NA; i++ {
+			if t := k - i; t >= 0 {
+				copy(dst[p:p+ny], ys[t*ny:(t+1)*ny])
+			} else {
+				clear(dst[p : p+ny])
+			}
+			p += ny
+		}
+	}
+	for j := o.NK; j < o.NK+o.NB; j++ {
+		if t := k - j; t >= 0 {
+			copy(dst[p:p+nu], us[t*nu:(t+1)*nu])
+		} else {
+			clear(dst[p : p+nu])
+		}
+		p += nu
+	}
+	if icpt {
+		dst[p] = 1
+	}
+}
+
+// FitARX fits an ARX model by linear least squares (Householder QR) with an
+// optional ridge penalty λ on the non-intercept parameters, standardising the
+// data with the training statistics and including an intercept. y is [T][ny],
+// u is [T][nu]. The regression uses the rows k = MaxLag … T−1.
+func FitARX(y, u [][]float64, o ARXOrders, lambda float64) (*ARX, error) {
+	return FitARXOpts(y, u, o, ARXOptions{Lambda: lambda})
+}
+
+// FitARXOpts is FitARX with all options.
+func FitARXOpts(y, u [][]float64, o ARXOrders, opts ARXOptions) (*ARX, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if opts.Lambda < 0 || math.IsNaN(opts.Lambda) {
+		return nil, errors.New("linear: ridge lambda must be ≥ 0")
+	}
+	ny, nu, err := checkPair(y, u)
+	if err != nil {
+		return nil, err
+	}
+	m := &ARX{Orders: o, NY: ny, NU: nu, Lambda: opts.Lambda, Scaling: opts.Scaling, Intercept: !opts.NoIntercept}
+	m.YMean, m.YStd = channelStats(y, opts.Scaling)
+	m.UMean, m.UStd = channelStats(u, opts.Scaling)
+	ys := normalize(y, m.YMean, m.YStd)
+	us := normalize(u, m.UMean, m.UStd)
+	p := numRegressors(o, ny, nu, m.Intercept)
+	m.regressors = p
+	if p == 0 {
+		return nil, errors.New("linear: ARX model has no regressors")
+	}
+	T := len(y)
+	lag := o.MaxLag()
+	nr := T - lag
+	if nr <= 0 || (opts.Lambda == 0 && nr < p) {
+		return nil, errShortData
+	}
+	m.TrainRows = nr
+	nPen := 0
+	if opts.Lambda > 0 {
+		nPen = p
+		if m.Intercept {
+			nPen--
+		}
+	}
+	rows := nr + nPen
+	sl := math.Sqrt(opts.Lambda)
+	theta := mat.NewDense(p, ny, nil)
+	if !o.Diag {
+		phi := mat.NewDense(rows, p, nil)
+		yt := mat.NewDense(rows, ny, nil)
+		pd, yd := phi.RawMatrix(), yt.RawMatrix()
+		for r := 0; r < nr; r++ {
+			k := r + lag
+			fillRegressor(pd.Data[r*pd.Stride:r*pd.Stride+p], o, ny, nu, m.Intercept, ys, us, k, 0)
+			copy(yd.Data[r*yd.Stride:r*yd.Stride+ny], ys[k*ny:(k+1)*ny])
+		}
+		for i := 0; i < nPen; i++ {
+			phi.Set(nr+i, i, sl)
+		}
+		x, err := lstsq(phi, yt)
+		if err != nil {
+			return nil, err
+		}
+		theta.Copy(x)
+	} else {
+		phi := mat.NewDense(rows, p, nil)
+		yt := mat.NewDense(rows, 1, nil)
+		pd := phi.RawMatrix()
+		for out := 0; out < ny; out++ {
+			for r := 0; r < nr; r++ {
+				k := r + lag
+				fillRegressor(pd.Data[r*pd.Stride:r*pd.Stride+p], o, ny, nu, m.Intercept, ys, us, k, out)
+				yt.Set(r, 0, ys[k*ny+out])
+			}
+			for i := 0; i < nPen; i++ {
+				phi.Set(nr+i, i, sl)
+			}
+			x, err := lstsq(phi, yt)
+			if err != nil {
+				return nil, err
+			}
+			for i := 0; i < p; i++ {
+				theta.Set(i, out, x.At(i, 0))
+			}
+		}
+	}
+	m.Theta = theta
+	return m, nil
+}
+
+// predictRow computes the scaled prediction of all outputs at time k into
+// dst, using the scaled output history ys (measured or simulated) and us.
+func (m *ARX) predictRow(dst, phi []float64, ys, us []float64, k int) {
+	th := m.Theta.RawMatrix()
+	p := m.regressors
+	if !m.Orders.Diag {
+		fillRegressor(phi, m.Orders, m.NY, m.NU, m.Intercept, ys, us, k, 0)
+		clear(dst)
+		for r := 0; r < p; r++ {
+			v := phi[r]
+			row := th.Data[r*th.Stride : r*th.Stride+m.NY]
+			for o := range dst {
+				dst[o] += v * row[o]
+			}
+		}
+		return
+	}
+	for o := 0; o < m.NY; o++ {
+		fillRegressor(phi, m.Orders, m.NY, m.NU, m.Intercept, ys, us, k, o)
+		s := 0.0
+		for r := 0; r < p; r++ {
+			s += phi[r] * th.Data[r*th.Stride+o]
+		}
+		dst[o] = s
+	}
+}
+
+func (m *ARX) check(name string, x [][]float64, w int) {
+	for k, row := range x {
+		if len(row) != w {
+			panic(fmt.Sprintf("linear: %s row %d has %d channels, model expects %d", name, k, len(row), w))
+		}
+	}
+}
+
+// PredictOneStep returns the one-step-ahead predictions ŷ(k|k−1) computed
+// from the measured outputs y and inputs u (and u(k) itself when NK = 0).
+// Rows k < Orders.MaxLag() are NaN. y and u must have the same length.
+func (m *ARX) PredictOneStep(y, u [][]float64) [][]float64 {
+	m.check("y", y, m.NY)
+	m.check("u", u, m.NU)
+	if len(y) != len(u) {
+		panic("linear: PredictOneStep needs len(y) == len(u)")
+	}
+	T := len(y)
+	ys := normalize(y, m.YMean, m.YStd)
+	us := normalize(u, m.UMean, m.UStd)
+	out := nanRows(T, m.NY)
+	phi := make([]float64, m.regressors)
+	pred := make([]float64, m.NY)
+	for k := m.Orders.MaxLag(); k < T; k++ {
+		m.predictRow(pred, phi, ys, us, k)
+		for o, v := range pred {
+			out[k][o] = v*m.YStd[o] + m.YMean[o]
+		}
+	}
+	return out
+}
+
+// Simulate runs the model in free-run (simulation) mode on the inputs u.
+// The first len(yInit) outputs are the given measured values (returned
+// unchanged); from then on the model uses only its own past predictions.
+// Output and input values before time 0 are taken as the training means.
+// For comparability with one-step prediction pass at least MaxLag() initial
+// outputs.
+func (m *ARX) Simulate(u [][]float64, yInit [][]float64) [][]float64 {
+	m.check("u", u, m.NU)
+	m.check("yInit", yInit, m.NY)
+	T := len(u)
+	us := normalize(u, m.UMean, m.UStd)
+	ys := make([]float64, T*m.NY)
+	nInit := min(len(yInit), T)
+	for k := 0; k < nInit; k++ {
+		for o := 0; o < m.NY; o++ {
+			ys[k*m.NY+o] = (yInit[k][o] - m.YMean[o]) / m.YStd[o]
+		}
+	}
+	phi := make([]float64, m.regressors)
+	for k := nInit; k < T; k++ {
+		m.predictRow(ys[k*m.NY:(k+1)*m.NY], phi, ys, us, k)
+	}
+	out := denormalize(ys, T, m.YMean, m.YStd)
+	for k := 0; k < nInit; k++ {
+		copy(out[k], yInit[k]) // exact, not round-tripped through the scaling
+	}
+	return out
+}
+
+// Coefficients returns the model in the original (unscaled) units:
+// A[i-1] (NY×NY) multiplies y(k−i), B[j] (NY×NU) multiplies u(k−NK−j), and
+// c is the constant term.
+func (m *ARX) Coefficients() (A, B []*mat.Dense, c []float64) {
+	ny, nu := m.NY, m.NU
+	A = make([]*mat.Dense, m.Orders.NA)
+	B = make([]*mat.Dense, m.Orders.NB)
+	c = make([]float64, ny)
+	for i := range A {
+		A[i] = mat.NewDense(ny, ny, nil)
+	}
+	for j := range B {
+		B[j] = mat.NewDense(ny, nu, nil)
+	}
+	for o := 0; o < ny; o++ {
+		r := 0
+		for i := 0; i < m.Orders.NA; i++ {
+			if m.Orders.Diag {
+				A[i].Set(o, o, m.Theta.At(r, o))
+				r++
+				continue
+			}
+			for q := 0; q < ny; q++ {
+				A[i].Set(o, q, m.YStd[o]*m.Theta.At(r, o)/m.YStd[q])
+				r++
+			}
+		}
+		for j := 0; j < m.Orders.NB; j++ {
+			for a := 0; a < nu; a++ {
+				B[j].Set(o, a, m.YStd[o]*m.Theta.At(r, o)/m.UStd[a])
+				r++
+			}
+		}
+		c[o] = m.YMean[o]
+		if m.Intercept {
+			c[o] += m.YStd[o] * m.Theta.At(r, o)
+		}
+		for i := range A {
+			for q := 0; q < ny; q++ {
+				c[o] -= A[i].At(o, q) * m.YMean[q]
+			}
+		}
+		for j := range B {
+			for a := 0; a < nu; a++ {
+				c[o] -= B[j].At(o, a) * m.UMean[a]
+			}
+		}
+	}
+	return A, B, c
+}
