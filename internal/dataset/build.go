@@ -466,6 +466,12 @@ func resolveNodes(ctx context.Context, st core.Meta, spec *Spec) ([]node, error)
 
 func resolveRuns(ctx context.Context, st core.Meta, spec *Spec) ([]core.Run, error) {
 	var runs []core.Run
+	if len(spec.RunIDs) == 0 && spec.Split.Mode == SplitModeExplicit {
+		ids := append(append(append([]string{}, spec.Split.TrainRunIDs...), spec.Split.ValRunIDs...), spec.Split.TestRunIDs...)
+		cp := *spec
+		cp.RunIDs = ids
+		return resolveRuns(ctx, st, &cp)
+	}
 	if len(spec.RunIDs) == 0 {
 		all, err := st.ListRuns(ctx, core.RunFilter{Line: spec.LineID, Product: spec.ProductID, Recipe: spec.RecipeID, Status: core.RunEnded})
 		if err != nil {

@@ -526,3 +526,33 @@ func TestStaticResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestExplicitSplit(t *testing.T) {
+	st, dir := simulated(t)
+	spec := injectionSpec(t)
+	spec.Stride = 10
+	spec.Split = Split{Mode: SplitModeExplicit, TrainRunIDs: []string{"recipe-injection-a-run-001", "recipe-injection-a-run-002", "recipe-injection-a-run-003"},
+		ValRunIDs: []string{"recipe-injection-a-run-004"}, TestRunIDs: []string{"recipe-injection-a-run-005"}}
+	spec.Normalize()
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Build(context.Background(), st, spec, Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := res.Manifest.Split
+	if len(sp.Train.RunIDs) != 3 || sp.Val.RunIDs[0] != "recipe-injection-a-run-004" || sp.Test.RunIDs[0] != "recipe-injection-a-run-005" || res.Dataset.Runs != 5 {
+		t.Fatalf("explicit split %+v runs %d", sp, res.Dataset.Runs)
+	}
+	bad := *spec
+	bad.Split.TestRunIDs = []string{"recipe-injection-a-run-001"}
+	if err := bad.Validate(); core.CodeOf(err) != core.CodeSpecInvalid {
+		t.Fatalf("run in two splits: %v", err)
+	}
+	bad = *spec
+	bad.Split.ValRatio = 0.2
+	if err := bad.Validate(); core.CodeOf(err) != core.CodeSpecInvalid {
+		t.Fatalf("ratios with explicit: %v", err)
+	}
+}

@@ -201,7 +201,13 @@ func (p *planned) planWindows() error {
 			return x.StartStep < y.StartStep
 		})
 	default:
-		rs, err := SplitRuns(ids, p.spec.Split.ValRatio, p.spec.Split.TestRatio, p.spec.Split.Seed)
+		var rs RunSplit
+		var err error
+		if p.spec.Split.Mode == SplitModeExplicit {
+			rs, err = explicitSplit(p.spec.Split, byID)
+		} else {
+			rs, err = SplitRuns(ids, p.spec.Split.ValRatio, p.spec.Split.TestRatio, p.spec.Split.Seed)
+		}
 		if err != nil {
 			return core.Wrap(core.CodeSpecInvalid, err, "split runs")
 		}
@@ -483,4 +489,32 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 		arts = append(arts, a)
 	}
 	return arts, nil
+}
+
+// explicitSplit assigns the used runs by name. A listed run that was dropped
+// by the build is simply absent; a used run nobody listed is an error.
+func explicitSplit(sp Split, used map[string]*runGrid) (RunSplit, error) {
+	var rs RunSplit
+	listed := map[string]bool{}
+	pick := func(ids []string) []string {
+		out := []string{}
+		for _, id := range ids {
+			listed[id] = true
+			if _, ok := used[id]; ok {
+				out = append(out, id)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	rs.Train, rs.Val, rs.Test = pick(sp.TrainRunIDs), pick(sp.ValRunIDs), pick(sp.TestRunIDs)
+	for id := range used {
+		if !listed[id] {
+			return rs, core.FieldErrorf(core.CodeSpecInvalid, "split.trainRunIds", "run %s is used but not assigned to train, val or test", id)
+		}
+	}
+	if len(rs.Train) == 0 {
+		return rs, core.FieldErrorf(core.CodeDatasetEmpty, "split.trainRunIds", "none of the train runs is usable")
+	}
+	return rs, nil
 }

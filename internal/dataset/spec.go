@@ -43,6 +43,7 @@ const (
 	SplitModeByRun      = "by_run"      // whole runs go to one split (default)
 	SplitModeTimeBlocks = "time_blocks" // each run is cut into contiguous blocks
 	SplitModeByRow      = "by_row"      // static_response only: rows are split
+	SplitModeExplicit   = "explicit"    // runs are assigned by name (trainRunIds/valRunIds/testRunIds)
 )
 
 // Limits and defaults of a spec.
@@ -174,6 +175,12 @@ type Split struct {
 	// Blocks is, for time_blocks only, the number of contiguous blocks per
 	// run, MinBlocks..MaxBlocks (default 10).
 	Blocks int `json:"blocks,omitempty"`
+	// TrainRunIDs, ValRunIDs and TestRunIDs name the split of every run for
+	// mode explicit (a benchmark's estimation and validation records); the
+	// ratios must then be 0, and runIds defaults to their union.
+	TrainRunIDs []string `json:"trainRunIds,omitempty"`
+	ValRunIDs   []string `json:"valRunIds,omitempty"`
+	TestRunIDs  []string `json:"testRunIds,omitempty"`
 }
 
 // ParseSpec reads a spec strictly: one JSON object, no unknown or
@@ -552,8 +559,32 @@ func (sp *Split) validate(v *specValidator, static bool) {
 		if sp.Mode != SplitModeByRow {
 			v.add("split.mode", "purpose static_response splits by row: omit mode or set it to %s, got %q", SplitModeByRow, sp.Mode)
 		}
-	} else if sp.Mode != SplitModeByRun && sp.Mode != SplitModeTimeBlocks {
-		v.add("split.mode", "unknown mode %q; one of %s, %s (%s is for static_response only)", sp.Mode, SplitModeByRun, SplitModeTimeBlocks, SplitModeByRow)
+	} else if sp.Mode != SplitModeByRun && sp.Mode != SplitModeTimeBlocks && sp.Mode != SplitModeExplicit {
+		v.add("split.mode", "unknown mode %q; one of %s, %s, %s (%s is for static_response only)", sp.Mode, SplitModeByRun, SplitModeTimeBlocks, SplitModeExplicit, SplitModeByRow)
+	}
+	if sp.Mode == SplitModeExplicit {
+		if len(sp.TrainRunIDs) == 0 {
+			v.add("split.trainRunIds", "mode explicit needs at least one train run")
+		}
+		if sp.ValRatio != 0 || sp.TestRatio != 0 {
+			v.add("split.valRatio", "mode explicit assigns runs by name; set valRatio and testRatio to 0")
+		}
+		seen := map[string]string{}
+		for _, l := range []struct {
+			name string
+			ids  []string
+		}{{"split.trainRunIds", sp.TrainRunIDs}, {"split.valRunIds", sp.ValRunIDs}, {"split.testRunIds", sp.TestRunIDs}} {
+			for i, id := range l.ids {
+				f := fmt.Sprintf("%s[%d]", l.name, i)
+				specCheckID(v.add, f, id)
+				if prev, dup := seen[id]; dup {
+					v.add(f, "run %q is also in %s", id, prev)
+				}
+				seen[id] = l.name
+			}
+		}
+	} else if len(sp.TrainRunIDs)+len(sp.ValRunIDs)+len(sp.TestRunIDs) > 0 {
+		v.add("split.trainRunIds", "run lists are only for mode %s", SplitModeExplicit)
 	}
 	if sp.Mode == SplitModeTimeBlocks {
 		if sp.Blocks < MinBlocks || sp.Blocks > MaxBlocks {
