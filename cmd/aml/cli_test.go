@@ -148,7 +148,7 @@ func TestIngestSharedDatasets(t *testing.T) {
 	val := shared(t, "cascaded_tanks/cascaded_tanks_validation.csv")
 	d := t.TempDir()
 	out, errs, code := aml(t, "ingest", "csv", est, val, "--data", d, "--line", "tanks", "--product", "water", "--recipe", "multisine",
-		"--time-col", "time_s", "--time-unit", "s", "--ignore-col", "k", "--unit", "u_V=V", "--unit", "y_V=V", "--json")
+		"--time-col", "time_s", "--time-unit", "s", "--ignore-col", "k", "--unit", "u_V=V", "--unit", "y_V=V", "--sequential", "--json")
 	if code != 0 {
 		t.Fatalf("ingest tanks: %s", errs)
 	}
@@ -166,7 +166,9 @@ func TestIngestSharedDatasets(t *testing.T) {
 		Ended   int64  `json:"endedAtMs"`
 	}
 	mustJSON(t, out, &runs)
-	if len(runs) != 2 || runs[0].Ended != 4092000 || runs[1].Ended != 4092000 {
+	// Both records start at t=0 s; --sequential places the validation
+	// record one hour after the estimation record ends.
+	if len(runs) != 2 || runs[0].Started != 0 || runs[0].Ended != 4092000 || runs[1].Started != 4092000+3600000 || runs[1].Ended != 2*4092000+3600000 {
 		t.Fatalf("tanks runs %+v", runs)
 	}
 	out, _, _ = aml(t, "nodes", "list", "--data", d, "--json")
@@ -183,8 +185,21 @@ func TestIngestSharedDatasets(t *testing.T) {
 		} `json:"points"`
 	}
 	mustJSON(t, out, &page)
-	if len(page.Points) != 1024 || page.Points[1].Ts != 4000 || page.Points[0].Value != 4.9728 {
+	if len(page.Points) != 1024 || page.Points[1].Ts-page.Points[0].Ts != 4000 || page.Points[0].Value != 4.9728 {
 		t.Fatalf("tanks y_V: %d points, first %+v", len(page.Points), page.Points[:2])
+	}
+	// The estimation record is intact (no overwrite by the second file).
+	out, _, _ = aml(t, "ts", "query", "--data", d, "--node", "y_V", "--run", "cascaded_tanks_estimation", "--json")
+	mustJSON(t, out, &page)
+	if len(page.Points) != 1024 || page.Points[0].Value != 5.205 {
+		t.Fatalf("estimation y_V: %d points, first %+v", len(page.Points), page.Points[:1])
+	}
+	// Without --sequential the second file would land on the same instants:
+	// refused, nothing overwritten.
+	d2 := t.TempDir()
+	_, errs, code = aml(t, "ingest", "csv", est, val, "--data", d2, "--line", "tanks", "--product", "water", "--recipe", "multisine", "--time-col", "time_s", "--ignore-col", "k")
+	if code != 1 || !strings.Contains(errs, "AML_CONFLICT") || !strings.Contains(errs, "--start") {
+		t.Fatalf("overlapping runs: %d %q", code, errs)
 	}
 
 	wind := shared(t, "daisy_winding/winding.csv")

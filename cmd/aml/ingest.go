@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/aml-project/aml/internal/core"
 	"io"
 	"os"
 	"strings"
@@ -14,9 +15,11 @@ import (
 func newIngestCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "ingest", Short: "Ingest samples with their batch-run context"}
 	var (
-		opts  ingest.CSVOptions
-		units []string
-		start string
+		opts       ingest.CSVOptions
+		units      []string
+		start      string
+		timeOffset time.Duration
+		sequential bool
 	)
 	csvCmd := &cobra.Command{
 		Use:   "csv FILE... --line L --product P --recipe R [--run RUN]",
@@ -75,7 +78,8 @@ skipped and counted by reason. Re-ingesting a file is idempotent.`,
 			var curFile string
 			var curDone int64
 			t0 := time.Now()
-			reports, err := ingest.IngestFiles(cmd.Context(), s, args, opts, func(file string, done, tot int64) {
+			opts.TimeOffsetMs = timeOffset.Milliseconds()
+			prog := func(file string, done, tot int64) {
 				if file != curFile {
 					doneBefore += curDone
 					curFile, curDone = file, 0
@@ -83,7 +87,37 @@ skipped and counted by reason. Re-ingesting a file is idempotent.`,
 				}
 				curDone = done
 				bar.set(doneBefore + done)
-			})
+			}
+			var reports []ingest.FileReport
+			if !sequential {
+				reports, err = ingest.IngestFiles(cmd.Context(), s, args, opts, prog)
+			} else {
+				// Lay the files end to end: each starts one hour after the
+				// previous file's last sample (for files whose times are
+				// relative, e.g. all starting at 0).
+				o := opts
+				for i, f := range args {
+					if i > 0 {
+						first, ferr := firstTime(f, o)
+						if ferr != nil {
+							err = ferr
+							break
+						}
+						next := reports[len(reports)-1].LastTs + 3_600_000
+						if opts.Period > 0 && !hasTimeCol(f, o) {
+							o.StartMs = next
+						} else {
+							o.TimeOffsetMs += next - first
+						}
+					}
+					var r []ingest.FileReport
+					r, err = ingest.IngestFiles(cmd.Context(), s, []string{f}, o, prog)
+					reports = append(reports, r...)
+					if err != nil {
+						break
+					}
+				}
+			}
 			bar.finish()
 			secs := time.Since(t0).Seconds()
 			samples := 0
@@ -136,9 +170,37 @@ skipped and counted by reason. Re-ingesting a file is idempotent.`,
 	fl.StringVar(&opts.TimeUnit, "time-unit", "", "time unit: ms, s or rfc3339 (default: auto-detect)")
 	fl.DurationVar(&opts.Period, "period", 0, "sample period for wide files without a time column (e.g. 100ms)")
 	fl.StringVar(&start, "start", "", "time of the first row with --period (epoch ms or RFC 3339; default epoch 0)")
+	fl.DurationVar(&timeOffset, "time-offset", 0, "add this to every time read from the time column (files with relative times)")
+	fl.BoolVar(&sequential, "sequential", false, "lay the files end to end, each one hour after the previous file's last sample (files with relative times)")
 	fl.StringArrayVar(&units, "unit", nil, "unit of a created node, node=unit (repeatable)")
 	fl.StringArrayVar(&opts.IgnoreCols, "ignore-col", nil, "wide-file column not to ingest (repeatable)")
 	fl.BoolVar(&opts.SkipBad, "skip-bad", false, "skip bad rows (reported with reasons) instead of failing the file")
 	cmd.AddCommand(csvCmd)
 	return cmd
+}
+
+// firstTime parses a file (without writing) and returns its first sample
+// time under opts with no offset.
+func firstTime(path string, opts ingest.CSVOptions) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	opts.TimeOffsetMs = 0
+	rep, err := ingest.ParseCSV(f, path, opts, func([]core.Sample) error { return nil })
+	if err != nil {
+		return 0, err
+	}
+	if opts.Period > 0 {
+		return rep.FirstTs - opts.StartMs, nil
+	}
+	return rep.FirstTs, nil
+}
+
+// hasTimeCol reports whether the file has a time column under opts (its
+// times then move with --time-offset rather than --start).
+func hasTimeCol(path string, opts ingest.CSVOptions) bool {
+	_, err := firstTime(path, ingest.CSVOptions{Line: opts.Line, Product: opts.Product, Recipe: opts.Recipe, TimeCol: opts.TimeCol, TimeUnit: opts.TimeUnit, IgnoreCols: opts.IgnoreCols})
+	return err == nil
 }

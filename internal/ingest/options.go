@@ -32,6 +32,10 @@ type CSVOptions struct {
 	// whole number of milliseconds.
 	Period  time.Duration
 	StartMs int64
+	// TimeOffsetMs is added to every time read from a time column: files
+	// whose times are relative (0, 4, 8 s …) are placed at an absolute
+	// position, so two such files do not land on the same instants.
+	TimeOffsetMs int64
 
 	// Units maps node id → unit for nodes IngestFiles creates.
 	Units map[string]string

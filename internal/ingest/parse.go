@@ -345,7 +345,7 @@ func (p *parser) rowTime(fields [][]byte) (int64, *badRow) {
 	if !ok {
 		return 0, &badRow{ReasonBadTime, p.timeIdx + 1, fmt.Sprintf("%s is not %s", quote(string(cell)), p.tp.want())}
 	}
-	return ts, nil
+	return ts + p.opts.TimeOffsetMs, nil
 }
 
 func (p *parser) columnCount(got int) *badRow {

@@ -24,9 +24,24 @@ func TestIngestFilesSQLite(t *testing.T) {
 	bad := writeFile(t, dir, "bad.csv", wideFile([]string{"a", "b", "c"}, 100, 60))
 	ctx := context.Background()
 
-	reps, err := IngestFiles(ctx, st, []string{good, bad}, ingestOpts, nil)
-	if core.CodeOf(err) != core.CodeIngestInvalid || len(reps) != 1 {
-		t.Fatalf("got %v, %d reports", err, len(reps))
+	reps, err := IngestFiles(ctx, st, []string{good}, ingestOpts, nil)
+	if err != nil || len(reps) != 1 {
+		t.Fatalf("good: %v", err)
+	}
+	// The bad file is placed later (its times would otherwise collide with
+	// the good run's, which the store refuses).
+	shifted := ingestOpts
+	shifted.TimeOffsetMs = 10_000_000
+	if _, err := IngestFiles(ctx, st, []string{bad}, shifted, nil); core.CodeOf(err) != core.CodeIngestInvalid {
+		t.Fatalf("bad: %v", err)
+	}
+	// Without the shift the second run's samples would overwrite the first
+	// run's at the same instants: refused with AML_CONFLICT, nothing written.
+	if _, err := IngestFiles(ctx, st, []string{writeFile(t, dir, "clash.csv", wideFile([]string{"a", "b"}, 50, 0))}, ingestOpts, nil); core.CodeOf(err) != core.CodeConflict {
+		t.Fatalf("clash: %v", err)
+	}
+	if _, err := st.GetRun(ctx, "clash"); core.CodeOf(err) != core.CodeNotFound {
+		t.Fatalf("clash run created: %v", err)
 	}
 	if !reps[0].RunCreated || reps[0].NewNodes != 2 {
 		t.Errorf("report %+v", reps[0])

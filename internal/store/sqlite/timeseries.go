@@ -17,7 +17,10 @@ import (
 const rowsPerStmt = 100
 
 const insertPrefix = `INSERT INTO samples(node, ts, value, state, ctx) VALUES `
-const insertSuffix = ` ON CONFLICT(node, ts) DO UPDATE SET value=excluded.value, state=excluded.state, ctx=excluded.ctx`
+// Re-writing a (node, ts) replaces it only within the same context (line,
+// product, recipe, run): a sample of another run at the same instant is a
+// conflict, reported instead of silently overwritten (see checkWrite).
+const insertSuffix = ` ON CONFLICT(node, ts) DO UPDATE SET value=excluded.value, state=excluded.state WHERE samples.ctx = excluded.ctx`
 
 var insertN = insertPrefix + strings.TrimSuffix(strings.Repeat("(?,?,?,?,?),", rowsPerStmt), ",") + insertSuffix
 var insert1 = insertPrefix + `(?,?,?,?,?)` + insertSuffix
@@ -215,8 +218,12 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 				return st, dbErr(err, "prepare insert")
 			}
 		}
-		if _, err := it.stmt1.ExecContext(it.ctx, it.args[j:j+5]...); err != nil {
+		res, err := it.stmt1.ExecContext(it.ctx, it.args[j:j+5]...)
+		if err != nil {
 			return st, dbErr(err, "insert sample")
+		}
+		if err := it.checkWrite(res, it.args[j:j+5]); err != nil {
+			return st, err
 		}
 	}
 	it.args = it.args[:0]
@@ -231,8 +238,31 @@ func (it *ingestTx) execN() error {
 			return dbErr(err, "prepare insert")
 		}
 	}
-	_, err := it.stmtN.ExecContext(it.ctx, it.args...)
-	return dbErr(err, "insert samples")
+	res, err := it.stmtN.ExecContext(it.ctx, it.args...)
+	if err != nil {
+		return dbErr(err, "insert samples")
+	}
+	return it.checkWrite(res, it.args)
+}
+
+// checkWrite verifies that every row of an INSERT was inserted or replaced;
+// a row skipped by the ON CONFLICT … WHERE clause belongs to another run.
+func (it *ingestTx) checkWrite(res sql.Result, args []any) error {
+	n, err := res.RowsAffected()
+	if err != nil || int(n) == len(args)/5 {
+		return nil
+	}
+	// Find the first conflicting row for the message.
+	for j := 0; j < len(args); j += 5 {
+		var ctxPK int64
+		if it.tx.QueryRowContext(it.ctx, `SELECT ctx FROM samples WHERE node=? AND ts=?`, args[j], args[j+1]).Scan(&ctxPK) == nil && ctxPK != args[j+4].(int64) {
+			var run, node string
+			it.tx.QueryRowContext(it.ctx, `SELECT run FROM sample_ctx WHERE pk=?`, ctxPK).Scan(&run)
+			it.tx.QueryRowContext(it.ctx, `SELECT id FROM nodes WHERE pk=?`, args[j]).Scan(&node)
+			return core.FieldErrorf(core.CodeConflict, "ts", "node %s already has a sample at %d (epoch ms) from run %q with another context; a node holds one value per instant — shift this file's times (aml ingest csv --time-offset, --sequential or --start) instead of overwriting another run", node, args[j+1], run)
+		}
+	}
+	return core.Errorf(core.CodeConflict, "%d of %d samples were not written because another run holds those instants", len(args)/5-int(n), len(args)/5)
 }
 
 func (it *ingestTx) flushSpans() error {
