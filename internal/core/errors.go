@@ -39,6 +39,9 @@ const (
 	CodeTrainerFailed       = "AML_TRAINER_FAILED"
 	CodeWorkerLost          = "AML_WORKER_LOST"
 	CodeForbidden           = "AML_FORBIDDEN"
+	CodePhysicsInvalid      = "AML_PHYSICS_INVALID"
+	CodePhysicsNonFinite    = "AML_PHYSICS_NON_FINITE"
+	CodeModelInvalid        = "AML_MODEL_INVALID"
 )
 
 // Problem is one finding of a validation that reports every problem at once.
@@ -134,7 +137,8 @@ func StatusFor(code string) int {
 		return http.StatusConflict
 	case CodeUsage, CodeInvalidArgument, CodeNonFinite:
 		return http.StatusBadRequest
-	case CodeIngestInvalid, CodeSpecInvalid, CodeDatasetTampered, CodeUnitContractInvalid, CodeDatasetEmpty:
+	case CodeIngestInvalid, CodeSpecInvalid, CodeDatasetTampered, CodeUnitContractInvalid, CodeDatasetEmpty,
+		CodePhysicsInvalid, CodePhysicsNonFinite, CodeModelInvalid:
 		return http.StatusUnprocessableEntity
 	case CodeQuotaExceeded:
 		return http.StatusRequestEntityTooLarge
