@@ -17,6 +17,7 @@ import (
 const rowsPerStmt = 100
 
 const insertPrefix = `INSERT INTO samples(node, ts, value, state, ctx) VALUES `
+
 // Re-writing a (node, ts) replaces it only within the same context (line,
 // product, recipe, run): a sample of another run at the same instant is a
 // conflict, reported instead of silently overwritten (see checkWrite).

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/aml-project/aml/internal/benchident"
+	"github.com/spf13/cobra"
+)
+
+func newBenchCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks against published results"}
+	var keep bool
+	ident := &cobra.Command{
+		Use:   "ident CONFIG.json",
+		Short: "Run an identification benchmark (docs/bench-config.md) and print our figures beside the published ones",
+		Long: `Ingest the benchmark's CSV files as runs, build a dataset with the
+benchmark's split, train each trainer through the job system and evaluate
+with the platform's metrics: free-run simulation over each whole test run
+after initSteps measured samples, and one-step prediction. Uses a fresh
+temporary data directory unless --data is given explicitly with --keep.`,
+		Args: argsExact(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := benchident.Load(args[0])
+			if err != nil {
+				return err
+			}
+			dir := a.dataDir
+			if !keep {
+				if dir, err = os.MkdirTemp("", "aml-bench-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+			}
+			rep, err := benchident.Run(cmd.Context(), c, dir, func(s string) {
+				if !a.jsonOut {
+					fmt.Fprintln(a.stderr, s)
+				}
+			})
+			if err != nil {
+				return err
+			}
+			return a.emit(rep, func(w io.Writer) {
+				fmt.Fprintf(w, "%s (dataset %s)\n", rep.Name, rep.DatasetID)
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+				fmt.Fprintln(tw, "trainer\toutput\tfree-run RMSE\tfree-run NRMSE\tone-step RMSE\tseconds\t")
+				for _, r := range rep.Results {
+					if r.Error != "" {
+						fmt.Fprintf(tw, "%s\t%s\terror: %s\t\t\t%.1f\t\n", r.Trainer, r.Output, r.Error, r.Seconds)
+						continue
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.Trainer, r.Output, f4(r.FreeRunRMSE), f4(r.FreeRunNRMSE), f4(r.OneStepRMSE), r.Seconds)
+				}
+				tw.Flush()
+				if len(rep.Published) > 0 {
+					fmt.Fprintln(w, "published:")
+					tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+					for _, p := range rep.Published {
+						fmt.Fprintf(tw, "  %s\tfree-run RMSE %s\tNRMSE %s\tone-step RMSE %s\t%s\n", p.Method, f4(p.FreeRunRMSE), f4(p.FreeRunNRMSE), f4(p.OneStepRMSE), p.Source)
+					}
+					tw.Flush()
+				}
+			})
+		},
+	}
+	ident.Flags().BoolVar(&keep, "keep", false, "use --data (not a temporary directory) and keep it")
+	cmd.AddCommand(ident)
+	return cmd
+}
+
+func f4(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f", *p)
+}

@@ -1,0 +1,329 @@
+// Package benchident is the identification benchmark harness behind
+// `aml bench ident CONFIG.json`: it ingests a benchmark's CSV files as runs,
+// builds a dataset whose split puts each file where the benchmark says
+// (explicit split), trains the named trainers through the job system,
+// evaluates with the platform's own metrics — free-run simulation over each
+// whole test run after InitSteps measured samples, one-step prediction, R²
+// for static data — and prints the figures beside the published ones the
+// config carries. The config format is documented in docs/bench-config.md.
+package benchident
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/eval"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/ingest"
+	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	extrun "github.com/aml-project/aml/internal/trainer/exec"
+)
+
+// File is one CSV of the benchmark.
+type File struct {
+	Path       string   `json:"file"`
+	TimeCol    string   `json:"timeCol,omitempty"`
+	TimeUnit   string   `json:"timeUnit,omitempty"`
+	Period     string   `json:"period,omitempty"` // e.g. "100ms" for files without a time column
+	IgnoreCols []string `json:"ignoreCols,omitempty"`
+	// Rows, if set, keeps only data rows [Rows[0], Rows[1]) (0-based,
+	// header excluded), e.g. the estimation part of a single-file benchmark.
+	Rows []int `json:"rows,omitempty"`
+}
+
+// TrainerConfig names a trainer and its parameters.
+type TrainerConfig struct {
+	Ref    string          `json:"ref"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// Published is a reference result quoted from the data set's SOURCE.md.
+type Published struct {
+	Method       string   `json:"method"`
+	Output       string   `json:"output,omitempty"`
+	FreeRunRMSE  *float64 `json:"freeRunRmse,omitempty"`
+	FreeRunNRMSE *float64 `json:"freeRunNrmse,omitempty"`
+	OneStepRMSE  *float64 `json:"oneStepRmse,omitempty"`
+	R2           *float64 `json:"r2,omitempty"`
+	Source       string   `json:"source,omitempty"`
+}
+
+// Config is one benchmark.
+type Config struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	Kind         string          `json:"kind,omitempty"` // dynamic (default) | static
+	BeatMs       int64           `json:"beatMs"`
+	Train        []File          `json:"train"`
+	Val          []File          `json:"val,omitempty"`
+	Test         []File          `json:"test"`
+	Inputs       []string        `json:"inputs"`
+	Outputs      []string        `json:"outputs"`
+	InitSteps    int             `json:"initSteps"`
+	HistorySteps int             `json:"historySteps,omitempty"`
+	HorizonSteps int             `json:"horizonSteps,omitempty"`
+	Trainers     []TrainerConfig `json:"trainers"`
+	Physics      string          `json:"physics,omitempty"`
+	Published    []Published     `json:"published,omitempty"`
+	Seed         int64           `json:"seed,omitempty"`
+}
+
+// Result is one trainer's figure for one output.
+type Result struct {
+	Trainer      string   `json:"trainer"`
+	Output       string   `json:"output"`
+	FreeRunRMSE  *float64 `json:"freeRunRmse,omitempty"`
+	FreeRunNRMSE *float64 `json:"freeRunNrmse,omitempty"`
+	OneStepRMSE  *float64 `json:"oneStepRmse,omitempty"`
+	R2           *float64 `json:"r2,omitempty"`
+	Seconds      float64  `json:"seconds"`
+	JobID        string   `json:"jobId,omitempty"`
+	ModelID      string   `json:"modelId,omitempty"`
+	Error        string   `json:"error,omitempty"`
+}
+
+// Report is the harness's output.
+type Report struct {
+	Name      string      `json:"name"`
+	DatasetID string      `json:"datasetId"`
+	Results   []Result    `json:"results"`
+	Published []Published `json:"published"`
+}
+
+// Load reads and checks a config; relative file paths are relative to the
+// config file's directory.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "config", "%v", err)
+	}
+	var c Config
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, core.FieldErrorf(core.CodeSpecInvalid, "config", "%s: %v", path, err)
+	}
+	base := filepath.Dir(path)
+	for _, fs := range [][]File{c.Train, c.Val, c.Test} {
+		for i := range fs {
+			if !filepath.IsAbs(fs[i].Path) {
+				fs[i].Path = filepath.Join(base, fs[i].Path)
+			}
+		}
+	}
+	if c.Physics != "" && !filepath.IsAbs(c.Physics) {
+		c.Physics = filepath.Join(base, c.Physics)
+	}
+	var ps []core.Problem
+	if c.Name == "" {
+		ps = append(ps, core.Problem{Field: "name", Message: "required"})
+	}
+	if len(c.Train) == 0 || len(c.Test) == 0 {
+		ps = append(ps, core.Problem{Field: "train", Message: "at least one train and one test file are required"})
+	}
+	if len(c.Inputs) == 0 || len(c.Outputs) == 0 {
+		ps = append(ps, core.Problem{Field: "inputs", Message: "inputs and outputs are required"})
+	}
+	if len(c.Trainers) == 0 {
+		ps = append(ps, core.Problem{Field: "trainers", Message: "at least one trainer"})
+	}
+	if c.BeatMs <= 0 {
+		ps = append(ps, core.Problem{Field: "beatMs", Message: "must be positive (the sampling period)"})
+	}
+	if c.Kind == "" {
+		c.Kind = dataset.KindDynamic
+	}
+	if c.InitSteps <= 0 && c.Kind == dataset.KindDynamic {
+		c.InitSteps = 5
+	}
+	if c.HistorySteps == 0 {
+		c.HistorySteps = max(c.InitSteps, 10)
+	}
+	if c.HorizonSteps == 0 {
+		c.HorizonSteps = 10
+	}
+	if err := core.Invalid(core.CodeSpecInvalid, ps); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// subsetRows writes rows [lo, hi) of a CSV (header kept) to a temp file.
+func subsetRows(src, dstDir string, lo, hi int) (string, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	dst := filepath.Join(dstDir, fmt.Sprintf("%s.rows-%d-%d.csv", strings.TrimSuffix(filepath.Base(src), filepath.Ext(src)), lo, hi))
+	out, err := os.Create(dst)
+	if err != nil {
+		return "", err
+	}
+	defer out.Close()
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	w := bufio.NewWriter(out)
+	row := -1
+	for sc.Scan() {
+		if row < 0 || (row >= lo && row < hi) {
+			w.WriteString(sc.Text())
+			w.WriteByte('\n')
+		}
+		row++
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return dst, w.Flush()
+}
+
+// Run executes the benchmark in dataDir (a fresh data directory).
+func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) (*Report, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	st, err := sqlite.Open(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	tmp := filepath.Join(dataDir, "bench-input")
+	os.MkdirAll(tmp, 0o755)
+	recipe := c.Name
+	var split dataset.Split
+	split.Mode = dataset.SplitModeExplicit
+	if c.Kind == dataset.KindStatic {
+		return nil, core.Errorf(core.CodeInvalidArgument, "static benchmarks are run by the static_response tests (5-fold CV per part); the harness runs dynamic ones")
+	}
+	// Benchmark records often all start at t = 0; each file is placed in
+	// its own stretch of time so no two runs share an instant.
+	slot := int64(0)
+	for _, part := range []struct {
+		name  string
+		files []File
+		ids   *[]string
+	}{{"train", c.Train, &split.TrainRunIDs}, {"val", c.Val, &split.ValRunIDs}, {"test", c.Test, &split.TestRunIDs}} {
+		for i, f := range part.files {
+			path := f.Path
+			if len(f.Rows) == 2 {
+				if path, err = subsetRows(f.Path, tmp, f.Rows[0], f.Rows[1]); err != nil {
+					return nil, core.Wrap(core.CodeInvalidArgument, err, "subset %s", f.Path)
+				}
+			}
+			var period time.Duration
+			if f.Period != "" {
+				if period, err = time.ParseDuration(f.Period); err != nil {
+					return nil, core.FieldErrorf(core.CodeSpecInvalid, part.name+".period", "%v", err)
+				}
+			}
+			run := fmt.Sprintf("%s-%s-%d", c.Name, part.name, i)
+			progress("ingest " + filepath.Base(path))
+			offset := slot * 10_000_000_000 // 10^10 ms ≈ 116 days apart
+			slot++
+			if _, err := ingest.IngestFiles(ctx, st, []string{path}, ingest.CSVOptions{Line: "bench", Product: c.Name, Recipe: recipe, Run: run,
+				TimeCol: f.TimeCol, TimeUnit: f.TimeUnit, Period: period, StartMs: offset, TimeOffsetMs: offset, IgnoreCols: f.IgnoreCols}, nil); err != nil {
+				return nil, err
+			}
+			*part.ids = append(*part.ids, run)
+		}
+	}
+	off, zero := false, int64(0)
+	spec := &dataset.Spec{LineID: "bench", ProductID: c.Name, RecipeID: recipe, BeatMs: c.BeatMs, HistorySteps: c.HistorySteps, HorizonSteps: c.HorizonSteps,
+		Purpose: dataset.PurposeMPCSurrogate, Split: split, Note: "bench ident " + c.Name}
+	for _, in := range c.Inputs {
+		spec.Nodes = append(spec.Nodes, dataset.NodeSpec{NodeID: in, Role: dataset.RoleControl})
+	}
+	for _, out := range c.Outputs {
+		spec.Nodes = append(spec.Nodes, dataset.NodeSpec{NodeID: out, Role: dataset.RoleTarget})
+	}
+	// Benchmark data are used as published: no outlier or range cleaning,
+	// no interpolation.
+	spec.Cleaning.Range = &off
+	spec.Cleaning.Hampel = &dataset.Hampel{WindowMs: c.BeatMs, Threshold: 0}
+	spec.Cleaning.MaxInterpMs = &zero
+	progress("build dataset")
+	ds, err := dataset.Build(ctx, st, spec, dataset.Options{DataDir: dataDir, MaxWindows: 10_000_000})
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Name: c.Name, DatasetID: ds.Dataset.ID, Published: c.Published}
+	if rep.Published == nil {
+		rep.Published = []Published{}
+	}
+	r := jobs.NewRunner(st, jobs.Options{DataDir: dataDir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New(),
+		Limits: core.JobLimits{MaxQueued: 1000, MaxPerDataset: 1000}})
+	bundle, err := dataset.OpenBundle(filepath.Join(dataDir, ds.Dataset.Path))
+	if err != nil {
+		return nil, err
+	}
+	for _, tcfg := range c.Trainers {
+		progress("train " + tcfg.Ref)
+		t0 := time.Now()
+		params := tcfg.Params
+		if c.Physics != "" && len(params) > 0 {
+			var pm map[string]any
+			json.Unmarshal(params, &pm)
+			if _, ok := pm["physics"]; !ok {
+				pm["physics"] = c.Physics
+				params, _ = json.Marshal(pm)
+			}
+		}
+		fail := func(msg string) {
+			for _, out := range c.Outputs {
+				rep.Results = append(rep.Results, Result{Trainer: tcfg.Ref, Output: out, Error: msg, Seconds: time.Since(t0).Seconds()})
+			}
+		}
+		j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: tcfg.Ref, Params: params, Seed: c.Seed, CreatedBy: "bench"})
+		if err != nil {
+			fail(err.Error())
+			continue
+		}
+		if err := r.Run(ctx, j.ID, 0); err != nil {
+			return nil, err
+		}
+		j, _ = st.GetJob(ctx, j.ID)
+		secs := time.Since(t0).Seconds()
+		if j.Status != core.JobDone {
+			fail(fmt.Sprintf("job %s: %s %s", j.Status, j.ErrorCode, j.Error))
+			continue
+		}
+		var wm eval.Metrics
+		json.Unmarshal(j.Metrics, &wm)
+		p, err := model.Load(r.JobDir(j.ID)+"/artifacts", bundle.Manifest, model.LoadOptions{ExecPredict: extrun.Predict})
+		if err != nil {
+			fail(err.Error())
+			continue
+		}
+		var fr *eval.FreeRunMetrics
+		if sim, ok := p.(eval.RunSimulator); ok {
+			if fr, err = eval.FreeRun(ctx, bundle, sim, "test", c.InitSteps); err != nil {
+				fail(err.Error())
+				continue
+			}
+		}
+		for k, out := range c.Outputs {
+			res := Result{Trainer: tcfg.Ref, Output: out, Seconds: secs, JobID: j.ID, ModelID: j.ModelID}
+			if fr != nil && k < len(fr.Targets) {
+				res.FreeRunRMSE, res.FreeRunNRMSE = ptr(fr.Targets[k].RMSE), ptr(fr.Targets[k].NRMSE)
+			}
+			if k < len(wm.Test.Targets) {
+				res.OneStepRMSE = ptr(wm.Test.Targets[k].OneStepRMSE)
+			}
+			rep.Results = append(rep.Results, res)
+		}
+	}
+	return rep, nil
+}
+
+func ptr(v float64) *float64 { return &v }

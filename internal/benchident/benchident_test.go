@@ -1,0 +1,73 @@
+package benchident
+
+import (
+	"context"
+	"os"
+	"testing"
+)
+
+// TestBenchConfigs runs every shipped dynamic benchmark config end to end
+// (ingest → dataset → jobs → platform free-run evaluation) and checks the
+// issue's targets.
+func TestBenchConfigs(t *testing.T) {
+	if _, err := os.Stat("../../../shared/datasets"); err != nil {
+		t.Skip("shared datasets folder absent")
+	}
+	cases := []struct {
+		config  string
+		trainer string
+		check   func(t *testing.T, rs []Result)
+	}{
+		{"../../examples/bench/cascaded_tanks.json", "linear_state_space@1", func(t *testing.T, rs []Result) {
+			if *rs[0].FreeRunRMSE > 0.60 {
+				t.Errorf("tanks state-space free-run RMSE %.4f > 0.60 V", *rs[0].FreeRunRMSE)
+			}
+		}},
+		{"../../examples/bench/cascaded_tanks.json", "one_step@1", func(t *testing.T, rs []Result) {
+			if *rs[0].OneStepRMSE > 0.06 {
+				t.Errorf("tanks ARX one-step RMSE %.4f > 0.06 V", *rs[0].OneStepRMSE)
+			}
+		}},
+		{"../../examples/bench/daisy_winding.json", "linear_state_space@1", func(t *testing.T, rs []Result) {
+			mean := (*rs[0].FreeRunNRMSE + *rs[1].FreeRunNRMSE) / 2
+			if mean > 0.25 {
+				t.Errorf("winding state-space free-run mean NRMSE %.4f > 0.25", mean)
+			}
+		}},
+	}
+	reports := map[string]*Report{}
+	for _, c := range cases {
+		rep, ok := reports[c.config]
+		if !ok {
+			cfg, err := Load(c.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep, err = Run(context.Background(), cfg, t.TempDir(), nil); err != nil {
+				t.Fatal(err)
+			}
+			reports[c.config] = rep
+		}
+		var rs []Result
+		for _, r := range rep.Results {
+			if r.Trainer == c.trainer {
+				if r.Error != "" {
+					t.Fatalf("%s %s: %s", c.config, c.trainer, r.Error)
+				}
+				rs = append(rs, r)
+				t.Logf("%s %s %s: free-run RMSE %.4f NRMSE %.4f one-step RMSE %.4f", rep.Name, r.Trainer, r.Output, deref(r.FreeRunRMSE), deref(r.FreeRunNRMSE), deref(r.OneStepRMSE))
+			}
+		}
+		if len(rs) == 0 {
+			t.Fatalf("%s: no result for %s", c.config, c.trainer)
+		}
+		c.check(t, rs)
+	}
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
