@@ -22,6 +22,7 @@ import (
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/events"
+	_ "github.com/aml-project/aml/internal/ident/trainers" // registers the native trainers
 	"github.com/aml-project/aml/internal/ingest"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
