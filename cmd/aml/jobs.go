@@ -419,7 +419,7 @@ func newModelCmd(a *app) *cobra.Command {
 		}}
 	retire.Flags().StringVar(&reason, "reason", "", "why")
 	retire.Flags().StringVar(&expect, "expect", "", "the stage you believe the model is in")
-	cmd.AddCommand(list, show, promote, retire)
+	cmd.AddCommand(list, show, promote, retire, newPredictCmd(a))
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -59,6 +60,28 @@ func TestJobCLI(t *testing.T) {
 	out, _, _ = aml(t, "model", "show", j.ModelID, "--data", d)
 	if !strings.Contains(out, "upstream-mpc-v1: passed=false") || !strings.Contains(out, "FAIL G1") {
 		t.Fatalf("model card:\n%s", out)
+	}
+	// Predict from the middle of a run, through the training pipeline.
+	out, _, _ = aml(t, "runs", "list", "--data", d, "--json")
+	var runs []struct {
+		ID      string `json:"id"`
+		Started int64  `json:"startedAtMs"`
+	}
+	mustJSON(t, out, &runs)
+	at := fmt.Sprint(runs[1].Started + 4*60*1000)
+	out, errs, code = aml(t, "model", "predict", j.ModelID, "--run", runs[1].ID, "--from", at, "--steps", "3", "--data", d, "--json")
+	var pr struct {
+		Steps []struct {
+			Pred     []float64  `json:"prediction"`
+			Measured []*float64 `json:"measured"`
+		} `json:"steps"`
+	}
+	mustJSON(t, out, &pr)
+	if code != 0 || len(pr.Steps) != 3 || len(pr.Steps[0].Pred) != 3 {
+		t.Fatalf("predict: %d %q %+v", code, errs, pr)
+	}
+	if _, errs, code = aml(t, "model", "predict", j.ModelID, "--run", runs[1].ID, "--from", at, "--steps", "99", "--data", d); code != 2 {
+		t.Fatalf("too many steps: %d %q", code, errs)
 	}
 	_, errs, code = aml(t, "model", "promote", j.ModelID, "--to", "production", "--data", d)
 	if code != 1 || !strings.Contains(errs, "AML_GATE_FAILED") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"time"
 
 	"github.com/aml-project/aml/internal/core"
 )
@@ -86,7 +87,7 @@ func BuildServeWindow(ctx context.Context, st interface {
 	// Index of `at` in the common grid.
 	k := int((at - g.startMs) / beat)
 	if k-H < 0 || k+F > g.steps {
-		return nil, core.Errorf(core.CodeDatasetEmpty, "run %s has no complete window at %d (history %d and horizon %d steps of %d ms needed, data cover %d steps)", runID, atMs, H, F, beat, g.steps)
+		return nil, core.Errorf(core.CodeDatasetEmpty, "run %s has no complete window at %s: it needs %d history and %d horizon steps of %d ms inside the run's usable data, %s to %s", runID, time.UnixMilli(atMs).UTC().Format(time.RFC3339), H, F, beat, time.UnixMilli(g.startMs).UTC().Format(time.RFC3339), time.UnixMilli(g.startMs+int64(g.steps-1)*beat).UTC().Format(time.RFC3339))
 	}
 	nAll := len(nodes)
 	w := &ServeWindow{RunID: runID, AtMs: at}
