@@ -466,6 +466,31 @@ func printModel(w io.Writer, m core.Model, h []core.StageChange) {
 		tw.Flush()
 		fmt.Fprintf(w, "mean NRMSE val %.4f test %.4f (gap %.3f)\n", met.Val.MeanNRMSE, met.Test.MeanNRMSE, met.ValTestGap)
 	}
+	var unc struct {
+		Conformal *struct {
+			Coverage           float64 `json:"coverage"`
+			CalibrationWindows int     `json:"calibrationWindows"`
+		} `json:"conformal"`
+		Coverage *struct {
+			Measured    float64 `json:"measured"`
+			TestWindows int     `json:"testWindows"`
+		} `json:"coverage"`
+		ConformalSkipped string `json:"conformalSkipped"`
+		OOD              *struct {
+			Threshold float64 `json:"threshold"`
+			Shrinkage float64 `json:"shrinkage"`
+		} `json:"ood"`
+	}
+	if json.Unmarshal(m.Metrics, &unc) == nil {
+		if unc.Conformal != nil && unc.Coverage != nil {
+			fmt.Fprintf(w, "intervals split conformal, target coverage %.2f from %d val windows; measured on %d test windows: %.4f\n", unc.Conformal.Coverage, unc.Conformal.CalibrationWindows, unc.Coverage.TestWindows, unc.Coverage.Measured)
+		} else if unc.ConformalSkipped != "" {
+			fmt.Fprintf(w, "intervals not calibrated: %s\n", unc.ConformalSkipped)
+		}
+		if unc.OOD != nil {
+			fmt.Fprintf(w, "OOD       Mahalanobis (Ledoit–Wolf shrinkage %.3g), threshold %.3g from the train windows\n", unc.OOD.Shrinkage, unc.OOD.Threshold)
+		}
+	}
 	var g struct {
 		Profile string
 		Passed  bool

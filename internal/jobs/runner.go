@@ -596,7 +596,10 @@ func (a *attempt) evaluate(d core.Dataset, b *dataset.Bundle, art string) (*core
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
-	mj, _ := json.Marshal(metrics)
+	mj, err := a.uncertainty(b, p, metrics)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
 	gj, _ := json.Marshal(gates)
 	var rb [3]byte
 	rand.Read(rb[:])
@@ -605,6 +608,45 @@ func (a *attempt) evaluate(d core.Dataset, b *dataset.Bundle, art string) (*core
 		ArtifactKind: p.Format(), SchemaVersion: 1, ModelInterface: interfaceOf(d.Purpose), ArtifactPath: relTo(a.r.opt.DataDir, art),
 		ArtifactHash: hash, LineageVerified: d.LineageVerified, GatePassed: gates.Passed, Metrics: mj, Gates: gj}
 	return m, mj, gj, gates.Passed, nil
+}
+
+// ConformalCoverage is the target coverage of the intervals calibrated at
+// evaluation.
+const ConformalCoverage = 0.90
+
+// uncertainty adds the platform's uncertainty figures to the metrics: split
+// conformal intervals calibrated on the val windows with their coverage
+// measured on the test windows (never on the calibration windows), and the
+// training envelope for out-of-distribution checks. Both are skipped with a
+// reason when the splits are too small.
+func (a *attempt) uncertainty(b *dataset.Bundle, p model.Predictor, m *eval.Metrics) (json.RawMessage, error) {
+	base, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal(base, &out); err != nil {
+		return nil, err
+	}
+	add := func(key string, v any, err error) {
+		if err == nil {
+			var b []byte
+			if b, err = json.Marshal(v); err == nil {
+				out[key] = b
+				return
+			}
+		}
+		out[key+"Skipped"], _ = json.Marshal(err.Error())
+	}
+	c, cerr := eval.Calibrate(a.ctx, b, p, ConformalCoverage)
+	add("conformal", c, cerr)
+	if cerr == nil {
+		cov, err := c.MeasureCoverage(a.ctx, b, p)
+		add("coverage", cov, err)
+	}
+	o, oerr := eval.FitOOD(b, 0.995)
+	add("ood", o, oerr)
+	return json.Marshal(out)
 }
 
 func interfaceOf(purpose string) string {
