@@ -148,29 +148,52 @@ func FitARX(y, u [][]float64, o ARXOrders, lambda float64) (*ARX, error) {
 
 // FitARXOpts is FitARX with all options.
 func FitARXOpts(y, u [][]float64, o ARXOrders, opts ARXOptions) (*ARX, error) {
-	if err := o.validate(); err != nil {
+	if err := validateARXFit(o, opts); err != nil {
 		return nil, err
-	}
-	if opts.Lambda < 0 || math.IsNaN(opts.Lambda) {
-		return nil, errors.New("linear: ridge lambda must be ≥ 0")
 	}
 	ny, nu, err := checkPair(y, u)
 	if err != nil {
 		return nil, err
 	}
+	return fitARX([][][]float64{y}, [][][]float64{u}, ny, nu, o, opts)
+}
+
+// validateARXFit checks the orders and the ridge parameter of a fit.
+func validateARXFit(o ARXOrders, opts ARXOptions) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if opts.Lambda < 0 || math.IsNaN(opts.Lambda) {
+		return errors.New("linear: ridge lambda must be ≥ 0")
+	}
+	return nil
+}
+
+// fitARX is the least-squares fit of FitARXOpts and FitARXSegments on
+// checked segments (one for a single record) of ny outputs and nu inputs:
+// the regression rows k = MaxLag … T_s−1 of every segment are stacked, so
+// that no regressor reaches across a segment boundary, and the scaling uses
+// the statistics of all segments together.
+func fitARX(ys, us [][][]float64, ny, nu int, o ARXOrders, opts ARXOptions) (*ARX, error) {
 	m := &ARX{Orders: o, NY: ny, NU: nu, Lambda: opts.Lambda, Scaling: opts.Scaling, Intercept: !opts.NoIntercept}
-	m.YMean, m.YStd = channelStats(y, opts.Scaling)
-	m.UMean, m.UStd = channelStats(u, opts.Scaling)
-	ys := normalize(y, m.YMean, m.YStd)
-	us := normalize(u, m.UMean, m.UStd)
+	m.YMean, m.YStd = channelStats(concatRows(ys), opts.Scaling)
+	m.UMean, m.UStd = channelStats(concatRows(us), opts.Scaling)
 	p := numRegressors(o, ny, nu, m.Intercept)
 	m.regressors = p
 	if p == 0 {
 		return nil, errors.New("linear: ARX model has no regressors")
 	}
-	T := len(y)
 	lag := o.MaxLag()
-	nr := T - lag
+	type seg struct {
+		ys, us []float64
+		T      int
+	}
+	segs := make([]seg, len(ys))
+	nr := 0
+	for k := range ys {
+		segs[k] = seg{normalize(ys[k], m.YMean, m.YStd), normalize(us[k], m.UMean, m.UStd), len(ys[k])}
+		nr += max(0, len(ys[k])-lag)
+	}
 	if nr <= 0 || (opts.Lambda == 0 && nr < p) {
 		return nil, errShortData
 	}
@@ -189,10 +212,13 @@ func FitARXOpts(y, u [][]float64, o ARXOrders, opts ARXOptions) (*ARX, error) {
 		phi := mat.NewDense(rows, p, nil)
 		yt := mat.NewDense(rows, ny, nil)
 		pd, yd := phi.RawMatrix(), yt.RawMatrix()
-		for r := 0; r < nr; r++ {
-			k := r + lag
-			fillRegressor(pd.Data[r*pd.Stride:r*pd.Stride+p], o, ny, nu, m.Intercept, ys, us, k, 0)
-			copy(yd.Data[r*yd.Stride:r*yd.Stride+ny], ys[k*ny:(k+1)*ny])
+		r := 0
+		for _, s := range segs {
+			for k := lag; k < s.T; k++ {
+				fillRegressor(pd.Data[r*pd.Stride:r*pd.Stride+p], o, ny, nu, m.Intercept, s.ys, s.us, k, 0)
+				copy(yd.Data[r*yd.Stride:r*yd.Stride+ny], s.ys[k*ny:(k+1)*ny])
+				r++
+			}
 		}
 		for i := 0; i < nPen; i++ {
 			phi.Set(nr+i, i, sl)
@@ -207,10 +233,13 @@ func FitARXOpts(y, u [][]float64, o ARXOrders, opts ARXOptions) (*ARX, error) {
 		yt := mat.NewDense(rows, 1, nil)
 		pd := phi.RawMatrix()
 		for out := 0; out < ny; out++ {
-			for r := 0; r < nr; r++ {
-				k := r + lag
-				fillRegressor(pd.Data[r*pd.Stride:r*pd.Stride+p], o, ny, nu, m.Intercept, ys, us, k, out)
-				yt.Set(r, 0, ys[k*ny+out])
+			r := 0
+			for _, s := range segs {
+				for k := lag; k < s.T; k++ {
+					fillRegressor(pd.Data[r*pd.Stride:r*pd.Stride+p], o, ny, nu, m.Intercept, s.ys, s.us, k, out)
+					yt.Set(r, 0, s.ys[k*ny+out])
+					r++
+				}
 			}
 			for i := 0; i < nPen; i++ {
 				phi.Set(nr+i, i, sl)

@@ -514,7 +514,7 @@ func TestFitBDX0ProjectedMatchesDense(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := poMOESPSegments(d, 10, true)
+		res, err := poMOESP(d, 10, true)
 		if err != nil {
 			t.Fatal(err)
 		}

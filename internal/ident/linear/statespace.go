@@ -331,35 +331,48 @@ func (m *StateSpace) estimateX0Scaled(ys, us []float64, n int, prior bool) []flo
 }
 
 // setPrior computes XMean, XCov and NoiseVar from a simulation of the
-// training data started at X0Train.
-func (m *StateSpace) setPrior(d *ssData, e []float64) {
+// training segments, each started at its own initial state x0s[k]: the
+// state mean and covariance pool the simulated states of all segments, the
+// noise variance all simulation errors (e is the output offset).
+func (m *StateSpace) setPrior(d *segData, x0s [][]float64, e []float64) {
 	N := m.N
-	ys := make([]float64, d.T*d.ny)
-	xs := make([]float64, (d.T+1)*N)
-	m.simScaled(d.us, d.T, m.X0Train, ys, xs)
+	yss := make([][]float64, len(d.segs))
+	xss := make([][]float64, len(d.segs))
+	for k, g := range d.segs {
+		yss[k] = make([]float64, g.T*d.ny)
+		xss[k] = make([]float64, (g.T+1)*N)
+		m.simScaled(g.us, g.T, x0s[k], yss[k], xss[k])
+	}
+	T := float64(d.T)
 	mean := make([]float64, N)
-	for k := 0; k < d.T; k++ {
-		for i := 0; i < N; i++ {
-			mean[i] += xs[k*N+i]
+	for k, g := range d.segs {
+		for t := 0; t < g.T; t++ {
+			for i := 0; i < N; i++ {
+				mean[i] += xss[k][t*N+i]
+			}
 		}
 	}
 	for i := range mean {
-		mean[i] /= float64(d.T)
+		mean[i] /= T
 	}
 	cov := mat.NewSymDense(N, nil)
-	for k := 0; k < d.T; k++ {
-		x := xs[k*N : (k+1)*N]
-		for i := 0; i < N; i++ {
-			for j := i; j < N; j++ {
-				cov.SetSym(i, j, cov.At(i, j)+(x[i]-mean[i])*(x[j]-mean[j])/float64(d.T))
+	for k, g := range d.segs {
+		for t := 0; t < g.T; t++ {
+			x := xss[k][t*N : (t+1)*N]
+			for i := 0; i < N; i++ {
+				for j := i; j < N; j++ {
+					cov.SetSym(i, j, cov.At(i, j)+(x[i]-mean[i])*(x[j]-mean[j])/T)
+				}
 			}
 		}
 	}
 	nv := make([]float64, d.ny)
-	for k := 0; k < d.T; k++ {
-		for o := 0; o < d.ny; o++ {
-			r := ys[k*d.ny+o] + e[o] - d.ys[k*d.ny+o]
-			nv[o] += r * r / float64(d.T)
+	for k, g := range d.segs {
+		for t := 0; t < g.T; t++ {
+			for o := 0; o < d.ny; o++ {
+				r := yss[k][t*d.ny+o] + e[o] - g.ys[t*d.ny+o]
+				nv[o] += r * r / T
+			}
 		}
 	}
 	m.XMean, m.XCov, m.NoiseVar = mean, cov, nv

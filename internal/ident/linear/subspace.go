@@ -90,7 +90,7 @@ func (o SubspaceOptions) withDefaults(T, ny, nu int) (SubspaceOptions, error) {
 	return o, nil
 }
 
-// ssData holds the scaled training data.
+// ssData holds the scaled data of one segment (record).
 type ssData struct {
 	T, ny, nu                int
 	ys, us                   []float64
@@ -98,17 +98,37 @@ type ssData struct {
 	scaling                  Scaling
 }
 
-func prepareSS(y, u [][]float64, s Scaling) (*ssData, error) {
+// segData holds scaled segments sharing one set of statistics; a single
+// record is one segment.
+type segData struct {
+	ny, nu, T                int // T: total samples over all segments
+	segs                     []*ssData
+	yMean, yStd, uMean, uStd []float64
+	scaling                  Scaling
+}
+
+// prepareSS checks and scales a single training record.
+func prepareSS(y, u [][]float64, s Scaling) (*segData, error) {
 	ny, nu, err := checkPair(y, u)
 	if err != nil {
 		return nil, err
 	}
-	d := &ssData{T: len(y), ny: ny, nu: nu, scaling: s}
-	d.yMean, d.yStd = channelStats(y, s)
-	d.uMean, d.uStd = channelStats(u, s)
-	d.ys = normalize(y, d.yMean, d.yStd)
-	d.us = normalize(u, d.uMean, d.uStd)
-	return d, nil
+	return newSegData([][][]float64{y}, [][][]float64{u}, ny, nu, s), nil
+}
+
+// newSegData scales checked segments with the statistics of all of them.
+func newSegData(ys, us [][][]float64, ny, nu int, s Scaling) *segData {
+	d := &segData{ny: ny, nu: nu, scaling: s}
+	d.yMean, d.yStd = channelStats(concatRows(ys), s)
+	d.uMean, d.uStd = channelStats(concatRows(us), s)
+	for k := range ys {
+		sd := &ssData{T: len(ys[k]), ny: ny, nu: nu, scaling: s,
+			yMean: d.yMean, yStd: d.yStd, uMean: d.uMean, uStd: d.uStd,
+			ys: normalize(ys[k], d.yMean, d.yStd), us: normalize(us[k], d.uMean, d.uStd)}
+		d.segs = append(d.segs, sd)
+		d.T += sd.T
+	}
+	return d
 }
 
 // moespResult is the order-independent part of PO-MOESP: the left singular
@@ -119,13 +139,23 @@ type moespResult struct {
 	sv []float64
 }
 
+// hankelColumns is the number of block-Hankel columns a segment of T
+// samples gives with s block rows.
+func hankelColumns(T, s int) int { return max(0, T-2*s+1) }
+
 // poMOESP computes the past-output MOESP decomposition (Verhaegen 1994):
 // an LQ factorisation of [Uf; Up; Yp; Yf] (block-Hankel, s block rows each)
 // followed by an SVD of the block L32, whose column space estimates the
-// extended observability matrix Γ_s.
-func poMOESP(d *ssData, s int, centre bool) (*moespResult, error) {
-	ny, nu, T := d.ny, d.nu, d.T
-	j := T - 2*s + 1
+// extended observability matrix Γ_s. With several segments the
+// block-Hankel columns of every segment are built separately and
+// concatenated (multi-experiment MOESP); centre removes the mean of every
+// block-Hankel row, pooled over all columns.
+func poMOESP(d *segData, s int, centre bool) (*moespResult, error) {
+	ny, nu := d.ny, d.nu
+	j := 0
+	for _, g := range d.segs {
+		j += hankelColumns(g.T, s)
+	}
 	r1 := nu * s
 	r2 := (nu + ny) * s
 	r3 := ny * s
@@ -135,24 +165,28 @@ func poMOESP(d *ssData, s int, centre bool) (*moespResult, error) {
 	}
 	// H^T is j × cols; QR of H^T = Q R gives H = Rᵀ Qᵀ, i.e. L = Rᵀ.
 	ht := make([]float64, j*cols)
-	for c := 0; c < j; c++ {
-		row := ht[c*cols : (c+1)*cols]
-		p := 0
-		for r := 0; r < s; r++ { // Uf
-			copy(row[p:p+nu], d.us[(s+r+c)*nu:(s+r+c+1)*nu])
-			p += nu
-		}
-		for r := 0; r < s; r++ { // Up
-			copy(row[p:p+nu], d.us[(r+c)*nu:(r+c+1)*nu])
-			p += nu
-		}
-		for r := 0; r < s; r++ { // Yp
-			copy(row[p:p+ny], d.ys[(r+c)*ny:(r+c+1)*ny])
-			p += ny
-		}
-		for r := 0; r < s; r++ { // Yf
-			copy(row[p:p+ny], d.ys[(s+r+c)*ny:(s+r+c+1)*ny])
-			p += ny
+	col := 0
+	for _, g := range d.segs {
+		for c := 0; c < hankelColumns(g.T, s); c++ {
+			row := ht[col*cols : (col+1)*cols]
+			col++
+			p := 0
+			for r := 0; r < s; r++ { // Uf
+				copy(row[p:p+nu], g.us[(s+r+c)*nu:(s+r+c+1)*nu])
+				p += nu
+			}
+			for r := 0; r < s; r++ { // Up
+				copy(row[p:p+nu], g.us[(r+c)*nu:(r+c+1)*nu])
+				p += nu
+			}
+			for r := 0; r < s; r++ { // Yp
+				copy(row[p:p+ny], g.ys[(r+c)*ny:(r+c+1)*ny])
+				p += ny
+			}
+			for r := 0; r < s; r++ { // Yf
+				copy(row[p:p+ny], g.ys[(s+r+c)*ny:(s+r+c+1)*ny])
+				p += ny
+			}
 		}
 	}
 	if centre {
@@ -228,66 +262,115 @@ func acFromGamma(r *moespResult, ny, n int) (a, c *mat.Dense, err error) {
 	return a, c, err
 }
 
-// fitBDX0 estimates B, D (if feedthrough), x0 and the output offset e (if
-// offset) for given A, C by linear least squares on the simulation error of
-// the whole training record (the output is linear in those parameters once A
-// and C are fixed).
-func fitBDX0(a, c []float64, n int, d *ssData, feedthrough, offset bool) (b, dd, x0, e []float64, err error) {
-	T, ny, nu := d.T, d.ny, d.nu
-	nB := n * nu
-	nD := 0
-	if feedthrough {
-		nD = ny * nu
+// fitBDX0 estimates B, D (if feedthrough), the output offset e (if offset)
+// and one initial state per segment for given A and C by linear least
+// squares on the simulation error of all segments (the output is linear in
+// those parameters once A and C are fixed). One segment (a single record)
+// is solved as one dense problem (fitBDX0SegmentsDense); several by
+// eliminating the initial states (fitBDX0Projected), so that the problem
+// does not grow by N columns per segment.
+func fitBDX0(a, c []float64, n int, d *segData, feedthrough, offset bool) (b, dd []float64, x0s [][]float64, e []float64, err error) {
+	if len(d.segs) == 1 {
+		return fitBDX0SegmentsDense(a, c, n, d, feedthrough, offset)
 	}
-	nE := 0
-	if offset {
-		nE = ny
-	}
-	p := nB + nD + n + nE
-	phi := mat.NewDense(T*ny, p, nil)
-	pr := phi.RawMatrix()
+	return fitBDX0Projected(a, c, n, d, feedthrough, offset)
+}
+
+// fillBDColumns writes, for the rows of segment g, the columns of the
+// simulated output's dependence on B (B[i][in] at column i·nu+in, from
+// the zero-state recursions) and, with feedthrough, on D (column
+// dCol+o·nu+in) into dst (row-major, stride p).
+func fillBDColumns(dst []float64, p int, a, c []float64, n, ny, nu int, g *ssData, feedthrough bool, dCol int) {
 	z := make([]float64, n*n)
 	zn := make([]float64, n*n)
 	cz := make([]float64, ny*n)
 	for in := 0; in < nu; in++ {
 		clear(z)
-		for k := 0; k < T; k++ {
+		for k := 0; k < g.T; k++ {
 			matMulFlat(cz, c, z, ny, n, n)
 			for o := 0; o < ny; o++ {
-				row := pr.Data[(k*ny+o)*pr.Stride:]
+				row := dst[(k*ny+o)*p:]
 				for i := 0; i < n; i++ {
 					row[i*nu+in] = cz[o*n+i]
 				}
 			}
-			// z = A z + u_in(k) I
 			matMulFlat(zn, a, z, n, n, n)
-			uk := d.us[k*nu+in]
+			uk := g.us[k*nu+in]
 			for i := 0; i < n; i++ {
 				zn[i*n+i] += uk
 			}
 			z, zn = zn, z
 		}
 	}
-	// x0 columns: C A^k
-	pk := append([]float64(nil), c...)
-	pn := make([]float64, len(pk))
-	for k := 0; k < T; k++ {
-		for o := 0; o < ny; o++ {
-			row := pr.Data[(k*ny+o)*pr.Stride:]
-			copy(row[nB+nD:nB+nD+n], pk[o*n:(o+1)*n])
-			if offset {
-				row[nB+nD+n+o] = 1
-			}
-			if feedthrough {
+	if feedthrough {
+		for k := 0; k < g.T; k++ {
+			for o := 0; o < ny; o++ {
+				row := dst[(k*ny+o)*p:]
 				for in := 0; in < nu; in++ {
-					row[nB+o*nu+in] = d.us[k*nu+in]
+					row[dCol+o*nu+in] = g.us[k*nu+in]
 				}
 			}
 		}
-		matMulFlat(pn, pk, a, ny, n, n)
-		pk, pn = pn, pk
 	}
-	rhs := mat.NewDense(T*ny, 1, append([]float64(nil), d.ys...))
+}
+
+// bdxSizes returns the numbers of B, D (with feedthrough) and offset
+// (with offset) parameters of fitBDX0.
+func bdxSizes(n, ny, nu int, feedthrough, offset bool) (nB, nD, nE int) {
+	nB = n * nu
+	if feedthrough {
+		nD = ny * nu
+	}
+	if offset {
+		nE = ny
+	}
+	return nB, nD, nE
+}
+
+// splitBD returns B and D (zero without feedthrough, nD = 0) from the
+// solution th of fitBDX0's least squares.
+func splitBD(th []float64, nB, nD, ny, nu int) (b, dd []float64) {
+	b = th[:nB]
+	if nD > 0 {
+		dd = th[nB : nB+nD]
+	} else {
+		dd = make([]float64, ny*nu)
+	}
+	return b, dd
+}
+
+// fitBDX0SegmentsDense solves the problem of fitBDX0 as one dense
+// least-squares problem with the parameters B, D, x0 of segment 0, 1, …, e.
+func fitBDX0SegmentsDense(a, c []float64, n int, d *segData, feedthrough, offset bool) (b, dd []float64, x0s [][]float64, e []float64, err error) {
+	ny, nu, S := d.ny, d.nu, len(d.segs)
+	nB, nD, nE := bdxSizes(n, ny, nu, feedthrough, offset)
+	offE := nB + nD + n*S
+	p := offE + nE
+	phi := mat.NewDense(d.T*ny, p, nil)
+	pr := phi.RawMatrix()
+	rhsData := make([]float64, 0, d.T*ny)
+	rowOff := 0
+	for si, g := range d.segs {
+		rhsData = append(rhsData, g.ys...)
+		fillBDColumns(pr.Data[rowOff*pr.Stride:], pr.Stride, a, c, n, ny, nu, g, feedthrough, nB)
+		// x0 columns: C A^k
+		xoff := nB + nD + si*n
+		pk := append([]float64(nil), c...)
+		pn := make([]float64, len(pk))
+		for k := 0; k < g.T; k++ {
+			for o := 0; o < ny; o++ {
+				row := pr.Data[(rowOff+k*ny+o)*pr.Stride:]
+				copy(row[xoff:xoff+n], pk[o*n:(o+1)*n])
+				if offset {
+					row[offE+o] = 1
+				}
+			}
+			matMulFlat(pn, pk, a, ny, n, n)
+			pk, pn = pn, pk
+		}
+		rowOff += g.T * ny
+	}
+	rhs := mat.NewDense(d.T*ny, 1, rhsData)
 	x, err := lstsq(phi, rhs)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -296,16 +379,14 @@ func fitBDX0(a, c []float64, n int, d *ssData, feedthrough, offset bool) (b, dd,
 	for i := range th {
 		th[i] = x.At(i, 0)
 	}
-	b = th[:nB]
-	if feedthrough {
-		dd = th[nB : nB+nD]
-	} else {
-		dd = make([]float64, ny*nu)
+	b, dd = splitBD(th, nB, nD, ny, nu)
+	x0s = make([][]float64, S)
+	for si := range x0s {
+		x0s[si] = th[nB+nD+si*n : nB+nD+(si+1)*n]
 	}
-	x0 = th[nB+nD : nB+nD+n]
 	e = make([]float64, ny)
-	copy(e, th[nB+nD+n:])
-	return b, dd, x0, e, nil
+	copy(e, th[offE:])
+	return b, dd, x0s, e, nil
 }
 
 // stabilize returns A with every eigenvalue inside |λ| < radius. Unstable
@@ -449,6 +530,12 @@ func FitSubspace(y, u [][]float64, opts SubspaceOptions) (*StateSpace, error) {
 	if err != nil {
 		return nil, err
 	}
+	return fitSubspace(d, opts)
+}
+
+// fitSubspace is FitSubspace and FitSubspaceSegments after the data and
+// the options (with defaults) are checked.
+func fitSubspace(d *segData, opts SubspaceOptions) (*StateSpace, error) {
 	r, err := poMOESP(d, opts.BlockRows, !opts.NoOffset)
 	if err != nil {
 		return nil, err
@@ -456,7 +543,9 @@ func FitSubspace(y, u [][]float64, opts SubspaceOptions) (*StateSpace, error) {
 	return fitFromMOESP(d, r, opts)
 }
 
-func fitFromMOESP(d *ssData, r *moespResult, opts SubspaceOptions) (*StateSpace, error) {
+// fitFromMOESP fits the model of order opts.Order (0: automatic) from the
+// decomposition r of the training segments d.
+func fitFromMOESP(d *segData, r *moespResult, opts SubspaceOptions) (*StateSpace, error) {
 	n := opts.Order
 	if n == 0 {
 		n = autoOrder(r.sv, min(opts.MaxOrder, d.ny*r.s-1))
@@ -470,7 +559,7 @@ func fitFromMOESP(d *ssData, r *moespResult, opts SubspaceOptions) (*StateSpace,
 	}
 	a, changed := stabilize(a, opts.StabilityRadius)
 	af, cf := flat(a), flat(c)
-	b, dd, x0, e, err := fitBDX0(af, cf, n, d, opts.Feedthrough, !opts.NoOffset)
+	b, dd, x0s, e, err := fitBDX0(af, cf, n, d, opts.Feedthrough, !opts.NoOffset)
 	if err != nil {
 		return nil, err
 	}
@@ -479,31 +568,34 @@ func fitFromMOESP(d *ssData, r *moespResult, opts SubspaceOptions) (*StateSpace,
 	m.YStd = d.yStd
 	m.BlockRows = r.s
 	m.SingularValues = r.sv
-	m.X0Train = x0
 	m.Stabilized = changed
-	m.TrainMSE = m.trainMSE(d, x0, e)
+	m.TrainMSE = m.trainMSE(d, x0s, e)
 	m.TrainMSEInit = m.TrainMSE
 	if opts.Refine {
-		e = refineLM(m, d, e, opts)
+		x0s, e = refineLM(m, d, x0s, e, opts)
 	}
+	m.X0Train = append([]float64(nil), x0s[0]...)
 	// fold the output offset into the operating point
 	m.YMean = make([]float64, d.ny)
 	for o := range m.YMean {
 		m.YMean[o] = d.yMean[o] + d.yStd[o]*e[o]
 	}
 	m.OutputOffset = e
-	m.setPrior(d, e)
+	m.setPrior(d, x0s, e)
 	return m, nil
 }
 
-// trainMSE is the mean squared simulation error in scaled units.
-func (m *StateSpace) trainMSE(d *ssData, x0, e []float64) float64 {
-	ys := make([]float64, d.T*d.ny)
-	m.simScaled(d.us, d.T, x0, ys, nil)
+// trainMSE is the mean squared simulation error (scaled units) over all
+// segments, each simulated from its own initial state.
+func (m *StateSpace) trainMSE(d *segData, x0s [][]float64, e []float64) float64 {
 	s := 0.0
-	for i, v := range ys {
-		r := v + e[i%d.ny] - d.ys[i]
-		s += r * r
+	for k, g := range d.segs {
+		ys := make([]float64, g.T*d.ny)
+		m.simScaled(g.us, g.T, x0s[k], ys, nil)
+		for i, v := range ys {
+			r := v + e[i%d.ny] - g.ys[i]
+			s += r * r
+		}
 	}
-	return s / float64(len(ys))
+	return s / float64(d.T*d.ny)
 }
