@@ -125,6 +125,17 @@ func Load(path string) (*Config, error) {
 	if c.Physics != "" && !filepath.IsAbs(c.Physics) {
 		c.Physics = filepath.Join(base, c.Physics)
 	}
+	// A trainer's own physics file is relative to the config file too.
+	for i, tc := range c.Trainers {
+		var pm map[string]any
+		if len(tc.Params) == 0 || json.Unmarshal(tc.Params, &pm) != nil {
+			continue
+		}
+		if p, ok := pm["physics"].(string); ok && p != "" && !filepath.IsAbs(p) {
+			pm["physics"] = filepath.Join(base, p)
+			c.Trainers[i].Params, _ = json.Marshal(pm)
+		}
+	}
 	var ps []core.Problem
 	if c.Name == "" {
 		ps = append(ps, core.Problem{Field: "name", Message: "required"})

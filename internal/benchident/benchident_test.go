@@ -28,6 +28,11 @@ func TestBenchConfigs(t *testing.T) {
 				t.Errorf("tanks ARX one-step RMSE %.4f > 0.06 V", *rs[0].OneStepRMSE)
 			}
 		}},
+		{"../../examples/bench/cascaded_tanks.json", "hybrid_residual@1", func(t *testing.T, rs []Result) {
+			if *rs[0].FreeRunRMSE > 0.30 {
+				t.Errorf("tanks hybrid free-run RMSE %.4f > 0.30 V (best published NLSS2 0.343)", *rs[0].FreeRunRMSE)
+			}
+		}},
 		{"../../examples/bench/daisy_winding.json", "linear_state_space@1", func(t *testing.T, rs []Result) {
 			mean := (*rs[0].FreeRunNRMSE + *rs[1].FreeRunNRMSE) / 2
 			if mean > 0.25 {
