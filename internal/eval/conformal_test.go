@@ -10,13 +10,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/model"
-	"github.com/aml-project/aml/internal/sim"
-	"github.com/aml-project/aml/internal/store/sqlite"
 )
 
 // cfBundle is an in-memory dynamic bundle with H = 1 and columns
@@ -369,41 +366,7 @@ func TestConformalDisagreement(t *testing.T) {
 // artifact.
 func cfInjection(t *testing.T) (*dataset.Bundle, model.Predictor) {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := sim.DefaultInjectionConfig()
-	cfg.Seed, cfg.RunDuration = 7, 10*time.Minute
-	out, err := sim.GenerateInjection(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	ctx := context.Background()
-	if _, err := out.Write(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	sb, err := os.ReadFile("../../examples/specs/injection.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := dataset.ParseSpec(sb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := dataset.Build(ctx, st, spec, dataset.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dataset.Verify(dir, res.Dataset); err != nil {
-		t.Fatal(err)
-	}
-	b, err := dataset.OpenBundle(filepath.Join(dir, res.Dataset.Path))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := builtInjection(t)
 	d, man := b.Dims(), b.Manifest
 	col := map[string]int{}
 	for j, n := range man.AllNodes {
