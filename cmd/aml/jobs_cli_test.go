@@ -189,3 +189,23 @@ func TestWorkerKilledMidJob(t *testing.T) {
 		t.Fatalf("%d models for one job", len(models))
 	}
 }
+
+func TestJobLogs(t *testing.T) {
+	d, ds := simDataset(t)
+	script := d + "/trainer.sh"
+	os.WriteFile(script, []byte("#!/bin/sh\necho hello-from-trainer\necho '##AML {\"type\":\"progress\",\"progress\":0.5}'\nexit 4\n"), 0o755)
+	out, errs, code := aml(t, "job", "submit", "--dataset", ds, "--trainer", "exec:"+script, "--wait", "--data", d, "--json")
+	var j struct{ ID, Status, ErrorCode string }
+	mustJSON(t, out, &j)
+	if code != 1 || j.Status != "failed" || !strings.Contains(errs, "AML_TRAINER_FAILED") {
+		t.Fatalf("failing exec trainer: %d %+v %q", code, j, errs)
+	}
+	out, _, code = aml(t, "job", "logs", j.ID, "--data", d)
+	if code != 0 || !strings.Contains(out, "hello-from-trainer") || !strings.Contains(out, `##AML {"type":"progress"`) {
+		t.Fatalf("logs:\n%s", out)
+	}
+	out, _, code = aml(t, "job", "logs", j.ID, "-f", "--data", d)
+	if code != 0 || !strings.Contains(out, "hello-from-trainer") {
+		t.Fatalf("logs -f of a finished job:\n%s", out)
+	}
+}
