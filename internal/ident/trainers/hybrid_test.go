@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
+	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/ingest"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
@@ -423,5 +425,78 @@ func TestHybridResidualErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error containing %q", c.params, err, c.want)
 		}
+	}
+}
+
+// TestHybridInjectionPassesGates: on the simulated injection line (24 runs
+// of 30 min), the hybrid model of part weight (examples/physics/injection.aml
+// + residual ensemble) passes the seed's model gates (upstream-mpc-v1: G1
+// one-step ≤ 0.10, G2 rollout ≤ 0.25, G3 gap ≤ 0.20, G4 rows/runs, G5) and
+// its conformal intervals, calibrated on the val runs for 90 %, cover the
+// test runs within ±3 points.
+func TestHybridInjectionPassesGates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates 24 runs and trains a hybrid ensemble")
+	}
+	dir := t.TempDir()
+	st, err := sqlite.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	cfg := sim.DefaultInjectionConfig()
+	cfg.Runs, cfg.Seed = 24, 7
+	out, err := sim.GenerateInjection(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Write(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../../examples/specs/injection_weight.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := dataset.ParseSpec(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Build(ctx, st, spec, dataset.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	physics, _ := filepath.Abs("../../../examples/physics/injection.aml")
+	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New()})
+	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1,
+		Params: json.RawMessage(`{"physics":"` + physics + `","mapping":{"outputs":{"weight":"part_weight"}}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(ctx, j.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	j, _ = st.GetJob(ctx, j.ID)
+	if j.Status != core.JobDone {
+		t.Fatalf("job %s: %s", j.Status, j.Error)
+	}
+	var m struct {
+		Test struct {
+			MeanNRMSE        float64 `json:"meanNrmse"`
+			MeanOneStepNRMSE float64 `json:"meanOneStepNrmse"`
+		} `json:"test"`
+		ValTestGap float64 `json:"valTestGap"`
+		Coverage   struct {
+			Measured float64 `json:"measured"`
+		} `json:"coverage"`
+	}
+	json.Unmarshal(j.Metrics, &m)
+	t.Logf("injection hybrid: test one-step NRMSE %.4f, rollout %.4f, val/test gap %.3f, gates passed %v, test coverage %.4f (target 0.90)",
+		m.Test.MeanOneStepNRMSE, m.Test.MeanNRMSE, m.ValTestGap, j.GatePassed, m.Coverage.Measured)
+	if !j.GatePassed {
+		t.Errorf("the hybrid model does not pass the model gates: %s", j.Gates)
+	}
+	if math.Abs(m.Coverage.Measured-0.90) > 0.03 {
+		t.Errorf("test coverage %.4f is not within ±3 points of 0.90", m.Coverage.Measured)
 	}
 }
