@@ -56,6 +56,7 @@ type Published struct {
 	FreeRunNRMSE *float64 `json:"freeRunNrmse,omitempty"`
 	OneStepRMSE  *float64 `json:"oneStepRmse,omitempty"`
 	R2           *float64 `json:"r2,omitempty"`
+	Accuracy     *float64 `json:"accuracy,omitempty"`
 	Source       string   `json:"source,omitempty"`
 }
 
@@ -77,6 +78,9 @@ type Config struct {
 	Physics      string          `json:"physics,omitempty"`
 	Published    []Published     `json:"published,omitempty"`
 	Seed         int64           `json:"seed,omitempty"`
+	// StaticCV configures kind "static" benchmarks (cross-validation on the
+	// raw table per group).
+	StaticCV *StaticCV `json:"staticCV,omitempty"`
 }
 
 // Result is one trainer's figure for one output.
@@ -87,6 +91,7 @@ type Result struct {
 	FreeRunNRMSE *float64 `json:"freeRunNrmse,omitempty"`
 	OneStepRMSE  *float64 `json:"oneStepRmse,omitempty"`
 	R2           *float64 `json:"r2,omitempty"`
+	Accuracy     *float64 `json:"accuracy,omitempty"`
 	Seconds      float64  `json:"seconds"`
 	JobID        string   `json:"jobId,omitempty"`
 	ModelID      string   `json:"modelId,omitempty"`
@@ -140,8 +145,11 @@ func Load(path string) (*Config, error) {
 	if c.Name == "" {
 		ps = append(ps, core.Problem{Field: "name", Message: "required"})
 	}
-	if len(c.Train) == 0 || len(c.Test) == 0 {
-		ps = append(ps, core.Problem{Field: "train", Message: "at least one train and one test file are required"})
+	if c.Kind == "" {
+		c.Kind = dataset.KindDynamic
+	}
+	if len(c.Train) == 0 || (len(c.Test) == 0 && c.Kind == dataset.KindDynamic) {
+		ps = append(ps, core.Problem{Field: "train", Message: "at least one train file (and, for dynamic benchmarks, one test file) is required"})
 	}
 	if len(c.Inputs) == 0 || len(c.Outputs) == 0 {
 		ps = append(ps, core.Problem{Field: "inputs", Message: "inputs and outputs are required"})
@@ -149,11 +157,8 @@ func Load(path string) (*Config, error) {
 	if len(c.Trainers) == 0 {
 		ps = append(ps, core.Problem{Field: "trainers", Message: "at least one trainer"})
 	}
-	if c.BeatMs <= 0 {
+	if c.BeatMs <= 0 && c.Kind == dataset.KindDynamic {
 		ps = append(ps, core.Problem{Field: "beatMs", Message: "must be positive (the sampling period)"})
-	}
-	if c.Kind == "" {
-		c.Kind = dataset.KindDynamic
 	}
 	if c.InitSteps <= 0 && c.Kind == dataset.KindDynamic {
 		c.InitSteps = 5
@@ -216,7 +221,7 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 	var split dataset.Split
 	split.Mode = dataset.SplitModeExplicit
 	if c.Kind == dataset.KindStatic {
-		return nil, core.Errorf(core.CodeInvalidArgument, "static benchmarks are run by the static_response tests (5-fold CV per part); the harness runs dynamic ones")
+		return runStatic(ctx, c, progress)
 	}
 	// Benchmark records often all start at t = 0; each file is placed in
 	// its own stretch of time so no two runs share an instant.

@@ -33,6 +33,11 @@ func TestBenchConfigs(t *testing.T) {
 				t.Errorf("tanks hybrid free-run RMSE %.4f > 0.30 V (best published NLSS2 0.343)", *rs[0].FreeRunRMSE)
 			}
 		}},
+		{"../../examples/bench/lego_warpage.json", "static_response@1", func(t *testing.T, rs []Result) {
+			if mean := rs[len(rs)-1]; mean.Output != "max_deformation_mm@mean" || *mean.R2 < 0.96 {
+				t.Errorf("lego mean R² %+v < 0.96", mean)
+			}
+		}},
 		{"../../examples/bench/daisy_winding.json", "linear_state_space@1", func(t *testing.T, rs []Result) {
 			mean := (*rs[0].FreeRunNRMSE + *rs[1].FreeRunNRMSE) / 2
 			if mean > 0.25 {
@@ -60,7 +65,7 @@ func TestBenchConfigs(t *testing.T) {
 					t.Fatalf("%s %s: %s", c.config, c.trainer, r.Error)
 				}
 				rs = append(rs, r)
-				t.Logf("%s %s %s: free-run RMSE %.4f NRMSE %.4f one-step RMSE %.4f", rep.Name, r.Trainer, r.Output, deref(r.FreeRunRMSE), deref(r.FreeRunNRMSE), deref(r.OneStepRMSE))
+				t.Logf("%s %s %s: free-run RMSE %.4f NRMSE %.4f one-step RMSE %.4f R² %.4f", rep.Name, r.Trainer, r.Output, deref(r.FreeRunRMSE), deref(r.FreeRunNRMSE), deref(r.OneStepRMSE), deref(r.R2))
 			}
 		}
 		if len(rs) == 0 {
