@@ -481,7 +481,7 @@ func resolveRuns(ctx context.Context, st core.Meta, spec *Spec) ([]core.Run, err
 			return nil, core.FieldErrorf(core.CodeSpecInvalid, "runIds", "no ended run of line %q product %q recipe %q", spec.LineID, spec.ProductID, spec.RecipeID)
 		}
 		if len(all) > MaxRuns {
-			return nil, core.FieldErrorf(core.CodeSpecInvalid, "runIds", "%d ended runs match; a dataset takes at most %d: list runIds or narrow fromMs/toMs", len(all), MaxRuns)
+			return nil, core.FieldErrorf(core.CodeSpecInvalid, "runIds", "%d ended runs match; a dataset takes at most %d: list runIds", len(all), MaxRuns)
 		}
 		runs = all
 	} else {

@@ -556,3 +556,17 @@ func TestExplicitSplit(t *testing.T) {
 		t.Fatalf("ratios with explicit: %v", err)
 	}
 }
+
+func TestEmptyRequestedSplitIsAnError(t *testing.T) {
+	st, dir := simulated(t)
+	spec := injectionSpec(t)
+	spec.RunIDs = []string{"recipe-injection-a-run-004"}
+	// 10-minute run, 5 blocks of 120 steps, purge 40 at each split boundary:
+	// a val or test block between two other splits keeps 40 steps < H+F.
+	spec.Split = Split{Mode: SplitModeTimeBlocks, ValRatio: 0.2, TestRatio: 0.2, Seed: 3, Blocks: 5}
+	spec.Normalize()
+	_, err := Build(context.Background(), st, spec, Options{DataDir: dir})
+	if core.CodeOf(err) != core.CodeDatasetEmpty || !strings.Contains(err.Error(), "no complete window") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -273,6 +273,17 @@ func (p *planned) planWindows() error {
 	// Offsets of empty splits still follow the concatenation order.
 	p.val.Offset = p.train.Count
 	p.test.Offset = p.train.Count + p.val.Count
+	// A split that was asked for but got no window (time blocks too short
+	// once purged, or its runs too gappy) is an error, not a silent gap.
+	for _, c := range []struct {
+		name  string
+		ratio float64
+		part  *SplitPart
+	}{{SplitVal, p.spec.Split.ValRatio, &p.val}, {SplitTest, p.spec.Split.TestRatio, &p.test}} {
+		if c.ratio > 0 && c.part.Count == 0 && len(c.part.RunIDs) > 0 {
+			return core.FieldErrorf(core.CodeDatasetEmpty, "split", "the %s split (runs %v) has no complete window: its blocks are too short after purging %d steps at each split boundary, or its data too gappy; use fewer blocks, a shorter history/horizon or more data", c.name, c.part.RunIDs, H+F)
+		}
+	}
 	return nil
 }
 
