@@ -201,10 +201,12 @@ func (s *Store) TransitionJob(ctx context.Context, id string, from, to core.JobS
 }
 
 func (s *Store) ReportProgress(ctx context.Context, id, worker string, progress float64, stage string) error {
+	// A negative progress (a stage report) keeps the current fraction.
+	keep := progress < 0
 	progress = min(max(progress, 0), 1)
 	now := time.Now().UnixMilli()
-	res, err := s.exec(ctx, s.w, `UPDATE jobs SET progress=?, stage=CASE WHEN ?='' THEN stage ELSE ? END, last_progress_at=?, heartbeat_at=?
-		WHERE id=? AND worker=? AND status IN ('provisioning','training','evaluating')`, progress, stage, stage, now, now, id, worker)
+	res, err := s.exec(ctx, s.w, `UPDATE jobs SET progress=CASE WHEN ? THEN progress ELSE ? END, stage=CASE WHEN ?='' THEN stage ELSE ? END, last_progress_at=?, heartbeat_at=?
+		WHERE id=? AND worker=? AND status IN ('provisioning','training','evaluating')`, keep, progress, stage, stage, now, now, id, worker)
 	if err != nil {
 		return dbErr(err, "report progress")
 	}

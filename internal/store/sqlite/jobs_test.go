@@ -269,3 +269,17 @@ func TestPromotionRace(t *testing.T) {
 	h, _ := s.ModelHistory(ctx, "m1")
 	_ = h
 }
+
+func TestStageReportKeepsProgress(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	seedDataset(t, s, "ds")
+	s.CreateJob(ctx, newJob("j"), core.JobLimits{})
+	s.ClaimJob(ctx, "j", "w")
+	s.ReportProgress(ctx, "j", "w", 0.6, "")
+	s.ReportProgress(ctx, "j", "w", -1, "fitting")
+	j, _ := s.GetJob(ctx, "j")
+	if j.Progress != 0.6 || j.Stage != "fitting" {
+		t.Fatalf("progress %v stage %q", j.Progress, j.Stage)
+	}
+}
