@@ -42,6 +42,7 @@ const (
 	CodePhysicsInvalid      = "AML_PHYSICS_INVALID"
 	CodePhysicsNonFinite    = "AML_PHYSICS_NON_FINITE"
 	CodeModelInvalid        = "AML_MODEL_INVALID"
+	CodeAuditTampered       = "AML_AUDIT_TAMPERED"
 )
 
 // Problem is one finding of a validation that reports every problem at once.
@@ -142,7 +143,7 @@ func StatusFor(code string) int {
 		return http.StatusUnprocessableEntity
 	case CodeQuotaExceeded:
 		return http.StatusRequestEntityTooLarge
-	case CodeInUse, CodeJobConflict, CodeModelTampered, CodeGateFailed:
+	case CodeInUse, CodeJobConflict, CodeModelTampered, CodeGateFailed, CodeAuditTampered:
 		return http.StatusConflict
 	case CodeQueueFull:
 		return http.StatusTooManyRequests

@@ -1,0 +1,397 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// CodeAuditTampered is the stable error code of a failed verification: an
+// entry was changed, removed or reordered, or the log no longer contains a
+// head recorded earlier. HTTP 409.
+const CodeAuditTampered = "AML_AUDIT_TAMPERED"
+
+// GenesisHash is the prevHash of the first entry: 64 zeros.
+const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// List limits.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 10_000
+)
+
+// Entry is one audit record.
+type Entry struct {
+	Seq      int64           `json:"seq"`
+	At       time.Time       `json:"at"` // millisecond precision, UTC
+	Actor    string          `json:"actor"`
+	Action   string          `json:"action"`
+	Subject  string          `json:"subject"`
+	LineID   string          `json:"lineId"`
+	Payload  json.RawMessage `json:"payload"` // canonical JSON
+	PrevHash string          `json:"prevHash"`
+	Hash     string          `json:"hash"`
+}
+
+// VerifyResult is the outcome of Verify: how many entries were read, the
+// head (hash of the last entry, GenesisHash for an empty log) and, when OK
+// is false, the first bad seq and what is wrong with it.
+type VerifyResult struct {
+	Entries  int64  `json:"entries"`
+	HeadSeq  int64  `json:"headSeq"`
+	Head     string `json:"head"`
+	OK       bool   `json:"ok"`
+	FirstBad int64  `json:"firstBad,omitempty"`
+	Problem  string `json:"problem,omitempty"`
+}
+
+// Log is the audit log over the store's writer (transactions BEGIN
+// IMMEDIATE) and reader pool. It is safe for concurrent use.
+type Log struct {
+	w, r *sql.DB
+	now  func() time.Time
+}
+
+// New returns the log over the writer w (sqlite.Store.DB()) and the
+// reader pool r (sqlite.Store.ReadDB(); nil means read through w).
+func New(w, r *sql.DB) *Log {
+	if r == nil {
+		r = w
+	}
+	return &Log{w: w, r: r, now: time.Now}
+}
+
+// Append appends one entry in its own IMMEDIATE transaction and returns it.
+// payload is any value encoding/json can marshal, or raw JSON; nil is
+// stored as {}. Non-finite numbers are refused (AML_NON_FINITE).
+func (l *Log) Append(ctx context.Context, actor, action, subject, lineID string, payload any) (Entry, error) {
+	// Validate before taking the write lock.
+	p, err := prepare(actor, action, subject, payload)
+	if err != nil {
+		return Entry{}, err
+	}
+	tx, err := l.w.BeginTx(ctx, nil)
+	if err != nil {
+		return Entry{}, dbErr(err, "audit: begin")
+	}
+	e, err := l.appendTx(ctx, tx, actor, action, subject, lineID, p)
+	if err != nil {
+		tx.Rollback()
+		return Entry{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Entry{}, dbErr(err, "audit: commit")
+	}
+	return e, nil
+}
+
+// AppendTx appends one entry inside the caller's transaction, so the entry
+// exists exactly when the caller's change does. tx must be a write
+// transaction begun IMMEDIATE on the store's writer (as all of the store's
+// are), so that no other process appends between the head read and the
+// insert; a chain fork is impossible in any case (seq is the primary key
+// and a trigger refuses inserts that do not extend the head).
+func (l *Log) AppendTx(ctx context.Context, tx *sql.Tx, actor, action, subject, lineID string, payload any) (Entry, error) {
+	p, err := prepare(actor, action, subject, payload)
+	if err != nil {
+		return Entry{}, err
+	}
+	return l.appendTx(ctx, tx, actor, action, subject, lineID, p)
+}
+
+func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, actor, action, subject, lineID string, p json.RawMessage) (Entry, error) {
+	e := Entry{Actor: actor, Action: action, Subject: subject, LineID: lineID, Payload: p, PrevHash: GenesisHash, Seq: 1}
+	var last int64
+	var prev string
+	switch err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return Entry{}, dbErr(err, "audit: read head")
+	default:
+		e.Seq, e.PrevHash = last+1, prev
+	}
+	at := l.now().UnixMilli()
+	e.At = time.UnixMilli(at).UTC()
+	var err error
+	if e.Hash, err = hashOf(e.Seq, at, actor, action, subject, lineID, p, e.PrevHash); err != nil {
+		return Entry{}, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log(seq, at, actor, action, subject, line_id, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)`,
+		e.Seq, at, actor, action, subject, lineID, string(p), e.PrevHash, e.Hash); err != nil {
+		return Entry{}, dbErr(err, "audit: append seq %d", e.Seq)
+	}
+	return e, nil
+}
+
+// prepare validates the fields and returns the canonical payload.
+func prepare(actor, action, subject string, payload any) (json.RawMessage, error) {
+	for _, f := range []struct{ name, v string }{{"actor", actor}, {"action", action}, {"subject", subject}} {
+		if strings.TrimSpace(f.v) == "" {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, f.name, "audit entry needs a non-empty %s", f.name)
+		}
+	}
+	switch p := payload.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		if len(p) == 0 {
+			return json.RawMessage("{}"), nil
+		}
+	case []byte:
+		if len(p) == 0 {
+			return json.RawMessage("{}"), nil
+		}
+	}
+	b, err := core.CanonicalJSON(payload)
+	if err != nil {
+		var ae *core.Error
+		if errors.As(err, &ae) && ae.Field == "" {
+			ae.Field = "payload"
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// ComputeHash recomputes e's hash from its fields (Hash itself is ignored).
+func ComputeHash(e Entry) (string, error) {
+	return hashOf(e.Seq, e.At.UnixMilli(), e.Actor, e.Action, e.Subject, e.LineID, e.Payload, e.PrevHash)
+}
+
+func hashOf(seq, atMs int64, actor, action, subject, lineID string, payload []byte, prev string) (string, error) {
+	doc, err := hashDoc(seq, atMs, actor, action, subject, lineID, payload, prev)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(doc)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// hashDoc is the canonical JSON that an entry's hash is the sha256 of.
+func hashDoc(seq, atMs int64, actor, action, subject, lineID string, payload []byte, prev string) ([]byte, error) {
+	if !json.Valid(payload) {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "payload", "payload is not valid JSON")
+	}
+	return core.CanonicalJSON(map[string]any{
+		"seq":      seq,
+		"at":       atMs,
+		"actor":    actor,
+		"action":   action,
+		"subject":  subject,
+		"lineId":   lineID,
+		"payload":  json.RawMessage(payload),
+		"prevHash": prev,
+	})
+}
+
+// List returns up to limit entries with seq > afterSeq in seq order, only
+// those of subject when it is not empty. limit ≤ 0 means DefaultListLimit;
+// it is capped at MaxListLimit. Page with afterSeq = last returned seq.
+func (l *Log) List(ctx context.Context, afterSeq int64, limit int, subject string) ([]Entry, error) {
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, MaxListLimit)
+	q := `SELECT seq, at, actor, action, subject, line_id, payload, prev_hash, hash FROM audit_log WHERE seq > ?`
+	args := []any{afterSeq}
+	if subject != "" {
+		q += ` AND subject = ?`
+		args = append(args, subject)
+	}
+	q += ` ORDER BY seq LIMIT ?`
+	args = append(args, limit)
+	rows, err := l.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr(err, "audit: list")
+	}
+	defer rows.Close()
+	out := []Entry{}
+	for rows.Next() {
+		var e Entry
+		var at int64
+		var p string
+		if err := rows.Scan(&e.Seq, &at, &e.Actor, &e.Action, &e.Subject, &e.LineID, &p, &e.PrevHash, &e.Hash); err != nil {
+			return nil, dbErr(err, "audit: list")
+		}
+		e.At, e.Payload = time.UnixMilli(at).UTC(), json.RawMessage(p)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr(err, "audit: list")
+	}
+	return out, nil
+}
+
+// Head returns the last entry's seq and hash, (0, GenesisHash) for an empty
+// log. Record it elsewhere to detect a later truncation with VerifyHead.
+func (l *Log) Head(ctx context.Context) (int64, string, error) {
+	var seq int64
+	var h string
+	err := l.r.QueryRowContext(ctx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).Scan(&seq, &h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, GenesisHash, nil
+	}
+	if err != nil {
+		return 0, "", dbErr(err, "audit: read head")
+	}
+	return seq, h, nil
+}
+
+// Verify recomputes every entry's hash in seq order and checks the links
+// and that seq runs 1, 2, … without gaps. On any problem it returns the
+// result (OK false, FirstBad, Problem) together with an AML_AUDIT_TAMPERED
+// error naming the first bad seq. A truncated tail is not detectable from
+// the log alone: see VerifyHead.
+func (l *Log) Verify(ctx context.Context) (VerifyResult, error) {
+	return l.verify(ctx, -1, "")
+}
+
+// VerifyHead is Verify plus the check that the log still contains the head
+// (seq, hash) recorded earlier by Head: it detects entries removed from the
+// end and a rewritten suffix. seq 0 with GenesisHash is the empty log's
+// head and always holds.
+func (l *Log) VerifyHead(ctx context.Context, seq int64, hash string) (VerifyResult, error) {
+	if seq < 0 || len(hash) != 64 {
+		return VerifyResult{}, core.Errorf(core.CodeInvalidArgument, "expected head needs seq ≥ 0 and a 64-hex hash, got %d and %q", seq, hash)
+	}
+	if seq == 0 && hash != GenesisHash {
+		return VerifyResult{}, core.Errorf(core.CodeInvalidArgument, "the head of seq 0 is %s", GenesisHash)
+	}
+	return l.verify(ctx, seq, strings.ToLower(hash))
+}
+
+func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (VerifyResult, error) {
+	res := VerifyResult{Head: GenesisHash}
+	fail := func(seq int64, format string, args ...any) {
+		if res.FirstBad == 0 {
+			res.FirstBad, res.Problem = seq, fmt.Sprintf(format, args...)
+		}
+	}
+	// One SELECT reads one snapshot (WAL), so concurrent appends do not
+	// confuse the walk.
+	rows, err := l.r.QueryContext(ctx, `SELECT seq, at, actor, action, subject, line_id, payload, prev_hash, hash FROM audit_log ORDER BY seq`)
+	if err != nil {
+		return res, dbErr(err, "audit: verify")
+	}
+	defer rows.Close()
+	var prevSeq int64
+	prevHash := GenesisHash
+	for rows.Next() {
+		var seq int64
+		var cols [8]any
+		if err := rows.Scan(&seq, &cols[0], &cols[1], &cols[2], &cols[3], &cols[4], &cols[5], &cols[6], &cols[7]); err != nil {
+			return res, dbErr(err, "audit: verify")
+		}
+		res.Entries++
+		bad, probs := seq, []string(nil)
+		gap := seq != prevSeq+1
+		if gap {
+			// seq is an INTEGER PRIMARY KEY read in order, so it only jumps
+			// forward: entries were deleted.
+			bad = prevSeq + 1
+			if seq-1 == bad {
+				probs = append(probs, fmt.Sprintf("entry %d is missing (the next present is %d)", bad, seq))
+			} else {
+				probs = append(probs, fmt.Sprintf("entries %d..%d are missing (the next present is %d)", bad, seq-1, seq))
+			}
+		}
+		at, actor, action, subject, lineID, payload, prev, hash, problem := decodeRow(cols)
+		if problem != "" {
+			probs = append(probs, fmt.Sprintf("entry %d: %s", seq, problem))
+		} else {
+			if prev != prevHash {
+				if gap {
+					probs = append(probs, fmt.Sprintf("entry %d's prevHash %.12s… does not link to entry %d before the gap (%.12s…)", seq, prev, prevSeq, prevHash))
+				} else {
+					probs = append(probs, fmt.Sprintf("entry %d's prevHash %.12s… is not the hash of entry %d (%.12s…): entry %d was rewritten or entry %d's link was changed", seq, prev, prevSeq, prevHash, prevSeq, seq))
+				}
+			}
+			if h, err := hashOf(seq, at, actor, action, subject, lineID, payload, prev); err != nil {
+				probs = append(probs, fmt.Sprintf("entry %d: %v", seq, err))
+			} else if h != hash {
+				probs = append(probs, fmt.Sprintf("entry %d's content does not match its hash (recomputed %.12s…, stored %.12s…): it was changed", seq, h, hash))
+			}
+		}
+		if wantSeq > 0 && seq == wantSeq && hash != wantHash {
+			probs = append(probs, fmt.Sprintf("entry %d's hash is %.12s… but the recorded head is %.12s…: the log was rewritten from entry %d or earlier", seq, hash, wantHash, seq))
+		}
+		if len(probs) > 0 {
+			fail(bad, "%s", strings.Join(probs, "; "))
+		}
+		prevSeq, prevHash = seq, hash
+		res.HeadSeq, res.Head = seq, hash
+	}
+	if err := rows.Err(); err != nil {
+		return res, dbErr(err, "audit: verify")
+	}
+	if wantSeq > res.HeadSeq {
+		fail(res.HeadSeq+1, "the log ends at entry %d but the recorded head is entry %d (%.12s…): entries %d..%d were removed", res.HeadSeq, wantSeq, wantHash, res.HeadSeq+1, wantSeq)
+	}
+	if res.FirstBad != 0 {
+		e := core.Errorf(CodeAuditTampered, "audit log tampered at seq %d: %s (%d entries read)", res.FirstBad, res.Problem, res.Entries)
+		e.Status = http.StatusConflict
+		return res, e
+	}
+	res.OK = true
+	return res, nil
+}
+
+// decodeRow converts the scanned columns, reporting a column whose type or
+// value no SQL-level edit through this package could have produced.
+func decodeRow(c [8]any) (at int64, actor, action, subject, lineID string, payload []byte, prev, hash, problem string) {
+	at, ok := c[0].(int64)
+	if !ok {
+		return 0, "", "", "", "", nil, "", "", fmt.Sprintf("at is %T, not an integer", c[0])
+	}
+	names := [...]string{"actor", "action", "subject", "lineId", "payload", "prevHash", "hash"}
+	var s [7]string
+	for i := range s {
+		switch v := c[i+1].(type) {
+		case string:
+			s[i] = v
+		case []byte:
+			s[i] = string(v)
+		default:
+			return 0, "", "", "", "", nil, "", "", fmt.Sprintf("%s is %T, not text", names[i], c[i+1])
+		}
+	}
+	if !json.Valid([]byte(s[4])) {
+		return 0, "", "", "", "", nil, "", "", "payload is not valid JSON"
+	}
+	return at, s[0], s[1], s[2], s[3], []byte(s[4]), s[5], s[6], ""
+}
+
+// dbErr maps a driver error to a typed error.
+func dbErr(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var ae *core.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN:
+			return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+		case sqlite3.SQLITE_CONSTRAINT:
+			return core.Wrap(core.CodeConflict, err, format, args...)
+		}
+	}
+	return core.Wrap(core.CodeInternal, err, format, args...)
+}
