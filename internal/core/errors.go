@@ -43,6 +43,11 @@ const (
 	CodePhysicsNonFinite    = "AML_PHYSICS_NON_FINITE"
 	CodeModelInvalid        = "AML_MODEL_INVALID"
 	CodeAuditTampered       = "AML_AUDIT_TAMPERED"
+	CodeContractInvalid     = "AML_CONTRACT_INVALID"
+	CodeSceneFrozen         = "AML_SCENE_FROZEN"
+	CodeCertInvalid         = "AML_CERT_INVALID"
+	CodeCertRefused         = "AML_CERT_REFUSED"
+	CodeCertExpired         = "AML_CERT_EXPIRED"
 )
 
 // Problem is one finding of a validation that reports every problem at once.
@@ -139,14 +144,16 @@ func StatusFor(code string) int {
 	case CodeUsage, CodeInvalidArgument, CodeNonFinite:
 		return http.StatusBadRequest
 	case CodeIngestInvalid, CodeSpecInvalid, CodeDatasetTampered, CodeUnitContractInvalid, CodeDatasetEmpty,
-		CodePhysicsInvalid, CodePhysicsNonFinite, CodeModelInvalid:
+		CodePhysicsInvalid, CodePhysicsNonFinite, CodeModelInvalid, CodeContractInvalid, CodeCertInvalid, CodeCertRefused:
 		return http.StatusUnprocessableEntity
 	case CodeQuotaExceeded:
 		return http.StatusRequestEntityTooLarge
-	case CodeInUse, CodeJobConflict, CodeModelTampered, CodeGateFailed, CodeAuditTampered:
+	case CodeInUse, CodeJobConflict, CodeModelTampered, CodeGateFailed, CodeAuditTampered, CodeSceneFrozen:
 		return http.StatusConflict
 	case CodeQueueFull:
 		return http.StatusTooManyRequests
+	case CodeCertExpired:
+		return http.StatusGone
 	case CodeForbidden:
 		return http.StatusForbidden
 	case CodeStoreUnavailable, CodeSchemaTooNew, CodeSchemaMismatch:

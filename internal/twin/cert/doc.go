@@ -1,0 +1,19 @@
+// Package cert issues, signs, verifies and moves recommendation
+// certificates (contract.RecommendationCertificate) through their
+// lifecycle:
+//
+//	ISSUED ──Approve──▶ APPROVED ──MarkExecuted──▶ EXECUTED
+//	  │  ╲                 │  ╲
+//	  │   Revoke           │   Revoke ──▶ REVOKED
+//	  │                    │
+//	  └──expiry────────────┴──expiry──▶ EXPIRED
+//
+// EXECUTED, EXPIRED and REVOKED are final. A certificate is issued only
+// for a virtual trial on a frozen scene that passed (every constraint of
+// the scene evaluated and passed, candidate in distribution) and improves
+// on the baseline; it expires after a TTL (at most MaxTTL). The issuer
+// signs the certificate hash with an Ed25519 key kept in
+// <dir>/cert-key.json; approvals and the rest of the lifecycle record are
+// not signed. Only an APPROVED, unexpired certificate authorises a write
+// (CanWrite, Authorize). See docs/twin-contracts.md.
+package cert

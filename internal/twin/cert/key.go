@@ -1,0 +1,274 @@
+package cert
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
+// KeyFileName is the name of the signing key file inside the key
+// directory.
+const KeyFileName = "cert-key.json"
+
+// keyFileVersion is the version of the key file format.
+const keyFileVersion = 1
+
+// maxKeyFile bounds the key file read.
+const maxKeyFile = 64 << 10
+
+// KeyPair is the certificate signing key. The private half never leaves
+// the package: it is not exported, not marshalled and only written to the
+// key file.
+type KeyPair struct {
+	// ID is the first 16 hex characters of sha256(Public).
+	ID      string
+	Public  ed25519.PublicKey
+	private ed25519.PrivateKey
+}
+
+// keyFile is the JSON form of <dir>/cert-key.json.
+type keyFile struct {
+	Version    int       `json:"version"`
+	Algorithm  string    `json:"algorithm"` // "ed25519"
+	KeyID      string    `json:"keyId"`
+	PublicKey  string    `json:"publicKey"` // base64 of the 32 raw bytes
+	PrivateKey string    `json:"privateKeySeed"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
+// KeyID returns the id of a public key: the first 16 hex characters of its
+// sha256.
+func KeyID(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// GenerateKey makes a new key pair from crypto/rand (not stored).
+func GenerateKey() (*KeyPair, error) {
+	return generateKey(rand.Reader)
+}
+
+func generateKey(r io.Reader) (*KeyPair, error) {
+	pub, priv, err := ed25519.GenerateKey(r)
+	if err != nil {
+		return nil, core.Wrap(core.CodeInternal, err, "generate certificate key")
+	}
+	return &KeyPair{ID: KeyID(pub), Public: pub, private: priv}, nil
+}
+
+// LoadOrCreateKey loads the signing key from <dir>/cert-key.json, creating
+// dir (0700) and the key at first start. Creation is exclusive and atomic:
+// the key is written to a private temporary file (0600), synced, then
+// hard-linked to its name, which fails if the file exists — so two
+// processes starting together end up with the same key, and a reader
+// never sees a half-written file. (On a file system without hard links
+// the file is created with O_EXCL instead.)
+//
+// An existing key is never replaced: a corrupt or inconsistent file, or
+// (outside Windows) one readable or writable by group or others, is an
+// error and the operator must fix it. Replacing the key would invalidate
+// every certificate it signed.
+func LoadOrCreateKey(dir string) (*KeyPair, error) {
+	path := filepath.Join(dir, KeyFileName)
+	k, err := loadKey(path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return k, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, core.Wrap(core.CodeInternal, err, "create key directory %s", dir)
+	}
+	k, err = GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.MarshalIndent(keyFile{
+		Version:    keyFileVersion,
+		Algorithm:  "ed25519",
+		KeyID:      k.ID,
+		PublicKey:  base64.StdEncoding.EncodeToString(k.Public),
+		PrivateKey: base64.StdEncoding.EncodeToString(k.private.Seed()),
+		CreatedAt:  time.Now().UTC().Truncate(time.Second),
+	}, "", "  ")
+	if err != nil {
+		return nil, core.Wrap(core.CodeInternal, err, "encode certificate key")
+	}
+	data = append(data, '\n')
+	created, err := createExclusive(dir, path, data)
+	if err != nil {
+		return nil, err
+	}
+	if !created { // another process won the race: use its key
+		return loadKey(path)
+	}
+	return k, nil
+}
+
+// createExclusive writes data to path unless path exists. It reports
+// whether it created the file.
+func createExclusive(dir, path string, data []byte) (bool, error) {
+	tmp, err := os.CreateTemp(dir, ".cert-key-*.tmp") // O_EXCL, mode 0600
+	if err != nil {
+		return false, core.Wrap(core.CodeInternal, err, "create temporary key file")
+	}
+	tmpName := tmp.Name()
+	defer os.Remove(tmpName)
+	if cerr := tmp.Chmod(0o600); cerr != nil && runtime.GOOS != "windows" {
+		err = cerr
+	}
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, core.Wrap(core.CodeInternal, err, "write temporary key file")
+	}
+	err = os.Link(tmpName, path)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrExist):
+		return false, nil
+	default:
+		// No hard links here: fall back to an exclusive create.
+		f, oerr := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(oerr, fs.ErrExist) {
+			return false, nil
+		}
+		if oerr != nil {
+			return false, core.Wrap(core.CodeInternal, oerr, "create key file %s", path)
+		}
+		_, werr := f.Write(data)
+		if werr == nil {
+			werr = f.Sync()
+		}
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			_ = os.Remove(path)
+			return false, core.Wrap(core.CodeInternal, werr, "write key file %s", path)
+		}
+	}
+	syncDir(dir)
+	return true, nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
+
+// loadKey reads and checks a key file. A missing file is an error
+// wrapping fs.ErrNotExist.
+func loadKey(path string) (*KeyPair, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, core.Wrap(core.CodeInternal, err, "open certificate key")
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, core.Wrap(core.CodeInternal, err, "stat certificate key")
+	}
+	if !st.Mode().IsRegular() {
+		return nil, core.Errorf(core.CodeInternal, "certificate key %s is not a regular file", path)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		return nil, core.Errorf(core.CodeInternal, "certificate key %s has mode %04o; it must be readable by its owner only (chmod 600 %s)", path, st.Mode().Perm(), path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, core.Wrap(core.CodeInternal, err, "read certificate key")
+	}
+	if len(data) > maxKeyFile {
+		return nil, core.Errorf(core.CodeInternal, "certificate key %s is larger than %d bytes", path, maxKeyFile)
+	}
+	bad := func(format string, args ...any) error {
+		return core.Errorf(core.CodeInternal, "certificate key %s is unusable (never replaced automatically: restore it from a backup): "+format, append([]any{path}, args...)...)
+	}
+	var kf keyFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&kf); err != nil {
+		return nil, bad("%v", err)
+	}
+	if kf.Version != keyFileVersion || kf.Algorithm != "ed25519" {
+		return nil, bad("version %d algorithm %q, want version %d ed25519", kf.Version, kf.Algorithm, keyFileVersion)
+	}
+	seed, err := base64.StdEncoding.DecodeString(kf.PrivateKey)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, bad("privateKeySeed is not %d base64 bytes", ed25519.SeedSize)
+	}
+	priv := ed25519.NewKeyFromSeed(seed)
+	pub := priv.Public().(ed25519.PublicKey)
+	if kf.PublicKey != base64.StdEncoding.EncodeToString(pub) {
+		return nil, bad("publicKey does not belong to the private key")
+	}
+	if kf.KeyID != KeyID(pub) {
+		return nil, bad("keyId %q is not the id %q of the public key", kf.KeyID, KeyID(pub))
+	}
+	return &KeyPair{ID: kf.KeyID, Public: pub, private: priv}, nil
+}
+
+// PublicPEM returns the public key as a PEM "PUBLIC KEY" block (PKIX,
+// RFC 8410), for verifiers outside AML.
+func (k *KeyPair) PublicPEM() []byte {
+	der, err := x509.MarshalPKIXPublicKey(k.Public)
+	if err != nil { // cannot happen for a valid ed25519 key
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// ParsePublicPEM parses a PEM "PUBLIC KEY" block holding an Ed25519 key.
+func ParsePublicPEM(data []byte) (ed25519.PublicKey, error) {
+	b, _ := pem.Decode(data)
+	if b == nil || b.Type != "PUBLIC KEY" {
+		return nil, core.Errorf(core.CodeInvalidArgument, "no PEM PUBLIC KEY block")
+	}
+	k, err := x509.ParsePKIXPublicKey(b.Bytes)
+	if err != nil {
+		return nil, core.Wrap(core.CodeInvalidArgument, err, "parse public key")
+	}
+	pub, ok := k.(ed25519.PublicKey)
+	if !ok {
+		return nil, core.Errorf(core.CodeInvalidArgument, "public key is %T, not Ed25519", k)
+	}
+	return pub, nil
+}
+
+// sign signs the 32 raw bytes of a hex sha256.
+func (k *KeyPair) sign(hexHash string) (string, error) {
+	if k == nil || len(k.private) != ed25519.PrivateKeySize {
+		return "", core.Errorf(core.CodeInvalidArgument, "no private signing key")
+	}
+	digest, err := hex.DecodeString(hexHash)
+	if err != nil || len(digest) != sha256.Size {
+		return "", core.Errorf(core.CodeInternal, "certificate hash %q is not a sha256", hexHash)
+	}
+	return base64.StdEncoding.EncodeToString(ed25519.Sign(k.private, digest)), nil
+}
