@@ -98,7 +98,7 @@ func newRoot(a *app) *cobra.Command {
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print a machine-readable JSON result on stdout (and nothing else)")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error (logs go to stderr)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
-	root.AddCommand(newIngestCmd(a), newRunsCmd(a), newNodesCmd(a), newTSCmd(a), newSimCmd(a), newDBCmd(a), newDatasetCmd(a), newJobCmd(a), newWorkerCmd(a), newModelCmd(a), newEnvCmd(a), newRetentionCmd(a), newBenchCmd(a), newAuditCmd(a))
+	root.AddCommand(newIngestCmd(a), newRunsCmd(a), newNodesCmd(a), newTSCmd(a), newSimCmd(a), newDBCmd(a), newDatasetCmd(a), newJobCmd(a), newWorkerCmd(a), newModelCmd(a), newEnvCmd(a), newRetentionCmd(a), newBenchCmd(a), newAuditCmd(a), newTwinCmd(a))
 	return root
 }
 

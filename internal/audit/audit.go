@@ -395,3 +395,6 @@ func dbErr(err error, format string, args ...any) error {
 	}
 	return core.Wrap(core.CodeInternal, err, format, args...)
 }
+
+// SetClock replaces the clock that stamps new entries (tests, replays).
+func (l *Log) SetClock(now func() time.Time) { l.now = now }

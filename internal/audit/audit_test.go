@@ -1,4 +1,4 @@
-package audit
+package audit_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/aml-project/aml/internal/audit"
 	"math"
 	"net/http"
 	"strings"
@@ -29,19 +30,19 @@ func openStore(t *testing.T, dir string) *sqlite.Store {
 	return s
 }
 
-func newLog(t *testing.T) (*Log, *sqlite.Store) {
+func newLog(t *testing.T) (*audit.Log, *sqlite.Store) {
 	t.Helper()
 	s := openStore(t, t.TempDir())
-	l := New(s.DB(), s.ReadDB())
+	l := audit.New(s.DB(), s.ReadDB())
 	clock := time.UnixMilli(1_767_600_000_000)
-	l.now = func() time.Time { clock = clock.Add(1500 * time.Microsecond); return clock }
+	l.SetClock(func() time.Time { clock = clock.Add(1500 * time.Microsecond); return clock })
 	return l, s
 }
 
 // fill appends n entries (subjects alternate s-0, s-1) and returns them.
-func fill(t *testing.T, l *Log, n int) []Entry {
+func fill(t *testing.T, l *audit.Log, n int) []audit.Entry {
 	t.Helper()
-	var out []Entry
+	var out []audit.Entry
 	for i := range n {
 		e, err := l.Append(context.Background(), "alice", "trial", fmt.Sprintf("s-%d", i%2), "L1", map[string]any{"i": i, "x": 0.5 * float64(i)})
 		if err != nil {
@@ -70,10 +71,10 @@ func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
 
 // wantTampered asserts Verify (or VerifyHead) failed with the stable code,
 // HTTP 409, first bad seq and problem text fragments.
-func wantTampered(t *testing.T, res VerifyResult, err error, seq int64, frags ...string) {
+func wantTampered(t *testing.T, res audit.VerifyResult, err error, seq int64, frags ...string) {
 	t.Helper()
-	if core.CodeOf(err) != CodeAuditTampered {
-		t.Fatalf("want %s, got %v (result %+v)", CodeAuditTampered, err, res)
+	if core.CodeOf(err) != audit.CodeAuditTampered {
+		t.Fatalf("want %s, got %v (result %+v)", audit.CodeAuditTampered, err, res)
 	}
 	var ae *core.Error
 	if errors.As(err, &ae); ae.Status != http.StatusConflict {
@@ -97,23 +98,23 @@ func TestAppendListVerify(t *testing.T) {
 	ctx := context.Background()
 
 	res, err := l.Verify(ctx)
-	if err != nil || !res.OK || res.Entries != 0 || res.Head != GenesisHash {
+	if err != nil || !res.OK || res.Entries != 0 || res.Head != audit.GenesisHash {
 		t.Fatalf("empty log: %+v %v", res, err)
 	}
-	if seq, h, err := l.Head(ctx); err != nil || seq != 0 || h != GenesisHash {
+	if seq, h, err := l.Head(ctx); err != nil || seq != 0 || h != audit.GenesisHash {
 		t.Fatalf("empty head %d %s %v", seq, h, err)
 	}
 
 	es := fill(t, l, 5)
-	if es[0].Seq != 1 || es[0].PrevHash != GenesisHash {
+	if es[0].Seq != 1 || es[0].PrevHash != audit.GenesisHash {
 		t.Fatalf("first entry %+v", es[0])
 	}
 	for i, e := range es {
 		if e.Seq != int64(i+1) || (i > 0 && e.PrevHash != es[i-1].Hash) || len(e.Hash) != 64 {
 			t.Fatalf("entry %d %+v", i, e)
 		}
-		if h, err := ComputeHash(e); err != nil || h != e.Hash {
-			t.Fatalf("ComputeHash(%d) = %s %v, want %s", e.Seq, h, err, e.Hash)
+		if h, err := audit.ComputeHash(e); err != nil || h != e.Hash {
+			t.Fatalf("audit.ComputeHash(%d) = %s %v, want %s", e.Seq, h, err, e.Hash)
 		}
 		if e.At.Location() != time.UTC || e.At.Nanosecond()%int(time.Millisecond) != 0 {
 			t.Fatalf("at %v not UTC milliseconds", e.At)
@@ -133,7 +134,7 @@ func TestAppendListVerify(t *testing.T) {
 	if res, err := l.VerifyHead(ctx, 3, es[2].Hash); err != nil || !res.OK {
 		t.Fatalf("verify head 3: %+v %v", res, err)
 	}
-	if res, err := l.VerifyHead(ctx, 0, GenesisHash); err != nil || !res.OK {
+	if res, err := l.VerifyHead(ctx, 0, audit.GenesisHash); err != nil || !res.OK {
 		t.Fatalf("verify genesis head: %+v %v", res, err)
 	}
 
@@ -199,7 +200,7 @@ func TestAppendRefusesBadInput(t *testing.T) {
 // for verifiers written outside AML.
 func TestCanonicalHashStable(t *testing.T) {
 	at := time.UnixMilli(1_767_600_000_123)
-	base := Entry{Seq: 7, At: at, Actor: "alice", Action: "certificate.issue", Subject: "cert-1", LineID: "L1", PrevHash: strings.Repeat("ab", 32)}
+	base := audit.Entry{Seq: 7, At: at, Actor: "alice", Action: "certificate.issue", Subject: "cert-1", LineID: "L1", PrevHash: strings.Repeat("ab", 32)}
 	var hashes []string
 	for _, p := range []string{
 		`{"b":{"y":2,"x":1},"a":[1,2.50,"é<>"],"c":null}`,
@@ -207,7 +208,7 @@ func TestCanonicalHashStable(t *testing.T) {
 	} {
 		e := base
 		e.Payload = json.RawMessage(p)
-		h, err := ComputeHash(e)
+		h, err := audit.ComputeHash(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +226,7 @@ func TestCanonicalHashStable(t *testing.T) {
 		}
 		e := base
 		e.Payload = p
-		h, _ := ComputeHash(e)
+		h, _ := audit.ComputeHash(e)
 		hashes = append(hashes, h)
 	}
 	p, _ := core.CanonicalJSON(struct {
@@ -235,7 +236,7 @@ func TestCanonicalHashStable(t *testing.T) {
 	}{inner{2, 1}, []any{1, 2.5, "é<>"}, nil})
 	e := base
 	e.Payload = p
-	h, _ := ComputeHash(e)
+	h, _ := audit.ComputeHash(e)
 	hashes = append(hashes, h)
 
 	doc := `{"action":"certificate.issue","actor":"alice","at":1767600000123,"lineId":"L1",` +
@@ -283,7 +284,7 @@ func TestTriggersRefuseUpdateDeleteAndForks(t *testing.T) {
 	for _, c := range []struct {
 		seq  int64
 		prev string
-	}{{2, es[0].Hash}, {5, es[2].Hash}, {4, es[1].Hash}, {4, GenesisHash}} {
+	}{{2, es[0].Hash}, {5, es[2].Hash}, {4, es[1].Hash}, {4, audit.GenesisHash}} {
 		_, err := db.Exec(`INSERT INTO audit_log(seq, at, actor, action, subject, payload, prev_hash, hash) VALUES (?,1,'m','x','s','{}',?,?)`,
 			c.seq, c.prev, strings.Repeat("f", 64))
 		if err == nil || !strings.Contains(err.Error(), "extend the chain") {
@@ -336,7 +337,7 @@ func TestVerifyDetectsRehashedEdit(t *testing.T) {
 	dropTriggers(t, s)
 	forged := es[2]
 	forged.Actor = "mallory"
-	h, _ := ComputeHash(forged)
+	h, _ := audit.ComputeHash(forged)
 	mustExec(t, s.DB(), `UPDATE audit_log SET actor = ?, hash = ? WHERE seq = 3`, forged.Actor, h)
 	res, err := l.Verify(context.Background())
 	wantTampered(t, res, err, 4, "entry 4's prevHash", "not the hash of entry 3")
@@ -346,7 +347,7 @@ func TestVerifyDetectsRehashedEdit(t *testing.T) {
 	prev := h
 	for _, e := range es[3:] {
 		e.PrevHash = prev
-		nh, _ := ComputeHash(e)
+		nh, _ := audit.ComputeHash(e)
 		mustExec(t, s.DB(), `UPDATE audit_log SET prev_hash = ?, hash = ? WHERE seq = ?`, prev, nh, e.Seq)
 		prev = nh
 	}
@@ -382,7 +383,7 @@ func TestVerifyDetectsDeletions(t *testing.T) {
 		mustExec(t, s.DB(), `DELETE FROM audit_log WHERE seq IN (2, 3)`)
 		e := es[3]
 		e.PrevHash = es[0].Hash
-		h, _ := ComputeHash(e)
+		h, _ := audit.ComputeHash(e)
 		mustExec(t, s.DB(), `UPDATE audit_log SET prev_hash = ?, hash = ? WHERE seq = 4`, e.PrevHash, h)
 		res, err := l.Verify(context.Background())
 		wantTampered(t, res, err, 2, "entries 2..3 are missing")
@@ -428,7 +429,7 @@ func TestVerifyHeadArguments(t *testing.T) {
 	for _, c := range []struct {
 		seq  int64
 		hash string
-	}{{-1, GenesisHash}, {1, "abc"}, {0, strings.Repeat("1", 64)}} {
+	}{{-1, audit.GenesisHash}, {1, "abc"}, {0, strings.Repeat("1", 64)}} {
 		if _, err := l.VerifyHead(context.Background(), c.seq, c.hash); core.CodeOf(err) != core.CodeInvalidArgument {
 			t.Errorf("VerifyHead(%d, %q): %v", c.seq, c.hash, err)
 		}
@@ -487,7 +488,7 @@ func TestAppendTx(t *testing.T) {
 func TestConcurrentAppendsOneChain(t *testing.T) {
 	dir := t.TempDir()
 	s1, s2 := openStore(t, dir), openStore(t, dir)
-	logs := []*Log{New(s1.DB(), s1.ReadDB()), New(s2.DB(), s2.ReadDB())}
+	logs := []*audit.Log{audit.New(s1.DB(), s1.ReadDB()), audit.New(s2.DB(), s2.ReadDB())}
 	const workers, each = 4, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*workers*each)

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aml-project/aml/internal/audit"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/twin/contract"
+	"github.com/spf13/cobra"
+)
+
+// twinCLI runs `aml twin ARGS` on data dir d through newTwinCmd under a
+// minimal root, and returns stdout, the error and the exit status run()
+// would give it (0, 1 error, 2 usage).
+func twinCLI(t *testing.T, d string, args ...string) (string, error, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &app{dataDir: d, stdout: &out, stderr: &errb}
+	root := &cobra.Command{Use: "aml", SilenceUsage: true, SilenceErrors: true}
+	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	root.AddCommand(newTwinCmd(a))
+	root.SetArgs(append([]string{"twin"}, args...))
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	err := root.ExecuteContext(context.Background())
+	if a.store != nil {
+		a.store.Close()
+	}
+	code := 0
+	var ue *usageError
+	switch {
+	case err == nil:
+	case errors.As(err, &ue) || isCobraUsage(err):
+		code = 2
+	default:
+		code = 1
+	}
+	return out.String(), err, code
+}
+
+func TestTwinSceneCLI(t *testing.T) {
+	d := t.TempDir()
+	def := contract.DefaultInjectionScene()
+	h, err := def.Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, err, code := twinCLI(t, d, "scene", "put", "--default-injection")
+	if code != 0 || !strings.Contains(out, "hash "+h) || !strings.Contains(out, def.SceneID) {
+		t.Fatalf("put default: %d %v\n%s", code, err, out)
+	}
+
+	// A file: a new version of the default scene.
+	c := contract.DefaultInjectionScene()
+	c.SceneVersion, c.CreatedBy = "1.1.0", "alice"
+	js, _ := json.Marshal(c)
+	f := filepath.Join(t.TempDir(), "scene.json")
+	if err := os.WriteFile(f, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h2, _ := c.Hash()
+	out, err, code = twinCLI(t, d, "--json", "scene", "put", f)
+	var r sceneResult
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Hash != h2 || r.Status != "draft" || r.SceneVersion != "1.1.0" {
+		t.Fatalf("put file: %d %v\n%s", code, err, out)
+	}
+
+	// show: latest version by default, human summary.
+	out, err, code = twinCLI(t, d, "scene", "show", def.SceneID, "--version", "1.0.0")
+	if code != 0 || !strings.Contains(out, "status draft") || !strings.Contains(out, "hash "+h) || !strings.Contains(out, "maxStep") ||
+		!strings.Contains(out, "controls (") || !strings.Contains(out, "write policy:") {
+		t.Fatalf("show: %d %v\n%s", code, err, out)
+	}
+	for _, v := range def.Controls {
+		if !strings.Contains(out, v.ID) {
+			t.Fatalf("show lacks control %s:\n%s", v.ID, out)
+		}
+	}
+
+	// freeze: stale hash → AML_CONFLICT, exit 1, nothing changes.
+	stale := strings.Repeat("0", 64)
+	_, err, code = twinCLI(t, d, "scene", "freeze", def.SceneID, "--version", "1.0.0", "--expect-hash", stale, "--by", "bob")
+	if code != 1 || core.CodeOf(err) != core.CodeConflict {
+		t.Fatalf("stale freeze: %d %v", code, err)
+	}
+	// usage errors → exit 2.
+	if _, err, code = twinCLI(t, d, "scene", "freeze", def.SceneID, "--expect-hash", h); code != 2 {
+		t.Fatalf("freeze without --version: %d %v", code, err)
+	}
+	if _, err, code = twinCLI(t, d, "scene", "put"); code != 2 {
+		t.Fatalf("put without file: %d %v", code, err)
+	}
+	if _, err, code = twinCLI(t, d, "scene", "put", "--default-injection", f); code != 2 {
+		t.Fatalf("put with both: %d %v", code, err)
+	}
+
+	t.Setenv("USER", "carol")
+	out, err, code = twinCLI(t, d, "scene", "freeze", def.SceneID, "--version", "1.0.0", "--expect-hash", h)
+	if code != 0 || !strings.Contains(out, "frozen by carol") {
+		t.Fatalf("freeze: %d %v\n%s", code, err, out)
+	}
+	// A second freeze and a put over the frozen scene are refused.
+	if _, err, code = twinCLI(t, d, "scene", "freeze", def.SceneID, "--version", "1.0.0", "--expect-hash", h); code != 1 || core.CodeOf(err) != contract.CodeSceneFrozen {
+		t.Fatalf("refreeze: %d %v", code, err)
+	}
+	if _, err, code = twinCLI(t, d, "scene", "put", "--default-injection"); code != 1 || core.CodeOf(err) != contract.CodeSceneFrozen {
+		t.Fatalf("put over frozen: %d %v", code, err)
+	}
+
+	// show --json: the full frozen contract.
+	out, err, code = twinCLI(t, d, "--json", "scene", "show", def.SceneID, "--version", "1.0.0")
+	if code != 0 {
+		t.Fatalf("show json: %d %v", code, err)
+	}
+	got, err := contract.ParseScene([]byte(out))
+	if err != nil || got.Status != contract.SceneFrozen || got.FrozenBy != "carol" {
+		t.Fatalf("show json: %v\n%s", err, out)
+	}
+	if gh, _ := got.Hash(); gh != h {
+		t.Fatalf("frozen hash %s, want %s", gh, h)
+	}
+	// Latest version is 1.1.0, still a draft.
+	out, _, code = twinCLI(t, d, "scene", "show", def.SceneID)
+	if code != 0 || !strings.Contains(out, "version 1.1.0") || !strings.Contains(out, "status draft") {
+		t.Fatalf("show latest: %d\n%s", code, out)
+	}
+	if _, err, code = twinCLI(t, d, "scene", "show", "nope"); code != 1 || core.CodeOf(err) != core.CodeNotFound {
+		t.Fatalf("show missing: %d %v", code, err)
+	}
+
+	// The audit log holds put, put, freeze and verifies.
+	s, err := sqlite.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := audit.New(s.DB(), s.ReadDB()).Verify(context.Background())
+	if err != nil || !res.OK || res.Entries != 3 {
+		t.Fatalf("audit: %v %+v", err, res)
+	}
+}
