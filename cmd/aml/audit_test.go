@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,27 +10,12 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
-	"github.com/spf13/cobra"
 )
 
-// auditCLI runs `aml audit ARGS` on data dir d through newAuditCmd, under a
-// parent that declares --json the way the root command does.
+// auditCLI runs `aml audit ARGS` on data dir d.
 func auditCLI(t *testing.T, d string, args ...string) (string, string, error) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	a := &app{dataDir: d, stdout: &out, stderr: &errb}
-	root := &cobra.Command{Use: "aml", SilenceUsage: true, SilenceErrors: true}
-	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
-	root.AddCommand(newAuditCmd(a))
-	root.SetArgs(append([]string{"audit"}, args...))
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	err := root.ExecuteContext(context.Background())
-	if a.store != nil {
-		a.store.Close()
-	}
-	return out.String(), errb.String(), err
+	return subCLI(t, d, newAuditCmd, args...)
 }
 
 // seedAudit appends n entries to the audit log of data dir d.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"github.com/aml-project/aml/internal/store/sqlite"
 	"io"
 	"os"
 	"strings"
@@ -112,11 +114,7 @@ registered unless every file was written. Quotas: --max-windows and
 	show := &cobra.Command{
 		Use: "show ID", Short: "Show a dataset: shapes, split, normalisation, lineage", Args: argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			d, err := s.GetDataset(cmd.Context(), args[0])
+			s, d, err := a.dataset(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -163,11 +161,7 @@ registered unless every file was written. Quotas: --max-windows and
 	verify := &cobra.Command{
 		Use: "verify ID", Short: "Recompute a dataset's hash from its files (AML_DATASET_TAMPERED on any change)", Args: argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			d, err := s.GetDataset(cmd.Context(), args[0])
+			_, d, err := a.dataset(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -183,11 +177,7 @@ registered unless every file was written. Quotas: --max-windows and
 	report := &cobra.Command{
 		Use: "report ID", Short: "Print a dataset's report: per-node statistics, cleaning counts, lags, dropped runs", Args: argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			d, err := s.GetDataset(cmd.Context(), args[0])
+			_, d, err := a.dataset(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -267,4 +257,14 @@ func printReport(w io.Writer, d core.Dataset, r *dataset.Report) {
 			fmt.Fprintf(w, "  %s: %s\n", x.RunID, x.Reason)
 		}
 	}
+}
+
+// dataset opens the store and reads one registered dataset.
+func (a *app) dataset(ctx context.Context, id string) (*sqlite.Store, core.Dataset, error) {
+	s, err := a.openStore()
+	if err != nil {
+		return nil, core.Dataset{}, err
+	}
+	d, err := s.GetDataset(ctx, id)
+	return s, d, err
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/spf13/cobra"
 )
 
 // twinCLI runs `aml twin ARGS` on data dir d through newTwinCmd under a
@@ -22,19 +20,7 @@ import (
 // would give it (0, 1 error, 2 usage).
 func twinCLI(t *testing.T, d string, args ...string) (string, error, int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	a := &app{dataDir: d, stdout: &out, stderr: &errb}
-	root := &cobra.Command{Use: "aml", SilenceUsage: true, SilenceErrors: true}
-	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
-	root.AddCommand(newTwinCmd(a))
-	root.SetArgs(append([]string{"twin"}, args...))
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	err := root.ExecuteContext(context.Background())
-	if a.store != nil {
-		a.store.Close()
-	}
+	stdout, _, err := subCLI(t, d, newTwinCmd, args...)
 	code := 0
 	var ue *usageError
 	switch {
@@ -44,7 +30,7 @@ func twinCLI(t *testing.T, d string, args ...string) (string, error, int) {
 	default:
 		code = 1
 	}
-	return out.String(), err, code
+	return stdout, err, code
 }
 
 func TestTwinSceneCLI(t *testing.T) {
