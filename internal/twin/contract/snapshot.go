@@ -1,6 +1,10 @@
 package contract
 
-import "time"
+import (
+	"fmt"
+	"math"
+	"time"
+)
 
 // TwinSnapshotSchemaVersion is the twin snapshot schema this package
 // writes and the newest it reads.
@@ -38,8 +42,53 @@ type TwinSnapshot struct {
 	BindingSnapshotHash  string             `json:"bindingSnapshotHash,omitempty"`
 	PhysicsModelVersion  string             `json:"physicsModelVersion,omitempty"`
 	ResidualModelVersion string             `json:"residualModelVersion,omitempty"`
+	// Window is the recent history the snapshot was taken from, on the
+	// model's grid: what trials start from (hashed with the snapshot, so a
+	// certificate's snapshotHash covers the data its trial began at).
+	Window *SnapshotWindow `json:"window,omitempty"`
 	// SnapshotHash is Hash(); empty until Seal.
 	SnapshotHash string `json:"snapshotHash,omitempty"`
+}
+
+// SnapshotWindow is a stretch of recent cleaned samples on a regular grid:
+// Steps rows ending at EndMs (epoch ms, the last row), BeatMs apart.
+// Values maps a node id to its Steps values, oldest first; null (nil) marks
+// a grid step without a usable sample (missing, bad quality, cleaned out).
+// Window rows never hold invented values: gaps stay null.
+type SnapshotWindow struct {
+	BeatMs int64                 `json:"beatMs"`
+	EndMs  int64                 `json:"endMs"`
+	Steps  int                   `json:"steps"`
+	Values map[string][]*float64 `json:"values"`
+	// RunID is the run the window's rows belong to ("" when none).
+	RunID string `json:"runId,omitempty"`
+}
+
+// Validate checks the window's shape.
+func (w *SnapshotWindow) Validate() error {
+	var p problems
+	w.check(&p, "window")
+	return p.err()
+}
+
+func (w *SnapshotWindow) check(p *problems, f string) {
+	if w.BeatMs <= 0 {
+		p.add(f+".beatMs", "must be positive")
+	}
+	if w.Steps < 1 {
+		p.add(f+".steps", "must be at least 1")
+	}
+	for id, vs := range w.Values {
+		if len(vs) != w.Steps {
+			p.add(f+".values."+id, "has %d values, the window %d steps", len(vs), w.Steps)
+		}
+		for i, v := range vs {
+			if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+				p.add(fmt.Sprintf("%s.values.%s[%d]", f, id, i), "must be finite or null")
+				break
+			}
+		}
+	}
 }
 
 // TwinSnapshotHashExcluded lists the fields TwinSnapshot.Hash leaves out.
@@ -90,6 +139,9 @@ func (t *TwinSnapshot) check(p *problems) {
 	checkHash(p, "bindingSnapshotHash", t.BindingSnapshotHash, false)
 	checkOptRef(p, "physicsModelVersion", t.PhysicsModelVersion)
 	checkOptRef(p, "residualModelVersion", t.ResidualModelVersion)
+	if t.Window != nil {
+		t.Window.check(p, "window")
+	}
 	if t.SnapshotHash != "" {
 		checkHash(p, "snapshotHash", t.SnapshotHash, true)
 		if len(*p) == 0 {
