@@ -13,6 +13,11 @@ import (
 // upstream evaluateHybridGates with its DEFAULT_ACCEPTANCE_PROFILE.
 const ProfileTwin = "twin-v1"
 
+// ProfileTwinShadow is twin-v1 plus shadow evidence (G8): the model's
+// predictions compared with what the line did on runs that ended after the
+// model was made. Promotion of a twin model to production uses it.
+const ProfileTwinShadow = "twin-v2"
+
 // Twin stages and tuning modes.
 const (
 	TwinStageCandidate     = "candidate"
@@ -40,6 +45,10 @@ type TwinProfile struct {
 	// Physics (G5, G6).
 	HardConstraintViolationRateMax float64 `json:"hardConstraintViolationRateMax"`
 	SolverFailureRateMax           float64 `json:"solverFailureRateMax"`
+	// Shadow evidence (G8; 0 MinShadowRuns: no G8 checks, as twin-v1).
+	MinShadowRuns     int     `json:"minShadowRuns,omitempty"`
+	ShadowNrmseMax    float64 `json:"shadowNrmseMax,omitempty"`
+	ShadowCoverageMin float64 `json:"shadowCoverageMin,omitempty"`
 }
 
 // twinProfiles are the published twin profiles. Never edit one: add a new
@@ -49,6 +58,12 @@ var twinProfiles = []TwinProfile{{
 	OneStepTestNrmseMax: 0.10, RolloutTestNrmseMax: 0.25, ValTestGapMax: 0.20, MinRows: 500, MinRuns: 3,
 	CoverageTarget: 0.90, MinCalibrationRows: 300, MinWriteEligibleCandidateCount: 10, MinTrialCount: 10,
 	HardConstraintViolationRateMax: 0, SolverFailureRateMax: 0,
+}, {
+	ID: ProfileTwinShadow, Version: 1,
+	OneStepTestNrmseMax: 0.10, RolloutTestNrmseMax: 0.25, ValTestGapMax: 0.20, MinRows: 500, MinRuns: 3,
+	CoverageTarget: 0.90, MinCalibrationRows: 300, MinWriteEligibleCandidateCount: 10, MinTrialCount: 10,
+	HardConstraintViolationRateMax: 0, SolverFailureRateMax: 0,
+	MinShadowRuns: 3, ShadowNrmseMax: 0.25, ShadowCoverageMin: 0.80,
 }}
 
 // DefaultTwinProfile is twin-v1: the upstream DEFAULT_ACCEPTANCE_PROFILE
@@ -121,6 +136,14 @@ type TwinGateInput struct {
 	// PhysicsSolverFailureRate is the fraction of physics solves that
 	// failed.
 	PhysicsSolverFailureRate float64 `json:"physicsSolverFailureRate"`
+	// Shadow evidence: the number of runs that ended after the model was
+	// made on which its predictions were compared with the line, the mean
+	// NRMSE over them and the share of measured steps inside the conformal
+	// band. Computed by the platform from stored samples (twin shadow),
+	// never supplied by a trainer or by the gate itself.
+	ShadowRuns     int     `json:"shadowRuns"`
+	ShadowNRMSE    float64 `json:"shadowNrmse"`
+	ShadowCoverage float64 `json:"shadowCoverage"`
 }
 
 // TwinInputFromMeasurements builds a gate input from platform-computed
@@ -130,7 +153,7 @@ type TwinGateInput struct {
 func TwinInputFromMeasurements(m *Metrics, c *Conformal, cov *CoverageReport, trials []TrialOutcome, solverFailureRate float64) TwinGateInput {
 	nan := math.NaN()
 	in := TwinGateInput{OneStepTestNRMSE: nan, RolloutTestNRMSE: nan, ValTestGap: nan, CalibrationCoverage: nan,
-		Trials: trials, PhysicsSolverFailureRate: solverFailureRate}
+		Trials: trials, PhysicsSolverFailureRate: solverFailureRate, ShadowNRMSE: nan, ShadowCoverage: nan}
 	if m != nil {
 		in.Rows, in.Runs = m.TrainUniqueSteps, m.TrainRuns
 		in.OneStepTestNRMSE, in.RolloutTestNRMSE, in.ValTestGap = m.Test.MeanOneStepNRMSE, m.Test.MeanNRMSE, m.ValTestGap
@@ -173,6 +196,9 @@ type TwinGateReport struct {
 //	                    and at least one trial
 //	G7_UQ_OOD           every trial OOD-accepted and coverage ≥ CoverageTarget (1 = yes),
 //	                    and at least one trial
+//	G8_SHADOW_RUNS      shadow runs                          ≥ MinShadowRuns      (profiles with MinShadowRuns > 0)
+//	G8_SHADOW_ACCURACY  mean shadow-run NRMSE                ≤ ShadowNrmseMax
+//	G8_SHADOW_COVERAGE  shadow measurements inside the band  ≥ ShadowCoverageMin
 //
 // Thresholds are inclusive; an undefined (NaN) value fails. Stage is
 // "write_eligible" when every check passes, else "candidate"; RejectCodes
@@ -262,6 +288,15 @@ func TwinGate(in TwinGateInput, p TwinProfile) TwinGateReport {
 		}
 	}
 	add("G7_UQ_OOD", "uncertainty and OOD of every trial", v, OpEQ, 1, safe, what)
+
+	if p.MinShadowRuns > 0 {
+		rule("G8_SHADOW_RUNS", "shadow evidence: runs", float64(in.ShadowRuns), OpGE, float64(p.MinShadowRuns),
+			"runs ended after the model was made, compared with its predictions")
+		rule("G8_SHADOW_ACCURACY", "shadow evidence: accuracy", in.ShadowNRMSE, OpLE, p.ShadowNrmseMax,
+			"mean NRMSE of the model's free-run prediction on the shadow runs")
+		rule("G8_SHADOW_COVERAGE", "shadow evidence: interval coverage", in.ShadowCoverage, OpGE, p.ShadowCoverageMin,
+			"share of shadow-run measurements inside the conformal band")
+	}
 
 	r.Passed = len(r.RejectCodes) == 0
 	r.Stage = TwinStageCandidate
