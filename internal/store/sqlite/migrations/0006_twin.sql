@@ -79,11 +79,15 @@ CREATE TABLE twin_certificates (
     expires_at     INTEGER NOT NULL,
     updated_at     INTEGER NOT NULL,
     cert_json      TEXT NOT NULL,
+    -- the audit entry that recorded the issue (seq, hash): a head to check
+    -- the log against later (audit.VerifyHead), detecting a truncated log.
+    audit_seq      INTEGER NOT NULL DEFAULT 0,
+    audit_hash     TEXT NOT NULL DEFAULT '',
     candidate_executed INTEGER NOT NULL DEFAULT 0 CHECK (candidate_executed = 0)
 );
 CREATE INDEX twin_certificates_status ON twin_certificates(status, created_at);
 CREATE INDEX twin_certificates_line ON twin_certificates(line_id, created_at);
-CREATE TRIGGER twin_certificates_hash_fixed BEFORE UPDATE OF hash, trial_id, created_by, created_at, expires_at ON twin_certificates
+CREATE TRIGGER twin_certificates_hash_fixed BEFORE UPDATE OF hash, trial_id, created_by, created_at, expires_at, audit_seq, audit_hash ON twin_certificates
 BEGIN
     SELECT RAISE(ABORT, 'twin_certificates: the signed body cannot change');
 END;
@@ -176,6 +180,7 @@ CREATE TABLE twin_calibrations (
     policy_json    TEXT NOT NULL DEFAULT '{}',
     dataset_id     TEXT NOT NULL DEFAULT '',
     job_id         TEXT NOT NULL DEFAULT '',
+    new_model_id   TEXT NOT NULL DEFAULT '',  -- the candidate the job registered
     error          TEXT NOT NULL DEFAULT '',
     created_by     TEXT NOT NULL DEFAULT '',
     created_at     INTEGER NOT NULL,

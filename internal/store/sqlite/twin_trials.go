@@ -1,0 +1,365 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/twin/contract"
+)
+
+// CodeTwinTampered: a stored twin record (virtual trial, objective profile,
+// snapshot) no longer hashes to the hash stored with it, or its columns
+// disagree with its JSON: it was edited outside AML. HTTP 409. (Stored
+// certificates report AML_CERT_INVALID, the code of their own
+// verification.)
+const CodeTwinTampered = "AML_TWIN_TAMPERED"
+
+// Audit actions of trials and objectives.
+const (
+	AuditTrialPut     = "trial.put"
+	AuditObjectivePut = "objective.put"
+)
+
+// Trial purposes (column twin_trials.purpose).
+const (
+	TrialManual   = "manual"
+	TrialOptimize = "optimize"
+	TrialGate     = "gate"
+	TrialDemo     = "demo"
+)
+
+// Reject codes derived for a stored trial that did not pass.
+const (
+	// RejectConstraint: at least one constraint result failed (and the
+	// candidate was in distribution).
+	RejectConstraint = "CONSTRAINT_VIOLATION"
+	// RejectNoConstraints: no constraint was evaluated.
+	RejectNoConstraints = "NO_CONSTRAINTS"
+)
+
+func tampered(format string, args ...any) *core.Error {
+	e := core.Errorf(CodeTwinTampered, format, args...)
+	e.Status = http.StatusConflict
+	return e
+}
+
+// TrialRecord is a stored virtual trial with the columns derived from it.
+type TrialRecord struct {
+	Trial      *contract.VirtualTrial `json:"trial"`
+	LineID     string                 `json:"lineId"`
+	Purpose    string                 `json:"purpose"`
+	GateEvalID string                 `json:"gateEvalId,omitempty"`
+	// Passed: every constraint passed and the candidate was accepted as in
+	// distribution (contract.VirtualTrial.Passed). Improvement is not part
+	// of passing; certificates require it separately.
+	Passed bool `json:"passed"`
+	// RejectCode is empty when passed; else the out-of-distribution reject
+	// code, or CONSTRAINT_VIOLATION / NO_CONSTRAINTS.
+	RejectCode     string  `json:"rejectCode,omitempty"`
+	HardViolations int     `json:"hardViolations"`
+	OODAccepted    bool    `json:"oodAccepted"`
+	Improvement    float64 `json:"improvement"`
+	Hash           string  `json:"hash"`
+}
+
+// TrialFilter selects stored trials; empty fields match anything.
+type TrialFilter struct {
+	ModelID, GateEvalID, LineID string
+	// Limit caps the result (≤ 0: 1000).
+	Limit int
+}
+
+// deriveTrial computes the derived columns of a trial.
+func deriveTrial(t *contract.VirtualTrial) (passed bool, reject string, hard int) {
+	for _, r := range t.ConstraintResults {
+		if !r.Passed {
+			hard++
+		}
+	}
+	passed = t.Passed()
+	switch {
+	case passed:
+	case !t.OutOfDistribution.Accepted:
+		reject = t.OutOfDistribution.RejectCode
+	case len(t.ConstraintResults) == 0:
+		reject = RejectNoConstraints
+	default:
+		reject = RejectConstraint
+	}
+	return passed, reject, hard
+}
+
+// PutTrial validates and stores a virtual trial (immutable: a second trial
+// with the same id is AML_CONFLICT), deriving passed, reject code, hard
+// violations (failed constraint results), OOD acceptance and improvement
+// from it; candidate_executed is always 0 (a CHECK of the table). purpose
+// is manual, optimize, gate or demo ("" = manual); gateEvalID ties a gate
+// trial to its evaluation. The line is the line of the trial's snapshot
+// when that snapshot is stored, else the trial's provenance "lineId". The
+// row and its audit entry ("trial.put", actor t.CreatedBy) commit together.
+func (s *Store) PutTrial(ctx context.Context, t *contract.VirtualTrial, purpose, gateEvalID string) (TrialRecord, error) {
+	if t == nil {
+		return TrialRecord{}, core.Errorf(core.CodeInvalidArgument, "trial is required")
+	}
+	if purpose == "" {
+		purpose = TrialManual
+	}
+	switch purpose {
+	case TrialManual, TrialOptimize, TrialGate, TrialDemo:
+	default:
+		return TrialRecord{}, core.FieldErrorf(core.CodeInvalidArgument, "purpose", "purpose must be manual, optimize, gate or demo, not %q", purpose)
+	}
+	if err := t.Validate(); err != nil {
+		return TrialRecord{}, err
+	}
+	hash, err := t.Hash()
+	if err != nil {
+		return TrialRecord{}, err
+	}
+	js, err := core.CanonicalJSON(t)
+	if err != nil {
+		return TrialRecord{}, err
+	}
+	passed, reject, hard := deriveTrial(t)
+	rec := TrialRecord{Trial: t, Purpose: purpose, GateEvalID: gateEvalID, Passed: passed, RejectCode: reject, HardViolations: hard,
+		OODAccepted: t.OutOfDistribution.Accepted, Improvement: t.BaselineComparison.Improvement, Hash: hash}
+
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return TrialRecord{}, dbErr(err, "begin")
+	}
+	defer tx.Rollback()
+	switch err := tx.QueryRowContext(ctx, `SELECT line_id FROM twin_snapshots WHERE snapshot_id=?`, t.SnapshotID).Scan(&rec.LineID); {
+	case errors.Is(err, sql.ErrNoRows):
+		rec.LineID = t.Provenance["lineId"]
+	case err != nil:
+		return TrialRecord{}, dbErr(err, "read snapshot %s", t.SnapshotID)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO twin_trials(trial_id, snapshot_id, model_id, objective_id, line_id, created_at, created_by, purpose, gate_eval_id,
+		passed, reject_code, hard_violations, ood_accepted, improvement, hash, trial_json, candidate_executed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)`,
+		t.TrialID, t.SnapshotID, t.ModelID, t.ObjectiveID, rec.LineID, t.CreatedAt.UnixMilli(), t.CreatedBy, purpose, gateEvalID,
+		b2i(passed), reject, hard, b2i(rec.OODAccepted), rec.Improvement, hash, string(js))
+	if isUnique(err) {
+		return TrialRecord{}, core.FieldErrorf(core.CodeConflict, "trialId", "trial %q already exists (trials are immutable)", t.TrialID)
+	}
+	if err != nil {
+		return TrialRecord{}, dbErr(err, "insert trial %s", t.TrialID)
+	}
+	payload := map[string]any{"trialId": t.TrialID, "hash": hash, "snapshotId": t.SnapshotID, "modelId": t.ModelID, "objectiveId": t.ObjectiveID,
+		"purpose": purpose, "gateEvalId": gateEvalID, "passed": passed, "rejectCode": reject, "improvement": rec.Improvement, "candidateExecuted": false}
+	if _, err := s.auditLog().AppendTx(ctx, tx, t.CreatedBy, AuditTrialPut, t.TrialID, rec.LineID, payload); err != nil {
+		return TrialRecord{}, err
+	}
+	return rec, dbErr(tx.Commit(), "commit trial %s", t.TrialID)
+}
+
+const trialCols = `trial_id, snapshot_id, model_id, objective_id, line_id, purpose, gate_eval_id, passed, reject_code, hard_violations, ood_accepted, improvement, hash, trial_json, candidate_executed`
+
+// trialRow scans one row of trialCols and checks it: the JSON decodes and
+// validates, hashes to the stored hash, and agrees with every derived
+// column; otherwise AML_TWIN_TAMPERED. sql.ErrNoRows passes through.
+func trialRow(sc interface{ Scan(...any) error }) (TrialRecord, error) {
+	var (
+		id, snap, model, obj, js string
+		r                        TrialRecord
+		passed, ood, executed    int
+		impr                     sql.NullFloat64
+	)
+	if err := sc.Scan(&id, &snap, &model, &obj, &r.LineID, &r.Purpose, &r.GateEvalID, &passed, &r.RejectCode, &r.HardViolations, &ood, &impr, &r.Hash, &js, &executed); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return r, err
+		}
+		return r, dbErr(err, "read trial")
+	}
+	t, err := contract.ParseTrial([]byte(js))
+	if err != nil {
+		return r, tampered("stored trial %s does not decode: %v", id, err)
+	}
+	h, err := t.Hash()
+	if err != nil {
+		return r, tampered("stored trial %s cannot be hashed: %v", id, err)
+	}
+	if h != r.Hash {
+		return r, tampered("stored trial %s hashes to %s, its row says %s: it was changed after it was recorded", id, h, r.Hash)
+	}
+	p, reject, hard := deriveTrial(t)
+	var bad []string
+	check := func(ok bool, col string) {
+		if !ok {
+			bad = append(bad, col)
+		}
+	}
+	check(t.TrialID == id, "trial_id")
+	check(t.SnapshotID == snap, "snapshot_id")
+	check(t.ModelID == model, "model_id")
+	check(t.ObjectiveID == obj, "objective_id")
+	check(b2i(p) == passed, "passed")
+	check(reject == r.RejectCode, "reject_code")
+	check(hard == r.HardViolations, "hard_violations")
+	check(b2i(t.OutOfDistribution.Accepted) == ood, "ood_accepted")
+	check(impr.Valid && (impr.Float64 == t.BaselineComparison.Improvement || (math.IsNaN(impr.Float64) && math.IsNaN(t.BaselineComparison.Improvement))), "improvement")
+	check(executed == 0, "candidate_executed")
+	if len(bad) > 0 {
+		return r, tampered("stored trial %s: columns %s disagree with its contract", id, strings.Join(bad, ", "))
+	}
+	r.Trial, r.Passed, r.OODAccepted, r.Improvement = t, p, t.OutOfDistribution.Accepted, t.BaselineComparison.Improvement
+	return r, nil
+}
+
+// GetTrial returns a stored trial, verifying its hash and derived columns
+// (AML_TWIN_TAMPERED when they disagree, AML_NOT_FOUND when absent).
+func (s *Store) GetTrial(ctx context.Context, id string) (TrialRecord, error) {
+	return getTrial(ctx, s.r, id)
+}
+
+func getTrial(ctx context.Context, db execer, id string) (TrialRecord, error) {
+	r, err := trialRow(db.QueryRowContext(ctx, `SELECT `+trialCols+` FROM twin_trials WHERE trial_id=?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, notFound("trial", id)
+	}
+	return r, err
+}
+
+// ListTrials returns stored trials, newest first, each verified as in
+// GetTrial (one tampered row fails the list).
+func (s *Store) ListTrials(ctx context.Context, f TrialFilter) ([]TrialRecord, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+trialCols+` FROM twin_trials WHERE (?1='' OR model_id=?1) AND (?2='' OR gate_eval_id=?2) AND (?3='' OR line_id=?3)
+		ORDER BY created_at DESC, trial_id DESC LIMIT ?4`, f.ModelID, f.GateEvalID, f.LineID, limit)
+	if err != nil {
+		return nil, dbErr(err, "list trials")
+	}
+	defer rows.Close()
+	out := []TrialRecord{}
+	for rows.Next() {
+		r, err := trialRow(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, dbErr(rows.Err(), "list trials")
+}
+
+// PutObjective validates an objective profile and stores it under its id,
+// replacing an earlier definition (trials and certificates keep the hash
+// they used). The row and its audit entry ("objective.put", actor
+// o.CreatedBy) commit together. It returns the profile's hash.
+func (s *Store) PutObjective(ctx context.Context, o *contract.ObjectiveProfile) (string, error) {
+	if o == nil {
+		return "", core.Errorf(core.CodeInvalidArgument, "objective profile is required")
+	}
+	if err := o.Validate(); err != nil {
+		return "", err
+	}
+	hash, err := o.Hash()
+	if err != nil {
+		return "", err
+	}
+	js, err := core.CanonicalJSON(o)
+	if err != nil {
+		return "", err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return "", dbErr(err, "begin")
+	}
+	defer tx.Rollback()
+	var old string
+	switch err := tx.QueryRowContext(ctx, `SELECT hash FROM twin_objectives WHERE objective_id=?`, o.ObjectiveID).Scan(&old); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return "", dbErr(err, "read objective %s", o.ObjectiveID)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO twin_objectives(objective_id, hash, objective_json, created_by, created_at) VALUES (?,?,?,?,?)
+		ON CONFLICT(objective_id) DO UPDATE SET hash=excluded.hash, objective_json=excluded.objective_json, created_by=excluded.created_by, created_at=excluded.created_at`,
+		o.ObjectiveID, hash, string(js), o.CreatedBy, o.CreatedAt.UnixMilli()); err != nil {
+		return "", dbErr(err, "store objective %s", o.ObjectiveID)
+	}
+	payload := map[string]any{"objectiveId": o.ObjectiveID, "hash": hash, "replacedHash": old}
+	if _, err := s.auditLog().AppendTx(ctx, tx, o.CreatedBy, AuditObjectivePut, o.ObjectiveID, "", payload); err != nil {
+		return "", err
+	}
+	return hash, dbErr(tx.Commit(), "commit objective %s", o.ObjectiveID)
+}
+
+// GetObjective returns a stored objective profile and its hash, verifying
+// the hash (AML_TWIN_TAMPERED) — AML_NOT_FOUND when absent.
+func (s *Store) GetObjective(ctx context.Context, id string) (*contract.ObjectiveProfile, string, error) {
+	return getObjective(ctx, s.r, id)
+}
+
+func getObjective(ctx context.Context, db execer, id string) (*contract.ObjectiveProfile, string, error) {
+	var hash, js string
+	err := db.QueryRowContext(ctx, `SELECT hash, objective_json FROM twin_objectives WHERE objective_id=?`, id).Scan(&hash, &js)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", notFound("objective", id)
+	}
+	if err != nil {
+		return nil, "", dbErr(err, "read objective %s", id)
+	}
+	var o contract.ObjectiveProfile
+	if err := json.Unmarshal([]byte(js), &o); err != nil {
+		return nil, "", tampered("stored objective %s does not decode: %v", id, err)
+	}
+	if err := o.Validate(); err != nil {
+		return nil, "", tampered("stored objective %s is invalid: %v", id, err)
+	}
+	h, err := o.Hash()
+	if err != nil || h != hash || o.ObjectiveID != id {
+		return nil, "", tampered("stored objective %s hashes to %s, its row says %s", id, h, hash)
+	}
+	return &o, hash, nil
+}
+
+// GetSnapshotRecord reads a stored twin snapshot (table twin_snapshots)
+// and checks it: it decodes, validates, its sealed hash is its content
+// hash and the row's hash and columns agree (AML_TWIN_TAMPERED
+// otherwise); AML_NOT_FOUND when absent. Certificates and governed writes
+// read snapshots through it.
+func (s *Store) GetSnapshotRecord(ctx context.Context, id string) (*contract.TwinSnapshot, error) {
+	return getSnapshotRecord(ctx, s.r, id)
+}
+
+func getSnapshotRecord(ctx context.Context, db execer, id string) (*contract.TwinSnapshot, error) {
+	var line, hash, js string
+	var captured int64
+	err := db.QueryRowContext(ctx, `SELECT line_id, captured_at, hash, snapshot_json FROM twin_snapshots WHERE snapshot_id=?`, id).Scan(&line, &captured, &hash, &js)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("snapshot", id)
+	}
+	if err != nil {
+		return nil, dbErr(err, "read snapshot %s", id)
+	}
+	var t contract.TwinSnapshot
+	if err := json.Unmarshal([]byte(js), &t); err != nil {
+		return nil, tampered("stored snapshot %s does not decode: %v", id, err)
+	}
+	h, err := t.Hash()
+	if err != nil {
+		return nil, tampered("stored snapshot %s cannot be hashed: %v", id, err)
+	}
+	if t.SnapshotHash == "" {
+		t.SnapshotHash = h
+	}
+	if err := t.Validate(); err != nil { // also checks a sealed hash against the content
+		return nil, tampered("stored snapshot %s is invalid: %v", id, err)
+	}
+	if h != hash || t.SnapshotID != id || t.LineID != line || t.CapturedAt.UnixMilli() != captured {
+		return nil, tampered("stored snapshot %s disagrees with its row (content hash %s, row hash %s)", id, h, hash)
+	}
+	return &t, nil
+}
+
+// msTime converts epoch milliseconds to UTC time.
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
