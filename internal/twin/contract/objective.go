@@ -156,3 +156,33 @@ func (o *ObjectiveProfile) Hash() (string, error) {
 	c.CreatedAt = utc(c.CreatedAt)
 	return hashWithout(&c)
 }
+
+// DefaultInjectionObjective is the objective "weight-quality" of
+// DefaultInjectionScene (a fresh copy on every call): hold the part weight
+// at 32.0 g over a 60-step horizon. The simulated line
+// (internal/sim) makes parts of about 32.2–32.6 g at its recipe's nominal
+// setpoints (hold pressure 65 bar, 8 s, 245 degC), so a smaller hold
+// pressure moves the weight toward the target. Control costs are small
+// (0.01 per unit moved), so a move has to pay for itself; the trust
+// region is each control's scene range with the write policy's
+// maxDeltaPerAction as the largest total deviation from the snapshot's
+// value. Created by "aml-twin-runtime" at DefaultSceneCreatedAt, so its
+// hash is reproducible.
+func DefaultInjectionObjective() *ObjectiveProfile {
+	f := func(x float64) *float64 { return &x }
+	return &ObjectiveProfile{
+		SchemaVersion: ObjectiveSchemaVersion,
+		CreatedAt:     DefaultSceneCreatedAt,
+		CreatedBy:     "aml-twin-runtime",
+		ObjectiveID:   "weight-quality",
+		Targets:       map[string]float64{"weight": 32.0},
+		Weights:       map[string]float64{"weight": 1},
+		ControlCosts:  map[string]float64{"hold_pressure": 0.01, "hold_time": 0.01, "melt_temperature_setpoint": 0.01},
+		HorizonSteps:  60,
+		TrustRegion: map[string]TrustRegion{
+			"hold_pressure":             {Min: f(50), Max: f(90), MaxDelta: f(2)},
+			"hold_time":                 {Min: f(4), Max: f(14), MaxDelta: f(0.5)},
+			"melt_temperature_setpoint": {Min: f(235), Max: f(260), MaxDelta: f(2)},
+		},
+	}
+}

@@ -59,6 +59,45 @@ type ConstraintResult struct {
 	Passed             bool   `json:"passed"`
 	Detail             string `json:"detail"`
 	FirstViolationStep *int   `json:"firstViolationStep,omitempty"` // only when failed
+	// Edge names the trajectory the first violation was found on: "lower"
+	// or "upper" (an edge of the prediction interval tube), "mean", or
+	// "exact" for a quantity known exactly (a control). Only when failed.
+	Edge string `json:"edge,omitempty"`
+	// NotEvaluated marks a failed result that was never evaluated: the
+	// candidate was rejected before its rollout (RejectCode CONTROL_SAFETY)
+	// or the rollout failed. It is not a measured violation.
+	NotEvaluated bool `json:"notEvaluated,omitempty"`
+}
+
+// Trial reject codes: why a trial does not pass (VirtualTrial.RejectCode).
+// Codes are part of the public contract: never rename one, only add.
+const (
+	// RejectControlSafety: the candidate itself is unsafe (unknown or
+	// missing control, non-finite value, outside the control's range or
+	// the trust region, a move larger than allowed, moves closer than the
+	// write policy's intervals). It was not rolled out; Rejections name
+	// every offending field and step.
+	RejectControlSafety = "CONTROL_SAFETY"
+	// RejectConstraint: a scene constraint failed on the prediction tube.
+	RejectConstraint = "CONSTRAINT_VIOLATION"
+	// RejectOOD: the candidate's trajectory is outside the model's
+	// training envelope or the ensemble disagrees too much.
+	RejectOOD = "OUT_OF_DISTRIBUTION"
+	// RejectModelFailure: the physics simulation failed during the
+	// rollout.
+	RejectModelFailure = "MODEL_FAILURE"
+)
+
+var rejectCodes = map[string]bool{RejectControlSafety: true, RejectConstraint: true, RejectOOD: true, RejectModelFailure: true}
+
+// Rejection is one finding of a trial's candidate validation.
+type Rejection struct {
+	// Step is the candidate step (0-based).
+	Step int `json:"step"`
+	// Field is the JSON path of the offending value, e.g.
+	// "candidateControlTrajectory[3].hold_pressure".
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }
 
 // BaselineComparison compares the candidate with holding the baseline.
@@ -88,6 +127,18 @@ type VirtualTrial struct {
 	BaselineComparison         BaselineComparison   `json:"baselineComparison"`
 	CandidateExecuted          AlwaysFalse          `json:"candidateExecuted"`
 	Provenance                 map[string]string    `json:"provenance,omitempty"`
+	// PredictedLower and PredictedUpper are the prediction interval tube
+	// around PredictedTrajectory, step by step with the same keys
+	// (lower ≤ predicted ≤ upper); constraints are evaluated on its edges.
+	PredictedLower []map[string]float64 `json:"predictedLower,omitempty"`
+	PredictedUpper []map[string]float64 `json:"predictedUpper,omitempty"`
+	// RejectCode is empty for a trial that passes, else one of the Reject*
+	// codes (the first reason in the order CONTROL_SAFETY, MODEL_FAILURE,
+	// CONSTRAINT_VIOLATION, OUT_OF_DISTRIBUTION).
+	RejectCode string `json:"rejectCode,omitempty"`
+	// Rejections are the candidate validation's findings (only with
+	// RejectCode CONTROL_SAFETY).
+	Rejections []Rejection `json:"rejections,omitempty"`
 }
 
 // Executed returns false: a virtual trial never executes its candidate.
@@ -153,10 +204,78 @@ func (t *VirtualTrial) check(p *problems) {
 		}
 	}
 	checkBaseline(p, "baselineComparison", t.BaselineComparison)
+	t.checkTube(p)
+	for i, r := range t.ConstraintResults {
+		if r.NotEvaluated && (r.Passed || r.FirstViolationStep != nil) {
+			p.add(idx("constraintResults", i)+".notEvaluated", "a result that was not evaluated has failed and has no violation step")
+		}
+		switch r.Edge {
+		case "":
+		case "lower", "upper", "mean", "exact":
+			if r.Passed {
+				p.add(idx("constraintResults", i)+".edge", "only a failed constraint names an edge")
+			}
+		default:
+			p.add(idx("constraintResults", i)+".edge", "must be lower, upper, mean or exact, not %q", r.Edge)
+		}
+	}
+	if t.RejectCode != "" && !rejectCodes[t.RejectCode] {
+		p.add("rejectCode", "unknown reject code %q", t.RejectCode)
+	}
+	if t.RejectCode == RejectControlSafety && len(t.Rejections) == 0 {
+		p.add("rejections", "a CONTROL_SAFETY rejection names at least one finding")
+	}
+	if len(t.Rejections) > 0 && t.RejectCode != RejectControlSafety {
+		p.add("rejections", "only a CONTROL_SAFETY rejection has findings")
+	}
+	if checkCount(p, "rejections", len(t.Rejections)) {
+		for i, r := range t.Rejections {
+			f := idx("rejections", i)
+			if r.Step < 0 || r.Step >= max(len(t.CandidateControlTrajectory), 1) {
+				p.add(f+".step", "step %d is outside the trajectory", r.Step)
+			}
+			checkRef(p, f+".field", r.Field)
+			checkText(p, f+".message", r.Message, true)
+		}
+	}
 	if checkCount(p, "provenance", len(t.Provenance)) {
 		for _, k := range sortedKeys(t.Provenance) {
 			checkRef(p, "provenance", k)
 			checkText(p, "provenance."+k, t.Provenance[k], false)
+		}
+	}
+}
+
+// checkTube checks the interval tube: both edges or neither, as long as
+// the prediction, with its keys, and lower ≤ predicted ≤ upper.
+func (t *VirtualTrial) checkTube(p *problems) {
+	lo, hi := t.PredictedLower, t.PredictedUpper
+	if len(lo) == 0 && len(hi) == 0 {
+		return
+	}
+	checkTrajectory(p, "predictedLower", lo, false)
+	checkTrajectory(p, "predictedUpper", hi, false)
+	n := len(t.PredictedTrajectory)
+	if len(lo) != n || len(hi) != n {
+		p.add("predictedLower", "the tube has %d and %d steps, the prediction %d", len(lo), len(hi), n)
+		return
+	}
+	for i := 0; i < n; i++ {
+		m := t.PredictedTrajectory[i]
+		if len(lo[i]) != len(m) || len(hi[i]) != len(m) {
+			p.add(idx("predictedLower", i), "the tube's keys differ from the prediction's")
+			continue
+		}
+		for _, k := range sortedKeys(m) {
+			l, okL := lo[i][k]
+			h, okH := hi[i][k]
+			if !okL || !okH {
+				p.add(idx("predictedLower", i)+"."+k, "missing from the tube")
+				continue
+			}
+			if !(l <= m[k] && m[k] <= h) {
+				p.add(idx("predictedLower", i)+"."+k, "tube [%v, %v] does not contain the prediction %v", l, h, m[k])
+			}
 		}
 	}
 }
@@ -235,8 +354,30 @@ func (t *VirtualTrial) FailureReasons() []string {
 	if !t.OutOfDistribution.Accepted {
 		out = append(out, "out of distribution: "+t.OutOfDistribution.RejectCode)
 	}
+	for _, r := range t.Rejections {
+		out = append(out, "control safety: "+r.Field+": "+r.Message)
+	}
+	if t.RejectCode != "" && len(out) == 0 {
+		out = append(out, "rejected: "+t.RejectCode)
+	}
 	return out
 }
+
+// HardViolations is the number of scene constraints the trial evaluated
+// and found violated (a result that was not evaluated does not count).
+func (t *VirtualTrial) HardViolations() int {
+	n := 0
+	for _, r := range t.ConstraintResults {
+		if !r.Passed && !r.NotEvaluated {
+			n++
+		}
+	}
+	return n
+}
+
+// Rejected reports whether the candidate was rejected before its rollout
+// (RejectCode CONTROL_SAFETY).
+func (t *VirtualTrial) Rejected() bool { return t.RejectCode == RejectControlSafety }
 
 // Passed reports whether every constraint passed and the candidate was
 // accepted as in distribution.
