@@ -42,7 +42,7 @@ func TestTrialTubeAndRejections(t *testing.T) {
 	}{
 		{"one edge only", "predictedLower", func(v *VirtualTrial) { v.PredictedUpper = nil }},
 		{"mean outside", "predictedLower[0].weight", func(v *VirtualTrial) { v.PredictedLower[0]["weight"] = 32.05 }},
-		{"missing key", "predictedLower[1]", func(v *VirtualTrial) { v.PredictedUpper[1] = map[string]float64{"x": 1} }},
+		{"missing key", "predictedLower[1].weight", func(v *VirtualTrial) { v.PredictedUpper[1] = map[string]float64{"x": 1} }},
 		{"unknown code", "rejectCode", func(v *VirtualTrial) { v.RejectCode = "NOPE" }},
 		{"safety without findings", "rejections", func(v *VirtualTrial) { v.RejectCode = RejectControlSafety }},
 		{"findings without safety", "rejections", func(v *VirtualTrial) {
