@@ -1,7 +1,9 @@
 // Package registry moves models between stages (candidate → shadow →
 // production, retired from any) with the checks a production model needs:
 // a passing gate report, an artifact whose sha256 still matches the one
-// recorded at registration, shadow first for twin models, and a
+// recorded at registration, shadow first for twin models (flagged twin, or
+// aml.hybrid/1) plus, for them, stored shadow evidence and a passing twin
+// gate evaluation (AML_SHADOW_MISSING, AML_TWIN_GATE_FAILED), and a
 // compare-and-set on the current stage so two people promoting at once
 // cannot both win (AML_STAGE_RACE). The store makes the production swap
 // atomic and its partial unique index keeps one production model per
@@ -74,11 +76,16 @@ func (r *Registry) Move(ctx context.Context, id, to, by, reason, expect string) 
 		if !m.GatePassed {
 			return m, core.FieldErrorf(core.CodeGateFailed, "gates", "model %s did not pass its gate report; it cannot go to production", id)
 		}
-		if m.Twin && from != core.StageShadow {
+		if IsTwin(m) && from != core.StageShadow {
 			return m, core.FieldErrorf(core.CodeGateFailed, "stage", "twin model %s must run in shadow before production (it is %s)", id, from)
 		}
 		if err := r.VerifyArtifact(m); err != nil {
 			return m, err
+		}
+		if IsTwin(m) {
+			if err := r.checkTwinEvidence(ctx, m); err != nil {
+				return m, err
+			}
 		}
 	case core.StageShadow:
 		if err := r.VerifyArtifact(m); err != nil {

@@ -1,0 +1,69 @@
+package registry
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqlite"
+)
+
+// Refusal codes of a twin model's promotion to production.
+const (
+	// CodeShadowMissing: no shadow evidence is stored for the model (it
+	// has not been compared with what the line did on a run after it was
+	// made: aml twin shadow --model ID).
+	CodeShadowMissing = "AML_SHADOW_MISSING"
+	// CodeTwinGateFailed: the model's latest twin gate evaluation did not
+	// pass, or there is none.
+	CodeTwinGateFailed = "AML_TWIN_GATE_FAILED"
+)
+
+// FormatHybrid is the artifact format of hybrid_residual@1 (the physics +
+// residual twin model); spelled here so the registry need not import the
+// trainers.
+const FormatHybrid = "aml.hybrid/1"
+
+// IsTwin says whether m is a twin model: flagged as one, or a hybrid
+// (aml.hybrid/1) model. Twin models go candidate → shadow → production and
+// need shadow evidence and a passing twin gate for production.
+func IsTwin(m core.Model) bool { return m.Twin || m.ArtifactKind == FormatHybrid }
+
+// TwinEvidence is the store side of the twin promotion rule
+// (sqlite.Store implements it): the stored shadow rows and the latest
+// twin gate evaluation of a model.
+type TwinEvidence interface {
+	TwinPromotionEvidence(ctx context.Context, modelID string) (sqlite.TwinPromotionEvidence, error)
+}
+
+// checkTwinEvidence requires, for a twin model's promotion to production,
+// at least one stored shadow evidence row and a latest twin gate
+// evaluation (twin_gate_evals) that passed. Both are computed by the
+// platform (shadow.Collect, the twin gate runner), never supplied by the
+// caller. A store that cannot report them refuses (fail closed).
+func (r *Registry) checkTwinEvidence(ctx context.Context, m core.Model) error {
+	te, ok := r.st.(TwinEvidence)
+	if !ok {
+		return refusal(CodeShadowMissing, "evidence", "twin model %s cannot be promoted: this store keeps no shadow evidence", m.ID)
+	}
+	ev, err := te.TwinPromotionEvidence(ctx, m.ID)
+	if err != nil {
+		return err
+	}
+	if ev.ShadowRuns < 1 {
+		return refusal(CodeShadowMissing, "shadow", "twin model %s has no shadow evidence: compare it with runs that ended after it was made first (aml twin shadow --model %s)", m.ID, m.ID)
+	}
+	if ev.GateEvalID == "" {
+		return refusal(CodeTwinGateFailed, "twinGate", "twin model %s has no twin gate evaluation (aml twin gate)", m.ID)
+	}
+	if !ev.GatePassed {
+		return refusal(CodeTwinGateFailed, "twinGate", "twin model %s's latest twin gate evaluation %s did not pass", m.ID, ev.GateEvalID)
+	}
+	return nil
+}
+
+func refusal(code, field, format string, args ...any) error {
+	e := core.FieldErrorf(code, field, format, args...)
+	e.Status = http.StatusConflict
+	return e
+}

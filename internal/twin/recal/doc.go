@@ -1,0 +1,74 @@
+// Package recal is the twin's recalibration scheduler: it decides from
+// signals it computes itself whether a model needs recalibrating, queues
+// at most one request per scene, line, recipe and policy version, and a
+// worker step rebuilds the dataset with the new runs and trains a new
+// candidate with the same trainer and params. Nothing it produces is
+// promoted: the new model is a candidate a person reviews (shadow evidence
+// and a passing twin gate are required for production, see registry).
+//
+// # Policy
+//
+// DefaultPolicy is the seed's twin-calibration-v1 (minNewRuns 3,
+// minNewRows 500, cooldownSec 3600, maxConcurrentRuns 1, shadowRequired,
+// approvalRequired) with the upstream thresholds made explicit:
+// DriftScoreMax 0.2 and ErrorScoreMax 0.15. A request is triggered when
+//
+//	newRuns ≥ MinNewRuns  or  newRows ≥ MinNewRows  or
+//	driftScore > DriftScoreMax  or  errorScore > ErrorScoreMax
+//
+// (an undefined score never triggers). Otherwise Request answers
+// TRIGGER_THRESHOLD_NOT_REACHED and writes nothing.
+//
+// # Signals (ComputeSignals), all from the store
+//
+//	newRuns     ended runs of the model's line/product/recipe not in its
+//	            dataset (neither used nor excluded by its build)
+//	newRows     Σ over those runs of the grid steps they span at the
+//	            dataset's beat: floor((ended − started)/beatMs) + 1
+//	driftScore  the share of the recent windows (the windows of the most
+//	            recent RecentRuns shadow runs) that the model's training
+//	            envelope (eval.OOD, fitted at evaluation on the train
+//	            windows, 99.5 % quantile) rejects. In distribution about
+//	            0.5 % are rejected; 0.2 means one window in five lies
+//	            outside everything the model was trained on.
+//	errorScore  relative degradation of the recent prediction error:
+//	            mean shadow NRMSE of those runs / the model's test rollout
+//	            NRMSE − 1, floored at 0 (0.15: 15 % worse than measured at
+//	            evaluation). A relative score, because an absolute NRMSE
+//	            level depends on the target's noise: a noisy target would
+//	            trigger forever, a smooth one never.
+//
+// Shadow evidence is (re)computed by ComputeSignals through
+// shadow.Collect, so the error and drift scores always describe the runs
+// that ended after the model was made; without such runs both are
+// undefined (null).
+//
+// # Dedup, cooldown and concurrency
+//
+// The dedup key is scene:line:recipe:policyVersion ("*" for no scene). A
+// request is refused (ACTIVE_OR_COOLDOWN) while one with the same key is
+// queued, running or cooling down; a partial unique index on
+// twin_calibrations(dedup_key) refuses a second active row even under
+// races between processes. Upstream set cooldown_until = created + 1 h at
+// creation, so a long run had no cooldown left when it finished; here the
+// cooldown starts at COMPLETION: cooldown_until = completed_at +
+// cooldownSec, and the key is free after that. A failed request frees its
+// key at once (nothing was produced). At most MaxConcurrentRuns requests
+// run at a time: RunNext claims nothing while that many are running (the
+// count and the claim are one transaction).
+//
+// # Worker
+//
+// RunNext first settles running requests whose job has ended (done →
+// cooldown with the new model's id; failed or cancelled → failed), then
+// claims the oldest queued request, rebuilds the dataset from the model's
+// dataset spec with the new runs (dataset.Build: a spec that lists runIds
+// gets the new runs appended — to trainRunIds for an explicit split — and
+// an upper time bound toMs is lifted; the split rules and seed are the
+// spec's, so the build is deterministic), and submits a job with the
+// model's job's trainer, params and seed (parent = that job). With
+// RunOptions.RunJob the job runs in this process and the request is
+// settled at once; otherwise the job system's workers run it and a later
+// RunNext settles the request. Each step is audited (calibration.request,
+// .start, .submit, .complete, .fail) in the same transaction as the change.
+package recal

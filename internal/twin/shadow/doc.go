@@ -1,0 +1,63 @@
+// Package shadow computes a model's shadow evidence: how its predictions
+// compare with what the line actually did on runs it has never seen.
+//
+// Upstream's twin gate wrote its own "shadow evidence"; here the evidence
+// is computed by the platform from the store only — the model's artifact,
+// its dataset's spec and the runs' samples — and stored one row per model
+// and run (twin_shadow). Neither a gate nor a trainer writes it; the
+// registry requires at least one row before a twin model goes to
+// production.
+//
+// # Which runs
+//
+// The ENDED runs of the model's dataset's line, product and recipe that
+// ended after the model was created (run.EndedMs > model.CreatedAt) and are
+// not part of its dataset (neither used nor excluded by its build), the
+// most recent Options.MaxRuns of them (default 20), reported oldest first.
+//
+// # How a run is prepared
+//
+// dataset.BuildServeGrid cleans and aligns the whole run with the
+// dataset's own spec (unit contracts, state/range/Hampel cleaning, grid
+// alignment, interpolation) — the code that built the training data, so
+// there is no train/serve skew.
+//
+// # What is measured (all in model units, per target)
+//
+// Windows: every position k of the grid (stride Options.WindowStride,
+// default the horizon F) whose H history rows and F future rows are all
+// finite gives one window, built exactly like a dataset window (x = the H
+// history rows of every column, u = the F future controls, y = the F
+// future targets) and predicted with the model's PredictBatch:
+//
+//	WindowRMSE  = sqrt(Σ e² / (W·F))
+//	WindowNRMSE = WindowRMSE / population std of the true values (W·F)
+//	Coverage    = share of the W·F values with |ŷ − y| ≤ Widths[f][k], the
+//	              conformal half-widths the platform calibrated at
+//	              evaluation (metrics "conformal"); NaN without them
+//	OODRejected = share of the W windows the training envelope (metrics
+//	              "ood", eval.OOD.Check) rejects; NaN without one
+//
+// These are the same definitions as the evaluation's test metrics (eval
+// package), so a shadow run's WindowNRMSE compares directly with the
+// model's test rollout NRMSE and its Coverage with the calibrated level.
+//
+// Free run: when the model implements eval.RunSimulator (native linear and
+// hybrid models), the longest NaN-free segment of the run (controls and
+// targets) is simulated from its controls only, with the first
+// Options.NInit (default H) measured target rows for the initial state;
+// steps NInit… are scored: FreeRunRMSE, FreeRunNRMSE (definitions as
+// eval.FreeRun). A hybrid model also reports its ensemble's spread
+// (SimulateRunSpread): MeanSpread is the mean member standard deviation
+// over the scored steps and SpreadRatio = MeanSpread / the last horizon
+// step's conformal half-width (1: the members disagree as much as the
+// calibrated error).
+//
+// A run's headline figures (the twin_shadow columns): NRMSE = the mean
+// over targets of WindowNRMSE, Coverage = the pooled window coverage,
+// Steps = the number of window values' grid steps scored (W·F). A run
+// without any complete window is kept with Skipped set and NaN figures.
+//
+// Summary pools the scored runs: Coverage and OODRejected over all their
+// windows, NRMSE as the mean of the runs' NRMSE.
+package shadow
