@@ -107,7 +107,7 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 	if !(t.BaselineComparison.Improvement > 0) {
 		return nil, refused("trial.baselineComparison.improvement", "trial %s does not improve on the baseline (improvement %v)", trialID, t.BaselineComparison.Improvement)
 	}
-	snap, err := getSnapshotRecord(ctx, tx, t.SnapshotID)
+	snap, err := s.GetSnapshot(ctx, t.SnapshotID) // immutable rows: read outside the transaction
 	if err != nil {
 		return nil, err
 	}

@@ -14,12 +14,14 @@ import (
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
-// CodeTwinTampered: a stored twin record (virtual trial, objective profile,
-// snapshot) no longer hashes to the hash stored with it, or its columns
-// disagree with its JSON: it was edited outside AML. HTTP 409. (Stored
-// certificates report AML_CERT_INVALID, the code of their own
-// verification.)
-const CodeTwinTampered = "AML_TWIN_TAMPERED"
+// Error codes of stored trials and objective profiles: the stored JSON no
+// longer hashes to the hash stored with it, or the row's columns disagree
+// with it — it was edited behind the store's back. HTTP 422, like a
+// tampered snapshot or dataset.
+const (
+	CodeTrialTampered     = "AML_TRIAL_TAMPERED"
+	CodeObjectiveTampered = "AML_OBJECTIVE_TAMPERED"
+)
 
 // Audit actions of trials and objectives.
 const (
@@ -35,18 +37,9 @@ const (
 	TrialDemo     = "demo"
 )
 
-// Reject codes derived for a stored trial that did not pass.
-const (
-	// RejectConstraint: at least one constraint result failed (and the
-	// candidate was in distribution).
-	RejectConstraint = "CONSTRAINT_VIOLATION"
-	// RejectNoConstraints: no constraint was evaluated.
-	RejectNoConstraints = "NO_CONSTRAINTS"
-)
-
-func tampered(format string, args ...any) *core.Error {
-	e := core.Errorf(CodeTwinTampered, format, args...)
-	e.Status = http.StatusConflict
+func tampered(code, format string, args ...any) *core.Error {
+	e := core.Errorf(code, format, args...)
+	e.Status = http.StatusUnprocessableEntity
 	return e
 }
 
@@ -60,8 +53,8 @@ type TrialRecord struct {
 	// distribution (contract.VirtualTrial.Passed). Improvement is not part
 	// of passing; certificates require it separately.
 	Passed bool `json:"passed"`
-	// RejectCode is empty when passed; else the out-of-distribution reject
-	// code, or CONSTRAINT_VIOLATION / NO_CONSTRAINTS.
+	// RejectCode is empty when passed; else the trial's reject code
+	// (contract.Reject*), derived for a trial that recorded none.
 	RejectCode     string  `json:"rejectCode,omitempty"`
 	HardViolations int     `json:"hardViolations"`
 	OODAccepted    bool    `json:"oodAccepted"`
@@ -76,22 +69,21 @@ type TrialFilter struct {
 	Limit int
 }
 
-// deriveTrial computes the derived columns of a trial.
+// deriveTrial computes the derived columns of a trial: passed as
+// contract.VirtualTrial.Passed (every constraint passed, accepted as in
+// distribution, no reject code); the trial's own reject code, else for a
+// trial that recorded none the first reason in the contract's order
+// (CONSTRAINT_VIOLATION, then OUT_OF_DISTRIBUTION); hard violations as
+// contract.VirtualTrial.HardViolations (evaluated and violated).
 func deriveTrial(t *contract.VirtualTrial) (passed bool, reject string, hard int) {
-	for _, r := range t.ConstraintResults {
-		if !r.Passed {
-			hard++
+	passed, reject, hard = t.Passed(), t.RejectCode, t.HardViolations()
+	if reject == "" && !passed {
+		reject = contract.RejectOOD
+		for _, r := range t.ConstraintResults {
+			if !r.Passed {
+				reject = contract.RejectConstraint
+			}
 		}
-	}
-	passed = t.Passed()
-	switch {
-	case passed:
-	case !t.OutOfDistribution.Accepted:
-		reject = t.OutOfDistribution.RejectCode
-	case len(t.ConstraintResults) == 0:
-		reject = RejectNoConstraints
-	default:
-		reject = RejectConstraint
 	}
 	return passed, reject, hard
 }
@@ -164,7 +156,7 @@ const trialCols = `trial_id, snapshot_id, model_id, objective_id, line_id, purpo
 
 // trialRow scans one row of trialCols and checks it: the JSON decodes and
 // validates, hashes to the stored hash, and agrees with every derived
-// column; otherwise AML_TWIN_TAMPERED. sql.ErrNoRows passes through.
+// column; otherwise AML_TRIAL_TAMPERED. sql.ErrNoRows passes through.
 func trialRow(sc interface{ Scan(...any) error }) (TrialRecord, error) {
 	var (
 		id, snap, model, obj, js string
@@ -180,14 +172,14 @@ func trialRow(sc interface{ Scan(...any) error }) (TrialRecord, error) {
 	}
 	t, err := contract.ParseTrial([]byte(js))
 	if err != nil {
-		return r, tampered("stored trial %s does not decode: %v", id, err)
+		return r, tampered(CodeTrialTampered, "stored trial %s does not decode: %v", id, err)
 	}
 	h, err := t.Hash()
 	if err != nil {
-		return r, tampered("stored trial %s cannot be hashed: %v", id, err)
+		return r, tampered(CodeTrialTampered, "stored trial %s cannot be hashed: %v", id, err)
 	}
 	if h != r.Hash {
-		return r, tampered("stored trial %s hashes to %s, its row says %s: it was changed after it was recorded", id, h, r.Hash)
+		return r, tampered(CodeTrialTampered, "stored trial %s hashes to %s, its row says %s: it was changed after it was recorded", id, h, r.Hash)
 	}
 	p, reject, hard := deriveTrial(t)
 	var bad []string
@@ -207,14 +199,14 @@ func trialRow(sc interface{ Scan(...any) error }) (TrialRecord, error) {
 	check(impr.Valid && (impr.Float64 == t.BaselineComparison.Improvement || (math.IsNaN(impr.Float64) && math.IsNaN(t.BaselineComparison.Improvement))), "improvement")
 	check(executed == 0, "candidate_executed")
 	if len(bad) > 0 {
-		return r, tampered("stored trial %s: columns %s disagree with its contract", id, strings.Join(bad, ", "))
+		return r, tampered(CodeTrialTampered, "stored trial %s: columns %s disagree with its contract", id, strings.Join(bad, ", "))
 	}
 	r.Trial, r.Passed, r.OODAccepted, r.Improvement = t, p, t.OutOfDistribution.Accepted, t.BaselineComparison.Improvement
 	return r, nil
 }
 
 // GetTrial returns a stored trial, verifying its hash and derived columns
-// (AML_TWIN_TAMPERED when they disagree, AML_NOT_FOUND when absent).
+// (AML_TRIAL_TAMPERED when they disagree, AML_NOT_FOUND when absent).
 func (s *Store) GetTrial(ctx context.Context, id string) (TrialRecord, error) {
 	return getTrial(ctx, s.r, id)
 }
@@ -294,7 +286,7 @@ func (s *Store) PutObjective(ctx context.Context, o *contract.ObjectiveProfile) 
 }
 
 // GetObjective returns a stored objective profile and its hash, verifying
-// the hash (AML_TWIN_TAMPERED) — AML_NOT_FOUND when absent.
+// the hash (AML_OBJECTIVE_TAMPERED) — AML_NOT_FOUND when absent.
 func (s *Store) GetObjective(ctx context.Context, id string) (*contract.ObjectiveProfile, string, error) {
 	return getObjective(ctx, s.r, id)
 }
@@ -310,55 +302,16 @@ func getObjective(ctx context.Context, db execer, id string) (*contract.Objectiv
 	}
 	var o contract.ObjectiveProfile
 	if err := json.Unmarshal([]byte(js), &o); err != nil {
-		return nil, "", tampered("stored objective %s does not decode: %v", id, err)
+		return nil, "", tampered(CodeObjectiveTampered, "stored objective %s does not decode: %v", id, err)
 	}
 	if err := o.Validate(); err != nil {
-		return nil, "", tampered("stored objective %s is invalid: %v", id, err)
+		return nil, "", tampered(CodeObjectiveTampered, "stored objective %s is invalid: %v", id, err)
 	}
 	h, err := o.Hash()
 	if err != nil || h != hash || o.ObjectiveID != id {
-		return nil, "", tampered("stored objective %s hashes to %s, its row says %s", id, h, hash)
+		return nil, "", tampered(CodeObjectiveTampered, "stored objective %s hashes to %s, its row says %s", id, h, hash)
 	}
 	return &o, hash, nil
-}
-
-// GetSnapshotRecord reads a stored twin snapshot (table twin_snapshots)
-// and checks it: it decodes, validates, its sealed hash is its content
-// hash and the row's hash and columns agree (AML_TWIN_TAMPERED
-// otherwise); AML_NOT_FOUND when absent. Certificates and governed writes
-// read snapshots through it.
-func (s *Store) GetSnapshotRecord(ctx context.Context, id string) (*contract.TwinSnapshot, error) {
-	return getSnapshotRecord(ctx, s.r, id)
-}
-
-func getSnapshotRecord(ctx context.Context, db execer, id string) (*contract.TwinSnapshot, error) {
-	var line, hash, js string
-	var captured int64
-	err := db.QueryRowContext(ctx, `SELECT line_id, captured_at, hash, snapshot_json FROM twin_snapshots WHERE snapshot_id=?`, id).Scan(&line, &captured, &hash, &js)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("snapshot", id)
-	}
-	if err != nil {
-		return nil, dbErr(err, "read snapshot %s", id)
-	}
-	var t contract.TwinSnapshot
-	if err := json.Unmarshal([]byte(js), &t); err != nil {
-		return nil, tampered("stored snapshot %s does not decode: %v", id, err)
-	}
-	h, err := t.Hash()
-	if err != nil {
-		return nil, tampered("stored snapshot %s cannot be hashed: %v", id, err)
-	}
-	if t.SnapshotHash == "" {
-		t.SnapshotHash = h
-	}
-	if err := t.Validate(); err != nil { // also checks a sealed hash against the content
-		return nil, tampered("stored snapshot %s is invalid: %v", id, err)
-	}
-	if h != hash || t.SnapshotID != id || t.LineID != line || t.CapturedAt.UnixMilli() != captured {
-		return nil, tampered("stored snapshot %s disagrees with its row (content hash %s, row hash %s)", id, h, hash)
-	}
-	return &t, nil
 }
 
 // msTime converts epoch milliseconds to UTC time.

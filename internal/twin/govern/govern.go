@@ -1,0 +1,317 @@
+package govern
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/audit"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/twin/cert"
+	"github.com/aml-project/aml/internal/twin/contract"
+	"github.com/aml-project/aml/internal/twin/guard"
+)
+
+// Error codes of this package (never rename one, only add).
+const (
+	// CodeWriteDenied: the governed write was denied; Result.Reason holds
+	// the reason code. HTTP 403.
+	CodeWriteDenied = "AML_WRITE_DENIED"
+	// CodeWriteFailed: the write was allowed but did not complete with a
+	// verified readback (Result.Outcome says which move failed). HTTP 502.
+	CodeWriteFailed = "AML_WRITE_FAILED"
+)
+
+// Reason codes of denials decided here, before or after the guard (the
+// guard's own are guard.Reason*).
+const (
+	// ReasonStoreError: a record the decision needs could not be read.
+	ReasonStoreError = "STORE_ERROR"
+	// ReasonRecordMissing: the certificate's trial, snapshot or scene is
+	// not stored.
+	ReasonRecordMissing = "RECORD_MISSING"
+	// ReasonRecordTampered: a stored record fails its checks, or no longer
+	// hashes to what the certificate signed.
+	ReasonRecordTampered = "RECORD_TAMPERED"
+	// ReasonConcurrentWrite: another governed write claimed the line
+	// between this one's check and its claim.
+	ReasonConcurrentWrite = "CONCURRENT_WRITE"
+)
+
+// Store is what Execute needs of the store; *sqlite.Store implements it.
+type Store interface {
+	guard.Channels
+	guard.History
+	LoadCertificate(ctx context.Context, id string) (*sqlite.CertRecord, error)
+	GetTrial(ctx context.Context, id string) (sqlite.TrialRecord, error)
+	GetSnapshot(ctx context.Context, id string) (*contract.TwinSnapshot, error)
+	GetScene(ctx context.Context, id, version string) (*contract.SceneContract, error)
+	LastWriteID(ctx context.Context, lineID string) (int64, error)
+	ClaimWrite(ctx context.Context, c sqlite.WriteClaimRequest) (int64, error)
+	RecordWrite(ctx context.Context, actor string, r sqlite.WriteRow) (int64, error)
+	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*sqlite.CertRecord, error)
+	ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]string, error)
+	AppendAudit(ctx context.Context, actor, action, subject, lineID string, payload any) (audit.Entry, error)
+}
+
+var _ Store = (*sqlite.Store)(nil)
+
+// Options of Execute.
+type Options struct {
+	// Now is the decision and write time (zero: the wall clock).
+	Now time.Time
+	// Actor is who executes (required): the audit actor of every entry.
+	Actor string
+	// RunID is the batch run the action counts against (empty: the run
+	// of the snapshot's window).
+	RunID string
+	// SnapshotMaxAge is the snapshot age limit (0: guard default, 60 s).
+	SnapshotMaxAge time.Duration
+}
+
+// MoveResult is one move of a Result.
+type MoveResult struct {
+	NodeID     string  `json:"nodeId"`
+	VariableID string  `json:"variableId"`
+	From       float64 `json:"from"`
+	To         float64 `json:"to"`
+	Written    bool    `json:"written"`
+	Readback   float64 `json:"readback"`
+	Verified   bool    `json:"verified"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// Result is what Execute did. It is returned together with any error.
+type Result struct {
+	CertificateID string `json:"certificateId"`
+	LineID        string `json:"lineId,omitempty"`
+	RunID         string `json:"runId,omitempty"`
+	SnapshotID    string `json:"snapshotId,omitempty"`
+	Allowed       bool   `json:"allowed"`
+	// Reason is the denial reason code (guard.Reason* or this package's
+	// Reason*); empty when allowed.
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail"`
+	// Moves are the moves decided on (nil when they could not be built).
+	Moves []guard.Move `json:"-"`
+	// Status is the outcome: guard.OutcomeVerified, OutcomeFailed,
+	// OutcomeRefused, or "denied".
+	Status string       `json:"status"`
+	Writes []MoveResult `json:"writes"`
+	// Executed: the certificate was marked EXECUTED.
+	Executed bool `json:"executed"`
+}
+
+// StatusDenied is Result.Status of a denied write.
+const StatusDenied = "denied"
+
+// Written counts the moves written and read back.
+func (r *Result) Written() int {
+	n := 0
+	for _, w := range r.Writes {
+		if w.Verified {
+			n++
+		}
+	}
+	return n
+}
+
+func deniedErr(r *Result) error {
+	e := core.Errorf(CodeWriteDenied, "write under certificate %s denied (%s): %s", r.CertificateID, r.Reason, r.Detail)
+	e.Status = http.StatusForbidden
+	return e
+}
+
+// classify maps a load error to a denial reason.
+func classify(err error) string {
+	switch core.CodeOf(err) {
+	case core.CodeNotFound:
+		return ReasonRecordMissing
+	case sqlite.CodeTrialTampered, sqlite.CodeSnapshotTampered, cert.CodeCertInvalid, core.CodeInternal:
+		// sceneRow reports a scene disagreeing with its row as AML_INTERNAL.
+		return ReasonRecordTampered
+	}
+	return ReasonStoreError
+}
+
+// Execute runs the governed write of certificate certID through w (see
+// the package documentation). pub verifies the certificate's signature.
+// It returns the Result and nil after a readback-verified write, else the
+// Result and an error: AML_WRITE_DENIED (Result.Reason), AML_WRITE_FAILED
+// (Result.Writes), or the store error that stopped it after the writes.
+func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string, w guard.Writer, opts Options) (Result, error) {
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	res := Result{CertificateID: certID, Status: StatusDenied, Writes: []MoveResult{}}
+	deny := func(reason, format string, args ...any) (Result, error) {
+		res.Allowed, res.Reason, res.Detail, res.Status = false, reason, fmt.Sprintf(format, args...), StatusDenied
+		subject := certID
+		if strings.TrimSpace(subject) == "" {
+			subject = "(none)"
+		}
+		actor := opts.Actor
+		if strings.TrimSpace(actor) == "" {
+			actor = "(unknown)"
+		}
+		payload := map[string]any{"reason": reason, "detail": res.Detail, "runId": res.RunID, "at": now.UnixMilli()}
+		if _, err := st.AppendAudit(ctx, actor, sqlite.AuditWriteDenied, subject, res.LineID, payload); err != nil {
+			res.Detail += fmt.Sprintf(" (the denial could not be audited: %v)", err)
+		}
+		return res, deniedErr(&res)
+	}
+	if strings.TrimSpace(opts.Actor) == "" {
+		return deny(guard.ReasonInvalidRequest, "who executes is required")
+	}
+	if strings.TrimSpace(certID) == "" {
+		return deny(guard.ReasonNoCertificate, "no certificate id")
+	}
+
+	rec, err := st.LoadCertificate(ctx, certID)
+	switch {
+	case core.CodeOf(err) == core.CodeNotFound:
+		return deny(guard.ReasonNoCertificate, "certificate %s is not stored", certID)
+	case core.CodeOf(err) == cert.CodeCertInvalid:
+		return deny(guard.ReasonCertInvalid, "%v", err)
+	case err != nil:
+		return deny(ReasonStoreError, "read certificate %s: %v", certID, err)
+	}
+	c := rec.Cert
+	res.LineID = rec.LineID
+
+	tr, err := st.GetTrial(ctx, c.TrialID)
+	if err != nil {
+		return deny(classify(err), "trial %s of the certificate: %v", c.TrialID, err)
+	}
+	if tr.Hash != c.TrialHash {
+		return deny(ReasonRecordTampered, "trial %s hashes to %s, the certificate signed %s", c.TrialID, tr.Hash, c.TrialHash)
+	}
+	snap, err := st.GetSnapshot(ctx, tr.Trial.SnapshotID)
+	if err != nil {
+		return deny(classify(err), "snapshot %s of trial %s: %v", tr.Trial.SnapshotID, c.TrialID, err)
+	}
+	res.SnapshotID = snap.SnapshotID
+	if snap.SnapshotHash != c.SnapshotHash {
+		return deny(ReasonRecordTampered, "snapshot %s hashes to %s, the certificate signed %s", snap.SnapshotID, snap.SnapshotHash, c.SnapshotHash)
+	}
+	scene, err := st.GetScene(ctx, c.SceneID, c.SceneVersion)
+	if err != nil {
+		return deny(classify(err), "scene %s@%s of the certificate: %v", c.SceneID, c.SceneVersion, err)
+	}
+
+	res.RunID = opts.RunID
+	if res.RunID == "" && snap.Window != nil {
+		res.RunID = snap.Window.RunID
+	}
+	res.Moves = FirstStepMoves(c, scene, snap)
+	varOf := map[string]string{}
+	for _, m := range res.Moves {
+		varOf[m.NodeID] = m.VariableID
+	}
+
+	lastID, err := st.LastWriteID(ctx, res.LineID)
+	if err != nil {
+		return deny(ReasonStoreError, "write history of line %s: %v", res.LineID, err)
+	}
+	req := guard.Request{LineID: res.LineID, RunID: res.RunID, Scene: scene, Cert: c, PublicKey: pub, Moves: res.Moves,
+		SnapshotAt: snap.CapturedAt, SnapshotMaxAge: opts.SnapshotMaxAge, Now: now}
+	d := guard.Check(ctx, st, st, req)
+	if !d.Allowed {
+		if d.Reason == guard.ReasonCertExpired && (c.Status == contract.CertIssued || c.Status == contract.CertApproved) {
+			if _, err := st.ExpireDue(ctx, now, certID); err != nil {
+				d.Detail += fmt.Sprintf(" (marking it EXPIRED failed: %v)", err)
+			}
+		}
+		return deny(d.Reason, "%s", d.Detail)
+	}
+
+	if _, err := st.ClaimWrite(ctx, sqlite.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: now, ExpectLastWriteID: lastID}); err != nil {
+		if core.CodeOf(err) == core.CodeConflict {
+			return deny(ReasonConcurrentWrite, "%v", err)
+		}
+		return deny(ReasonStoreError, "claim line %s: %v", res.LineID, err)
+	}
+	res.Allowed, res.Detail = true, d.Detail
+
+	out, xerr := guard.Execute(ctx, w, &recorder{st: st, actor: opts.Actor, varOf: varOf}, d, req)
+	res.Status = out.Status
+	for _, r := range out.Results {
+		res.Writes = append(res.Writes, MoveResult{NodeID: r.Move.NodeID, VariableID: r.Move.VariableID, From: r.Move.From, To: r.Move.To,
+			Written: r.Written, Readback: r.Readback, Verified: r.Verified, Error: r.Err})
+	}
+	if out.Detail != "" {
+		res.Detail = out.Detail
+	}
+	payload := map[string]any{"status": out.Status, "detail": out.Detail, "runId": res.RunID, "snapshotId": res.SnapshotID,
+		"certificateHash": c.CertificateHash, "writes": res.Writes, "at": now.UnixMilli()}
+	if out.Status != guard.OutcomeVerified || xerr != nil {
+		if _, err := st.AppendAudit(ctx, opts.Actor, sqlite.AuditWriteFailed, certID, res.LineID, payload); err != nil {
+			res.Detail += fmt.Sprintf(" (the failure could not be audited: %v)", err)
+		}
+		e := core.Errorf(CodeWriteFailed, "write under certificate %s failed: %s", certID, res.Detail)
+		e.Status = http.StatusBadGateway
+		return res, e
+	}
+	if _, err := st.AppendAudit(ctx, opts.Actor, sqlite.AuditWriteExecuted, certID, res.LineID, payload); err != nil {
+		return res, err
+	}
+	if _, err := st.MarkCertificateExecuted(ctx, certID, opts.Actor, pub, now, map[string]any{"outcome": out.Status, "written": res.Written()}); err != nil {
+		return res, err
+	}
+	res.Executed = true
+	return res, nil
+}
+
+// FirstStepMoves builds the moves of the certificate's first candidate
+// step: for each control it sets (in variable order), from the snapshot's
+// control value (NaN when the snapshot lacks it, which the guard denies)
+// to the certified value, on the control's node (its scene nodeId, else
+// the variable id). nil when the certificate has no step.
+func FirstStepMoves(c *contract.RecommendationCertificate, scene *contract.SceneContract, snap *contract.TwinSnapshot) []guard.Move {
+	if c == nil || len(c.CandidateControlTrajectory) == 0 {
+		return nil
+	}
+	step := c.CandidateControlTrajectory[0]
+	vars := make([]string, 0, len(step))
+	for v := range step {
+		vars = append(vars, v)
+	}
+	sort.Strings(vars)
+	moves := make([]guard.Move, 0, len(vars))
+	for _, v := range vars {
+		node := v
+		if scene != nil {
+			if sv := scene.Control(v); sv != nil && sv.NodeID != "" {
+				node = sv.NodeID
+			}
+		}
+		from := math.NaN()
+		if snap != nil {
+			if x, ok := snap.ControlValues[v]; ok {
+				from = x
+			}
+		}
+		moves = append(moves, guard.Move{NodeID: node, VariableID: v, From: from, To: step[v]})
+	}
+	return moves
+}
+
+// recorder records the guard's writes in the store's history with the
+// executing actor and the variable of each node.
+type recorder struct {
+	st    Store
+	actor string
+	varOf map[string]string
+}
+
+func (r *recorder) Record(ctx context.Context, w guard.WriteRecord) error {
+	_, err := r.st.RecordWrite(ctx, r.actor, sqlite.WriteRow{WriteRecord: w, VariableID: r.varOf[w.NodeID], Outcome: sqlite.WriteAttempted})
+	return err
+}
