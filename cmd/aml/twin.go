@@ -37,7 +37,7 @@ func sceneSummary(c *contract.SceneContract) (sceneResult, error) {
 func newTwinCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "twin", Short: "Digital twin contracts"}
 	scene := &cobra.Command{Use: "scene", Short: "Store, freeze and show scene contracts"}
-	cmd.AddCommand(scene)
+	cmd.AddCommand(scene, newTwinSnapshotCmd(a))
 
 	var defInj bool
 	put := &cobra.Command{
