@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -131,8 +132,7 @@ func VerifyCertificate(ctx context.Context, st *sqlite.Store, pub ed25519.Public
 
 func errText(err error) string {
 	var ae *core.Error
-	if e, ok := err.(*core.Error); ok {
-		ae = e
+	if errors.As(err, &ae) {
 		return ae.Code + ": " + ae.Message
 	}
 	return err.Error()
