@@ -31,12 +31,14 @@
 //	            windows, 99.5 % quantile) rejects. In distribution about
 //	            0.5 % are rejected; 0.2 means one window in five lies
 //	            outside everything the model was trained on.
-//	errorScore  relative degradation of the recent prediction error:
-//	            mean shadow NRMSE of those runs / the model's test rollout
-//	            NRMSE − 1, floored at 0 (0.15: 15 % worse than measured at
-//	            evaluation). A relative score, because an absolute NRMSE
-//	            level depends on the target's noise: a noisy target would
-//	            trigger forever, a smooth one never.
+//	errorScore  relative degradation of the recent prediction error: for
+//	            each target the window RMSE pooled over those runs divided
+//	            by the model's test RMSE (same windows, same horizon, from
+//	            evaluation), averaged over targets, − 1, floored at 0
+//	            (0.15: errors 15 % larger than measured at evaluation). A
+//	            relative score, because an absolute NRMSE level depends on
+//	            the target's noise (a noisy target would trigger forever, a
+//	            smooth one never) and on how many runs share the std.
 //
 // Shadow evidence is (re)computed by ComputeSignals through
 // shadow.Collect, so the error and drift scores always describe the runs

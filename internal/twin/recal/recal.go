@@ -83,7 +83,10 @@ func (p Policy) Validate() error {
 	if !(p.ErrorScoreMax > 0) || math.IsInf(p.ErrorScoreMax, 0) {
 		add("errorScoreMax", "must be a positive finite number")
 	}
-	return core.Invalid(core.CodeInvalidArgument, probs)
+	if len(probs) > 0 {
+		return core.Invalid(core.CodeInvalidArgument, probs)
+	}
+	return nil
 }
 
 // Signal is what the scheduler measured for one model (see the package
@@ -102,11 +105,15 @@ type Signal struct {
 	// training envelope.
 	DriftScore   *float64 `json:"driftScore"`
 	DriftWindows int      `json:"driftWindows"`
-	// ErrorScore = ErrorNRMSE / TestNRMSE − 1 (≥ 0) over ShadowRuns runs.
-	ErrorScore *float64 `json:"errorScore"`
-	ErrorNRMSE *float64 `json:"errorNrmse"`
-	TestNRMSE  *float64 `json:"testNrmse"`
-	ShadowRuns int      `json:"shadowRuns"`
+	// ErrorScore = mean over targets of ShadowRMSE[k] / TestRMSE[k], − 1,
+	// floored at 0, over ShadowRuns runs. ErrorNRMSE is the mean of those
+	// runs' NRMSE (for reading; per-run NRMSE is normalised by a single
+	// run's spread and is not compared with the test NRMSE).
+	ErrorScore *float64  `json:"errorScore"`
+	ShadowRMSE []float64 `json:"shadowRmse"`
+	TestRMSE   []float64 `json:"testRmse"`
+	ErrorNRMSE *float64  `json:"errorNrmse"`
+	ShadowRuns int       `json:"shadowRuns"`
 	// Reason summarises the signal.
 	Reason     string    `json:"reason"`
 	ComputedAt time.Time `json:"computedAt"`
@@ -188,11 +195,25 @@ func ComputeSignals(ctx context.Context, st Store, dataDir, modelID, sceneID str
 	}
 	if v := float64(sum.NRMSE); finite(v) {
 		sig.ErrorNRMSE = &v
-		if t := l.TestNRMSE; finite(t) && t > 0 {
-			tv := t
-			sig.TestNRMSE = &tv
-			e := math.Max(0, v/t-1)
+	}
+	if len(sum.WindowRMSE) == len(l.TestRMSE) && len(sum.WindowRMSE) > 0 {
+		ratios := 0.0
+		ok := true
+		for k, r := range sum.WindowRMSE {
+			t := l.TestRMSE[k]
+			if !finite(float64(r)) || !finite(t) || !(t > 0) {
+				ok = false
+				break
+			}
+			sig.ShadowRMSE = append(sig.ShadowRMSE, float64(r))
+			sig.TestRMSE = append(sig.TestRMSE, t)
+			ratios += float64(r) / t
+		}
+		if ok {
+			e := math.Max(0, ratios/float64(len(sum.WindowRMSE))-1)
 			sig.ErrorScore = &e
+		} else {
+			sig.ShadowRMSE, sig.TestRMSE = nil, nil
 		}
 	}
 	sig.Reason = describe(sig)

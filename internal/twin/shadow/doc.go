@@ -59,5 +59,10 @@
 // without any complete window is kept with Skipped set and NaN figures.
 //
 // Summary pools the scored runs: Coverage and OODRejected over all their
-// windows, NRMSE as the mean of the runs' NRMSE.
+// windows, WindowRMSE per target over all their window values, NRMSE as
+// the mean of the runs' NRMSE. A run's NRMSE is normalised by that run's
+// own spread, which is smaller than the spread of a split that pools
+// several runs: per-run NRMSE is larger than the test NRMSE for the same
+// errors. Compare errors in RMSE (the recalibration scheduler uses the
+// pooled WindowRMSE over the test RMSE) and coverage, not NRMSE levels.
 package shadow

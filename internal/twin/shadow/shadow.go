@@ -117,6 +117,9 @@ type Summary struct {
 	OODRejected    Num `json:"oodRejected"`
 	SpreadRatio    Num `json:"spreadRatio"`
 	Windows        int `json:"windows"`
+	// WindowRMSE[k] pools target k's window errors over the scored runs:
+	// sqrt(Σ_runs RMSE² · Steps / Σ_runs Steps), in model units.
+	WindowRMSE []Num `json:"windowRmse"`
 }
 
 // Evidence is the result of Collect.
@@ -145,9 +148,11 @@ type Loaded struct {
 	Predictor model.Predictor
 	Conformal *eval.Conformal
 	OOD       *eval.OOD
-	// TestNRMSE is the model's test rollout NRMSE (metrics test.meanNrmse),
+	// TestNRMSE is the model's test rollout NRMSE (metrics test.meanNrmse)
+	// and TestRMSE its test RMSE per target (metrics test.targets[k].rmse),
 	// NaN when not recorded.
 	TestNRMSE float64
+	TestRMSE  []float64
 	// Known are the runs of its dataset (used or excluded by the build).
 	Known map[string]bool
 }
@@ -185,6 +190,10 @@ func Load(ctx context.Context, st Store, dataDir, id string) (*Loaded, error) {
 		OOD       *eval.OOD       `json:"ood"`
 		Test      struct {
 			MeanNRMSE *Num `json:"meanNrmse"`
+			Targets   []struct {
+				Target string `json:"target"`
+				RMSE   *Num   `json:"rmse"`
+			} `json:"targets"`
 		} `json:"test"`
 	}
 	if len(m.Metrics) > 0 {
@@ -200,6 +209,15 @@ func Load(ctx context.Context, st Store, dataDir, id string) (*Loaded, error) {
 	}
 	if met.Test.MeanNRMSE != nil {
 		l.TestNRMSE = float64(*met.Test.MeanNRMSE)
+	}
+	l.TestRMSE = make([]float64, len(man.Targets))
+	for k, tg := range man.Targets {
+		l.TestRMSE[k] = math.NaN()
+		for _, tm := range met.Test.Targets {
+			if tm.Target == tg && tm.RMSE != nil {
+				l.TestRMSE[k] = float64(*tm.RMSE)
+			}
+		}
 	}
 	for _, r := range man.Provenance.RunIDs {
 		l.Known[r] = true
@@ -319,6 +337,26 @@ func Summarize(runs []RunEvidence) Summary {
 		}
 	}
 	s.NRMSE, s.FreeRunNRMSE, s.SpreadRatio = Num(mean(nr)), Num(mean(fr)), Num(mean(sr))
+	var sse []float64
+	steps := 0
+	for _, r := range runs {
+		if r.Windows == 0 {
+			continue
+		}
+		if sse == nil {
+			sse = make([]float64, len(r.Targets))
+		}
+		steps += r.Steps
+		for k, t := range r.Targets {
+			if k < len(sse) {
+				sse[k] += float64(t.WindowRMSE) * float64(t.WindowRMSE) * float64(r.Steps)
+			}
+		}
+	}
+	s.WindowRMSE = []Num{}
+	for _, v := range sse {
+		s.WindowRMSE = append(s.WindowRMSE, Num(math.Sqrt(v/float64(steps))))
+	}
 	if values > 0 {
 		s.Coverage = Num(float64(inside) / float64(values))
 	}

@@ -1,0 +1,197 @@
+package shadow
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/registry"
+	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/store/sqlite"
+)
+
+// fixture: a simulated injection line whose first `train` runs build the
+// dataset of a hybrid model (the real hybrid_residual@1 trainer); the
+// remaining runs are written after the model exists, so they ended after
+// it was made and are not in its dataset. The runs start at the wall
+// clock, so they end after the model's creation time.
+type fixture struct {
+	st      *sqlite.Store
+	dir     string
+	model   core.Model
+	later   *sim.Output
+	trained []string
+}
+
+func newFixture(t *testing.T, runs, train int, params string) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := sqlite.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	cfg := sim.DefaultInjectionConfig()
+	cfg.Runs, cfg.Seed = runs, 7
+	cfg.StartMs = time.Now().UnixMilli()
+	out, err := sim.GenerateInjection(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, later := *out, *out
+	first.Runs, later.Runs = out.Runs[:train], out.Runs[train:]
+	if _, err := first.Write(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../../examples/specs/injection_weight.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := dataset.ParseSpec(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Build(ctx, st, spec, dataset.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phys, _ := filepath.Abs("../../../examples/physics/injection.aml")
+	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New()})
+	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1,
+		Params: json.RawMessage(`{"physics":"` + phys + `","mapping":{"outputs":{"weight":"part_weight"}}` + params + `}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(ctx, j.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	j, _ = st.GetJob(ctx, j.ID)
+	if j.Status != core.JobDone {
+		t.Fatalf("job %s: %s", j.Status, j.Error)
+	}
+	m, err := st.GetModel(ctx, j.ModelID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := later.Write(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{st: st, dir: dir, model: m, later: &later}
+	for _, rd := range first.Runs {
+		f.trained = append(f.trained, rd.Run.ID)
+	}
+	return f
+}
+
+// Shadow evidence of the hybrid injection model on three runs of the same
+// process made after it: one row per run, the window coverage of the
+// conformal band near its 90 % level, accuracy near the test figures, the
+// training runs never used; promotion refused until evidence exists.
+func TestCollectOnLaterRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a hybrid model")
+	}
+	f := newFixture(t, 27, 24, "")
+	ctx := context.Background()
+	reg := registry.New(f.st, f.dir, nil)
+	if _, err := reg.Move(ctx, f.model.ID, core.StageShadow, "ann", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Move(ctx, f.model.ID, core.StageProduction, "ann", "", ""); core.CodeOf(err) != registry.CodeShadowMissing {
+		t.Fatalf("promotion without shadow evidence: %v", err)
+	}
+	clock := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	ev, err := Collect(ctx, f.st, f.dir, f.model.ID, Options{Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Eligible != 3 || len(ev.Runs) != 3 {
+		t.Fatalf("eligible %d, runs %d; want the 3 later runs", ev.Eligible, len(ev.Runs))
+	}
+	later := map[string]bool{}
+	for _, rd := range f.later.Runs {
+		later[rd.Run.ID] = true
+	}
+	var test struct {
+		Test struct {
+			MeanNRMSE float64 `json:"meanNrmse"`
+		} `json:"test"`
+		Coverage struct {
+			Measured float64 `json:"measured"`
+		} `json:"coverage"`
+	}
+	json.Unmarshal(f.model.Metrics, &test)
+	for _, r := range ev.Runs {
+		t.Logf("run %s: %d windows, window NRMSE %.4f (test %.4f), coverage %.4f of %.2f (test %.4f), OOD rejected %.3f, free-run NRMSE %.4f over %d steps, spread ratio %.3f",
+			r.RunID, r.Windows, r.NRMSE, test.Test.MeanNRMSE, r.Coverage, r.CoverageTarget, test.Coverage.Measured, r.OODRejected, r.FreeRunNRMSE, r.FreeRunSteps, r.SpreadRatio)
+		if !later[r.RunID] || r.Skipped != "" {
+			t.Fatalf("run %s (later %v) skipped %q", r.RunID, later[r.RunID], r.Skipped)
+		}
+		if r.Windows < 100 || r.Steps != r.Windows*10 || r.FreeRunSteps < 1000 {
+			t.Fatalf("run %s: %d windows, %d steps, %d free-run steps", r.RunID, r.Windows, r.Steps, r.FreeRunSteps)
+		}
+		if !(float64(r.SpreadRatio) >= 0) || !(float64(r.FreeRunNRMSE) > 0) {
+			t.Errorf("run %s: spread ratio %v, free-run NRMSE %v", r.RunID, r.SpreadRatio, r.FreeRunNRMSE)
+		}
+	}
+	s := ev.Summary
+	t.Logf("summary: %d runs, %d windows, NRMSE %.4f, coverage %.4f (target %.2f), OOD rejected %.4f, free-run NRMSE %.4f, spread ratio %.3f",
+		s.Scored, s.Windows, s.NRMSE, s.Coverage, s.CoverageTarget, s.OODRejected, s.FreeRunNRMSE, s.SpreadRatio)
+	// Errors of the same size as measured on the test split.
+	l, err := Load(ctx, f.st, f.dir, f.model.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratio := float64(s.WindowRMSE[0]) / l.TestRMSE[0]
+	t.Logf("pooled window RMSE %.4f g, test RMSE %.4f g, ratio %.3f", s.WindowRMSE[0], l.TestRMSE[0], ratio)
+	if !(ratio > 0.5 && ratio < 1.5) {
+		t.Errorf("pooled shadow RMSE / test RMSE = %.3f", ratio)
+	}
+	if s.CoverageTarget != 0.9 || math.Abs(float64(s.Coverage)-0.9) > 0.06 {
+		t.Errorf("pooled coverage %.4f, want 0.90 ± 0.06", s.Coverage)
+	}
+	if !(float64(s.OODRejected) < 0.1) {
+		t.Errorf("runs of the same process: %.3f of windows outside the envelope", s.OODRejected)
+	}
+	rows, err := f.st.ListShadow(ctx, f.model.ID)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("stored rows %d, %v", len(rows), err)
+	}
+	for _, row := range rows {
+		var re RunEvidence
+		if err := json.Unmarshal(row.Evidence, &re); err != nil {
+			t.Fatal(err)
+		}
+		if !row.CreatedAt.Equal(clock) || re.RunID != row.RunID || row.NRMSE != float64(re.NRMSE) || row.Coverage != float64(re.Coverage) || row.Steps != re.Steps {
+			t.Fatalf("row %+v vs evidence %+v", row, re)
+		}
+	}
+	// Recomputing replaces, never duplicates.
+	if _, err := Collect(ctx, f.st, f.dir, f.model.ID, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := f.st.ListShadow(ctx, f.model.ID); len(rows) != 3 {
+		t.Fatalf("%d rows after recomputing", len(rows))
+	}
+	// With evidence, promotion now waits for the twin gate.
+	if _, err := reg.Move(ctx, f.model.ID, core.StageProduction, "ann", "", ""); core.CodeOf(err) != registry.CodeTwinGateFailed {
+		t.Fatalf("promotion with evidence, without a twin gate: %v", err)
+	}
+	// A dry run stores nothing; a model without later runs has no evidence.
+	ev, err = Collect(ctx, f.st, f.dir, f.model.ID, Options{DryRun: true, MaxRuns: 1})
+	if err != nil || len(ev.Runs) != 1 || ev.Eligible != 3 || ev.Stored {
+		t.Fatalf("dry run: %+v %v", ev, err)
+	}
+	if _, err := Collect(ctx, f.st, f.dir, "no-such-model", Options{}); core.CodeOf(err) != core.CodeNotFound {
+		t.Fatalf("unknown model: %v", err)
+	}
+}
