@@ -1,0 +1,162 @@
+package recal
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/store/sqlite"
+)
+
+// End to end on a real store: a cheap hybrid model trained on 12
+// simulated runs, 3 more runs written afterwards (they start at the wall
+// clock, so they end after the model). The scheduler measures the signals
+// itself, queues one request (a second is refused), and the worker step
+// rebuilds the dataset with the new runs, retrains with the same trainer
+// and params, registers the result as a candidate and starts the cooldown
+// at completion.
+func TestSignalsRequestAndRunNext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two hybrid models")
+	}
+	dir := t.TempDir()
+	st, err := sqlite.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	cfg := sim.DefaultInjectionConfig()
+	cfg.Runs, cfg.Seed = 15, 3
+	cfg.RunDuration = 20 * time.Minute
+	cfg.StartMs = time.Now().UnixMilli()
+	out, err := sim.GenerateInjection(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, later := *out, *out
+	first.Runs, later.Runs = out.Runs[:12], out.Runs[12:]
+	if _, err := first.Write(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../../examples/specs/injection_weight.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := dataset.ParseSpec(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Build(ctx, st, spec, dataset.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phys, _ := filepath.Abs("../../../examples/physics/injection.aml")
+	runner := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New()})
+	params := `{"physics":"` + phys + `","mapping":{"outputs":{"weight":"part_weight"}},"ensemble":2,"epochs":15,"starts":2}`
+	j, err := runner.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1, Params: json.RawMessage(params)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Run(ctx, j.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	j, _ = st.GetJob(ctx, j.ID)
+	if j.Status != core.JobDone {
+		t.Fatalf("job %s: %s", j.Status, j.Error)
+	}
+	modelID := j.ModelID
+
+	// Before the new runs: nothing to recalibrate.
+	s0, err := ComputeSignals(ctx, st, dir, modelID, "scene-inj", SignalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s0.NewRuns != 0 || s0.NewRows != 0 || s0.DriftScore != nil || s0.ErrorScore != nil {
+		t.Fatalf("signals before new runs: %+v", s0)
+	}
+	if d, _ := Request(ctx, st, *s0, DefaultPolicy(), "ann"); d.Accepted || d.Reason != ReasonThresholdNotMet {
+		t.Fatalf("decision before new runs: %+v", d)
+	}
+
+	if _, err := later.Write(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	s1, err := ComputeSignals(ctx, st, dir, modelID, "scene-inj", SignalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("signals: %s; shadow RMSE %v vs test %v", s1.Reason, s1.ShadowRMSE, s1.TestRMSE)
+	var want []string
+	for _, rd := range later.Runs {
+		want = append(want, rd.Run.ID)
+	}
+	if s1.NewRuns != 3 || !slices.Equal(s1.NewRunIDs, want) || s1.NewRows != 3*1200 {
+		t.Fatalf("new runs %d %v rows %d; want 3 %v, 3600 rows", s1.NewRuns, s1.NewRunIDs, s1.NewRows, want)
+	}
+	if s1.DriftScore == nil || *s1.DriftScore > 0.1 || s1.DriftWindows < 250 || s1.ErrorScore == nil || s1.ShadowRuns != 3 {
+		t.Fatalf("drift/error: %+v", s1)
+	}
+	if rows, _ := st.ListShadow(ctx, modelID); len(rows) != 3 {
+		t.Fatalf("signals stored %d shadow rows, want 3", len(rows))
+	}
+
+	d1, err := Request(ctx, st, *s1, DefaultPolicy(), "ann")
+	if err != nil || !d1.Accepted || !slices.Contains(d1.Triggers, "newRuns") {
+		t.Fatalf("request: %+v %v", d1, err)
+	}
+	if d2, _ := Request(ctx, st, *s1, DefaultPolicy(), "bob"); d2.Accepted || d2.Reason != ReasonActiveOrCooldown || d2.RequestID != d1.RequestID {
+		t.Fatalf("second request: %+v", d2)
+	}
+
+	clock := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	step, err := RunNext(ctx, st, runner, RunOptions{DataDir: dir, RunJob: true, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := step.Claimed
+	if c == nil || c.RequestID != d1.RequestID || c.State != sqlite.CalibrationCooldown || c.Error != "" {
+		t.Fatalf("step: %+v", step)
+	}
+	if c.CompletedAt == nil || !c.CompletedAt.Equal(clock) || c.CooldownUntil == nil || !c.CooldownUntil.Equal(clock.Add(time.Hour)) {
+		t.Fatalf("completed %v cooldown until %v; want %v and +1 h", c.CompletedAt, c.CooldownUntil, clock)
+	}
+	nd, err := st.GetDataset(ctx, c.DatasetID)
+	if err != nil || nd.Runs != 15 {
+		t.Fatalf("rebuilt dataset: %+v %v", nd, err)
+	}
+	nj, _ := st.GetJob(ctx, c.JobID)
+	if nj.TrainerRef != "hybrid_residual@1" || nj.ParentID != j.ID || nj.Seed != j.Seed || string(nj.Params) != string(j.Params) {
+		t.Fatalf("new job %+v, old %+v", nj, j)
+	}
+	nm, err := st.GetModel(ctx, c.NewModelID)
+	if err != nil || nm.Stage != core.StageCandidate || nm.DatasetID != c.DatasetID {
+		t.Fatalf("new model %+v %v", nm, err)
+	}
+	// Cooling down: a new request for the key is refused until
+	// completion + 1 h, then accepted.
+	if d, _ := RequestAt(ctx, st, *s1, DefaultPolicy(), "ann", clock.Add(59*time.Minute)); d.Accepted || d.State != sqlite.CalibrationCooldown {
+		t.Fatalf("during cooldown: %+v", d)
+	}
+	if d, _ := RequestAt(ctx, st, *s1, DefaultPolicy(), "ann", clock.Add(time.Hour)); !d.Accepted {
+		t.Fatalf("after cooldown: %+v", d)
+	}
+	// The queue now holds that request; with one running elsewhere and
+	// max 1 it is not claimed.
+	if _, err := st.DB().Exec(`INSERT INTO twin_calibrations(request_id, dedup_key, scene_id, line_id, state, created_at) VALUES ('busy','other:L:R:v','other','L','running',1)`); err != nil {
+		t.Fatal(err)
+	}
+	step, err = RunNext(ctx, st, runner, RunOptions{DataDir: dir, Now: func() time.Time { return clock.Add(time.Hour) }})
+	if err != nil || step.Claimed != nil || step.Running != 1 {
+		t.Fatalf("claim at max concurrency: %+v %v", step, err)
+	}
+}
