@@ -38,6 +38,7 @@ func newTwinCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "twin", Short: "Digital twin contracts"}
 	scene := &cobra.Command{Use: "scene", Short: "Store, freeze and show scene contracts"}
 	cmd.AddCommand(scene, newTwinSnapshotCmd(a))
+	cmd.AddCommand(newTwinShadowCmd(a), newTwinCalibrateCmd(a))
 
 	var defInj bool
 	put := &cobra.Command{
