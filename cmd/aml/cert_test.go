@@ -52,7 +52,7 @@ func seedTwin(t *testing.T, d string, n int) {
 		SceneID: sc.SceneID, SceneVersion: sc.SceneVersion, LineID: certLine, Phase: "holding", CapturedAt: now.Add(-2 * time.Second), DAQWatermark: now.UnixMilli(),
 		ControlValues: map[string]float64{"hold_pressure": 64, "hold_time": 8, "melt_temperature_setpoint": 246},
 		DataQuality:   contract.DataQuality{Fresh: true, Completeness: 1}, EstimatorVersion: "last-valid@1",
-		Window:        &contract.SnapshotWindow{BeatMs: 1000, EndMs: now.UnixMilli(), Steps: 1, Values: map[string][]*float64{}, RunID: "run-1"}}
+		Window: &contract.SnapshotWindow{BeatMs: 1000, EndMs: now.UnixMilli(), Steps: 1, Values: map[string][]*float64{}, RunID: "run-1"}}
 	if err := snap.Seal(); err != nil {
 		t.Fatal(err)
 	}
