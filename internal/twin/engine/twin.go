@@ -1,0 +1,410 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"math"
+	"net/http"
+	"sync"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/eval"
+	"github.com/aml-project/aml/internal/ident/hybrid"
+	"github.com/aml-project/aml/internal/ident/trainers"
+	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/registry"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/twin/contract"
+)
+
+// Error codes of this package (public contract: never rename, only add).
+const (
+	// CodeModelUnsupported: the model is not a twin model (format other
+	// than aml.hybrid/1). HTTP 422.
+	CodeModelUnsupported = "AML_TWIN_MODEL_UNSUPPORTED"
+	// CodeWindowInvalid: a snapshot window cannot start a rollout (wrong
+	// grid, too short, a needed column entirely missing). HTTP 422.
+	CodeWindowInvalid = "AML_TWIN_WINDOW_INVALID"
+	// CodeSceneMismatch: the scene, objective or snapshot does not fit the
+	// model (a scene control the model does not have, a target it does not
+	// predict). HTTP 422.
+	CodeSceneMismatch = "AML_TWIN_SCENE_MISMATCH"
+)
+
+func errf(code, field, format string, args ...any) *core.Error {
+	e := core.FieldErrorf(code, field, format, args...)
+	e.Status = http.StatusUnprocessableEntity
+	return e
+}
+
+// Twin is a loaded twin model: an aml.hybrid/1 model with its dataset's
+// layout and the uncertainty figures measured when it was evaluated. It is
+// safe for concurrent use; the only mutable part is the cache of window
+// starts, guarded by a mutex, whose entries are immutable.
+type Twin struct {
+	modelID string
+	man     *dataset.Manifest
+	hp      trainers.HybridPredictor
+	m       *hybrid.Model // window model: the path the conformal widths were measured on
+	H, F    int
+	beatMs  int64
+	dt      float64
+
+	// model quantities
+	ctrl, dist []qcol // model order
+	outs       []qcol // dataset target order: the model quantity each target is
+	states     []string
+	stateCol   []int    // per state: the column measuring it directly, or -1
+	modelOuts  []string // obs then guards
+	nodes      []string // manifest AllNodes
+	colOf      map[string]int
+
+	// uncertainty measured at evaluation
+	widths      [][]float64 // [F][targets] conformal half-widths
+	coverage    float64     // calibrated level q (0 without a calibration)
+	measuredCov float64     // coverage measured on the test split (0 without)
+	calWindows  int
+	ood         *eval.OOD
+	members     int
+
+	mu    sync.Mutex
+	cache map[[32]byte]*snapStart
+	order [][32]byte
+}
+
+// qcol is a model quantity and its dataset column.
+type qcol struct {
+	name     string
+	col      int // index in AllNodes, -1 none
+	fallback float64
+}
+
+// Load loads registered model modelID from the store for the twin: its
+// artifact (hash verified), its dataset's manifest and the conformal
+// calibration, test coverage and OOD envelope its evaluation stored in the
+// model's metrics. Models of other formats than aml.hybrid/1 are refused
+// with AML_TWIN_MODEL_UNSUPPORTED.
+func Load(ctx context.Context, st *sqlite.Store, dataDir, modelID string) (*Twin, error) {
+	m, err := st.GetModel(ctx, modelID)
+	if err != nil {
+		return nil, err
+	}
+	if m.ArtifactKind != trainers.FormatHybrid {
+		return nil, errf(CodeModelUnsupported, "artifactKind", "model %s is %s; the twin runs %s models (hybrid_residual@1)", m.ID, m.ArtifactKind, trainers.FormatHybrid)
+	}
+	reg := registry.New(st, dataDir, nil)
+	if err := reg.VerifyArtifact(m); err != nil {
+		return nil, err
+	}
+	d, err := st.GetDataset(ctx, m.DatasetID)
+	if err != nil {
+		return nil, err
+	}
+	man, err := dataset.LoadManifest(dataDir, d)
+	if err != nil {
+		return nil, err
+	}
+	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return New(m.ID, man, p, m.Metrics)
+}
+
+// metricsJSON is the part of a model's metrics the twin reads (written by
+// the job runner's evaluation: jobs.attempt.uncertainty).
+type metricsJSON struct {
+	Conformal *eval.Conformal      `json:"conformal"`
+	Coverage  *eval.CoverageReport `json:"coverage"`
+	OOD       *eval.OOD            `json:"ood"`
+}
+
+// New builds a twin from a loaded predictor, its dataset manifest and the
+// model's metrics JSON (nil: no calibration and no envelope — every trial
+// is then refused by its OOD verdict and reports coverage 0).
+func New(modelID string, man *dataset.Manifest, p model.Predictor, metrics json.RawMessage) (*Twin, error) {
+	hp, ok := trainers.AsHybrid(p)
+	if !ok {
+		return nil, errf(CodeModelUnsupported, "format", "model %s is %s; the twin runs %s models", modelID, p.Format(), trainers.FormatHybrid)
+	}
+	if man.BeatMs <= 0 || man.HistorySteps < 1 || man.HorizonSteps < 1 {
+		return nil, errf(CodeModelUnsupported, "dataset", "the model's dataset is not a dynamic dataset with history and horizon")
+	}
+	t := &Twin{modelID: modelID, man: man, hp: hp, m: hp.WindowModel(), H: man.HistorySteps, F: man.HorizonSteps, beatMs: man.BeatMs,
+		dt: float64(man.BeatMs) / 1000, nodes: append([]string(nil), man.AllNodes...), colOf: map[string]int{}, cache: map[[32]byte]*snapStart{}}
+	for j, n := range man.AllNodes {
+		t.colOf[n] = j
+	}
+	l := hp.Layout()
+	for _, c := range l.Controls {
+		t.ctrl = append(t.ctrl, qcol{c.Model, c.Col, c.Fallback})
+	}
+	for _, c := range l.Disturbances {
+		t.dist = append(t.dist, qcol{c.Model, c.Col, c.Fallback})
+	}
+	for _, c := range l.Outputs {
+		t.outs = append(t.outs, qcol{c.Model, c.Col, math.NaN()})
+	}
+	pm := t.m.Sys.Model
+	t.states = pm.StateNames()
+	t.modelOuts = pm.OutputNames()
+	for j, s := range t.states {
+		col := -1
+		if o := t.m.Sys.ObservedBy[j]; o >= 0 {
+			col = t.outs[o].col
+		} else if c, ok := t.colOf[s]; ok {
+			col = c
+		}
+		t.stateCol = append(t.stateCol, col)
+	}
+	if e := t.m.Residual; e != nil {
+		t.members = len(e.Members)
+	}
+	if len(metrics) > 0 {
+		var mj metricsJSON
+		if err := json.Unmarshal(metrics, &mj); err != nil {
+			return nil, errf(CodeModelUnsupported, "metrics", "the model's metrics cannot be read: %v", err)
+		}
+		if c := mj.Conformal; c != nil && len(c.Widths) == t.F {
+			good := true
+			for _, row := range c.Widths {
+				good = good && len(row) == len(t.outs)
+				for _, w := range row {
+					good = good && w >= 0 && !math.IsInf(w, 0)
+				}
+			}
+			if good {
+				t.widths, t.coverage, t.calWindows = c.Widths, c.Coverage, c.CalibrationWindows
+			}
+		}
+		if mj.Coverage != nil && t.widths != nil && mj.Coverage.Split == dataset.SplitTest {
+			t.measuredCov = mj.Coverage.Measured
+		}
+		if o := mj.OOD; o != nil && o.H == t.H && o.Cols == len(t.nodes) && len(o.Mean) == len(o.Prec) && len(o.Mean) > 0 {
+			t.ood = o
+		}
+	}
+	return t, nil
+}
+
+// ModelID returns the model's id.
+func (t *Twin) ModelID() string { return t.modelID }
+
+// Calibrated reports whether the model has conformal widths and an OOD
+// envelope (without them every trial fails its OOD verdict).
+func (t *Twin) Calibrated() bool { return t.widths != nil && t.ood != nil }
+
+// Window returns the grid the state estimator and trials need: the
+// dataset's history length H, its beat and the node ids of its columns
+// (every column of the dataset, the order of the OOD envelope).
+func (t *Twin) Window() (steps int, beatMs int64, nodeIDs []string) {
+	return t.H, t.beatMs, append([]string(nil), t.nodes...)
+}
+
+// EstimatorVersion names the state estimator of this twin.
+func (t *Twin) EstimatorVersion() string { return "hybrid-x0fit/1:" + t.modelID }
+
+// EstimateState returns the model states (by physics state name) at the
+// window's last row and the estimator version. A state measured directly
+// (an output that is the state, or a dataset column of the state's name)
+// takes its last valid observation in the window; every other state is
+// the model's: the hybrid initial-state fit over the window's H rows (as
+// PredictBatch does for a window) simulated through the window to its last
+// row. Gaps (null values) are handled as in [Twin.Trial]: controls and
+// disturbances hold their last valid value, outputs are simply not fitted
+// where missing, and a needed column without any value is refused.
+func (t *Twin) EstimateState(ctx context.Context, w *contract.SnapshotWindow) (map[string]float64, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	s, err := t.start(w)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make(map[string]float64, len(t.states))
+	for j, name := range t.states {
+		out[name] = s.start.Last[j]
+		if c := t.stateCol[j]; c >= 0 {
+			if v, ok := s.lastValid[c]; ok {
+				out[name] = v
+			}
+		}
+	}
+	return out, t.EstimatorVersion(), nil
+}
+
+// snapStart is everything a window gives every rollout from it: immutable
+// once made.
+type snapStart struct {
+	start     *hybrid.Start
+	rows      [][]float64 // H filled rows over the dataset's columns (gaps held, for OOD)
+	complete  bool        // every column has at least one value (else OOD cannot be judged)
+	lastValid map[int]float64
+	ctrlLast  []float64 // model controls at the last row
+	distLast  []float64 // model disturbances at the last row
+	gaps      int       // null values filled
+	endMs     int64
+}
+
+const maxCachedStarts = 32
+
+// start returns the (cached) start of window w.
+func (t *Twin) start(w *contract.SnapshotWindow) (*snapStart, error) {
+	if w == nil {
+		return nil, errf(CodeWindowInvalid, "window", "the snapshot has no window: a trial starts from the recent history")
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, errf(CodeWindowInvalid, "window", "%v", err)
+	}
+	key := sha256.Sum256(b)
+	t.mu.Lock()
+	s, ok := t.cache[key]
+	t.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err = t.estimate(w)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.cache[key]; ok {
+		return old, nil
+	}
+	t.cache[key] = s
+	t.order = append(t.order, key)
+	if len(t.order) > maxCachedStarts {
+		delete(t.cache, t.order[0])
+		t.order = t.order[1:]
+	}
+	return s, nil
+}
+
+// estimate builds the start of a window: its last H rows, gaps filled
+// where the model needs inputs, the initial state fitted and propagated.
+func (t *Twin) estimate(w *contract.SnapshotWindow) (*snapStart, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	if w.BeatMs != t.beatMs {
+		return nil, errf(CodeWindowInvalid, "window.beatMs", "the window's beat is %d ms, the model's %d ms", w.BeatMs, t.beatMs)
+	}
+	if w.Steps < t.H {
+		return nil, errf(CodeWindowInvalid, "window.steps", "the window has %d rows, the model needs its history of %d", w.Steps, t.H)
+	}
+	H, off := t.H, w.Steps-t.H
+	nAll := len(t.nodes)
+	raw := make([][]float64, H) // NaN for gaps
+	for k := range raw {
+		raw[k] = make([]float64, nAll)
+		for j := range raw[k] {
+			raw[k][j] = math.NaN()
+		}
+	}
+	s := &snapStart{lastValid: map[int]float64{}, complete: true, endMs: w.EndMs}
+	for j, n := range t.nodes {
+		vs, ok := w.Values[n]
+		if ok {
+			for k := 0; k < H; k++ {
+				if p := vs[off+k]; p != nil {
+					raw[k][j] = *p
+				}
+			}
+		}
+	}
+	any := func(j int) bool {
+		for k := 0; k < H; k++ {
+			if !math.IsNaN(raw[k][j]) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range t.ctrl {
+		if c.col >= 0 && !any(c.col) {
+			return nil, errf(CodeWindowInvalid, "window.values."+t.nodes[c.col], "control %s (node %s) has no value in the last %d rows of the window", c.name, t.nodes[c.col], H)
+		}
+	}
+	for _, o := range t.outs {
+		if !any(o.col) {
+			return nil, errf(CodeWindowInvalid, "window.values."+t.nodes[o.col], "output %s (node %s) has no value in the last %d rows of the window: the state cannot be estimated", o.name, t.nodes[o.col], H)
+		}
+	}
+	// filled rows: hold the last valid value, the first valid one before it
+	s.rows = make([][]float64, H)
+	for k := range s.rows {
+		s.rows[k] = append([]float64(nil), raw[k]...)
+	}
+	for j := 0; j < nAll; j++ {
+		first := math.NaN()
+		for k := 0; k < H; k++ {
+			if !math.IsNaN(raw[k][j]) {
+				first = raw[k][j]
+				break
+			}
+		}
+		if math.IsNaN(first) {
+			s.complete = false
+			continue
+		}
+		prev := first
+		for k := 0; k < H; k++ {
+			if math.IsNaN(s.rows[k][j]) {
+				s.rows[k][j] = prev
+				s.gaps++
+			}
+			prev = s.rows[k][j]
+			if !math.IsNaN(raw[k][j]) {
+				s.lastValid[j] = raw[k][j]
+			}
+		}
+	}
+	nu, nd := len(t.ctrl), len(t.dist)
+	U := make([][]float64, H)
+	var D [][]float64
+	if nd > 0 {
+		D = make([][]float64, H)
+	}
+	Y := make([][]float64, H)
+	for k := 0; k < H; k++ {
+		U[k] = make([]float64, nu)
+		for q, c := range t.ctrl {
+			U[k][q] = c.fallback
+			if c.col >= 0 {
+				U[k][q] = s.rows[k][c.col]
+			}
+		}
+		if D != nil {
+			D[k] = make([]float64, nd)
+			for q, c := range t.dist {
+				v := c.fallback
+				if c.col >= 0 && !math.IsNaN(s.rows[k][c.col]) {
+					v = s.rows[k][c.col]
+				}
+				D[k][q] = v
+			}
+		}
+		Y[k] = make([]float64, len(t.outs))
+		for o, c := range t.outs {
+			Y[k][o] = raw[k][c.col] // gaps stay NaN: not fitted
+		}
+	}
+	sim, err := t.m.NewSim()
+	if err != nil {
+		return nil, err
+	}
+	st, err := t.m.StartFrom(sim, U, D, Y, H)
+	if err != nil {
+		return nil, errf(CodeWindowInvalid, "window", "%v", err)
+	}
+	s.start = st
+	s.ctrlLast = U[H-1]
+	if D != nil {
+		s.distLast = D[H-1]
+	}
+	return s, nil
+}
