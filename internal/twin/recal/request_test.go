@@ -115,7 +115,7 @@ func TestDedupAndCooldownAfterCompletion(t *testing.T) {
 	}
 	refused(t0.Add(time.Minute), sqlite.CalibrationQueued)
 	// Another line is not blocked.
-	if d, _ := RequestAt(ctx, st, sig("L2", "R", 3), p, "ann", t0); !d.Accepted {
+	if d, _ := RequestAt(ctx, st, sig("L2", "R", 3), p, "ann", t0.Add(time.Second)); !d.Accepted {
 		t.Fatalf("other key: %+v", d)
 	}
 	// Run it for 3 h (longer than the cooldown).
