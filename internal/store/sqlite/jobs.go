@@ -291,6 +291,9 @@ func (s *Store) FinishJob(ctx context.Context, id string, from core.JobStatus, m
 		return dbErr(err, "finish job")
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
+		// Release the single writer connection first: jobConflict reads
+		// through it and would otherwise wait forever on this transaction.
+		tx.Rollback()
 		return jobConflict(ctx, s, id, fmt.Sprintf("expected %s to finish", from))
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO dataset_refs(dataset_id, kind, ref_id) VALUES (?, 'model', ?) ON CONFLICT DO NOTHING`, m.DatasetID, m.ID); err != nil {
