@@ -111,6 +111,9 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 	if err != nil {
 		return nil, err
 	}
+	if ph := t.Provenance["snapshotHash"]; ph != "" && ph != snap.SnapshotHash {
+		return nil, refused("trial.provenance.snapshotHash", "trial %s ran from snapshot hash %s, the stored snapshot %s hashes to %s", trialID, ph, snap.SnapshotID, snap.SnapshotHash)
+	}
 	scene, err := sceneRow(tx.QueryRowContext(ctx, `SELECT `+sceneCols+` FROM scenes WHERE scene_id=? AND version=?`, snap.SceneID, snap.SceneVersion))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("scene", SceneSubject(snap.SceneID, snap.SceneVersion))
