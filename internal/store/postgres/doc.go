@@ -1,0 +1,43 @@
+// Package postgres is AML's PostgreSQL storage back-end for plants that
+// outgrow one SQLite file: many lines, many processes, many machines on one
+// database. It implements the same ports as internal/store/sqlite —
+// core.Meta, core.TimeSeries, core.Datasets and core.Jobs — with the same
+// error codes and conflict rules; internal/store/storetest runs one
+// conformance suite against both.
+//
+// Opened by Open(ctx, "postgres://user@host:port/db?sslmode=disable"); any
+// extra URL parameter is a session setting, so ?search_path=plant7 keeps a
+// plant's tables in their own schema (the tests give every test a schema).
+// Selecting it from the CLI (`--db postgres://...` or AML_DB) is future
+// work: the CLI still opens *sqlite.Store directly.
+//
+// Why it looks the way it does:
+//
+//   - One pgx connection pool (pgxpool). PostgreSQL does its own locking,
+//     so unlike SQLite there is no single writer connection; the places
+//     where SQLite relied on its one writer for atomicity of a
+//     read-then-write take explicit locks instead (FOR UPDATE on the recipe
+//     when numbering versions, an advisory lock around the job-limit check,
+//     the partial unique index for "one production model").
+//   - Samples use the same layout as SQLite's — (node pk, ts) key, interned
+//     (line, product, recipe, run) context — in a table range-partitioned
+//     by ts, one partition per UTC calendar month created on demand, plus a
+//     default partition. Partitions are created in their own short
+//     transaction before the rows are written, so a long ingest does not
+//     hold DDL locks; if that fails (lock timeout), the rows go to the
+//     default partition and are moved out when the month's partition is
+//     made later. A BRIN index on ts serves time-range scans; the primary
+//     key is the (node, ts) B-tree. With the TimescaleDB extension
+//     installed the table is a hypertable instead (detected in the
+//     migration; no partitions are then made here).
+//   - Bulk ingest streams each batch with COPY into a per-connection
+//     temporary staging table and upserts from there in one statement:
+//     re-writing a (node, ts) of the same context replaces it; a sample of
+//     another context at an occupied instant is AML_CONFLICT, as in SQLite.
+//   - Migrations are embedded SQL files with the same version numbers as
+//     SQLite's (TestSchemaParity compares tables and columns after
+//     migrating both), applied under an advisory lock so that several
+//     processes opening one database at once migrate it exactly once.
+//     AML_SCHEMA_TOO_NEW and AML_SCHEMA_MISMATCH mean what they mean for
+//     SQLite.
+package postgres

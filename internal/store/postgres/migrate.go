@@ -1,0 +1,142 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Migration is one embedded schema step.
+type Migration struct {
+	Version  int
+	Name     string
+	SQL      string
+	Checksum string
+}
+
+// Migrations returns the embedded migrations in version order.
+func Migrations() ([]Migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []Migration
+	for _, e := range entries {
+		name := e.Name()
+		num, rest, ok := strings.Cut(name, "_")
+		if !ok || !strings.HasSuffix(name, ".sql") {
+			return nil, fmt.Errorf("migration file %q is not NNNN_name.sql", name)
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil {
+			return nil, fmt.Errorf("migration file %q: %v", name, err)
+		}
+		b, err := migrationFS.ReadFile("migrations/" + name)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(b)
+		out = append(out, Migration{Version: v, Name: strings.TrimSuffix(rest, ".sql"), SQL: string(b), Checksum: hex.EncodeToString(sum[:])})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for i, m := range out {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migrations must be numbered 1..n without gaps; found %d at position %d", m.Version, i+1)
+		}
+	}
+	return out, nil
+}
+
+// SchemaVersion reports the highest applied migration.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v *int
+	err := s.pool.QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v)
+	if err != nil || v == nil {
+		return 0, dbErr(err, "read schema version")
+	}
+	return *v, nil
+}
+
+// migrateLock is the advisory lock key that serialises migrations of one
+// database across processes (the text 'aml.migrate' hashed by PostgreSQL).
+const migrateLock = `SELECT pg_advisory_xact_lock(hashtext('aml.migrate:' || current_schema()))`
+
+// migrate applies pending migrations, each in its own transaction. Every
+// transaction takes the advisory lock first and re-reads what is applied,
+// so processes opening the database together apply each step once.
+func migrate(ctx context.Context, pool *pgxpool.Pool, ms []Migration) error {
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		checksum   text NOT NULL,
+		applied_at bigint NOT NULL)`); err != nil && !isUnique(err) {
+		// Two processes creating the table at once: one gets a unique
+		// violation on the catalog, and the table exists either way.
+		return dbErr(err, "create schema_migrations")
+	}
+	for _, m := range ms {
+		done, err := applyOne(ctx, pool, m, len(ms))
+		if err != nil {
+			return err
+		}
+		if done {
+			continue
+		}
+	}
+	return nil
+}
+
+func applyOne(ctx context.Context, pool *pgxpool.Pool, m Migration, known int) (bool, error) {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return false, dbErr(err, "begin migration %d", m.Version)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, migrateLock); err != nil {
+		return false, dbErr(err, "lock migrations")
+	}
+	var maxApplied *int
+	if err := tx.QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&maxApplied); err != nil {
+		return false, dbErr(err, "read schema_migrations")
+	}
+	if maxApplied != nil && *maxApplied > known {
+		return false, core.Errorf(core.CodeSchemaTooNew,
+			"the database schema is at version %d but this aml binary knows versions up to %d; use a newer aml (refusing to touch the data)", *maxApplied, known)
+	}
+	var sum string
+	err = tx.QueryRow(ctx, `SELECT checksum FROM schema_migrations WHERE version=$1`, m.Version).Scan(&sum)
+	if err == nil {
+		if sum != m.Checksum {
+			return false, core.Errorf(core.CodeSchemaMismatch,
+				"migration %04d_%s was applied with a different checksum (%.12s, binary has %.12s): this database was made by a different build", m.Version, m.Name, sum, m.Checksum)
+		}
+		return true, nil
+	}
+	if !noRows(err) {
+		return false, dbErr(err, "read schema_migrations")
+	}
+	if _, err := tx.Exec(ctx, m.SQL); err != nil {
+		return false, core.Wrap(core.CodeInternal, err, "apply migration %04d_%s", m.Version, m.Name)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations(version, name, checksum, applied_at) VALUES ($1,$2,$3,$4)`,
+		m.Version, m.Name, m.Checksum, time.Now().UnixMilli()); err != nil {
+		return false, dbErr(err, "record migration %d", m.Version)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, dbErr(err, "commit migration %d", m.Version)
+	}
+	return false, nil
+}

@@ -1,0 +1,189 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store is the PostgreSQL back-end. It is safe for concurrent use, and any
+// number of Stores (in any number of processes) may share one database.
+type Store struct {
+	pool *pgxpool.Pool
+	// partitioned is true when samples is a declaratively partitioned
+	// table (false for a TimescaleDB hypertable).
+	partitioned bool
+
+	mu    sync.RWMutex
+	nodes map[string]int64 // node id → pk
+	ctxs  map[core.ContextFilter]int64
+	parts map[int64]bool // month start (ms) → partition exists
+}
+
+var _ core.Store = (*Store)(nil)
+
+// Options tune OpenWith; the zero value is the default.
+type Options struct {
+	// Migrations replaces the embedded migrations (tests only).
+	Migrations []Migration
+	// MaxConns caps the pool (default: pgxpool's, max(4, CPUs)).
+	MaxConns int32
+}
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// DSN) and applies pending migrations.
+func Open(ctx context.Context, url string) (*Store, error) { return OpenWith(ctx, url, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, url string, opt Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, core.Wrap(core.CodeInvalidArgument, err, "parse database URL")
+	}
+	if opt.MaxConns > 0 {
+		cfg.MaxConns = opt.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, core.Wrap(core.CodeStoreUnavailable, err, "connect to %s", redact(cfg))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, core.Wrap(core.CodeStoreUnavailable, err, "connect to %s", redact(cfg))
+	}
+	ms := opt.Migrations
+	if ms == nil {
+		if ms, err = Migrations(); err != nil {
+			pool.Close()
+			return nil, core.Wrap(core.CodeInternal, err, "load migrations")
+		}
+	}
+	if err := migrate(ctx, pool, ms); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s := &Store{pool: pool, nodes: map[string]int64{}, ctxs: map[core.ContextFilter]int64{}, parts: map[int64]bool{}}
+	var kind string
+	err = pool.QueryRow(ctx, `SELECT c.relkind::text FROM pg_class c WHERE c.oid = to_regclass('samples')`).Scan(&kind)
+	if err != nil {
+		pool.Close()
+		return nil, dbErr(err, "inspect samples table")
+	}
+	s.partitioned = kind == "p"
+	return s, nil
+}
+
+func redact(cfg *pgxpool.Config) string {
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+}
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Pool exposes the connection pool for packages that keep their own tables
+// in the same database (a job queue, an artifact store).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Hypertable reports whether samples is a TimescaleDB hypertable rather
+// than a natively partitioned table.
+func (s *Store) Hypertable() bool { return !s.partitioned }
+
+// SQLSTATE classes and codes used in the mapping below.
+const (
+	sqlUniqueViolation     = "23505"
+	sqlForeignKeyViolation = "23503"
+	sqlIntegrityClass      = "23"
+	sqlSerialization       = "40001"
+	sqlDeadlock            = "40P01"
+	sqlLockNotAvailable    = "55P03"
+	sqlQueryCanceled       = "57014"
+)
+
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+func isUnique(err error) bool { return pgCode(err) == sqlUniqueViolation }
+func isFK(err error) bool     { return pgCode(err) == sqlForeignKeyViolation }
+func isConstraint(err error) bool {
+	c := pgCode(err)
+	return len(c) == 5 && c[:2] == sqlIntegrityClass
+}
+
+// dbErr maps a driver error to a typed error, as sqlite's dbErr does:
+// integrity violations are AML_CONFLICT; cancellation, lost connections,
+// lock timeouts, deadlocks and serialization failures are
+// AML_STORE_UNAVAILABLE (worth a retry); anything else AML_INTERNAL.
+func dbErr(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var ae *core.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+	}
+	if isConstraint(err) {
+		e := core.Errorf(core.CodeConflict, "%s: %v", fmt.Sprintf(format, args...), err)
+		e.Err = err
+		return e
+	}
+	switch c := pgCode(err); {
+	case c == sqlSerialization || c == sqlDeadlock || c == sqlLockNotAvailable || c == sqlQueryCanceled:
+		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+	case len(c) == 5 && (c[:2] == "08" || c[:2] == "53" || c[:2] == "57" || c[:2] == "58"):
+		// connection exception, insufficient resources, operator
+		// intervention (shutdown), system error
+		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+	case c == "":
+		if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+			return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+		}
+		var ce *pgconn.ConnectError
+		if errors.As(err, &ce) {
+			return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+		}
+	}
+	return core.Wrap(core.CodeInternal, err, format, args...)
+}
+
+func notFound(kind, id string) error {
+	return core.FieldErrorf(core.CodeNotFound, kind, "%s %q not found", kind, id)
+}
+
+func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// q is what a pool, a connection and a transaction all offer.
+type q interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// inTx runs fn in a transaction on the pool, committing when fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return dbErr(err, "begin")
+	}
+	defer tx.Rollback(ctx)
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return dbErr(tx.Commit(ctx), "commit")
+}
