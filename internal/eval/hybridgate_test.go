@@ -54,7 +54,7 @@ func TestTwinProfileDefaults(t *testing.T) {
 		t.Fatalf("%v %+v", err, got)
 	}
 	v2 := want
-	v2.ID, v2.MinShadowRuns, v2.ShadowNrmseMax, v2.ShadowCoverageMin = "twin-v2", 3, 0.25, 0.80
+	v2.ID, v2.MinShadowRuns, v2.ShadowErrorRatioMax, v2.ShadowCoverageMin = "twin-v2", 3, 1.5, 0.80
 	if ps := TwinProfiles(); len(ps) != 2 || ps[0] != want || ps[1] != v2 {
 		t.Fatalf("%+v", ps)
 	}
@@ -213,11 +213,11 @@ func TestTwinInputFromMeasurements(t *testing.T) {
 	cov := &CoverageReport{Target: 0.9, Measured: 0.91, Split: dataset.SplitTest, TestWindows: 500}
 	in := TwinInputFromMeasurements(m, c, cov, twinTrials(12), 0)
 	want := TwinGateInput{Rows: 800, Runs: 4, OneStepTestNRMSE: 0.04, RolloutTestNRMSE: 0.12, ValTestGap: 0.05,
-		CalibrationRows: 400, CalibrationCoverage: 0.91, Trials: twinTrials(12), ShadowNRMSE: math.NaN(), ShadowCoverage: math.NaN()}
-	if !math.IsNaN(in.ShadowNRMSE) || !math.IsNaN(in.ShadowCoverage) {
+		CalibrationRows: 400, CalibrationCoverage: 0.91, Trials: twinTrials(12), ShadowErrorRatio: math.NaN(), ShadowCoverage: math.NaN()}
+	if !math.IsNaN(in.ShadowErrorRatio) || !math.IsNaN(in.ShadowCoverage) {
 		t.Fatalf("shadow evidence must start undefined: %+v", in)
 	}
-	in.ShadowNRMSE, in.ShadowCoverage, want.ShadowNRMSE, want.ShadowCoverage = 0, 0, 0, 0
+	in.ShadowErrorRatio, in.ShadowCoverage, want.ShadowErrorRatio, want.ShadowCoverage = 0, 0, 0, 0
 	if !reflect.DeepEqual(in, want) {
 		t.Fatalf("%+v", in)
 	}
@@ -245,7 +245,7 @@ func TestTwinGateShadow(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := twinPassing()
-	in.ShadowNRMSE, in.ShadowCoverage = math.NaN(), math.NaN()
+	in.ShadowErrorRatio, in.ShadowCoverage = math.NaN(), math.NaN()
 	if r := TwinGate(in, p); !reflect.DeepEqual(r.RejectCodes, []string{"G8_SHADOW_RUNS", "G8_SHADOW_ACCURACY", "G8_SHADOW_COVERAGE"}) {
 		t.Fatalf("%v", r.RejectCodes)
 	}
@@ -255,18 +255,18 @@ func TestTwinGateShadow(t *testing.T) {
 	}
 	cases := []struct {
 		runs     int
-		nrmse    float64
+		ratio    float64
 		coverage float64
 		want     []string
 	}{
-		{3, 0.10, 0.90, []string{}},
-		{3, 0.25, 0.80, []string{}}, // thresholds inclusive
-		{2, 0.10, 0.90, []string{"G8_SHADOW_RUNS"}},
-		{3, 0.26, 0.90, []string{"G8_SHADOW_ACCURACY"}},
-		{3, 0.10, 0.79, []string{"G8_SHADOW_COVERAGE"}},
+		{3, 1.10, 0.90, []string{}},
+		{3, 1.50, 0.80, []string{}}, // thresholds inclusive
+		{2, 1.10, 0.90, []string{"G8_SHADOW_RUNS"}},
+		{3, 1.51, 0.90, []string{"G8_SHADOW_ACCURACY"}},
+		{3, 1.10, 0.79, []string{"G8_SHADOW_COVERAGE"}},
 	}
 	for _, c := range cases {
-		in.ShadowRuns, in.ShadowNRMSE, in.ShadowCoverage = c.runs, c.nrmse, c.coverage
+		in.ShadowRuns, in.ShadowErrorRatio, in.ShadowCoverage = c.runs, c.ratio, c.coverage
 		r := TwinGate(in, p)
 		if !reflect.DeepEqual(r.RejectCodes, c.want) || r.Passed != (len(c.want) == 0) {
 			t.Errorf("%+v: %v passed=%v", c, r.RejectCodes, r.Passed)
