@@ -25,6 +25,9 @@ import (
 func serverURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("AML_TEST_PG")
+	if u == "" && os.Getenv("CI") != "" {
+		t.Fatal("AML_TEST_PG is not set in CI: .ci/run must start PostgreSQL (.ci/pg.sh) so the store suite runs on both back-ends")
+	}
 	if u == "" {
 		t.Skip("AML_TEST_PG is not set: PostgreSQL store tests need a server URL (start one with .ci/pg.sh start DIR; .ci/run does)")
 	}
