@@ -1,0 +1,108 @@
+// Package engine is the digital twin's engine: it loads a registered
+// hybrid model (aml.hybrid/1: calibrated physics + bounded residual
+// ensemble, internal/ident/hybrid) as a [Twin], estimates the state of a
+// line from a snapshot's recent window, runs virtual trials of candidate
+// setpoint trajectories and searches for the best safe one. Nothing here
+// writes to a machine: a trial's candidateExecuted is always false.
+//
+// # Loading
+//
+// [Load] reads the model row, verifies the artifact's hash, loads the
+// dataset manifest and the predictor, and takes from the model's metrics
+// what its evaluation measured: the split-conformal half-widths W[f][k]
+// (val split, coverage level q), the coverage measured on the test split
+// and the OOD training envelope (eval.FitOOD). Any other format is refused
+// with AML_TWIN_MODEL_UNSUPPORTED. Per model quantity the twin knows its
+// dataset column (trainers.HybridLayout): controls, disturbances, the
+// outputs that are dataset targets, and states measured by a column of
+// their own name.
+//
+// # State estimation
+//
+// [Twin.Window] is the grid a snapshot must provide (H history rows at the
+// dataset's beat, every dataset column). From a window the twin builds a
+// start once (hybrid.Model.StartFrom) and caches it by the window's
+// content: the initial state fitted to the H measured rows exactly as
+// PredictBatch does for a dataset window — the path the conformal widths
+// were measured on — then propagated through the window. Gaps (null
+// values) hold the last valid value for inputs (the first valid one before
+// it), are left out of the state fit for outputs, and a control or target
+// column without any value in the H rows is refused
+// (AML_TWIN_WINDOW_INVALID). [Twin.EstimateState] reports the states at the
+// window's last row: a directly measured state its last valid measurement,
+// every other state the model's estimate; the estimator version is
+// "hybrid-x0fit/1:<modelID>".
+//
+// # Virtual trials
+//
+// [Twin.Trial] (and the one-call [RunTrial]):
+//
+//  1. validation: every step sets exactly the scene's controls to finite
+//     values inside the scene range ∩ the objective's trust region window,
+//     within the trust region's maxDelta of the snapshot's value, moving at
+//     most min(maxStep, writePolicy.maxDeltaPerAction, trust maxDelta)
+//     from the previous step (the snapshot's value before step 0); moves
+//     of one control at least minNodeIntervalSec apart, actions on the
+//     line minLineActionIntervalSec apart, at most maxActionsPerRun of
+//     them. Any finding rejects the candidate with CONTROL_SAFETY before
+//     any rollout; the record names every offending field and step, its
+//     constraints are marked notEvaluated, and it is still a valid record.
+//  2. rollout: every candidate continues from its own copy of the cached
+//     start (hybrid.Model.Roll writes only into per-goroutine buffers), so
+//     no state or history leaks between rollouts; the physics runs the
+//     candidate's controls with the disturbances held at their last
+//     values, the residual ensemble adds its mean correction and reports
+//     its members' spread.
+//  3. the tube: a target the model was calibrated on gets mean ± (W + s),
+//     W the conformal half-width of that horizon step and s the ensemble
+//     members' standard deviation (added, not combined in quadrature: the
+//     conformal width covers the model's typical error, the spread flags
+//     inputs where the members disagree more than usual). Past the
+//     calibrated horizon F nothing was measured, so the width grows like a
+//     random walk from the largest calibrated width:
+//     max_f W[f]·√((k+1)/F) at step k ≥ F. Without a calibration the width
+//     is infinite. Quantities no target measures (guards such as
+//     flash_rate or pressure, states) come from the calibrated physics
+//     alone, have no tube (lower = mean = upper) and are listed as not
+//     calibrated in the [TrialDetail]; states the dataset measures are
+//     reported anchored: their last measurement plus the physics'
+//     predicted change (the physics cannot identify the level of a state
+//     no target observes well).
+//  4. constraints, each with the first violating step and the edge it was
+//     found on: hard_range on the lower and upper edges; max_delta and
+//     rate on the mean and on each edge trajectory (at step 0 against the
+//     window's last value); custom conditions (internal/physics
+//     ParseCondition, over the model's quantities by name) by interval
+//     evaluation over the tube — the condition must hold for every value
+//     in the box of the step's tube. A constraint that cannot be evaluated
+//     (unknown variable, a bad expression) fails closed.
+//  5. OOD: for every horizon step the H most recent rows (history then
+//     predicted rows: candidate controls, predicted targets, the physics
+//     for columns named like a model quantity — offset to their last
+//     measurement —, held values for the rest) are summarised like the
+//     training windows and their Mahalanobis distance taken; the largest
+//     must not exceed the envelope's threshold, and the ensemble
+//     disagreement (member std over the calibrated half-width) must not
+//     exceed [MaxDisagreement].
+//  6. cost over the whole horizon: Σ_k Σ_targets weight·((mean − setpoint)²
+//     + σ²) with σ² = (W/z_q)² + s², the prediction variance, so a less
+//     certain candidate never looks better; plus Σ control cost·|move|.
+//     The baseline holds the snapshot's controls; improvement = baseline
+//     cost − candidate cost.
+//
+// A trial passes when every constraint holds and OOD accepts it; the
+// record's rejectCode says why not (CONTROL_SAFETY, MODEL_FAILURE,
+// CONSTRAINT_VIOLATION, OUT_OF_DISTRIBUTION).
+//
+// # Optimiser
+//
+// [Twin.Optimize] moves the scene's controls only where the write policy
+// allows (see its doc), starts from the seed's small-step candidates and,
+// in precise_search, runs a deterministic pattern search; the lowest-cost
+// passing candidate wins. [ChooseMode] picks the mode from a twin gate
+// report. 200 candidates × 5 members × 60 steps take about 57 ms on one
+// core of the development machine (BenchmarkOptimize, -cpu 1), about six
+// times faster than predicting each candidate from the window with
+// Model.Simulate (BenchmarkOptimizeNaive), which re-estimates the initial
+// state every time.
+package engine
