@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
+// BenchmarkWriteSamples is the PostgreSQL twin of sqlite's
+// BenchmarkWriteSamples: the same 200 000 samples (10 nodes × 20 000
+// steps, one run) written through core.TimeSeries in batches of 10 000,
+// each batch one COPY into the staging table and one upsert. bench/
+// pg_ingest.sh runs both in one go and prints the ratio.
+const benchNodes, benchSteps = 10, 20_000
+
+func benchSamples() []core.Sample {
+	out := make([]core.Sample, 0, benchNodes*benchSteps)
+	for k := 0; k < benchSteps; k++ {
+		for n := 0; n < benchNodes; n++ {
+			out = append(out, core.Sample{Node: fmt.Sprintf("node%02d", n), TsMs: int64(k) * 1000, Value: float64(k) + float64(n)/10,
+				Line: "L1", Product: "P1", Recipe: "R1", Run: "r1"})
+		}
+	}
+	return out
+}
+
+func BenchmarkWriteSamples(b *testing.B) {
+	samples := benchSamples()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s, _ := openTest(b)
+		b.StartTimer()
+		for j := 0; j < len(samples); j += 10_000 {
+			if _, err := s.WriteSamples(ctx, samples[j:min(j+10_000, len(samples))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkRawCopy is the floor: the same rows COPYed straight into the
+// samples table (keys known, no staging, no conflict rules).
+func BenchmarkRawCopy(b *testing.B) {
+	samples := benchSamples()
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s, _ := openTest(b)
+		if _, err := s.WriteSamples(ctx, samples[:benchNodes]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.pool.Exec(ctx, `DELETE FROM samples`); err != nil {
+			b.Fatal(err)
+		}
+		pks := map[string]int64{}
+		for n := 0; n < benchNodes; n++ {
+			id := fmt.Sprintf("node%02d", n)
+			pk, err := s.lookupNode(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pks[id] = pk
+		}
+		var ctxPK int64
+		s.pool.QueryRow(ctx, `SELECT pk FROM sample_ctx`).Scan(&ctxPK)
+		b.StartTimer()
+		for j := 0; j < len(samples); j += 10_000 {
+			rows := make([][]any, 0, 10_000)
+			for _, sm := range samples[j:min(j+10_000, len(samples))] {
+				rows = append(rows, []any{pks[sm.Node], sm.TsMs, sm.Value, nil, ctxPK})
+			}
+			tx, err := s.pool.Begin(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.CopyFrom(ctx, []string{"samples"}, []string{"node", "ts", "value", "state", "ctx"}, copyRows(rows)); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+func copyRows(rows [][]any) *pgxCopySource { return &pgxCopySource{rows: rows, i: -1} }
+
+type pgxCopySource struct {
+	rows [][]any
+	i    int
+}
+
+func (c *pgxCopySource) Next() bool             { c.i++; return c.i < len(c.rows) }
+func (c *pgxCopySource) Values() ([]any, error) { return c.rows[c.i], nil }
+func (c *pgxCopySource) Err() error             { return nil }
