@@ -533,3 +533,61 @@ func TestRunAPI(t *testing.T) {
 		t.Fatalf("RunOptimize: %v", err)
 	}
 }
+
+// OOD: a window far from the training data (an ambient temperature the
+// line never saw) makes every candidate out of distribution; a twin
+// without an envelope accepts nothing, and one without a conformal
+// calibration refuses trials.
+func TestOOD(t *testing.T) {
+	f := getFixture(t)
+	s := highSnap(t, f)
+	sc := contract.DefaultInjectionScene()
+	obj := contract.DefaultInjectionObjective()
+	w := *s.Window
+	w.Values = map[string][]*float64{}
+	for k, v := range s.Window.Values {
+		w.Values[k] = v
+	}
+	hot := make([]*float64, w.Steps)
+	for i := range hot {
+		v := 80.0
+		hot[i] = &v
+	}
+	w.Values["ambient_temperature"] = hot
+	odd := *s
+	odd.Window, odd.SnapshotHash = &w, ""
+	tr, d := trialOf(t, f.twin, sc, &odd, obj, hold(&odd, 60, nil), "ood")
+	if tr.OutOfDistribution.Accepted || tr.OutOfDistribution.RejectCode != "OOD_DISTANCE" || tr.Passed() || !(d.OOD.MaxDistance > d.OOD.Threshold) {
+		t.Fatalf("ood %+v, detail %+v", tr.OutOfDistribution, d.OOD)
+	}
+	if tr.HardViolations() == 0 && tr.RejectCode != contract.RejectOOD {
+		t.Fatalf("reject code %q", tr.RejectCode)
+	}
+	ok, _ := trialOf(t, f.twin, sc, s, obj, hold(s, 60, nil), "in")
+	if !ok.OutOfDistribution.Accepted || !(ok.OutOfDistribution.Distance > 0) {
+		t.Fatalf("the real window is OOD: %+v", ok.OutOfDistribution)
+	}
+	var mj map[string]json.RawMessage
+	m, _ := f.st.GetModel(context.Background(), f.modelID)
+	json.Unmarshal(m.Metrics, &mj)
+	delete(mj, "ood")
+	noEnv, _ := json.Marshal(mj)
+	tw2, err := New(f.modelID, f.bundle.Manifest, f.twin.hp, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr2, _ := trialOf(t, tw2, sc, s, obj, hold(s, 60, nil), "noenv")
+	if tr2.OutOfDistribution.Accepted || tr2.OutOfDistribution.RejectCode != "OOD_NOT_CALIBRATED" {
+		t.Fatalf("without an envelope: %+v", tr2.OutOfDistribution)
+	}
+	tw3, err := New(f.modelID, f.bundle.Manifest, f.twin.hp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tw3.Trial(context.Background(), TrialInput{Scene: sc, Snapshot: s, Objective: obj, Candidate: hold(s, 60, nil), TrialID: "x", CreatedBy: "t", Now: testNow}); core.CodeOf(err) != CodeModelUnsupported {
+		t.Fatalf("without a calibration: %v", err)
+	}
+	if _, _, err := tw3.EstimateState(context.Background(), s.Window); err != nil {
+		t.Fatalf("state estimation needs no calibration: %v", err)
+	}
+}

@@ -118,6 +118,9 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 	if len(scene.Constraints) == 0 {
 		return nil, errf(CodeSceneMismatch, "constraints", "scene %s has no constraints: a trial must evaluate at least one", scene.SceneID)
 	}
+	if t.widths == nil {
+		return nil, errf(CodeModelUnsupported, "metrics.conformal", "model %s has no conformal calibration: a trial's prediction tube cannot be drawn (evaluate the model with enough val windows)", t.modelID)
+	}
 	if obj.TwinModelID != "" && obj.TwinModelID != t.modelID {
 		return nil, errf(CodeSceneMismatch, "twinModelId", "the objective is for model %s, this twin is %s", obj.TwinModelID, t.modelID)
 	}
@@ -313,7 +316,7 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 // calibrated width of the target grown like a random walk,
 // max_f W[f][o] · √((k+1)/F) — never smaller than any calibrated width, and
 // growing without bound, because nothing was measured there. Without a
-// calibration the width is +Inf (nothing is known).
+// calibration the width is +Inf (newPlan refuses trials then).
 func (t *Twin) confWidth(k, o int) float64 {
 	if t.widths == nil {
 		return math.Inf(1)

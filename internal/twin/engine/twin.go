@@ -122,8 +122,10 @@ type metricsJSON struct {
 }
 
 // New builds a twin from a loaded predictor, its dataset manifest and the
-// model's metrics JSON (nil: no calibration and no envelope — every trial
-// is then refused by its OOD verdict and reports coverage 0).
+// model's metrics JSON. Without a conformal calibration the twin still
+// estimates states, but trials are refused (AML_TWIN_MODEL_UNSUPPORTED:
+// no tube can be drawn); without an OOD envelope every trial fails its OOD
+// verdict (OOD_NOT_CALIBRATED).
 func New(modelID string, man *dataset.Manifest, p model.Predictor, metrics json.RawMessage) (*Twin, error) {
 	hp, ok := trainers.AsHybrid(p)
 	if !ok {
