@@ -61,7 +61,9 @@ type ConstraintResult struct {
 	FirstViolationStep *int   `json:"firstViolationStep,omitempty"` // only when failed
 	// Edge names the trajectory the first violation was found on: "lower"
 	// or "upper" (an edge of the prediction interval tube), "mean", or
-	// "exact" for a quantity known exactly (a control). Only when failed.
+	// "exact" for a quantity known exactly (a control), "tube" for a
+	// condition that fails somewhere inside the tube (interval evaluation
+	// of a custom constraint). Only when failed.
 	Edge string `json:"edge,omitempty"`
 	// NotEvaluated marks a failed result that was never evaluated: the
 	// candidate was rejected before its rollout (RejectCode CONTROL_SAFETY)
@@ -211,12 +213,12 @@ func (t *VirtualTrial) check(p *problems) {
 		}
 		switch r.Edge {
 		case "":
-		case "lower", "upper", "mean", "exact":
+		case "lower", "upper", "mean", "exact", "tube":
 			if r.Passed {
 				p.add(idx("constraintResults", i)+".edge", "only a failed constraint names an edge")
 			}
 		default:
-			p.add(idx("constraintResults", i)+".edge", "must be lower, upper, mean or exact, not %q", r.Edge)
+			p.add(idx("constraintResults", i)+".edge", "must be lower, upper, mean, exact or tube, not %q", r.Edge)
 		}
 	}
 	if t.RejectCode != "" && !rejectCodes[t.RejectCode] {
