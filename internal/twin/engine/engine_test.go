@@ -77,6 +77,16 @@ func TestLoadAndWindow(t *testing.T) {
 	if !tw.Calibrated() || tw.members != 5 || !(tw.measuredCov > 0.8) {
 		t.Fatalf("calibrated %v members %d coverage %v", tw.Calibrated(), tw.members, tw.measuredCov)
 	}
+	b := tw.Bindings()
+	for v, n := range map[string]string{"weight": "part_weight", "hold_pressure": "hold_pressure", "melt_temperature": "melt_temperature",
+		"ambient_temperature": "ambient_temperature"} {
+		if b[v] != n {
+			t.Errorf("binding %s = %q, want %q (all: %v)", v, b[v], n, b)
+		}
+	}
+	if _, ok := b["fill_fraction"]; ok {
+		t.Errorf("the unmeasured state fill_fraction is bound: %v", b)
+	}
 }
 
 // EstimateState: measured states take the last valid observation,

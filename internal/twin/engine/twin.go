@@ -410,3 +410,31 @@ func (t *Twin) estimate(w *contract.SnapshotWindow) (*snapStart, error) {
 	}
 	return s, nil
 }
+
+// Bindings maps every model quantity the model's dataset measures (its
+// controls, disturbances and outputs, and states with a column of their
+// own) to that column's node id: the scene-variable → node bindings a
+// snapshot of this model's scene needs (a scene variable's id is the model
+// quantity's name). The default injection scene's "weight", for one, is
+// node "part_weight" of the simulated line.
+func (t *Twin) Bindings() map[string]string {
+	b := map[string]string{}
+	add := func(name string, col int) {
+		if col >= 0 && col < len(t.nodes) {
+			b[name] = t.nodes[col]
+		}
+	}
+	for _, q := range t.ctrl {
+		add(q.name, q.col)
+	}
+	for _, q := range t.dist {
+		add(q.name, q.col)
+	}
+	for _, q := range t.outs {
+		add(q.name, q.col)
+	}
+	for j, s := range t.states {
+		add(s, t.stateCol[j])
+	}
+	return b
+}
