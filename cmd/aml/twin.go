@@ -39,6 +39,7 @@ func newTwinCmd(a *app) *cobra.Command {
 	scene := &cobra.Command{Use: "scene", Short: "Store, freeze and show scene contracts"}
 	cmd.AddCommand(scene, newTwinSnapshotCmd(a))
 	cmd.AddCommand(newTwinShadowCmd(a), newTwinCalibrateCmd(a))
+	cmd.AddCommand(newTwinEngineCmds(a)...)
 
 	var defInj bool
 	put := &cobra.Command{

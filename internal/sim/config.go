@@ -68,6 +68,10 @@ type InjectionConfig struct {
 	// "product", "recipe"): 1..100 characters of [A-Za-z0-9._-], starting
 	// with a letter or digit.
 	LineID, ProductID, RecipeID string
+	// FirstRun numbers the runs from FirstRun+1 (run ids and random
+	// streams), so a later batch continues a line's runs without reusing
+	// an id; 0..MaxRuns. Timing still starts at StartMs.
+	FirstRun int
 }
 
 // DefaultInjectionConfig returns the default configuration (12 runs, seed 1,
@@ -118,6 +122,9 @@ func (c InjectionConfig) Normalize() (InjectionConfig, error) {
 	}
 	if c.Runs < 1 || c.Runs > MaxRuns {
 		return c, inv(FieldRuns, "runs must be 1..%d, got %d", MaxRuns, c.Runs)
+	}
+	if c.FirstRun < 0 || c.FirstRun > MaxRuns {
+		return c, inv(FieldRuns, "first run must be 0..%d, got %d", MaxRuns, c.FirstRun)
 	}
 	if c.StepMs < MinStepMs || c.StepMs > MaxStepMs {
 		return c, inv(FieldStepMs, "step must be %d..%d ms, got %d", MinStepMs, MaxStepMs, c.StepMs)

@@ -251,7 +251,7 @@ func schedule(c InjectionConfig, r, n int) []Controls {
 // plus a mean-reverting random walk plus a slow drift across runs; the batch
 // factor is a new batch per run, changed mid-run in some runs.
 func disturbances(c InjectionConfig, r, n int) []Disturbances {
-	rd := newStream(c.Seed, r, streamDisturbance)
+	rd := newStream(c.Seed, c.FirstRun+r, streamDisturbance)
 	newBatch := func() float64 {
 		return math.Round(clamp(1+batchSD*rd.NormFloat64(), 0.9, 1.1)*1000) / 1000
 	}
@@ -343,14 +343,17 @@ func simulateRun(c InjectionConfig, r int, keepTruth bool) (RunData, []float64) 
 	n := int(c.steps())
 	start := c.runStartMs(r)
 	dt := float64(c.StepMs) / 1000
-	ctl := schedule(c, r, n)
+	// k is the run's number on the line: its id and random streams
+	// (timing stays relative to StartMs).
+	k := c.FirstRun + r
+	ctl := schedule(c, k, n)
 	dist := disturbances(c, r, n)
-	gaps := gapMask(c, r, n)
-	rn := newStream(c.Seed, r, streamNoise)
-	ri := newStream(c.Seed, r, streamImpairment)
-	rinit := newStream(c.Seed, r, streamInit)
+	gaps := gapMask(c, k, n)
+	rn := newStream(c.Seed, k, streamNoise)
+	ri := newStream(c.Seed, k, streamImpairment)
+	rinit := newStream(c.Seed, k, streamInit)
 
-	runID := RunID(c.RecipeID, r)
+	runID := RunID(c.RecipeID, k)
 	version := 1
 	end := start + int64(n-1)*c.StepMs
 	rd := RunData{

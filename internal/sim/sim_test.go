@@ -517,3 +517,46 @@ func BenchmarkGenerateInjection(b *testing.B) {
 		}
 	}
 }
+
+// FirstRun continues a line: ids number on from it, and the runs' control
+// schedules are those of the same run numbers in one long batch.
+func TestFirstRunContinuesIDs(t *testing.T) {
+	cfg := DefaultInjectionConfig()
+	cfg.Runs, cfg.Seed = 3, 7
+	cfg.FirstRun = 24
+	out, err := GenerateInjection(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := DefaultInjectionConfig()
+	long.Runs, long.Seed = 27, 7
+	all, err := GenerateInjection(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range out.Runs {
+		if want := RunID(cfg.RecipeID, 24+i); r.Run.ID != want || all.Runs[24+i].Run.ID != want {
+			t.Fatalf("run %d is %s, want %s", i, r.Run.ID, want)
+		}
+		// Same schedule stream: the hold-pressure setpoints agree.
+		first := func(rd RunData) float64 {
+			for _, s := range rd.Samples {
+				if s.Node == "hold_pressure" {
+					return s.Value
+				}
+			}
+			return -1
+		}
+		if a, b := first(r), first(all.Runs[24+i]); a != b || a < 0 {
+			t.Errorf("run %s: first hold pressure %v vs %v in one batch", r.Run.ID, a, b)
+		}
+	}
+	if out.Runs[0].Run.StartedMs != cfg.StartMs && cfg.StartMs != 0 {
+		t.Errorf("timing must start at StartMs")
+	}
+	bad := cfg
+	bad.FirstRun = -1
+	if _, err := GenerateInjection(bad); err == nil {
+		t.Fatal("a negative first run is accepted")
+	}
+}
