@@ -41,7 +41,11 @@ registered unless every file was written. Quotas: --max-windows and
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, err := a.openBackend()
+			if err != nil {
+				return err
+			}
+			arts, err := a.artifacts()
 			if err != nil {
 				return err
 			}
@@ -68,6 +72,9 @@ registered unless every file was written. Quotas: --max-windows and
 			if err != nil {
 				return err
 			}
+			if err := shareDataset(cmd.Context(), s, arts, a.dataDir, res.Dataset); err != nil {
+				return err
+			}
 			d := res.Dataset
 			out := map[string]any{"dataset": d, "dropped": res.Report.Dropped, "lineage": res.Manifest.Lineage, "shapes": res.Manifest.Shapes, "seconds": time.Since(t0).Seconds()}
 			return a.emit(out, func(w io.Writer) {
@@ -89,7 +96,7 @@ registered unless every file was written. Quotas: --max-windows and
 	list := &cobra.Command{
 		Use: "list", Short: "List datasets", Args: argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
+			s, err := a.openBackend()
 			if err != nil {
 				return err
 			}

@@ -69,7 +69,7 @@ skipped and counted by reason. Re-ingesting a file is idempotent.`,
 				}
 				total += st.Size()
 			}
-			s, err := a.openStore()
+			s, err := a.openBackend()
 			if err != nil {
 				return err
 			}

@@ -36,7 +36,11 @@ func trainers() *jobs.Trainers {
 
 // services opens what the job commands need.
 func (a *app) services(ctx context.Context, work bool, concurrency int) (*jobs.Runner, *jobs.Queue, *events.Bus, error) {
-	s, err := a.openStore()
+	s, err := a.openBackend()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	arts, err := a.artifacts()
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -45,8 +49,8 @@ func (a *app) services(ctx context.Context, work bool, concurrency int) (*jobs.R
 		return nil, nil, nil, err
 	}
 	bus := events.New()
-	r := jobs.NewRunner(s, jobs.Options{DataDir: a.dataDir, Trainers: trainers(), Bus: bus, Envs: envs, Logger: a.log})
-	q, err := jobs.NewQueue(ctx, s.DB(), r, jobs.QueueOptions{Work: work, MaxConcurrent: concurrency, Logger: a.log})
+	r := jobs.NewRunner(s, jobs.Options{DataDir: a.dataDir, Trainers: trainers(), Bus: bus, Envs: envs, Logger: a.log, Artifacts: arts})
+	q, err := jobs.NewQueueFor(ctx, s, r, jobs.QueueOptions{Work: work, MaxConcurrent: concurrency, Logger: a.log, RescueAfter: a.rescueAfter})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -142,7 +146,7 @@ progress bar and the command ends when the job does (exit 1 unless done).`,
 
 	status := &cobra.Command{Use: "status ID", Short: "Show a job", Args: argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
+			s, err := a.openBackend()
 			if err != nil {
 				return err
 			}
@@ -155,7 +159,7 @@ progress bar and the command ends when the job does (exit 1 unless done).`,
 	var lf core.JobFilter
 	list := &cobra.Command{Use: "list", Short: "List jobs, newest first", Args: argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
+			s, err := a.openBackend()
 			if err != nil {
 				return err
 			}
@@ -233,7 +237,10 @@ progress bar and the command ends when the job does (exit 1 unless done).`,
 // runAndWait runs a queued job in this process with a progress bar and
 // reports its end. Exit status 1 unless the job is done.
 func (a *app) runAndWait(ctx context.Context, r *jobs.Runner, bus *events.Bus, id string) error {
-	s, _ := a.openStore()
+	s, err := a.openBackend()
+	if err != nil {
+		return err
+	}
 	sub := bus.Subscribe(256, func(e events.Event) bool { return e.ID == id })
 	defer sub.Close()
 	bar := a.newProgress(100, "queued", false)
@@ -337,7 +344,10 @@ func newWorkerCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, _ := a.openStore()
+			s, err := a.openBackend()
+			if err != nil {
+				return err
+			}
 			rq, in, err := r.Recover(ctx, 30*time.Second)
 			if err != nil {
 				return err
@@ -358,6 +368,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", 2, "jobs run at once")
+	cmd.Flags().DurationVar(&a.rescueAfter, "rescue-after", time.Minute, "with --db postgres://: how long a job may run before River's rescuer has another worker check that its worker is alive (a lost worker's job is retried within about this + 30s)")
 	return cmd
 }
 
@@ -366,7 +377,7 @@ func newModelCmd(a *app) *cobra.Command {
 	var f core.ModelFilter
 	list := &cobra.Command{Use: "list", Short: "List models, newest first", Args: argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
+			s, err := a.openBackend()
 			if err != nil {
 				return err
 			}

@@ -11,8 +11,11 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/postgres"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -31,6 +34,23 @@ type app struct {
 	stderr   io.Writer
 	log      *slog.Logger
 	store    *sqlite.Store
+
+	// --db (backend.go): PostgreSQL store and artifact store when set.
+	dbURL string
+	pg    *postgres.Store
+	arts  artifact.Store
+	ctx   context.Context
+	// rescueAfter is aml worker --rescue-after (PostgreSQL queue).
+	rescueAfter time.Duration
+}
+
+// context is the command's context for openers (Background before a
+// command runs).
+func (a *app) context() context.Context {
+	if a.ctx != nil {
+		return a.ctx
+	}
+	return context.Background()
 }
 
 // usageError marks a command-line usage problem (exit status 2).
@@ -45,6 +65,9 @@ func usagef(format string, args ...any) error {
 func (a *app) openStore() (*sqlite.Store, error) {
 	if a.store != nil {
 		return a.store, nil
+	}
+	if a.usesPostgres() {
+		return nil, unsupportedOnPostgres()
 	}
 	s, err := sqlite.Open(a.dataDir)
 	if err != nil {
@@ -87,7 +110,8 @@ func newRoot(a *app) *cobra.Command {
 				return usagef("--log-level: %q is not one of debug, info, warn, error", a.logLevel)
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
-			return nil
+			a.ctx = cmd.Context()
+			return a.checkDB()
 		},
 	}
 	defData := os.Getenv("AML_DATA")
@@ -96,6 +120,7 @@ func newRoot(a *app) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&a.dataDir, "data", defData, "data directory (env AML_DATA)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print a machine-readable JSON result on stdout (and nothing else)")
+	root.PersistentFlags().StringVar(&a.dbURL, "db", os.Getenv("AML_DB"), "database: a postgres:// URL (env AML_DB); default the embedded SQLite store in --data")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error (logs go to stderr)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 	root.AddCommand(newIngestCmd(a), newRunsCmd(a), newNodesCmd(a), newTSCmd(a), newSimCmd(a), newDBCmd(a), newDatasetCmd(a), newJobCmd(a), newWorkerCmd(a), newModelCmd(a), newEnvCmd(a), newRetentionCmd(a), newBenchCmd(a), newAuditCmd(a), newTwinCmd(a))
@@ -118,6 +143,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if cerr := a.store.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
+	}
+	if a.pg != nil {
+		a.pg.Close()
 	}
 	if err == nil {
 		return 0

@@ -37,7 +37,7 @@ that 'aml ingest csv' reads back, plus nodes.csv.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, err := a.openBackend()
 			if err != nil {
 				return err
 			}

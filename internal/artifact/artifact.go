@@ -48,8 +48,8 @@ type Store interface {
 	Fetch(ctx context.Context, key, want string) (string, error)
 	// Stat returns key's tree without fetching it.
 	Stat(ctx context.Context, key string) (Tree, error)
-	// Delete removes key (and, for a shared store, its local copy).
-	// Deleting an unknown key is not an error.
+	// Delete removes key from the store (Local: its files; Postgres: its
+	// tree row, not a local copy). Deleting an unknown key is not an error.
 	Delete(ctx context.Context, key string) error
 }
 

@@ -304,17 +304,16 @@ func (p *Postgres) getFile(ctx context.Context, f File, to string) error {
 	return nil
 }
 
-// Delete removes key's tree row and local copy. Chunks are kept: another
-// tree (or a Put in progress) may share them.
+// Delete removes key's tree row. Chunks are kept (another tree, or a Put
+// in progress, may share them), and so is a local copy under Root: it is
+// the caller's file (a job replacing an earlier try's artifact deletes the
+// key and puts the new files from that very directory).
 func (p *Postgres) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
 	if _, err := p.pool.Exec(ctx, `DELETE FROM artifact_trees WHERE key = $1`, key); err != nil {
 		return core.Wrap(core.CodeStoreUnavailable, err, "delete artifact %s", key)
-	}
-	if err := os.RemoveAll(p.dir(key)); err != nil {
-		return core.Wrap(core.CodeInternal, err, "delete local copy of %s", key)
 	}
 	return nil
 }

@@ -41,10 +41,13 @@ func (w *trainWorker) Work(ctx context.Context, job *river.Job[TrainArgs]) error
 // Timeout: the runner enforces its own watchdogs; River must not cancel it.
 func (w *trainWorker) Timeout(*river.Job[TrainArgs]) time.Duration { return -1 }
 
-// Queue is the River client over the store's SQLite writer pool.
+// Queue is the River client: over the store's SQLite writer pool
+// (NewQueue), or over a PostgreSQL pool shared by many worker processes
+// (NewQueuePG, queue_pg.go). Exactly one of client and pg is set.
 type Queue struct {
 	client *river.Client[*sql.Tx]
 	db     *sql.DB
+	pg     *pgQueue
 }
 
 // MigrateRiver applies River's own schema migrations to db.
@@ -66,6 +69,13 @@ type QueueOptions struct {
 	Logger        *slog.Logger
 	// Work disables job execution when false (insert-only client).
 	Work bool
+	// RescueAfter (PostgreSQL only) is how long a dispatch may run before
+	// River's rescuer hands it to another worker to check whether its
+	// worker is still alive; also the heartbeat age that counts as lost
+	// for a worker on another host. Default 1 minute. River's rescuer looks
+	// every 30 s, so a lost worker's job is retried within about
+	// RescueAfter + 30 s.
+	RescueAfter time.Duration
 }
 
 // NewQueue creates the River client. db must be the store's writer pool
@@ -112,15 +122,26 @@ func NewQueue(ctx context.Context, db *sql.DB, r *Runner, opt QueueOptions) (*Qu
 
 // Start begins working jobs (QueueOptions.Work).
 func (q *Queue) Start(ctx context.Context) error {
+	if q.pg != nil {
+		return q.pg.start(ctx)
+	}
 	return q.client.Start(ctx)
 }
 
 // Stop waits for running jobs to finish their current step and stops.
-func (q *Queue) Stop(ctx context.Context) error { return q.client.Stop(ctx) }
+func (q *Queue) Stop(ctx context.Context) error {
+	if q.pg != nil {
+		return q.pg.client.Stop(ctx)
+	}
+	return q.client.Stop(ctx)
+}
 
 // Enqueue dispatches try `try` of job id. Dispatching the same (job, try)
 // twice is a no-op.
 func (q *Queue) Enqueue(ctx context.Context, id string, try int) error {
+	if q.pg != nil {
+		return q.pg.enqueue(ctx, id, try)
+	}
 	res, err := q.client.Insert(ctx, TrainArgs{JobID: id, Try: try}, nil)
 	if err != nil {
 		return core.Wrap(core.CodeStoreUnavailable, err, "enqueue job %s", id)
@@ -129,7 +150,8 @@ func (q *Queue) Enqueue(ctx context.Context, id string, try int) error {
 	return nil
 }
 
-// Client exposes the River client (benchmarks compare against it).
+// Client exposes the River client (benchmarks compare against it); nil on
+// PostgreSQL.
 func (q *Queue) Client() *river.Client[*sql.Tx] { return q.client }
 
 // Reconcile dispatches every queued job that has no live River job (after a

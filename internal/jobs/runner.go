@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/envlease"
@@ -44,6 +45,11 @@ type Options struct {
 	HeartbeatEvery time.Duration
 	// Limits checked when a job is submitted.
 	Limits core.JobLimits
+	// Artifacts, when set, is where datasets are fetched from and model
+	// artifacts are put, for workers that share no filesystem with the
+	// machine that built the dataset (a PostgreSQL artifact store). Nil:
+	// the files in DataDir are the truth (one machine, today's layout).
+	Artifacts artifact.Store
 }
 
 // Runner executes jobs. One per worker process.
@@ -382,6 +388,19 @@ func (a *attempt) execute() error {
 	if d.SHA256 != j.DatasetSHA256 {
 		return a.end(core.JobFailed, core.CodeDatasetTampered, fmt.Sprintf("dataset %s hash %.12s differs from %.12s recorded at submit", d.ID, d.SHA256, j.DatasetSHA256))
 	}
+	if r.opt.Artifacts != nil {
+		// Materialise the dataset from the shared store (chunks, files and
+		// tree verified); Verify below then checks the dataset hash.
+		if _, err := r.opt.Artifacts.Fetch(ctx, d.Path, ""); err != nil {
+			if core.CodeOf(err) == core.CodeStoreUnavailable {
+				return a.requeue(core.CodeWorkerLost, "fetch dataset: "+err.Error())
+			}
+			if artifact.IsTampered(err) {
+				return a.end(core.JobFailed, core.CodeDatasetTampered, err.Error())
+			}
+			return a.end(core.JobFailed, core.CodeOf(err), "fetch dataset: "+err.Error())
+		}
+	}
 	if _, err := dataset.Verify(r.opt.DataDir, d); err != nil {
 		return a.end(core.JobFailed, core.CodeDatasetTampered, err.Error())
 	}
@@ -454,6 +473,29 @@ func (a *attempt) execute() error {
 	}
 	if err != nil {
 		return a.end(core.JobFailed, core.CodeOf(err), "evaluation: "+err.Error())
+	}
+	if r.opt.Artifacts != nil {
+		// Share the model before it is registered: a registered model's
+		// artifact is always fetchable. Its tree hash is the model's
+		// ArtifactHash (same construction).
+		bg := context.WithoutCancel(ctx)
+		t, err := r.opt.Artifacts.Put(bg, m.ArtifactPath, art)
+		if core.CodeOf(err) == core.CodeConflict {
+			// An earlier try of this job (its worker lost before the job was
+			// done) stored another artifact; no model references it, and only
+			// the claimant of the job gets here.
+			if err = r.opt.Artifacts.Delete(bg, m.ArtifactPath); err == nil {
+				t, err = r.opt.Artifacts.Put(bg, m.ArtifactPath, art)
+			}
+		}
+		if err == nil && t.SHA256 != m.ArtifactHash {
+			err = core.Errorf(core.CodeModelTampered, "artifact changed after evaluation: tree %.12s, evaluated %.12s", t.SHA256, m.ArtifactHash)
+		}
+		if core.CodeOf(err) == core.CodeStoreUnavailable {
+			return a.requeue(core.CodeWorkerLost, "store model artifact: "+err.Error())
+		} else if err != nil {
+			return a.end(core.JobFailed, core.CodeOf(err), "store model artifact: "+err.Error())
+		}
 	}
 	if err := r.st.FinishJob(context.WithoutCancel(ctx), j.ID, a.status, metricsJSON, gatesJSON, passed, art, m); err != nil {
 		if core.CodeOf(err) == core.CodeJobConflict {
@@ -678,24 +720,38 @@ func (r *Runner) Recover(ctx context.Context, staleAfter time.Duration) (requeue
 			if !workerLost(j, host, staleAfter) {
 				continue
 			}
-			r.killOrphan(j.ID)
-			if j.RetryCount < j.MaxRetries {
-				if err := r.st.RequeueJob(ctx, j.ID, j.Status, core.CodeWorkerLost, "worker "+j.Worker+" was lost"); err == nil {
-					requeued++
-					r.publish(events.JobState, "", j.ID, map[string]any{"status": core.JobQueued, "reason": "worker lost"})
-					if r.queue != nil {
-						r.queue.Enqueue(ctx, j.ID, j.RetryCount+1)
-					}
-					continue
-				}
-			}
-			if err := r.st.EndJob(ctx, j.ID, j.Status, core.JobInterrupted, core.CodeWorkerLost, "worker "+j.Worker+" was lost and no retry is left"); err == nil {
+			switch r.recoverJob(ctx, j) {
+			case core.JobQueued:
+				requeued++
+			case core.JobInterrupted:
 				interrupted++
-				r.publish(events.JobState, "", j.ID, map[string]any{"status": core.JobInterrupted})
 			}
 		}
 	}
 	return requeued, interrupted, nil
+}
+
+// recoverJob hands the active job j of a lost worker back: requeued (and
+// dispatched as the next try) if it has retries left, else interrupted.
+// Both are compare-and-set on j's status, so when several workers recover
+// the same job at once exactly one wins. It returns the status set, or ""
+// when another process changed the job first.
+func (r *Runner) recoverJob(ctx context.Context, j core.Job) core.JobStatus {
+	r.killOrphan(j.ID)
+	if j.RetryCount < j.MaxRetries {
+		if err := r.st.RequeueJob(ctx, j.ID, j.Status, core.CodeWorkerLost, "worker "+j.Worker+" was lost"); err == nil {
+			r.publish(events.JobState, "", j.ID, map[string]any{"status": core.JobQueued, "reason": "worker lost"})
+			if r.queue != nil {
+				r.queue.Enqueue(ctx, j.ID, j.RetryCount+1)
+			}
+			return core.JobQueued
+		}
+	}
+	if err := r.st.EndJob(ctx, j.ID, j.Status, core.JobInterrupted, core.CodeWorkerLost, "worker "+j.Worker+" was lost and no retry is left"); err == nil {
+		r.publish(events.JobState, "", j.ID, map[string]any{"status": core.JobInterrupted})
+		return core.JobInterrupted
+	}
+	return ""
 }
 
 // workerLost: the worker runs on this host and its pid is dead (or it is
