@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/artifact"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/postgres"
+	"github.com/jackc/pgx/v5"
+)
+
+// pgURL returns a URL on an empty schema of the AML_TEST_PG server
+// (.ci/run starts a throwaway PostgreSQL 15 and sets it), dropped at the
+// end. Skipped only without a server outside CI.
+func pgURL(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("AML_TEST_PG")
+	if base == "" && os.Getenv("CI") != "" {
+		t.Fatal("AML_TEST_PG is not set in CI: .ci/run must start PostgreSQL")
+	}
+	if base == "" {
+		t.Skip("AML_TEST_PG is not set: PostgreSQL CLI tests need a server (.ci/pg.sh start DIR)")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "c_" + hex.EncodeToString(b)
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(context.Background(), base); err == nil {
+			c.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
+			c.Close(context.Background())
+		}
+	})
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// buildDataset simulates a line and builds the jobs test dataset in data
+// directory d on the back-end chosen by extra args (--db URL or nothing).
+func buildDataset(t *testing.T, d string, db ...string) (id, sha string) {
+	t.Helper()
+	if _, errs, code := aml(t, append([]string{"sim", "injection", "--runs", "5", "--seed", "4", "--duration", "8m", "--data", d}, db...)...); code != 0 {
+		t.Fatal(errs)
+	}
+	b, _ := os.ReadFile("../../examples/specs/injection.json")
+	var spec map[string]any
+	json.Unmarshal(b, &spec)
+	spec["stride"] = 5
+	spec["split"].(map[string]any)["valRatio"] = 0.2
+	spec["split"].(map[string]any)["testRatio"] = 0.2
+	sb, _ := json.Marshal(spec)
+	os.WriteFile(filepath.Join(d, "spec.json"), sb, 0o644)
+	out, errs, code := aml(t, append([]string{"dataset", "build", "--spec", filepath.Join(d, "spec.json"), "--data", d, "--json"}, db...)...)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	var res struct {
+		Dataset struct{ ID, SHA256 string } `json:"dataset"`
+	}
+	mustJSON(t, out, &res)
+	return res.Dataset.ID, res.Dataset.SHA256
+}
+
+// TestDBFlag: --db selects PostgreSQL for the commands that support it;
+// a SQLite-only command refuses with AML_UNSUPPORTED_BACKEND; a --db that
+// is not a postgres URL is a usage error.
+func TestDBFlag(t *testing.T) {
+	u := pgURL(t)
+	d := t.TempDir()
+	ds, _ := buildDataset(t, d, "--db", u)
+	out, errs, code := aml(t, "dataset", "list", "--db", u, "--data", t.TempDir(), "--json")
+	var list []struct{ ID string }
+	mustJSON(t, out, &list)
+	if code != 0 || len(list) != 1 || list[0].ID != ds {
+		t.Fatalf("dataset list on postgres from another data dir: %d %q %s", code, errs, out)
+	}
+	// The SQLite store in d was never created.
+	if _, err := os.Stat(filepath.Join(d, "aml.db")); err == nil {
+		t.Fatal("a SQLite store was created although --db was given")
+	}
+	if _, errs, code := aml(t, "runs", "list", "--db", u, "--data", d); code != 1 || !strings.Contains(errs, CodeUnsupportedBackend) {
+		t.Fatalf("sqlite-only command: %d %q", code, errs)
+	}
+	t.Setenv("AML_DB", u)
+	if out, errs, code := aml(t, "dataset", "list", "--data", d, "--json"); code != 0 || !strings.Contains(out, ds) {
+		t.Fatalf("AML_DB: %d %q", code, errs)
+	}
+	if _, errs, code := aml(t, "dataset", "list", "--db", "mysql://x", "--data", d); code != 2 {
+		t.Fatalf("bad --db: %d %q", code, errs)
+	}
+}
+
+type worker struct {
+	cmd *exec.Cmd
+	id  chan string
+}
+
+// startWorker runs `aml worker --db` as its own process with its own data
+// directory (no shared filesystem with the submitter or the other worker).
+func startWorker(t *testing.T, bin, db string) *worker {
+	t.Helper()
+	cmd := exec.Command(bin, "worker", "--db", db, "--data", t.TempDir(), "--concurrency", "2", "--rescue-after", "3s")
+	cmd.Env = append(os.Environ(), "AML_TEST_TRAINERS=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{cmd: cmd, id: make(chan string, 1)}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "worker "); ok {
+				if i := strings.Index(id, ":"); i > 0 {
+					select {
+					case w.id <- id[:i]:
+					default:
+					}
+				}
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		}
+	})
+	return w
+}
+
+func (w *worker) ident(t *testing.T) string {
+	t.Helper()
+	select {
+	case id := <-w.id:
+		return id
+	case <-time.After(60 * time.Second):
+		t.Fatal("worker did not start")
+	}
+	return ""
+}
+
+// TestMultiWorkerPostgres: one PostgreSQL, two `aml worker` processes
+// with separate data directories, 20 jobs. One worker is SIGKILLed while
+// it trains; River's rescuer hands its dispatch to the other worker, which
+// requeues the lost job and runs it. Every job ends done exactly once,
+// with exactly one model whose artifact is in the shared store.
+func TestMultiWorkerPostgres(t *testing.T) {
+	u := pgURL(t)
+	bin := buildBinary(t)
+	t.Setenv("AML_TEST_TRAINERS", "1")
+	d := t.TempDir()
+	ds, _ := buildDataset(t, d, "--db", u)
+	const n = 20
+	var ids []string
+	for i := 0; i < n; i++ {
+		out, errs, code := aml(t, "job", "submit", "--dataset", ds, "--trainer", "test_mean@1", "--params", `{"steps":8,"stepMs":250}`, "--db", u, "--data", d, "--json")
+		if code != 0 {
+			t.Fatal(errs)
+		}
+		var j struct{ ID string }
+		mustJSON(t, out, &j)
+		ids = append(ids, j.ID)
+	}
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w1, w2 := startWorker(t, bin, u), startWorker(t, bin, u)
+	id1, id2 := w1.ident(t), w2.ident(t)
+
+	// Kill worker 1 once it has finished a job and is training another.
+	var victim core.Job
+	deadline := time.Now().Add(90 * time.Second)
+	for victim.ID == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("worker 1 never trained a second job")
+		}
+		js, err := st.ListJobs(ctx, core.JobFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doneBy1 := 0
+		var training *core.Job
+		for i, j := range js {
+			if j.Worker == id1 && j.Status == core.JobDone {
+				doneBy1++
+			}
+			if j.Worker == id1 && j.Status == core.JobTraining && j.Progress > 0 {
+				training = &js[i]
+			}
+		}
+		if doneBy1 > 0 && training != nil {
+			victim = *training
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	w1.cmd.Wait() // reaped: its pid is dead, not a zombie
+	killedAt := time.Now()
+
+	// Every job ends; none stays active.
+	var js []core.Job
+	deadline = time.Now().Add(150 * time.Second)
+	for {
+		js, err = st.ListJobs(ctx, core.JobFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := 0
+		for _, j := range js {
+			if j.Status.Terminal() {
+				ended++
+			}
+		}
+		if ended == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs ended after the kill", ended, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("all %d jobs ended %.1fs after worker 1 was killed", n, time.Since(killedAt).Seconds())
+	byWorker := map[string]int{}
+	jobs := map[string]core.Job{}
+	for _, j := range js {
+		jobs[j.ID] = j
+		if j.Status != core.JobDone || j.ModelID == "" {
+			t.Errorf("job %s ended %s (%s: %s)", j.ID, j.Status, j.ErrorCode, j.Error)
+		}
+		byWorker[j.Worker]++
+	}
+	if byWorker[id1] == 0 || byWorker[id2] == 0 {
+		t.Errorf("jobs not spread across both workers: %v", byWorker)
+	}
+	// The victim was rescued: a second try, finished by worker 2.
+	v := jobs[victim.ID]
+	if v.Worker != id2 || v.RetryCount != 1 || v.Attempt != 2 {
+		t.Errorf("killed job %s: worker %s retry %d attempt %d, want worker 2 (%s), retry 1, attempt 2", v.ID, v.Worker, v.RetryCount, v.Attempt, id2)
+	}
+	// Exactly one model per job, each artifact in the shared store under
+	// its recorded hash.
+	ms, err := st.ListModels(ctx, core.ModelFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perJob := map[string]int{}
+	arts, err := artifact.NewPostgres(ctx, st.Pool(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		perJob[m.JobID]++
+		if jobs[m.JobID].ModelID != m.ID {
+			t.Errorf("model %s is not job %s's model %s", m.ID, m.JobID, jobs[m.JobID].ModelID)
+		}
+		if _, err := arts.Fetch(ctx, m.ArtifactPath, m.ArtifactHash); err != nil {
+			t.Errorf("model %s artifact: %v", m.ID, err)
+		}
+	}
+	if len(ms) != n || len(perJob) != n {
+		t.Errorf("%d models for %d jobs (per job %v)", len(ms), len(perJob), perJob)
+	}
+	// River holds no running dispatch.
+	var running int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'running'`).Scan(&running); err != nil || running != 0 {
+		t.Errorf("river jobs still running: %d (%v)", running, err)
+	}
+	fmt.Fprintf(os.Stderr, "multi-worker: jobs per worker %v, victim %s rescued\n", byWorker, victim.ID)
+}
