@@ -123,7 +123,7 @@ func newRoot(a *app) *cobra.Command {
 	root.PersistentFlags().StringVar(&a.dbURL, "db", os.Getenv("AML_DB"), "database: a postgres:// URL (env AML_DB); default the embedded SQLite store in --data")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error (logs go to stderr)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
-	root.AddCommand(newIngestCmd(a), newRunsCmd(a), newNodesCmd(a), newTSCmd(a), newSimCmd(a), newDBCmd(a), newDatasetCmd(a), newJobCmd(a), newWorkerCmd(a), newModelCmd(a), newEnvCmd(a), newRetentionCmd(a), newBenchCmd(a), newAuditCmd(a), newTwinCmd(a))
+	root.AddCommand(newIngestCmd(a), newRunsCmd(a), newNodesCmd(a), newTSCmd(a), newSimCmd(a), newDBCmd(a), newDatasetCmd(a), newJobCmd(a), newWorkerCmd(a), newModelCmd(a), newEnvCmd(a), newRetentionCmd(a), newBenchCmd(a), newAuditCmd(a), newTwinCmd(a), newDemoCmd(a))
 	root.AddCommand(newCertCmd(a), newChannelCmd(a))
 	return root
 }

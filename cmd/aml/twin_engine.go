@@ -278,7 +278,11 @@ func printTrial(w io.Writer, rec sqlite.TrialRecord, d *engine.TrialDetail) {
 		}
 		fmt.Fprintf(w, "  %s %-14s %s\n", mark, c.ID, c.Detail)
 	}
-	for _, r := range t.Rejections {
+	for i, r := range t.Rejections {
+		if i == 5 {
+			fmt.Fprintf(w, "  … %d more findings (--json lists them all)\n", len(t.Rejections)-i)
+			break
+		}
 		fmt.Fprintf(w, "  rejected at step %d: %s: %s\n", r.Step, r.Field, r.Message)
 	}
 	if d != nil {
@@ -440,6 +444,9 @@ func printGate(w io.Writer, r *gate.Result) {
 		fmt.Fprintf(w, "  %s %-20s %s\n", mark, c.ID, c.Detail)
 	}
 	fmt.Fprintf(w, "%d gate trials", len(r.Trials))
+	if n := len(r.NoRecommendation); n > 0 {
+		fmt.Fprintf(w, ", %d points without a passing candidate (not trials)", n)
+	}
 	if len(r.Failures) > 0 {
 		fmt.Fprintf(w, ", %d snapshots could not be taken (first: %s)", len(r.Failures), r.Failures[0].Error)
 	}

@@ -97,6 +97,17 @@ unmeasured states with the model.`,
 					return err
 				}
 				o.Estimator = est
+				// The model's dataset knows each quantity's node; --bind wins.
+				if b, ok := est.(interface{ Bindings() map[string]string }); ok {
+					if o.Bindings == nil {
+						o.Bindings = map[string]string{}
+					}
+					for v, n := range b.Bindings() {
+						if _, set := o.Bindings[v]; !set {
+							o.Bindings[v] = n
+						}
+					}
+				}
 			}
 			s, err := a.openStore()
 			if err != nil {

@@ -12,13 +12,17 @@
 //     evenly spaced instants of the dataset's test runs (runs the model was
 //     not fitted or calibrated on) through the live snapshot path
 //     (internal/twin/snapshot with the model as state estimator), the
-//     optimiser (safe_small_step: the seed's small steps) proposes its best
-//     candidate at each, and that trial is stored with purpose "gate" and
-//     this evaluation's id. Where no candidate passes, the trial of holding
-//     the current setpoints is recorded instead, so an unsafe operating
-//     point counts against the gate rather than disappearing. The physics
-//     failure rate is the share of those trials rejected with
-//     MODEL_FAILURE;
+//     optimiser (safe_small_step: the seed's small steps) proposes its
+//     recommendation at each — the lowest-cost candidate passing
+//     constraints, UQ and OOD — and that trial is stored with purpose
+//     "gate" and this evaluation's id. A point where no candidate passes
+//     (the twin would recommend nothing, e.g. the line is already out of
+//     spec and no small step brings it back) is reported in NoRecommendation
+//     with the optimiser's reason and is not a trial; planning visits up to
+//     twice the wanted number of points, so G6's counts fail only when the
+//     twin cannot recommend at enough of them. The physics failure rate is
+//     the share of all candidates rolled out at the visited points whose
+//     physics failed (MODEL_FAILURE);
 //   - shadow evidence already stored for the model (internal/twin/shadow:
 //     runs that ended after the model was made): the number of runs, the
 //     pooled window coverage of the conformal band and the ratio of the
@@ -78,7 +82,6 @@ type TrialRef struct {
 	SnapshotID     string  `json:"snapshotId"`
 	RunID          string  `json:"runId"`
 	AtMs           int64   `json:"atMs"`
-	Held           bool    `json:"held"` // no candidate passed: the holding trial was recorded
 	Passed         bool    `json:"passed"`
 	RejectCode     string  `json:"rejectCode,omitempty"`
 	HardViolations int     `json:"hardViolations"`
@@ -87,7 +90,8 @@ type TrialRef struct {
 	Improvement    float64 `json:"improvement"`
 }
 
-// SnapshotFailure is a planned snapshot that could not be taken.
+// SnapshotFailure is a planned point that gave no trial: its snapshot could
+// not be taken, or no candidate passed there.
 type SnapshotFailure struct {
 	RunID string `json:"runId"`
 	AtMs  int64  `json:"atMs"`
@@ -109,6 +113,8 @@ type Result struct {
 	TuningMode string              `json:"tuningMode"`
 	Trials     []TrialRef          `json:"trials"`
 	Failures   []SnapshotFailure   `json:"snapshotFailures,omitempty"`
+	// NoRecommendation: visited points where no candidate passed.
+	NoRecommendation []SnapshotFailure `json:"noRecommendation,omitempty"`
 	// Shadow is the pooled stored shadow evidence.
 	Shadow shadow.Summary `json:"shadow"`
 }
@@ -183,10 +189,13 @@ func Evaluate(ctx context.Context, st *sqlite.Store, dataDir, modelID string, o 
 		Objective: obj.ObjectiveID, CreatedAt: o.Now, CreatedBy: o.By, Trials: []TrialRef{}}
 
 	// Gate trials on replayed snapshots of the test runs.
-	failures := 0
-	for i, p := range plan(man, tw.H, obj.HorizonSteps, o.Snapshots) {
+	failures, rolled := 0, 0
+	for i, p := range plan(man, tw.H, obj.HorizonSteps, 2*o.Snapshots) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if len(r.Trials) >= o.Snapshots {
+			break
 		}
 		at := time.UnixMilli(p.atMs).UTC()
 		snap, _, err := snapshot.Take(ctx, st, scene, snapshot.Options{Now: at, Replay: true, RunID: p.run, Estimator: tw,
@@ -204,26 +213,24 @@ func Evaluate(ctx context.Context, st *sqlite.Store, dataDir, modelID string, o 
 		if err != nil {
 			return nil, err
 		}
-		trial, held := res.Best, false
+		for _, c := range res.Ranked {
+			if c.RejectCode == contract.RejectControlSafety {
+				continue // never rolled out
+			}
+			rolled++
+			if c.RejectCode == contract.RejectModelFailure {
+				failures++
+			}
+		}
+		trial := res.Best
 		if trial == nil {
-			hold := make([]map[string]float64, obj.HorizonSteps)
-			for k := range hold {
-				hold[k] = snap.ControlValues
-			}
-			trial, _, err = tw.Trial(ctx, engine.TrialInput{Scene: scene, Snapshot: snap, Objective: obj, Candidate: hold,
-				TrialID: trialID, CreatedBy: o.By, Now: o.Now})
-			if err != nil {
-				return nil, err
-			}
-			held = true
+			r.NoRecommendation = append(r.NoRecommendation, SnapshotFailure{RunID: p.run, AtMs: p.atMs, Code: "NO_PASSING_CANDIDATE", Error: res.NoPass})
+			continue
 		}
 		if _, err := st.PutTrial(ctx, trial, sqlite.TrialGate, r.GateEvalID); err != nil {
 			return nil, err
 		}
-		if trial.RejectCode == contract.RejectModelFailure {
-			failures++
-		}
-		r.Trials = append(r.Trials, TrialRef{TrialID: trial.TrialID, SnapshotID: snap.SnapshotID, RunID: p.run, AtMs: p.atMs, Held: held,
+		r.Trials = append(r.Trials, TrialRef{TrialID: trial.TrialID, SnapshotID: snap.SnapshotID, RunID: p.run, AtMs: p.atMs,
 			Passed: trial.Passed(), RejectCode: trial.RejectCode, HardViolations: trial.HardViolations(),
 			OODAccepted: trial.OutOfDistribution.Accepted, Coverage: trial.Uncertainty.Coverage,
 			Improvement: trial.BaselineComparison.Improvement})
@@ -234,8 +241,8 @@ func Evaluate(ctx context.Context, st *sqlite.Store, dataDir, modelID string, o 
 			Coverage: t.Coverage, Rejected: t.RejectCode != ""}
 	}
 	failRate := math.NaN()
-	if len(r.Trials) > 0 {
-		failRate = float64(failures) / float64(len(r.Trials))
+	if rolled > 0 {
+		failRate = float64(failures) / float64(rolled)
 	}
 	in := eval.TwinInputFromMeasurements(&met, mm.Conformal, mm.Coverage, outcomes, failRate)
 

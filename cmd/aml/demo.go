@@ -1,0 +1,373 @@
+package main
+
+// aml demo: the whole twin loop on the embedded store, end to end.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aml-project/aml/examples"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/registry"
+	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/twin/cert"
+	"github.com/aml-project/aml/internal/twin/contract"
+	"github.com/aml-project/aml/internal/twin/engine"
+	"github.com/aml-project/aml/internal/twin/gate"
+	"github.com/aml-project/aml/internal/twin/govern"
+	"github.com/aml-project/aml/internal/twin/guard"
+	"github.com/aml-project/aml/internal/twin/shadow"
+	"github.com/aml-project/aml/internal/twin/snapshot"
+	"github.com/spf13/cobra"
+)
+
+// demoResult is what aml demo --json prints.
+type demoResult struct {
+	DataDir       string   `json:"dataDir"`
+	Runs          int      `json:"runs"`
+	Samples       int      `json:"samples"`
+	DatasetID     string   `json:"datasetId"`
+	DatasetSHA256 string   `json:"datasetSha256"`
+	JobID         string   `json:"jobId"`
+	ModelID       string   `json:"modelId"`
+	ModelGates    bool     `json:"modelGatesPassed"`
+	TestNRMSE     float64  `json:"testRolloutNrmse"`
+	TestCoverage  float64  `json:"testCoverage"`
+	ShadowRuns    int      `json:"shadowRuns"`
+	GateEvalID    string   `json:"gateEvalId"`
+	GatePassed    bool     `json:"gatePassed"`
+	GateRejects   []string `json:"gateRejectCodes"`
+	Stage         string   `json:"stage"`
+	SnapshotID    string   `json:"snapshotId"`
+	TuningMode    string   `json:"tuningMode"`
+	Candidates    int      `json:"candidatesEvaluated"`
+	TrialID       string   `json:"trialId"`
+	Improvement   float64  `json:"improvement"`
+	BaselineCost  float64  `json:"baselineCost"`
+	CandidateCost float64  `json:"candidateCost"`
+	// Moves: the certificate's setpoints at step 0, with the snapshot's.
+	Before        map[string]float64 `json:"setpointsBefore"`
+	After         map[string]float64 `json:"setpointsAfter"`
+	CertificateID string             `json:"certificateId"`
+	CertStatus    string             `json:"certificateStatus"`
+	CertVerified  bool               `json:"certificateVerified"`
+	Written       int                `json:"written"`
+	WriteOutcome  string             `json:"writeOutcome"`
+	// DemoClock is the simulated line's clock at the recommendation (the
+	// runs after the model are simulated ahead of the wall clock).
+	DemoClock time.Time `json:"demoClock"`
+	Seconds   float64   `json:"seconds"`
+	Note      string    `json:"note,omitempty"`
+}
+
+func newDemoCmd(a *app) *cobra.Command {
+	var seed uint64
+	var runs int
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the whole loop on a fresh data dir: simulate, build, train, gate, shadow, optimise, certify, approve, write",
+		Long: `Runs AML's main job end to end on the embedded store in --data (which must
+hold no data yet):
+
+  1. simulate the injection-moulding line (24 runs of 30 min at 1 s);
+  2. build the part-weight dataset (examples/specs/injection_weight.json);
+  3. train the hybrid twin model (examples/physics/injection.aml + a neural
+     residual ensemble; hybrid_residual@1) and evaluate it;
+  4. store and freeze the injection scene and its objective;
+  5. move the model to shadow and simulate 3 more runs after it was made;
+     collect shadow evidence (its predictions vs what the line did);
+  6. evaluate the twin gate (twin-v2: accuracy, coverage, fresh trials on
+     test-run snapshots, shadow evidence) and promote to production;
+  7. take a snapshot at the end of the newest run, optimise the setpoints;
+  8. issue a signed certificate for the best trial, approve it as another
+     person, and execute it through the write guard with a recording writer
+     (nothing leaves the process), then verify the certificate.
+
+The runs after the model are simulated ahead of the wall clock (the line's
+own clock, reported as demoClock). Every step is stored and audited, so the
+usual commands (aml model show, aml twin gate, aml cert verify, aml audit
+verify ...) work on the data dir afterwards.`,
+		Args: argsExact(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			logf := func(format string, args ...any) {
+				if !a.jsonOut {
+					fmt.Fprintf(a.stdout, format+"\n", args...)
+				}
+			}
+			res, err := runDemo(cmd.Context(), a, s, seed, runs, logf)
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) { printDemo(w, res) })
+		},
+	}
+	cmd.Flags().Uint64Var(&seed, "seed", 7, "seed of the simulated line")
+	cmd.Flags().IntVar(&runs, "runs", 24, "simulated runs before the model (12 train / 6 val / 6 test at 24)")
+	return cmd
+}
+
+func runDemo(ctx context.Context, a *app, s *sqlite.Store, seed uint64, nRuns int, logf func(string, ...any)) (*demoResult, error) {
+	t0 := time.Now()
+	res := &demoResult{DataDir: a.dataDir}
+	existing, err := s.ListRuns(ctx, core.RunFilter{})
+	if err != nil {
+		return nil, err
+	}
+	if len(existing) > 0 {
+		return nil, core.FieldErrorf(core.CodeConflict, "data", "the data dir %s already holds %d runs: aml demo needs a fresh one (use --data DIR)", a.dataDir, len(existing))
+	}
+	if nRuns < 12 {
+		return nil, usagef("--runs must be at least 12 (the gate needs 3 train runs and test runs to trial on)")
+	}
+	const engineer, approver, operator = "demo-engineer", "demo-approver", "demo-operator"
+
+	// 1. The line's history: nRuns runs ending an hour before now.
+	cfg := sim.DefaultInjectionConfig()
+	cfg.Runs, cfg.Seed = nRuns, seed
+	span := time.Duration(nRuns) * (cfg.RunDuration + cfg.GapBetweenRuns)
+	cfg.StartMs = time.Now().Add(-span - time.Hour).Truncate(time.Second).UnixMilli()
+	out, err := sim.GenerateInjection(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := out.Write(ctx, s, nil); err != nil {
+		return nil, err
+	}
+	res.Runs, res.Samples = len(out.Runs), out.SampleCount()
+	logf("1. simulated %d runs of the injection line (%d samples)", res.Runs, res.Samples)
+
+	// 2. Dataset.
+	raw, err := fs.ReadFile(examples.FS, "specs/injection_weight.json")
+	if err != nil {
+		return nil, err
+	}
+	spec, err := dataset.ParseSpec(raw)
+	if err != nil {
+		return nil, err
+	}
+	bus := events.New()
+	built, err := dataset.Build(ctx, s, spec, dataset.Options{DataDir: a.dataDir, CreatedBy: engineer, Bus: bus})
+	if err != nil {
+		return nil, err
+	}
+	res.DatasetID, res.DatasetSHA256 = built.Dataset.ID, built.Dataset.SHA256
+	logf("2. built dataset %s (sha256 %.12s…)", res.DatasetID, res.DatasetSHA256)
+
+	// 3. Hybrid model. The physics file goes into the data dir so the job
+	// and later recalibrations find it.
+	phys, err := fs.ReadFile(examples.FS, "physics/injection.aml")
+	if err != nil {
+		return nil, err
+	}
+	physPath := filepath.Join(a.dataDir, "physics", "injection.aml")
+	if err := os.MkdirAll(filepath.Dir(physPath), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(physPath, phys, 0o644); err != nil {
+		return nil, err
+	}
+	if physPath, err = filepath.Abs(physPath); err != nil {
+		return nil, err
+	}
+	params, _ := json.Marshal(map[string]any{"physics": physPath, "mapping": map[string]any{"outputs": map[string]string{"weight": "part_weight"}}})
+	runner := jobs.NewRunner(s, jobs.Options{DataDir: a.dataDir, Trainers: trainers(), Bus: bus, Logger: a.log})
+	job, err := runner.Submit(ctx, jobs.SubmitRequest{DatasetID: built.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1, Params: params, CreatedBy: engineer})
+	if err != nil {
+		return nil, err
+	}
+	logf("3. training hybrid_residual@1 (job %s) …", job.ID)
+	if err := runner.Run(ctx, job.ID, 0); err != nil {
+		return nil, err
+	}
+	if job, err = s.GetJob(ctx, job.ID); err != nil {
+		return nil, err
+	}
+	if job.Status != core.JobDone {
+		return nil, core.Errorf(core.CodeInternal, "training job %s ended %s: %s", job.ID, job.Status, job.Error)
+	}
+	res.JobID, res.ModelID, res.ModelGates = job.ID, job.ModelID, job.GatePassed
+	var met struct {
+		Test struct {
+			MeanNRMSE float64 `json:"meanNrmse"`
+		} `json:"test"`
+		Coverage struct {
+			Measured float64 `json:"measured"`
+		} `json:"coverage"`
+	}
+	json.Unmarshal(job.Metrics, &met)
+	res.TestNRMSE, res.TestCoverage = met.Test.MeanNRMSE, met.Coverage.Measured
+	logf("   model %s: test rollout NRMSE %.4f, 90%% interval coverage on test %.3f, model gates passed %v", res.ModelID, res.TestNRMSE, res.TestCoverage, res.ModelGates)
+	model, err := s.GetModel(ctx, res.ModelID)
+	if err != nil {
+		return nil, err
+	}
+
+	// 4. Scene and objective.
+	scene := contract.DefaultInjectionScene()
+	scene.CreatedBy, scene.CreatedAt = engineer, time.Now().UTC().Truncate(time.Millisecond)
+	if err := s.PutScene(ctx, scene); err != nil {
+		return nil, err
+	}
+	h, err := scene.Hash()
+	if err != nil {
+		return nil, err
+	}
+	if scene, err = s.FreezeScene(ctx, scene.SceneID, scene.SceneVersion, approver, h); err != nil {
+		return nil, err
+	}
+	obj := contract.DefaultInjectionObjective()
+	obj.CreatedBy = engineer
+	if _, err := s.PutObjective(ctx, obj); err != nil {
+		return nil, err
+	}
+	logf("4. scene %s@%s frozen, objective %s (weight → %.1f g)", scene.SceneID, scene.SceneVersion, obj.ObjectiveID, obj.Targets["weight"])
+
+	// 5. Shadow: the line keeps running after the model was made.
+	reg := registry.New(s, a.dataDir, bus)
+	if _, err := reg.Move(ctx, res.ModelID, core.StageShadow, engineer, "demo: shadow runs", ""); err != nil {
+		return nil, err
+	}
+	later := sim.DefaultInjectionConfig()
+	later.Runs, later.Seed, later.FirstRun = 3, seed, nRuns
+	later.RunDuration, later.GapBetweenRuns = 10*time.Minute, time.Minute
+	later.StartMs = model.CreatedAt.Add(time.Minute).Truncate(time.Second).UnixMilli()
+	more, err := sim.GenerateInjection(later)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := more.Write(ctx, s, nil); err != nil {
+		return nil, err
+	}
+	ev, err := shadow.Collect(ctx, s, a.dataDir, res.ModelID, shadow.Options{})
+	if err != nil {
+		return nil, err
+	}
+	res.ShadowRuns = ev.Summary.Scored
+	rmse := math.NaN()
+	if len(ev.Summary.WindowRMSE) > 0 {
+		rmse = float64(ev.Summary.WindowRMSE[0])
+	}
+	logf("5. shadow: %d runs after the model: %.1f%% of part weights inside the 90%% band, window RMSE %.3f g", res.ShadowRuns, 100*float64(ev.Summary.Coverage), rmse)
+
+	// 6. Twin gate and promotion.
+	g, err := gate.Evaluate(ctx, s, a.dataDir, res.ModelID, gate.Options{SceneID: scene.SceneID, SceneVersion: scene.SceneVersion, By: engineer, Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	res.GateEvalID, res.GatePassed, res.GateRejects, res.TuningMode = g.GateEvalID, g.Report.Passed, g.Report.RejectCodes, g.TuningMode
+	res.Stage = core.StageShadow
+	if g.Report.Passed {
+		if _, err := reg.Move(ctx, res.ModelID, core.StageProduction, approver, "demo: twin gate passed with shadow evidence", core.StageShadow); err != nil {
+			return nil, err
+		}
+		res.Stage = core.StageProduction
+	}
+	logf("6. twin gate %s: passed %v %v (%d trials); model stage %s", g.GateEvalID, g.Report.Passed, g.Report.RejectCodes, len(g.Trials), res.Stage)
+
+	// 7. Snapshot at the end of the newest run, optimisation.
+	last := more.Runs[len(more.Runs)-1].Run
+	clock := time.UnixMilli(*last.EndedMs + 1000).UTC()
+	res.DemoClock = clock
+	tw, err := engine.Load(ctx, s, a.dataDir, res.ModelID)
+	if err != nil {
+		return nil, err
+	}
+	snap, _, err := snapshot.Take(ctx, s, scene, snapshot.Options{Now: clock, Replay: true, RunID: last.ID, Estimator: tw,
+		Bindings: tw.Bindings(), CreatedBy: operator, Phase: "holding", Clock: func() time.Time { return clock }})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.PutSnapshot(ctx, snap, false); err != nil {
+		return nil, err
+	}
+	res.SnapshotID = snap.SnapshotID
+	opt, err := tw.Optimize(ctx, engine.OptimizeInput{Scene: scene, Snapshot: snap, Objective: obj, Mode: res.TuningMode, Seed: seed,
+		TrialID: newTwinID("trial", clock), CreatedBy: engineer, Now: clock})
+	if err != nil {
+		return nil, err
+	}
+	res.Candidates = opt.Evaluated
+	if opt.Best == nil {
+		res.Note = "no candidate passed constraints, UQ and OOD: " + opt.NoPass
+		res.Seconds = time.Since(t0).Seconds()
+		return res, nil
+	}
+	best := opt.Best
+	if _, err := s.PutTrial(ctx, best, sqlite.TrialDemo, ""); err != nil {
+		return nil, err
+	}
+	bc := best.BaselineComparison
+	res.TrialID, res.Improvement, res.BaselineCost, res.CandidateCost = best.TrialID, bc.Improvement, bc.BaselineCost, bc.CandidateCost
+	res.Before, res.After = snap.ControlValues, best.CandidateControlTrajectory[0]
+	logf("7. snapshot %s; %s over %d candidates: trial %s improves the cost %.4g → %.4g", snap.SnapshotID, res.TuningMode, res.Candidates, best.TrialID, bc.BaselineCost, bc.CandidateCost)
+	if !(bc.Improvement > 0) {
+		res.Note = "the best passing candidate is holding the setpoints: nothing to recommend"
+		res.Seconds = time.Since(t0).Seconds()
+		return res, nil
+	}
+
+	// 8. Certificate, approval by another person, governed write.
+	key, err := cert.LoadOrCreateKey(a.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := s.IssueCertificate(ctx, best.TrialID, engineer, key, cert.DefaultTTL, clock)
+	if err != nil {
+		return nil, err
+	}
+	id := rec.Cert.RecommendationID
+	res.CertificateID = id
+	if _, err := s.ApproveCertificate(ctx, id, approver, key.Public, clock.Add(time.Second)); err != nil {
+		return nil, err
+	}
+	if _, err := s.SetChannel(ctx, sqlite.ChannelRecord{LineID: scene.LineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
+		SceneID: scene.SceneID, SceneVersion: scene.SceneVersion}, approver); err != nil {
+		return nil, err
+	}
+	w := guard.NewRecordingWriter(snap.ControlValues)
+	x, err := govern.Execute(ctx, s, key.Public, id, w, govern.Options{Now: clock.Add(2 * time.Second), Actor: operator, RunID: last.ID})
+	if err != nil {
+		return nil, err
+	}
+	res.Written, res.WriteOutcome = x.Written(), x.Status
+	vr, err := govern.VerifyCertificate(ctx, s, key.Public, id)
+	res.CertVerified = err == nil
+	if c, err := s.LoadCertificate(ctx, id); err == nil {
+		res.CertStatus = string(c.Cert.Status)
+	}
+	_ = vr
+	logf("8. certificate %s issued by %s, approved by %s, executed by %s: %d setpoints written (%s); verified %v",
+		id, engineer, approver, operator, res.Written, res.WriteOutcome, res.CertVerified)
+	res.Seconds = time.Since(t0).Seconds()
+	return res, nil
+}
+
+func printDemo(w io.Writer, r *demoResult) {
+	fmt.Fprintf(w, "\nsummary (%.1f s)\n", r.Seconds)
+	fmt.Fprintf(w, "  dataset      %s\n  model        %s (stage %s)\n  twin gate    %s passed=%v %v\n", r.DatasetID, r.ModelID, r.Stage, r.GateEvalID, r.GatePassed, r.GateRejects)
+	if r.TrialID != "" {
+		fmt.Fprintf(w, "  trial        %s improvement %.4g (cost %.4g → %.4g)\n", r.TrialID, r.Improvement, r.BaselineCost, r.CandidateCost)
+		fmt.Fprintf(w, "  setpoints    %s\n            →  %s\n", fmtControls(r.Before), fmtControls(r.After))
+	}
+	if r.CertificateID != "" {
+		fmt.Fprintf(w, "  certificate  %s %s (verify: aml cert verify %s)\n  written      %d (%s, recording writer)\n", r.CertificateID, r.CertStatus, r.CertificateID, r.Written, r.WriteOutcome)
+	}
+	if r.Note != "" {
+		fmt.Fprintf(w, "  note         %s\n", r.Note)
+	}
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemo runs the README's main command on a fresh data dir and then
+// uses the twin commands on what it left: the certificate verifies, the
+// audit log verifies, a second demo on the same dir is refused, and trial,
+// optimise (auto mode after a passing gate → precise_search), snapshot with
+// a model and gate all work from the command line.
+func TestDemo(t *testing.T) {
+	d := t.TempDir()
+	out, errs, code := aml(t, "demo", "--data", d, "--json")
+	if code != 0 {
+		t.Fatalf("demo: exit %d\n%s", code, errs)
+	}
+	var r demoResult
+	mustJSON(t, out, &r)
+	t.Logf("demo: %.1f s, gate passed %v %v, improvement %.4g, written %d, certificate %s %s",
+		r.Seconds, r.GatePassed, r.GateRejects, r.Improvement, r.Written, r.CertificateID, r.CertStatus)
+	if r.DatasetID == "" || r.ModelID == "" || r.TrialID == "" || r.CertificateID == "" {
+		t.Fatalf("missing ids: %+v", r)
+	}
+	if !r.ModelGates || !r.GatePassed || r.Stage != "production" || r.ShadowRuns != 3 {
+		t.Fatalf("model gates %v, twin gate %v %v, stage %s, shadow runs %d", r.ModelGates, r.GatePassed, r.GateRejects, r.Stage, r.ShadowRuns)
+	}
+	if !(r.Improvement > 0) || r.Written < 1 || r.WriteOutcome != "readback-verified" || r.CertStatus != "EXECUTED" || !r.CertVerified {
+		t.Fatalf("recommendation: %+v", r)
+	}
+	if r.TuningMode != "precise_search" {
+		t.Errorf("tuning mode after a passing gate: %s", r.TuningMode)
+	}
+	if _, errs, code := aml(t, "cert", "verify", r.CertificateID, "--data", d); code != 0 {
+		t.Fatalf("cert verify: %d %s", code, errs)
+	}
+	if _, errs, code := aml(t, "audit", "verify", "--data", d); code != 0 {
+		t.Fatalf("audit verify: %d %s", code, errs)
+	}
+	if _, errs, code := aml(t, "demo", "--data", d); code != 1 || !strings.Contains(errs, "AML_CONFLICT") {
+		t.Fatalf("a second demo on the same dir: %d %s", code, errs)
+	}
+
+	// Twin commands on the demo's data.
+	at := r.DemoClock.Add(-5 * time.Minute).Format(time.RFC3339)
+	out, errs, code = aml(t, "twin", "snapshot", "take", "--scene", "injection-hold-control", "--model", r.ModelID, "--at", at, "--data", d, "--json")
+	if code != 0 {
+		t.Fatalf("snapshot take --model: %d %s", code, errs)
+	}
+	var snap struct {
+		Snapshot struct {
+			SnapshotID       string             `json:"snapshotId"`
+			EstimatorVersion string             `json:"estimatorVersion"`
+			StateEstimate    map[string]float64 `json:"stateEstimate"`
+			ControlValues    map[string]float64 `json:"controlValues"`
+		} `json:"snapshot"`
+	}
+	mustJSON(t, out, &snap)
+	if _, ok := snap.Snapshot.StateEstimate["fill_fraction"]; !ok || !strings.Contains(snap.Snapshot.EstimatorVersion, r.ModelID) {
+		t.Fatalf("model-based state estimate missing: %+v", snap.Snapshot)
+	}
+	hp := snap.Snapshot.ControlValues["hold_pressure"]
+	out, errs, code = aml(t, "twin", "trial", "--model", r.ModelID, "--snapshot", snap.Snapshot.SnapshotID,
+		"--set", fmt.Sprintf("hold_pressure=%g", hp+1), "--data", d, "--json")
+	if code != 0 {
+		t.Fatalf("twin trial: %d %s", code, errs)
+	}
+	var tr trialOutput
+	mustJSON(t, out, &tr)
+	if tr.Trial == nil || tr.Detail == nil || len(tr.Trial.CandidateControlTrajectory) != 60 || tr.Trial.CandidateControlTrajectory[0]["hold_pressure"] != hp+1 {
+		t.Fatalf("trial: %+v", tr.Record)
+	}
+	// Too large a move is recorded as rejected, not refused.
+	out, errs, code = aml(t, "twin", "trial", "--model", r.ModelID, "--snapshot", snap.Snapshot.SnapshotID,
+		"--set", fmt.Sprintf("hold_pressure=%g", hp+10), "--data", d, "--json")
+	mustJSON(t, out, &tr)
+	if code != 0 || tr.Record.Passed || tr.Record.RejectCode != "CONTROL_SAFETY" {
+		t.Fatalf("large move: %d %s %+v", code, errs, tr.Record)
+	}
+	if _, errs, code := aml(t, "twin", "trial", "--model", r.ModelID, "--snapshot", snap.Snapshot.SnapshotID, "--set", "no_such=1", "--data", d); code != 2 {
+		t.Fatalf("unknown control: %d %s", code, errs)
+	}
+	out, errs, code = aml(t, "twin", "optimize", "--model", r.ModelID, "--snapshot", snap.Snapshot.SnapshotID, "--data", d, "--json")
+	if code != 0 {
+		t.Fatalf("twin optimize: %d %s", code, errs)
+	}
+	var opt optimizeOutput
+	mustJSON(t, out, &opt)
+	if opt.Result == nil || opt.Result.Mode != "precise_search" || opt.Result.Evaluated < 2 {
+		t.Fatalf("optimize: %+v", opt.Result)
+	}
+	out, errs, code = aml(t, "twin", "gate", "--model", r.ModelID, "--scene", "injection-hold-control", "--snapshots", "10", "--data", d)
+	if code != 0 || !strings.Contains(out, "G8_SHADOW_RUNS") || !strings.Contains(out, "G6_TRIAL_COUNT") {
+		t.Fatalf("twin gate: %d %s\n%s", code, errs, out)
+	}
+}
