@@ -308,7 +308,8 @@ func plan(man *dataset.Manifest, H, horizon, n int) []point {
 	var runs []dataset.ManifestRun
 	for _, split := range []string{dataset.SplitTest, dataset.SplitVal} {
 		for _, r := range man.Runs {
-			if r.Split == split {
+			// Only runs with a usable stretch (see below).
+			if r.Split == split && r.GridSteps-horizon-1 > H+1 {
 				runs = append(runs, r)
 			}
 		}
@@ -328,9 +329,6 @@ func plan(man *dataset.Manifest, H, horizon, n int) []point {
 				break
 			}
 			lo, hi := H+1, r.GridSteps-horizon-1
-			if hi <= lo {
-				continue
-			}
 			step := lo + (hi-lo)*(q+1)/(per+1)
 			pts = append(pts, point{run: r.RunID, atMs: r.StartMs + int64(step)*man.BeatMs})
 		}
