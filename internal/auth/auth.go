@@ -1,0 +1,136 @@
+package auth
+
+import (
+	"context"
+	"slices"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
+// Role is a principal's role.
+type Role string
+
+// Roles.
+const (
+	RoleViewer   Role = "viewer"
+	RoleEngineer Role = "engineer"
+	RoleApprover Role = "approver"
+	RoleAdmin    Role = "admin"
+	RoleAgent    Role = "agent"
+)
+
+// Roles lists every role in a stable order (for usage text and validation).
+var Roles = []Role{RoleViewer, RoleEngineer, RoleApprover, RoleAdmin, RoleAgent}
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return slices.Contains(Roles, r) }
+
+// ParseRole returns the role named s or AML_INVALID_ARGUMENT (field "role").
+func ParseRole(s string) (Role, error) {
+	r := Role(s)
+	if !r.Valid() {
+		return "", core.FieldErrorf(core.CodeInvalidArgument, "role", "unknown role %q (viewer, engineer, approver, admin, agent)", s)
+	}
+	return r, nil
+}
+
+// Principal is an authenticated caller.
+type Principal struct {
+	// Name is the person or agent (the token's name); the actor of audited
+	// actions.
+	Name string `json:"name"`
+	Role Role   `json:"role"`
+	// Lines is the line scope; empty means all lines.
+	Lines   []string `json:"lines,omitempty"`
+	TokenID string   `json:"tokenId,omitempty"`
+}
+
+type ctxKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// FromContext returns the principal in ctx, if any.
+func FromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(ctxKey{}).(Principal)
+	return p, ok
+}
+
+// Action is something a principal asks to do.
+type Action string
+
+// Actions. The comment names the roles allowed.
+const (
+	ActRead              Action = "read"                     // everyone
+	ActIngest            Action = "ingest"                   // engineer, admin, agent
+	ActDataset           Action = "dataset"                  // build/delete datasets: engineer, admin, agent
+	ActJob               Action = "job"                      // submit/cancel/retry: engineer, admin, agent
+	ActTrial             Action = "trial"                    // snapshots, trials, optimise, gate, calibration request, scene put (draft): engineer, admin, agent
+	ActCertRequest       Action = "cert.request"             // issue a certificate (queued for a person): engineer, admin, agent
+	ActCertApprove       Action = "cert.approve"             // approve/revoke: approver, admin — never agent
+	ActPromoteProduction Action = "model.promote.production" // approver, admin — never agent
+	ActModelStage        Action = "model.stage"              // other stage moves: engineer, approver, admin
+	ActSceneFreeze       Action = "scene.freeze"             // approver, admin — never agent
+	ActWrite             Action = "write"                    // execute a certificate / channel set: approver, admin — never agent
+	ActAdmin             Action = "admin"                    // tokens, retention, env: admin
+)
+
+// Actions lists every action (for tests and documentation).
+var Actions = []Action{ActRead, ActIngest, ActDataset, ActJob, ActTrial, ActCertRequest, ActCertApprove,
+	ActPromoteProduction, ActModelStage, ActSceneFreeze, ActWrite, ActAdmin}
+
+// allowed is the role table: the one place that says which role may take
+// which action. Admin may do everything and is not listed.
+var allowed = map[Action][]Role{
+	ActRead:              {RoleViewer, RoleEngineer, RoleApprover, RoleAgent},
+	ActIngest:            {RoleEngineer, RoleAgent},
+	ActDataset:           {RoleEngineer, RoleAgent},
+	ActJob:               {RoleEngineer, RoleAgent},
+	ActTrial:             {RoleEngineer, RoleAgent},
+	ActCertRequest:       {RoleEngineer, RoleAgent},
+	ActCertApprove:       {RoleApprover},
+	ActPromoteProduction: {RoleApprover},
+	ActModelStage:        {RoleEngineer, RoleApprover},
+	ActSceneFreeze:       {RoleApprover},
+	ActWrite:             {RoleApprover},
+	ActAdmin:             {},
+}
+
+// RoleAllows reports whether role r may take action a, line scope aside.
+func RoleAllows(r Role, a Action) bool {
+	roles, ok := allowed[a]
+	if !ok || !r.Valid() {
+		return false // unknown actions and roles fail closed
+	}
+	return r == RoleAdmin || slices.Contains(roles, r)
+}
+
+// Allow returns nil when p may take action a on a resource of line lineID,
+// or AML_FORBIDDEN (403) with field "role" (the role may not take the
+// action) or "lineId" (the line is outside p's scope). The line scope is
+// checked only when lineID is not empty; callers listing several lines
+// filter with InScope instead.
+func (p Principal) Allow(a Action, lineID string) error {
+	if !RoleAllows(p.Role, a) {
+		who := p.Name
+		if who == "" {
+			who = "caller"
+		}
+		return core.FieldErrorf(core.CodeForbidden, "role", "%s (role %s) may not %s", who, p.Role, a)
+	}
+	if lineID != "" && !p.InScope(lineID) {
+		return core.FieldErrorf(core.CodeForbidden, "lineId", "line %q is outside the scope of %s", lineID, p.Name)
+	}
+	return nil
+}
+
+// InScope reports whether line is within p's line scope (all lines when
+// p.Lines is empty).
+func (p Principal) InScope(line string) bool {
+	return len(p.Lines) == 0 || slices.Contains(p.Lines, line)
+}
+
+// AllLines reports whether p's scope is every line.
+func (p Principal) AllLines() bool { return len(p.Lines) == 0 }

@@ -1,0 +1,134 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
+// CookieName is the web UI's session cookie carrying the token.
+const CookieName = "aml_token"
+
+// DevPrincipal is the caller of tokenless loopback requests in dev mode.
+var DevPrincipal = Principal{Name: "dev", Role: RoleAdmin}
+
+// Verifier resolves a presented token to its principal.
+type Verifier interface {
+	VerifyToken(ctx context.Context, token string) (Principal, error)
+}
+
+// Middleware authenticates "Authorization: Bearer <token>" (or the UI's
+// cookie aml_token) with v and puts the Principal into the request context.
+// A missing or invalid token is 401 AML_UNAUTHENTICATED as JSON
+// {code,message,field}. With dev=true, a request from a loopback address
+// without any token runs as DevPrincipal; a request that presents a token
+// is always verified, so dev mode can still be used to test roles.
+func Middleware(v Verifier, dev bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tok, bad := Token(r)
+			if bad != "" {
+				WriteError(w, Unauthenticated(bad))
+				return
+			}
+			if tok == "" {
+				if dev && IsLoopback(r.RemoteAddr) {
+					next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), DevPrincipal)))
+					return
+				}
+				WriteError(w, Unauthenticated("a token is required: Authorization: Bearer <token>"))
+				return
+			}
+			p, err := v.VerifyToken(r.Context(), tok)
+			if err != nil {
+				var ae *core.Error
+				if errors.As(err, &ae) && ae.Code == CodeUnauthenticated {
+					WriteError(w, ae)
+					return
+				}
+				WriteError(w, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		})
+	}
+}
+
+// CodeUnauthenticated is a missing, unknown or revoked token (HTTP 401).
+const CodeUnauthenticated = "AML_UNAUTHENTICATED"
+
+// Unauthenticated returns a 401 AML_UNAUTHENTICATED error (field "token").
+func Unauthenticated(msg string) *core.Error {
+	return &core.Error{Code: CodeUnauthenticated, Message: msg, Field: "token", Status: http.StatusUnauthorized}
+}
+
+// Token extracts the presented token: the Authorization bearer token, else
+// the aml_token cookie. bad is a message when the header is present but
+// malformed.
+func Token(r *http.Request) (tok, bad string) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, rest, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(rest) == "" {
+			return "", "Authorization header must be \"Bearer <token>\""
+		}
+		return strings.TrimSpace(rest), ""
+	}
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		return c.Value, ""
+	}
+	return "", ""
+}
+
+// IsLoopback reports whether a RemoteAddr ("host:port") is a loopback
+// address.
+func IsLoopback(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+// StatusOf is the HTTP status of err: the *core.Error's Status, else the
+// status of its code.
+func StatusOf(err error) int {
+	var ae *core.Error
+	if errors.As(err, &ae) {
+		if ae.Status != 0 {
+			return ae.Status
+		}
+		return core.StatusFor(ae.Code)
+	}
+	return http.StatusInternalServerError
+}
+
+// BodyOf is the error body of err.
+func BodyOf(err error) ErrorBody {
+	var ae *core.Error
+	if errors.As(err, &ae) {
+		return ErrorBody{Code: ae.Code, Message: ae.Message, Field: ae.Field}
+	}
+	return ErrorBody{Code: core.CodeInternal, Message: err.Error()}
+}
+
+// WriteError writes err as {code,message,field} with its HTTP status. It is
+// shared by the API, MCP over HTTP and the UI so errors look the same.
+func WriteError(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(StatusOf(err))
+	json.NewEncoder(w).Encode(BodyOf(err))
+}
