@@ -302,11 +302,25 @@ func TestMultiWorkerPostgres(t *testing.T) {
 	if len(ms) != n || len(perJob) != n {
 		t.Errorf("%d models for %d jobs (per job %v)", len(ms), len(perJob), perJob)
 	}
-	// River holds no running dispatch.
-	var running int
-	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'running'`).Scan(&running); err != nil || running != 0 {
-		t.Errorf("river jobs still running: %d (%v)", running, err)
+	// A River dispatch may still show running for a moment (completions
+	// are recorded in batches) or until the rescuer's next pass (the killed
+	// worker's finished-but-unrecorded dispatch); the invariant is on AML's
+	// jobs: any such dispatch belongs to a job that has ended.
+	rows, err := st.Pool().Query(ctx, `SELECT args->>'jobId' FROM river_job WHERE state = 'running'`)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var stale int
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		if !jobs[id].Status.Terminal() {
+			t.Errorf("river dispatch running for job %s which is %s", id, jobs[id].Status)
+		}
+		stale++
+	}
+	rows.Close()
+	t.Logf("river dispatches still marked running (jobs ended): %d", stale)
 	fmt.Fprintf(os.Stderr, "multi-worker: jobs per worker %v, victim %s rescued\n", byWorker, victim.ID)
 }
 

@@ -157,7 +157,7 @@ func TestPutFetch(t *testing.T) {
 			// A second handle on another machine's data directory.
 			b := a
 			if pg, ok := a.(*Postgres); ok {
-				b = &Postgres{pool: pg.pool, Root: rootB}
+				b, _ = NewPostgres(ctx, pg.pool, rootB)
 			} else {
 				b = Local{Root: rootB}
 				if _, err := b.Put(ctx, "jobs/job-1/artifacts", filepath.Join(rootA, "jobs/job-1/artifacts")); err != nil {
@@ -308,5 +308,40 @@ func TestLocalTamper(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(root, "datasets/ds-1/link")); err == nil {
 		_, err = Scan(filepath.Join(root, "datasets/ds-1"))
 		wantCode(t, err, core.CodeInvalidArgument)
+	}
+}
+
+// TestPostgresConcurrentFetch: jobs of one worker (and workers sharing a
+// data directory) fetch the same dataset at once; all get the verified copy.
+func TestPostgresConcurrentFetch(t *testing.T) {
+	pool := pgPool(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	src := t.TempDir()
+	writeTree(t, src)
+	s1, err := NewPostgres(ctx, pool, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := NewPostgres(ctx, pool, root) // another process, same directory
+	tr, err := s1.Put(ctx, "datasets/ds-c", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		s := s1
+		if i%2 == 1 {
+			s = s2
+		}
+		go func() {
+			_, err := s.Fetch(ctx, "datasets/ds-c", tr.SHA256)
+			errs <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

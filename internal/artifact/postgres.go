@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/jackc/pgx/v5"
@@ -48,6 +49,23 @@ const schemaLock = `SELECT pg_advisory_xact_lock(7419305521)`
 type Postgres struct {
 	pool *pgxpool.Pool
 	Root string
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex // per key: one download at a time in a process
+}
+
+func (p *Postgres) keyLock(key string) *sync.Mutex {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.locks == nil {
+		p.locks = map[string]*sync.Mutex{}
+	}
+	l, ok := p.locks[key]
+	if !ok {
+		l = &sync.Mutex{}
+		p.locks[key] = l
+	}
+	return l
 }
 
 var _ Store = (*Postgres)(nil)
@@ -206,6 +224,11 @@ func (p *Postgres) Fetch(ctx context.Context, key, want string) (string, error) 
 	if want != "" && t.SHA256 != want {
 		return "", tampered(key, "stored tree hash %.12s, expected %.12s", t.SHA256, want)
 	}
+	// Jobs of one worker fetch the same dataset at once: one downloads,
+	// the others then find the verified copy.
+	l := p.keyLock(key)
+	l.Lock()
+	defer l.Unlock()
 	dst := p.dir(key)
 	if cur, err := Scan(dst); err == nil && cur.SHA256 == t.SHA256 {
 		return dst, nil
@@ -225,7 +248,11 @@ func (p *Postgres) Fetch(ctx context.Context, key, want string) (string, error) 
 			return "", err
 		}
 	}
-	// A stale or damaged local copy is replaced by the verified one.
+	// A stale or damaged local copy is replaced by the verified one;
+	// another process sharing Root may have just put a good one there.
+	if cur, err := Scan(dst); err == nil && cur.SHA256 == t.SHA256 {
+		return dst, nil
+	}
 	if _, err := os.Lstat(dst); err == nil {
 		old, err := tempBeside(dst)
 		if err != nil {
@@ -238,6 +265,9 @@ func (p *Postgres) Fetch(ctx context.Context, key, want string) (string, error) 
 		defer os.RemoveAll(old)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
+		if cur, serr := Scan(dst); serr == nil && cur.SHA256 == t.SHA256 {
+			return dst, nil // another process won the race with the same content
+		}
 		return "", core.Wrap(core.CodeInternal, err, "rename artifact %s into place", key)
 	}
 	ok = true

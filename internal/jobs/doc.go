@@ -26,6 +26,12 @@
 //   - Recover runs at worker start: an active job whose worker is gone
 //     (dead pid on this host, or a stale heartbeat) is requeued if it has
 //     retries left, otherwise marked interrupted. No job stays active.
+//   - On PostgreSQL (queue_pg.go) many worker processes on many machines
+//     share the River queue; a worker lost mid-job is found by River's
+//     rescuer, and the rescued dispatch requeues the job through the same
+//     compare-and-set as Recover. Datasets are fetched from and models put
+//     to a shared artifact store (Options.Artifacts), so workers need no
+//     shared filesystem.
 //   - Metrics are computed by the platform (internal/eval) from the
 //     model's predictions on the dataset's val and test splits, never taken
 //     from the trainer.

@@ -8,8 +8,10 @@
 // Opened by Open(ctx, "postgres://user@host:port/db?sslmode=disable"); any
 // extra URL parameter is a session setting, so ?search_path=plant7 keeps a
 // plant's tables in their own schema (the tests give every test a schema).
-// Selecting it from the CLI (`--db postgres://...` or AML_DB) is future
-// work: the CLI still opens *sqlite.Store directly.
+// The CLI selects it with `--db postgres://...` (or AML_DB) for the
+// commands that run on both back-ends (cmd/aml/backend.go); the job queue
+// runs River on the same database (internal/jobs, queue_pg.go) and dataset
+// and model files go to internal/artifact's PostgreSQL store.
 //
 // Why it looks the way it does:
 //
