@@ -94,12 +94,13 @@ func TestTwinSnapshotCLI(t *testing.T) {
 		t.Fatalf("bad --bind: %d %s", code, errs)
 	}
 
-	// --model uses the hook; without one it is a clear usage error.
-	if _, errs, code = aml(t, append(take, "--model", "m1")...); code != 2 || !strings.Contains(errs, "--model") {
-		t.Fatalf("--model without engine: %d %s", code, errs)
+	// --model uses the hook (the twin engine): an unknown model is named.
+	if _, errs, code = aml(t, append(take, "--model", "m1")...); code != 1 || !strings.Contains(errs, "AML_NOT_FOUND") || !strings.Contains(errs, "m1") {
+		t.Fatalf("--model with an unknown model: %d %s", code, errs)
 	}
+	saved := snapshotEstimator
 	snapshotEstimator = func(a *app, id string) (snapshot.StateEstimator, error) { return cliFakeEstimator{model: id}, nil }
-	t.Cleanup(func() { snapshotEstimator = nil })
+	t.Cleanup(func() { snapshotEstimator = saved })
 	out, errs, code = aml(t, append(take, "--model", "m1", "--json")...)
 	res.Snapshot = contract.TwinSnapshot{}
 	mustJSON(t, out, &res)

@@ -82,9 +82,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, ms []Migration) error {
 		version    integer PRIMARY KEY,
 		name       text NOT NULL,
 		checksum   text NOT NULL,
-		applied_at bigint NOT NULL)`); err != nil && !isUnique(err) {
-		// Two processes creating the table at once: one gets a unique
-		// violation on the catalog, and the table exists either way.
+		applied_at bigint NOT NULL)`); err != nil && !isUnique(err) && pgCode(err) != "42710" && pgCode(err) != "42P07" {
+		// Two processes creating the table at once: the loser gets a
+		// unique violation on the catalog or "type/relation already
+		// exists" (42710, 42P07), and the table exists either way.
 		return dbErr(err, "create schema_migrations")
 	}
 	for _, m := range ms {
