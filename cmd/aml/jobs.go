@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/aml-project/aml/internal/twin/recal"
 	"io"
 	"os"
 	"os/signal"
@@ -334,6 +335,7 @@ func followLog(ctx context.Context, a *app, s interface {
 
 func newWorkerCmd(a *app) *cobra.Command {
 	var concurrency int
+	var recalEvery time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run job workers until interrupted (Ctrl-C hands running jobs back)",
@@ -361,6 +363,9 @@ func newWorkerCmd(a *app) *cobra.Command {
 			if err := q.Start(wctx); err != nil {
 				return err
 			}
+			if recalEvery > 0 && !a.usesPostgres() {
+				go a.recalibrationLoop(wctx, r, recalEvery)
+			}
 			<-wctx.Done()
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -368,6 +373,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", 2, "jobs run at once")
+	cmd.Flags().DurationVar(&recalEvery, "recalibrate-every", time.Minute, "how often the worker processes twin recalibration requests (rebuild the dataset, submit the retraining job, settle finished ones); 0 disables (embedded store only)")
 	cmd.Flags().DurationVar(&a.rescueAfter, "rescue-after", time.Minute, "with --db postgres://: how long a job may run before River's rescuer has another worker check that its worker is alive (a lost worker's job is retried within about this + 30s)")
 	return cmd
 }
@@ -523,5 +529,36 @@ func printModel(w io.Writer, m core.Model, h []core.StageChange) {
 	}
 	for _, c := range h {
 		fmt.Fprintf(w, "history   %s %s → %s by %s %s\n", c.At.Format(time.RFC3339), c.From, c.To, c.By, strings.TrimSpace(c.Reason))
+	}
+}
+
+// recalibrationLoop is the worker's share of twin recalibration: every
+// interval one recal.RunNext step settles requests whose retraining job
+// ended and claims the next queued request (dataset rebuilt with the new
+// runs, hybrid_residual job submitted to this worker's queue). The new
+// model arrives as a candidate; nothing is promoted here.
+func (a *app) recalibrationLoop(ctx context.Context, r *jobs.Runner, every time.Duration) {
+	s, err := a.openStore()
+	if err != nil {
+		a.log.Warn("recalibration disabled", "err", err)
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		step, err := recal.RunNext(ctx, s, r, recal.RunOptions{DataDir: a.dataDir})
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			a.log.Warn("recalibration step failed", "err", err)
+		case step.Claimed != nil || len(step.Settled) > 0:
+			a.log.Info("recalibration step", "claimed", step.Claimed != nil, "settled", len(step.Settled), "running", step.Running)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
