@@ -132,3 +132,34 @@ func WriteError(w http.ResponseWriter, err error) {
 	w.WriteHeader(StatusOf(err))
 	json.NewEncoder(w).Encode(BodyOf(err))
 }
+
+// OptionalMiddleware is Middleware for pages that handle the anonymous
+// case themselves (the web UI sends them to its login page): a valid token
+// puts its Principal into the context, dev mode on loopback the
+// DevPrincipal; a missing or invalid token passes through without one.
+// Store failures are still errors (503), never a silent anonymous request.
+func OptionalMiddleware(v Verifier, dev bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tok, _ := Token(r)
+			if tok == "" {
+				if dev && IsLoopback(r.RemoteAddr) {
+					r = r.WithContext(WithPrincipal(r.Context(), DevPrincipal))
+				}
+				next.ServeHTTP(w, r)
+				return
+			}
+			p, err := v.VerifyToken(r.Context(), tok)
+			if err != nil {
+				var ae *core.Error
+				if errors.As(err, &ae) && ae.Code == CodeUnauthenticated {
+					next.ServeHTTP(w, r)
+					return
+				}
+				WriteError(w, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		})
+	}
+}

@@ -1,0 +1,234 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/auth"
+)
+
+var pathParam = regexp.MustCompile(`\{([^}/]+)\}`)
+
+// OpenAPI returns the OpenAPI 3 document of the API, built from the route
+// table (the same rows the router is built from).
+func (s *Server) OpenAPI() map[string]any {
+	s.docOnce.Do(func() { s.doc = s.buildOpenAPI() })
+	return s.doc
+}
+
+func (s *Server) openAPIHandler(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.OpenAPI())
+}
+
+func (s *Server) buildOpenAPI() map[string]any {
+	sg := &schemaGen{defs: map[string]any{}, seen: map[reflect.Type]string{}}
+	errRef := map[string]any{"$ref": "#/components/schemas/Error"}
+	sg.defs["Error"] = map[string]any{"type": "object", "required": []string{"code", "message"}, "properties": map[string]any{
+		"code":    map[string]any{"type": "string", "description": "stable error code, e.g. AML_NOT_FOUND"},
+		"message": map[string]any{"type": "string"},
+		"field":   map[string]any{"type": "string", "description": "the request field at fault, when there is one"},
+	}}
+	errResp := func(desc string) map[string]any {
+		return map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": errRef}}}
+	}
+	paths := map[string]any{}
+	for _, rt := range s.routes {
+		full := Prefix + rt.path
+		item, _ := paths[full].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[full] = item
+		}
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(rt.path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		for _, qp := range rt.query {
+			params = append(params, map[string]any{"name": qp[0], "in": "query", "required": false, "description": qp[1], "schema": map[string]any{"type": "string"}})
+		}
+		status := rt.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		outType := rt.outType
+		if outType == "" {
+			outType = "application/json"
+		}
+		var outSchema any = map[string]any{"type": "object"}
+		if rt.out != nil {
+			outSchema = sg.schema(reflect.TypeOf(rt.out))
+		}
+		if outType != "application/json" {
+			outSchema = map[string]any{"type": "string"}
+		}
+		op := map[string]any{
+			"operationId":  operationID(rt.method, rt.path),
+			"summary":      rt.summary,
+			"tags":         []string{rt.tag},
+			"x-aml-action": string(rt.act),
+			"x-aml-roles":  rolesFor(rt.act),
+			"responses": map[string]any{
+				itoa(status): map[string]any{"description": "success", "content": map[string]any{outType: map[string]any{"schema": outSchema}}},
+				"400":        errResp("invalid request (AML_INVALID_ARGUMENT)"),
+				"401":        errResp("missing or invalid token (AML_UNAUTHENTICATED)"),
+				"403":        errResp("role or line scope refuses the action (AML_FORBIDDEN)"),
+				"404":        errResp("not found (AML_NOT_FOUND)"),
+				"409":        errResp("conflict with the stored state"),
+				"413":        errResp("request body over the size limit"),
+				"422":        errResp("the request is well formed but its content is refused"),
+				"429":        errResp("rate limit (AML_RATE_LIMITED) or queue full"),
+			},
+		}
+		if len(params) > 0 {
+			op["parameters"] = params
+		}
+		if rt.in != nil || rt.inType != "" {
+			inType := rt.inType
+			if inType == "" {
+				inType = "application/json"
+			}
+			var sc any = map[string]any{"type": "string"}
+			if rt.in != nil {
+				sc = sg.schema(reflect.TypeOf(rt.in))
+			}
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{inType: map[string]any{"schema": sc}}}
+		}
+		item[strings.ToLower(rt.method)] = op
+	}
+	return map[string]any{
+		"openapi": "3.0.3",
+		"info": map[string]any{"title": "AML API", "version": "v1",
+			"description": "Every capability of the aml CLI over HTTP. Authenticate with Authorization: Bearer <token> (aml token create). Errors are {code, message, field}."},
+		"servers":    []any{map[string]any{"url": "/"}},
+		"security":   []any{map[string]any{"bearer": []string{}}},
+		"paths":      paths,
+		"components": map[string]any{"schemas": sg.defs, "securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}}},
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func rolesFor(a auth.Action) []string {
+	var out []string
+	for _, r := range auth.Roles {
+		if auth.RoleAllows(r, a) {
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
+
+// operationID is e.g. "post_certificates_id_approve".
+func operationID(method, path string) string {
+	p := pathParam.ReplaceAllString(path, "$1")
+	p = strings.NewReplacer("/", "_", "-", "_").Replace(strings.Trim(p, "/"))
+	return strings.ToLower(method) + "_" + p
+}
+
+// schemaGen derives JSON schemas from Go types by their JSON encoding:
+// named structs become components, recursion is cut by reference.
+type schemaGen struct {
+	defs map[string]any
+	seen map[reflect.Type]string
+}
+
+var (
+	timeType = reflect.TypeOf(time.Time{})
+	rawType  = reflect.TypeOf(json.RawMessage{})
+)
+
+func (g *schemaGen) schema(t reflect.Type) any {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == timeType:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case t == rawType:
+		return map[string]any{}
+	}
+	if _, ok := reflect.New(t).Interface().(json.Marshaler); ok && t.Kind() != reflect.Struct {
+		return map[string]any{}
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return map[string]any{"type": "string", "format": "byte"}
+		}
+		return map[string]any{"type": "array", "items": g.schema(t.Elem())}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": g.schema(t.Elem())}
+	case reflect.Struct:
+		name := t.Name()
+		if name == "" {
+			return g.structSchema(t)
+		}
+		if pkg := t.PkgPath(); pkg != "" {
+			name = pkg[strings.LastIndex(pkg, "/")+1:] + "." + name
+		}
+		if n, ok := g.seen[t]; ok {
+			return map[string]any{"$ref": "#/components/schemas/" + n}
+		}
+		g.seen[t] = name
+		g.defs[name] = map[string]any{} // placeholder while recursing
+		g.defs[name] = g.structSchema(t)
+		return map[string]any{"$ref": "#/components/schemas/" + name}
+	}
+	return map[string]any{}
+}
+
+func (g *schemaGen) structSchema(t reflect.Type) map[string]any {
+	props := map[string]any{}
+	var required []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			if f.Anonymous && name == "" {
+				ft := f.Type
+				for ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct {
+					walk(ft)
+					continue
+				}
+			}
+			if !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			props[name] = g.schema(f.Type)
+			if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
+				required = append(required, name)
+			}
+		}
+	}
+	walk(t)
+	sort.Strings(required)
+	out := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		out["required"] = required
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+)
+
+// Event stream tuning.
+const (
+	// EventBuffer is each stream's buffer; a client that falls this far
+	// behind is disconnected (it must re-read the state it follows).
+	EventBuffer = 256
+	// heartbeat keeps proxies from closing an idle stream.
+	heartbeat = 15 * time.Second
+	// writeTimeout bounds one event write: a client that stops reading
+	// altogether is disconnected too.
+	writeTimeout = 10 * time.Second
+)
+
+func (s *Server) events(c *call) (any, error) {
+	if s.d.Bus == nil {
+		return nil, core.Errorf(core.CodeStoreUnavailable, "this server has no event bus")
+	}
+	c.wrote = true
+	s.stream(c.w, c.r, c.p, EventBuffer)
+	return nil, nil
+}
+
+// stream serves one SSE client until it hangs up, the server shuts down,
+// or the client falls behind by more than buf events.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, p auth.Principal, buf int) {
+	kinds := map[string]bool{}
+	for _, k := range strings.Split(r.URL.Query().Get("kinds"), ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			kinds[k] = true
+		}
+	}
+	id := r.URL.Query().Get("id")
+	// The filter runs in the publisher: it must be cheap and never block.
+	// Events without a line (job recovery, cancellation) are resolved
+	// below, on this stream's goroutine.
+	sub := s.d.Bus.Subscribe(buf, func(e events.Event) bool {
+		if len(kinds) > 0 && !kinds[e.Kind] {
+			return false
+		}
+		if id != "" && e.ID != id {
+			return false
+		}
+		return e.Line == "" || p.InScope(e.Line)
+	})
+	defer sub.Close()
+	s.metrics.sseClients.Inc()
+	defer s.metrics.sseClients.Dec()
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(text string) bool {
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := io.WriteString(w, text); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send(": connected\n\n") {
+		return
+	}
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.closing:
+			send("event: shutdown\ndata: {}\n\n")
+			return
+		case <-tick.C:
+			if !send(": ping\n\n") {
+				return
+			}
+		case e, ok := <-sub.C:
+			if !ok {
+				return
+			}
+			if n := sub.Dropped(); n > 0 {
+				s.metrics.sseDropped.Inc()
+				send(fmt.Sprintf("event: overflow\ndata: {\"dropped\":%d}\n\n", n))
+				return
+			}
+			if e.Line == "" && !p.AllLines() {
+				line, err := s.eventLine(r, e)
+				if err != nil || !p.InScope(line) {
+					continue
+				}
+				e.Line = line
+			}
+			b, err := json.Marshal(e)
+			if err != nil {
+				continue
+			}
+			if !send(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, b)) {
+				return
+			}
+		}
+	}
+}
+
+// eventLine finds the line of an event published without one (only job
+// events are; the job's dataset names the line).
+func (s *Server) eventLine(r *http.Request, e events.Event) (string, error) {
+	if strings.HasPrefix(e.Kind, "job.") {
+		return s.jobLine(r.Context(), core.Job{ID: e.ID})
+	}
+	return "", core.Errorf(core.CodeNotFound, "event %s has no line", e.Kind)
+}
