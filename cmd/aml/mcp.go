@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"strings"
+
+	"github.com/aml-project/aml/internal/auth"
+	amlmcp "github.com/aml-project/aml/internal/mcp"
+	"github.com/aml-project/aml/internal/service"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+)
+
+// newMCPCmd is "aml mcp": the agent tools over stdio.
+func newMCPCmd(a *app) *cobra.Command {
+	var token, agent, lines string
+	cmd := &cobra.Command{
+		Use:   "mcp [--token T | --as-agent NAME [--lines L1,L2]]",
+		Short: "Serve the MCP agent tools over stdio (for an agent that starts aml as a subprocess)",
+		Long: `Serve AML's MCP tools (aml_node_catalog … twin_certificate_request) on
+standard input and output. With --token (or env AML_TOKEN) the tools act as
+that token's principal (role and line scope; see "aml token create"); without,
+as a local agent named --as-agent (default mcp-agent) with role agent, limited
+to --lines when given. An agent can never approve, promote to production,
+freeze a scene or write to a machine: no tool does, and requesting a
+certificate only queues it (ISSUED) for a person.
+
+Submitted training jobs are queued; "aml worker" or "aml serve" on the same
+data directory runs them. Logs go to stderr; stdout carries only the protocol.`,
+		Args: argsExact(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if token == "" {
+				token = os.Getenv("AML_TOKEN")
+			}
+			if token != "" && (cmd.Flags().Changed("as-agent") || lines != "") {
+				return usagef("--token takes the role and lines from the token; do not combine it with --as-agent or --lines")
+			}
+			if strings.TrimSpace(agent) == "" {
+				return usagef("--as-agent: the agent needs a name (it is recorded as the actor)")
+			}
+			ctx := cmd.Context()
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			p := auth.Principal{Name: agent, Role: auth.RoleAgent}
+			if lines != "" {
+				for _, l := range strings.Split(lines, ",") {
+					if l = strings.TrimSpace(l); l != "" {
+						p.Lines = append(p.Lines, l)
+					}
+				}
+			}
+			if token != "" {
+				if p, err = auth.NewTokens(s.DB(), nil).VerifyToken(ctx, token); err != nil {
+					return err
+				}
+			}
+			r, q, bus, err := a.services(ctx, false, 1)
+			if err != nil {
+				return err
+			}
+			key, err := a.certKey()
+			if err != nil {
+				return err
+			}
+			d := &service.Deps{Store: s, DataDir: a.dataDir, Runner: r, Queue: q, Bus: bus, Key: key, Log: a.log}
+			amlmcp.Version = version
+			a.log.Info("mcp: serving on stdio", "principal", p.Name, "role", p.Role, "lines", p.Lines)
+			return amlmcp.NewServer(d, p).Run(ctx, &sdk.StdioTransport{})
+		},
+	}
+	cmd.Flags().StringVar(&token, "token", "", "API token whose principal the tools act as (env AML_TOKEN)")
+	cmd.Flags().StringVar(&agent, "as-agent", "mcp-agent", "without a token: the local agent's name (role agent)")
+	cmd.Flags().StringVar(&lines, "lines", "", "without a token: comma-separated line scope of the local agent (default all lines)")
+	return cmd
+}

@@ -1,0 +1,639 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/service"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/twin/cert"
+	"github.com/aml-project/aml/internal/twin/contract"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The fixture is what "aml demo" leaves in a data directory: the simulated
+// injection line, a dataset, the trained hybrid twin model (production,
+// passing twin gate), the frozen scene and objective, a snapshot, a trial
+// and an executed certificate. It is built once by the real binary; every
+// test works on its own copy.
+var (
+	amlBin  string
+	demoDir string
+	demo    struct {
+		DatasetID string    `json:"datasetId"`
+		JobID     string    `json:"jobId"`
+		ModelID   string    `json:"modelId"`
+		TrialID   string    `json:"trialId"`
+		DemoClock time.Time `json:"demoClock"`
+	}
+)
+
+const (
+	line  = "line-injection-01"
+	scene = "injection-hold-control"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		tmp, err := os.MkdirTemp("", "aml-mcp-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(tmp)
+		amlBin = filepath.Join(tmp, "aml")
+		if out, err := exec.Command("go", "build", "-o", amlBin, "github.com/aml-project/aml/cmd/aml").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build ./cmd/aml: %v\n%s", err, out)
+			return 1
+		}
+		demoDir = filepath.Join(tmp, "demo")
+		cmd := exec.Command(amlBin, "demo", "--data", demoDir, "--json")
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "aml demo: %v\n%s", err, out)
+			return 1
+		}
+		if err := json.Unmarshal(out, &demo); err != nil || demo.ModelID == "" || demo.TrialID == "" {
+			fmt.Fprintf(os.Stderr, "aml demo output: %v\n%s", err, out)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+// fixture copies the demo's data directory for one test.
+func fixture(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(demoDir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(demoDir, p)
+		to := filepath.Join(dst, rel)
+		if e.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// deps opens a data directory the way a serving process does.
+func deps(t *testing.T, dir string) *service.Deps {
+	t.Helper()
+	s, err := sqlite.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	bus := events.New()
+	r := jobs.NewRunner(s, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: bus})
+	key, err := cert.LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &service.Deps{Store: s, DataDir: dir, Runner: r, Bus: bus, Key: key}
+}
+
+func connect(t *testing.T, tr sdk.Transport) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "aml-test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// inMemory connects a client to NewServer(d, p) in this process.
+func inMemory(t *testing.T, d *service.Deps, p auth.Principal) *sdk.ClientSession {
+	t.Helper()
+	ct, st := sdk.NewInMemoryTransports()
+	ss, err := NewServer(d, p).Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	return connect(t, ct)
+}
+
+// call runs a tool that must succeed and decodes its structured result.
+func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any, out any) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if res.IsError {
+		t.Fatalf("%s: tool error: %s", name, text(res))
+	}
+	if out != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: structured content %s: %v", name, b, err)
+		}
+	}
+}
+
+// callErr runs a tool that must fail and returns its structured error.
+func callErr(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) ToolError {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if !res.IsError {
+		t.Fatalf("%s: succeeded, want an error: %s", name, text(res))
+	}
+	var te ToolError
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &te); err != nil || te.Code == "" {
+		t.Fatalf("%s: no structured error in %s (%s)", name, b, text(res))
+	}
+	if want := te.Code + ": "; !strings.HasPrefix(text(res), want) {
+		t.Errorf("%s: text %q does not start with the code", name, text(res))
+	}
+	return te
+}
+
+func text(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// wantHints is the behaviour every tool must declare. Every tool acts on
+// AML's own store only (openWorldHint false).
+var wantHints = map[string]hints{
+	"aml_node_catalog":         readOnly,
+	"aml_dataset_build":        additive,
+	"aml_dataset_stats":        readOnly,
+	"aml_job_submit":           additive,
+	"aml_job_status":           readOnly,
+	"aml_job_logs":             readOnly,
+	"aml_job_cancel":           {destructive: true, idempotent: true},
+	"aml_leaderboard":          readOnly,
+	"aml_model_reference":      readOnly,
+	"twin_scene_read":          readOnly,
+	"twin_snapshot_create":     additive,
+	"twin_trial_run":           additive,
+	"mpc_optimize":             additive,
+	"twin_gate_evaluate":       additive,
+	"twin_calibration_request": {idempotent: true},
+	"twin_certificate_request": additive,
+}
+
+// checkTools lists the tools and checks names, annotations and schemas.
+func checkTools(t *testing.T, cs *sdk.ClientSession) {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, tool := range res.Tools {
+		seen[tool.Name] = true
+		want, ok := wantHints[tool.Name]
+		if !ok {
+			t.Errorf("unexpected tool %s", tool.Name)
+			continue
+		}
+		for _, bad := range []string{"approve", "promote", "freeze", "execute", "revoke", "write", "channel"} {
+			if strings.Contains(tool.Name, bad) {
+				t.Errorf("tool %s: an agent tool may not %s", tool.Name, bad)
+			}
+		}
+		a := tool.Annotations
+		if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
+			t.Errorf("%s: incomplete annotations %+v", tool.Name, a)
+			continue
+		}
+		got := hints{readOnly: a.ReadOnlyHint, destructive: *a.DestructiveHint, idempotent: a.IdempotentHint}
+		if got != want || *a.OpenWorldHint {
+			t.Errorf("%s: hints %+v openWorld %v, want %+v and false", tool.Name, got, *a.OpenWorldHint, want)
+		}
+		if tool.Description == "" || a.Title == "" {
+			t.Errorf("%s: no description or title", tool.Name)
+		}
+		var in struct {
+			Type       string `json:"type"`
+			Properties map[string]struct {
+				Description string `json:"description"`
+			} `json:"properties"`
+		}
+		b, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(b, &in); err != nil || in.Type != "object" || len(in.Properties) == 0 {
+			t.Errorf("%s: input schema %s", tool.Name, b)
+		}
+		for p, s := range in.Properties {
+			if s.Description == "" && !undescribed[tool.Name+"."+p] {
+				t.Errorf("%s: input %s has no description", tool.Name, p)
+			}
+		}
+		if b, _ := json.Marshal(tool.OutputSchema); !strings.Contains(string(b), `"type":"object"`) {
+			t.Errorf("%s: output schema %s", tool.Name, b)
+		}
+	}
+	for name := range wantHints {
+		if !seen[name] {
+			t.Errorf("tool %s missing", name)
+		}
+	}
+}
+
+// undescribed inputs are the productId/recipeId companions of a described
+// lineId.
+var undescribed = map[string]bool{"aml_model_reference.productId": true, "aml_model_reference.recipeId": true}
+
+func TestToolsAndAnnotations(t *testing.T) {
+	d := deps(t, fixture(t))
+	checkTools(t, inMemory(t, d, auth.Principal{Name: "agent-1", Role: auth.RoleAgent}))
+}
+
+// snapshotAndTrial takes a snapshot 5 minutes before the demo's clock with
+// the model's state estimate and runs a trial moving hold_pressure by 1 bar
+// (and one by 10 bar, beyond the step limit, recorded as rejected).
+func snapshotAndTrial(t *testing.T, cs *sdk.ClientSession) (snapshotCreateOut, trialRunOut) {
+	t.Helper()
+	var snap snapshotCreateOut
+	call(t, cs, "twin_snapshot_create", map[string]any{"sceneId": scene, "modelId": demo.ModelID,
+		"atMs": demo.DemoClock.Add(-5 * time.Minute).UnixMilli()}, &snap)
+	if snap.Snapshot == nil || snap.Snapshot.SnapshotID == "" || !strings.Contains(snap.Snapshot.EstimatorVersion, demo.ModelID) {
+		t.Fatalf("snapshot: %+v", snap.Snapshot)
+	}
+	hp, ok := snap.Snapshot.ControlValues["hold_pressure"]
+	if !ok {
+		t.Fatalf("snapshot has no hold_pressure: %v", snap.Snapshot.ControlValues)
+	}
+	var tr trialRunOut
+	call(t, cs, "twin_trial_run", map[string]any{"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID,
+		"set": map[string]float64{"hold_pressure": hp + 1}}, &tr)
+	vt := tr.Record.Trial
+	if vt == nil || tr.Detail == nil || len(vt.CandidateControlTrajectory) != 60 || vt.CandidateControlTrajectory[0]["hold_pressure"] != hp+1 {
+		t.Fatalf("trial: %+v", tr.Record)
+	}
+	if tr.Executed || tr.Record.Hash == "" || len(tr.Detail.Traces) == 0 {
+		t.Fatalf("trial record: executed %v, hash %q, %d traces", tr.Executed, tr.Record.Hash, len(tr.Detail.Traces))
+	}
+	var big trialRunOut
+	call(t, cs, "twin_trial_run", map[string]any{"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID,
+		"set": map[string]float64{"hold_pressure": hp + 10}}, &big)
+	if big.Record.Passed || big.Record.RejectCode != contract.RejectControlSafety {
+		t.Fatalf("a move beyond the step limit: passed %v, reject %q", big.Record.Passed, big.Record.RejectCode)
+	}
+	return snap, tr
+}
+
+// TestStdioAgent runs "aml mcp" as a subprocess the way an agent host does
+// and, as a local agent: lists the tools, takes a snapshot, runs trials,
+// optimises and requests a certificate for the best trial. The certificate
+// stays ISSUED: the agent can neither approve it (the store refuses the
+// requester, the role table refuses the agent role) nor reach any tool that
+// moves it further; a person with the approver role can.
+func TestStdioAgent(t *testing.T) {
+	dir := fixture(t)
+	cmd := exec.Command(amlBin, "mcp", "--data", dir, "--as-agent", "agent-7", "--lines", line)
+	cmd.Stderr = os.Stderr
+	cs := connect(t, &sdk.CommandTransport{Command: cmd})
+	checkTools(t, cs)
+	snap, _ := snapshotAndTrial(t, cs)
+
+	var opt optimizeOut
+	call(t, cs, "mpc_optimize", map[string]any{"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID, "seed": 7}, &opt)
+	if opt.Result == nil || opt.Result.Mode != "precise_search" || opt.Result.Evaluated < 2 || opt.Executed {
+		t.Fatalf("optimize: %+v", opt.Result)
+	}
+	if opt.Record == nil || !opt.Record.Passed {
+		t.Fatalf("optimize found no passing candidate: %s", opt.Result.NoPass)
+	}
+	t.Logf("optimize: %s, %d candidates, best improvement %.4g", opt.Result.Mode, opt.Result.Evaluated, opt.Record.Improvement)
+	if !(opt.Record.Improvement > 0) {
+		t.Fatalf("the best trial does not improve (%.4g): nothing to certify", opt.Record.Improvement)
+	}
+	var cr certRequestOut
+	call(t, cs, "twin_certificate_request", map[string]any{"trialId": opt.Record.Trial.TrialID}, &cr)
+	if cr.Status != "ISSUED" || cr.Certificate == nil || cr.Certificate.Cert.CreatedBy != "agent-7" || cr.Certificate.Cert.Signature == "" {
+		t.Fatalf("certificate: %+v", cr)
+	}
+	id := cr.Certificate.Cert.RecommendationID
+	// Out of scope: another line's agent is refused before anything runs.
+	if te := callErr(t, cs, "aml_node_catalog", map[string]any{"lineId": "line-other"}); te.Code != core.CodeForbidden || te.Field != "lineId" {
+		t.Fatalf("other line: %+v", te)
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("aml mcp exit: %v", err)
+	}
+
+	d := deps(t, dir)
+	ctx := context.Background()
+	got, err := d.Store.GetCertificate(ctx, id, d.Key.Public)
+	if err != nil || got.Cert.Status != contract.CertIssued || got.Cert.ApprovedBy != "" {
+		t.Fatalf("certificate after the agent's session: %v %+v", err, got)
+	}
+	agent := auth.Principal{Name: "agent-7", Role: auth.RoleAgent, Lines: []string{line}}
+	for _, a := range []auth.Action{auth.ActCertApprove, auth.ActPromoteProduction, auth.ActSceneFreeze, auth.ActWrite} {
+		if err := agent.Allow(a, line); core.CodeOf(err) != core.CodeForbidden {
+			t.Errorf("agent may %s: %v", a, err)
+		}
+	}
+	if _, err := d.Store.ApproveCertificate(ctx, id, "agent-7", d.Key.Public, time.Now()); err == nil {
+		t.Fatal("the requesting agent approved its own certificate")
+	} else {
+		t.Logf("approval by the requester refused: %v", err)
+	}
+	if got, _ := d.Store.GetCertificate(ctx, id, d.Key.Public); got.Cert.Status != contract.CertIssued {
+		t.Fatalf("status after the refused approval: %s", got.Cert.Status)
+	}
+	// A person with the approver role can: the certificate was real.
+	if r, err := d.Store.ApproveCertificate(ctx, id, "person-approver", d.Key.Public, time.Now()); err != nil || r.Cert.Status != contract.CertApproved {
+		t.Fatalf("approval by a person: %v", err)
+	}
+}
+
+// withPrincipal is the stand-in for the API's auth middleware: the test
+// names the principal in headers.
+func withPrincipal(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if role := r.Header.Get("X-Test-Role"); role != "" {
+			p := auth.Principal{Name: r.Header.Get("X-Test-Name"), Role: auth.Role(role)}
+			if l := r.Header.Get("X-Test-Lines"); l != "" {
+				p.Lines = strings.Split(l, ",")
+			}
+			r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type headers struct {
+	h    map[string]string
+	next http.RoundTripper
+}
+
+func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.h {
+		r.Header.Set(k, v)
+	}
+	return h.next.RoundTrip(r)
+}
+
+func overHTTP(t *testing.T, url, name, role, lines string) *sdk.ClientSession {
+	t.Helper()
+	hc := &http.Client{Transport: headers{h: map[string]string{"X-Test-Name": name, "X-Test-Role": role, "X-Test-Lines": lines}, next: http.DefaultTransport}}
+	return connect(t, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true})
+}
+
+// TestHTTP serves HTTPHandler behind a principal-injecting middleware and
+// uses every tool over streamable HTTP: as an agent (allowed), as a viewer
+// (read only), as an agent of another line (refused by line scope) and
+// without a principal (401).
+func TestHTTP(t *testing.T) {
+	dir := fixture(t)
+	d := deps(t, dir)
+	srv := httptest.NewServer(withPrincipal(HTTPHandler(d)))
+	defer srv.Close()
+	ctx := context.Background()
+
+	agent := overHTTP(t, srv.URL, "agent-http", string(auth.RoleAgent), line)
+	checkTools(t, agent)
+
+	var nodes nodeCatalogOut
+	call(t, agent, "aml_node_catalog", nil, &nodes)
+	if len(nodes.Nodes) < 10 || len(nodes.Lines) != 1 || nodes.Lines[0] != line {
+		t.Fatalf("node catalog: %d nodes, lines %v", len(nodes.Nodes), nodes.Lines)
+	}
+	var stats datasetStatsOut
+	call(t, agent, "aml_dataset_stats", map[string]any{"datasetId": demo.DatasetID}, &stats)
+	if stats.Report == nil || len(stats.Report.Nodes) == 0 || stats.Report.Windows.Train == 0 {
+		t.Fatalf("dataset stats: %+v", stats.Report)
+	}
+	var lb leaderboardOut
+	call(t, agent, "aml_leaderboard", map[string]any{"lineId": line}, &lb)
+	if len(lb.Entries) == 0 || lb.Entries[0].ModelID != demo.ModelID || lb.Entries[0].Stage != core.StageProduction || lb.Entries[0].TestNRMSE == nil {
+		t.Fatalf("leaderboard: %+v", lb)
+	}
+	var js jobOut
+	call(t, agent, "aml_job_status", map[string]any{"jobId": demo.JobID}, &js)
+	if js.Job.Status != core.JobDone || js.Job.ModelID != demo.ModelID {
+		t.Fatalf("job status: %+v", js.Job)
+	}
+	// The hybrid trainer logs nothing; give the demo job a rotated log
+	// (trainer.log.1 is older than trainer.log) to page through.
+	logDir := filepath.Join(dir, "jobs", demo.JobID, "logs")
+	older, newer := strings.Repeat("older line\n", 20), strings.Repeat("newer line\n", 20)
+	if err := os.WriteFile(filepath.Join(logDir, "trainer.log.1"), []byte(older), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(logDir, "trainer.log"), []byte(newer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for off, pages := int64(0), 0; ; pages++ {
+		var logs jobLogsOut
+		call(t, agent, "aml_job_logs", map[string]any{"jobId": demo.JobID, "offset": off, "maxBytes": 100}, &logs)
+		if len(logs.Text) > 100 || logs.NextOffset != off+int64(len(logs.Text)) || logs.Size != int64(len(older)+len(newer)) || pages > 10 {
+			t.Fatalf("job logs page %d: %+v", pages, logs)
+		}
+		all.WriteString(logs.Text)
+		off = logs.NextOffset
+		if !logs.More {
+			break
+		}
+	}
+	if all.String() != older+newer {
+		t.Fatalf("job logs read back %q", all.String())
+	}
+
+	var ref modelReferenceOut
+	call(t, agent, "aml_model_reference", map[string]any{"lineId": line, "productId": "product-injection-a", "recipeId": "recipe-injection-a",
+		"controls": map[string]float64{"hold_pressure": 75}}, &ref)
+	if ref.ModelID != demo.ModelID || len(ref.Steps) == 0 || !ref.Proposed || len(ref.Steps[0].Baseline) != len(ref.Targets) || len(ref.Steps[0].Proposed) != len(ref.Targets) || len(ref.Warnings) != 0 {
+		t.Fatalf("model reference: %+v", ref)
+	}
+	last := ref.Steps[len(ref.Steps)-1]
+	t.Logf("model reference on %s: %s baseline %.4g, proposed %.4g (hold_pressure 75), interval [%.4g, %.4g]", ref.RunID, ref.Targets[0], last.Baseline[0], last.Proposed[0], last.Lo[0], last.Hi[0])
+	call(t, agent, "aml_model_reference", map[string]any{"modelId": demo.ModelID, "controls": map[string]float64{"hold_pressure": 700}}, &ref)
+	if len(ref.Warnings) != 1 || !strings.Contains(ref.Warnings[0], "hold_pressure") {
+		t.Fatalf("extrapolation not flagged: %v", ref.Warnings)
+	}
+	if te := callErr(t, agent, "aml_model_reference", map[string]any{"modelId": demo.ModelID, "controls": map[string]float64{"no_such": 1}}); te.Field != "controls.no_such" {
+		t.Fatalf("unknown control: %+v", te)
+	}
+
+	var sc sceneReadOut
+	call(t, agent, "twin_scene_read", map[string]any{"sceneId": scene}, &sc)
+	if sc.Scene == nil || sc.Scene.Status != contract.SceneFrozen || sc.Hash == "" {
+		t.Fatalf("scene: %+v", sc)
+	}
+	var list sceneReadOut
+	call(t, agent, "twin_scene_read", nil, &list)
+	if len(list.Scenes) != 1 || list.Scenes[0].Hash != sc.Hash {
+		t.Fatalf("scene list: %+v", list.Scenes)
+	}
+
+	// Dataset build, job submit and cancel as the agent.
+	var built datasetBuildOut
+	call(t, agent, "aml_dataset_build", exampleSpec(t), &built)
+	if built.Dataset.ID == "" || built.Dataset.CreatedBy != "agent-http" || built.Dataset.TrainWindows == 0 {
+		t.Fatalf("dataset build: %+v", built.Dataset)
+	}
+	var sub jobOut
+	call(t, agent, "aml_job_submit", map[string]any{"datasetId": built.Dataset.ID, "trainer": "linear_state_space@1", "seed": 3,
+		"parentId": demo.JobID, "changeNote": "linear baseline"}, &sub)
+	if sub.Job.Status != core.JobQueued || sub.Job.CreatedBy != "agent-http" || sub.Job.ParentID != demo.JobID {
+		t.Fatalf("job submit: %+v", sub.Job)
+	}
+	var cancelled jobOut
+	call(t, agent, "aml_job_cancel", map[string]any{"jobId": sub.Job.ID}, &cancelled)
+	if cancelled.Job.Status != core.JobCancelled {
+		t.Fatalf("job cancel: %+v", cancelled.Job)
+	}
+	if te := callErr(t, agent, "aml_job_submit", map[string]any{"datasetId": built.Dataset.ID, "trainer": "no_such@9"}); te.Field == "" && te.Code == "" {
+		t.Fatalf("unknown trainer: %+v", te)
+	}
+
+	// The twin over HTTP: snapshot, trials, calibration request, gate.
+	snap, tr := snapshotAndTrial(t, agent)
+	var cal calibrationOut
+	call(t, agent, "twin_calibration_request", map[string]any{"modelId": demo.ModelID, "sceneId": scene}, &cal)
+	if cal.Decision == nil || cal.Decision.Reason == "" || cal.Decision.Signal.ModelID != demo.ModelID {
+		t.Fatalf("calibration: %+v", cal.Decision)
+	}
+	var g gateOut
+	call(t, agent, "twin_gate_evaluate", map[string]any{"modelId": demo.ModelID, "sceneId": scene, "snapshots": 2}, &g)
+	if g.Result == nil || g.Result.GateEvalID == "" || len(g.Result.Report.Checks) == 0 || g.Result.CreatedBy != "agent-http" {
+		t.Fatalf("gate: %+v", g.Result)
+	}
+	// A trial that does not improve is refused a certificate, as an error
+	// with its code.
+	if !(tr.Record.Passed && tr.Record.Improvement > 0) {
+		if te := callErr(t, agent, "twin_certificate_request", map[string]any{"trialId": tr.Record.Trial.TrialID}); te.Code != core.CodeCertRefused {
+			t.Fatalf("certificate for a non-improving trial: %+v", te)
+		}
+	}
+
+	// Schema violations are AML_INVALID_ARGUMENT on "arguments".
+	if te := callErr(t, agent, "twin_trial_run", map[string]any{"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID, "bogus": 1}); te.Code != core.CodeInvalidArgument || te.Field != "arguments" {
+		t.Fatalf("unknown argument: %+v", te)
+	}
+
+	// A viewer reads but may not run trials or request certificates.
+	viewer := overHTTP(t, srv.URL, "viewer-1", string(auth.RoleViewer), "")
+	call(t, viewer, "aml_leaderboard", nil, &lb)
+	for name, args := range map[string]map[string]any{
+		"twin_trial_run":           {"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID, "set": map[string]float64{"hold_pressure": 1}},
+		"twin_certificate_request": {"trialId": demo.TrialID},
+		"aml_job_submit":           {"datasetId": demo.DatasetID, "trainer": "linear_state_space@1"},
+		"twin_snapshot_create":     {"sceneId": scene},
+	} {
+		if te := callErr(t, viewer, name, args); te.Code != core.CodeForbidden || te.Field != "role" || te.Status != http.StatusForbidden {
+			t.Errorf("viewer %s: %+v", name, te)
+		}
+	}
+	// An agent of another line sees nothing of this one.
+	other := overHTTP(t, srv.URL, "agent-other", string(auth.RoleAgent), "line-other")
+	call(t, other, "aml_node_catalog", nil, &nodes)
+	if len(nodes.Nodes) != 0 {
+		t.Fatalf("other line's agent sees %d nodes", len(nodes.Nodes))
+	}
+	for name, args := range map[string]map[string]any{
+		"aml_dataset_stats":        {"datasetId": demo.DatasetID},
+		"aml_job_logs":             {"jobId": demo.JobID},
+		"twin_scene_read":          {"sceneId": scene},
+		"twin_trial_run":           {"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID, "set": map[string]float64{"hold_pressure": 1}},
+		"twin_certificate_request": {"trialId": demo.TrialID},
+	} {
+		if te := callErr(t, other, name, args); te.Code != core.CodeForbidden || te.Field != "lineId" {
+			t.Errorf("other line %s: %+v", name, te)
+		}
+	}
+
+	// No principal: 401 with the AML error body.
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), auth.CodeUnauthenticated) {
+		t.Fatalf("no principal: %d %s", resp.StatusCode, body)
+	}
+
+	// Whatever the agents did, no certificate of theirs moved past ISSUED.
+	items, err := d.Store.ListCertificates(ctx, sqlite.CertFilter{}, d.Key.Public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if strings.HasPrefix(it.Cert.CreatedBy, "agent") && it.Cert.Status != contract.CertIssued {
+			t.Errorf("certificate %s requested by %s is %s", it.Cert.RecommendationID, it.Cert.CreatedBy, it.Cert.Status)
+		}
+		if strings.HasPrefix(it.Cert.ApprovedBy, "agent") {
+			t.Errorf("certificate %s approved by %s", it.Cert.RecommendationID, it.Cert.ApprovedBy)
+		}
+	}
+}
+
+// exampleSpec is examples/specs/injection_weight.json as tool arguments.
+func exampleSpec(t *testing.T) map[string]any {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "examples", "specs", "injection_weight.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "note")
+	m["note"] = "built by an agent over MCP"
+	return m
+}
