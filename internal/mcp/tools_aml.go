@@ -141,12 +141,12 @@ type datasetBuildIn struct {
 }
 
 type datasetBuildOut struct {
-	Dataset core.Dataset         `json:"dataset" jsonschema:"the registered dataset (id, sha256, windows per split)"`
-	Shapes  map[string][]int     `json:"shapes" jsonschema:"array shapes (x, u, y, ...)"`
-	Lineage dataset.Lineage      `json:"lineage" jsonschema:"whether every run's recipe context is verified; an unverified dataset's models may not drive optimisation"`
-	Dropped []dataset.RunReason  `json:"droppedRuns" jsonschema:"runs left out and why"`
-	Seconds float64              `json:"seconds" jsonschema:"build time"`
-	Note    string               `json:"note" jsonschema:"what to do next"`
+	Dataset core.Dataset        `json:"dataset" jsonschema:"the registered dataset (id, sha256, windows per split)"`
+	Shapes  map[string][]int    `json:"shapes" jsonschema:"array shapes (x, u, y, ...)"`
+	Lineage dataset.Lineage     `json:"lineage" jsonschema:"whether every run's recipe context is verified; an unverified dataset's models may not drive optimisation"`
+	Dropped []dataset.RunReason `json:"droppedRuns" jsonschema:"runs left out and why"`
+	Seconds float64             `json:"seconds" jsonschema:"build time"`
+	Note    string              `json:"note" jsonschema:"what to do next"`
 }
 
 func (t *toolbox) datasetBuild(ctx context.Context, in datasetBuildIn) (datasetBuildOut, error) {
