@@ -637,3 +637,56 @@ func exampleSpec(t *testing.T) map[string]any {
 	m["note"] = "built by an agent over MCP"
 	return m
 }
+
+// TestTokens uses real API tokens: "aml mcp --token" over stdio and the
+// API's auth.Middleware in front of HTTPHandler. The token's role and
+// line scope bind the tools; a bad token never reaches them.
+func TestTokens(t *testing.T) {
+	dir := fixture(t)
+	d := deps(t, dir)
+	ctx := context.Background()
+	tokens := auth.NewTokens(d.Store.DB(), nil)
+	_, viewerTok, err := tokens.Create(ctx, "admin", auth.NewToken{Name: "viewer-tok", Role: auth.RoleViewer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, agentTok, err := tokens.Create(ctx, "admin", auth.NewToken{Name: "agent-tok", Role: auth.RoleAgent, Lines: []string{line}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// stdio: the viewer token reads and is refused a snapshot.
+	cmd := exec.Command(amlBin, "mcp", "--data", dir, "--token", viewerTok)
+	cmd.Stderr = os.Stderr
+	cs := connect(t, &sdk.CommandTransport{Command: cmd})
+	var sc sceneReadOut
+	call(t, cs, "twin_scene_read", map[string]any{"sceneId": scene}, &sc)
+	if te := callErr(t, cs, "twin_snapshot_create", map[string]any{"sceneId": scene}); te.Code != core.CodeForbidden || te.Field != "role" || !strings.Contains(te.Message, "viewer-tok") {
+		t.Fatalf("viewer token snapshot: %+v", te)
+	}
+	cs.Close()
+	// A bad token: aml mcp refuses to start (exit 1, AML_UNAUTHENTICATED).
+	out, err := exec.Command(amlBin, "mcp", "--data", dir, "--token", "aml_not-a-token").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), auth.CodeUnauthenticated) {
+		t.Fatalf("bad token: %v %s", err, out)
+	}
+	// --token with --as-agent is a usage error (exit 2).
+	if err := exec.Command(amlBin, "mcp", "--data", dir, "--token", agentTok, "--as-agent", "x").Run(); err == nil || err.(*exec.ExitError).ExitCode() != 2 {
+		t.Fatalf("--token with --as-agent: %v", err)
+	}
+
+	// HTTP behind the API's middleware.
+	srv := httptest.NewServer(auth.Middleware(tokens, false)(HTTPHandler(d)))
+	defer srv.Close()
+	hc := &http.Client{Transport: headers{h: map[string]string{"Authorization": "Bearer " + agentTok}, next: http.DefaultTransport}}
+	agent := connect(t, &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, DisableStandaloneSSE: true})
+	_, tr := snapshotAndTrial(t, agent)
+	if tr.Record.Trial.CreatedBy != "agent-tok" {
+		t.Fatalf("trial actor %q, want the token's name", tr.Record.Trial.CreatedBy)
+	}
+	bad := &http.Client{Transport: headers{h: map[string]string{"Authorization": "Bearer aml_not-a-token"}, next: http.DefaultTransport}}
+	c := sdk.NewClient(&sdk.Implementation{Name: "aml-test", Version: "1"}, nil)
+	if _, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: bad, DisableStandaloneSSE: true, MaxRetries: -1}, nil); err == nil {
+		t.Fatal("a bad token connected")
+	}
+}
