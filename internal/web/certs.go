@@ -1,0 +1,149 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/twin/contract"
+	"github.com/aml-project/aml/internal/twin/govern"
+	"github.com/aml-project/aml/internal/twin/guard"
+)
+
+// certsPage is the certificate inbox: certificates waiting for a person
+// (ISSUED) first, then the rest, newest first. Approve and revoke buttons
+// are shown to roles that may use them; the POST handlers check again.
+func (s *server) certsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	if s.d.Key == nil {
+		return core.Errorf(core.CodeInternal, "the server has no certificate key")
+	}
+	items, err := s.d.Store.ListCertificates(r.Context(), sqlite.CertFilter{Status: contract.CertStatus(strings.ToUpper(r.URL.Query().Get("status"))), Limit: 500}, s.d.Key.Public)
+	if err != nil {
+		return err
+	}
+	items = slices.DeleteFunc(items, func(c sqlite.CertListItem) bool { return !p.InScope(c.LineID) })
+	var inbox, rest []sqlite.CertListItem
+	for _, it := range items {
+		if it.Cert.Status == contract.CertIssued {
+			inbox = append(inbox, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	s.render(w, r, http.StatusOK, "certs", &p, map[string]any{"Title": "Certificates", "Inbox": inbox, "Rest": rest,
+		"CanApprove": auth.RoleAllows(p.Role, auth.ActCertApprove), "Flash": r.URL.Query().Get("done")})
+	return nil
+}
+
+func (s *server) certPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	if s.d.Key == nil {
+		return core.Errorf(core.CodeInternal, "the server has no certificate key")
+	}
+	ctx := r.Context()
+	rec, err := s.d.Store.GetCertificate(ctx, r.PathValue("id"), s.d.Key.Public)
+	if err != nil {
+		return err
+	}
+	if err := p.Allow(auth.ActRead, rec.LineID); err != nil {
+		return err
+	}
+	var moves []guard.Move
+	if tr, err := s.d.Store.GetTrial(ctx, rec.Cert.TrialID); err == nil {
+		if snap, err := s.d.Store.GetSnapshot(ctx, tr.Trial.SnapshotID); err == nil {
+			scene, _ := s.d.Store.GetScene(ctx, rec.Cert.SceneID, rec.Cert.SceneVersion)
+			moves = govern.FirstStepMoves(rec.Cert, scene, snap)
+		}
+	}
+	trail, err := s.d.Store.AuditLog().List(ctx, 0, 100, rec.Cert.RecommendationID)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "cert", &p, map[string]any{"Title": "Certificate " + rec.Cert.RecommendationID, "Rec": rec, "C": rec.Cert, "Moves": moves, "Trail": trail,
+		"CanApprove": auth.RoleAllows(p.Role, auth.ActCertApprove), "Flash": r.URL.Query().Get("done")})
+	return nil
+}
+
+// certApprove approves a certificate as the logged-in person. The role
+// check comes first (an agent or viewer is refused with the reason); the
+// store enforces the rest — the requester cannot approve their own
+// certificate, an expired one cannot be approved — with the principal's
+// name as the audited actor.
+func (s *server) certApprove(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	return s.certStep(w, r, p, "approved", func(id string) error {
+		_, err := s.d.Store.ApproveCertificate(r.Context(), id, p.Name, s.d.Key.Public, s.o.Now())
+		return err
+	})
+}
+
+func (s *server) certRevoke(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if reason == "" {
+		return core.FieldErrorf(core.CodeInvalidArgument, "reason", "say why the certificate is revoked")
+	}
+	return s.certStep(w, r, p, "revoked", func(id string) error {
+		_, err := s.d.Store.RevokeCertificate(r.Context(), id, p.Name, reason, s.d.Key.Public, s.o.Now())
+		return err
+	})
+}
+
+func (s *server) certStep(w http.ResponseWriter, r *http.Request, p auth.Principal, done string, step func(id string) error) error {
+	if s.d.Key == nil {
+		return core.Errorf(core.CodeInternal, "the server has no certificate key")
+	}
+	id := r.PathValue("id")
+	if err := p.Allow(auth.ActCertApprove, ""); err != nil {
+		return forbidden(p, err)
+	}
+	rec, err := s.d.Store.LoadCertificate(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if err := p.Allow(auth.ActCertApprove, rec.LineID); err != nil {
+		return forbidden(p, err)
+	}
+	if err := step(id); err != nil {
+		return err
+	}
+	s.publishCert(id, rec.LineID, done, p.Name)
+	back := "/ui/certificates?done=" + url.QueryEscape(id+" "+done)
+	if r.PostFormValue("back") == "cert" {
+		back = "/ui/certificates/" + url.PathEscape(id) + "?done=" + url.QueryEscape(done)
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+	return nil
+}
+
+// forbidden rewords a role refusal for a person reading it in the UI.
+func forbidden(p auth.Principal, err error) error {
+	e := core.FieldErrorf(core.CodeForbidden, "role", "%s: approving and revoking certificates is a decision a person with the approver (or admin) role signs; %s has role %s",
+		auth.BodyOf(err).Message, p.Name, p.Role)
+	if auth.BodyOf(err).Field == "lineId" {
+		e.Field = "lineId"
+		e.Message = auth.BodyOf(err).Message
+	}
+	return e
+}
+
+// publishCert tells live clients (the event stream) that a certificate
+// changed status.
+func (s *server) publishCert(id, line, status, by string) {
+	if s.d.Bus == nil {
+		return
+	}
+	s.d.Bus.Publish(events.Event{Kind: events.CertificateUp, Line: line, ID: id, Data: map[string]any{"status": strings.ToUpper(status), "by": by}})
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

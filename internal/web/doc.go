@@ -1,0 +1,54 @@
+// Package web is AML's web UI: server-rendered pages (html/template) with
+// every asset embedded in the binary (go:embed), so the UI works with no
+// network beyond the AML server itself — no external scripts, fonts or
+// frameworks. Plots are SVG drawn by internal/web/plot on the server; the
+// only script (static/live.js, vanilla) follows /api/v1/events to update
+// job progress live.
+//
+// # Mounting and sessions
+//
+// Handler(d) serves /ui/... and is mounted by the API (internal/api) behind
+// auth.OptionalMiddleware: a request with a valid token (bearer, or the
+// HttpOnly cookie aml_token the login page sets) carries its
+// auth.Principal; a page reached without one redirects to /ui/login. The
+// login page verifies the typed token with the store's token verifier
+// before it sets the cookie (SameSite=Strict, 12 h), so a typo is an error
+// on the login page, not a JSON 401 later.
+//
+// # Pages
+//
+// Lines and runs with trend plots (a node's runs overlaid on the time since
+// each run's start, from the store's bucket aggregates), dataset reports
+// (report.json: summaries, cleaning counts, lag cross-correlation, per-run
+// target profiles), jobs with live progress, model cards (platform metrics,
+// acceptance gates, the latest twin gate, shadow evidence, predicted vs
+// actual on a test run with the conformal band), scenes, trials (every
+// predicted trajectory with its tube, the scene's limits and the baseline
+// of holding the setpoints), the certificate inbox, and the audit log.
+//
+// Predicted vs actual uses the model the way the platform evaluated it:
+// consecutive windows of the run, each predicted from H measured rows and
+// its F future controls, with the split-conformal band ŷ ± W[f][k] — the
+// claim whose coverage the evaluation measured (the page reports the share
+// of the run's values inside it).
+//
+// Trials: the store keeps the trial record, not the engine's TrialDetail
+// (all traces and the baseline). The trial page re-runs engine.RunTrial on
+// the stored snapshot, scene, objective and candidate with the trial's own
+// id, author and time, and checks that the recomputed record hashes to the
+// stored one (the optimiser's provenance notes carried over); if it does
+// not, or cannot be recomputed, the page says so and falls back to the
+// stored tube. Recomputations and predictions are cached per immutable
+// record.
+//
+// # Decisions
+//
+// Approve and revoke are POST forms. Every principal is checked with
+// auth.Principal.Allow(ActCertApprove, line) — agents, viewers and
+// engineers are refused with a message naming the rule — and the store
+// then applies its own rules (a requester never approves their own
+// certificate, expiry) with the principal's name as the audited actor.
+// Forms carry a token derived from the session's token and cross-origin
+// posts are refused (CSRF), on top of the SameSite cookie. Every page is
+// also line scoped: lists hide other lines, detail pages refuse them.
+package web

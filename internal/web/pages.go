@@ -1,0 +1,428 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/eval"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/web/plot"
+)
+
+// maxTrendBuckets bounds the points per run of a trend plot: a run is
+// aggregated into at most this many buckets (mean, with the min–max
+// envelope when one run is shown).
+const maxTrendBuckets = 300
+
+// maxOverlayRuns bounds how many runs one trend overlays.
+const maxOverlayRuns = 12
+
+func (s *server) home(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ctx := r.Context()
+	lines, err := s.d.Store.ListLines(ctx)
+	if err != nil {
+		return err
+	}
+	type lineRow struct {
+		core.Line
+		Runs, Nodes int
+	}
+	var rows []lineRow
+	for _, l := range lines {
+		if !p.InScope(l.ID) {
+			continue
+		}
+		runs, err := s.d.Store.ListRuns(ctx, core.RunFilter{Line: l.ID})
+		if err != nil {
+			return err
+		}
+		nodes, err := s.d.Store.ListNodes(ctx, l.ID)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, lineRow{l, len(runs), len(nodes)})
+	}
+	issued, err := s.d.Store.ListCertificates(ctx, sqlite.CertFilter{Status: "ISSUED"}, nil)
+	if err != nil {
+		return err
+	}
+	pending := 0
+	for _, c := range issued {
+		if p.InScope(c.LineID) {
+			pending++
+		}
+	}
+	s.render(w, r, http.StatusOK, "home", &p, map[string]any{"Title": "AML", "Lines": rows, "Pending": pending})
+	return nil
+}
+
+func (s *server) linePage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ctx := r.Context()
+	line := r.PathValue("line")
+	if err := p.Allow(auth.ActRead, line); err != nil {
+		return err
+	}
+	runs, err := s.d.Store.ListRuns(ctx, core.RunFilter{Line: line})
+	if err != nil {
+		return err
+	}
+	nodes, err := s.d.Store.ListNodes(ctx, line)
+	if err != nil {
+		return err
+	}
+	if len(runs) == 0 && len(nodes) == 0 {
+		return core.Errorf(core.CodeNotFound, "line %q has no runs or nodes", line)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].StartedMs > runs[j].StartedMs })
+	s.render(w, r, http.StatusOK, "line", &p, map[string]any{"Title": "Line " + line, "Line": line, "Runs": runs, "Nodes": nodes})
+	return nil
+}
+
+// trendPage overlays the runs of one node: x is the time since each run's
+// start, so runs of the same recipe line up.
+func (s *server) trendPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ctx := r.Context()
+	line := r.PathValue("line")
+	if err := p.Allow(auth.ActRead, line); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	nodeID := q.Get("node")
+	if nodeID == "" {
+		return core.FieldErrorf(core.CodeInvalidArgument, "node", "choose a node")
+	}
+	node, err := s.d.Store.GetNode(ctx, nodeID)
+	if err != nil {
+		return err
+	}
+	if node.LineID != line {
+		return core.FieldErrorf(core.CodeNotFound, "node", "node %s is not on line %s", nodeID, line)
+	}
+	all, err := s.d.Store.ListRuns(ctx, core.RunFilter{Line: line})
+	if err != nil {
+		return err
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].StartedMs > all[j].StartedMs })
+	want := q["run"]
+	var runs []core.Run
+	for _, run := range all {
+		if (len(want) == 0 && len(runs) < 5) || slices.Contains(want, run.ID) {
+			runs = append(runs, run)
+		}
+	}
+	if len(runs) > maxOverlayRuns {
+		runs = runs[:maxOverlayRuns]
+	}
+	chart, err := s.trendChart(r, node, runs)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "trend", &p, map[string]any{"Title": "Trend " + nodeID, "Line": line, "Node": node, "Runs": runs, "All": all, "Chart": chart,
+		"Selected": func(id string) bool { return slices.ContainsFunc(runs, func(x core.Run) bool { return x.ID == id }) }})
+	return nil
+}
+
+func (s *server) trendChart(r *http.Request, node core.Node, runs []core.Run) (*plot.Chart, error) {
+	c := &plot.Chart{Title: node.ID + " by run", XLabel: "time since run start", XUnit: "min", YLabel: node.ID, YUnit: node.Unit}
+	for _, run := range runs {
+		from := run.StartedMs
+		to := from + int64(60*60*1000)
+		if run.EndedMs != nil {
+			to = *run.EndedMs
+		} else if last, err := s.d.Store.Latest(r.Context(), []string{node.ID}, core.ContextFilter{Run: run.ID}); err == nil && len(last) > 0 {
+			to = last[0].TsMs
+		}
+		width := max(int64(1000), (to-from)/maxTrendBuckets)
+		width = (width + 999) / 1000 * 1000
+		bs, err := s.d.Store.Buckets(r.Context(), core.BucketQuery{Node: node.ID, Filter: core.ContextFilter{Run: run.ID}, FromMs: &from, ToMs: &to, BucketMs: width})
+		if err != nil {
+			return nil, err
+		}
+		var x, avg, lo, hi []float64
+		for _, b := range bs {
+			if b.Count == 0 {
+				continue
+			}
+			x = append(x, float64(b.StartMs-from)/60000)
+			avg, lo, hi = append(avg, b.Avg), append(lo, b.Min), append(hi, b.Max)
+		}
+		c.Series = append(c.Series, plot.Series{Name: run.ID, X: x, Y: avg})
+		if len(runs) == 1 {
+			c.Bands = append(c.Bands, plot.Band{Name: fmt.Sprintf("min–max per %ds", width/1000), X: x, Lo: lo, Hi: hi})
+		}
+	}
+	if node.Min != nil {
+		c.Limits = append(c.Limits, plot.Limit{Name: "node min", Y: *node.Min, Color: "#777777"})
+	}
+	if node.Max != nil {
+		c.Limits = append(c.Limits, plot.Limit{Name: "node max", Y: *node.Max, Color: "#777777"})
+	}
+	return c, nil
+}
+
+func (s *server) runPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ctx := r.Context()
+	run, err := s.d.Store.GetRun(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := p.Allow(auth.ActRead, run.LineID); err != nil {
+		return err
+	}
+	counts, err := s.d.Store.CountRunSamples(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	nodes, err := s.d.Store.ListNodes(ctx, run.LineID)
+	if err != nil {
+		return err
+	}
+	type nodeRow struct {
+		core.Node
+		Samples int64
+	}
+	var rows []nodeRow
+	for _, n := range nodes {
+		if c := counts[n.ID]; c > 0 {
+			rows = append(rows, nodeRow{n, c})
+		}
+	}
+	sel := r.URL.Query().Get("node")
+	var chart *plot.Chart
+	for _, n := range rows {
+		if sel == "" || n.ID == sel {
+			if chart, err = s.trendChart(r, n.Node, []core.Run{run}); err != nil {
+				return err
+			}
+			sel = n.ID
+			break
+		}
+	}
+	segs, err := s.d.Store.ListContextSegments(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "run", &p, map[string]any{"Title": "Run " + run.ID, "Run": run, "Nodes": rows, "Node": sel, "Chart": chart, "Segments": segs})
+	return nil
+}
+
+func (s *server) datasetsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ds, err := s.d.Store.ListDatasets(r.Context(), core.DatasetFilter{Line: r.URL.Query().Get("line")})
+	if err != nil {
+		return err
+	}
+	ds = slices.DeleteFunc(ds, func(d core.Dataset) bool { return !p.InScope(d.LineID) })
+	s.render(w, r, http.StatusOK, "datasets", &p, map[string]any{"Title": "Datasets", "Datasets": ds})
+	return nil
+}
+
+// datasetPage is a dataset's report.json: summaries, cleaning counts, lag
+// estimates, per-run target profiles, dropped runs.
+func (s *server) datasetPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ctx := r.Context()
+	d, err := s.d.Store.GetDataset(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := p.Allow(auth.ActRead, d.LineID); err != nil {
+		return err
+	}
+	rep, err := dataset.LoadReport(s.d.DataDir, d)
+	if err != nil {
+		return err
+	}
+	units := map[string]string{}
+	for _, n := range rep.Nodes {
+		units[n.NodeID] = n.ModelUnit
+	}
+	// Lag cross-correlation, one line per input → target pair.
+	lag := &plot.Chart{Title: "lag cross-correlation (train runs)", XLabel: "lag (target follows input)", XUnit: "beats", YLabel: "correlation"}
+	for _, l := range rep.Lags {
+		x := make([]float64, len(l.Corr))
+		for i := range x {
+			x[i] = float64(i - l.MaxLag)
+		}
+		lag.Series = append(lag.Series, plot.Series{Name: fmt.Sprintf("%s → %s (best %d)", l.Input, l.Target, l.BestLag), X: x, Y: l.Corr})
+	}
+	// Target profiles: every used run, coloured by split.
+	splitColor := map[string]string{"train": "#0072b2", "val": "#e69f00", "test": "#009e73"}
+	var profiles []*plot.Chart
+	targets := map[string]*plot.Chart{}
+	var order []string
+	for _, run := range rep.Runs {
+		for _, t := range run.Targets {
+			c := targets[t.NodeID]
+			if c == nil {
+				c = &plot.Chart{Title: t.NodeID + " profile per run", XLabel: "time since run start", XUnit: "min", YLabel: t.NodeID, YUnit: units[t.NodeID]}
+				targets[t.NodeID] = c
+				order = append(order, t.NodeID)
+			}
+			x := make([]float64, len(t.ProfileMs))
+			for i, ms := range t.ProfileMs {
+				x[i] = float64(ms-t.ProfileMs[0]) / 60000
+			}
+			c.Series = append(c.Series, plot.Series{Name: run.RunID + " (" + run.Split + ")", X: x, Y: t.Profile, Color: splitColor[run.Split]})
+		}
+	}
+	for _, id := range order {
+		profiles = append(profiles, targets[id])
+	}
+	s.render(w, r, http.StatusOK, "dataset", &p, map[string]any{"Title": "Dataset " + d.ID, "D": d, "R": rep, "Lag": lag, "Profiles": profiles})
+	return nil
+}
+
+func (s *server) jobsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ctx := r.Context()
+	jobs, err := s.d.Store.ListJobs(ctx, core.JobFilter{Status: core.JobStatus(r.URL.Query().Get("status")), Limit: 200})
+	if err != nil {
+		return err
+	}
+	lineOf := map[string]string{}
+	var rows []core.Job
+	for _, j := range jobs {
+		l, ok := lineOf[j.DatasetID]
+		if !ok {
+			if d, err := s.d.Store.GetDataset(ctx, j.DatasetID); err == nil {
+				l = d.LineID
+			}
+			lineOf[j.DatasetID] = l
+		}
+		if l == "" || p.InScope(l) {
+			rows = append(rows, j)
+		}
+	}
+	s.render(w, r, http.StatusOK, "jobs", &p, map[string]any{"Title": "Jobs", "Jobs": rows, "Statuses": core.AllJobStatuses, "Status": r.URL.Query().Get("status")})
+	return nil
+}
+
+func (s *server) jobPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ctx := r.Context()
+	j, err := s.d.Store.GetJob(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if d, err := s.d.Store.GetDataset(ctx, j.DatasetID); err == nil {
+		if err := p.Allow(auth.ActRead, d.LineID); err != nil {
+			return err
+		}
+	}
+	var gates eval.GateReport
+	hasGates := len(j.Gates) > 0 && json.Unmarshal(j.Gates, &gates) == nil
+	s.render(w, r, http.StatusOK, "job", &p, map[string]any{"Title": "Job " + j.ID, "J": j, "Gates": gates, "HasGates": hasGates})
+	return nil
+}
+
+func (s *server) modelsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ms, err := s.d.Store.ListModels(r.Context(), core.ModelFilter{Stage: r.URL.Query().Get("stage")})
+	if err != nil {
+		return err
+	}
+	ms = slices.DeleteFunc(ms, func(m core.Model) bool { return !p.InScope(m.LineID) })
+	s.render(w, r, http.StatusOK, "models", &p, map[string]any{"Title": "Models", "Models": ms})
+	return nil
+}
+
+func (s *server) scenesPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sc, err := s.d.Store.ListScenes(r.Context(), "")
+	if err != nil {
+		return err
+	}
+	sc = slices.DeleteFunc(sc, func(c *contractScene) bool { return !p.InScope(c.LineID) })
+	s.render(w, r, http.StatusOK, "scenes", &p, map[string]any{"Title": "Scenes", "Scenes": sc})
+	return nil
+}
+
+func (s *server) scenePage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	sc, err := s.d.Store.GetScene(r.Context(), r.PathValue("id"), r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	if err := p.Allow(auth.ActRead, sc.LineID); err != nil {
+		return err
+	}
+	h, _ := sc.Hash()
+	type group struct {
+		Name string
+		Vars []sceneVar
+	}
+	groups := []group{{"Controls", sc.Controls}, {"States", sc.States}, {"Disturbances", sc.Disturbances}, {"Observations", sc.Observations}, {"Guards", sc.Guards}}
+	snaps, err := s.d.Store.ListSnapshots(r.Context(), sc.LineID, 20)
+	if err != nil {
+		return err
+	}
+	snaps = slices.DeleteFunc(snaps, func(x sqlite.SnapshotInfo) bool { return x.SceneID != sc.SceneID || x.SceneVersion != sc.SceneVersion })
+	s.render(w, r, http.StatusOK, "scene", &p, map[string]any{"Title": "Scene " + sc.SceneID + "@" + sc.SceneVersion, "S": sc, "Hash": h, "Groups": groups, "Snapshots": snaps})
+	return nil
+}
+
+func (s *server) trialsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	q := r.URL.Query()
+	ts, err := s.d.Store.ListTrials(r.Context(), sqlite.TrialFilter{ModelID: q.Get("model"), LineID: q.Get("line"), Limit: 200})
+	if err != nil {
+		return err
+	}
+	ts = slices.DeleteFunc(ts, func(t sqlite.TrialRecord) bool { return !p.InScope(t.LineID) })
+	s.render(w, r, http.StatusOK, "trials", &p, map[string]any{"Title": "Trials", "Trials": ts})
+	return nil
+}
+
+func (s *server) auditPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	ctx := r.Context()
+	q := r.URL.Query()
+	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
+	subject := strings.TrimSpace(q.Get("subject"))
+	const pageSize = 100
+	log := s.d.Store.AuditLog()
+	var rows []auditRow
+	cursor := after
+	// Filter by line scope page by page, so a scoped principal still gets
+	// a full page when there is one.
+	more := false
+	for len(rows) < pageSize {
+		es, err := log.List(ctx, cursor, pageSize, subject)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			cursor = e.Seq
+			if e.LineID != "" && !p.InScope(e.LineID) {
+				continue
+			}
+			if len(rows) == pageSize {
+				more = true
+				break
+			}
+			rows = append(rows, auditRow{e, string(e.Payload)})
+		}
+		if len(es) < pageSize || more {
+			break
+		}
+	}
+	next := int64(0)
+	if len(rows) == pageSize {
+		next = rows[len(rows)-1].Seq
+	}
+	headSeq, head, err := log.Head(ctx)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "audit", &p, map[string]any{"Title": "Audit log", "Rows": rows, "Next": next, "Subject": subject, "HeadSeq": headSeq, "Head": head})
+	return nil
+}
+
+type auditRow struct {
+	auditEntry
+	PayloadText string
+}
+
+// finite reports whether v is a number.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

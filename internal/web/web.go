@@ -1,0 +1,234 @@
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/service"
+)
+
+// Prefix is where the UI lives. The API mounts Handler at "/" and sends
+// "/" here.
+const Prefix = "/ui/"
+
+// Options configure the UI beyond the shared dependencies.
+type Options struct {
+	// Verifier checks the token typed on the login page before it is put
+	// into the cookie (default: the store's API tokens, auth.NewTokens).
+	Verifier auth.Verifier
+	// Now is the clock of approvals and revocations (default time.Now).
+	Now func() time.Time
+	// SecureCookie marks the session cookie Secure (serve over TLS).
+	SecureCookie bool
+}
+
+// Handler is the web UI on d (see the package doc). It expects the request
+// context to carry the caller's auth.Principal (auth.Middleware puts it
+// there); pages without one redirect to the login page.
+func Handler(d *service.Deps) http.Handler { return New(d, Options{}) }
+
+// New is Handler with options.
+func New(d *service.Deps, o Options) http.Handler {
+	if o.Verifier == nil && d != nil && d.Store != nil {
+		o.Verifier = auth.NewTokens(d.Store.DB(), d.Store.ReadDB())
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &server{d: d, o: o, cache: newCache(32)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusSeeOther) })
+	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusSeeOther) })
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", staticHandler()))
+	mux.HandleFunc("GET /ui/login", s.loginPage)
+	mux.HandleFunc("POST /ui/login", s.login)
+	mux.HandleFunc("POST /ui/logout", s.logout)
+
+	page := func(pattern string, h func(w http.ResponseWriter, r *http.Request, p auth.Principal) error) {
+		mux.HandleFunc(pattern, s.authed(h))
+	}
+	page("GET /ui/{$}", s.home)
+	page("GET /ui/lines/{line}", s.linePage)
+	page("GET /ui/lines/{line}/trend", s.trendPage)
+	page("GET /ui/runs/{id}", s.runPage)
+	page("GET /ui/datasets", s.datasetsPage)
+	page("GET /ui/datasets/{id}", s.datasetPage)
+	page("GET /ui/jobs", s.jobsPage)
+	page("GET /ui/jobs/{id}", s.jobPage)
+	page("GET /ui/models", s.modelsPage)
+	page("GET /ui/models/{id}", s.modelPage)
+	page("GET /ui/scenes", s.scenesPage)
+	page("GET /ui/scenes/{id}/{version}", s.scenePage)
+	page("GET /ui/trials", s.trialsPage)
+	page("GET /ui/trials/{id}", s.trialPage)
+	page("GET /ui/certificates", s.certsPage)
+	page("GET /ui/certificates/{id}", s.certPage)
+	page("POST /ui/certificates/{id}/approve", s.certApprove)
+	page("POST /ui/certificates/{id}/revoke", s.certRevoke)
+	page("GET /ui/audit", s.auditPage)
+	return securityHeaders(mux)
+}
+
+type server struct {
+	d     *service.Deps
+	o     Options
+	cache *cache
+}
+
+// securityHeaders: the UI loads nothing from elsewhere, so the content
+// security policy says so (and no page may frame it).
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// authed wraps a page: it needs a principal allowed to read, and turns
+// errors into an error page with the error's status.
+func (s *server) authed(h func(w http.ResponseWriter, r *http.Request, p auth.Principal) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, ok := auth.FromContext(r.Context())
+		if !ok {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			s.errorPage(w, r, nil, auth.Unauthenticated("log in first"))
+			return
+		}
+		if err := p.Allow(auth.ActRead, ""); err != nil {
+			s.errorPage(w, r, &p, err)
+			return
+		}
+		if r.Method == http.MethodPost {
+			if err := s.checkCSRF(r); err != nil {
+				s.errorPage(w, r, &p, err)
+				return
+			}
+		}
+		if err := h(w, r, p); err != nil {
+			s.errorPage(w, r, &p, err)
+		}
+	}
+}
+
+// csrfToken is what forms carry to prove they were served to the holder
+// of the session: a hash of the session token (the cookie, or the bearer
+// token of a script), which a page on another site cannot know.
+func csrfToken(r *http.Request) string {
+	tok, _ := auth.Token(r)
+	h := sha256.Sum256([]byte("aml-ui-csrf\x00" + tok))
+	return hex.EncodeToString(h[:16])
+}
+
+// checkCSRF refuses a POST whose form token is not the session's or whose
+// Origin is another site. The cookie is SameSite=Strict as well; the token
+// also covers dev mode, where no cookie is involved.
+func (s *server) checkCSRF(r *http.Request) error {
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return core.FieldErrorf(core.CodeForbidden, "origin", "request from another origin (%s) refused", o)
+		}
+	}
+	got := r.PostFormValue("csrf")
+	if subtle.ConstantTimeCompare([]byte(got), []byte(csrfToken(r))) != 1 {
+		return core.FieldErrorf(core.CodeForbidden, "csrf", "the form is stale or did not come from this UI: reload the page and try again")
+	}
+	return nil
+}
+
+func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "login", nil, map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
+}
+
+// login checks the token and stores it in the HttpOnly session cookie the
+// auth middleware reads.
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	tok := strings.TrimSpace(r.PostFormValue("token"))
+	next := safeNext(r.PostFormValue("next"))
+	fail := func(status int, msg string) {
+		s.render(w, r, status, "login", nil, map[string]any{"Next": next, "Error": msg})
+	}
+	if tok == "" {
+		fail(http.StatusBadRequest, "Paste your API token (aml token create prints it once).")
+		return
+	}
+	if s.o.Verifier == nil {
+		fail(http.StatusServiceUnavailable, "This server cannot verify tokens.")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	p, err := s.o.Verifier.VerifyToken(ctx, tok)
+	if err != nil {
+		var ae *core.Error
+		if errors.As(err, &ae) && ae.Code == auth.CodeUnauthenticated {
+			fail(http.StatusUnauthorized, "That token is unknown, expired or revoked.")
+			return
+		}
+		fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	_ = p
+	http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.o.SecureCookie,
+		MaxAge: int((12 * time.Hour).Seconds())})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *server) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+// safeNext keeps a post-login redirect inside the UI.
+func safeNext(n string) string {
+	if strings.HasPrefix(n, Prefix) && !strings.HasPrefix(n, "//") && !strings.Contains(n, "\\") {
+		return n
+	}
+	return Prefix
+}
+
+// cache keeps computed plots (predicted vs actual, recomputed trials):
+// they depend only on immutable records, so an entry never goes stale.
+type cache struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	m     map[string]any
+}
+
+func newCache(n int) *cache { return &cache{max: n, m: map[string]any{}} }
+
+func (c *cache) get(k string) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *cache) put(k string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	c.m[k] = v
+	for len(c.order) > c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+}
