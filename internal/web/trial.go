@@ -75,7 +75,7 @@ func (s *server) trialTraces(ctx context.Context, rec sqlite.TrialRecord, scene 
 		return v.(*trialView)
 	}
 	v := &trialView{}
-	res, err := s.recomputeTrial(ctx, rec)
+	res, obj, err := s.recomputeTrial(ctx, rec)
 	if err != nil {
 		v.Note = "The traces could not be recomputed (" + err.Error() + "); the stored predicted tube is shown without the baseline."
 		v.Charts = storedTubeCharts(t, scene)
@@ -99,32 +99,33 @@ func (s *server) trialTraces(ctx context.Context, rec sqlite.TrialRecord, scene 
 	} else {
 		v.Note = "The recomputed trial does not hash to the stored record (its objective profile or model changed since); the plots show the recomputation."
 	}
-	v.Charts = detailCharts(res.Detail, scene)
+	v.Charts = detailCharts(res.Detail, scene, obj)
 	s.cache.put(key, v)
 	return v
 }
 
-func (s *server) recomputeTrial(ctx context.Context, rec sqlite.TrialRecord) (*engine.TrialResult, error) {
+func (s *server) recomputeTrial(ctx context.Context, rec sqlite.TrialRecord) (*engine.TrialResult, *contract.ObjectiveProfile, error) {
 	t := rec.Trial
 	snap, err := s.d.Store.GetSnapshot(ctx, t.SnapshotID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	scene, err := s.d.Store.GetScene(ctx, snap.SceneID, snap.SceneVersion)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	obj, _, err := s.d.Store.GetObjective(ctx, t.ObjectiveID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if h, ok := t.Provenance["objectiveHash"]; ok {
 		if cur, err := obj.Hash(); err == nil && cur != h {
-			return nil, core.Errorf(core.CodeConflict, "objective %s was replaced after the trial", t.ObjectiveID)
+			return nil, nil, core.Errorf(core.CodeConflict, "objective %s was replaced after the trial", t.ObjectiveID)
 		}
 	}
-	return engine.RunTrial(ctx, s.d.Store, s.d.DataDir, t.ModelID, engine.TrialInput{Scene: scene, Snapshot: snap, Objective: obj,
+	res, err := engine.RunTrial(ctx, s.d.Store, s.d.DataDir, t.ModelID, engine.TrialInput{Scene: scene, Snapshot: snap, Objective: obj,
 		Candidate: t.CandidateControlTrajectory, TrialID: t.TrialID, CreatedBy: t.CreatedBy, Now: t.CreatedAt})
+	return res, obj, err
 }
 
 // limitsOf are the scene's bounds on variable id: its hard_range
@@ -179,9 +180,10 @@ func unitOf(scene *contract.SceneContract, id string) string {
 }
 
 // detailCharts draws every trace of a trial: candidate mean with its tube,
-// the baseline mean (dashed) with its tube, and the scene's limits.
+// the baseline mean (dashed) with its tube, the scene's limits and the
+// objective's setpoint of a target.
 // Outputs come first (what the trial is judged on), then controls.
-func detailCharts(d *engine.TrialDetail, scene *contract.SceneContract) []*plot.Chart {
+func detailCharts(d *engine.TrialDetail, scene *contract.SceneContract, obj *contract.ObjectiveProfile) []*plot.Chart {
 	var outputs, others []*plot.Chart
 	for _, tr := range d.Traces {
 		x := make([]float64, len(tr.Mean))
@@ -204,6 +206,9 @@ func detailCharts(d *engine.TrialDetail, scene *contract.SceneContract) []*plot.
 				{Name: "baseline (hold setpoints)", X: x, Y: tr.Baseline, Color: "#d55e00", Dash: true},
 			},
 			Limits: limitsOf(scene, tr.ID)}
+		if sp, ok := objectiveTarget(obj, tr.ID); ok {
+			c.Limits = append(c.Limits, plot.Limit{Name: "objective target", Y: sp, Color: "#009e73"})
+		}
 		if hasWidth(tr.Lower, tr.Upper) {
 			c.Bands = append(c.Bands, plot.Band{Name: "candidate tube", X: x, Lo: tr.Lower, Hi: tr.Upper, Color: "#0072b2"})
 		}
@@ -285,4 +290,13 @@ func hasWidth(lo, hi []float64) bool {
 		}
 	}
 	return false
+}
+
+// objectiveTarget is the objective's setpoint for quantity id, if any.
+func objectiveTarget(obj *contract.ObjectiveProfile, id string) (float64, bool) {
+	if obj == nil {
+		return 0, false
+	}
+	v, ok := obj.Targets[id]
+	return v, ok
 }

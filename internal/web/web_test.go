@@ -64,7 +64,7 @@ func TestPagesRender(t *testing.T) {
 		{"/ui/models/" + f.demo.ModelID, []string{"Model card", `id="metrics"`, `id="gates"`, `id="twin-gate"`, "predicted vs actual", "90% conformal band", "of actual values inside the band", `id="shadow"`}, 2},
 		{"/ui/scenes", []string{"frozen"}, 0},
 		{"/ui/trials", []string{f.demo.TrialID}, 0},
-		{"/ui/trials/" + f.demo.TrialID, []string{"PASSED", "hashes to the stored record", "candidate tube", "baseline (hold setpoints)", `id="constraint-results"`}, 3},
+		{"/ui/trials/" + f.demo.TrialID, []string{"PASSED", "hashes to the stored record", "candidate tube", "baseline (hold setpoints)", `id="constraint-results"`, "objective target"}, 3},
 		{"/ui/certificates", []string{f.demo.CertificateID, "EXECUTED", `id="role-note"`}, 0},
 		{"/ui/certificates/" + f.demo.CertificateID, []string{"EXECUTED", "cert.execute"}, 0},
 		{"/ui/audit", []string{"cert.issue", "trial.put"}, 0},
