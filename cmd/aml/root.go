@@ -126,6 +126,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(newIngestCmd(a), newRunsCmd(a), newNodesCmd(a), newTSCmd(a), newSimCmd(a), newDBCmd(a), newDatasetCmd(a), newJobCmd(a), newWorkerCmd(a), newModelCmd(a), newEnvCmd(a), newRetentionCmd(a), newBenchCmd(a), newAuditCmd(a), newTwinCmd(a), newDemoCmd(a))
 	root.AddCommand(newCertCmd(a), newChannelCmd(a))
 	root.AddCommand(newMCPCmd(a))
+	root.AddCommand(newConnectCmd(a))
 	root.AddCommand(newTokenCmd(a))
 	return root
 }

@@ -88,6 +88,6 @@ that 'aml ingest csv' reads back, plus nodes.csv.`,
 	fl.StringVar(&cfg.ProductID, "product", sim.DefaultProductID, "product id")
 	fl.StringVar(&cfg.RecipeID, "recipe", sim.DefaultRecipeID, "recipe id")
 	fl.StringVar(&csvDir, "csv", "", "also export each run as CSV into this directory")
-	cmd.AddCommand(inj)
+	cmd.AddCommand(inj, newSimServeOPCUACmd(a))
 	return cmd
 }

@@ -84,6 +84,7 @@ type MoveResult struct {
 	Written    bool    `json:"written"`
 	Readback   float64 `json:"readback"`
 	Verified   bool    `json:"verified"`
+	Acked      bool    `json:"transportAck,omitempty"`
 	Error      string  `json:"error,omitempty"`
 }
 
@@ -111,11 +112,12 @@ type Result struct {
 // StatusDenied is Result.Status of a denied write.
 const StatusDenied = "denied"
 
-// Written counts the moves written and read back.
+// Written counts the moves written and read back (or, where the line
+// does not allow reading back, written and acknowledged).
 func (r *Result) Written() int {
 	n := 0
 	for _, w := range r.Writes {
-		if w.Verified {
+		if w.Verified || w.Acked {
 			n++
 		}
 	}
@@ -244,14 +246,16 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 	res.Status = out.Status
 	for _, r := range out.Results {
 		res.Writes = append(res.Writes, MoveResult{NodeID: r.Move.NodeID, VariableID: r.Move.VariableID, From: r.Move.From, To: r.Move.To,
-			Written: r.Written, Readback: r.Readback, Verified: r.Verified, Error: r.Err})
+			Written: r.Written, Readback: r.Readback, Verified: r.Verified, Acked: r.Acked, Error: r.Err})
 	}
 	if out.Detail != "" {
 		res.Detail = out.Detail
 	}
 	payload := map[string]any{"status": out.Status, "detail": out.Detail, "runId": res.RunID, "snapshotId": res.SnapshotID,
 		"certificateHash": c.CertificateHash, "writes": res.Writes, "at": now.UnixMilli()}
-	if out.Status != guard.OutcomeVerified || xerr != nil {
+	// transport-ack: written and acknowledged where the line does not allow
+	// reading back; it executes the certificate, audited with its status.
+	if (out.Status != guard.OutcomeVerified && out.Status != guard.OutcomeTransportAck) || xerr != nil {
 		if _, err := st.AppendAudit(ctx, opts.Actor, sqlite.AuditWriteFailed, certID, res.LineID, payload); err != nil {
 			res.Detail += fmt.Sprintf(" (the failure could not be audited: %v)", err)
 		}

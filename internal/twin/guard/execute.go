@@ -24,7 +24,18 @@ const (
 	OutcomeVerified = "readback-verified"
 	OutcomeFailed   = "failed"
 	OutcomeRefused  = "refused"
+	// OutcomeTransportAck: every move was written and acknowledged by the
+	// transport, but at least one node does not allow reading it back
+	// (the Writer's Read returned ErrReadbackUnsupported), so the value
+	// the line holds is not verified.
+	OutcomeTransportAck = "transport-ack"
 )
+
+// ErrReadbackUnsupported is returned (wrapped) by a Writer's Read when the
+// line does not let the node be read back. Before a write it skips the
+// check that the node holds From (the snapshot's freshness still bounds
+// the drift); after a write the move is acknowledged, not verified.
+var ErrReadbackUnsupported = errors.New("guard: the node cannot be read back")
 
 // ErrNotAllowed is returned by Execute for a decision that does not
 // authorise the request.
@@ -36,7 +47,9 @@ type MoveResult struct {
 	Written  bool
 	Readback float64
 	Verified bool
-	Err      string
+	// Acked: written and acknowledged, but not readable back.
+	Acked bool
+	Err   string
 }
 
 // Outcome is the result of Execute. Results holds the moves attempted, in
@@ -81,10 +94,11 @@ func Execute(ctx context.Context, w Writer, rec Recorder, d Decision, req Reques
 	for _, m := range req.Moves {
 		r := MoveResult{Move: m}
 		cur, err := w.Read(ctx, m.NodeID)
-		if err != nil {
+		unreadable := errors.Is(err, ErrReadbackUnsupported)
+		if err != nil && !unreadable {
 			return fail(r, "read before write: %v", err)
 		}
-		if !near(cur, m.From) {
+		if !unreadable && !near(cur, m.From) {
 			return fail(r, "node holds %v, the move starts from %v", cur, m.From)
 		}
 		werr := w.Write(ctx, m.NodeID, m.To)
@@ -100,6 +114,11 @@ func Execute(ctx context.Context, w Writer, rec Recorder, d Decision, req Reques
 			return fail(r, "write: %v", werr)
 		}
 		back, err := w.Read(ctx, m.NodeID)
+		if errors.Is(err, ErrReadbackUnsupported) {
+			r.Acked = true
+			out.Results = append(out.Results, r)
+			continue
+		}
 		if err != nil {
 			return fail(r, "readback: %v", err)
 		}
@@ -111,6 +130,12 @@ func Execute(ctx context.Context, w Writer, rec Recorder, d Decision, req Reques
 		out.Results = append(out.Results, r)
 	}
 	out.Status, out.Detail = OutcomeVerified, fmt.Sprintf("%d moves written and read back", len(out.Results))
+	for _, r := range out.Results {
+		if r.Acked {
+			out.Status, out.Detail = OutcomeTransportAck, fmt.Sprintf("%d moves written; not every node can be read back (transport acknowledged)", len(out.Results))
+			break
+		}
+	}
 	return out, nil
 }
 

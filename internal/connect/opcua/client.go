@@ -1,0 +1,574 @@
+package opcua
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	gopcua "github.com/gopcua/opcua"
+	"github.com/gopcua/opcua/id"
+	"github.com/gopcua/opcua/ua"
+
+	"github.com/aml-project/aml/internal/connect"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+)
+
+// Security is how a client connects: the security policy and mode, the
+// user login, and the client certificate for signed/encrypted channels.
+type Security struct {
+	// Policy is None (default), Basic256Sha256, Aes128_Sha256_RsaOaep, ...
+	Policy string
+	// Mode is None (default), Sign or SignAndEncrypt.
+	Mode string
+	// User and Password log in with a user name; empty means anonymous.
+	User, Password string
+	// CertFile and KeyFile are the client's certificate and RSA key (PEM
+	// or DER), needed by a policy other than None.
+	CertFile, KeyFile string
+}
+
+// Options configure a Connector.
+type Options struct {
+	Endpoint string
+	Map      *Map
+	Security Security
+	// MinBackoff and MaxBackoff bound the reconnect delay, doubled after
+	// each failed attempt (defaults 100 ms and 5 s).
+	MinBackoff, MaxBackoff time.Duration
+	// StallTimeout: no notification (data or keep-alive) for this long
+	// counts as a lost connection (default 10 s).
+	StallTimeout time.Duration
+	// FlushEvery is the sink's flush period (default 200 ms).
+	FlushEvery time.Duration
+	Audit      connect.AuditLog
+	Bus        *events.Bus
+	Logger     *slog.Logger
+}
+
+// Stats are a connector's counters.
+type Stats struct {
+	connect.Stats
+	Connects int    `json:"connects"`
+	State    string `json:"state"`
+	Endpoint string `json:"endpoint"`
+}
+
+// Connector subscribes to a server's nodes and ingests their values.
+type Connector struct {
+	st   connect.Store
+	opts Options
+	sink *connect.Sink
+
+	handles []handle // client handle -> what it feeds
+
+	mu        sync.Mutex
+	connects  int
+	state     string
+	lastCycle int64
+	haveCycle bool
+	lastTs    int64
+	downAt    time.Time
+	lostAt    int64 // source instant of the last value before a loss
+	lostCycle int64
+	pending   bool // a reconnect gap is to be recorded at the next value
+}
+
+type handle struct {
+	nodeID *ua.NodeID
+	node   string // AML node; "" for the tags
+	tag    string // "run" or "cycle"
+}
+
+// New validates the options and prepares a connector; Run connects.
+func New(st connect.Store, opts Options) (*Connector, error) {
+	if opts.Map == nil {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "map", "a map is required")
+	}
+	if !strings.HasPrefix(opts.Endpoint, "opc.tcp://") {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "endpoint", "endpoint must be an opc.tcp:// URL, got %q", opts.Endpoint)
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 100 * time.Millisecond
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(5*time.Second, opts.MinBackoff)
+	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := opts.Map
+	sink, err := connect.NewSink(st, connect.SinkOptions{Connector: "opcua:" + opts.Endpoint, Line: m.Line, Product: m.Product, Recipe: m.Recipe,
+		FlushEvery: opts.FlushEvery, Audit: opts.Audit, Bus: opts.Bus, Actor: "connector:opcua", Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	c := &Connector{st: st, opts: opts, sink: sink, state: "idle"}
+	for _, e := range m.Nodes {
+		nid, _ := ua.ParseNodeID(e.OPCUA)
+		c.handles = append(c.handles, handle{nodeID: nid, node: e.Node})
+	}
+	if m.RunTag != "" {
+		nid, _ := ua.ParseNodeID(m.RunTag)
+		c.handles = append(c.handles, handle{nodeID: nid, tag: "run"})
+	}
+	if m.CycleTag != "" {
+		nid, _ := ua.ParseNodeID(m.CycleTag)
+		c.handles = append(c.handles, handle{nodeID: nid, tag: "cycle"})
+	}
+	return c, nil
+}
+
+// Sink is the connector's sink (for its counters).
+func (c *Connector) Sink() *connect.Sink { return c.sink }
+
+// Stats returns the counters.
+func (c *Connector) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Stats{Stats: c.sink.Stats(), Connects: c.connects, State: c.state, Endpoint: c.opts.Endpoint}
+}
+
+func (c *Connector) setState(s string) {
+	c.mu.Lock()
+	c.state = s
+	c.mu.Unlock()
+	c.opts.Bus.Publish(events.Event{Kind: connect.EventState, Line: c.opts.Map.Line, ID: "opcua:" + c.opts.Endpoint, Data: map[string]any{"state": s}})
+}
+
+// Run connects, imports the mapped nodes, subscribes and ingests until
+// ctx ends, reconnecting with backoff after any loss. The first
+// connection's errors are returned (a wrong endpoint or map should fail
+// fast); later losses are retried. It flushes what it received before
+// returning.
+func (c *Connector) Run(ctx context.Context) error {
+	fctx, stopFlush := context.WithCancel(context.Background())
+	flushed := make(chan struct{})
+	go func() { c.sink.RunFlusher(fctx); close(flushed) }()
+	defer func() { stopFlush(); <-flushed }()
+
+	backoff := c.opts.MinBackoff
+	first := true
+	for {
+		err := c.session(ctx, first)
+		if ctx.Err() != nil {
+			c.setState("stopped")
+			return nil
+		}
+		if first && err != nil && !c.connectedOnce() {
+			c.setState("failed")
+			return err
+		}
+		first = false
+		c.opts.Logger.Warn("OPC UA connection lost; reconnecting", "endpoint", c.opts.Endpoint, "err", err, "backoff", backoff)
+		c.setState("reconnecting")
+		c.mu.Lock()
+		if !c.pending {
+			c.pending, c.downAt, c.lostAt, c.lostCycle = true, time.Now(), c.lastTs, c.lastCycle
+		}
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			c.setState("stopped")
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, c.opts.MaxBackoff)
+		if c.connectedOnce() && err == nil {
+			backoff = c.opts.MinBackoff
+		}
+	}
+}
+
+func (c *Connector) connectedOnce() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connects > 0
+}
+
+// clientOptions builds the client options from the endpoint's offer.
+func (c *Connector) clientOptions(ctx context.Context, stateCh chan gopcua.ConnState) ([]gopcua.Option, error) {
+	sec := c.opts.Security
+	policy, mode := sec.Policy, sec.Mode
+	if policy == "" {
+		policy = "None"
+	}
+	if mode == "" {
+		mode = "None"
+	}
+	if !strings.HasPrefix(policy, "http://") {
+		policy = ua.SecurityPolicyURIPrefix + policy
+	}
+	msm := ua.MessageSecurityModeFromString(mode)
+	if msm == ua.MessageSecurityModeInvalid {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "security-mode", "security mode must be None, Sign or SignAndEncrypt, got %q", mode)
+	}
+	eps, err := gopcua.GetEndpoints(ctx, c.opts.Endpoint)
+	if err != nil {
+		return nil, core.Errorf(core.CodeStoreUnavailable, "OPC UA endpoints of %s: %v", c.opts.Endpoint, err)
+	}
+	ep, err := gopcua.SelectEndpoint(eps, policy, msm)
+	if err != nil {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "security-policy", "the server offers no endpoint with policy %s and mode %s: %v", policy, mode, err)
+	}
+	// The server may advertise its own host name; keep the address dialled.
+	ep.EndpointURL = c.opts.Endpoint
+	auth := ua.UserTokenTypeAnonymous
+	opts := []gopcua.Option{
+		gopcua.SecurityPolicy(policy), gopcua.SecurityMode(msm),
+		gopcua.AutoReconnect(false), gopcua.StateChangedCh(stateCh),
+		gopcua.SessionTimeout(time.Minute), gopcua.RequestTimeout(5 * time.Second), gopcua.DialTimeout(3 * time.Second),
+	}
+	if sec.CertFile != "" || sec.KeyFile != "" {
+		opts = append(opts, gopcua.CertificateFile(sec.CertFile), gopcua.PrivateKeyFile(sec.KeyFile))
+	}
+	if sec.User != "" {
+		auth = ua.UserTokenTypeUserName
+		opts = append(opts, gopcua.AuthUsername(sec.User, sec.Password))
+	} else {
+		opts = append(opts, gopcua.AuthAnonymous())
+	}
+	opts = append(opts, gopcua.SecurityFromEndpoint(ep, auth))
+	return opts, nil
+}
+
+// session is one connection: connect, import, subscribe, ingest until
+// the connection is lost or ctx ends.
+func (c *Connector) session(ctx context.Context, first bool) error {
+	c.setState("connecting")
+	stateCh := make(chan gopcua.ConnState, 16)
+	opts, err := c.clientOptions(ctx, stateCh)
+	if err != nil {
+		return err
+	}
+	cl, err := gopcua.NewClient(c.opts.Endpoint, opts...)
+	if err != nil {
+		return core.Errorf(core.CodeInvalidArgument, "OPC UA client: %v", err)
+	}
+	if err := cl.Connect(ctx); err != nil {
+		return core.Errorf(core.CodeStoreUnavailable, "connect %s: %v", c.opts.Endpoint, err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		cl.Close(cctx)
+		cancel()
+	}()
+	if first || !c.connectedOnce() {
+		if err := c.importNodes(ctx, cl); err != nil {
+			return err
+		}
+	}
+
+	notifs := make(chan *gopcua.PublishNotificationData, 256)
+	pub := time.Duration(c.opts.Map.PublishingIntervalMs * float64(time.Millisecond))
+	if pub <= 0 {
+		pub = 20 * time.Millisecond
+	}
+	sub, err := cl.Subscribe(ctx, &gopcua.SubscriptionParameters{Interval: pub, MaxKeepAliveCount: 10}, notifs)
+	if err != nil {
+		return core.Errorf(core.CodeStoreUnavailable, "subscribe: %v", err)
+	}
+	items := make([]*ua.MonitoredItemCreateRequest, len(c.handles))
+	for i, h := range c.handles {
+		items[i] = gopcua.NewMonitoredItemCreateRequestWithDefaults(h.nodeID, ua.AttributeIDValue, uint32(i))
+		items[i].RequestedParameters.SamplingInterval = c.opts.Map.SamplingIntervalMs
+	}
+	res, err := sub.Monitor(ctx, ua.TimestampsToReturnBoth, items...)
+	if err != nil {
+		return core.Errorf(core.CodeStoreUnavailable, "monitor: %v", err)
+	}
+	for i, r := range res.Results {
+		if r.StatusCode != ua.StatusOK {
+			return core.FieldErrorf(core.CodeInvalidArgument, "map", "monitor %s: %v", c.handles[i].nodeID, r.StatusCode)
+		}
+	}
+	c.mu.Lock()
+	c.connects++
+	c.mu.Unlock()
+	c.setState("connected")
+	c.opts.Logger.Info("OPC UA subscription active", "endpoint", c.opts.Endpoint, "items", len(items), "publishingInterval", pub)
+
+	stall := time.NewTimer(c.opts.StallTimeout)
+	defer stall.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case s := <-stateCh:
+			if s == gopcua.Disconnected || s == gopcua.Closed {
+				return fmt.Errorf("connection %s", s)
+			}
+		case <-stall.C:
+			return fmt.Errorf("no notification for %s", c.opts.StallTimeout)
+		case n := <-notifs:
+			stall.Reset(c.opts.StallTimeout)
+			if n.Error != nil {
+				return n.Error
+			}
+			if dc, ok := n.Value.(*ua.DataChangeNotification); ok {
+				if err := c.handle(ctx, dc); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// importNodes declares each mapped node in the store with its unit,
+// range (map first, then the server's EngineeringUnits and EURange) and
+// kind (map, else dcw for a writable node).
+func (c *Connector) importNodes(ctx context.Context, cl *gopcua.Client) error {
+	for _, e := range c.opts.Map.Nodes {
+		nid, _ := ua.ParseNodeID(e.OPCUA)
+		props, writable, err := browseProps(ctx, cl, nid)
+		if err != nil {
+			return core.FieldErrorf(core.CodeInvalidArgument, "map", "node %s (%s): %v", e.OPCUA, e.Node, err)
+		}
+		n := core.Node{ID: e.Node, LineID: c.opts.Map.Line, Unit: e.Unit, Min: e.Min, Max: e.Max, Kind: e.Kind,
+			Meaning: props.description}
+		if n.Unit == "" {
+			n.Unit = props.unit
+		}
+		if n.Min == nil && n.Max == nil && props.hasRange {
+			lo, hi := props.low, props.high
+			n.Min, n.Max = &lo, &hi
+		}
+		if n.Kind == "" {
+			n.Kind = core.NodeDAQ
+			if writable {
+				n.Kind = core.NodeDCW
+			}
+		}
+		if err := c.sink.DeclareNode(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type nodeProps struct {
+	unit, description string
+	hasRange          bool
+	low, high         float64
+}
+
+// browseProps reads a variable's access level and description and its
+// EURange and EngineeringUnits properties (HasProperty), when present.
+func browseProps(ctx context.Context, cl *gopcua.Client, nid *ua.NodeID) (nodeProps, bool, error) {
+	var p nodeProps
+	rr, err := cl.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{
+		{NodeID: nid, AttributeID: ua.AttributeIDNodeClass},
+		{NodeID: nid, AttributeID: ua.AttributeIDAccessLevel},
+		{NodeID: nid, AttributeID: ua.AttributeIDDescription},
+	}, TimestampsToReturn: ua.TimestampsToReturnNeither})
+	if err != nil {
+		return p, false, err
+	}
+	if len(rr.Results) != 3 || rr.Results[0].Status != ua.StatusOK {
+		st := ua.StatusBadNodeIDUnknown
+		if len(rr.Results) > 0 {
+			st = rr.Results[0].Status
+		}
+		return p, false, fmt.Errorf("not readable: %v", st)
+	}
+	writable := false
+	if rr.Results[1].Status == ua.StatusOK && rr.Results[1].Value != nil {
+		if b, ok := rr.Results[1].Value.Value().(byte); ok {
+			writable = b&byte(ua.AccessLevelTypeCurrentWrite) != 0
+		}
+	}
+	if rr.Results[2].Status == ua.StatusOK && rr.Results[2].Value != nil {
+		if lt, ok := rr.Results[2].Value.Value().(*ua.LocalizedText); ok && lt != nil {
+			p.description = lt.Text
+		}
+	}
+	br, err := cl.Browse(ctx, &ua.BrowseRequest{NodesToBrowse: []*ua.BrowseDescription{{
+		NodeID: nid, BrowseDirection: ua.BrowseDirectionForward, ReferenceTypeID: ua.NewNumericNodeID(0, id.HasProperty),
+		IncludeSubtypes: true, ResultMask: uint32(ua.BrowseResultMaskAll),
+	}}})
+	if err != nil || len(br.Results) == 0 {
+		return p, writable, nil // no properties is not an error
+	}
+	for _, ref := range br.Results[0].References {
+		if ref.BrowseName == nil || ref.NodeID == nil {
+			continue
+		}
+		name := ref.BrowseName.Name
+		if name != "EURange" && name != "EngineeringUnits" {
+			continue
+		}
+		v, err := cl.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{{NodeID: ref.NodeID.NodeID, AttributeID: ua.AttributeIDValue}}})
+		if err != nil || len(v.Results) == 0 || v.Results[0].Status != ua.StatusOK || v.Results[0].Value == nil {
+			continue
+		}
+		eo, ok := v.Results[0].Value.Value().(*ua.ExtensionObject)
+		if !ok || eo == nil {
+			continue
+		}
+		switch x := eo.Value.(type) {
+		case *ua.Range:
+			if !math.IsNaN(x.Low) && !math.IsNaN(x.High) && x.Low < x.High {
+				p.hasRange, p.low, p.high = true, x.Low, x.High
+			}
+		case *ua.EUInformation:
+			if x.DisplayName != nil {
+				p.unit = x.DisplayName.Text
+			}
+		}
+	}
+	return p, writable, nil
+}
+
+// handle ingests one data change notification: the run tag first (it
+// decides the run of the values at its instant), the cycle counter
+// (a jump is a loss), then the values.
+func (c *Connector) handle(ctx context.Context, dc *ua.DataChangeNotification) error {
+	items := dc.MonitoredItems
+	order := make([]*ua.MonitoredItemNotification, 0, len(items))
+	for _, it := range items {
+		if it != nil && int(it.ClientHandle) < len(c.handles) && c.handles[it.ClientHandle].tag != "" {
+			order = append(order, it)
+		}
+	}
+	for _, it := range items {
+		if it != nil && int(it.ClientHandle) < len(c.handles) && c.handles[it.ClientHandle].tag == "" {
+			order = append(order, it)
+		}
+	}
+	for _, it := range order {
+		h := c.handles[it.ClientHandle]
+		dv := it.Value
+		if dv == nil {
+			c.sink.CountMalformed()
+			continue
+		}
+		ts := dv.SourceTimestamp
+		if ts.IsZero() {
+			ts = dv.ServerTimestamp
+		}
+		if ts.IsZero() {
+			ts = time.Now()
+		}
+		tsMs := ts.UnixMilli()
+		var raw any
+		if dv.Value != nil {
+			raw = dv.Value.Value()
+		}
+		switch h.tag {
+		case "run":
+			if s, ok := raw.(string); ok && dv.Status == ua.StatusOK {
+				c.sink.SetRun(s, tsMs)
+			} else {
+				c.sink.CountMalformed()
+			}
+			continue
+		case "cycle":
+			x, ok := number(raw)
+			if !ok || dv.Status != ua.StatusOK {
+				c.sink.CountMalformed()
+				continue
+			}
+			c.cycle(ctx, int64(x), tsMs)
+			continue
+		}
+		x, ok := number(raw)
+		if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+			c.sink.CountMalformed()
+			c.opts.Logger.Warn("malformed value not stored", "node", h.node, "value", raw)
+			continue
+		}
+		state := connect.StateOK
+		switch {
+		case dv.Status == ua.StatusOK:
+		case uint32(dv.Status)&0xC0000000 == 0x40000000:
+			state = connect.StateUncertn
+		default:
+			state = connect.StateBad
+		}
+		c.reconnectGap(ctx, tsMs, -1)
+		if err := c.sink.Add(ctx, h.node, tsMs, x, state); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		if tsMs > c.lastTs {
+			c.lastTs = tsMs
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// cycle checks the cycle counter: after a reconnect the gap is recorded
+// with the lost cycles; on a live connection a jump of more than one is a
+// loss (the server kept only the newest value).
+func (c *Connector) cycle(ctx context.Context, v int64, tsMs int64) {
+	c.mu.Lock()
+	prev, have, pending := c.lastCycle, c.haveCycle, c.pending
+	c.lastCycle, c.haveCycle = v, true
+	c.mu.Unlock()
+	if pending {
+		lost := int64(-1)
+		if have {
+			lost = max(0, v-prev-1)
+		}
+		c.reconnectGap(ctx, tsMs, lost)
+		return
+	}
+	if have && v > prev+1 {
+		c.mu.Lock()
+		from := c.lastTs
+		c.mu.Unlock()
+		c.sink.RecordGap(ctx, connect.Gap{FromMs: from, ToMs: tsMs, LostCycles: v - prev - 1, Reason: "cycle counter jumped on a live subscription"})
+	}
+}
+
+// reconnectGap records the gap of a reconnect at the first value after it.
+func (c *Connector) reconnectGap(ctx context.Context, tsMs int64, lost int64) {
+	c.mu.Lock()
+	if !c.pending {
+		c.mu.Unlock()
+		return
+	}
+	c.pending = false
+	g := connect.Gap{FromMs: c.lostAt, ToMs: tsMs, LostCycles: lost, Reason: "connection lost; reconnected", DownMs: time.Since(c.downAt).Milliseconds()}
+	c.mu.Unlock()
+	c.sink.RecordGap(ctx, g)
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int8:
+		return float64(x), true
+	case int16:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint8:
+		return float64(x), true
+	case uint16:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
+}

@@ -1,0 +1,225 @@
+package opcua
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/sim/opcuasrv"
+	"github.com/aml-project/aml/internal/store/sqlite"
+)
+
+// lineMap maps every node of the simulated line, its run and cycle tags.
+func lineMap(t *testing.T, srv *opcuasrv.Server) *Map {
+	t.Helper()
+	m := map[string]any{"line": sim.DefaultLineID, "product": sim.DefaultProductID, "recipe": sim.DefaultRecipeID,
+		"runTag": srv.NodeID(opcuasrv.TagRunID), "cycleTag": srv.NodeID(opcuasrv.TagCycle), "publishingIntervalMs": 5}
+	var nodes []map[string]any
+	for _, n := range sim.InjectionNodes(sim.DefaultLineID, time.Time{}) {
+		nodes = append(nodes, map[string]any{"opcua": srv.NodeID(n.ID), "node": n.ID})
+	}
+	m["nodes"] = nodes
+	raw, _ := json.Marshal(m)
+	mp, err := ParseMap(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mp
+}
+
+func startLine(t *testing.T, opts opcuasrv.Options) *opcuasrv.Server {
+	t.Helper()
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	srv, err := opcuasrv.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// waitFor polls cond (bounded) — the connector works asynchronously.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func countSamples(t *testing.T, st *sqlite.Store, node string) (n int, first, last int64) {
+	t.Helper()
+	var after *int64
+	for {
+		p, err := st.QueryPage(context.Background(), core.PageQuery{Node: node, AfterTs: after, Limit: 10000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, pt := range p.Points {
+			if n == 0 && i == 0 {
+				first = pt.TsMs
+			}
+			last = pt.TsMs
+		}
+		n += len(p.Points)
+		if !p.HasMore {
+			return
+		}
+		a := p.NextAfterTs
+		after = &a
+	}
+}
+
+// A manually stepped line: every step the server takes while subscribed
+// reaches the store, for every node — none lost, none invented — with the
+// run context, units and ranges imported from the server.
+func TestSubscriptionIngestNoLostSamples(t *testing.T) {
+	srv := startLine(t, opcuasrv.Options{Manual: true, RunSteps: 40, Seed: 3})
+	st, err := sqlite.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := New(st, Options{Endpoint: srv.Endpoint(), Map: lineMap(t, srv), Audit: st, FlushEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	waitFor(t, "subscription", 10*time.Second, func() bool { return c.Stats().Received >= 10 })
+
+	// Step the line one step at a time, waiting until each step arrived,
+	// then count: a bounded run of 100 steps, one per received cycle.
+	const steps = 100
+	startSteps := srv.Stats().Steps
+	for i := range steps {
+		want := c.Stats().Received + 10
+		srv.Step(1)
+		waitFor(t, fmt.Sprintf("step %d", i), 10*time.Second, func() bool { return c.Stats().Received >= want })
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	total := int(srv.Stats().Steps)
+	for _, n := range sim.InjectionNodes(sim.DefaultLineID, time.Time{}) {
+		got, first, last := countSamples(t, st, n.ID)
+		if got != total {
+			t.Errorf("%s: %d samples stored, the line took %d steps", n.ID, got, total)
+		}
+		if span := (last - first) / 1000; span != int64(total-1) {
+			t.Errorf("%s: samples span %d s, want %d", n.ID, span, total-1)
+		}
+	}
+	if startSteps != 1 {
+		t.Fatalf("line had %d steps before subscribing", startSteps)
+	}
+	s := c.Stats()
+	if len(s.Gaps) != 0 || s.Malformed != 0 {
+		t.Fatalf("gaps %v malformed %d on a clean run", s.Gaps, s.Malformed)
+	}
+	// Units and ranges from EngineeringUnits / EURange; setpoints are dcw.
+	pw, err := st.GetNode(context.Background(), sim.NodePartWeight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw.Unit != "g" || pw.Min == nil || *pw.Min != 25 || *pw.Max != 40 || pw.Kind != core.NodeDAQ {
+		t.Fatalf("part_weight imported as %+v", pw)
+	}
+	hp, _ := st.GetNode(context.Background(), sim.NodeHoldPressure)
+	if hp.Kind != core.NodeDCW || hp.Unit != "bar" {
+		t.Fatalf("hold_pressure imported as %+v", hp)
+	}
+	// Runs of 40 steps from the run tag: 101 steps are runs 1, 2 (ended)
+	// and 3 (active).
+	runs, err := st.ListRuns(context.Background(), core.RunFilter{Line: sim.DefaultLineID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 || runs[0].Status != core.RunEnded || runs[1].Status != core.RunEnded || runs[2].Status != core.RunActive {
+		t.Fatalf("runs %+v", runs)
+	}
+	counts, _ := st.CountRunSamples(context.Background(), runs[1].ID)
+	if counts[sim.NodePartWeight] != 40 {
+		t.Fatalf("run %s holds %d part weights, want 40", runs[1].ID, counts[sim.NodePartWeight])
+	}
+}
+
+// The server goes away and comes back on the same address: the connector
+// reconnects with backoff, records the interval it missed as a gap (audit
+// log), and stores nothing inside it.
+func TestReconnectRecordsGap(t *testing.T) {
+	srv := startLine(t, opcuasrv.Options{Manual: true, Seed: 4})
+	addr := srv.Endpoint()[len("opc.tcp://"):]
+	st, err := sqlite.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mp := lineMap(t, srv)
+	c, err := New(st, Options{Endpoint: srv.Endpoint(), Map: mp, Audit: st, FlushEvery: 50 * time.Millisecond,
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond, StallTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	waitFor(t, "first values", 10*time.Second, func() bool { return c.Stats().Received >= 10 })
+	for range 5 {
+		want := c.Stats().Received + 10
+		srv.Step(1)
+		waitFor(t, "step", 10*time.Second, func() bool { return c.Stats().Received >= want })
+	}
+	lastBefore := srv.Stats().NowMs
+	srv.Close()
+	waitFor(t, "disconnect", 15*time.Second, func() bool { return c.Stats().State == "reconnecting" })
+
+	// The line went on while the server was down: a new server whose
+	// clock starts 30 steps later, on the same address.
+	srv2 := startLine(t, opcuasrv.Options{Manual: true, Seed: 4, Addr: addr, StartMs: lastBefore + 31_000, FirstRun: 0})
+	waitFor(t, "reconnect and gap", 20*time.Second, func() bool { return len(c.Stats().Gaps) == 1 && c.Stats().Connects == 2 })
+	for range 3 {
+		want := c.Stats().Received + 10
+		srv2.Step(1)
+		waitFor(t, "step after reconnect", 10*time.Second, func() bool { return c.Stats().Received >= want })
+	}
+	cancel()
+	<-done
+	g := c.Stats().Gaps[0]
+	if g.FromMs != lastBefore || g.ToMs != lastBefore+31_000 || g.LostCycles < 0 {
+		t.Fatalf("gap %+v, want %d..%d", g, lastBefore, lastBefore+31_000)
+	}
+	// Nothing stored inside the gap.
+	from, to := g.FromMs+1, g.ToMs-1
+	p, err := st.QueryPage(context.Background(), core.PageQuery{Node: sim.NodePartWeight, FromMs: &from, ToMs: &to, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Points) != 0 {
+		t.Fatalf("%d samples inside the gap", len(p.Points))
+	}
+	entries, err := st.AuditLog().List(context.Background(), 0, 100, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range entries {
+		if e.Action == "connector.gap" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the gap is not in the audit log")
+	}
+}

@@ -1,0 +1,377 @@
+// Package connect holds what AML's live connectors (connect/opcua,
+// connect/mqtt) share: the Sink that turns received values into stored
+// samples with their run context, and the record of lost intervals.
+//
+// # Sink
+//
+// A connector hands every received value to [Sink.Add] (node, source
+// time, value, state). The sink stamps it with the line, product and
+// recipe of its options and the run active at that instant, buffers it
+// and writes the buffer every FlushEvery (or when it holds FlushSamples)
+// in one store transaction (core.TimeSeries.Ingest), ensuring the run
+// (status active) in the same transaction. Re-delivered values (same node
+// and instant) replace the stored one, so a reconnect that sends the last
+// value again does not double-count it.
+//
+// Runs: [Sink.SetRun] is called when the connector's run tag changes. A
+// new run starts at the instant the tag changed; buffered samples at or
+// after that instant are moved into it (the tag and the values of one
+// step may arrive in different notifications); the previous run ends at
+// its last sample (core.Meta.EndRun). An empty run id means no run is
+// active: samples then carry no run context.
+//
+// # Gaps
+//
+// A connector never invents values for an interval it did not receive.
+// It reports the interval with [Sink.RecordGap]: the gap is appended to
+// the audit log (action "connector.gap", subject the connector, with the
+// interval, the lost cycle count when a cycle counter is mapped, and the
+// reason), published on the event bus (kind "connector.gap") and kept in
+// [Stats]. `aml audit list` shows it next to the twin's actions.
+package connect
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aml-project/aml/internal/audit"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+)
+
+// Audit actions and event kinds of the connectors.
+const (
+	AuditGap     = "connector.gap"
+	EventGap     = "connector.gap"
+	EventState   = "connector.state"
+	AuditAlarm   = "write.alarm"
+	EventAlarm   = "write.alarm"
+	StateOK      = core.StateOK
+	StateBad     = "bad"
+	StateUncertn = "uncertain"
+)
+
+// Store is what a sink needs of the store.
+type Store interface {
+	core.Meta
+	core.TimeSeries
+}
+
+// AuditLog appends to the audit log (*sqlite.Store implements it).
+type AuditLog interface {
+	AppendAudit(ctx context.Context, actor, action, subject, lineID string, payload any) (audit.Entry, error)
+}
+
+// SinkOptions configure a Sink.
+type SinkOptions struct {
+	// Connector names the connector in gaps and events ("opcua:URL").
+	Connector string
+	// Line, Product, Recipe are the context of every sample (required).
+	Line, Product, Recipe string
+	// FlushEvery (default 200 ms) and FlushSamples (default 5000) bound
+	// how long and how much the sink buffers.
+	FlushEvery   time.Duration
+	FlushSamples int
+	// Audit records gaps (nil: gaps are only logged, published and counted).
+	Audit AuditLog
+	Bus   *events.Bus
+	// Actor is the audit actor (default "connector").
+	Actor  string
+	Logger *slog.Logger
+}
+
+// Gap is an interval the connector did not receive.
+type Gap struct {
+	// FromMs is the last instant received before the loss, ToMs the first
+	// one after it (source time); no sample lies strictly between them.
+	FromMs int64 `json:"fromMs"`
+	ToMs   int64 `json:"toMs"`
+	// LostCycles is the number of line cycles (steps) not received, when
+	// a cycle counter is mapped (-1 when unknown).
+	LostCycles int64  `json:"lostCycles"`
+	Reason     string `json:"reason"`
+	// DownMs is how long the connection was down (wall clock), 0 when the
+	// loss happened on a live connection.
+	DownMs int64 `json:"downMs"`
+}
+
+// Stats are a sink's counters.
+type Stats struct {
+	Received  int64  `json:"received"`
+	Stored    int64  `json:"stored"`
+	Malformed int64  `json:"malformed"`
+	Flushes   int64  `json:"flushes"`
+	Runs      int64  `json:"runsStarted"`
+	Gaps      []Gap  `json:"gaps"`
+	LastTsMs  int64  `json:"lastTsMs"`
+	RunID     string `json:"runId"`
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Sink buffers samples and writes them with their run context.
+type Sink struct {
+	st   Store
+	opts SinkOptions
+
+	mu        sync.Mutex
+	buf       []core.Sample
+	run       string
+	runStart  int64
+	runLast   map[string]int64 // last sample instant per run
+	runsToEnd []string         // runs that ended, to close at the next flush
+	stats     Stats
+	flushMu   sync.Mutex
+}
+
+// NewSink returns a sink writing to st.
+func NewSink(st Store, opts SinkOptions) (*Sink, error) {
+	for _, f := range [...][2]string{{"line", opts.Line}, {"product", opts.Product}, {"recipe", opts.Recipe}} {
+		if f[1] == "" {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, f[0], "the %s of the samples is required", f[0])
+		}
+	}
+	if opts.FlushEvery <= 0 {
+		opts.FlushEvery = 200 * time.Millisecond
+	}
+	if opts.FlushSamples <= 0 {
+		opts.FlushSamples = 5000
+	}
+	if opts.Actor == "" {
+		opts.Actor = "connector"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Sink{st: st, opts: opts, runLast: map[string]int64{}}, nil
+}
+
+// DeclareNode creates or updates a node's descriptive fields (unit,
+// range, kind) before its samples arrive.
+func (s *Sink) DeclareNode(ctx context.Context, n core.Node) error {
+	if n.LineID == "" {
+		n.LineID = s.opts.Line
+	}
+	if n.Kind == "" {
+		n.Kind = core.NodeDAQ
+	}
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = time.Now().UTC()
+	}
+	return s.st.UpsertNode(ctx, n)
+}
+
+// Add buffers one received value. It flushes when the buffer is full.
+func (s *Sink) Add(ctx context.Context, node string, tsMs int64, value float64, state string) error {
+	if state == "" {
+		state = core.StateOK
+	}
+	s.mu.Lock()
+	smp := core.Sample{Node: node, TsMs: tsMs, Value: value, State: state, Line: s.opts.Line, Product: s.opts.Product, Recipe: s.opts.Recipe}
+	if s.run != "" && tsMs >= s.runStart {
+		smp.Run = s.run
+		if v, ok := s.runLast[s.run]; !ok || tsMs > v {
+			s.runLast[s.run] = tsMs
+		}
+	}
+	s.buf = append(s.buf, smp)
+	s.stats.Received++
+	if tsMs > s.stats.LastTsMs {
+		s.stats.LastTsMs = tsMs
+	}
+	full := len(s.buf) >= s.opts.FlushSamples
+	s.mu.Unlock()
+	if full {
+		return s.Flush(ctx)
+	}
+	return nil
+}
+
+// CountMalformed counts a value that was received but could not be
+// stored (never written).
+func (s *Sink) CountMalformed() {
+	s.mu.Lock()
+	s.stats.Malformed++
+	s.mu.Unlock()
+}
+
+// SetRun switches the active run at atMs (see the package doc).
+func (s *Sink) SetRun(runID string, atMs int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if runID == s.run {
+		return
+	}
+	if s.run != "" {
+		s.runsToEnd = append(s.runsToEnd, s.run)
+	}
+	s.run, s.runStart = runID, atMs
+	s.stats.RunID = runID
+	if runID != "" {
+		s.stats.Runs++
+		if _, ok := s.runLast[runID]; !ok {
+			s.runLast[runID] = atMs
+		}
+	}
+	// Samples of this instant or later belong to the new run.
+	for i := range s.buf {
+		if s.buf[i].TsMs >= atMs {
+			s.buf[i].Run = runID
+			if runID != "" && s.buf[i].TsMs > s.runLast[runID] {
+				s.runLast[runID] = s.buf[i].TsMs
+			}
+		}
+	}
+}
+
+// SetRunOnArrival switches the active run for the samples added from now
+// on, whatever their timestamps (a broker delivering the run message and
+// the values in order, with the values' own times). The run starts at
+// its first sample.
+func (s *Sink) SetRunOnArrival(runID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if runID == s.run {
+		return
+	}
+	if s.run != "" {
+		s.runsToEnd = append(s.runsToEnd, s.run)
+	}
+	s.run, s.runStart = runID, math.MinInt64
+	s.stats.RunID = runID
+	if runID != "" {
+		s.stats.Runs++
+	}
+}
+
+// Flush writes the buffered samples in one transaction, then closes the
+// runs that ended. On an error the samples stay buffered for the next
+// flush.
+func (s *Sink) Flush(ctx context.Context) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.mu.Lock()
+	batch := s.buf
+	s.buf = nil
+	ending := s.runsToEnd
+	s.runsToEnd = nil
+	runs := map[string]core.Run{}
+	for _, smp := range batch {
+		if smp.Run != "" {
+			if _, ok := runs[smp.Run]; !ok {
+				runs[smp.Run] = core.Run{ID: smp.Run, LineID: s.opts.Line, ProductID: s.opts.Product, RecipeID: s.opts.Recipe, StartedMs: s.startOf(smp.Run, batch), Status: core.RunActive}
+			}
+		}
+	}
+	last := map[string]int64{}
+	for _, r := range ending {
+		last[r] = s.runLast[r]
+	}
+	s.mu.Unlock()
+
+	if len(batch) > 0 {
+		err := s.st.Ingest(ctx, func(tx core.IngestTx) error {
+			ids := make([]string, 0, len(runs))
+			for id := range runs {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			for _, id := range ids {
+				if _, err := tx.EnsureRun(runs[id]); err != nil {
+					return err
+				}
+			}
+			_, err := tx.Write(batch)
+			return err
+		})
+		if err != nil {
+			s.mu.Lock()
+			s.buf = append(batch, s.buf...)
+			s.runsToEnd = append(ending, s.runsToEnd...)
+			s.stats.LastError = err.Error()
+			s.mu.Unlock()
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.stats.Stored += int64(len(batch))
+	s.stats.Flushes++
+	s.mu.Unlock()
+	for _, r := range ending {
+		if err := s.st.EndRun(ctx, r, last[r]); err != nil && core.CodeOf(err) != core.CodeConflict && core.CodeOf(err) != core.CodeNotFound {
+			s.opts.Logger.Warn("end run", "run", r, "err", err)
+		}
+	}
+	return nil
+}
+
+// startOf is the start instant of a run: when the tag named it, or its
+// earliest sample in the batch if that is earlier (caller holds mu).
+func (s *Sink) startOf(run string, batch []core.Sample) int64 {
+	start := int64(-1)
+	if run == s.run && s.runStart != math.MinInt64 {
+		start = s.runStart
+	}
+	for _, smp := range batch {
+		if smp.Run == run && (start < 0 || smp.TsMs < start) {
+			start = smp.TsMs
+		}
+	}
+	return start
+}
+
+// RunFlusher flushes every FlushEvery until ctx ends, then once more
+// (with a fresh context: what was received is stored).
+func (s *Sink) RunFlusher(ctx context.Context) {
+	t := time.NewTicker(s.opts.FlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := s.Flush(fctx); err != nil {
+				s.opts.Logger.Error("final flush", "err", err)
+			}
+			cancel()
+			return
+		case <-t.C:
+			if err := s.Flush(ctx); err != nil && ctx.Err() == nil {
+				s.opts.Logger.Warn("flush", "err", err)
+			}
+		}
+	}
+}
+
+// RecordGap records an interval that was not received (see the package
+// doc). It never writes samples.
+func (s *Sink) RecordGap(ctx context.Context, g Gap) {
+	s.mu.Lock()
+	s.stats.Gaps = append(s.stats.Gaps, g)
+	s.mu.Unlock()
+	payload := map[string]any{"connector": s.opts.Connector, "fromMs": g.FromMs, "toMs": g.ToMs, "lostCycles": g.LostCycles, "reason": g.Reason, "downMs": g.DownMs}
+	s.opts.Logger.Warn("gap: interval not received", "connector", s.opts.Connector, "fromMs", g.FromMs, "toMs", g.ToMs, "lostCycles", g.LostCycles, "reason", g.Reason)
+	if s.opts.Audit != nil {
+		if _, err := s.opts.Audit.AppendAudit(ctx, s.opts.Actor, AuditGap, s.opts.Connector, s.opts.Line, payload); err != nil {
+			s.opts.Logger.Error("audit gap", "err", err)
+		}
+	}
+	s.opts.Bus.Publish(events.Event{Kind: EventGap, Line: s.opts.Line, ID: s.opts.Connector, Data: payload})
+}
+
+// Stats returns a copy of the counters.
+func (s *Sink) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Gaps = append([]Gap(nil), s.stats.Gaps...)
+	return st
+}
+
+// String describes the sink's context.
+func (s *Sink) String() string {
+	return fmt.Sprintf("%s → %s/%s/%s", s.opts.Connector, s.opts.Line, s.opts.Product, s.opts.Recipe)
+}
