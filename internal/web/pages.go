@@ -152,7 +152,9 @@ func (s *server) trendChart(r *http.Request, node core.Node, runs []core.Run) (*
 			if b.Count == 0 {
 				continue
 			}
-			x = append(x, float64(b.StartMs-from)/60000)
+			// Buckets are aligned to multiples of their width, so the first
+			// may start before the run: place it at the run's start.
+			x = append(x, float64(max(b.StartMs, from)-from)/60000)
 			avg, lo, hi = append(avg, b.Avg), append(lo, b.Min), append(hi, b.Max)
 		}
 		c.Series = append(c.Series, plot.Series{Name: run.ID, X: x, Y: avg})
