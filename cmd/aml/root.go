@@ -127,7 +127,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(newCertCmd(a), newChannelCmd(a))
 	root.AddCommand(newMCPCmd(a))
 	root.AddCommand(newConnectCmd(a))
-	root.AddCommand(newTokenCmd(a))
+	root.AddCommand(newTokenCmd(a), newServeCmd(a))
 	return root
 }
 

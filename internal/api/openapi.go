@@ -100,6 +100,11 @@ func (s *Server) buildOpenAPI() map[string]any {
 		}
 		item[strings.ToLower(rt.method)] = op
 	}
+	// The two public routes (no token).
+	for path, sum := range map[string]string{"/openapi.json": "This document", "/health": "Liveness probe"} {
+		paths[Prefix+path] = map[string]any{"get": map[string]any{"operationId": operationID("GET", path), "summary": sum, "tags": []string{"meta"},
+			"security": []any{}, "responses": map[string]any{"200": map[string]any{"description": "success", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}}}}}
+	}
 	return map[string]any{
 		"openapi": "3.0.3",
 		"info": map[string]any{"title": "AML API", "version": "v1",

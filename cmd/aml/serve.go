@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aml-project/aml/internal/api"
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/service"
+	"github.com/aml-project/aml/internal/twin/cert"
+	"github.com/spf13/cobra"
+)
+
+// The MCP server and the web UI register their handlers here when they are
+// built into the binary (serve_mcp.go, serve_web.go); nil means not
+// mounted.
+var (
+	serveMCP func(*service.Deps) http.Handler
+	serveUI  func(*service.Deps) http.Handler
+)
+
+// serveOptions are aml serve's flags.
+type serveOptions struct {
+	addr       string
+	dev        bool
+	workers    int
+	rate       float64
+	burst      int
+	maxCSVMiB  int64
+	maxBodyMiB int64
+	grace      time.Duration
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:8080] [--dev] [--workers N]",
+		Short: "Serve the HTTP API, MCP, the web UI and /metrics, and run job workers",
+		Long: `One process serving the API under /api/v1 (OpenAPI at /api/v1/openapi.json,
+live events at /api/v1/events), MCP over streamable HTTP at /mcp, the web UI
+at /ui/ and Prometheus metrics at /metrics, and running --workers job workers.
+
+Every request needs a token (aml token create); with --dev, requests from a
+loopback address without a token run as an admin named "dev". On SIGINT or
+SIGTERM the listener closes, in-flight requests finish (up to --grace), event
+streams end, and running jobs are handed back to the queue (or marked
+interrupted when out of retries) exactly as "aml worker" does.`,
+		Args: argsExact(0),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
+	f.BoolVar(&o.dev, "dev", false, "allow tokenless requests from loopback addresses (as admin \"dev\")")
+	f.IntVar(&o.workers, "workers", 2, "jobs run at once by this process (0: no workers, API only)")
+	f.Float64Var(&o.rate, "rate-limit", api.DefaultRatePerSec, "requests per second per token (negative: no limit)")
+	f.IntVar(&o.burst, "rate-burst", api.DefaultRateBurst, "requests a token may make at once above the rate")
+	f.Int64Var(&o.maxCSVMiB, "max-csv-mib", api.DefaultMaxCSVBytes>>20, "largest CSV upload")
+	f.Int64Var(&o.maxBodyMiB, "max-body-mib", api.DefaultMaxBodyBytes>>20, "largest JSON request body")
+	f.DurationVar(&o.grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests and running jobs")
+	return cmd
+}
+
+func (a *app) serve(ctx context.Context, o serveOptions) error {
+	if o.workers < 0 {
+		return usagef("--workers must be ≥ 0")
+	}
+	if o.maxCSVMiB <= 0 || o.maxBodyMiB <= 0 {
+		return usagef("--max-csv-mib and --max-body-mib must be positive")
+	}
+	st, err := a.openStore()
+	if err != nil {
+		return err
+	}
+	key, err := cert.LoadOrCreateKey(a.dataDir)
+	if err != nil {
+		return err
+	}
+	work := o.workers > 0
+	r, q, bus, err := a.services(ctx, work, max(o.workers, 1))
+	if err != nil {
+		return err
+	}
+	d := &service.Deps{Store: st, DataDir: a.dataDir, Runner: r, Queue: q, Bus: bus, Key: key, Log: a.log}
+	if work {
+		rq, in, err := r.Recover(ctx, 30*time.Second)
+		if err != nil {
+			return err
+		}
+		if err := q.Reconcile(ctx, st); err != nil {
+			return err
+		}
+		a.log.Info("serve: workers", "worker", r.Worker(), "concurrency", o.workers, "requeued", rq, "interrupted", in)
+	}
+	api.Version = version
+	opts := api.Options{Dev: o.dev, RatePerSec: o.rate, RateBurst: o.burst, MaxCSVBytes: o.maxCSVMiB << 20, MaxBodyBytes: o.maxBodyMiB << 20,
+		Verifier: auth.NewTokens(st.DB(), st.ReadDB())}
+	if serveMCP != nil {
+		opts.MCP = serveMCP(d)
+	}
+	if serveUI != nil {
+		opts.UI = serveUI(d)
+	}
+	h := api.NewServer(d, opts)
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return core.Wrap(core.CodeUsage, err, "listen on %s", o.addr)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
+	srv.RegisterOnShutdown(h.CloseStreams)
+
+	// Jobs keep running until shutdown hands them back: their context is
+	// not the command's (cancelled on the first signal).
+	sctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if work {
+		if err := q.Start(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+	}
+	mounted := "api, metrics"
+	if opts.MCP != nil {
+		mounted += ", mcp"
+	}
+	if opts.UI != nil {
+		mounted += ", ui"
+	}
+	fmt.Fprintf(a.stderr, "aml serve: listening on http://%s (%s; %d worker(s)%s)\n", ln.Addr(), mounted, o.workers, map[bool]string{true: "; dev: tokenless loopback requests are admin", false: ""}[o.dev])
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	var serveErr error
+	select {
+	case <-sctx.Done():
+	case serveErr = <-errc:
+	}
+	fmt.Fprintln(a.stderr, "aml serve: shutting down: finishing in-flight requests, handing running jobs back")
+	gctx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	shutErr := srv.Shutdown(gctx)
+	if errors.Is(shutErr, context.DeadlineExceeded) {
+		srv.Close()
+	}
+	var stopErr error
+	if work {
+		stopErr = q.Stop(gctx)
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, shutErr, stopErr)
+}
