@@ -117,12 +117,14 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
 	srv.RegisterOnShutdown(h.CloseStreams)
 
-	// Jobs keep running until shutdown hands them back: their context is
-	// not the command's (cancelled on the first signal).
+	// As in "aml worker": the queue runs under the signal context, so the
+	// first SIGINT/SIGTERM cancels the running jobs' contexts and the
+	// runner hands each back to the queue (or marks it interrupted) while
+	// the HTTP server drains.
 	sctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if work {
-		if err := q.Start(context.WithoutCancel(ctx)); err != nil {
+		if err := q.Start(sctx); err != nil {
 			return err
 		}
 	}
