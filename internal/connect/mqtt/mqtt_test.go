@@ -18,7 +18,7 @@ import (
 	"github.com/aml-project/aml/internal/store/sqlite"
 )
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,7 +37,7 @@ type broker struct {
 // Close stops the broker once (mochi's Close is not idempotent).
 func (b *broker) Close() { b.once.Do(func() { b.b.Close() }) }
 
-func startBroker(t *testing.T, addr string) *broker {
+func startBroker(t testing.TB, addr string) *broker {
 	t.Helper()
 	b := mochi.New(&mochi.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err := b.AddHook(new(auth.AllowHook), nil); err != nil {
@@ -52,7 +52,7 @@ func startBroker(t *testing.T, addr string) *broker {
 	return &broker{b: b, once: &once}
 }
 
-func publisher(t *testing.T, addr string) paho.Client {
+func publisher(t testing.TB, addr string) paho.Client {
 	t.Helper()
 	cl := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + addr).SetClientID(fmt.Sprintf("pub-%d", time.Now().UnixNano())).SetConnectRetry(true).SetConnectRetryInterval(50 * time.Millisecond))
 	tok := cl.Connect()
