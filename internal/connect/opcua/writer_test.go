@@ -269,3 +269,29 @@ func TestGovernedWriterTransportAck(t *testing.T) {
 		}
 	}
 }
+
+// The simulated server refuses what a real controller would: values out
+// of the recipe range, and writes to measurements.
+func TestSimulatedLineRefusesBadWrites(t *testing.T) {
+	srv := startLine(t, opcuasrv.Options{Manual: true, Seed: 8})
+	w := dialWriter(t, srv)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		node string
+		v    float64
+		code string
+	}{
+		{sim.NodeHoldPressure, 200, "BadOutOfRange"},
+		{sim.NodePartWeight, 31, "BadNotWritable"},
+	} {
+		if err := w.Write(ctx, tc.node, tc.v); err == nil || !strings.Contains(err.Error(), tc.code) {
+			t.Fatalf("write %s=%v: %v, want %s", tc.node, tc.v, err, tc.code)
+		}
+	}
+	if s := srv.Stats(); s.Writes != 0 || s.Refusals != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+	if _, err := opcuasrv.Start(ctx, opcuasrv.Options{Addr: "127.0.0.1:0", Speed: -1}); core.CodeOf(err) != core.CodeInvalidArgument {
+		t.Fatalf("speed -1: %v", err)
+	}
+}
