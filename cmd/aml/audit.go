@@ -61,13 +61,7 @@ holds exactly that entry.`,
 			if err != nil {
 				return err
 			}
-			return a.emit(res, func(w io.Writer) {
-				fmt.Fprintf(w, "audit log verified: %d entr%s checked", res.Entries, auditPlural(res.Entries, "y", "ies"))
-				if expectHead != "" {
-					fmt.Fprintf(w, ", recorded head %d present", seq)
-				}
-				fmt.Fprintf(w, "\nhead %d:%s\n", res.HeadSeq, res.Head)
-			})
+			return a.emit(res, func(w io.Writer) { printAuditVerify(w, res, expectHead != "", seq) })
 		},
 	}
 	verify.Flags().StringVar(&expectHead, "expect-head", "", "also require this head recorded earlier (SEQ:HASH); detects a truncated or rewritten tail")
@@ -96,23 +90,10 @@ holds exactly that entry.`,
 			if err != nil {
 				return err
 			}
-			return a.emit(es, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "SEQ\tAT\tACTOR\tACTION\tSUBJECT\tLINE\tHASH\tPAYLOAD")
-				for _, e := range es {
-					line := e.LineID
-					if line == "" {
-						line = "-"
-					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.12s…\t%s\n", e.Seq, e.At.Format("2006-01-02T15:04:05.000Z"), e.Actor, e.Action, e.Subject, line, e.Hash, auditEllipsis(string(e.Payload), 60))
-				}
-				tw.Flush()
-				fmt.Fprintf(w, "%d entr%s", len(es), auditPlural(int64(len(es)), "y", "ies"))
-				if len(es) == limit {
-					fmt.Fprintf(w, "; more may exist: continue with --after %d", es[len(es)-1].Seq)
-				}
-				fmt.Fprintln(w)
-			})
+			if es == nil {
+				es = []audit.Entry{}
+			}
+			return a.emit(es, func(w io.Writer) { printAudit(w, es, limit) })
 		},
 	}
 	fl := list.Flags()
@@ -138,4 +119,30 @@ func auditEllipsis(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+func printAuditVerify(w io.Writer, res audit.VerifyResult, expected bool, seq int64) {
+	fmt.Fprintf(w, "audit log verified: %d entr%s checked", res.Entries, auditPlural(res.Entries, "y", "ies"))
+	if expected {
+		fmt.Fprintf(w, ", recorded head %d present", seq)
+	}
+	fmt.Fprintf(w, "\nhead %d:%s\n", res.HeadSeq, res.Head)
+}
+
+func printAudit(w io.Writer, es []audit.Entry, limit int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tAT\tACTOR\tACTION\tSUBJECT\tLINE\tHASH\tPAYLOAD")
+	for _, e := range es {
+		line := e.LineID
+		if line == "" {
+			line = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.12s…\t%s\n", e.Seq, e.At.Format("2006-01-02T15:04:05.000Z"), e.Actor, e.Action, e.Subject, line, e.Hash, auditEllipsis(string(e.Payload), 60))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d entr%s", len(es), auditPlural(int64(len(es)), "y", "ies"))
+	if len(es) == limit {
+		fmt.Fprintf(w, "; more may exist: continue with --after %d", es[len(es)-1].Seq)
+	}
+	fmt.Fprintln(w)
 }

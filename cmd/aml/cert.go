@@ -55,10 +55,8 @@ func newCertCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pemText := string(k.PublicPEM())
-			return a.emit(map[string]string{"keyId": k.ID, "algorithm": "ed25519", "publicKeyPem": pemText}, func(w io.Writer) {
-				fmt.Fprint(w, pemText)
-			})
+			out := certKeyOutput{KeyID: k.ID, Algorithm: "ed25519", PublicKeyPEM: string(k.PublicPEM())}
+			return a.emit(out, func(w io.Writer) { fmt.Fprint(w, out.PublicKeyPEM) })
 		},
 	}
 
@@ -88,21 +86,10 @@ func newCertCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.emit(items, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tSTATUS\tLINE\tTRIAL\tREQUESTED BY\tAPPROVED BY\tEXPIRES\tIMPROVEMENT\tVERIFIED")
-				for _, it := range items {
-					c := it.Cert
-					v := "yes"
-					if !it.Verified {
-						v = "NO: " + it.Problem
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.4g\t%s\n", c.RecommendationID, c.Status, it.LineID, certDash(c.TrialID), c.CreatedBy, certDash(c.ApprovedBy),
-						certTime(c.ExpiresAt), c.BaselineComparison.Improvement, v)
-				}
-				tw.Flush()
-				fmt.Fprintf(w, "%d certificate(s)\n", len(items))
-			})
+			if items == nil {
+				items = []sqlite.CertListItem{}
+			}
+			return a.emit(items, func(w io.Writer) { printCerts(w, items) })
 		},
 	}
 	list.Flags().StringVar(&lStatus, "status", "", "only certificates with this status")
@@ -160,10 +147,7 @@ approve the certificate. It expires after --ttl (at most 24h).`,
 			if err != nil {
 				return err
 			}
-			return a.emit(r, func(w io.Writer) {
-				fmt.Fprintf(w, "certificate %s issued for trial %s (status %s, expires %s)\nhash %s\nsigned by key %s; another person approves: aml cert approve %s --as PERSON\n",
-					r.Cert.RecommendationID, r.Cert.TrialID, r.Cert.Status, certTime(r.Cert.ExpiresAt), r.Cert.CertificateHash, r.Cert.KeyID, r.Cert.RecommendationID)
-			})
+			return a.emit(r, func(w io.Writer) { printIssued(w, r) })
 		},
 	}
 	issue.Flags().StringVar(&iTrial, "trial", "", "the stored trial to certify")
@@ -229,18 +213,7 @@ exits 1 with AML_CERT_INVALID naming the check.`,
 			if len(rep.Checks) == 0 {
 				return verr
 			}
-			if err := a.emit(rep, func(w io.Writer) {
-				for _, ch := range rep.Checks {
-					mark := "ok  "
-					if !ch.OK {
-						mark = "FAIL"
-					}
-					fmt.Fprintf(w, "%s %-16s %s\n", mark, ch.Name, ch.Detail)
-				}
-				if rep.OK {
-					fmt.Fprintf(w, "certificate %s verified (status %s, key %s, %d audit entries)\n", rep.CertificateID, rep.Status, rep.KeyID, rep.AuditEntries)
-				}
-			}); err != nil {
+			if err := a.emit(rep, func(w io.Writer) { printCertVerify(w, rep) }); err != nil {
 				return err
 			}
 			return verr
@@ -301,17 +274,19 @@ func (a *app) certTransition(cmd *cobra.Command, id string, step func(*sqlite.St
 	if err != nil {
 		return err
 	}
-	return a.emit(r, func(w io.Writer) {
-		c := r.Cert
-		fmt.Fprintf(w, "certificate %s is %s", c.RecommendationID, c.Status)
-		switch c.Status {
-		case contract.CertApproved:
-			fmt.Fprintf(w, " (approved by %s at %s, expires %s)", c.ApprovedBy, certTime(c.ApprovedAt), certTime(c.ExpiresAt))
-		case contract.CertRevoked:
-			fmt.Fprintf(w, " (revoked by %s: %s)", c.RevokedBy, c.RevokeReason)
-		}
-		fmt.Fprintln(w)
-	})
+	return a.emit(r, func(w io.Writer) { printTransition(w, r) })
+}
+
+func printTransition(w io.Writer, r *sqlite.CertRecord) {
+	c := r.Cert
+	fmt.Fprintf(w, "certificate %s is %s", c.RecommendationID, c.Status)
+	switch c.Status {
+	case contract.CertApproved:
+		fmt.Fprintf(w, " (approved by %s at %s, expires %s)", c.ApprovedBy, certTime(c.ApprovedAt), certTime(c.ExpiresAt))
+	case contract.CertRevoked:
+		fmt.Fprintf(w, " (revoked by %s: %s)", c.RevokedBy, c.RevokeReason)
+	}
+	fmt.Fprintln(w)
 }
 
 // seedValues are the recording writer's initial node values: the
@@ -399,5 +374,47 @@ func printCert(w io.Writer, r *sqlite.CertRecord) {
 			parts[i] = fmt.Sprintf("%s=%g", k, step[k])
 		}
 		fmt.Fprintf(w, "first step (what a write applies): %s  (%d steps certified)\n", strings.Join(parts, " "), len(c.CandidateControlTrajectory))
+	}
+}
+
+// certKeyOutput is what "aml cert key" prints (and GET /certificates/key
+// returns).
+type certKeyOutput struct {
+	KeyID        string `json:"keyId"`
+	Algorithm    string `json:"algorithm"`
+	PublicKeyPEM string `json:"publicKeyPem"`
+}
+
+func printCerts(w io.Writer, items []sqlite.CertListItem) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tLINE\tTRIAL\tREQUESTED BY\tAPPROVED BY\tEXPIRES\tIMPROVEMENT\tVERIFIED")
+	for _, it := range items {
+		c := it.Cert
+		v := "yes"
+		if !it.Verified {
+			v = "NO: " + it.Problem
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.4g\t%s\n", c.RecommendationID, c.Status, it.LineID, certDash(c.TrialID), c.CreatedBy, certDash(c.ApprovedBy),
+			certTime(c.ExpiresAt), c.BaselineComparison.Improvement, v)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d certificate(s)\n", len(items))
+}
+
+func printIssued(w io.Writer, r *sqlite.CertRecord) {
+	fmt.Fprintf(w, "certificate %s issued for trial %s (status %s, expires %s)\nhash %s\nsigned by key %s; another person approves: aml cert approve %s --as PERSON\n",
+		r.Cert.RecommendationID, r.Cert.TrialID, r.Cert.Status, certTime(r.Cert.ExpiresAt), r.Cert.CertificateHash, r.Cert.KeyID, r.Cert.RecommendationID)
+}
+
+func printCertVerify(w io.Writer, rep govern.VerifyReport) {
+	for _, ch := range rep.Checks {
+		mark := "ok  "
+		if !ch.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(w, "%s %-16s %s\n", mark, ch.Name, ch.Detail)
+	}
+	if rep.OK {
+		fmt.Fprintf(w, "certificate %s verified (status %s, key %s, %d audit entries)\n", rep.CertificateID, rep.Status, rep.KeyID, rep.AuditEntries)
 	}
 }

@@ -75,17 +75,8 @@ registered unless every file was written. Quotas: --max-windows and
 			if err := shareDataset(cmd.Context(), s, arts, a.dataDir, res.Dataset); err != nil {
 				return err
 			}
-			d := res.Dataset
-			out := map[string]any{"dataset": d, "dropped": res.Report.Dropped, "lineage": res.Manifest.Lineage, "shapes": res.Manifest.Shapes, "seconds": time.Since(t0).Seconds()}
-			return a.emit(out, func(w io.Writer) {
-				fmt.Fprintf(w, "built dataset %s in %.2fs\n", d.ID, time.Since(t0).Seconds())
-				fmt.Fprintf(w, "  sha256   %s\n  windows  train %d, val %d, test %d (from %d runs)\n  size     %.1f MiB at %s\n",
-					d.SHA256, d.TrainWindows, d.ValWindows, d.TestWindows, d.Runs, float64(d.Bytes)/(1<<20), d.Path)
-				fmt.Fprintf(w, "  lineage  %s\n", lineageText(res.Manifest.Lineage))
-				for _, r := range res.Report.Dropped {
-					fmt.Fprintf(w, "  dropped  %s: %s\n", r.RunID, r.Reason)
-				}
-			})
+			out := buildOutput{Dataset: res.Dataset, Dropped: res.Report.Dropped, Lineage: res.Manifest.Lineage, Shapes: res.Manifest.Shapes, Seconds: time.Since(t0).Seconds()}
+			return a.emit(out, func(w io.Writer) { printBuild(w, out) })
 		},
 	}
 	build.Flags().StringVar(&specPath, "spec", "", "dataset spec JSON file (required)")
@@ -104,15 +95,10 @@ registered unless every file was written. Quotas: --max-windows and
 			if err != nil {
 				return err
 			}
-			return a.emit(ds, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tRECIPE\tPURPOSE\tTRAIN\tVAL\tTEST\tRUNS\tLINEAGE\tSHA256\tCREATED")
-				for _, d := range ds {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%v\t%.12s\t%s\n", d.ID, d.RecipeID, d.Purpose, d.TrainWindows, d.ValWindows, d.TestWindows, d.Runs, d.LineageVerified, d.SHA256, d.CreatedAt.Format(time.RFC3339))
-				}
-				tw.Flush()
-				fmt.Fprintf(w, "%d dataset(s)\n", len(ds))
-			})
+			if ds == nil {
+				ds = []core.Dataset{}
+			}
+			return a.emit(ds, func(w io.Writer) { printDatasets(w, ds) })
 		},
 	}
 	list.Flags().StringVar(&f.Line, "line", "", "only datasets of this line")
@@ -133,36 +119,11 @@ registered unless every file was written. Quotas: --max-windows and
 			if err != nil {
 				return err
 			}
-			out := map[string]any{"dataset": d, "manifest": m, "references": refs}
-			return a.emit(out, func(w io.Writer) {
-				fmt.Fprintf(w, "dataset  %s (%s, %s)\nrecipe   %s / %s / %s\nsha256   %s\ncreated  %s by %s\n", d.ID, m.Kind, d.Purpose, d.LineID, d.ProductID, d.RecipeID, d.SHA256, d.CreatedAt.Format(time.RFC3339), d.CreatedBy)
-				if d.Note != "" {
-					fmt.Fprintf(w, "note     %s\n", d.Note)
-				}
-				fmt.Fprintf(w, "beat     %d ms, history %d, horizon %d, stride %d\n", m.BeatMs, m.HistorySteps, m.HorizonSteps, m.Stride)
-				fmt.Fprintf(w, "columns  %s\n", strings.Join(m.AllNodes, ", "))
-				fmt.Fprintf(w, "controls %s\ntargets  %s\n", strings.Join(m.Controls, ", "), strings.Join(m.Targets, ", "))
-				for _, k := range []string{"x", "u", "y", "timestamps", "mask", "grid"} {
-					if sh, ok := m.Shapes[k]; ok {
-						fmt.Fprintf(w, "  %-10s %v\n", k, sh)
-					}
-				}
-				fmt.Fprintf(w, "split    %s (seed %d): train %d [%s]  val %d [%s]  test %d [%s]\n", m.Split.Mode, m.Split.Seed,
-					m.Split.Train.Count, strings.Join(m.Split.Train.RunIDs, " "), m.Split.Val.Count, strings.Join(m.Split.Val.RunIDs, " "), m.Split.Test.Count, strings.Join(m.Split.Test.RunIDs, " "))
-				fmt.Fprintf(w, "lineage  %s\n", lineageText(m.Lineage))
-				fmt.Fprintf(w, "norm     %s\n", m.Norm.Rule)
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "  COLUMN\tROLE\tUNIT\tMEAN\tSTD")
-				for j, n := range m.Nodes {
-					if j < len(m.Norm.X.Mean) {
-						fmt.Fprintf(tw, "  %s\t%s\t%s\t%.6g\t%.6g\n", n.NodeID, n.Role, n.ModelUnit, m.Norm.X.Mean[j], m.Norm.X.Std[j])
-					}
-				}
-				tw.Flush()
-				if len(refs) > 0 {
-					fmt.Fprintf(w, "used by  %d reference(s)\n", len(refs))
-				}
-			})
+			if refs == nil {
+				refs = []core.DatasetRef{}
+			}
+			out := datasetDetail{Dataset: d, Manifest: m, References: refs}
+			return a.emit(out, func(w io.Writer) { printDatasetDetail(w, out) })
 		},
 	}
 	verify := &cobra.Command{
@@ -176,9 +137,7 @@ registered unless every file was written. Quotas: --max-windows and
 			if err != nil {
 				return err
 			}
-			return a.emit(res, func(w io.Writer) {
-				fmt.Fprintf(w, "dataset %s verified: %d artifact(s), %.1f MiB, sha256 %s\n", d.ID, res.Artifacts, float64(res.Bytes)/(1<<20), d.SHA256)
-			})
+			return a.emit(res, func(w io.Writer) { printDatasetVerify(w, d, res) })
 		},
 	}
 	report := &cobra.Command{
@@ -205,11 +164,42 @@ registered unless every file was written. Quotas: --max-windows and
 			if err := dataset.Delete(cmd.Context(), s, a.dataDir, args[0]); err != nil {
 				return err
 			}
-			return a.emit(map[string]any{"deleted": args[0]}, func(w io.Writer) { fmt.Fprintf(w, "deleted dataset %s\n", args[0]) })
+			return a.emit(map[string]any{"deleted": args[0]}, func(w io.Writer) { printDeleted(w, args[0]) })
 		},
 	}
 	cmd.AddCommand(build, list, show, verify, report, del)
 	return cmd
+}
+
+func printDatasetDetail(w io.Writer, out datasetDetail) {
+	d, m, refs := out.Dataset, out.Manifest, out.References
+	fmt.Fprintf(w, "dataset  %s (%s, %s)\nrecipe   %s / %s / %s\nsha256   %s\ncreated  %s by %s\n", d.ID, m.Kind, d.Purpose, d.LineID, d.ProductID, d.RecipeID, d.SHA256, d.CreatedAt.Format(time.RFC3339), d.CreatedBy)
+	if d.Note != "" {
+		fmt.Fprintf(w, "note     %s\n", d.Note)
+	}
+	fmt.Fprintf(w, "beat     %d ms, history %d, horizon %d, stride %d\n", m.BeatMs, m.HistorySteps, m.HorizonSteps, m.Stride)
+	fmt.Fprintf(w, "columns  %s\n", strings.Join(m.AllNodes, ", "))
+	fmt.Fprintf(w, "controls %s\ntargets  %s\n", strings.Join(m.Controls, ", "), strings.Join(m.Targets, ", "))
+	for _, k := range []string{"x", "u", "y", "timestamps", "mask", "grid"} {
+		if sh, ok := m.Shapes[k]; ok {
+			fmt.Fprintf(w, "  %-10s %v\n", k, sh)
+		}
+	}
+	fmt.Fprintf(w, "split    %s (seed %d): train %d [%s]  val %d [%s]  test %d [%s]\n", m.Split.Mode, m.Split.Seed,
+		m.Split.Train.Count, strings.Join(m.Split.Train.RunIDs, " "), m.Split.Val.Count, strings.Join(m.Split.Val.RunIDs, " "), m.Split.Test.Count, strings.Join(m.Split.Test.RunIDs, " "))
+	fmt.Fprintf(w, "lineage  %s\n", lineageText(m.Lineage))
+	fmt.Fprintf(w, "norm     %s\n", m.Norm.Rule)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  COLUMN\tROLE\tUNIT\tMEAN\tSTD")
+	for j, n := range m.Nodes {
+		if j < len(m.Norm.X.Mean) {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%.6g\t%.6g\n", n.NodeID, n.Role, n.ModelUnit, m.Norm.X.Mean[j], m.Norm.X.Std[j])
+		}
+	}
+	tw.Flush()
+	if len(refs) > 0 {
+		fmt.Fprintf(w, "used by  %d reference(s)\n", len(refs))
+	}
 }
 
 func lineageText(l dataset.Lineage) string {
@@ -275,3 +265,48 @@ func (a *app) dataset(ctx context.Context, id string) (*sqlite.Store, core.Datas
 	d, err := s.GetDataset(ctx, id)
 	return s, d, err
 }
+
+// buildOutput is what "aml dataset build" prints (and POST /datasets
+// returns).
+type buildOutput struct {
+	Dataset core.Dataset        `json:"dataset"`
+	Dropped []dataset.RunReason `json:"dropped"`
+	Lineage dataset.Lineage     `json:"lineage"`
+	Shapes  map[string][]int    `json:"shapes"`
+	Seconds float64             `json:"seconds"`
+}
+
+// datasetDetail is what "aml dataset show" prints (and GET /datasets/{id}
+// returns).
+type datasetDetail struct {
+	Dataset    core.Dataset      `json:"dataset"`
+	Manifest   *dataset.Manifest `json:"manifest"`
+	References []core.DatasetRef `json:"references"`
+}
+
+func printBuild(w io.Writer, out buildOutput) {
+	d := out.Dataset
+	fmt.Fprintf(w, "built dataset %s in %.2fs\n", d.ID, out.Seconds)
+	fmt.Fprintf(w, "  sha256   %s\n  windows  train %d, val %d, test %d (from %d runs)\n  size     %.1f MiB at %s\n",
+		d.SHA256, d.TrainWindows, d.ValWindows, d.TestWindows, d.Runs, float64(d.Bytes)/(1<<20), d.Path)
+	fmt.Fprintf(w, "  lineage  %s\n", lineageText(out.Lineage))
+	for _, r := range out.Dropped {
+		fmt.Fprintf(w, "  dropped  %s: %s\n", r.RunID, r.Reason)
+	}
+}
+
+func printDatasets(w io.Writer, ds []core.Dataset) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRECIPE\tPURPOSE\tTRAIN\tVAL\tTEST\tRUNS\tLINEAGE\tSHA256\tCREATED")
+	for _, d := range ds {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%v\t%.12s\t%s\n", d.ID, d.RecipeID, d.Purpose, d.TrainWindows, d.ValWindows, d.TestWindows, d.Runs, d.LineageVerified, d.SHA256, d.CreatedAt.Format(time.RFC3339))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d dataset(s)\n", len(ds))
+}
+
+func printDatasetVerify(w io.Writer, d core.Dataset, res dataset.VerifyResult) {
+	fmt.Fprintf(w, "dataset %s verified: %d artifact(s), %.1f MiB, sha256 %s\n", d.ID, res.Artifacts, float64(res.Bytes)/(1<<20), d.SHA256)
+}
+
+func printDeleted(w io.Writer, id string) { fmt.Fprintf(w, "deleted dataset %s\n", id) }

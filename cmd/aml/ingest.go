@@ -130,35 +130,8 @@ skipped and counted by reason. Re-ingesting a file is idempotent.`,
 				}
 				return err
 			}
-			out := map[string]any{"files": reports, "samples": samples, "seconds": secs}
-			return a.emit(out, func(w io.Writer) {
-				for _, r := range reports {
-					created := ""
-					if r.RunCreated {
-						created = " (created)"
-					}
-					fmt.Fprintf(w, "%s: %s CSV, %d rows, %d samples of %d node(s) (%d new) → run %s%s, %s … %s\n",
-						r.File, r.Shape, r.Rows, r.Samples, len(r.Nodes), r.NewNodes, r.Run, created, fmtMs(r.FirstTs), fmtMs(r.LastTs))
-					if r.Missing > 0 {
-						fmt.Fprintf(w, "  %d empty/NaN cell(s) skipped\n", r.Missing)
-					}
-					if r.Skipped > 0 {
-						fmt.Fprintf(w, "  skipped %d bad row(s):", r.Skipped)
-						for reason, n := range r.SkipReasons {
-							fmt.Fprintf(w, " %s %d;", reason, n)
-						}
-						fmt.Fprintln(w)
-						for _, l := range r.FirstSkipped {
-							fmt.Fprintf(w, "    %s\n", l)
-						}
-					}
-				}
-				rate := 0.0
-				if secs > 0 {
-					rate = float64(samples) / secs
-				}
-				fmt.Fprintf(w, "ingested %d samples from %d file(s) in %.2fs (%.0f samples/s)\n", samples, len(reports), secs, rate)
-			})
+			out := ingestOutput{Files: reports, Samples: samples, Seconds: secs}
+			return a.emit(out, func(w io.Writer) { printIngest(w, out) })
 		},
 	}
 	fl := csvCmd.Flags()
@@ -203,4 +176,40 @@ func firstTime(path string, opts ingest.CSVOptions) (int64, error) {
 func hasTimeCol(path string, opts ingest.CSVOptions) bool {
 	_, err := firstTime(path, ingest.CSVOptions{Line: opts.Line, Product: opts.Product, Recipe: opts.Recipe, TimeCol: opts.TimeCol, TimeUnit: opts.TimeUnit, IgnoreCols: opts.IgnoreCols})
 	return err == nil
+}
+
+// ingestOutput is what "aml ingest csv" prints.
+type ingestOutput struct {
+	Files   []ingest.FileReport `json:"files"`
+	Samples int                 `json:"samples"`
+	Seconds float64             `json:"seconds"`
+}
+
+func printIngest(w io.Writer, out ingestOutput) {
+	for _, r := range out.Files {
+		created := ""
+		if r.RunCreated {
+			created = " (created)"
+		}
+		fmt.Fprintf(w, "%s: %s CSV, %d rows, %d samples of %d node(s) (%d new) → run %s%s, %s … %s\n",
+			r.File, r.Shape, r.Rows, r.Samples, len(r.Nodes), r.NewNodes, r.Run, created, fmtMs(r.FirstTs), fmtMs(r.LastTs))
+		if r.Missing > 0 {
+			fmt.Fprintf(w, "  %d empty/NaN cell(s) skipped\n", r.Missing)
+		}
+		if r.Skipped > 0 {
+			fmt.Fprintf(w, "  skipped %d bad row(s):", r.Skipped)
+			for reason, n := range r.SkipReasons {
+				fmt.Fprintf(w, " %s %d;", reason, n)
+			}
+			fmt.Fprintln(w)
+			for _, l := range r.FirstSkipped {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+	}
+	rate := 0.0
+	if out.Seconds > 0 {
+		rate = float64(out.Samples) / out.Seconds
+	}
+	fmt.Fprintf(w, "ingested %d samples from %d file(s) in %.2fs (%.0f samples/s)\n", out.Samples, len(out.Files), out.Seconds, rate)
 }

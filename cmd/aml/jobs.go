@@ -127,7 +127,7 @@ progress bar and the command ends when the job does (exit 1 unless done).`,
 			}
 			if !wait {
 				return a.emit(j, func(w io.Writer) {
-					fmt.Fprintf(w, "queued job %s (%s on %s)\nrun 'aml worker' (or 'aml serve') to execute it, or submit with --wait\n", j.ID, j.TrainerRef, j.DatasetID)
+					printQueued(w, j)
 				})
 			}
 			return a.runAndWait(ctx, r, bus, j.ID)
@@ -168,15 +168,10 @@ progress bar and the command ends when the job does (exit 1 unless done).`,
 			if err != nil {
 				return err
 			}
-			return a.emit(js, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "JOB\tSTATUS\tPROGRESS\tTRAINER\tDATASET\tMODEL\tCREATED")
-				for _, j := range js {
-					fmt.Fprintf(tw, "%s\t%s\t%.0f%%\t%s\t%s\t%s\t%s\n", j.ID, j.Status, 100*j.Progress, j.TrainerRef, j.DatasetID, j.ModelID, j.CreatedAt.Format(time.RFC3339))
-				}
-				tw.Flush()
-				fmt.Fprintf(w, "%d job(s)\n", len(js))
-			})
+			if js == nil {
+				js = []core.Job{}
+			}
+			return a.emit(js, func(w io.Writer) { printJobs(w, js) })
 		}}
 	var st string
 	list.Flags().StringVar(&st, "status", "", "only jobs in this status")
@@ -193,13 +188,7 @@ progress bar and the command ends when the job does (exit 1 unless done).`,
 			if err != nil {
 				return err
 			}
-			return a.emit(j, func(w io.Writer) {
-				if j.Status == core.JobCancelled {
-					fmt.Fprintf(w, "cancelled job %s\n", j.ID)
-				} else {
-					fmt.Fprintf(w, "cancel requested for running job %s; its worker stops it within a second\n", j.ID)
-				}
-			})
+			return a.emit(j, func(w io.Writer) { printCancel(w, j) })
 		}}
 	retry := &cobra.Command{Use: "retry ID", Short: "Retry a finished job as a new experiment (parent = ID)", Args: argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -214,7 +203,7 @@ progress bar and the command ends when the job does (exit 1 unless done).`,
 			if wait {
 				return a.runAndWait(cmd.Context(), r, bus, j.ID)
 			}
-			return a.emit(j, func(w io.Writer) { fmt.Fprintf(w, "queued job %s (retry of %s)\n", j.ID, args[0]) })
+			return a.emit(j, func(w io.Writer) { printRetry(w, j, args[0]) })
 		}}
 	retry.Flags().BoolVar(&wait, "wait", false, "run the retry here and wait")
 	var follow bool
@@ -391,15 +380,10 @@ func newModelCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.emit(ms, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "MODEL\tSTAGE\tGATES\tTRAINER\tRECIPE\tPURPOSE\tLINEAGE\tCREATED")
-				for _, m := range ms {
-					fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%v\t%s\n", m.ID, m.Stage, m.GatePassed, m.TrainerRef, m.RecipeID, m.Purpose, m.LineageVerified, m.CreatedAt.Format(time.RFC3339))
-				}
-				tw.Flush()
-				fmt.Fprintf(w, "%d model(s)\n", len(ms))
-			})
+			if ms == nil {
+				ms = []core.Model{}
+			}
+			return a.emit(ms, func(w io.Writer) { printModels(w, ms) })
 		}}
 	list.Flags().StringVar(&f.Stage, "stage", "", "only models in this stage")
 	list.Flags().StringVar(&f.Recipe, "recipe", "", "only models of this recipe")
@@ -416,6 +400,9 @@ func newModelCmd(a *app) *cobra.Command {
 			h, err := s.ModelHistory(cmd.Context(), m.ID)
 			if err != nil {
 				return err
+			}
+			if h == nil {
+				h = []core.StageChange{}
 			}
 			return a.emit(map[string]any{"model": m, "history": h}, func(w io.Writer) { printModel(w, m, h) })
 		}}
@@ -454,7 +441,7 @@ func (a *app) moveModel(ctx context.Context, id, to, reason, expect string) erro
 	if err != nil {
 		return err
 	}
-	return a.emit(m, func(w io.Writer) { fmt.Fprintf(w, "model %s is now %s\n", m.ID, m.Stage) })
+	return a.emit(m, func(w io.Writer) { printMoved(w, m) })
 }
 
 func printModel(w io.Writer, m core.Model, h []core.StageChange) {
@@ -562,3 +549,41 @@ func (a *app) recalibrationLoop(ctx context.Context, r *jobs.Runner, every time.
 		}
 	}
 }
+
+func printQueued(w io.Writer, j core.Job) {
+	fmt.Fprintf(w, "queued job %s (%s on %s)\nrun 'aml worker' (or 'aml serve') to execute it, or submit with --wait\n", j.ID, j.TrainerRef, j.DatasetID)
+}
+
+func printJobs(w io.Writer, js []core.Job) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSTATUS\tPROGRESS\tTRAINER\tDATASET\tMODEL\tCREATED")
+	for _, j := range js {
+		fmt.Fprintf(tw, "%s\t%s\t%.0f%%\t%s\t%s\t%s\t%s\n", j.ID, j.Status, 100*j.Progress, j.TrainerRef, j.DatasetID, j.ModelID, j.CreatedAt.Format(time.RFC3339))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d job(s)\n", len(js))
+}
+
+func printCancel(w io.Writer, j core.Job) {
+	if j.Status == core.JobCancelled {
+		fmt.Fprintf(w, "cancelled job %s\n", j.ID)
+	} else {
+		fmt.Fprintf(w, "cancel requested for running job %s; its worker stops it within a second\n", j.ID)
+	}
+}
+
+func printRetry(w io.Writer, j core.Job, of string) {
+	fmt.Fprintf(w, "queued job %s (retry of %s)\n", j.ID, of)
+}
+
+func printModels(w io.Writer, ms []core.Model) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tSTAGE\tGATES\tTRAINER\tRECIPE\tPURPOSE\tLINEAGE\tCREATED")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%v\t%s\n", m.ID, m.Stage, m.GatePassed, m.TrainerRef, m.RecipeID, m.Purpose, m.LineageVerified, m.CreatedAt.Format(time.RFC3339))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d model(s)\n", len(ms))
+}
+
+func printMoved(w io.Writer, m core.Model) { fmt.Fprintf(w, "model %s is now %s\n", m.ID, m.Stage) }

@@ -108,32 +108,8 @@ calibrated at evaluation; measured values are shown where the run has them.`,
 				}
 				out = append(out, pr)
 			}
-			res := map[string]any{"model": m.ID, "run": run, "from": w.AtMs, "targets": man.Targets, "steps": out, "intervals": widths != nil}
-			return a.emit(res, func(wr io.Writer) {
-				fmt.Fprintf(wr, "model %s on run %s from %s (%s)\n", m.ID, run, fmtMs(w.AtMs), time.Duration(man.BeatMs)*time.Millisecond)
-				tw := tabwriter.NewWriter(wr, 0, 0, 2, ' ', tabwriter.AlignRight)
-				fmt.Fprint(tw, "time\t")
-				for _, t := range man.Targets {
-					fmt.Fprintf(tw, "%s\tinterval\tmeasured\t", t)
-				}
-				fmt.Fprintln(tw)
-				for _, pr := range out {
-					fmt.Fprintf(tw, "%s\t", pr.Time)
-					for k := range man.Targets {
-						iv := "-"
-						if len(pr.Lo) > k {
-							iv = fmt.Sprintf("[%.4g, %.4g]", pr.Lo[k], pr.Hi[k])
-						}
-						ms := "-"
-						if pr.Measured[k] != nil {
-							ms = fmt.Sprintf("%.5g", *pr.Measured[k])
-						}
-						fmt.Fprintf(tw, "%.5g\t%s\t%s\t", pr.Pred[k], iv, ms)
-					}
-					fmt.Fprintln(tw)
-				}
-				tw.Flush()
-			})
+			res := predictOutput{Model: m.ID, Run: run, From: w.AtMs, Targets: man.Targets, Steps: out, Intervals: widths != nil}
+			return a.emit(res, func(wr io.Writer) { printPrediction(wr, res, man.BeatMs) })
 		},
 	}
 	cmd.Flags().StringVar(&run, "run", "", "run id (required)")
@@ -157,3 +133,39 @@ func conformalWidths(metrics json.RawMessage) [][]float64 {
 }
 
 var _ = filepath.Join
+
+// predictOutput is what "aml model predict" prints.
+type predictOutput struct {
+	Model     string       `json:"model"`
+	Run       string       `json:"run"`
+	From      int64        `json:"from"`
+	Targets   []string     `json:"targets"`
+	Steps     []prediction `json:"steps"`
+	Intervals bool         `json:"intervals"`
+}
+
+func printPrediction(wr io.Writer, res predictOutput, beatMs int64) {
+	fmt.Fprintf(wr, "model %s on run %s from %s (%s)\n", res.Model, res.Run, fmtMs(res.From), time.Duration(beatMs)*time.Millisecond)
+	tw := tabwriter.NewWriter(wr, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "time\t")
+	for _, t := range res.Targets {
+		fmt.Fprintf(tw, "%s\tinterval\tmeasured\t", t)
+	}
+	fmt.Fprintln(tw)
+	for _, pr := range res.Steps {
+		fmt.Fprintf(tw, "%s\t", pr.Time)
+		for k := range res.Targets {
+			iv := "-"
+			if len(pr.Lo) > k {
+				iv = fmt.Sprintf("[%.4g, %.4g]", pr.Lo[k], pr.Hi[k])
+			}
+			ms := "-"
+			if pr.Measured[k] != nil {
+				ms = fmt.Sprintf("%.5g", *pr.Measured[k])
+			}
+			fmt.Fprintf(tw, "%.5g\t%s\t%s\t", pr.Pred[k], iv, ms)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}

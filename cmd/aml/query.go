@@ -56,22 +56,7 @@ func newRunsCmd(a *app) *cobra.Command {
 			if runs == nil {
 				runs = []core.Run{}
 			}
-			return a.emit(runs, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "RUN\tLINE\tPRODUCT\tRECIPE\tVER\tSTARTED\tENDED\tSTATUS")
-				for _, r := range runs {
-					ver, end := "-", "-"
-					if r.RecipeVersion != nil {
-						ver = strconv.Itoa(*r.RecipeVersion)
-					}
-					if r.EndedMs != nil {
-						end = fmtMs(*r.EndedMs)
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.LineID, r.ProductID, r.RecipeID, ver, fmtMs(r.StartedMs), end, r.Status)
-				}
-				tw.Flush()
-				fmt.Fprintf(w, "%d run(s)\n", len(runs))
-			})
+			return a.emit(runs, func(w io.Writer) { printRuns(w, runs) })
 		},
 	}
 	list.Flags().StringVar(&f.Line, "line", "", "only runs of this line")
@@ -103,38 +88,8 @@ func newRunsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := struct {
-				core.Run
-				Segments []core.ContextSegment `json:"contextSegments"`
-				Samples  map[string]int64      `json:"samplesByNode"`
-			}{r, segs, counts}
-			return a.emit(out, func(w io.Writer) {
-				fmt.Fprintf(w, "run       %s (%s)\nline      %s\nproduct   %s\nrecipe    %s", r.ID, r.Status, r.LineID, r.ProductID, r.RecipeID)
-				if r.RecipeVersion != nil {
-					fmt.Fprintf(w, " v%d", *r.RecipeVersion)
-				}
-				fmt.Fprintf(w, "\nstarted   %s\n", fmtMs(r.StartedMs))
-				if r.EndedMs != nil {
-					fmt.Fprintf(w, "ended     %s (%s)\n", fmtMs(*r.EndedMs), time.Duration(*r.EndedMs-r.StartedMs)*time.Millisecond)
-				}
-				fmt.Fprintf(w, "context segments: %d\n", len(segs))
-				for _, sg := range segs {
-					fmt.Fprintf(w, "  #%d recipe %s v%d hash %.12s… confirmed by %s at %s\n", sg.ID, sg.RecipeID, sg.RecipeVersion, sg.ContentHash, sg.ConfirmedBy, sg.ConfirmedAt.Format(time.RFC3339))
-				}
-				names := make([]string, 0, len(counts))
-				var total int64
-				for n, c := range counts {
-					names = append(names, n)
-					total += c
-				}
-				sort.Strings(names)
-				fmt.Fprintf(w, "samples: %d over %d node(s)\n", total, len(names))
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				for _, n := range names {
-					fmt.Fprintf(tw, "  %s\t%d\n", n, counts[n])
-				}
-				tw.Flush()
-			})
+			out := runDetail{r, segs, counts}
+			return a.emit(out, func(w io.Writer) { printRunDetail(w, out) })
 		},
 	}
 	cmd.AddCommand(list, show)
@@ -160,15 +115,7 @@ func newNodesCmd(a *app) *cobra.Command {
 			if nodes == nil {
 				nodes = []core.Node{}
 			}
-			return a.emit(nodes, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "NODE\tLINE\tKIND\tUNIT\tMIN\tMAX\tMEANING")
-				for _, n := range nodes {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.LineID, n.Kind, n.Unit, fmtOpt(n.Min), fmtOpt(n.Max), n.Meaning)
-				}
-				tw.Flush()
-				fmt.Fprintf(w, "%d node(s)\n", len(nodes))
-			})
+			return a.emit(nodes, func(w io.Writer) { printNodes(w, nodes) })
 		},
 	}
 	list.Flags().StringVar(&line, "line", "", "only nodes of this line")
@@ -228,20 +175,11 @@ buckets of avg/min/max/count (non-ok samples are counted in "bad").`,
 				if err != nil {
 					return err
 				}
-				out := struct {
-					Node     string        `json:"node"`
-					BucketMs int64         `json:"bucketMs"`
-					Buckets  []core.Bucket `json:"buckets"`
-				}{node, d.Milliseconds(), bs}
-				return a.emit(out, func(w io.Writer) {
-					tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-					fmt.Fprintln(tw, "START\tAVG\tMIN\tMAX\tCOUNT\tBAD")
-					for _, b := range bs {
-						fmt.Fprintf(tw, "%s\t%.6g\t%.6g\t%.6g\t%d\t%d\n", fmtMs(b.StartMs), b.Avg, b.Min, b.Max, b.Count, b.Bad)
-					}
-					tw.Flush()
-					fmt.Fprintf(w, "%d bucket(s)\n", len(bs))
-				})
+				if bs == nil {
+					bs = []core.Bucket{}
+				}
+				out := bucketResult{node, d.Milliseconds(), bs}
+				return a.emit(out, func(w io.Writer) { printBuckets(w, bs) })
 			}
 			out := core.Page{Node: node, Points: []core.Point{}}
 			cursor := afterMs
@@ -264,19 +202,7 @@ buckets of avg/min/max/count (non-ok samples are counted in "bad").`,
 			if !out.HasMore {
 				out.NextAfterTs = 0
 			}
-			return a.emit(out, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "TIME\tTS_MS\tVALUE\tSTATE")
-				for _, p := range out.Points {
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", fmtMs(p.TsMs), p.TsMs, strconv.FormatFloat(p.Value, 'g', -1, 64), p.State)
-				}
-				tw.Flush()
-				fmt.Fprintf(w, "%d sample(s)", len(out.Points))
-				if out.HasMore {
-					fmt.Fprintf(w, "; more exist: continue with --after %d", out.NextAfterTs)
-				}
-				fmt.Fprintln(w)
-			})
+			return a.emit(out, func(w io.Writer) { printPage(w, out) })
 		},
 	}
 	fl := query.Flags()
@@ -309,12 +235,119 @@ func newDBCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := map[string]any{"dataDir": a.dataDir, "database": s.Path(), "schemaVersion": v, "version": version}
-			return a.emit(out, func(w io.Writer) {
-				fmt.Fprintf(w, "data dir        %s\ndatabase        %s\nschema version  %d\naml version     %s\n", a.dataDir, s.Path(), v, version)
-			})
+			out := dbInfo{DataDir: a.dataDir, Database: s.Path(), SchemaVersion: v, Version: version}
+			return a.emit(out, func(w io.Writer) { printDBInfo(w, out) })
 		},
 	}
 	cmd.AddCommand(info)
 	return cmd
+}
+
+// The printers below are shared by the local commands and their --server
+// forms (client_routes.go), so both print the same thing.
+
+// runDetail is what "aml runs show" prints (and GET /runs/{id} returns).
+type runDetail struct {
+	core.Run
+	Segments []core.ContextSegment `json:"contextSegments"`
+	Samples  map[string]int64      `json:"samplesByNode"`
+}
+
+// bucketResult is what "aml ts query --bucket" prints.
+type bucketResult struct {
+	Node     string        `json:"node"`
+	BucketMs int64         `json:"bucketMs"`
+	Buckets  []core.Bucket `json:"buckets"`
+}
+
+// dbInfo is what "aml db info" prints.
+type dbInfo struct {
+	DataDir       string `json:"dataDir"`
+	Database      string `json:"database"`
+	SchemaVersion int    `json:"schemaVersion"`
+	Version       string `json:"version"`
+}
+
+func printRuns(w io.Writer, runs []core.Run) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tLINE\tPRODUCT\tRECIPE\tVER\tSTARTED\tENDED\tSTATUS")
+	for _, r := range runs {
+		ver, end := "-", "-"
+		if r.RecipeVersion != nil {
+			ver = strconv.Itoa(*r.RecipeVersion)
+		}
+		if r.EndedMs != nil {
+			end = fmtMs(*r.EndedMs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.LineID, r.ProductID, r.RecipeID, ver, fmtMs(r.StartedMs), end, r.Status)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d run(s)\n", len(runs))
+}
+
+func printRunDetail(w io.Writer, d runDetail) {
+	r, segs, counts := d.Run, d.Segments, d.Samples
+	fmt.Fprintf(w, "run       %s (%s)\nline      %s\nproduct   %s\nrecipe    %s", r.ID, r.Status, r.LineID, r.ProductID, r.RecipeID)
+	if r.RecipeVersion != nil {
+		fmt.Fprintf(w, " v%d", *r.RecipeVersion)
+	}
+	fmt.Fprintf(w, "\nstarted   %s\n", fmtMs(r.StartedMs))
+	if r.EndedMs != nil {
+		fmt.Fprintf(w, "ended     %s (%s)\n", fmtMs(*r.EndedMs), time.Duration(*r.EndedMs-r.StartedMs)*time.Millisecond)
+	}
+	fmt.Fprintf(w, "context segments: %d\n", len(segs))
+	for _, sg := range segs {
+		fmt.Fprintf(w, "  #%d recipe %s v%d hash %.12s… confirmed by %s at %s\n", sg.ID, sg.RecipeID, sg.RecipeVersion, sg.ContentHash, sg.ConfirmedBy, sg.ConfirmedAt.Format(time.RFC3339))
+	}
+	names := make([]string, 0, len(counts))
+	var total int64
+	for n, c := range counts {
+		names = append(names, n)
+		total += c
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "samples: %d over %d node(s)\n", total, len(names))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, n := range names {
+		fmt.Fprintf(tw, "  %s\t%d\n", n, counts[n])
+	}
+	tw.Flush()
+}
+
+func printNodes(w io.Writer, nodes []core.Node) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tLINE\tKIND\tUNIT\tMIN\tMAX\tMEANING")
+	for _, n := range nodes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.LineID, n.Kind, n.Unit, fmtOpt(n.Min), fmtOpt(n.Max), n.Meaning)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d node(s)\n", len(nodes))
+}
+
+func printBuckets(w io.Writer, bs []core.Bucket) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "START\tAVG\tMIN\tMAX\tCOUNT\tBAD")
+	for _, b := range bs {
+		fmt.Fprintf(tw, "%s\t%.6g\t%.6g\t%.6g\t%d\t%d\n", fmtMs(b.StartMs), b.Avg, b.Min, b.Max, b.Count, b.Bad)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d bucket(s)\n", len(bs))
+}
+
+func printPage(w io.Writer, out core.Page) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tTS_MS\tVALUE\tSTATE")
+	for _, p := range out.Points {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", fmtMs(p.TsMs), p.TsMs, strconv.FormatFloat(p.Value, 'g', -1, 64), p.State)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d sample(s)", len(out.Points))
+	if out.HasMore {
+		fmt.Fprintf(w, "; more exist: continue with --after %d", out.NextAfterTs)
+	}
+	fmt.Fprintln(w)
+}
+
+func printDBInfo(w io.Writer, i dbInfo) {
+	fmt.Fprintf(w, "data dir        %s\ndatabase        %s\nschema version  %d\naml version     %s\n", i.DataDir, i.Database, i.SchemaVersion, i.Version)
 }

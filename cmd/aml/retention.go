@@ -25,16 +25,7 @@ func newRetentionCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.emit(rep, func(w io.Writer) {
-				verb := "removed"
-				if rep.DryRun {
-					verb = "would remove"
-				}
-				fmt.Fprintf(w, "%s %d dataset(s), %d retired model artifact set(s), %d job dir(s): %.1f MiB\n", verb, len(rep.Datasets), len(rep.ModelArtifacts), len(rep.JobDirs), float64(rep.Bytes)/(1<<20))
-				if len(rep.SkippedInUse) > 0 {
-					fmt.Fprintf(w, "kept %d old dataset(s) still used by jobs or models\n", len(rep.SkippedInUse))
-				}
-			})
+			return a.emit(rep, func(w io.Writer) { printRetention(w, rep) })
 		},
 	}
 	fl := run.Flags()
@@ -44,4 +35,15 @@ func newRetentionCmd(a *app) *cobra.Command {
 	fl.BoolVar(&p.DryRun, "dry-run", false, "only report")
 	cmd.AddCommand(run)
 	return cmd
+}
+
+func printRetention(w io.Writer, rep retention.Report) {
+	verb := "removed"
+	if rep.DryRun {
+		verb = "would remove"
+	}
+	fmt.Fprintf(w, "%s %d dataset(s), %d retired model artifact set(s), %d job dir(s): %.1f MiB\n", verb, len(rep.Datasets), len(rep.ModelArtifacts), len(rep.JobDirs), float64(rep.Bytes)/(1<<20))
+	if len(rep.SkippedInUse) > 0 {
+		fmt.Fprintf(w, "kept %d old dataset(s) still used by jobs or models\n", len(rep.SkippedInUse))
+	}
 }

@@ -78,15 +78,8 @@ promote to production, freeze or write). Creation is audited.`,
 			if err != nil {
 				return err
 			}
-			out := struct {
-				auth.TokenInfo
-				Token string `json:"token"`
-			}{info, secret}
-			return a.emit(out, func(w io.Writer) {
-				fmt.Fprintf(w, "token %s for %s (role %s, lines %s)\n", info.ID, info.Name, info.Role, tokenLines(info.Lines))
-				fmt.Fprintln(w, secret)
-				fmt.Fprintln(w, "store it now: it cannot be shown again")
-			})
+			out := tokenCreated{info, secret}
+			return a.emit(out, func(w io.Writer) { printTokenCreated(w, out) })
 		},
 	}
 	create.Flags().StringVar(&cRole, "role", "", "viewer, engineer, approver, admin or agent")
@@ -108,24 +101,7 @@ promote to production, freeze or write). Creation is audited.`,
 			if err != nil {
 				return err
 			}
-			now := time.Now()
-			return a.emit(items, func(w io.Writer) {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tNAME\tROLE\tLINES\tCREATED\tSTATE")
-				for _, t := range items {
-					state := "active"
-					switch {
-					case t.RevokedAt != nil:
-						state = "revoked " + t.RevokedAt.Format(time.RFC3339) + " by " + t.RevokedBy
-					case !t.Active(now):
-						state = "expired " + t.ExpiresAt.Format(time.RFC3339)
-					case t.ExpiresAt != nil:
-						state = "active until " + t.ExpiresAt.Format(time.RFC3339)
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Role, tokenLines(t.Lines), t.CreatedAt.Format(time.RFC3339), state)
-				}
-				tw.Flush()
-			})
+			return a.emit(items, func(w io.Writer) { printTokens(w, items) })
 		},
 	}
 
@@ -143,7 +119,7 @@ promote to production, freeze or write). Creation is audited.`,
 			if err != nil {
 				return err
 			}
-			return a.emit(info, func(w io.Writer) { fmt.Fprintf(w, "token %s (%s) revoked\n", info.ID, info.Name) })
+			return a.emit(info, func(w io.Writer) { printTokenRevoked(w, info) })
 		},
 	}
 	revoke.Flags().StringVar(&rAs, "as", "", "who revokes it (audit actor; default the OS user)")
@@ -156,4 +132,40 @@ func tokenLines(l []string) string {
 		return "all"
 	}
 	return strings.Join(l, ",")
+}
+
+// tokenCreated is what "aml token create" prints (and POST /tokens
+// returns): the token's record and, once, its secret.
+type tokenCreated struct {
+	auth.TokenInfo
+	Token string `json:"token"`
+}
+
+func printTokenCreated(w io.Writer, out tokenCreated) {
+	fmt.Fprintf(w, "token %s for %s (role %s, lines %s)\n", out.ID, out.Name, out.Role, tokenLines(out.Lines))
+	fmt.Fprintln(w, out.Token)
+	fmt.Fprintln(w, "store it now: it cannot be shown again")
+}
+
+func printTokens(w io.Writer, items []auth.TokenInfo) {
+	now := time.Now()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tROLE\tLINES\tCREATED\tSTATE")
+	for _, t := range items {
+		state := "active"
+		switch {
+		case t.RevokedAt != nil:
+			state = "revoked " + t.RevokedAt.Format(time.RFC3339) + " by " + t.RevokedBy
+		case !t.Active(now):
+			state = "expired " + t.ExpiresAt.Format(time.RFC3339)
+		case t.ExpiresAt != nil:
+			state = "active until " + t.ExpiresAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Role, tokenLines(t.Lines), t.CreatedAt.Format(time.RFC3339), state)
+	}
+	tw.Flush()
+}
+
+func printTokenRevoked(w io.Writer, info auth.TokenInfo) {
+	fmt.Fprintf(w, "token %s (%s) revoked\n", info.ID, info.Name)
 }

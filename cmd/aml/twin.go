@@ -85,9 +85,7 @@ Prints the content hash to pass to "aml twin scene freeze --expect-hash".`,
 			if err != nil {
 				return err
 			}
-			return a.emit(r, func(w io.Writer) {
-				fmt.Fprintf(w, "scene %s version %s stored as draft (line %s)\nhash %s\n", r.SceneID, r.SceneVersion, r.LineID, r.Hash)
-			})
+			return a.emit(r, func(w io.Writer) { printScenePut(w, r) })
 		},
 	}
 	put.Flags().BoolVar(&defInj, "default-injection", false, "store the built-in injection-moulding scene instead of a file")
@@ -128,9 +126,7 @@ The approver is --by, default $USER. The freeze is recorded in the audit log.`,
 			if err != nil {
 				return err
 			}
-			return a.emit(r, func(w io.Writer) {
-				fmt.Fprintf(w, "scene %s version %s frozen by %s at %s\nhash %s\n", r.SceneID, r.SceneVersion, r.FrozenBy, r.FrozenAt, r.Hash)
-			})
+			return a.emit(r, func(w io.Writer) { printSceneFrozen(w, r) })
 		},
 	}
 	freeze.Flags().StringVar(&fVersion, "version", "", "scene version (MAJOR.MINOR.PATCH)")
@@ -230,4 +226,12 @@ func printScene(w io.Writer, c *contract.SceneContract, hash string) {
 			fmt.Fprintf(w, "  max delta per action %-24s %g\n", v.ID, d)
 		}
 	}
+}
+
+func printScenePut(w io.Writer, r sceneResult) {
+	fmt.Fprintf(w, "scene %s version %s stored as draft (line %s)\nhash %s\n", r.SceneID, r.SceneVersion, r.LineID, r.Hash)
+}
+
+func printSceneFrozen(w io.Writer, r sceneResult) {
+	fmt.Fprintf(w, "scene %s version %s frozen by %s at %s\nhash %s\n", r.SceneID, r.SceneVersion, r.FrozenBy, r.FrozenAt, r.Hash)
 }

@@ -113,9 +113,8 @@ func newTwinObjectiveCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.emit(map[string]any{"objectiveId": o.ObjectiveID, "hash": h}, func(w io.Writer) {
-				fmt.Fprintf(w, "stored objective %s (hash %s)\n", o.ObjectiveID, h)
-			})
+			out := objectivePut{ObjectiveID: o.ObjectiveID, Hash: h}
+			return a.emit(out, func(w io.Writer) { printObjectivePut(w, out) })
 		},
 	}
 	put.Flags().BoolVar(&defInj, "default-injection", false, "store the built-in injection objective (weight-quality)")
@@ -132,10 +131,8 @@ func newTwinObjectiveCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.emit(map[string]any{"objective": o, "hash": h}, func(w io.Writer) {
-				b, _ := json.MarshalIndent(o, "", "  ")
-				fmt.Fprintf(w, "%s\nhash %s\n", b, h)
-			})
+			out := objectiveShow{Objective: o, Hash: h}
+			return a.emit(out, func(w io.Writer) { printObjective(w, out) })
 		},
 	}
 	cmd.AddCommand(put, show)
@@ -351,14 +348,7 @@ stored (aml cert issue --trial ID makes it a certificate).`,
 				}
 				out.Record = &rec
 			}
-			return a.emit(out, func(w io.Writer) {
-				fmt.Fprintf(w, "mode %s: %d candidates evaluated (moves at steps %v)\n", res.Mode, res.Evaluated, res.MoveSteps)
-				if out.Record == nil {
-					fmt.Fprintf(w, "no candidate passes: %s\n", res.NoPass)
-					return
-				}
-				printTrial(w, *out.Record, res.BestDetail)
-			})
+			return a.emit(out, func(w io.Writer) { printOptimize(w, out) })
 		},
 	}
 	f := cmd.Flags()
@@ -451,4 +441,35 @@ func printGate(w io.Writer, r *gate.Result) {
 		fmt.Fprintf(w, ", %d snapshots could not be taken (first: %s)", len(r.Failures), r.Failures[0].Error)
 	}
 	fmt.Fprintln(w)
+}
+
+// objectivePut and objectiveShow are what "aml twin objective put|show"
+// print (and POST /objectives, GET /objectives/{id} return).
+type objectivePut struct {
+	ObjectiveID string `json:"objectiveId"`
+	Hash        string `json:"hash"`
+}
+
+type objectiveShow struct {
+	Objective *contract.ObjectiveProfile `json:"objective"`
+	Hash      string                     `json:"hash"`
+}
+
+func printObjectivePut(w io.Writer, o objectivePut) {
+	fmt.Fprintf(w, "stored objective %s (hash %s)\n", o.ObjectiveID, o.Hash)
+}
+
+func printObjective(w io.Writer, o objectiveShow) {
+	b, _ := json.MarshalIndent(o.Objective, "", "  ")
+	fmt.Fprintf(w, "%s\nhash %s\n", b, o.Hash)
+}
+
+func printOptimize(w io.Writer, out optimizeOutput) {
+	res := out.Result
+	fmt.Fprintf(w, "mode %s: %d candidates evaluated (moves at steps %v)\n", res.Mode, res.Evaluated, res.MoveSteps)
+	if out.Record == nil {
+		fmt.Fprintf(w, "no candidate passes: %s\n", res.NoPass)
+		return
+	}
+	printTrial(w, *out.Record, res.BestDetail)
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/twin/recal"
 	"github.com/aml-project/aml/internal/twin/shadow"
 	"github.com/spf13/cobra"
@@ -164,22 +165,10 @@ with the model's trainer and params (never promoted).`,
 			if err != nil {
 				return err
 			}
-			return a.emit(rs, func(w io.Writer) {
-				if len(rs) == 0 {
-					fmt.Fprintln(w, "no recalibration requests")
-					return
-				}
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "request\tstate\tmodel\tnew model\tjob\tcreated\tcooldown until\terror")
-				for _, r := range rs {
-					cd := "-"
-					if r.CooldownUntil != nil {
-						cd = r.CooldownUntil.Format(time.RFC3339)
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RequestID, r.State, r.ModelID, recalDash(r.NewModelID), recalDash(r.JobID), r.CreatedAt.Format(time.RFC3339), cd, r.Error)
-				}
-				tw.Flush()
-			})
+			if rs == nil {
+				rs = []sqlite.CalibrationRequest{}
+			}
+			return a.emit(rs, func(w io.Writer) { printCalibrations(w, rs) })
 		},
 	}
 	cmd.AddCommand(list)
@@ -226,4 +215,21 @@ func printCalibrate(w io.Writer, res calibrateResult) {
 			fmt.Fprintf(w, "processed   nothing (%d running, max %d)\n", st.Running, res.Policy.MaxConcurrentRuns)
 		}
 	}
+}
+
+func printCalibrations(w io.Writer, rs []sqlite.CalibrationRequest) {
+	if len(rs) == 0 {
+		fmt.Fprintln(w, "no recalibration requests")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "request\tstate\tmodel\tnew model\tjob\tcreated\tcooldown until\terror")
+	for _, r := range rs {
+		cd := "-"
+		if r.CooldownUntil != nil {
+			cd = r.CooldownUntil.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RequestID, r.State, r.ModelID, recalDash(r.NewModelID), recalDash(r.JobID), r.CreatedAt.Format(time.RFC3339), cd, r.Error)
+	}
+	tw.Flush()
 }

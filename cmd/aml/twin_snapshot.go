@@ -184,17 +184,10 @@ unmeasured states with the model.`,
 			if err != nil {
 				return err
 			}
-			return a.emit(l, func(w io.Writer) {
-				if len(l) == 0 {
-					fmt.Fprintln(w, "no snapshots")
-					return
-				}
-				fmt.Fprintf(w, "%-40s %-28s %-20s %-24s %s\n", "SNAPSHOT", "SCENE", "LINE", "CAPTURED", "STRICT")
-				for _, i := range l {
-					fmt.Fprintf(w, "%-40s %-28s %-20s %-24s %v\n", i.SnapshotID, sqlite.SceneSubject(i.SceneID, i.SceneVersion), i.LineID,
-						i.CapturedAt.Format(time.RFC3339), i.Strict)
-				}
-			})
+			if l == nil {
+				l = []sqlite.SnapshotInfo{}
+			}
+			return a.emit(l, func(w io.Writer) { printSnapshots(w, l) })
 		},
 	}
 	list.Flags().StringVar(&lLine, "line", "", "only this line")
@@ -280,4 +273,16 @@ func printSnapshotValues(w io.Writer, s *contract.TwinSnapshot) {
 	group("controls", s.ControlValues)
 	group("states", s.StateEstimate)
 	group("disturbances", s.Disturbances)
+}
+
+func printSnapshots(w io.Writer, l []sqlite.SnapshotInfo) {
+	if len(l) == 0 {
+		fmt.Fprintln(w, "no snapshots")
+		return
+	}
+	fmt.Fprintf(w, "%-40s %-28s %-20s %-24s %s\n", "SNAPSHOT", "SCENE", "LINE", "CAPTURED", "STRICT")
+	for _, i := range l {
+		fmt.Fprintf(w, "%-40s %-28s %-20s %-24s %v\n", i.SnapshotID, sqlite.SceneSubject(i.SceneID, i.SceneVersion), i.LineID,
+			i.CapturedAt.Format(time.RFC3339), i.Strict)
+	}
 }
