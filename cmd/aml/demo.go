@@ -27,6 +27,7 @@ import (
 	"github.com/aml-project/aml/internal/twin/gate"
 	"github.com/aml-project/aml/internal/twin/govern"
 	"github.com/aml-project/aml/internal/twin/guard"
+	"github.com/aml-project/aml/internal/twin/recal"
 	"github.com/aml-project/aml/internal/twin/shadow"
 	"github.com/aml-project/aml/internal/twin/snapshot"
 	"github.com/spf13/cobra"
@@ -34,28 +35,32 @@ import (
 
 // demoResult is what aml demo --json prints.
 type demoResult struct {
-	DataDir       string   `json:"dataDir"`
-	Runs          int      `json:"runs"`
-	Samples       int      `json:"samples"`
-	DatasetID     string   `json:"datasetId"`
-	DatasetSHA256 string   `json:"datasetSha256"`
-	JobID         string   `json:"jobId"`
-	ModelID       string   `json:"modelId"`
-	ModelGates    bool     `json:"modelGatesPassed"`
-	TestNRMSE     float64  `json:"testRolloutNrmse"`
-	TestCoverage  float64  `json:"testCoverage"`
-	ShadowRuns    int      `json:"shadowRuns"`
-	GateEvalID    string   `json:"gateEvalId"`
-	GatePassed    bool     `json:"gatePassed"`
-	GateRejects   []string `json:"gateRejectCodes"`
-	Stage         string   `json:"stage"`
-	SnapshotID    string   `json:"snapshotId"`
-	TuningMode    string   `json:"tuningMode"`
-	Candidates    int      `json:"candidatesEvaluated"`
-	TrialID       string   `json:"trialId"`
-	Improvement   float64  `json:"improvement"`
-	BaselineCost  float64  `json:"baselineCost"`
-	CandidateCost float64  `json:"candidateCost"`
+	DataDir       string  `json:"dataDir"`
+	Runs          int     `json:"runs"`
+	Samples       int     `json:"samples"`
+	DatasetID     string  `json:"datasetId"`
+	DatasetSHA256 string  `json:"datasetSha256"`
+	JobID         string  `json:"jobId"`
+	ModelID       string  `json:"modelId"`
+	ModelGates    bool    `json:"modelGatesPassed"`
+	TestNRMSE     float64 `json:"testRolloutNrmse"`
+	TestCoverage  float64 `json:"testCoverage"`
+	ShadowRuns    int     `json:"shadowRuns"`
+	// Recalibrated: the first model failed the twin gate on its shadow
+	// evidence and was replaced by a recalibrated one (PreviousModelID).
+	Recalibrated    bool     `json:"recalibrated"`
+	PreviousModelID string   `json:"previousModelId,omitempty"`
+	GateEvalID      string   `json:"gateEvalId"`
+	GatePassed      bool     `json:"gatePassed"`
+	GateRejects     []string `json:"gateRejectCodes"`
+	Stage           string   `json:"stage"`
+	SnapshotID      string   `json:"snapshotId"`
+	TuningMode      string   `json:"tuningMode"`
+	Candidates      int      `json:"candidatesEvaluated"`
+	TrialID         string   `json:"trialId"`
+	Improvement     float64  `json:"improvement"`
+	BaselineCost    float64  `json:"baselineCost"`
+	CandidateCost   float64  `json:"candidateCost"`
 	// Moves: the certificate's setpoints at step 0, with the snapshot's.
 	Before        map[string]float64 `json:"setpointsBefore"`
 	After         map[string]float64 `json:"setpointsAfter"`
@@ -72,8 +77,7 @@ type demoResult struct {
 }
 
 func newDemoCmd(a *app) *cobra.Command {
-	var seed uint64
-	var runs int
+	var o demoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole loop on a fresh data dir: simulate, build, train, gate, shadow, optimise, certify, approve, write",
@@ -85,10 +89,15 @@ hold no data yet):
   3. train the hybrid twin model (examples/physics/injection.aml + a neural
      residual ensemble; hybrid_residual@1) and evaluate it;
   4. store and freeze the injection scene and its objective;
-  5. move the model to shadow and simulate 3 more runs after it was made;
-     collect shadow evidence (its predictions vs what the line did);
+  5. move the model to shadow and simulate 3 more runs after it was made
+     (on a serviced mould: its wear restarts from new; --wear-continues
+     lets it grow on, which the model cannot see); collect shadow evidence
+     (its predictions vs what the line did);
   6. evaluate the twin gate (twin-v2: accuracy, coverage, fresh trials on
-     test-run snapshots, shadow evidence) and promote to production;
+     test-run snapshots, shadow evidence) and promote to production; when
+     the gate fails on the shadow evidence, recalibrate once (signals,
+     request, rebuild with the new runs, retrain) and repeat 5–6 with the
+     new model;
   7. take a snapshot at the end of the newest run, optimise the setpoints;
   8. issue a signed certificate for the best trial, approve it as another
      person, and execute it through the write guard with a recording writer
@@ -109,19 +118,28 @@ verify ...) work on the data dir afterwards.`,
 					fmt.Fprintf(a.stdout, format+"\n", args...)
 				}
 			}
-			res, err := runDemo(cmd.Context(), a, s, seed, runs, logf)
+			res, err := runDemo(cmd.Context(), a, s, o, logf)
 			if err != nil {
 				return err
 			}
 			return a.emit(res, func(w io.Writer) { printDemo(w, res) })
 		},
 	}
-	cmd.Flags().Uint64Var(&seed, "seed", 7, "seed of the simulated line")
-	cmd.Flags().IntVar(&runs, "runs", 24, "simulated runs before the model (12 train / 6 val / 6 test at 24)")
+	cmd.Flags().Uint64Var(&o.seed, "seed", 7, "seed of the simulated line")
+	cmd.Flags().IntVar(&o.runs, "runs", 24, "simulated runs before the model (12 train / 6 val / 6 test at 24)")
+	cmd.Flags().BoolVar(&o.wearContinues, "wear-continues", false, "let the mould keep wearing in the runs after the model (which it cannot see): the twin gate fails on its shadow evidence and the demo goes through recalibration")
 	return cmd
 }
 
-func runDemo(ctx context.Context, a *app, s *sqlite.Store, seed uint64, nRuns int, logf func(string, ...any)) (*demoResult, error) {
+// demoOptions are aml demo's flags.
+type demoOptions struct {
+	seed          uint64
+	runs          int
+	wearContinues bool
+}
+
+func runDemo(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, logf func(string, ...any)) (*demoResult, error) {
+	seed, nRuns := o.seed, o.runs
 	t0 := time.Now()
 	res := &demoResult{DataDir: a.dataDir}
 	existing, err := s.ListRuns(ctx, core.RunFilter{})
@@ -237,47 +255,95 @@ func runDemo(ctx context.Context, a *app, s *sqlite.Store, seed uint64, nRuns in
 	}
 	logf("4. scene %s@%s frozen, objective %s (weight → %.1f g)", scene.SceneID, scene.SceneVersion, obj.ObjectiveID, obj.Targets["weight"])
 
-	// 5. Shadow: the line keeps running after the model was made.
+	// 5–6. Shadow runs, twin gate, promotion. When the gate fails on the
+	// shadow evidence (the line drifted: mould wear grows run by run), the
+	// recalibration scheduler retrains on the new runs and the new model
+	// goes through shadow runs and the gate in its turn (once: the policy's
+	// cooldown then holds the key).
 	reg := registry.New(s, a.dataDir, bus)
-	if _, err := reg.Move(ctx, res.ModelID, core.StageShadow, engineer, "demo: shadow runs", ""); err != nil {
-		return nil, err
-	}
-	later := sim.DefaultInjectionConfig()
-	later.Runs, later.Seed, later.FirstRun = 3, seed, nRuns
-	later.RunDuration, later.GapBetweenRuns = 10*time.Minute, time.Minute
-	later.StartMs = model.CreatedAt.Add(time.Minute).Truncate(time.Second).UnixMilli()
-	more, err := sim.GenerateInjection(later)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := more.Write(ctx, s, nil); err != nil {
-		return nil, err
-	}
-	ev, err := shadow.Collect(ctx, s, a.dataDir, res.ModelID, shadow.Options{})
-	if err != nil {
-		return nil, err
-	}
-	res.ShadowRuns = ev.Summary.Scored
-	rmse := math.NaN()
-	if len(ev.Summary.WindowRMSE) > 0 {
-		rmse = float64(ev.Summary.WindowRMSE[0])
-	}
-	logf("5. shadow: %d runs after the model: %.1f%% of part weights inside the 90%% band, window RMSE %.3f g", res.ShadowRuns, 100*float64(ev.Summary.Coverage), rmse)
-
-	// 6. Twin gate and promotion.
-	g, err := gate.Evaluate(ctx, s, a.dataDir, res.ModelID, gate.Options{SceneID: scene.SceneID, SceneVersion: scene.SceneVersion, By: engineer, Seed: seed})
-	if err != nil {
-		return nil, err
-	}
-	res.GateEvalID, res.GatePassed, res.GateRejects, res.TuningMode = g.GateEvalID, g.Report.Passed, g.Report.RejectCodes, g.TuningMode
-	res.Stage = core.StageShadow
-	if g.Report.Passed {
-		if _, err := reg.Move(ctx, res.ModelID, core.StageProduction, approver, "demo: twin gate passed with shadow evidence", core.StageShadow); err != nil {
+	var g *gate.Result
+	var more *sim.Output
+	nextRun := nRuns
+	for round := 0; ; round++ {
+		if _, err := reg.Move(ctx, res.ModelID, core.StageShadow, engineer, "demo: shadow runs", ""); err != nil {
 			return nil, err
 		}
-		res.Stage = core.StageProduction
+		later := sim.DefaultInjectionConfig()
+		later.Runs, later.Seed, later.FirstRun = 3, seed, nextRun
+		if o.wearContinues {
+			later.AgeRuns = nextRun
+		}
+		later.RunDuration, later.GapBetweenRuns = 10*time.Minute, time.Minute
+		later.StartMs = model.CreatedAt.Add(time.Minute).Truncate(time.Second).UnixMilli()
+		if more != nil { // after the previous shadow runs
+			later.StartMs = max(later.StartMs, *more.Runs[len(more.Runs)-1].Run.EndedMs+time.Minute.Milliseconds())
+		}
+		if more, err = sim.GenerateInjection(later); err != nil {
+			return nil, err
+		}
+		if _, err := more.Write(ctx, s, nil); err != nil {
+			return nil, err
+		}
+		nextRun += later.Runs
+		ev, err := shadow.Collect(ctx, s, a.dataDir, res.ModelID, shadow.Options{})
+		if err != nil {
+			return nil, err
+		}
+		res.ShadowRuns = ev.Summary.Scored
+		rmse := math.NaN()
+		if len(ev.Summary.WindowRMSE) > 0 {
+			rmse = float64(ev.Summary.WindowRMSE[0])
+		}
+		logf("5. shadow: %d runs after model %s: %.1f%% of part weights inside the 90%% band, window RMSE %.3f g", res.ShadowRuns, res.ModelID, 100*float64(ev.Summary.Coverage), rmse)
+
+		g, err = gate.Evaluate(ctx, s, a.dataDir, res.ModelID, gate.Options{SceneID: scene.SceneID, SceneVersion: scene.SceneVersion, By: engineer, Seed: seed})
+		if err != nil {
+			return nil, err
+		}
+		res.GateEvalID, res.GatePassed, res.GateRejects, res.TuningMode = g.GateEvalID, g.Report.Passed, g.Report.RejectCodes, g.TuningMode
+		res.Stage = core.StageShadow
+		if g.Report.Passed {
+			if _, err := reg.Move(ctx, res.ModelID, core.StageProduction, approver, "demo: twin gate passed with shadow evidence", core.StageShadow); err != nil {
+				return nil, err
+			}
+			res.Stage = core.StageProduction
+		}
+		logf("6. twin gate %s: passed %v %v (%d trials); model stage %s", g.GateEvalID, g.Report.Passed, g.Report.RejectCodes, len(g.Trials), res.Stage)
+		if g.Report.Passed || round > 0 {
+			break
+		}
+		// Recalibrate: signals from the store, a request, one worker step
+		// that rebuilds the dataset with the new runs and retrains in
+		// process. The new model is a candidate.
+		sig, err := recal.ComputeSignals(ctx, s, a.dataDir, res.ModelID, scene.SceneID, recal.SignalOptions{})
+		if err != nil {
+			return nil, err
+		}
+		dec, err := recal.Request(ctx, s, *sig, recal.DefaultPolicy(), engineer)
+		if err != nil {
+			return nil, err
+		}
+		if !dec.Accepted {
+			logf("   recalibration not started: %s", dec.Reason)
+			break
+		}
+		step, err := recal.RunNext(ctx, s, runner, recal.RunOptions{DataDir: a.dataDir, RunJob: true})
+		if err != nil {
+			return nil, err
+		}
+		req, err := s.GetCalibration(ctx, dec.RequestID)
+		if err != nil {
+			return nil, err
+		}
+		if req.NewModelID == "" {
+			return nil, core.Errorf(core.CodeInternal, "recalibration %s ended %s without a model: %s (step %+v)", req.RequestID, req.State, req.Error, step)
+		}
+		logf("   recalibration %s (triggers %v): dataset %s, job %s → candidate model %s", req.RequestID, dec.Triggers, req.DatasetID, req.JobID, req.NewModelID)
+		res.Recalibrated, res.PreviousModelID, res.ModelID, res.DatasetID = true, res.ModelID, req.NewModelID, req.DatasetID
+		if model, err = s.GetModel(ctx, res.ModelID); err != nil {
+			return nil, err
+		}
 	}
-	logf("6. twin gate %s: passed %v %v (%d trials); model stage %s", g.GateEvalID, g.Report.Passed, g.Report.RejectCodes, len(g.Trials), res.Stage)
 
 	// 7. Snapshot at the end of the newest run, optimisation.
 	last := more.Runs[len(more.Runs)-1].Run

@@ -72,6 +72,11 @@ type InjectionConfig struct {
 	// streams), so a later batch continues a line's runs without reusing
 	// an id; 0..MaxRuns. Timing still starts at StartMs.
 	FirstRun int
+	// AgeRuns is the line's age in runs at the batch's first run: the
+	// unmeasured mould wear and the ambient drift grow with it (0: a new
+	// or serviced mould); 0..MaxRuns. A batch continuing a worn line sets
+	// it to FirstRun.
+	AgeRuns int
 }
 
 // DefaultInjectionConfig returns the default configuration (12 runs, seed 1,
@@ -125,6 +130,9 @@ func (c InjectionConfig) Normalize() (InjectionConfig, error) {
 	}
 	if c.FirstRun < 0 || c.FirstRun > MaxRuns {
 		return c, inv(FieldRuns, "first run must be 0..%d, got %d", MaxRuns, c.FirstRun)
+	}
+	if c.AgeRuns < 0 || c.AgeRuns > MaxRuns {
+		return c, inv(FieldRuns, "age must be 0..%d runs, got %d", MaxRuns, c.AgeRuns)
 	}
 	if c.StepMs < MinStepMs || c.StepMs > MaxStepMs {
 		return c, inv(FieldStepMs, "step must be %d..%d ms, got %d", MinStepMs, MaxStepMs, c.StepMs)

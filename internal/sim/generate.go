@@ -270,7 +270,7 @@ func disturbances(c InjectionConfig, r, n int) []Disturbances {
 	for k := range n {
 		ts := start + int64(k)*c.StepMs
 		hour := float64(ts%86_400_000) / 3_600_000
-		amb := ambientBase + ambientDrift(r) +
+		amb := ambientBase + ambientDrift(c.AgeRuns+r) +
 			ambientDailyAmplitude*math.Sin(2*math.Pi*(hour-11)/24) + walk
 		walk = a*walk + innov*rd.NormFloat64()
 		if k == changeAt {
@@ -377,7 +377,7 @@ func simulateRun(c InjectionConfig, r int, keepTruth bool) (RunData, []float64) 
 	)
 	for k := range n {
 		var out Outputs
-		wear := mouldWear(float64(r) + float64(k)/float64(n))
+		wear := mouldWear(float64(c.AgeRuns+r) + float64(k)/float64(n))
 		state, out = TruePlant.Step(state, ctl[k], dist[k], wear, dt)
 		clean[idxAmbient] = dist[k].AmbientTemperature
 		clean[idxPressure] = state.CavityPressure

@@ -559,4 +559,30 @@ func TestFirstRunContinuesIDs(t *testing.T) {
 	if _, err := GenerateInjection(bad); err == nil {
 		t.Fatal("a negative first run is accepted")
 	}
+	bad = cfg
+	bad.AgeRuns = -1
+	if _, err := GenerateInjection(bad); err == nil {
+		t.Fatal("a negative age is accepted")
+	}
+	// A worn line (AgeRuns) makes heavier parts than a new mould with the
+	// same setpoints and noise (the wear bias is positive, saturating at 1 g).
+	worn := cfg
+	worn.AgeRuns = 200
+	wout, err := GenerateInjection(worn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean := func(rd RunData) float64 {
+		sum, n := 0.0, 0
+		for _, s := range rd.Samples {
+			if s.Node == "part_weight" && s.State == "ok" {
+				sum += s.Value
+				n++
+			}
+		}
+		return sum / float64(n)
+	}
+	if d := mean(wout.Runs[0]) - mean(out.Runs[0]); !(d > 0.3) {
+		t.Fatalf("mould wear at age 200 adds %.3f g to part weight, want > 0.3", d)
+	}
 }
