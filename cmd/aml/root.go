@@ -42,6 +42,8 @@ type app struct {
 	ctx   context.Context
 	// rescueAfter is aml worker --rescue-after (PostgreSQL queue).
 	rescueAfter time.Duration
+	// remote is --server/--token: the CLI as a client (client.go).
+	remote remoteConfig
 }
 
 // context is the command's context for openers (Background before a
@@ -128,6 +130,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(newMCPCmd(a))
 	root.AddCommand(newConnectCmd(a))
 	root.AddCommand(newTokenCmd(a), newServeCmd(a))
+	a.bindRemote(root) // last: wraps every command added above
 	return root
 }
 

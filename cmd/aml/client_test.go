@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/api"
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/service"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/twin/cert"
+)
+
+// testServer is the real API (api.New) over real HTTP on a real SQLite
+// data dir, with a job worker, and one token per role.
+type testServer struct {
+	url string
+	tok map[string]string // role → token
+	srv *api.Server
+	st  *sqlite.Store
+}
+
+func startServer(t *testing.T, dir string, o api.Options) *testServer {
+	t.Helper()
+	st, err := sqlite.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	bus := events.New()
+	tr := jobs.NewTrainers(jobs.NativeTrainers()...)
+	tr.Add(jobs.TestMeanTrainer{})
+	runner := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: tr, Bus: bus})
+	q, err := jobs.NewQueue(ctx, st.DB(), runner, jobs.QueueOptions{Work: true, MaxConcurrent: 1, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key, err := cert.LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.RatePerSec == 0 {
+		o.RatePerSec = -1
+	}
+	s := api.NewServer(&service.Deps{Store: st, DataDir: dir, Runner: runner, Queue: q, Bus: bus, Key: key}, o)
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() {
+		s.CloseStreams()
+		hs.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		q.Stop(sctx)
+		st.Close()
+	})
+	ts := &testServer{url: hs.URL, tok: map[string]string{}, srv: s, st: st}
+	tk := auth.NewTokens(st.DB(), st.ReadDB())
+	for role, nt := range map[string]auth.NewToken{
+		"viewer":   {Name: "vic", Role: auth.RoleViewer},
+		"engineer": {Name: "erin", Role: auth.RoleEngineer},
+		"approver": {Name: "ada", Role: auth.RoleApprover},
+		"admin":    {Name: "root", Role: auth.RoleAdmin},
+		"agent":    {Name: "bot", Role: auth.RoleAgent},
+	} {
+		_, secret, err := tk.Create(ctx, "test", nt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.tok[role] = secret
+	}
+	return ts
+}
+
+// as runs the CLI against the server with role's token.
+func (s *testServer) as(t *testing.T, role string, args ...string) (string, string, int) {
+	t.Helper()
+	return aml(t, append(args, "--server", s.url, "--token", s.tok[role])...)
+}
+
+// normalize decodes a --json document and blanks what differs between two
+// otherwise identical histories: ids (random or time-based), timestamps,
+// actors (the local CLI records "cli", the server the token's owner),
+// durations, file paths that embed ids, worker names, and the content hash
+// of documents whose content includes their author and time (a scene).
+func normalize(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, s)
+	}
+	return blank(v, "")
+}
+
+func volatileKey(k string) bool {
+	switch k {
+	case "id", "seconds", "path", "file", "worker", "hash":
+		return true
+	}
+	for _, suf := range []string{"Id", "ID", "At", "By", "Path", "Ids", "IDs"} {
+		if strings.HasSuffix(k, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+func blank(v any, key string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if volatileKey(k) {
+				x[k] = "*"
+			} else {
+				x[k] = blank(e, k)
+			}
+		}
+	case []any:
+		for i := range x {
+			x[i] = blank(x[i], key)
+		}
+	}
+	return v
+}
+
+// sameJSON asserts two --json documents are equal modulo normalize.
+func sameJSON(t *testing.T, what, local, remote string) {
+	t.Helper()
+	l, r := normalize(t, local), normalize(t, remote)
+	if !reflect.DeepEqual(l, r) {
+		lb, _ := json.MarshalIndent(l, "", " ")
+		rb, _ := json.MarshalIndent(r, "", " ")
+		t.Fatalf("%s: local and --server JSON differ:\n%s", what, firstDiff(string(lb), string(rb)))
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) && i < len(bl); i++ {
+		if al[i] != bl[i] {
+			lo := max(0, i-3)
+			return fmt.Sprintf("line %d\nlocal:  %s\nremote: %s", i, strings.Join(al[lo:min(len(al), i+3)], "\n        "), strings.Join(bl[lo:min(len(bl), i+3)], "\n        "))
+		}
+	}
+	return fmt.Sprintf("lengths %d vs %d", len(al), len(bl))
+}
+
+// simDir is a data dir with the small simulated line and the shortened
+// injection spec at dir/spec.json.
+func simDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	if _, errs, code := aml(t, "sim", "injection", "--runs", "5", "--seed", "4", "--duration", "8m", "--data", d); code != 0 {
+		t.Fatal(errs)
+	}
+	b, _ := os.ReadFile("../../examples/specs/injection.json")
+	var spec map[string]any
+	json.Unmarshal(b, &spec)
+	spec["stride"] = 5
+	spec["split"].(map[string]any)["valRatio"] = 0.2
+	spec["split"].(map[string]any)["testRatio"] = 0.2
+	sb, _ := json.Marshal(spec)
+	os.WriteFile(filepath.Join(d, "spec.json"), sb, 0o644)
+	return d
+}
+
+// TestRemoteParity runs the same history of commands once locally on one
+// data dir and once with --server against a server on an identical data
+// dir, and compares every --json document (modulo ids, times, actors).
+func TestRemoteParity(t *testing.T) {
+	t.Setenv("AML_TEST_TRAINERS", "1")
+	local, remoteDir := simDir(t), simDir(t)
+	srv := startServer(t, remoteDir, api.Options{})
+	csvDir := t.TempDir()
+	csvFile := filepath.Join(csvDir, "extra-run.csv")
+	os.WriteFile(csvFile, []byte("time_ms,aux_a,aux_b\n1000,1,2\n2000,3,4\n3000,5,6\n4000,7,8\n"), 0o644)
+	spec := func(d string) string { return filepath.Join(d, "spec.json") }
+
+	type step struct {
+		name string
+		args func(remote bool) []string
+		role string
+	}
+	// ids learnt from each mode's previous answers
+	ids := map[bool]map[string]string{false: {}, true: {}}
+	both := func(name, role string, args func(remote bool) []string) (string, string) {
+		t.Helper()
+		lo, le, lc := aml(t, append(args(false), "--data", local, "--json")...)
+		ro, re, rc := srv.as(t, role, append(args(true), "--json")...)
+		if lc != 0 || rc != 0 {
+			t.Fatalf("%s: local exit %d (%s), remote exit %d (%s)", name, lc, le, rc, re)
+		}
+		sameJSON(t, name, lo, ro)
+		return lo, ro
+	}
+	fixed := func(a ...string) func(bool) []string { return func(bool) []string { return a } }
+
+	both("ingest csv", "engineer", fixed("ingest", "csv", csvFile, "--line", "injection-line-1", "--product", "P", "--recipe", "R", "--unit", "aux_a=bar"))
+	both("runs list", "viewer", fixed("runs", "list"))
+	both("runs show", "viewer", fixed("runs", "show", "extra-run"))
+	both("nodes list", "viewer", fixed("nodes", "list"))
+	both("ts query", "viewer", fixed("ts", "query", "--node", "part_weight"))
+	both("ts query --limit", "viewer", fixed("ts", "query", "--node", "part_weight", "--limit", "7"))
+	both("ts query --bucket", "viewer", fixed("ts", "query", "--node", "part_weight", "--bucket", "1m"))
+
+	lo, ro := both("dataset build", "engineer", func(remote bool) []string {
+		d := local
+		if remote {
+			d = remoteDir
+		}
+		return []string{"dataset", "build", "--spec", spec(d)}
+	})
+	for r, out := range map[bool]string{false: lo, true: ro} {
+		var b struct{ Dataset struct{ ID, SHA256 string } }
+		mustJSON(t, out, &b)
+		ids[r]["ds"] = b.Dataset.ID
+		ids[r]["sha"] = b.Dataset.SHA256
+	}
+	if ids[false]["sha"] != ids[true]["sha"] {
+		t.Fatalf("the same spec on the same data built different datasets: %s vs %s", ids[false]["sha"], ids[true]["sha"])
+	}
+	id := func(k string) func(bool) []string { return nil }
+	_ = id
+	with := func(f func(map[string]string) []string) func(bool) []string {
+		return func(r bool) []string { return f(ids[r]) }
+	}
+	both("dataset list", "viewer", fixed("dataset", "list"))
+	both("dataset show", "viewer", with(func(m map[string]string) []string { return []string{"dataset", "show", m["ds"]} }))
+	both("dataset verify", "viewer", with(func(m map[string]string) []string { return []string{"dataset", "verify", m["ds"]} }))
+	both("dataset report", "viewer", with(func(m map[string]string) []string { return []string{"dataset", "report", m["ds"]} }))
+
+	lo, ro = both("job submit --wait", "engineer", with(func(m map[string]string) []string {
+		return []string{"job", "submit", "--dataset", m["ds"], "--trainer", "test_mean@1", "--params", `{"steps":3,"stepMs":10}`, "--wait"}
+	}))
+	for r, out := range map[bool]string{false: lo, true: ro} {
+		var j struct{ ID, Status, ModelID string }
+		mustJSON(t, out, &j)
+		if j.Status != "done" || j.ModelID == "" {
+			t.Fatalf("job (remote %v): %+v", r, j)
+		}
+		ids[r]["job"], ids[r]["model"] = j.ID, j.ModelID
+	}
+	both("job status", "viewer", with(func(m map[string]string) []string { return []string{"job", "status", m["job"]} }))
+	both("job list", "viewer", fixed("job", "list"))
+	both("model list", "viewer", fixed("model", "list"))
+	both("model show", "viewer", with(func(m map[string]string) []string { return []string{"model", "show", m["model"]} }))
+
+	lo, ro = both("twin scene put", "engineer", fixed("twin", "scene", "put", "--default-injection"))
+	var sc struct{ SceneID, SceneVersion, Hash string }
+	mustJSON(t, ro, &sc)
+	both("twin scene show", "viewer", fixed("twin", "scene", "show", sc.SceneID))
+	both("cert list", "viewer", fixed("cert", "list"))
+
+	// Reads of the server's own data dir, opened locally beside the
+	// running server: the documents are byte for byte the same.
+	same := func(name string, args ...string) {
+		t.Helper()
+		lo, le, lc := aml(t, append(args, "--data", remoteDir, "--json")...)
+		ro, re, rc := srv.as(t, "viewer", append(args, "--json")...)
+		if lc != 0 || rc != 0 || lo != ro {
+			t.Fatalf("%s: local (%d %s) and --server (%d %s) differ:\n%s", name, lc, le, rc, re, firstDiff(lo, ro))
+		}
+	}
+	same("audit verify", "audit", "verify")
+	same("audit list", "audit", "list")
+	same("db info", "db", "info")
+	same("runs list", "runs", "list")
+	same("dataset show", "dataset", "show", ids[true]["ds"])
+	same("model show", "model", "show", ids[true]["model"])
+	same("job list", "job", "list")
+	same("twin scene show", "twin", "scene", "show", sc.SceneID)
+
+	// Human output goes through the same printers: the job card.
+	out, errs, code := srv.as(t, "viewer", "job", "status", ids[true]["job"])
+	if code != 0 || !strings.Contains(out, "status    done") || !strings.Contains(out, "computed by the platform") {
+		t.Fatalf("human job status over --server: %d %s\n%s", code, errs, out)
+	}
+	// The server recorded the token's owner as the author.
+	out, _, _ = srv.as(t, "viewer", "dataset", "show", ids[true]["ds"], "--json")
+	var shown struct{ Dataset struct{ CreatedBy string } }
+	mustJSON(t, out, &shown)
+	if shown.Dataset.CreatedBy != "erin" {
+		t.Fatalf("dataset built over --server by %q, want erin", shown.Dataset.CreatedBy)
+	}
+	// Polling fallback: a server whose stream refuses (an unknown job id
+	// gives 404 from /jobs first) is covered by TestRemoteJobWaitPolling.
+	_ = sort.Strings
+}
+
+// TestRemoteErrors: server errors keep their code and exit 1; flags that
+// cannot mean anything with a server are usage errors (exit 2); commands
+// without a route refuse naming themselves.
+func TestRemoteErrors(t *testing.T) {
+	d := simDir(t)
+	srv := startServer(t, d, api.Options{})
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"wrong token", []string{"runs", "list", "--server", srv.url, "--token", "aml_wrong"}, 1, "error: AML_UNAUTHENTICATED:"},
+		{"no token", []string{"runs", "list", "--server", srv.url}, 1, "error: AML_UNAUTHENTICATED:"},
+		{"agent approves", []string{"cert", "approve", "cert-x", "--server", srv.url, "--token", srv.tok["agent"]}, 1, "error: AML_FORBIDDEN:"},
+		{"viewer builds", []string{"dataset", "build", "--spec", filepath.Join(d, "spec.json"), "--server", srv.url, "--token", srv.tok["viewer"]}, 1, "error: AML_FORBIDDEN:"},
+		{"not found", []string{"runs", "show", "nope", "--server", srv.url, "--token", srv.tok["viewer"]}, 1, "error: AML_NOT_FOUND:"},
+		{"no route", []string{"sim", "injection", "--server", srv.url, "--token", srv.tok["admin"]}, 1, "error: AML_REMOTE_UNSUPPORTED: aml sim injection has no API route"},
+		{"no route: demo", []string{"demo", "--server", srv.url}, 1, "AML_REMOTE_UNSUPPORTED: aml demo"},
+		{"no route: worker", []string{"worker", "--server", srv.url}, 1, "AML_REMOTE_UNSUPPORTED: aml worker"},
+		{"token without server", []string{"runs", "list", "--data", d, "--token", "x"}, 2, "error: AML_USAGE: --token needs --server"},
+		{"server and data", []string{"runs", "list", "--data", d, "--server", srv.url}, 2, "error: AML_USAGE: --server and --data"},
+		{"bad url", []string{"runs", "list", "--server", "localhost:1"}, 2, "error: AML_USAGE: --server"},
+		{"someone else's name", []string{"cert", "approve", "cert-x", "--as", "mallory", "--server", srv.url, "--token", srv.tok["approver"]}, 2, "the actor is the token's owner \"ada\""},
+		{"usage checked here", []string{"ts", "query", "--server", srv.url, "--token", srv.tok["viewer"]}, 2, "error: AML_USAGE: --node is required"},
+		{"unreachable", []string{"runs", "list", "--server", "http://127.0.0.1:1", "--token", "x"}, 1, "error: AML_STORE_UNAVAILABLE: server http://127.0.0.1:1 unreachable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, errs, code := aml(t, c.args...)
+			if code != c.code || !strings.Contains(errs, c.want) {
+				t.Fatalf("exit %d, want %d; stderr %q, want %q", code, c.code, errs, c.want)
+			}
+		})
+	}
+	// The environment variables work like the flags.
+	t.Setenv("AML_SERVER", srv.url)
+	t.Setenv("AML_TOKEN", srv.tok["viewer"])
+	out, errs, code := aml(t, "runs", "list", "--json")
+	var runs []any
+	if mustJSON(t, out, &runs); code != 0 || len(runs) != 5 {
+		t.Fatalf("env: %d %s %d runs", code, errs, len(runs))
+	}
+}
