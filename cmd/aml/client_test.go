@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,11 +191,6 @@ func TestRemoteParity(t *testing.T) {
 	os.WriteFile(csvFile, []byte("time_ms,aux_a,aux_b\n1000,1,2\n2000,3,4\n3000,5,6\n4000,7,8\n"), 0o644)
 	spec := func(d string) string { return filepath.Join(d, "spec.json") }
 
-	type step struct {
-		name string
-		args func(remote bool) []string
-		role string
-	}
 	// ids learnt from each mode's previous answers
 	ids := map[bool]map[string]string{false: {}, true: {}}
 	both := func(name, role string, args func(remote bool) []string) (string, string) {
@@ -231,8 +229,6 @@ func TestRemoteParity(t *testing.T) {
 	if ids[false]["sha"] != ids[true]["sha"] {
 		t.Fatalf("the same spec on the same data built different datasets: %s vs %s", ids[false]["sha"], ids[true]["sha"])
 	}
-	id := func(k string) func(bool) []string { return nil }
-	_ = id
 	with := func(f func(map[string]string) []string) func(bool) []string {
 		return func(r bool) []string { return f(ids[r]) }
 	}
@@ -294,9 +290,6 @@ func TestRemoteParity(t *testing.T) {
 	if shown.Dataset.CreatedBy != "erin" {
 		t.Fatalf("dataset built over --server by %q, want erin", shown.Dataset.CreatedBy)
 	}
-	// Polling fallback: a server whose stream refuses (an unknown job id
-	// gives 404 from /jobs first) is covered by TestRemoteJobWaitPolling.
-	_ = sort.Strings
 }
 
 // TestRemoteErrors: server errors keep their code and exit 1; flags that
@@ -341,5 +334,67 @@ func TestRemoteErrors(t *testing.T) {
 	var runs []any
 	if mustJSON(t, out, &runs); code != 0 || len(runs) != 5 {
 		t.Fatalf("env: %d %s %d runs", code, errs, len(runs))
+	}
+}
+
+// TestRemoteJobWait: job submit --wait over --server follows the job on
+// the event stream; when the stream is refused, or ends right after it
+// opened (a proxy cutting long requests), it falls back to polling and
+// still reports the job's end.
+func TestRemoteJobWait(t *testing.T) {
+	d := simDir(t)
+	srv := startServer(t, d, api.Options{})
+	var streams atomic.Int32
+	var mode atomic.Value // "pass", "refuse" or "cut"
+	mode.Store("pass")
+	target, _ := url.Parse(srv.url)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1
+	px := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/events" {
+			streams.Add(1)
+			switch mode.Load() {
+			case "refuse":
+				http.Error(w, "no event streams through this proxy", http.StatusBadGateway)
+				return
+			case "cut":
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.Write([]byte(": connected\n\n"))
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(px.Close)
+	cli := func(args ...string) (string, string, int) {
+		return aml(t, append(args, "--server", px.URL, "--token", srv.tok["engineer"], "--json")...)
+	}
+	out, errs, code := cli("dataset", "build", "--spec", filepath.Join(d, "spec.json"))
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	var b struct{ Dataset struct{ ID string } }
+	mustJSON(t, out, &b)
+	for i, m := range []string{"pass", "refuse", "cut"} {
+		mode.Store(m)
+		out, errs, code = cli("job", "submit", "--dataset", b.Dataset.ID, "--trainer", "test_mean@1", "--params", `{"steps":4,"stepMs":20}`, "--wait")
+		var j struct{ ID, Status, ModelID string }
+		if code != 0 {
+			t.Fatalf("%s: exit %d %s", m, code, errs)
+		}
+		mustJSON(t, out, &j)
+		if j.Status != "done" || j.ModelID == "" {
+			t.Fatalf("%s: %+v", m, j)
+		}
+		if n := streams.Load(); n != int32(i+1) {
+			t.Fatalf("%s: %d event stream request(s) so far, want %d", m, n, i+1)
+		}
+	}
+	// A failing job: exit 1 with the job's error code, as locally.
+	mode.Store("pass")
+	_, errs, code = cli("job", "submit", "--dataset", b.Dataset.ID, "--trainer", "test_mean@1", "--params", `{"fail":true}`, "--wait")
+	if code != 1 || !strings.Contains(errs, "AML_TRAINER_FAILED") {
+		t.Fatalf("failing job: %d %q", code, errs)
 	}
 }
