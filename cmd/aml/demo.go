@@ -62,13 +62,21 @@ type demoResult struct {
 	BaselineCost    float64  `json:"baselineCost"`
 	CandidateCost   float64  `json:"candidateCost"`
 	// Moves: the certificate's setpoints at step 0, with the snapshot's.
-	Before        map[string]float64 `json:"setpointsBefore"`
-	After         map[string]float64 `json:"setpointsAfter"`
-	CertificateID string             `json:"certificateId"`
-	CertStatus    string             `json:"certificateStatus"`
-	CertVerified  bool               `json:"certificateVerified"`
-	Written       int                `json:"written"`
-	WriteOutcome  string             `json:"writeOutcome"`
+	SetpointsBefore map[string]float64 `json:"setpointsBefore"`
+	SetpointsAfter  map[string]float64 `json:"setpointsAfter"`
+	CertificateID   string             `json:"certificateId"`
+	CertStatus      string             `json:"certificateStatus"`
+	CertVerified    bool               `json:"certificateVerified"`
+	// Live (aml demo --live): the line's part-weight error before and
+	// after the approved move, measured on samples ingested over OPC UA.
+	Live         *liveSummary `json:"live,omitempty"`
+	Before       *liveWindow  `json:"before,omitempty"`
+	After        *liveWindow  `json:"after,omitempty"`
+	Written      int          `json:"written"`
+	WriteOutcome string       `json:"writeOutcome"`
+	// Writer is where the setpoints went: "recording" (in process) or
+	// "opcua" (the live line, --live).
+	Writer string `json:"writer"`
 	// DemoClock is the simulated line's clock at the recommendation (the
 	// runs after the model are simulated ahead of the wall clock).
 	DemoClock time.Time `json:"demoClock"`
@@ -103,6 +111,15 @@ hold no data yet):
      person, and execute it through the write guard with a recording writer
      (nothing leaves the process), then verify the certificate.
 
+With --live, steps 7–8 run on a live line instead: the simulated line is
+served over OPC UA in this process (accelerated, --speed), the OPC UA
+connector ingests it into the store, the snapshot is taken from the live
+samples, the approved certificate's setpoints are written over OPC UA
+through the write guard and read back, and the part weight's distance to
+its target is measured on the ingested samples before and after the move
+(JSON: before.targetError, after.targetError, written). The history the
+model is trained on (steps 1–6) is simulated offline, as without --live.
+
 The runs after the model are simulated ahead of the wall clock (the line's
 own clock, reported as demoClock). Every step is stored and audited, so the
 usual commands (aml model show, aml twin gate, aml cert verify, aml audit
@@ -127,6 +144,8 @@ verify ...) work on the data dir afterwards.`,
 	}
 	cmd.Flags().Uint64Var(&o.seed, "seed", 7, "seed of the simulated line")
 	cmd.Flags().IntVar(&o.runs, "runs", 24, "simulated runs before the model (12 train / 6 val / 6 test at 24)")
+	cmd.Flags().BoolVar(&o.live, "live", false, "recommend and write on a live line: the simulated line served over OPC UA (in process), ingested by the OPC UA connector, the approved move written over OPC UA and read back; reports the part weight's distance to its target before and after")
+	cmd.Flags().Float64Var(&o.speed, "speed", 20, "with --live: simulated seconds per wall second")
 	cmd.Flags().BoolVar(&o.wearContinues, "wear-continues", false, "let the mould keep wearing in the runs after the model (which it cannot see): the twin gate fails on its shadow evidence and the demo goes through recalibration")
 	return cmd
 }
@@ -136,6 +155,8 @@ type demoOptions struct {
 	seed          uint64
 	runs          int
 	wearContinues bool
+	live          bool
+	speed         float64
 }
 
 func runDemo(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, logf func(string, ...any)) (*demoResult, error) {
@@ -345,6 +366,14 @@ func runDemo(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, logf f
 		}
 	}
 
+	if o.live {
+		if err := runDemoLive(ctx, a, s, o, res, liveInputs{scene: scene, obj: obj, bus: bus, last: more.Runs[len(more.Runs)-1], nextRun: nextRun}, logf); err != nil {
+			return nil, err
+		}
+		res.Seconds = time.Since(t0).Seconds()
+		return res, nil
+	}
+
 	// 7. Snapshot at the end of the newest run, optimisation.
 	last := more.Runs[len(more.Runs)-1].Run
 	clock := time.UnixMilli(*last.EndedMs + 1000).UTC()
@@ -379,7 +408,7 @@ func runDemo(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, logf f
 	}
 	bc := best.BaselineComparison
 	res.TrialID, res.Improvement, res.BaselineCost, res.CandidateCost = best.TrialID, bc.Improvement, bc.BaselineCost, bc.CandidateCost
-	res.Before, res.After = snap.ControlValues, best.CandidateControlTrajectory[0]
+	res.SetpointsBefore, res.SetpointsAfter = snap.ControlValues, best.CandidateControlTrajectory[0]
 	logf("7. snapshot %s; %s over %d candidates: trial %s improves the cost %.4g → %.4g", snap.SnapshotID, res.TuningMode, res.Candidates, best.TrialID, bc.BaselineCost, bc.CandidateCost)
 	if !(bc.Improvement > 0) {
 		res.Note = "the best passing candidate is holding the setpoints: nothing to recommend"
@@ -410,7 +439,7 @@ func runDemo(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, logf f
 	if err != nil {
 		return nil, err
 	}
-	res.Written, res.WriteOutcome = x.Written(), x.Status
+	res.Written, res.WriteOutcome, res.Writer = x.Written(), x.Status, "recording"
 	vr, err := govern.VerifyCertificate(ctx, s, key.Public, id)
 	res.CertVerified = err == nil
 	if c, err := s.LoadCertificate(ctx, id); err == nil {
@@ -428,10 +457,14 @@ func printDemo(w io.Writer, r *demoResult) {
 	fmt.Fprintf(w, "  dataset      %s\n  model        %s (stage %s)\n  twin gate    %s passed=%v %v\n", r.DatasetID, r.ModelID, r.Stage, r.GateEvalID, r.GatePassed, r.GateRejects)
 	if r.TrialID != "" {
 		fmt.Fprintf(w, "  trial        %s improvement %.4g (cost %.4g → %.4g)\n", r.TrialID, r.Improvement, r.BaselineCost, r.CandidateCost)
-		fmt.Fprintf(w, "  setpoints    %s\n            →  %s\n", fmtControls(r.Before), fmtControls(r.After))
+		fmt.Fprintf(w, "  setpoints    %s\n            →  %s\n", fmtControls(r.SetpointsBefore), fmtControls(r.SetpointsAfter))
 	}
 	if r.CertificateID != "" {
-		fmt.Fprintf(w, "  certificate  %s %s (verify: aml cert verify %s)\n  written      %d (%s, recording writer)\n", r.CertificateID, r.CertStatus, r.CertificateID, r.Written, r.WriteOutcome)
+		fmt.Fprintf(w, "  certificate  %s %s (verify: aml cert verify %s)\n  written      %d (%s, %s writer)\n", r.CertificateID, r.CertStatus, r.CertificateID, r.Written, r.WriteOutcome, r.Writer)
+	}
+	if r.Before != nil && r.After != nil {
+		fmt.Fprintf(w, "  live line    part weight %.3f g → %.3f g; distance to the %.1f g target %.3f g → %.3f g (OPC UA, %s)\n",
+			r.Before.MeanWeight, r.After.MeanWeight, r.Live.Target, r.Before.TargetError, r.After.TargetError, r.Live.Endpoint)
 	}
 	if r.Note != "" {
 		fmt.Fprintf(w, "  note         %s\n", r.Note)

@@ -97,3 +97,34 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("twin gate: %d %s\n%s", code, errs, out)
 	}
 }
+
+// TestDemoLive: aml demo --live runs the recommendation on the simulated
+// line served over OPC UA: live ingest without gaps, the approved move
+// written over OPC UA and read back, and the part weight closer to its
+// target afterwards.
+func TestDemoLive(t *testing.T) {
+	d := t.TempDir()
+	out, errs, code := aml(t, "demo", "--live", "--data", d, "--json")
+	if code != 0 {
+		t.Fatalf("demo --live: exit %d\n%s", code, errs)
+	}
+	var r demoResult
+	mustJSON(t, out, &r)
+	if r.Live == nil || r.Before == nil || r.After == nil {
+		t.Fatalf("no live figures: %s", out)
+	}
+	t.Logf("live: %d samples ingested, %d gaps; weight %.3f → %.3f g, target error %.3f → %.3f g; %d written (%s via %s); %.1f s",
+		r.Live.Ingested, r.Live.Gaps, r.Before.MeanWeight, r.After.MeanWeight, r.Before.TargetError, r.After.TargetError, r.Written, r.WriteOutcome, r.Writer, r.Seconds)
+	if r.Written < 1 || r.Writer != "opcua" || r.WriteOutcome != "readback-verified" || r.Live.LineWrites != r.Written || !r.CertVerified || r.CertStatus != "EXECUTED" {
+		t.Fatalf("write: %+v", r)
+	}
+	if r.Live.Ingested < 1000 || r.Live.Gaps != 0 || r.Before.Samples < 30 || r.After.Samples < 30 {
+		t.Fatalf("ingest: %+v before %+v after %+v", r.Live, r.Before, r.After)
+	}
+	if !(r.After.TargetError < r.Before.TargetError) {
+		t.Fatalf("the approved move did not bring the part weight closer to its target: %.3f → %.3f g", r.Before.TargetError, r.After.TargetError)
+	}
+	if _, errs, code := aml(t, "cert", "verify", r.CertificateID, "--data", d); code != 0 {
+		t.Fatalf("cert verify: %d %s", code, errs)
+	}
+}

@@ -1,0 +1,289 @@
+package main
+
+// aml demo --live: the recommendation and the write on a live line — the
+// simulated injection line served over OPC UA in this process, ingested by
+// the OPC UA connector, the approved move written back over OPC UA through
+// the write guard and read back.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"os"
+	"time"
+
+	"github.com/aml-project/aml/internal/connect/opcua"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/sim/opcuasrv"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/twin/cert"
+	"github.com/aml-project/aml/internal/twin/contract"
+	"github.com/aml-project/aml/internal/twin/engine"
+	"github.com/aml-project/aml/internal/twin/govern"
+	"github.com/aml-project/aml/internal/twin/guard"
+	"github.com/aml-project/aml/internal/twin/snapshot"
+)
+
+// liveInputs is what the offline part of the demo hands to the live part.
+type liveInputs struct {
+	scene   *contract.SceneContract
+	obj     *contract.ObjectiveProfile
+	bus     *events.Bus
+	last    sim.RunData // the newest simulated run
+	nextRun int         // the live line's first run number
+}
+
+// liveWindow is the part weight over a stretch of the live run.
+type liveWindow struct {
+	FromMs int64 `json:"fromMs"`
+	ToMs   int64 `json:"toMs"`
+	// Samples is the number of part-weight samples averaged.
+	Samples int `json:"samples"`
+	// MeanWeight and TargetError = mean |weight − target| in g.
+	MeanWeight  float64 `json:"meanWeight"`
+	TargetError float64 `json:"targetError"`
+}
+
+// liveSummary describes the live part.
+type liveSummary struct {
+	Endpoint string  `json:"endpoint"`
+	Speed    float64 `json:"speed"`
+	RunID    string  `json:"runId"`
+	Target   float64 `json:"target"`
+	// Ingested is the number of samples the connector stored; Gaps the
+	// lost intervals it recorded.
+	Ingested int64 `json:"ingested"`
+	Gaps     int   `json:"gaps"`
+	// LineWrites are the setpoint writes the OPC UA server accepted.
+	LineWrites int `json:"lineWrites"`
+}
+
+// liveSettleSteps is how long the after-window waits for the moved
+// setpoints to act (the plant's pressure lag is about 6 s, the thermal lag
+// about 30 s) and liveWindowSteps how many steps each window averages.
+const (
+	liveSettleSteps = 45
+	liveWindowSteps = 45
+	liveHistory     = 60 // steps ingested before the snapshot
+)
+
+func runDemoLive(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, res *demoResult, in liveInputs, logf func(string, ...any)) error {
+	const approver, operator, engineer = "demo-approver", "demo-operator", "demo-engineer"
+	if o.speed <= 0 || o.speed > 200 {
+		return usagef("--speed must be in (0, 200], got %g", o.speed)
+	}
+	// The line runs on from the newest simulated run: same setpoints, the
+	// next run number, a minute later.
+	initial := map[string]float64{}
+	for _, smp := range in.last.Samples {
+		switch smp.Node {
+		case "hold_pressure", "hold_time", "melt_temperature_setpoint":
+			if smp.State == core.StateOK {
+				initial[smp.Node] = smp.Value
+			}
+		}
+	}
+	// The OPC UA server library logs through the standard logger; keep
+	// it off the terminal unless debugging.
+	if a.logLevel != "debug" {
+		log.SetOutput(io.Discard)
+		defer log.SetOutput(os.Stderr)
+	}
+	age := 0
+	if o.wearContinues {
+		age = in.nextRun
+	}
+	srv, err := opcuasrv.Start(ctx, opcuasrv.Options{Addr: "127.0.0.1:0", Speed: o.speed, StartMs: *in.last.Run.EndedMs + time.Minute.Milliseconds(),
+		Seed: o.seed, FirstRun: in.nextRun, WearRuns: float64(age), Initial: initial, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	m := &opcua.Map{Line: in.scene.LineID, Product: in.scene.ProductID, Recipe: in.scene.RecipeID,
+		RunTag: srv.NodeID(opcuasrv.TagRunID), CycleTag: srv.NodeID(opcuasrv.TagCycle), PublishingIntervalMs: 20}
+	for _, role := range []string{sim.RoleControl, sim.RoleState, sim.RoleDisturbance, sim.RoleObservation} {
+		for _, n := range sim.NodesByRole(role) {
+			m.Nodes = append(m.Nodes, opcua.MapEntry{OPCUA: srv.NodeID(n), Node: n})
+		}
+	}
+	cctx, stopConn := context.WithCancel(ctx)
+	defer stopConn()
+	conn, err := opcua.New(s, opcua.Options{Endpoint: srv.Endpoint(), Map: m, Audit: s, Bus: in.bus, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	connDone := make(chan error, 1)
+	go func() { connDone <- conn.Run(cctx) }()
+	runID := sim.RunID(in.scene.RecipeID, in.nextRun)
+	sum := &liveSummary{Endpoint: srv.Endpoint(), Speed: o.speed, RunID: runID, Target: in.obj.Targets["weight"]}
+	res.Live = sum
+	logf("7. live: simulated line served at %s (%.0f× real time), OPC UA connector ingesting run %s …", srv.Endpoint(), o.speed, runID)
+
+	// History for the snapshot window.
+	if _, err := waitSamples(ctx, s, runID, liveHistory, connDone); err != nil {
+		return err
+	}
+	before, err := weightWindow(ctx, s, runID, srv.Now().UnixMilli(), liveWindowSteps, sum.Target)
+	if err != nil {
+		return err
+	}
+	res.Before = before
+
+	tw, err := engine.Load(ctx, s, a.dataDir, res.ModelID)
+	if err != nil {
+		return err
+	}
+	clock := srv.Now()
+	snap, _, err := snapshot.Take(ctx, s, in.scene, snapshot.Options{Now: clock, Replay: true, RunID: runID, Estimator: tw,
+		Bindings: tw.Bindings(), CreatedBy: operator, Phase: "holding", Clock: srv.Now})
+	if err != nil {
+		return err
+	}
+	if err := s.PutSnapshot(ctx, snap, false); err != nil {
+		return err
+	}
+	res.SnapshotID = snap.SnapshotID
+	opt, err := tw.Optimize(ctx, engine.OptimizeInput{Scene: in.scene, Snapshot: snap, Objective: in.obj, Mode: res.TuningMode, Seed: o.seed,
+		TrialID: newTwinID("trial", clock), CreatedBy: engineer, Now: clock})
+	if err != nil {
+		return err
+	}
+	res.Candidates = opt.Evaluated
+	if opt.Best == nil || !(opt.Best.BaselineComparison.Improvement > 0) {
+		res.Note = "no passing candidate improves on holding the setpoints on the live line"
+		if opt.Best == nil {
+			res.Note += ": " + opt.NoPass
+		}
+		return nil
+	}
+	best := opt.Best
+	if _, err := s.PutTrial(ctx, best, sqlite.TrialDemo, ""); err != nil {
+		return err
+	}
+	bc := best.BaselineComparison
+	res.TrialID, res.Improvement, res.BaselineCost, res.CandidateCost = best.TrialID, bc.Improvement, bc.BaselineCost, bc.CandidateCost
+	res.SetpointsBefore, res.SetpointsAfter = snap.ControlValues, best.CandidateControlTrajectory[0]
+	logf("   snapshot %s from live data; %s over %d candidates: trial %s improves the cost %.4g → %.4g", snap.SnapshotID, res.TuningMode, res.Candidates, best.TrialID, bc.BaselineCost, bc.CandidateCost)
+
+	key, err := cert.LoadOrCreateKey(a.dataDir)
+	if err != nil {
+		return err
+	}
+	rec, err := s.IssueCertificate(ctx, best.TrialID, engineer, key, cert.DefaultTTL, srv.Now())
+	if err != nil {
+		return err
+	}
+	id := rec.Cert.RecommendationID
+	res.CertificateID = id
+	if _, err := s.ApproveCertificate(ctx, id, approver, key.Public, srv.Now()); err != nil {
+		return err
+	}
+	if _, err := s.SetChannel(ctx, sqlite.ChannelRecord{LineID: in.scene.LineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
+		SceneID: in.scene.SceneID, SceneVersion: in.scene.SceneVersion}, approver); err != nil {
+		return err
+	}
+	w, err := opcua.DialWriter(ctx, srv.Endpoint(), m, opcua.Security{})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	x, err := opcua.ExecuteGoverned(ctx, s, key.Public, id, w, govern.Options{Now: srv.Now(), Actor: operator, RunID: runID}, in.bus)
+	if err != nil {
+		return err
+	}
+	writtenAt := srv.Now().UnixMilli()
+	res.Written, res.WriteOutcome, res.Writer = x.Written(), x.Status, "opcua"
+	if _, err := govern.VerifyCertificate(ctx, s, key.Public, id); err == nil {
+		res.CertVerified = true
+	}
+	if c, err := s.LoadCertificate(ctx, id); err == nil {
+		res.CertStatus = string(c.Cert.Status)
+	}
+	logf("   certificate %s approved by %s, written over OPC UA by %s: %d setpoints (%s)", id, approver, operator, res.Written, res.WriteOutcome)
+
+	// The line after the move: wait for the lag, then average a window.
+	need := int(float64(liveSettleSteps+liveWindowSteps)) + 1
+	if err := waitLineTime(ctx, srv, writtenAt+int64(need)*1000, connDone); err != nil {
+		return err
+	}
+	time.Sleep(300 * time.Millisecond) // the connector's last flush
+	after, err := weightWindow(ctx, s, runID, writtenAt+int64(need)*1000, liveWindowSteps, sum.Target)
+	if err != nil {
+		return err
+	}
+	res.After = after
+	stopConn()
+	<-connDone
+	st := conn.Stats()
+	sum.Ingested, sum.Gaps, sum.LineWrites = st.Stored, len(st.Gaps), srv.Stats().Writes
+	logf("   part weight %.3f g → %.3f g (target %.1f g): mean distance to target %.3f g before, %.3f g after the move (%d samples ingested over OPC UA, %d gaps)",
+		before.MeanWeight, after.MeanWeight, sum.Target, before.TargetError, after.TargetError, sum.Ingested, sum.Gaps)
+	return nil
+}
+
+// waitSamples waits until run runID has n part-weight samples stored.
+func waitSamples(ctx context.Context, s *sqlite.Store, runID string, n int64, connDone <-chan error) (int64, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		c, err := s.CountRunSamples(ctx, runID)
+		if err != nil {
+			return 0, err
+		}
+		if c["part_weight"] >= n {
+			return c["part_weight"], nil
+		}
+		select {
+		case err := <-connDone:
+			return 0, fmt.Errorf("the OPC UA connector stopped: %v", err)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return 0, core.Errorf(core.CodeInternal, "live line: run %s has %d part-weight samples after 2 minutes, want %d", runID, c["part_weight"], n)
+		}
+	}
+}
+
+// waitLineTime waits until the line's clock reaches ms.
+func waitLineTime(ctx context.Context, srv *opcuasrv.Server, ms int64, connDone <-chan error) error {
+	for srv.Now().UnixMilli() < ms {
+		select {
+		case err := <-connDone:
+			return fmt.Errorf("the OPC UA connector stopped: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// weightWindow averages the stored part weight of run runID over the
+// steps samples ending at toMs.
+func weightWindow(ctx context.Context, s *sqlite.Store, runID string, toMs int64, steps int, target float64) (*liveWindow, error) {
+	from := toMs - int64(steps)*1000
+	p, err := s.QueryPage(ctx, core.PageQuery{Node: "part_weight", Filter: core.ContextFilter{Run: runID}, FromMs: &from, ToMs: &toMs, Limit: 10 * steps})
+	if err != nil {
+		return nil, err
+	}
+	w := &liveWindow{FromMs: from, ToMs: toMs}
+	sum, dist := 0.0, 0.0
+	for _, smp := range p.Points {
+		if smp.State != core.StateOK || math.IsNaN(smp.Value) {
+			continue
+		}
+		sum += smp.Value
+		dist += math.Abs(smp.Value - target)
+		w.Samples++
+	}
+	if w.Samples == 0 {
+		return nil, core.Errorf(core.CodeInternal, "live line: no part-weight samples of run %s between %d and %d", runID, from, toMs)
+	}
+	w.MeanWeight, w.TargetError = sum/float64(w.Samples), dist/float64(w.Samples)
+	return w, nil
+}
