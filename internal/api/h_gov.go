@@ -231,7 +231,9 @@ func (s *Server) executeCert(c *call) (any, error) {
 		return nil, err
 	}
 	w := guard.NewRecordingWriter(s.seedValues(c, id))
-	res, xerr := govern.Execute(c.ctx, s.d.Store, k.Public, id, w, govern.Options{Actor: c.p.Name, RunID: req.Run})
+	// The write is judged on the clock the certificate was issued and
+	// approved on (Options.Now; the wall clock in production).
+	res, xerr := govern.Execute(c.ctx, s.d.Store, k.Public, id, w, govern.Options{Actor: c.p.Name, RunID: req.Run, Now: s.o.Now()})
 	if r, err := s.d.Store.LoadCertificate(c.ctx, id); err == nil {
 		s.certEvent(r)
 	}

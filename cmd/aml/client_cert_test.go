@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/api"
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+)
+
+// TestRemoteCertificateFlow is the certificate flow over real HTTP on a
+// trained twin (what "aml demo" leaves in a data dir), served by api.New:
+// a fresh snapshot and optimisation, a certificate requested by an
+// engineer, refused approvals (the engineer's role, an agent, and an
+// admin who requested one itself), the approval by an approver through
+// "aml cert approve --server", the channel set by an admin, the governed
+// write by the approver (written and read back), verification, and an SSE
+// client seeing every certificate.status change.
+func TestRemoteCertificateFlow(t *testing.T) {
+	dir := t.TempDir()
+	out, errs, code := aml(t, "demo", "--data", dir, "--json")
+	if code != 0 {
+		t.Fatalf("demo: %d %s", code, errs)
+	}
+	var demo struct {
+		ModelID    string    `json:"modelId"`
+		SnapshotID string    `json:"snapshotId"`
+		DemoClock  time.Time `json:"demoClock"`
+	}
+	mustJSON(t, out, &demo)
+	// The demo's line runs ahead of the wall clock and its own write was
+	// at demoClock+2s: the server's clock starts past the scene's 60 s
+	// line action interval after it.
+	base, start := demo.DemoClock.Add(70*time.Second), time.Now()
+	srv := startServer(t, dir, api.Options{Now: func() time.Time { return base.Add(time.Since(start)) }})
+
+	call := func(role, method, path string, body any) (int, []byte) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		r, _ := http.NewRequest(method, srv.url+"/api/v1"+path, rd)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer "+srv.tok[role])
+		res, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
+	}
+	want := func(status int, b []byte, wantStatus int, code string, v any) {
+		t.Helper()
+		if status != wantStatus {
+			t.Fatalf("status %d, want %d: %s", status, wantStatus, b)
+		}
+		if code != "" {
+			var eb auth.ErrorBody
+			if json.Unmarshal(b, &eb) != nil || eb.Code != code || eb.Message == "" {
+				t.Fatalf("error body %s, want code %s", b, code)
+			}
+		}
+		if v != nil {
+			if err := json.Unmarshal(b, v); err != nil {
+				t.Fatalf("%v: %s", err, b)
+			}
+		}
+	}
+
+	// An SSE client following certificate changes.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	er, _ := http.NewRequestWithContext(ctx, "GET", srv.url+"/api/v1/events?kinds=certificate.status", nil)
+	er.Header.Set("Authorization", "Bearer "+srv.tok["viewer"])
+	eres, err := http.DefaultClient.Do(er)
+	if err != nil || eres.StatusCode != 200 {
+		t.Fatalf("events: %v %v", err, eres)
+	}
+	var mu sync.Mutex
+	seen := map[string][]string{} // certificate → statuses in order
+	got := make(chan struct{}, 64)
+	go func() {
+		defer eres.Body.Close()
+		sc := bufio.NewScanner(eres.Body)
+		for sc.Scan() {
+			d, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var e struct {
+				ID   string         `json:"id"`
+				Data map[string]any `json:"data"`
+			}
+			if json.Unmarshal([]byte(d), &e) == nil {
+				mu.Lock()
+				seen[e.ID] = append(seen[e.ID], e.Data["status"].(string))
+				mu.Unlock()
+				got <- struct{}{}
+			}
+		}
+	}()
+
+	// A fresh snapshot on the demo's last run, and the optimiser's best move.
+	var prev struct {
+		Snapshot struct {
+			SceneID string `json:"sceneId"`
+			LineID  string `json:"lineId"`
+			Window  struct {
+				RunID string `json:"runId"`
+			} `json:"window"`
+		} `json:"snapshot"`
+	}
+	st, b := call("viewer", "GET", "/snapshots/"+demo.SnapshotID, nil)
+	want(st, b, 200, "", &prev)
+	line := prev.Snapshot.LineID
+	var snap struct {
+		Snapshot struct {
+			SnapshotID string `json:"snapshotId"`
+		} `json:"snapshot"`
+	}
+	st, b = call("engineer", "POST", "/snapshots", map[string]any{"scene": prev.Snapshot.SceneID, "model": demo.ModelID, "run": prev.Snapshot.Window.RunID,
+		"at": base.Add(-5 * time.Second).UnixMilli(), "maxAgeMs": 120_000, "phase": "holding"})
+	want(st, b, 201, "", &snap)
+	optimize := func(role string) string {
+		t.Helper()
+		var opt struct {
+			Record *struct {
+				Passed bool `json:"passed"`
+				Trial  struct {
+					TrialID string `json:"trialId"`
+				} `json:"trial"`
+			} `json:"record"`
+		}
+		st, b := call(role, "POST", "/optimize", map[string]any{"model": demo.ModelID, "snapshot": snap.Snapshot.SnapshotID})
+		want(st, b, 200, "", &opt)
+		if opt.Record == nil || !opt.Record.Passed {
+			t.Fatalf("no passing trial: %s", b)
+		}
+		return opt.Record.Trial.TrialID
+	}
+	trial := optimize("engineer")
+
+	// Issue as the engineer.
+	type certRec struct {
+		Cert struct {
+			ID         string `json:"recommendationId"`
+			Status     string `json:"status"`
+			CreatedBy  string `json:"createdBy"`
+			ApprovedBy string `json:"approvedBy"`
+		} `json:"certificate"`
+	}
+	var c1 certRec
+	st, b = call("engineer", "POST", "/certificates", map[string]any{"trial": trial})
+	want(st, b, 201, "", &c1)
+	id := c1.Cert.ID
+	if c1.Cert.Status != "ISSUED" || c1.Cert.CreatedBy != "erin" {
+		t.Fatalf("issued %+v", c1.Cert)
+	}
+	// Refused: the engineer (role), an agent (role, never approves).
+	st, b = call("engineer", "POST", "/certificates/"+id+"/approve", nil)
+	want(st, b, 403, core.CodeForbidden, nil)
+	st, b = call("agent", "POST", "/certificates/"+id+"/approve", nil)
+	want(st, b, 403, core.CodeForbidden, nil)
+	_, errs, code = srv.as(t, "agent", "cert", "approve", id)
+	if code != 1 || !strings.Contains(errs, "error: AML_FORBIDDEN:") {
+		t.Fatalf("agent approve over the CLI: %d %q", code, errs)
+	}
+	// The requester cannot approve even with the right to approve: an
+	// admin requests a second certificate and is refused approving it.
+	var c2 certRec
+	st, b = call("admin", "POST", "/certificates", map[string]any{"trial": optimize("admin")})
+	want(st, b, 201, "", &c2)
+	st, b = call("admin", "POST", "/certificates/"+c2.Cert.ID+"/approve", nil)
+	want(st, b, 403, core.CodeForbidden, nil)
+	if !strings.Contains(string(b), "cannot approve") {
+		t.Fatalf("requester refusal: %s", b)
+	}
+
+	// Approve as the approver, through the CLI client.
+	out, errs, code = srv.as(t, "approver", "cert", "approve", id, "--json")
+	if code != 0 {
+		t.Fatalf("approve: %d %s", code, errs)
+	}
+	var ap certRec
+	mustJSON(t, out, &ap)
+	if ap.Cert.Status != "APPROVED" || ap.Cert.ApprovedBy != "ada" {
+		t.Fatalf("approved %+v", ap.Cert)
+	}
+
+	// The channel, as admin (an approver may too; an agent never writes).
+	st, b = call("agent", "PUT", "/channels/"+line, map[string]any{"profile": "hybrid_twin", "controlPolicy": "hitl_governed"})
+	want(st, b, 403, core.CodeForbidden, nil)
+	var ch struct{ UpdatedBy string }
+	st, b = call("admin", "PUT", "/channels/"+line, map[string]any{"profile": "hybrid_twin", "controlPolicy": "hitl_governed"})
+	want(st, b, 200, "", &ch)
+	if ch.UpdatedBy != "root" {
+		t.Fatalf("channel set by %q", ch.UpdatedBy)
+	}
+
+	// Execute: refused to the agent and the engineer, done by the approver.
+	st, b = call("agent", "POST", "/certificates/"+id+"/execute", map[string]any{})
+	want(st, b, 403, core.CodeForbidden, nil)
+	st, b = call("engineer", "POST", "/certificates/"+id+"/execute", map[string]any{})
+	want(st, b, 403, core.CodeForbidden, nil)
+	var x struct {
+		Allowed, Executed bool
+		Status, Detail    string
+		Writes            []struct {
+			NodeID            string
+			To, Readback      float64
+			Written, Verified bool
+		}
+	}
+	st, b = call("approver", "POST", "/certificates/"+id+"/execute", map[string]any{})
+	want(st, b, 200, "", &x)
+	if !x.Allowed || !x.Executed || len(x.Writes) == 0 {
+		t.Fatalf("execute: %s", b)
+	}
+	for _, w := range x.Writes {
+		if !w.Written || !w.Verified || w.Readback != w.To {
+			t.Fatalf("write %+v not read back", w)
+		}
+	}
+	// A second execution of the same certificate is refused, with the
+	// guard's report in the error body.
+	st, b = call("approver", "POST", "/certificates/"+id+"/execute", map[string]any{})
+	if st < 400 || st >= 500 || !strings.Contains(string(b), `"result"`) {
+		t.Fatalf("second execute: %d %s", st, b)
+	}
+
+	// Verify over HTTP and through the CLI; local and --server agree.
+	var v struct {
+		OK     bool   `json:"ok"`
+		Status string `json:"status"`
+	}
+	st, b = call("viewer", "GET", "/certificates/"+id+"/verify", nil)
+	want(st, b, 200, "", &v)
+	if !v.OK || v.Status != "EXECUTED" {
+		t.Fatalf("verify: %s", b)
+	}
+	for _, args := range [][]string{{"cert", "verify", id}, {"cert", "show", id}, {"cert", "list"}, {"audit", "verify"}, {"channel", "show", "--line", line}} {
+		lo, le, lc := aml(t, append(args, "--data", dir, "--json")...)
+		ro, re, rc := srv.as(t, "viewer", append(args, "--json")...)
+		if lc != 0 || rc != 0 || lo != ro {
+			t.Fatalf("%v: local (%d %s) and --server (%d %s) differ:\n%s", args, lc, le, rc, re, firstDiff(lo, ro))
+		}
+	}
+
+	// The event stream saw the certificate move ISSUED → APPROVED → EXECUTED.
+	deadline := time.After(10 * time.Second)
+	for {
+		mu.Lock()
+		s := strings.Join(seen[id], ",")
+		mu.Unlock()
+		if strings.HasPrefix(s, "ISSUED,APPROVED,EXECUTED") {
+			break
+		}
+		select {
+		case <-got:
+		case <-deadline:
+			t.Fatalf("certificate.status events for %s: %q", id, s)
+		}
+	}
+}
