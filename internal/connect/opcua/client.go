@@ -56,6 +56,9 @@ type Stats struct {
 	Connects int    `json:"connects"`
 	State    string `json:"state"`
 	Endpoint string `json:"endpoint"`
+	// ConnError is why the last connection attempt failed or was lost
+	// (cleared when a subscription is active again).
+	ConnError string `json:"connError,omitempty"`
 }
 
 // Connector subscribes to a server's nodes and ingests their values.
@@ -76,6 +79,7 @@ type Connector struct {
 	lostAt    int64 // source instant of the last value before a loss
 	lostCycle int64
 	pending   bool // a reconnect gap is to be recorded at the next value
+	connErr   string
 }
 
 type handle struct {
@@ -133,7 +137,7 @@ func (c *Connector) Sink() *connect.Sink { return c.sink }
 func (c *Connector) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats{Stats: c.sink.Stats(), Connects: c.connects, State: c.state, Endpoint: c.opts.Endpoint}
+	return Stats{Stats: c.sink.Stats(), Connects: c.connects, State: c.state, Endpoint: c.opts.Endpoint, ConnError: c.connErr}
 }
 
 func (c *Connector) setState(s string) {
@@ -158,6 +162,11 @@ func (c *Connector) Run(ctx context.Context) error {
 	first := true
 	for {
 		err := c.session(ctx, first)
+		if err != nil {
+			c.mu.Lock()
+			c.connErr = err.Error()
+			c.mu.Unlock()
+		}
 		if ctx.Err() != nil {
 			c.setState("stopped")
 			return nil
@@ -291,6 +300,7 @@ func (c *Connector) session(ctx context.Context, first bool) error {
 	}
 	c.mu.Lock()
 	c.connects++
+	c.connErr = ""
 	c.mu.Unlock()
 	c.setState("connected")
 	c.opts.Logger.Info("OPC UA subscription active", "endpoint", c.opts.Endpoint, "items", len(items), "publishingInterval", pub)
