@@ -76,7 +76,9 @@ func (a *app) bindRemote(root *cobra.Command) {
 		rf := remoteCommands[path]
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if a.remote.server == "" {
-				if cmd.Flags().Changed("token") {
+				// Only the global --token: a command may define its own
+				// (aml mcp --token verifies a token on the local store).
+				if f := cmd.Flags().Lookup("token"); f != nil && f.Changed && f == root.PersistentFlags().Lookup("token") {
 					return usagef("--token needs --server URL (a token is only sent to a server)")
 				}
 				return local(cmd, args)
