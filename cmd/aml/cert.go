@@ -221,9 +221,10 @@ exits 1 with AML_CERT_INVALID naming the check.`,
 	}
 
 	var exAs, exRun string
+	var exOPCUA certOPCUA
 	execute := &cobra.Command{
-		Use:   "execute ID --as PERSON [--run R]",
-		Short: "Write an APPROVED certificate's first step through the write guard (recording writer)",
+		Use:   "execute ID --as PERSON [--run R] [--opcua-endpoint URL --map FILE]",
+		Short: "Write an APPROVED certificate's first step through the write guard (OPC UA or the recording writer)",
 		Long: `Run the governed write of certificate ID: the fail-closed write guard checks
 the line's channel, the scene's write policy, the certificate (approved,
 unexpired, signature), the snapshot's freshness and the recorded write
@@ -231,7 +232,15 @@ history; a denial exits 1 with AML_WRITE_DENIED and its reason code. An
 allowed write goes to the recording writer (seeded with the snapshot's
 control values; a machine connector comes later), is read back, recorded
 and audited, and the certificate becomes EXECUTED. --run is the batch run
-the action counts against (default: the snapshot's run).`,
+the action counts against (default: the snapshot's run).
+
+With --opcua-endpoint URL --map FILE the write goes to the line's OPC UA
+server instead (the governed OPC UA writer; FILE is an aml connect opcua
+map naming the OPC UA node of each AML node): each move is read (it must
+hold the certified From value), written and read back — readback-verified,
+transport-ack when the server does not let setpoints be read, or failed; a
+readback that differs raises a write.alarm audit entry and stops the
+certificate's remaining moves.`,
 		Args: argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := certRequireAs(cmd, exAs); err != nil {
@@ -245,8 +254,17 @@ the action counts against (default: the snapshot's run).`,
 			if err != nil {
 				return err
 			}
-			w := guard.NewRecordingWriter(certSeedValues(cmd, s, args[0]))
-			res, xerr := govern.Execute(cmd.Context(), s, k.Public, args[0], w, govern.Options{Actor: exAs, RunID: exRun})
+			var res govern.Result
+			var xerr error
+			if exOPCUA.set() {
+				res, xerr = exOPCUA.execute(cmd.Context(), s, k, args[0], govern.Options{Actor: exAs, RunID: exRun})
+				if res.CertificateID == "" && xerr != nil {
+					return xerr
+				}
+			} else {
+				w := guard.NewRecordingWriter(certSeedValues(cmd, s, args[0]))
+				res, xerr = govern.Execute(cmd.Context(), s, k.Public, args[0], w, govern.Options{Actor: exAs, RunID: exRun})
+			}
 			if err := a.emit(res, func(w io.Writer) { printExecution(w, &res) }); err != nil {
 				return err
 			}
@@ -255,6 +273,14 @@ the action counts against (default: the snapshot's run).`,
 	}
 	execute.Flags().StringVar(&exAs, "as", "", "who executes")
 	execute.Flags().StringVar(&exRun, "run", "", "the batch run the action counts against (default: the snapshot's run)")
+	execute.Flags().StringVar(&exOPCUA.endpoint, "opcua-endpoint", "", "write over OPC UA to this server (opc.tcp://...) instead of the recording writer; needs --map")
+	execute.Flags().StringVar(&exOPCUA.mapFile, "map", "", "OPC UA map file (as for aml connect opcua): which OPC UA node each AML node is")
+	execute.Flags().StringVar(&exOPCUA.sec.Policy, "security-policy", "None", "OPC UA security policy")
+	execute.Flags().StringVar(&exOPCUA.sec.Mode, "security-mode", "None", "OPC UA message security mode: None, Sign, SignAndEncrypt")
+	execute.Flags().StringVar(&exOPCUA.sec.User, "user", "", "OPC UA user name (empty: anonymous)")
+	execute.Flags().StringVar(&exOPCUA.passwordEnv, "password-env", "", "environment variable holding the OPC UA password")
+	execute.Flags().StringVar(&exOPCUA.sec.CertFile, "cert", "", "OPC UA client certificate file")
+	execute.Flags().StringVar(&exOPCUA.sec.KeyFile, "key", "", "OPC UA client private key file")
 
 	cmd.AddCommand(key, list, show, issue, approve, revoke, verify, execute)
 	return cmd

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aml-project/aml/internal/connect"
 	"github.com/aml-project/aml/internal/connect/mqtt"
 	"github.com/aml-project/aml/internal/connect/opcua"
 	"github.com/spf13/cobra"
@@ -16,7 +17,7 @@ import (
 
 func newConnectCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "connect", Short: "Ingest live from a line: OPC UA subscriptions or MQTT topics (docs/connectors.md)"}
-	cmd.AddCommand(newConnectOPCUACmd(a), newConnectMQTTCmd(a))
+	cmd.AddCommand(newConnectOPCUACmd(a), newConnectMQTTCmd(a), newConnectStatusCmd(a))
 	return cmd
 }
 
@@ -34,7 +35,7 @@ func runFor(parent context.Context, d time.Duration, fn func(ctx context.Context
 func newConnectOPCUACmd(a *app) *cobra.Command {
 	var endpoint, mapFile, passwordEnv string
 	var sec opcua.Security
-	var forDur time.Duration
+	var forDur, statusEvery time.Duration
 	cmd := &cobra.Command{
 		Use:   "opcua --endpoint opc.tcp://HOST:PORT --map FILE",
 		Short: "Subscribe to an OPC UA server's nodes and ingest their values with run context",
@@ -71,8 +72,12 @@ Runs until interrupted or for --for. See docs/connectors.md for the map.`,
 			if err != nil {
 				return err
 			}
+			rep, err := c.Reporter(statusStore(s), statusEvery, a.log)
+			if err != nil {
+				return err
+			}
 			t0 := time.Now()
-			if err := runFor(cmd.Context(), forDur, c.Run); err != nil {
+			if err := runReported(cmd.Context(), a, rep, func(ctx context.Context) error { return runFor(ctx, forDur, c.Run) }); err != nil {
 				return err
 			}
 			st := c.Stats()
@@ -93,12 +98,13 @@ Runs until interrupted or for --for. See docs/connectors.md for the map.`,
 	fl.StringVar(&sec.CertFile, "cert", "", "client certificate file (for a secured channel)")
 	fl.StringVar(&sec.KeyFile, "key", "", "client private key file")
 	fl.DurationVar(&forDur, "for", 0, "stop after this long (0: until interrupted)")
+	fl.DurationVar(&statusEvery, "status-every", connect.DefaultStatusInterval, "write the connector's status row this often (aml connect status, aml serve)")
 	return cmd
 }
 
 func newConnectMQTTCmd(a *app) *cobra.Command {
 	var broker, mapFile, user, passwordEnv, clientID string
-	var forDur time.Duration
+	var forDur, statusEvery time.Duration
 	cmd := &cobra.Command{
 		Use:   "mqtt --broker tcp://HOST:PORT --map FILE",
 		Short: "Subscribe to MQTT topics (QoS 1) and ingest their JSON payloads",
@@ -133,7 +139,11 @@ Runs until interrupted or for --for. See docs/connectors.md for the map.`,
 			if err != nil {
 				return err
 			}
-			if err := runFor(cmd.Context(), forDur, c.Run); err != nil {
+			rep, err := c.Reporter(statusStore(s), statusEvery, a.log)
+			if err != nil {
+				return err
+			}
+			if err := runReported(cmd.Context(), a, rep, func(ctx context.Context) error { return runFor(ctx, forDur, c.Run) }); err != nil {
 				return err
 			}
 			st := c.Stats()
@@ -150,5 +160,6 @@ Runs until interrupted or for --for. See docs/connectors.md for the map.`,
 	fl.StringVar(&user, "user", "", "user name")
 	fl.StringVar(&passwordEnv, "password-env", "", "environment variable holding the password")
 	fl.DurationVar(&forDur, "for", 0, "stop after this long (0: until interrupted)")
+	fl.DurationVar(&statusEvery, "status-every", connect.DefaultStatusInterval, "write the connector's status row this often (aml connect status, aml serve)")
 	return cmd
 }

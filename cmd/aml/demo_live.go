@@ -116,8 +116,14 @@ func runDemoLive(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, re
 	if err != nil {
 		return err
 	}
+	// The connector reports its state like aml connect does (aml connect
+	// status, aml serve's Live page while the demo runs).
+	rep, err := conn.Reporter(statusStore(s), 0, a.log)
+	if err != nil {
+		return err
+	}
 	connDone := make(chan error, 1)
-	go func() { connDone <- conn.Run(cctx) }()
+	go func() { connDone <- runReported(cctx, a, rep, conn.Run) }()
 	runID := sim.RunID(in.scene.RecipeID, in.nextRun)
 	sum := &liveSummary{Endpoint: srv.Endpoint(), Speed: o.speed, RunID: runID, Target: in.obj.Targets["weight"]}
 	res.Live = sum
