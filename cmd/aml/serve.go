@@ -128,6 +128,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 			return err
 		}
 	}
+	watchConnectors(sctx, st, bus, a.log)
 	mounted := "api, metrics"
 	if opts.MCP != nil {
 		mounted += ", mcp"

@@ -127,8 +127,11 @@ func (s *Server) table() []route {
 		{method: D, path: "/tokens/{id}", act: auth.ActAdmin, tag: "admin", summary: "Revoke an API token", h: s.revokeToken},
 		{method: P, path: "/retention", act: auth.ActAdmin, tag: "admin", summary: "Apply the retention policy", in: retentionReq{}, h: s.retention},
 
+		// Live connectors.
+		{method: G, path: "/connectors", act: R, tag: "data", summary: "Live connectors (OPC UA, MQTT) in the caller's lines: state, counters, gaps, staleness", query: [][2]string{lineQ}, out: connectorList{}, h: s.listConnectors},
+
 		// Live events.
-		{method: G, path: "/events", act: R, tag: "events", summary: "Server-Sent Events: dataset built, job state and progress, model stage, trial done, certificate status (the caller's lines)", outType: "text/event-stream",
+		{method: G, path: "/events", act: R, tag: "events", summary: "Server-Sent Events: dataset built, job state and progress, model stage, trial done, certificate status, connector state and gaps (the caller's lines)", outType: "text/event-stream",
 			query: [][2]string{q("kinds", "comma-separated event kinds (default all)"), q("id", "only events about this id")}, h: s.events},
 	}
 }
