@@ -20,7 +20,9 @@
 // Lines and runs with trend plots (a node's runs overlaid on the time since
 // each run's start, from the store's bucket aggregates), dataset reports
 // (report.json: summaries, cleaning counts, lag cross-correlation, per-run
-// target profiles), jobs with live progress, model cards (platform metrics,
+// target profiles), the Live page (each line's connectors from their
+// status rows, stale ones flagged, and the newest run's trend, its body
+// reloaded every 2 s by static/linelive.js), jobs with live progress, model cards (platform metrics,
 // acceptance gates, the latest twin gate, shadow evidence, predicted vs
 // actual on a test run with the conformal band), scenes, trials (every
 // predicted trajectory with its tube, the scene's limits and the baseline
