@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aml-project/aml/internal/connect"
 )
 
 // TestDemo runs the README's main command on a fresh data dir and then
@@ -126,5 +128,12 @@ func TestDemoLive(t *testing.T) {
 	}
 	if _, errs, code := aml(t, "cert", "verify", r.CertificateID, "--data", d); code != 0 {
 		t.Fatalf("cert verify: %d %s", code, errs)
+	}
+	// The live connector reported its status like aml connect does.
+	out, _, _ = aml(t, "connect", "status", "--data", d, "--json")
+	var rows []connect.Status
+	mustJSON(t, out, &rows)
+	if len(rows) != 1 || rows[0].ID != "opcua:"+r.Live.Endpoint || rows[0].State != connect.StateStopped || rows[0].Stored != r.Live.Ingested {
+		t.Fatalf("connector status after demo --live: %+v", rows)
 	}
 }
