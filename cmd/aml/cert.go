@@ -271,6 +271,15 @@ certificate's remaining moves.`,
 			return xerr
 		},
 	}
+	// The OPC UA writer runs in this process; with --server the server's
+	// own writer would execute the certificate and the flags would be
+	// silently ignored, so the combination is refused before either runs.
+	execute.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if a.remote.server != "" && exOPCUA.set() {
+			return usagef("--opcua-endpoint/--map write from this process: they cannot be combined with --server (the server executes with its own writer)")
+		}
+		return nil
+	}
 	execute.Flags().StringVar(&exAs, "as", "", "who executes")
 	execute.Flags().StringVar(&exRun, "run", "", "the batch run the action counts against (default: the snapshot's run)")
 	execute.Flags().StringVar(&exOPCUA.endpoint, "opcua-endpoint", "", "write over OPC UA to this server (opc.tcp://...) instead of the recording writer; needs --map")

@@ -341,6 +341,9 @@ func TestCertExecuteOverOPCUA(t *testing.T) {
 	if _, err := certCLI(t, d, "execute", id, "--as", "carol", "--opcua-endpoint", srv.Endpoint()); !isUsage(err) {
 		t.Errorf("--opcua-endpoint without --map: %v", err)
 	}
+	if _, errs, code := aml(t, "cert", "execute", id, "--as", "carol", "--opcua-endpoint", srv.Endpoint(), "--map", mapFile, "--server", "http://127.0.0.1:1", "--token", "x"); code != 2 || !strings.Contains(errs, "cannot be combined with --server") {
+		t.Errorf("--opcua-endpoint with --server: %d %s", code, errs)
+	}
 }
 
 func isUsage(err error) bool {
