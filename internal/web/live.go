@@ -44,13 +44,13 @@ type liveLine struct {
 
 // liveData is what live.html and its fragment render.
 type liveData struct {
-	Title     string
-	Lines     []liveLine
-	Minutes   int
+	Title   string
+	Lines   []liveLine
+	Minutes int
 	// FragmentURL is the page body's URL with the page's parameters.
 	FragmentURL string
-	RefreshMs int
-	Now       time.Time
+	RefreshMs   int
+	Now         time.Time
 }
 
 func (s *server) livePage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
