@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/aml-project/aml/internal/connect"
 	"io"
 	"net/http"
 	"net/url"
@@ -93,6 +94,7 @@ var remoteCommands = map[string]remoteFunc{
 	"token list":          rTokenList,
 	"token revoke":        rTokenRevoke,
 	"retention run":       rRetention,
+	"connect status":      rConnectStatus,
 }
 
 // flags reads a command's flags by name (the local commands keep theirs
@@ -1114,4 +1116,13 @@ func rRetention(a *app, c *client, cmd *cobra.Command, args []string) error {
 		return err
 	}
 	return a.emit(rep, func(w io.Writer) { printRetention(w, rep) })
+}
+
+func rConnectStatus(a *app, c *client, cmd *cobra.Command, args []string) error {
+	q := flags{cmd}.set(url.Values{}, fl("line", "line"))
+	list, err := getList[connect.Status](cmd.Context(), c, "/connectors", q)
+	if err != nil {
+		return err
+	}
+	return a.emit(list, func(w io.Writer) { printConnectorStatus(w, list) })
 }

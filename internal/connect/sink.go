@@ -32,6 +32,7 @@ package connect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -102,9 +103,13 @@ type Gap struct {
 
 // Stats are a sink's counters.
 type Stats struct {
-	Received  int64  `json:"received"`
-	Stored    int64  `json:"stored"`
-	Malformed int64  `json:"malformed"`
+	Received  int64 `json:"received"`
+	Stored    int64 `json:"stored"`
+	Malformed int64 `json:"malformed"`
+	// Rejected counts samples the store refused for good (e.g. another
+	// run already holds the instant: AML_CONFLICT): they are dropped with
+	// the error in LastError, not retried forever.
+	Rejected  int64  `json:"rejected"`
 	Flushes   int64  `json:"flushes"`
 	Runs      int64  `json:"runsStarted"`
 	Gaps      []Gap  `json:"gaps"`
@@ -290,10 +295,21 @@ func (s *Sink) Flush(ctx context.Context) error {
 		})
 		if err != nil {
 			s.mu.Lock()
-			s.buf = append(batch, s.buf...)
-			s.runsToEnd = append(ending, s.runsToEnd...)
 			s.stats.LastError = err.Error()
+			if retryable(ctx, err) {
+				// The store is unreachable or the flush was cut: keep
+				// the batch for the next flush.
+				s.buf = append(batch, s.buf...)
+				s.runsToEnd = append(ending, s.runsToEnd...)
+				s.mu.Unlock()
+				return err
+			}
+			// A refusal the same batch would meet again: drop it (counted),
+			// so one bad batch does not stall the connector for good.
+			s.stats.Rejected += int64(len(batch))
+			s.runsToEnd = append(ending, s.runsToEnd...)
 			s.mu.Unlock()
+			s.opts.Logger.Error("batch refused by the store; dropped", "samples", len(batch), "err", err)
 			return err
 		}
 	}
@@ -307,6 +323,19 @@ func (s *Sink) Flush(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// retryable says whether a failed flush should be retried with the same
+// batch: the store was unavailable, or the context ended mid-flush.
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch core.CodeOf(err) {
+	case core.CodeStoreUnavailable, core.CodeInternal:
+		return true
+	}
+	return false
 }
 
 // startOf is the start instant of a run: when the tag named it, or its
