@@ -1109,7 +1109,17 @@ func rTokenRevoke(a *app, c *client, cmd *cobra.Command, args []string) error {
 
 func rRetention(a *app, c *client, cmd *cobra.Command, args []string) error {
 	f := flags{cmd}
-	sec := func(n string) int64 { return int64(f.dur(n) / time.Second) }
+	// The API takes whole seconds and reads 0 as "never": a positive age
+	// under a second (or with a fraction) is rounded up, never truncated
+	// to 0, which would turn "remove almost everything" into "remove nothing".
+	sec := func(n string) int64 {
+		d := f.dur(n)
+		s := int64(d / time.Second)
+		if d > 0 && d%time.Second != 0 {
+			s++
+		}
+		return s
+	}
 	var rep retention.Report
 	body := map[string]any{"datasetAgeSec": sec("dataset-age"), "modelAgeSec": sec("model-age"), "jobAgeSec": sec("job-age"), "dryRun": f.on("dry-run")}
 	if err := post(cmd.Context(), c, "/retention", body, &rep); err != nil {
