@@ -2,63 +2,22 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"embed"
-	"encoding/hex"
-	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/migration"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// Migration is one embedded schema step.
-type Migration struct {
-	Version  int
-	Name     string
-	SQL      string
-	Checksum string
-}
+// Migration is one embedded schema step (shared layout: internal/store/migration).
+type Migration = migration.Migration
 
 // Migrations returns the embedded migrations in version order.
-func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []Migration
-	for _, e := range entries {
-		name := e.Name()
-		num, rest, ok := strings.Cut(name, "_")
-		if !ok || !strings.HasSuffix(name, ".sql") {
-			return nil, fmt.Errorf("migration file %q is not NNNN_name.sql", name)
-		}
-		v, err := strconv.Atoi(num)
-		if err != nil {
-			return nil, fmt.Errorf("migration file %q: %v", name, err)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(b)
-		out = append(out, Migration{Version: v, Name: strings.TrimSuffix(rest, ".sql"), SQL: string(b), Checksum: hex.EncodeToString(sum[:])})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	for i, m := range out {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migrations must be numbered 1..n without gaps; found %d at position %d", m.Version, i+1)
-		}
-	}
-	return out, nil
-}
+func Migrations() ([]Migration, error) { return migration.Load(migrationFS, "migrations") }
 
 // SchemaVersion reports the highest applied migration.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
