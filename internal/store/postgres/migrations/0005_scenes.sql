@@ -1,5 +1,8 @@
 -- 0005: scene contracts of the digital twin (same table and columns as
 -- SQLite's 0005). A frozen row never changes, enforced by a trigger too.
+-- rowid stands in for SQLite's implicit rowid, which the Go code orders by
+-- (ORDER BY created_at DESC, rowid DESC) and PostgreSQL does not have;
+-- TestSchemaParity ignores PostgreSQL columns named rowid.
 CREATE TABLE scenes (
     scene_id      text NOT NULL,
     version       text NOT NULL,
@@ -10,6 +13,7 @@ CREATE TABLE scenes (
     frozen_by     text NOT NULL DEFAULT '',
     frozen_at     bigint,
     created_at    bigint NOT NULL,
+    rowid         bigint GENERATED ALWAYS AS IDENTITY,
     PRIMARY KEY (scene_id, version)
 );
 CREATE INDEX scenes_line ON scenes(line_id, scene_id);
