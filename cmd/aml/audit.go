@@ -18,7 +18,7 @@ func newAuditCmd(a *app) *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		return audit.New(s.DB(), s.ReadDB()), nil
+		return audit.New(s.SQL()), nil
 	}
 
 	var expectHead string

@@ -26,7 +26,7 @@ func seedAudit(t *testing.T, d string, n int) []audit.Entry {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l := audit.New(s.DB(), s.ReadDB())
+	l := audit.New(s.SQL())
 	var es []audit.Entry
 	for i := range n {
 		subj := "scene-1"

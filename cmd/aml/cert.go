@@ -9,7 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
@@ -82,12 +83,12 @@ func newCertCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			items, err := s.ListCertificates(cmd.Context(), sqlite.CertFilter{Status: st, LineID: lLine, Limit: lLimit}, k.Public)
+			items, err := s.ListCertificates(cmd.Context(), twinstore.CertFilter{Status: st, LineID: lLine, Limit: lLimit}, k.Public)
 			if err != nil {
 				return err
 			}
 			if items == nil {
-				items = []sqlite.CertListItem{}
+				items = []twinstore.CertListItem{}
 			}
 			return a.emit(items, func(w io.Writer) { printCerts(w, items) })
 		},
@@ -163,7 +164,7 @@ approve the certificate. It expires after --ttl (at most 24h).`,
 			if err := certRequireAs(cmd, apAs); err != nil {
 				return err
 			}
-			return a.certTransition(cmd, args[0], func(s *sqlite.Store, k *cert.KeyPair) (*sqlite.CertRecord, error) {
+			return a.certTransition(cmd, args[0], func(s store.Store, k *cert.KeyPair) (*twinstore.CertRecord, error) {
 				return s.ApproveCertificate(cmd.Context(), args[0], apAs, k.Public, time.Now())
 			})
 		},
@@ -182,7 +183,7 @@ approve the certificate. It expires after --ttl (at most 24h).`,
 			if strings.TrimSpace(rvReason) == "" {
 				return usagef("%s: --reason is required", cmd.CommandPath())
 			}
-			return a.certTransition(cmd, args[0], func(s *sqlite.Store, k *cert.KeyPair) (*sqlite.CertRecord, error) {
+			return a.certTransition(cmd, args[0], func(s store.Store, k *cert.KeyPair) (*twinstore.CertRecord, error) {
 				return s.RevokeCertificate(cmd.Context(), args[0], rvAs, rvReason, k.Public, time.Now())
 			})
 		},
@@ -296,7 +297,7 @@ certificate's remaining moves.`,
 }
 
 // certTransition runs one lifecycle step and prints the certificate.
-func (a *app) certTransition(cmd *cobra.Command, id string, step func(*sqlite.Store, *cert.KeyPair) (*sqlite.CertRecord, error)) error {
+func (a *app) certTransition(cmd *cobra.Command, id string, step func(store.Store, *cert.KeyPair) (*twinstore.CertRecord, error)) error {
 	k, err := a.certKey()
 	if err != nil {
 		return err
@@ -312,7 +313,7 @@ func (a *app) certTransition(cmd *cobra.Command, id string, step func(*sqlite.St
 	return a.emit(r, func(w io.Writer) { printTransition(w, r) })
 }
 
-func printTransition(w io.Writer, r *sqlite.CertRecord) {
+func printTransition(w io.Writer, r *twinstore.CertRecord) {
 	c := r.Cert
 	fmt.Fprintf(w, "certificate %s is %s", c.RecommendationID, c.Status)
 	switch c.Status {
@@ -327,7 +328,7 @@ func printTransition(w io.Writer, r *sqlite.CertRecord) {
 // seedValues are the recording writer's initial node values: the
 // snapshot's control values on the certificate's nodes. When a record
 // cannot be read the writer starts empty and the governed write denies.
-func certSeedValues(cmd *cobra.Command, s *sqlite.Store, id string) map[string]float64 {
+func certSeedValues(cmd *cobra.Command, s store.Store, id string) map[string]float64 {
 	out := map[string]float64{}
 	ctx := cmd.Context()
 	r, err := s.LoadCertificate(ctx, id)
@@ -374,7 +375,7 @@ func printExecution(w io.Writer, r *govern.Result) {
 	}
 }
 
-func printCert(w io.Writer, r *sqlite.CertRecord) {
+func printCert(w io.Writer, r *twinstore.CertRecord) {
 	c := r.Cert
 	fmt.Fprintf(w, "certificate %s  status %s  line %s\n", c.RecommendationID, c.Status, r.LineID)
 	fmt.Fprintf(w, "requested by %s at %s; expires %s\n", c.CreatedBy, certTime(c.CreatedAt), certTime(c.ExpiresAt))
@@ -420,7 +421,7 @@ type certKeyOutput struct {
 	PublicKeyPEM string `json:"publicKeyPem"`
 }
 
-func printCerts(w io.Writer, items []sqlite.CertListItem) {
+func printCerts(w io.Writer, items []twinstore.CertListItem) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tLINE\tTRIAL\tREQUESTED BY\tAPPROVED BY\tEXPIRES\tIMPROVEMENT\tVERIFIED")
 	for _, it := range items {
@@ -436,7 +437,7 @@ func printCerts(w io.Writer, items []sqlite.CertListItem) {
 	fmt.Fprintf(w, "%d certificate(s)\n", len(items))
 }
 
-func printIssued(w io.Writer, r *sqlite.CertRecord) {
+func printIssued(w io.Writer, r *twinstore.CertRecord) {
 	fmt.Fprintf(w, "certificate %s issued for trial %s (status %s, expires %s)\nhash %s\nsigned by key %s; another person approves: aml cert approve %s --as PERSON\n",
 		r.Cert.RecommendationID, r.Cert.TrialID, r.Cert.Status, certTime(r.Cert.ExpiresAt), r.Cert.CertificateHash, r.Cert.KeyID, r.Cert.RecommendationID)
 }

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/aml-project/aml/internal/connect/opcua"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/govern"
 )
@@ -26,7 +26,7 @@ func (o certOPCUA) set() bool { return o.endpoint != "" || o.mapFile != "" }
 // guard with the OPC UA writer: each move is read (it must hold the
 // certified From), written, and read back; a readback that differs raises
 // the write.alarm and stops the remaining moves.
-func (o certOPCUA) execute(ctx context.Context, s *sqlite.Store, k *cert.KeyPair, id string, opts govern.Options) (govern.Result, error) {
+func (o certOPCUA) execute(ctx context.Context, s store.Store, k *cert.KeyPair, id string, opts govern.Options) (govern.Result, error) {
 	if o.endpoint == "" || o.mapFile == "" {
 		return govern.Result{}, usagef("--opcua-endpoint and --map go together")
 	}

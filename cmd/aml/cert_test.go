@@ -10,6 +10,7 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
@@ -76,7 +77,7 @@ func seedTwin(t *testing.T, d string, n int) {
 			},
 			BaselineComparison: contract.BaselineComparison{BaselineCost: 1, CandidateCost: 0.6, Improvement: 0.4},
 		}
-		if _, err := s.PutTrial(ctx, tr, sqlite.TrialManual, ""); err != nil {
+		if _, err := s.PutTrial(ctx, tr, twinstore.TrialManual, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,7 +95,7 @@ func issueCLI(t *testing.T, d, trial string) string {
 	if err != nil {
 		t.Fatalf("issue: %v", err)
 	}
-	var r sqlite.CertRecord
+	var r twinstore.CertRecord
 	mustJSON(t, out, &r)
 	if r.Cert == nil || r.Cert.Status != contract.CertIssued {
 		t.Fatalf("issue: %s", out)
@@ -119,7 +120,7 @@ func TestCertAndChannelCLI(t *testing.T) {
 		t.Fatalf("channel set: %v\n%s", err, out)
 	}
 	out, _, err = subCLI(t, d, newChannelCmd, "--json", "show", "--line", certLine)
-	var ch sqlite.ChannelRecord
+	var ch twinstore.ChannelRecord
 	mustJSON(t, out, &ch)
 	if err != nil || ch.Profile != "hybrid_twin" || ch.SceneID != "injection-hold-control" || ch.UpdatedBy != "ops" {
 		t.Fatalf("channel show: %v %+v", err, ch)

@@ -7,23 +7,23 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/spf13/cobra"
 )
 
 // parseBound parses "var=lo:hi".
-func channelParseBound(s string) (string, sqlite.ChannelBound, error) {
+func channelParseBound(s string) (string, twinstore.ChannelBound, error) {
 	name, rng, ok := strings.Cut(s, "=")
 	lo, hi, ok2 := strings.Cut(rng, ":")
 	if !ok || !ok2 || strings.TrimSpace(name) == "" {
-		return "", sqlite.ChannelBound{}, usagef("--bound %q: want VARIABLE=MIN:MAX", s)
+		return "", twinstore.ChannelBound{}, usagef("--bound %q: want VARIABLE=MIN:MAX", s)
 	}
 	a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
 	b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
 	if err1 != nil || err2 != nil {
-		return "", sqlite.ChannelBound{}, usagef("--bound %q: MIN and MAX must be numbers", s)
+		return "", twinstore.ChannelBound{}, usagef("--bound %q: MIN and MAX must be numbers", s)
 	}
-	return strings.TrimSpace(name), sqlite.ChannelBound{Min: a, Max: b}, nil
+	return strings.TrimSpace(name), twinstore.ChannelBound{Min: a, Max: b}, nil
 }
 
 func newChannelCmd(a *app) *cobra.Command {
@@ -51,7 +51,7 @@ the line (bounds must name its controls).`,
 			if err := certRequireAs(cmd, as); err != nil {
 				return err
 			}
-			c := sqlite.ChannelRecord{LineID: line, ChannelID: chID, Profile: profile, ControlPolicy: policy}
+			c := twinstore.ChannelRecord{LineID: line, ChannelID: chID, Profile: profile, ControlPolicy: policy}
 			if scene != "" {
 				id, ver, ok := strings.Cut(scene, "@")
 				if !ok || id == "" || ver == "" {
@@ -65,7 +65,7 @@ the line (bounds must name its controls).`,
 					return err
 				}
 				if c.Bounds == nil {
-					c.Bounds = map[string]sqlite.ChannelBound{}
+					c.Bounds = map[string]twinstore.ChannelBound{}
 				}
 				if _, dup := c.Bounds[name]; dup {
 					return usagef("--bound: %s given twice", name)
@@ -118,7 +118,7 @@ the line (bounds must name its controls).`,
 	return cmd
 }
 
-func printChannel(w io.Writer, c *sqlite.ChannelRecord) {
+func printChannel(w io.Writer, c *twinstore.ChannelRecord) {
 	fmt.Fprintf(w, "line %s  channel %s\nprofile %s  policy %s\n", c.LineID, c.ChannelID, c.Profile, c.ControlPolicy)
 	if c.SceneID != "" {
 		fmt.Fprintf(w, "scene %s@%s\n", c.SceneID, c.SceneVersion)

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/aml-project/aml/internal/connect"
 	"io"
 	"net/http"
 	"net/url"
@@ -19,13 +18,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aml-project/aml/internal/connect"
+	"github.com/aml-project/aml/internal/store/twinstore"
+
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/ingest"
 	"github.com/aml-project/aml/internal/retention"
-	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/twin/gate"
@@ -741,7 +742,7 @@ func rSnapshotShow(a *app, c *client, cmd *cobra.Command, args []string) error {
 func rSnapshotList(a *app, c *client, cmd *cobra.Command, args []string) error {
 	f := flags{cmd}
 	q := f.set(url.Values{"limit": {strconv.Itoa(f.num("limit"))}}, fl("line", "line"))
-	l, err := getList[sqlite.SnapshotInfo](cmd.Context(), c, "/snapshots", q)
+	l, err := getList[twinstore.SnapshotInfo](cmd.Context(), c, "/snapshots", q)
 	if err != nil {
 		return err
 	}
@@ -860,7 +861,7 @@ func rCalibrate(a *app, c *client, cmd *cobra.Command, args []string) error {
 }
 
 func rCalibrateList(a *app, c *client, cmd *cobra.Command, args []string) error {
-	rs, err := getList[sqlite.CalibrationRequest](cmd.Context(), c, "/calibrations", nil)
+	rs, err := getList[twinstore.CalibrationRequest](cmd.Context(), c, "/calibrations", nil)
 	if err != nil {
 		return err
 	}
@@ -887,7 +888,7 @@ func rCertList(a *app, c *client, cmd *cobra.Command, args []string) error {
 		}
 		q.Set("status", string(cs))
 	}
-	items, err := getList[sqlite.CertListItem](cmd.Context(), c, "/certificates", f.set(q, fl("line", "line")))
+	items, err := getList[twinstore.CertListItem](cmd.Context(), c, "/certificates", f.set(q, fl("line", "line")))
 	if err != nil {
 		return err
 	}
@@ -895,7 +896,7 @@ func rCertList(a *app, c *client, cmd *cobra.Command, args []string) error {
 }
 
 func rCertShow(a *app, c *client, cmd *cobra.Command, args []string) error {
-	var r sqlite.CertRecord
+	var r twinstore.CertRecord
 	if err := get(cmd.Context(), c, "/certificates/"+esc(args[0]), nil, &r); err != nil {
 		return err
 	}
@@ -910,7 +911,7 @@ func rCertIssue(a *app, c *client, cmd *cobra.Command, args []string) error {
 	if err := a.remoteActor(cmd.Context(), c, cmd, "as"); err != nil {
 		return err
 	}
-	var r sqlite.CertRecord
+	var r twinstore.CertRecord
 	if err := post(cmd.Context(), c, "/certificates", map[string]any{"trial": f.str("trial"), "ttlSec": int(f.dur("ttl") / time.Second)}, &r); err != nil {
 		return err
 	}
@@ -921,7 +922,7 @@ func rCertApprove(a *app, c *client, cmd *cobra.Command, args []string) error {
 	if err := a.remoteActor(cmd.Context(), c, cmd, "as"); err != nil {
 		return err
 	}
-	var r sqlite.CertRecord
+	var r twinstore.CertRecord
 	if err := post(cmd.Context(), c, "/certificates/"+esc(args[0])+"/approve", nil, &r); err != nil {
 		return err
 	}
@@ -936,7 +937,7 @@ func rCertRevoke(a *app, c *client, cmd *cobra.Command, args []string) error {
 	if err := a.remoteActor(cmd.Context(), c, cmd, "as"); err != nil {
 		return err
 	}
-	var r sqlite.CertRecord
+	var r twinstore.CertRecord
 	if err := post(cmd.Context(), c, "/certificates/"+esc(args[0])+"/revoke", map[string]string{"reason": reason}, &r); err != nil {
 		return err
 	}
@@ -987,7 +988,7 @@ func rChannelSet(a *app, c *client, cmd *cobra.Command, args []string) error {
 		}
 		body["sceneId"], body["sceneVersion"] = id, ver
 	}
-	bounds := map[string]sqlite.ChannelBound{}
+	bounds := map[string]twinstore.ChannelBound{}
 	for _, b := range f.strs("bound") {
 		name, r, err := channelParseBound(b)
 		if err != nil {
@@ -1004,7 +1005,7 @@ func rChannelSet(a *app, c *client, cmd *cobra.Command, args []string) error {
 	if err := a.remoteActor(cmd.Context(), c, cmd, "as"); err != nil {
 		return err
 	}
-	var r sqlite.ChannelRecord
+	var r twinstore.ChannelRecord
 	if err := c.do(cmd.Context(), req{method: http.MethodPut, path: "/channels/" + esc(line), body: body}, &r); err != nil {
 		return err
 	}
@@ -1016,7 +1017,7 @@ func rChannelShow(a *app, c *client, cmd *cobra.Command, args []string) error {
 	if line == "" {
 		return usagef("%s: --line is required", cmd.CommandPath())
 	}
-	var r sqlite.ChannelRecord
+	var r twinstore.ChannelRecord
 	if err := get(cmd.Context(), c, "/channels/"+esc(line), nil, &r); err != nil {
 		return err
 	}

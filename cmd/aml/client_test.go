@@ -70,7 +70,7 @@ func startServer(t *testing.T, dir string, o api.Options) *testServer {
 		st.Close()
 	})
 	ts := &testServer{url: hs.URL, tok: map[string]string{}, srv: s, st: st}
-	tk := auth.NewTokens(st.DB(), st.ReadDB())
+	tk := auth.NewTokens(st.SQL())
 	for role, nt := range map[string]auth.NewToken{
 		"viewer":   {Name: "vic", Role: auth.RoleViewer},
 		"engineer": {Name: "erin", Role: auth.RoleEngineer},

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/connect"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
 	"github.com/spf13/cobra"
 )
 
 // statusStore is the connector status table of the data dir's store.
-func statusStore(s *sqlite.Store) *connect.StatusStore {
-	return connect.NewStatusStore(s.DB(), s.ReadDB())
+func statusStore(s store.Store) *connect.StatusStore {
+	return connect.NewStatusStore(s.SQL())
 }
 
 // runReported runs a connector (run) with its status reporter: the row is

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/aml-project/aml/internal/store/sqlite"
 	"io"
 	"os"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -45,10 +45,6 @@ registered unless every file was written. Quotas: --max-windows and
 			if err != nil {
 				return err
 			}
-			arts, err := a.artifacts()
-			if err != nil {
-				return err
-			}
 			var bar *progress
 			t0 := time.Now()
 			res, err := dataset.Build(cmd.Context(), s, spec, dataset.Options{
@@ -70,9 +66,6 @@ registered unless every file was written. Quotas: --max-windows and
 				bar.finish()
 			}
 			if err != nil {
-				return err
-			}
-			if err := shareDataset(cmd.Context(), s, arts, a.dataDir, res.Dataset); err != nil {
 				return err
 			}
 			out := buildOutput{Dataset: res.Dataset, Dropped: res.Report.Dropped, Lineage: res.Manifest.Lineage, Shapes: res.Manifest.Shapes, Seconds: time.Since(t0).Seconds()}
@@ -111,7 +104,7 @@ registered unless every file was written. Quotas: --max-windows and
 			if err != nil {
 				return err
 			}
-			m, err := dataset.LoadManifest(a.dataDir, d)
+			m, err := dataset.FetchManifest(cmd.Context(), s, a.dataDir, d)
 			if err != nil {
 				return err
 			}
@@ -129,11 +122,11 @@ registered unless every file was written. Quotas: --max-windows and
 	verify := &cobra.Command{
 		Use: "verify ID", Short: "Recompute a dataset's hash from its files (AML_DATASET_TAMPERED on any change)", Args: argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, d, err := a.dataset(cmd.Context(), args[0])
+			s, d, err := a.dataset(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			res, err := dataset.Verify(a.dataDir, d)
+			res, err := dataset.FetchVerify(cmd.Context(), s, a.dataDir, d)
 			if err != nil {
 				return err
 			}
@@ -143,11 +136,11 @@ registered unless every file was written. Quotas: --max-windows and
 	report := &cobra.Command{
 		Use: "report ID", Short: "Print a dataset's report: per-node statistics, cleaning counts, lags, dropped runs", Args: argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, d, err := a.dataset(cmd.Context(), args[0])
+			s, d, err := a.dataset(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			r, err := dataset.LoadReport(a.dataDir, d)
+			r, err := dataset.FetchReport(cmd.Context(), s, a.dataDir, d)
 			if err != nil {
 				return err
 			}
@@ -257,7 +250,7 @@ func printReport(w io.Writer, d core.Dataset, r *dataset.Report) {
 }
 
 // dataset opens the store and reads one registered dataset.
-func (a *app) dataset(ctx context.Context, id string) (*sqlite.Store, core.Dataset, error) {
+func (a *app) dataset(ctx context.Context, id string) (store.Store, core.Dataset, error) {
 	s, err := a.openStore()
 	if err != nil {
 		return nil, core.Dataset{}, err

@@ -20,7 +20,8 @@ import (
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/registry"
 	"github.com/aml-project/aml/internal/sim"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
@@ -159,7 +160,7 @@ type demoOptions struct {
 	speed         float64
 }
 
-func runDemo(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, logf func(string, ...any)) (*demoResult, error) {
+func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf func(string, ...any)) (*demoResult, error) {
 	seed, nRuns := o.seed, o.runs
 	t0 := time.Now()
 	res := &demoResult{DataDir: a.dataDir}
@@ -403,7 +404,7 @@ func runDemo(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, logf f
 		return res, nil
 	}
 	best := opt.Best
-	if _, err := s.PutTrial(ctx, best, sqlite.TrialDemo, ""); err != nil {
+	if _, err := s.PutTrial(ctx, best, twinstore.TrialDemo, ""); err != nil {
 		return nil, err
 	}
 	bc := best.BaselineComparison
@@ -430,7 +431,7 @@ func runDemo(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, logf f
 	if _, err := s.ApproveCertificate(ctx, id, approver, key.Public, clock.Add(time.Second)); err != nil {
 		return nil, err
 	}
-	if _, err := s.SetChannel(ctx, sqlite.ChannelRecord{LineID: scene.LineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
+	if _, err := s.SetChannel(ctx, twinstore.ChannelRecord{LineID: scene.LineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
 		SceneID: scene.SceneID, SceneVersion: scene.SceneVersion}, approver); err != nil {
 		return nil, err
 	}

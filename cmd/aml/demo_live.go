@@ -19,7 +19,8 @@ import (
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/sim/opcuasrv"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
@@ -71,7 +72,7 @@ const (
 	liveHistory     = 60 // steps ingested before the snapshot
 )
 
-func runDemoLive(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, res *demoResult, in liveInputs, logf func(string, ...any)) error {
+func runDemoLive(ctx context.Context, a *app, s store.Store, o demoOptions, res *demoResult, in liveInputs, logf func(string, ...any)) error {
 	const approver, operator, engineer = "demo-approver", "demo-operator", "demo-engineer"
 	if o.speed <= 0 || o.speed > 200 {
 		return usagef("--speed must be in (0, 200], got %g", o.speed)
@@ -167,7 +168,7 @@ func runDemoLive(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, re
 		return nil
 	}
 	best := opt.Best
-	if _, err := s.PutTrial(ctx, best, sqlite.TrialDemo, ""); err != nil {
+	if _, err := s.PutTrial(ctx, best, twinstore.TrialDemo, ""); err != nil {
 		return err
 	}
 	bc := best.BaselineComparison
@@ -188,7 +189,7 @@ func runDemoLive(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, re
 	if _, err := s.ApproveCertificate(ctx, id, approver, key.Public, srv.Now()); err != nil {
 		return err
 	}
-	if _, err := s.SetChannel(ctx, sqlite.ChannelRecord{LineID: in.scene.LineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
+	if _, err := s.SetChannel(ctx, twinstore.ChannelRecord{LineID: in.scene.LineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
 		SceneID: in.scene.SceneID, SceneVersion: in.scene.SceneVersion}, approver); err != nil {
 		return err
 	}
@@ -232,7 +233,7 @@ func runDemoLive(ctx context.Context, a *app, s *sqlite.Store, o demoOptions, re
 }
 
 // waitSamples waits until run runID has n part-weight samples stored.
-func waitSamples(ctx context.Context, s *sqlite.Store, runID string, n int64, connDone <-chan error) (int64, error) {
+func waitSamples(ctx context.Context, s store.Store, runID string, n int64, connDone <-chan error) (int64, error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		c, err := s.CountRunSamples(ctx, runID)
@@ -271,7 +272,7 @@ func waitLineTime(ctx context.Context, srv *opcuasrv.Server, ms int64, connDone 
 
 // weightWindow averages the stored part weight of run runID over the
 // steps samples ending at toMs.
-func weightWindow(ctx context.Context, s *sqlite.Store, runID string, toMs int64, steps int, target float64) (*liveWindow, error) {
+func weightWindow(ctx context.Context, s store.Store, runID string, toMs int64, steps int, target float64) (*liveWindow, error) {
 	from := toMs - int64(steps)*1000
 	p, err := s.QueryPage(ctx, core.PageQuery{Node: "part_weight", Filter: core.ContextFilter{Run: runID}, FromMs: &from, ToMs: &toMs, Limit: 10 * steps})
 	if err != nil {

@@ -52,7 +52,7 @@ data directory runs them. Logs go to stderr; stdout carries only the protocol.`,
 				}
 			}
 			if token != "" {
-				if p, err = auth.NewTokens(s.DB(), nil).VerifyToken(ctx, token); err != nil {
+				if p, err = auth.NewTokens(s.SQL()).VerifyToken(ctx, token); err != nil {
 					return err
 				}
 			}

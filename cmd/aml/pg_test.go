@@ -86,9 +86,10 @@ func buildDataset(t *testing.T, d string, db ...string) (id, sha string) {
 	return res.Dataset.ID, res.Dataset.SHA256
 }
 
-// TestDBFlag: --db selects PostgreSQL for the commands that support it;
-// a SQLite-only command refuses with AML_UNSUPPORTED_BACKEND; a --db that
-// is not a postgres URL is a usage error.
+// TestDBFlag: --db selects PostgreSQL (or AML_DB), no SQLite file is
+// made, commands read from the database and fetch dataset files from the
+// shared artifact store; a --db that is not a postgres URL is a usage
+// error.
 func TestDBFlag(t *testing.T) {
 	u := pgURL(t)
 	d := t.TempDir()
@@ -103,8 +104,21 @@ func TestDBFlag(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(d, "aml.db")); err == nil {
 		t.Fatal("a SQLite store was created although --db was given")
 	}
-	if _, errs, code := aml(t, "runs", "list", "--db", u, "--data", d); code != 1 || !strings.Contains(errs, CodeUnsupportedBackend) {
-		t.Fatalf("sqlite-only command: %d %q", code, errs)
+	// Every command runs on PostgreSQL: runs from the database, a dataset
+	// verified from a data directory that never held it (its files are
+	// fetched from the shared artifact store), the audit chain.
+	if out, errs, code := aml(t, "runs", "list", "--db", u, "--data", d, "--json"); code != 0 || strings.Count(out, `"status": "ended"`) != 5 {
+		t.Fatalf("runs list on postgres: %d %q %s", code, errs, out)
+	}
+	other := t.TempDir()
+	if out, errs, code := aml(t, "dataset", "verify", ds, "--db", u, "--data", other); code != 0 || !strings.Contains(out, "verified") {
+		t.Fatalf("dataset verify from another data dir: %d %q %s", code, errs, out)
+	}
+	if _, err := os.Stat(filepath.Join(other, "datasets", ds, "manifest.json")); err != nil {
+		t.Fatalf("dataset not materialised under the other data dir: %v", err)
+	}
+	if out, errs, code := aml(t, "audit", "verify", "--db", u, "--data", other); code != 0 {
+		t.Fatalf("audit verify on postgres: %d %q %s", code, errs, out)
 	}
 	t.Setenv("AML_DB", u)
 	if out, errs, code := aml(t, "dataset", "list", "--data", d, "--json"); code != 0 || !strings.Contains(out, ds) {

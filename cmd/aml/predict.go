@@ -59,14 +59,14 @@ calibrated at evaluation; measured values are shown where the run has them.`,
 				return err
 			}
 			reg := registry.New(s, a.dataDir, nil)
-			if err := reg.VerifyArtifact(m); err != nil {
+			if err := reg.VerifyArtifact(cmd.Context(), m); err != nil {
 				return err
 			}
 			d, err := s.GetDataset(ctx, m.DatasetID)
 			if err != nil {
 				return err
 			}
-			man, err := dataset.LoadManifest(a.dataDir, d)
+			man, err := dataset.FetchManifest(cmd.Context(), s, a.dataDir, d)
 			if err != nil {
 				return err
 			}

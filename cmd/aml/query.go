@@ -235,7 +235,7 @@ func newDBCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := dbInfo{DataDir: a.dataDir, Database: s.Path(), SchemaVersion: v, Version: version}
+			out := dbInfo{DataDir: a.dataDir, Database: s.Location(), SchemaVersion: v, Version: version}
 			return a.emit(out, func(w io.Writer) { printDBInfo(w, out) })
 		},
 	}

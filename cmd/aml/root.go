@@ -15,6 +15,7 @@ import (
 
 	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/postgres"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/mattn/go-isatty"
@@ -33,7 +34,7 @@ type app struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	log      *slog.Logger
-	store    *sqlite.Store
+	store    store.Store
 
 	// --db (backend.go): PostgreSQL store and artifact store when set.
 	dbURL string
@@ -64,12 +65,17 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-func (a *app) openStore() (*sqlite.Store, error) {
+func (a *app) openStore() (store.Store, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
 	if a.usesPostgres() {
-		return nil, unsupportedOnPostgres()
+		s, err := postgres.Open(a.context(), a.dbURL)
+		if err != nil {
+			return nil, err
+		}
+		a.pg, a.store = s, s
+		return s, nil
 	}
 	s, err := sqlite.Open(a.dataDir)
 	if err != nil {

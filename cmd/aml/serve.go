@@ -101,7 +101,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	}
 	api.Version = version
 	opts := api.Options{Dev: o.dev, RatePerSec: o.rate, RateBurst: o.burst, MaxCSVBytes: o.maxCSVMiB << 20, MaxBodyBytes: o.maxBodyMiB << 20,
-		Verifier: auth.NewTokens(st.DB(), st.ReadDB())}
+		Verifier: auth.NewTokens(st.SQL())}
 	if serveMCP != nil {
 		opts.MCP = serveMCP(d)
 	}

@@ -6,13 +6,13 @@ import (
 
 	"github.com/aml-project/aml/internal/connect"
 	"github.com/aml-project/aml/internal/events"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
 )
 
 // watchConnectors streams the state of connectors running in other
 // processes (aml connect, aml demo --live write their status rows to the
 // store) as connector.state and connector.gap events on the serve
 // process's bus, until ctx ends.
-func watchConnectors(ctx context.Context, st *sqlite.Store, bus *events.Bus, log *slog.Logger) {
-	go connect.WatchStatus(ctx, connect.NewStatusStore(st.DB(), st.ReadDB()), bus, connect.DefaultStatusInterval, log)
+func watchConnectors(ctx context.Context, st store.Store, bus *events.Bus, log *slog.Logger) {
+	go connect.WatchStatus(ctx, connect.NewStatusStore(st.SQL()), bus, connect.DefaultStatusInterval, log)
 }

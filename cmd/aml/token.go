@@ -34,7 +34,7 @@ func (a *app) openTokens() (*auth.Tokens, error) {
 	if err != nil {
 		return nil, err
 	}
-	return auth.NewTokens(s.DB(), s.ReadDB()), nil
+	return auth.NewTokens(s.SQL()), nil
 }
 
 func newTokenCmd(a *app) *cobra.Command {

@@ -14,7 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/twin/gate"
@@ -46,7 +47,7 @@ func actor(by string) string {
 }
 
 // twinInputs loads a stored snapshot with its scene and objective.
-func twinInputs(ctx context.Context, a *app, snapID, objID string) (*sqlite.Store, *contract.TwinSnapshot, *contract.SceneContract, *contract.ObjectiveProfile, error) {
+func twinInputs(ctx context.Context, a *app, snapID, objID string) (store.Store, *contract.TwinSnapshot, *contract.SceneContract, *contract.ObjectiveProfile, error) {
 	s, err := a.openStore()
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -155,7 +156,7 @@ func readArg(cmd *cobra.Command, name string) ([]byte, error) {
 
 // trialOutput is what aml twin trial prints.
 type trialOutput struct {
-	Record sqlite.TrialRecord     `json:"record"`
+	Record twinstore.TrialRecord  `json:"record"`
 	Detail *engine.TrialDetail    `json:"detail"`
 	Trial  *contract.VirtualTrial `json:"trial"`
 }
@@ -221,7 +222,7 @@ a range or step limit is recorded as rejected (CONTROL_SAFETY).`,
 			if err != nil {
 				return err
 			}
-			rec, err := s.PutTrial(cmd.Context(), res.Trial, sqlite.TrialManual, "")
+			rec, err := s.PutTrial(cmd.Context(), res.Trial, twinstore.TrialManual, "")
 			if err != nil {
 				return err
 			}
@@ -254,7 +255,7 @@ func newTwinID(prefix string, now time.Time) string {
 	return fmt.Sprintf("%s-%s-%d-%d", prefix, now.UTC().Format("20060102T150405.000"), os.Getpid()%100000, twinIDSeq)
 }
 
-func printTrial(w io.Writer, rec sqlite.TrialRecord, d *engine.TrialDetail) {
+func printTrial(w io.Writer, rec twinstore.TrialRecord, d *engine.TrialDetail) {
 	t := rec.Trial
 	verdict := "PASSED"
 	if !rec.Passed {
@@ -305,7 +306,7 @@ func fmtControls(m map[string]float64) string {
 // optimizeOutput is what aml twin optimize prints.
 type optimizeOutput struct {
 	Result *engine.OptimizeResult `json:"result"`
-	Record *sqlite.TrialRecord    `json:"record,omitempty"`
+	Record *twinstore.TrialRecord `json:"record,omitempty"`
 }
 
 func newTwinOptimizeCmd(a *app) *cobra.Command {
@@ -342,7 +343,7 @@ stored (aml cert issue --trial ID makes it a certificate).`,
 			}
 			out := optimizeOutput{Result: res}
 			if res.Best != nil {
-				rec, err := s.PutTrial(cmd.Context(), res.Best, sqlite.TrialOptimize, "")
+				rec, err := s.PutTrial(cmd.Context(), res.Best, twinstore.TrialOptimize, "")
 				if err != nil {
 					return err
 				}
@@ -364,7 +365,7 @@ stored (aml cert issue --trial ID makes it a certificate).`,
 
 // resolveMode maps --mode auto to the tuning mode of the model's latest
 // gate evaluation (safe_small_step without one).
-func resolveMode(ctx context.Context, s *sqlite.Store, modelID, mode string) (string, error) {
+func resolveMode(ctx context.Context, s store.Store, modelID, mode string) (string, error) {
 	switch mode {
 	case engine.ModeSafeSmallStep, engine.ModePreciseSearch:
 		return mode, nil

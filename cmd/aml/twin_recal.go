@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/recal"
 	"github.com/aml-project/aml/internal/twin/shadow"
 	"github.com/spf13/cobra"
@@ -166,7 +166,7 @@ with the model's trainer and params (never promoted).`,
 				return err
 			}
 			if rs == nil {
-				rs = []sqlite.CalibrationRequest{}
+				rs = []twinstore.CalibrationRequest{}
 			}
 			return a.emit(rs, func(w io.Writer) { printCalibrations(w, rs) })
 		},
@@ -217,7 +217,7 @@ func printCalibrate(w io.Writer, res calibrateResult) {
 	}
 }
 
-func printCalibrations(w io.Writer, rs []sqlite.CalibrationRequest) {
+func printCalibrations(w io.Writer, rs []twinstore.CalibrationRequest) {
 	if len(rs) == 0 {
 		fmt.Fprintln(w, "no recalibration requests")
 		return

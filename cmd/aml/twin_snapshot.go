@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/snapshot"
 	"github.com/spf13/cobra"
@@ -29,7 +29,7 @@ type snapshotTakeResult struct {
 // snapshotShowResult is the --json output of snapshot show.
 type snapshotShowResult struct {
 	Snapshot *contract.TwinSnapshot `json:"snapshot"`
-	Info     sqlite.SnapshotInfo    `json:"info"`
+	Info     twinstore.SnapshotInfo `json:"info"`
 }
 
 func newTwinSnapshotCmd(a *app) *cobra.Command {
@@ -185,7 +185,7 @@ unmeasured states with the model.`,
 				return err
 			}
 			if l == nil {
-				l = []sqlite.SnapshotInfo{}
+				l = []twinstore.SnapshotInfo{}
 			}
 			return a.emit(l, func(w io.Writer) { printSnapshots(w, l) })
 		},
@@ -275,14 +275,14 @@ func printSnapshotValues(w io.Writer, s *contract.TwinSnapshot) {
 	group("disturbances", s.Disturbances)
 }
 
-func printSnapshots(w io.Writer, l []sqlite.SnapshotInfo) {
+func printSnapshots(w io.Writer, l []twinstore.SnapshotInfo) {
 	if len(l) == 0 {
 		fmt.Fprintln(w, "no snapshots")
 		return
 	}
 	fmt.Fprintf(w, "%-40s %-28s %-20s %-24s %s\n", "SNAPSHOT", "SCENE", "LINE", "CAPTURED", "STRICT")
 	for _, i := range l {
-		fmt.Fprintf(w, "%-40s %-28s %-20s %-24s %v\n", i.SnapshotID, sqlite.SceneSubject(i.SceneID, i.SceneVersion), i.LineID,
+		fmt.Fprintf(w, "%-40s %-28s %-20s %-24s %v\n", i.SnapshotID, twinstore.SceneSubject(i.SceneID, i.SceneVersion), i.LineID,
 			i.CapturedAt.Format(time.RFC3339), i.Strict)
 	}
 }

@@ -130,7 +130,7 @@ func TestTwinSceneCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	res, err := audit.New(s.DB(), s.ReadDB()).Verify(context.Background())
+	res, err := audit.New(s.SQL()).Verify(context.Background())
 	if err != nil || !res.OK || res.Entries != 3 {
 		t.Fatalf("audit: %v %+v", err, res)
 	}

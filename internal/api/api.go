@@ -82,7 +82,7 @@ func New(d *service.Deps, o Options) http.Handler { return NewServer(d, o) }
 // extra methods).
 func NewServer(d *service.Deps, o Options) *Server {
 	if o.Verifier == nil && d.Store != nil {
-		o.Verifier = auth.NewTokens(d.Store.DB(), d.Store.ReadDB())
+		o.Verifier = auth.NewTokens(d.Store.SQL())
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes

@@ -82,7 +82,7 @@ func newEnv(t *testing.T, o Options) *env {
 	for _, r := range out.Runs {
 		e.runs = append(e.runs, r.Run.ID)
 	}
-	tk := auth.NewTokens(st.DB(), st.ReadDB())
+	tk := auth.NewTokens(st.SQL())
 	for name, nt := range map[string]auth.NewToken{
 		"viewer":    {Name: "vic", Role: auth.RoleViewer},
 		"engineer":  {Name: "erin", Role: auth.RoleEngineer},

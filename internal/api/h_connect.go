@@ -19,7 +19,7 @@ func (s *Server) listConnectors(c *call) (any, error) {
 	if err := c.scopeLine(line); err != nil {
 		return nil, err
 	}
-	all, err := connect.NewStatusStore(s.d.Store.DB(), s.d.Store.ReadDB()).List(c.ctx, line, s.o.Now())
+	all, err := connect.NewStatusStore(s.d.Store.SQL()).List(c.ctx, line, s.o.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ func TestConnectors(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000).UTC()
 	e := newEnv(t, Options{Now: func() time.Time { return now }})
 	e.want(e.do("viewer", "GET", "/api/v1/connectors", nil), 200, "")
-	st := connect.NewStatusStore(e.d.Store.DB(), e.d.Store.ReadDB())
+	st := connect.NewStatusStore(e.d.Store.SQL())
 	ctx := context.Background()
 	put := func(s connect.Status) {
 		t.Helper()

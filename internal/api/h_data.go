@@ -28,7 +28,7 @@ func (s *Server) info(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"dataDir": s.d.DataDir, "database": s.d.Store.Path(), "schemaVersion": v, "version": Version,
+	return map[string]any{"dataDir": s.d.DataDir, "database": s.d.Store.Location(), "schemaVersion": v, "version": Version,
 		"principal": c.p}, nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/retention"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
@@ -27,7 +27,7 @@ func (s *Server) key() (*cert.KeyPair, error) {
 	return s.d.Key, nil
 }
 
-func (s *Server) certEvent(r *sqlite.CertRecord) {
+func (s *Server) certEvent(r *twinstore.CertRecord) {
 	if r == nil || r.Cert == nil {
 		return
 	}
@@ -36,7 +36,7 @@ func (s *Server) certEvent(r *sqlite.CertRecord) {
 }
 
 func (s *Server) listCerts(c *call) (any, error) {
-	f := sqlite.CertFilter{LineID: c.q("line")}
+	f := twinstore.CertFilter{LineID: c.q("line")}
 	if err := c.scopeLine(f.LineID); err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (s *Server) listCerts(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []sqlite.CertListItem{}
+	out := []twinstore.CertListItem{}
 	for _, it := range items {
 		if c.p.InScope(it.LineID) {
 			out = append(out, it)
@@ -274,12 +274,12 @@ func (s *Server) seedValues(c *call, id string) map[string]float64 {
 // ---- channels
 
 type channelReq struct {
-	Profile       string                         `json:"profile"`       // legacy or hybrid_twin
-	ControlPolicy string                         `json:"controlPolicy"` // recommendation_only, hitl_governed or bounded_auto
-	ChannelID     string                         `json:"channelId,omitempty"`
-	SceneID       string                         `json:"sceneId,omitempty"`
-	SceneVersion  string                         `json:"sceneVersion,omitempty"`
-	Bounds        map[string]sqlite.ChannelBound `json:"bounds,omitempty"`
+	Profile       string                            `json:"profile"`       // legacy or hybrid_twin
+	ControlPolicy string                            `json:"controlPolicy"` // recommendation_only, hitl_governed or bounded_auto
+	ChannelID     string                            `json:"channelId,omitempty"`
+	SceneID       string                            `json:"sceneId,omitempty"`
+	SceneVersion  string                            `json:"sceneVersion,omitempty"`
+	Bounds        map[string]twinstore.ChannelBound `json:"bounds,omitempty"`
 }
 
 func (s *Server) showChannel(c *call) (any, error) {
@@ -299,13 +299,13 @@ func (s *Server) setChannel(c *call) (any, error) {
 	if err := c.decode(&req); err != nil {
 		return nil, err
 	}
-	return s.d.Store.SetChannel(c.ctx, sqlite.ChannelRecord{LineID: line, ChannelID: req.ChannelID, Profile: req.Profile, ControlPolicy: req.ControlPolicy,
+	return s.d.Store.SetChannel(c.ctx, twinstore.ChannelRecord{LineID: line, ChannelID: req.ChannelID, Profile: req.Profile, ControlPolicy: req.ControlPolicy,
 		SceneID: req.SceneID, SceneVersion: req.SceneVersion, Bounds: req.Bounds}, c.p.Name)
 }
 
 // ---- audit
 
-func (s *Server) auditLog() *audit.Log { return audit.New(s.d.Store.DB(), s.d.Store.ReadDB()) }
+func (s *Server) auditLog() *audit.Log { return audit.New(s.d.Store.SQL()) }
 
 func (s *Server) listAudit(c *call) (any, error) {
 	after, err := c.qInt("after", 0, 0, math.MaxInt)
@@ -350,7 +350,7 @@ func (s *Server) verifyAudit(c *call) (any, error) {
 
 // ---- administration
 
-func (s *Server) tokens() *auth.Tokens { return auth.NewTokens(s.d.Store.DB(), s.d.Store.ReadDB()) }
+func (s *Server) tokens() *auth.Tokens { return auth.NewTokens(s.d.Store.SQL()) }
 
 type tokenReq struct {
 	Name  string    `json:"name"`

@@ -86,7 +86,7 @@ func (s *Server) showDataset(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := dataset.LoadManifest(s.d.DataDir, d)
+	m, err := dataset.FetchManifest(c.ctx, s.d.Store, s.d.DataDir, d)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (s *Server) verifyDataset(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dataset.Verify(s.d.DataDir, d)
+	return dataset.FetchVerify(c.ctx, s.d.Store, s.d.DataDir, d)
 }
 
 func (s *Server) datasetReport(c *call) (any, error) {
@@ -113,7 +113,7 @@ func (s *Server) datasetReport(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dataset.LoadReport(s.d.DataDir, d)
+	return dataset.FetchReport(c.ctx, s.d.Store, s.d.DataDir, d)
 }
 
 func (s *Server) deleteDataset(c *call) (any, error) {
@@ -443,14 +443,14 @@ func (s *Server) predict(c *call) (any, error) {
 		return nil, err
 	}
 	reg := registry.New(s.d.Store, s.d.DataDir, nil)
-	if err := reg.VerifyArtifact(m); err != nil {
+	if err := reg.VerifyArtifact(c.ctx, m); err != nil {
 		return nil, err
 	}
 	d, err := s.d.Store.GetDataset(c.ctx, m.DatasetID)
 	if err != nil {
 		return nil, err
 	}
-	man, err := dataset.LoadManifest(s.d.DataDir, d)
+	man, err := dataset.FetchManifest(c.ctx, s.d.Store, s.d.DataDir, d)
 	if err != nil {
 		return nil, err
 	}

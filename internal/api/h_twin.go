@@ -10,7 +10,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/twin/gate"
@@ -256,7 +256,7 @@ func (s *Server) listSnapshots(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []sqlite.SnapshotInfo{}
+	out := []twinstore.SnapshotInfo{}
 	for _, i := range l {
 		if c.p.InScope(i.LineID) {
 			out = append(out, i)
@@ -324,7 +324,7 @@ func (s *Server) twinInputs(c *call, modelID, snapID, objID string) (*contract.T
 	return snap, scene, obj, nil
 }
 
-func (s *Server) trialDone(rec sqlite.TrialRecord, kind string) {
+func (s *Server) trialDone(rec twinstore.TrialRecord, kind string) {
 	s.d.Bus.Publish(events.Event{Kind: events.TrialDone, Line: rec.LineID, ID: rec.Trial.TrialID, Data: map[string]any{
 		"kind": kind, "purpose": rec.Purpose, "passed": rec.Passed, "rejectCode": rec.RejectCode, "improvement": rec.Improvement, "modelId": rec.Trial.ModelID}})
 }
@@ -371,7 +371,7 @@ func (s *Server) runTrial(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := s.d.Store.PutTrial(c.ctx, res.Trial, sqlite.TrialManual, "")
+	rec, err := s.d.Store.PutTrial(c.ctx, res.Trial, twinstore.TrialManual, "")
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +380,7 @@ func (s *Server) runTrial(c *call) (any, error) {
 }
 
 func (s *Server) listTrials(c *call) (any, error) {
-	f := sqlite.TrialFilter{ModelID: c.q("model"), GateEvalID: c.q("gateEval"), LineID: c.q("line")}
+	f := twinstore.TrialFilter{ModelID: c.q("model"), GateEvalID: c.q("gateEval"), LineID: c.q("line")}
 	if err := c.scopeLine(f.LineID); err != nil {
 		return nil, err
 	}
@@ -392,7 +392,7 @@ func (s *Server) listTrials(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []sqlite.TrialRecord{}
+	out := []twinstore.TrialRecord{}
 	for _, t := range ts {
 		if c.p.InScope(t.LineID) {
 			out = append(out, t)
@@ -455,7 +455,7 @@ func (s *Server) optimize(c *call) (any, error) {
 	}
 	out := map[string]any{"result": res}
 	if res.Best != nil {
-		rec, err := s.d.Store.PutTrial(c.ctx, res.Best, sqlite.TrialOptimize, "")
+		rec, err := s.d.Store.PutTrial(c.ctx, res.Best, twinstore.TrialOptimize, "")
 		if err != nil {
 			return nil, err
 		}
@@ -616,7 +616,7 @@ func (s *Server) listCalibrations(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []sqlite.CalibrationRequest{}
+	out := []twinstore.CalibrationRequest{}
 	for _, r := range rs {
 		if c.p.InScope(r.LineID) && (line == "" || r.LineID == line) {
 			out = append(out, r)

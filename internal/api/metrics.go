@@ -79,7 +79,7 @@ func (c *jobCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range []string{"queued", "provisioning", "training", "evaluating", "done", "failed", "cancelled", "timeout", "interrupted"} {
 		counts[st] = 0
 	}
-	rows, err := c.d.Store.ReadDB().QueryContext(ctx, `SELECT status, count(*) FROM jobs GROUP BY status`)
+	rows, err := c.d.Store.SQL().QueryContext(ctx, `SELECT status, count(*) FROM jobs GROUP BY status`)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(jobsDesc, err)
 		return

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/model"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -99,24 +98,6 @@ func wantCode(t *testing.T, err error, code string) {
 	}
 }
 
-func TestTreeHashIsModelArtifactHash(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir)
-	tr, err := Scan(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mh, err := model.ArtifactHash(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tr.SHA256 != mh {
-		t.Fatalf("tree hash %s != model.ArtifactHash %s", tr.SHA256, mh)
-	}
-	if len(tr.Files) != 4 || tr.Files[0].Path != "arrays/sub/y.txt" {
-		t.Fatalf("files %+v", tr.Files)
-	}
-}
 
 func TestCheckKey(t *testing.T) {
 	for _, tc := range []struct {

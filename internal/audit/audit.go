@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
+	"github.com/aml-project/aml/internal/store/sqldb"
 )
 
 // CodeAuditTampered is the stable error code of a failed verification: an
@@ -56,23 +55,19 @@ type VerifyResult struct {
 	Problem  string `json:"problem,omitempty"`
 }
 
-// Log is the audit log over the store's writer (transactions BEGIN
-// IMMEDIATE) and reader pool. It is safe for concurrent use.
+// Log is the audit log in one database; appends run in the handle's write
+// transactions (serialised on both back-ends, see internal/store/sqldb). It is safe for concurrent use.
 type Log struct {
-	w, r *sql.DB
-	now  func() time.Time
+	db  *sqldb.DB
+	now func() time.Time
 }
 
-// New returns the log over the writer w (sqlite.Store.DB()) and the
-// reader pool r (sqlite.Store.ReadDB(); nil means read through w).
-func New(w, r *sql.DB) *Log {
-	if r == nil {
-		r = w
-	}
-	return &Log{w: w, r: r, now: time.Now}
+// New returns the log in the database behind db (a store's SQL()).
+func New(db *sqldb.DB) *Log {
+	return &Log{db: db, now: time.Now}
 }
 
-// Append appends one entry in its own IMMEDIATE transaction and returns it.
+// Append appends one entry in its own write transaction and returns it.
 // payload is any value encoding/json can marshal, or raw JSON; nil is
 // stored as {}. Non-finite numbers are refused (AML_NON_FINITE).
 func (l *Log) Append(ctx context.Context, actor, action, subject, lineID string, payload any) (Entry, error) {
@@ -81,9 +76,9 @@ func (l *Log) Append(ctx context.Context, actor, action, subject, lineID string,
 	if err != nil {
 		return Entry{}, err
 	}
-	tx, err := l.w.BeginTx(ctx, nil)
+	tx, err := l.db.Begin(ctx)
 	if err != nil {
-		return Entry{}, dbErr(err, "audit: begin")
+		return Entry{}, sqldb.Err(err, "audit: begin")
 	}
 	e, err := l.appendTx(ctx, tx, actor, action, subject, lineID, p)
 	if err != nil {
@@ -91,18 +86,18 @@ func (l *Log) Append(ctx context.Context, actor, action, subject, lineID string,
 		return Entry{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return Entry{}, dbErr(err, "audit: commit")
+		return Entry{}, sqldb.Err(err, "audit: commit")
 	}
 	return e, nil
 }
 
 // AppendTx appends one entry inside the caller's transaction, so the entry
 // exists exactly when the caller's change does. tx must be a write
-// transaction begun IMMEDIATE on the store's writer (as all of the store's
-// are), so that no other process appends between the head read and the
+// transaction of the same handle (sqldb.DB.Begin, serialised across
+// processes), so that no other process appends between the head read and the
 // insert; a chain fork is impossible in any case (seq is the primary key
 // and a trigger refuses inserts that do not extend the head).
-func (l *Log) AppendTx(ctx context.Context, tx *sql.Tx, actor, action, subject, lineID string, payload any) (Entry, error) {
+func (l *Log) AppendTx(ctx context.Context, tx *sqldb.Tx, actor, action, subject, lineID string, payload any) (Entry, error) {
 	p, err := prepare(actor, action, subject, payload)
 	if err != nil {
 		return Entry{}, err
@@ -110,14 +105,14 @@ func (l *Log) AppendTx(ctx context.Context, tx *sql.Tx, actor, action, subject, 
 	return l.appendTx(ctx, tx, actor, action, subject, lineID, p)
 }
 
-func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, actor, action, subject, lineID string, p json.RawMessage) (Entry, error) {
+func (l *Log) appendTx(ctx context.Context, tx *sqldb.Tx, actor, action, subject, lineID string, p json.RawMessage) (Entry, error) {
 	e := Entry{Actor: actor, Action: action, Subject: subject, LineID: lineID, Payload: p, PrevHash: GenesisHash, Seq: 1}
 	var last int64
 	var prev string
 	switch err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return Entry{}, dbErr(err, "audit: read head")
+		return Entry{}, sqldb.Err(err, "audit: read head")
 	default:
 		e.Seq, e.PrevHash = last+1, prev
 	}
@@ -129,7 +124,7 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, actor, action, subject, 
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log(seq, at, actor, action, subject, line_id, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)`,
 		e.Seq, at, actor, action, subject, lineID, string(p), e.PrevHash, e.Hash); err != nil {
-		return Entry{}, dbErr(err, "audit: append seq %d", e.Seq)
+		return Entry{}, sqldb.Err(err, "audit: append seq %d", e.Seq)
 	}
 	return e, nil
 }
@@ -211,9 +206,9 @@ func (l *Log) List(ctx context.Context, afterSeq int64, limit int, subject strin
 	}
 	q += ` ORDER BY seq LIMIT ?`
 	args = append(args, limit)
-	rows, err := l.r.QueryContext(ctx, q, args...)
+	rows, err := l.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, dbErr(err, "audit: list")
+		return nil, sqldb.Err(err, "audit: list")
 	}
 	defer rows.Close()
 	out := []Entry{}
@@ -222,13 +217,13 @@ func (l *Log) List(ctx context.Context, afterSeq int64, limit int, subject strin
 		var at int64
 		var p string
 		if err := rows.Scan(&e.Seq, &at, &e.Actor, &e.Action, &e.Subject, &e.LineID, &p, &e.PrevHash, &e.Hash); err != nil {
-			return nil, dbErr(err, "audit: list")
+			return nil, sqldb.Err(err, "audit: list")
 		}
 		e.At, e.Payload = time.UnixMilli(at).UTC(), json.RawMessage(p)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr(err, "audit: list")
+		return nil, sqldb.Err(err, "audit: list")
 	}
 	return out, nil
 }
@@ -238,12 +233,12 @@ func (l *Log) List(ctx context.Context, afterSeq int64, limit int, subject strin
 func (l *Log) Head(ctx context.Context) (int64, string, error) {
 	var seq int64
 	var h string
-	err := l.r.QueryRowContext(ctx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).Scan(&seq, &h)
+	err := l.db.QueryRowContext(ctx, `SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1`).Scan(&seq, &h)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, GenesisHash, nil
 	}
 	if err != nil {
-		return 0, "", dbErr(err, "audit: read head")
+		return 0, "", sqldb.Err(err, "audit: read head")
 	}
 	return seq, h, nil
 }
@@ -280,9 +275,9 @@ func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (Verif
 	}
 	// One SELECT reads one snapshot (WAL), so concurrent appends do not
 	// confuse the walk.
-	rows, err := l.r.QueryContext(ctx, `SELECT seq, at, actor, action, subject, line_id, payload, prev_hash, hash FROM audit_log ORDER BY seq`)
+	rows, err := l.db.QueryContext(ctx, `SELECT seq, at, actor, action, subject, line_id, payload, prev_hash, hash FROM audit_log ORDER BY seq`)
 	if err != nil {
-		return res, dbErr(err, "audit: verify")
+		return res, sqldb.Err(err, "audit: verify")
 	}
 	defer rows.Close()
 	var prevSeq int64
@@ -291,7 +286,7 @@ func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (Verif
 		var seq int64
 		var cols [8]any
 		if err := rows.Scan(&seq, &cols[0], &cols[1], &cols[2], &cols[3], &cols[4], &cols[5], &cols[6], &cols[7]); err != nil {
-			return res, dbErr(err, "audit: verify")
+			return res, sqldb.Err(err, "audit: verify")
 		}
 		res.Entries++
 		bad, probs := seq, []string(nil)
@@ -333,7 +328,7 @@ func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (Verif
 		res.HeadSeq, res.Head = seq, hash
 	}
 	if err := rows.Err(); err != nil {
-		return res, dbErr(err, "audit: verify")
+		return res, sqldb.Err(err, "audit: verify")
 	}
 	if wantSeq > res.HeadSeq {
 		fail(res.HeadSeq+1, "the log ends at entry %d but the recorded head is entry %d (%.12s…): entries %d..%d were removed", res.HeadSeq, wantSeq, wantHash, res.HeadSeq+1, wantSeq)
@@ -372,29 +367,6 @@ func decodeRow(c [8]any) (at int64, actor, action, subject, lineID string, paylo
 	return at, s[0], s[1], s[2], s[3], []byte(s[4]), s[5], s[6], ""
 }
 
-// dbErr maps a driver error to a typed error.
-func dbErr(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	var ae *core.Error
-	if errors.As(err, &ae) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN:
-			return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
-		case sqlite3.SQLITE_CONSTRAINT:
-			return core.Wrap(core.CodeConflict, err, format, args...)
-		}
-	}
-	return core.Wrap(core.CodeInternal, err, format, args...)
-}
 
 // SetClock replaces the clock that stamps new entries (tests, replays).
 func (l *Log) SetClock(now func() time.Time) { l.now = now }

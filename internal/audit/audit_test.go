@@ -33,7 +33,7 @@ func openStore(t *testing.T, dir string) *sqlite.Store {
 func newLog(t *testing.T) (*audit.Log, *sqlite.Store) {
 	t.Helper()
 	s := openStore(t, t.TempDir())
-	l := audit.New(s.DB(), s.ReadDB())
+	l := audit.New(s.SQL())
 	clock := time.UnixMilli(1_767_600_000_000)
 	l.SetClock(func() time.Time { clock = clock.Add(1500 * time.Microsecond); return clock })
 	return l, s
@@ -445,7 +445,7 @@ func TestAppendTx(t *testing.T) {
 	mustExec(t, s.DB(), `CREATE TABLE twin_thing(id TEXT PRIMARY KEY)`)
 
 	// Rolled back: neither the change nor its audit entry exists.
-	tx, err := s.DB().BeginTx(ctx, nil)
+	tx, err := s.SQL().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestAppendTx(t *testing.T) {
 	}
 
 	// Committed: both, and the chain continues from it.
-	tx, _ = s.DB().BeginTx(ctx, nil)
+	tx, _ = s.SQL().Begin(ctx)
 	tx.ExecContext(ctx, `INSERT INTO twin_thing VALUES ('a')`)
 	e, err = l.AppendTx(ctx, tx, "bob", "write", "a", "L1", map[string]string{"op": "insert"})
 	if err != nil || e.Seq != 2 {
@@ -488,7 +488,7 @@ func TestAppendTx(t *testing.T) {
 func TestConcurrentAppendsOneChain(t *testing.T) {
 	dir := t.TempDir()
 	s1, s2 := openStore(t, dir), openStore(t, dir)
-	logs := []*audit.Log{audit.New(s1.DB(), s1.ReadDB()), audit.New(s2.DB(), s2.ReadDB())}
+	logs := []*audit.Log{audit.New(s1.SQL()), audit.New(s2.SQL())}
 	const workers, each = 4, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*workers*each)

@@ -81,7 +81,7 @@ func openTokens(t *testing.T) (*Tokens, *sqlite.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return NewTokens(st.DB(), st.ReadDB()), st
+	return NewTokens(st.SQL()), st
 }
 
 func TestTokensLifecycle(t *testing.T) {
@@ -150,7 +150,7 @@ func TestTokensLifecycle(t *testing.T) {
 	}
 
 	// create, create, revoke are audited and the chain verifies.
-	log := audit.New(st.DB(), st.ReadDB())
+	log := audit.New(st.SQL())
 	es, err := log.List(ctx, 0, 10, "")
 	if err != nil || len(es) != 3 || es[0].Action != AuditTokenCreate || es[2].Action != AuditTokenRevoke || es[2].Subject != info.ID || es[0].Actor != "root" {
 		t.Fatalf("audit: %+v %v", es, err)

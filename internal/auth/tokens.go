@@ -14,6 +14,7 @@ import (
 
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
 )
 
 // Audit actions of tokens.
@@ -53,22 +54,20 @@ type NewToken struct {
 	TTL time.Duration
 }
 
-// Tokens is the token store over the SQLite writer and reader handles
-// (sqlite.Store.DB() and ReadDB()). It implements Verifier.
+// Tokens is the token store in a store's database (SQLite or PostgreSQL,
+// through internal/store/sqldb). It implements Verifier.
 type Tokens struct {
-	w, r *sql.DB
-	log  *audit.Log
-	now  func() time.Time
+	db  *sqldb.DB
+	log *audit.Log
+	now func() time.Time
 }
 
 var _ Verifier = (*Tokens)(nil)
 
-// NewTokens returns the token store; r nil reads through w.
-func NewTokens(w, r *sql.DB) *Tokens {
-	if r == nil {
-		r = w
-	}
-	return &Tokens{w: w, r: r, log: audit.New(w, r), now: time.Now}
+// NewTokens returns the token store in the database behind db (a store's
+// SQL()).
+func NewTokens(db *sqldb.DB) *Tokens {
+	return &Tokens{db: db, log: audit.New(db), now: time.Now}
 }
 
 // SetClock replaces the clock (tests).
@@ -141,7 +140,7 @@ func (t *Tokens) Create(ctx context.Context, actor string, n NewToken) (TokenInf
 		exp = e.UnixMilli()
 	}
 	lines, _ := json.Marshal(info.Lines)
-	tx, err := t.w.BeginTx(ctx, nil)
+	tx, err := t.db.Begin(ctx)
 	if err != nil {
 		return TokenInfo{}, "", core.Wrap(core.CodeStoreUnavailable, err, "begin")
 	}
@@ -196,7 +195,7 @@ func scanToken(sc interface{ Scan(...any) error }) (TokenInfo, error) {
 
 // List returns every token (active, expired and revoked), oldest first.
 func (t *Tokens) List(ctx context.Context) ([]TokenInfo, error) {
-	rows, err := t.r.QueryContext(ctx, `SELECT `+tokenCols+` FROM api_tokens ORDER BY created_at, rowid`)
+	rows, err := t.db.QueryContext(ctx, `SELECT `+tokenCols+` FROM api_tokens ORDER BY created_at, rowid`)
 	if err != nil {
 		return nil, core.Wrap(core.CodeStoreUnavailable, err, "list tokens")
 	}
@@ -217,7 +216,7 @@ func (t *Tokens) List(ctx context.Context) ([]TokenInfo, error) {
 
 // Get returns one token by id (AML_NOT_FOUND, field "id").
 func (t *Tokens) Get(ctx context.Context, id string) (TokenInfo, error) {
-	ti, err := scanToken(t.r.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE token_id=?`, id))
+	ti, err := scanToken(t.db.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE token_id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ti, core.FieldErrorf(core.CodeNotFound, "id", "token %q not found", id)
 	}
@@ -234,7 +233,7 @@ func (t *Tokens) Revoke(ctx context.Context, actor, id string) (TokenInfo, error
 	if actor == "" {
 		return TokenInfo{}, core.FieldErrorf(core.CodeInvalidArgument, "actor", "actor is required")
 	}
-	tx, err := t.w.BeginTx(ctx, nil)
+	tx, err := t.db.Begin(ctx)
 	if err != nil {
 		return TokenInfo{}, core.Wrap(core.CodeStoreUnavailable, err, "begin")
 	}
@@ -270,7 +269,7 @@ func (t *Tokens) VerifyToken(ctx context.Context, tok string) (Principal, error)
 	if !strings.HasPrefix(tok, TokenPrefix) || len(tok) > 200 {
 		return Principal{}, Unauthenticated("invalid token")
 	}
-	ti, err := scanToken(t.r.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE hash=?`, HashToken(tok)))
+	ti, err := scanToken(t.db.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE hash=?`, HashToken(tok)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Principal{}, Unauthenticated("invalid token")
 	}

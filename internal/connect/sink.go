@@ -63,7 +63,7 @@ type Store interface {
 	core.TimeSeries
 }
 
-// AuditLog appends to the audit log (*sqlite.Store implements it).
+// AuditLog appends to the audit log (store.Store implements it).
 type AuditLog interface {
 	AppendAudit(ctx context.Context, actor, action, subject, lineID string, payload any) (audit.Entry, error)
 }

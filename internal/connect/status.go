@@ -22,6 +22,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/store/sqldb"
 )
 
 // Connector states as stored. The OPC UA connector reports each; the MQTT
@@ -93,14 +94,14 @@ func Running(state string) bool {
 	return state != StateStopped && state != StateFailed
 }
 
-// StatusStore reads and writes the connector_status table. w is the
-// store's writer (one connection), r its reader pool.
+// StatusStore reads and writes the connector_status table of either
+// back-end (through internal/store/sqldb).
 type StatusStore struct {
-	w, r *sql.DB
+	db *sqldb.DB
 }
 
-// NewStatusStore uses the store's handles (sqlite.Store's DB and ReadDB).
-func NewStatusStore(w, r *sql.DB) *StatusStore { return &StatusStore{w: w, r: r} }
+// NewStatusStore uses the store's SQL handle (Store.SQL()).
+func NewStatusStore(db *sqldb.DB) *StatusStore { return &StatusStore{db: db} }
 
 func validStatus(s Status) error {
 	var probs []core.Problem
@@ -143,7 +144,7 @@ func (st *StatusStore) Put(ctx context.Context, s Status) error {
 	if s.StartedAt.IsZero() {
 		s.StartedAt = s.UpdatedAt
 	}
-	_, err := st.w.ExecContext(ctx, `INSERT INTO connector_status(connector_id, line_id, kind, endpoint, state, run_id, received, stored, malformed, gaps, connects,
+	_, err := st.db.ExecContext(ctx, `INSERT INTO connector_status(connector_id, line_id, kind, endpoint, state, run_id, received, stored, malformed, gaps, connects,
 			last_sample_ms, last_error, interval_ms, host, pid, started_at, updated_at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(connector_id, line_id) DO UPDATE SET kind=excluded.kind, endpoint=excluded.endpoint, state=excluded.state, run_id=excluded.run_id,
@@ -168,7 +169,7 @@ func (st *StatusStore) List(ctx context.Context, line string, now time.Time) ([]
 		q += ` WHERE line_id = ?`
 		args = append(args, line)
 	}
-	rows, err := st.r.QueryContext(ctx, q+` ORDER BY line_id, connector_id`, args...)
+	rows, err := st.db.QueryContext(ctx, q+` ORDER BY line_id, connector_id`, args...)
 	if err != nil {
 		return nil, core.Wrap(core.CodeStoreUnavailable, err, "list connector status")
 	}

@@ -19,7 +19,7 @@ func statusStore(t *testing.T) *StatusStore {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return NewStatusStore(s.DB(), s.ReadDB())
+	return NewStatusStore(s.SQL())
 }
 
 func TestStatusPutListStale(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
 )
@@ -345,8 +346,25 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 		TrainWindows: p.train.Count, ValWindows: p.val.Count, TestWindows: p.test.Count, Runs: len(grids), Bytes: size,
 		LineageVerified: lineage.LineageVerified, Note: spec.Note, CreatedBy: opt.CreatedBy, CreatedAt: time.Now().UTC(),
 	}
+	// On a back-end with shared artifacts (PostgreSQL) the files go into
+	// the database before the dataset is registered, so a registered
+	// dataset is always fetchable by a worker on another machine.
+	shared, err := artifact.For(ctx, st, opt.DataDir)
+	if err != nil {
+		os.RemoveAll(final)
+		return nil, err
+	}
+	if shared != nil {
+		if _, err := shared.Put(context.WithoutCancel(ctx), d.Path, final); err != nil {
+			os.RemoveAll(final)
+			return nil, err
+		}
+	}
 	if err := st.InsertDataset(context.WithoutCancel(ctx), d); err != nil {
 		os.RemoveAll(final)
+		if shared != nil {
+			shared.Delete(context.WithoutCancel(ctx), d.Path)
+		}
 		return nil, err
 	}
 	opt.Bus.Publish(events.Event{Kind: events.DatasetBuilt, Line: d.LineID, ID: d.ID, Data: map[string]any{

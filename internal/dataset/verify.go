@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
 )
 
@@ -145,8 +146,51 @@ func Delete(ctx context.Context, reg core.Datasets, dataDir, id string) error {
 	if err := reg.DeleteDataset(ctx, id); err != nil {
 		return err
 	}
+	if shared, err := artifact.For(ctx, reg, dataDir); err != nil {
+		return core.Wrap(core.CodeOf(err), err, "remove shared files of dataset %s (it is unregistered)", id)
+	} else if shared != nil {
+		if err := shared.Delete(ctx, d.Path); err != nil {
+			return core.Wrap(core.CodeOf(err), err, "remove shared files of dataset %s (it is unregistered)", id)
+		}
+	}
 	if err := os.RemoveAll(filepath.Join(dataDir, filepath.FromSlash(d.Path))); err != nil {
 		return core.Wrap(core.CodeInternal, err, "remove files of dataset %s (it is unregistered)", id)
 	}
 	return nil
+}
+
+// Materialise makes dataset d's files present under dataDir: fetched from
+// the back-end's shared artifact store (PostgreSQL; chunks verified on
+// read) or, on SQLite, the local files as they are. st is the store d came
+// from. Verify and the loaders then read the local copy.
+func Materialise(ctx context.Context, st any, dataDir string, d core.Dataset) error {
+	_, err := artifact.Materialise(ctx, st, dataDir, d.Path)
+	return err
+}
+
+// FetchManifest is LoadManifest of a dataset whose files may live in the
+// back-end's shared artifact store (Materialise first).
+func FetchManifest(ctx context.Context, st any, dataDir string, d core.Dataset) (*Manifest, error) {
+	if err := Materialise(ctx, st, dataDir, d); err != nil {
+		return nil, err
+	}
+	return LoadManifest(dataDir, d)
+}
+
+// FetchReport is LoadReport after Materialise.
+func FetchReport(ctx context.Context, st any, dataDir string, d core.Dataset) (*Report, error) {
+	if err := Materialise(ctx, st, dataDir, d); err != nil {
+		return nil, err
+	}
+	return LoadReport(dataDir, d)
+}
+
+// FetchVerify is Verify after Materialise: on PostgreSQL it checks the
+// fetched copy (chunks were verified on read; Verify re-hashes the files
+// against the dataset's recorded sha256).
+func FetchVerify(ctx context.Context, st any, dataDir string, d core.Dataset) (VerifyResult, error) {
+	if err := Materialise(ctx, st, dataDir, d); err != nil {
+		return VerifyResult{}, err
+	}
+	return Verify(dataDir, d)
 }

@@ -228,7 +228,7 @@ func TestJobsThroughQueue(t *testing.T) {
 	if _, err := reg.Move(ctx, m.ID, core.StageProduction, "tester", "", ""); core.CodeOf(err) != core.CodeGateFailed && core.CodeOf(err) != core.CodeModelTampered {
 		t.Fatalf("tampered promotion: %v", err)
 	}
-	if err := reg.VerifyArtifact(m); core.CodeOf(err) != core.CodeModelTampered {
+	if err := reg.VerifyArtifact(context.Background(), m); core.CodeOf(err) != core.CodeModelTampered {
 		t.Fatalf("tampered artifact not detected: %v", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -607,7 +608,7 @@ func TestHTTP(t *testing.T) {
 	}
 
 	// Whatever the agents did, no certificate of theirs moved past ISSUED.
-	items, err := d.Store.ListCertificates(ctx, sqlite.CertFilter{}, d.Key.Public)
+	items, err := d.Store.ListCertificates(ctx, twinstore.CertFilter{}, d.Key.Public)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,7 +646,7 @@ func TestTokens(t *testing.T) {
 	dir := fixture(t)
 	d := deps(t, dir)
 	ctx := context.Background()
-	tokens := auth.NewTokens(d.Store.DB(), nil)
+	tokens := auth.NewTokens(d.Store.SQL())
 	_, viewerTok, err := tokens.Create(ctx, "admin", auth.NewToken{Name: "viewer-tok", Role: auth.RoleViewer})
 	if err != nil {
 		t.Fatal(err)

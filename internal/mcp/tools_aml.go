@@ -232,7 +232,7 @@ func (t *toolbox) datasetStats(ctx context.Context, in datasetIn) (datasetStatsO
 	if err != nil {
 		return datasetStatsOut{}, err
 	}
-	r, err := dataset.LoadReport(t.d.DataDir, d)
+	r, err := dataset.FetchReport(ctx, t.d.Store, t.d.DataDir, d)
 	if err != nil {
 		return datasetStatsOut{}, err
 	}
@@ -606,14 +606,14 @@ func (t *toolbox) modelReference(ctx context.Context, in modelReferenceIn) (mode
 		return modelReferenceOut{}, err
 	}
 	reg := registry.New(t.d.Store, t.d.DataDir, nil)
-	if err := reg.VerifyArtifact(m); err != nil {
+	if err := reg.VerifyArtifact(ctx, m); err != nil {
 		return modelReferenceOut{}, err
 	}
 	d, err := t.d.Store.GetDataset(ctx, m.DatasetID)
 	if err != nil {
 		return modelReferenceOut{}, err
 	}
-	man, err := dataset.LoadManifest(t.d.DataDir, d)
+	man, err := dataset.FetchManifest(ctx, t.d.Store, t.d.DataDir, d)
 	if err != nil {
 		return modelReferenceOut{}, err
 	}
@@ -641,7 +641,7 @@ func (t *toolbox) modelReference(ctx context.Context, in modelReferenceIn) (mode
 	// proposal outside it is extrapolation, which the caller must know.
 	warnings := []string{}
 	if len(in.Controls) > 0 {
-		rep, err := dataset.LoadReport(t.d.DataDir, d)
+		rep, err := dataset.FetchReport(ctx, t.d.Store, t.d.DataDir, d)
 		if err != nil {
 			return modelReferenceOut{}, err
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
@@ -234,9 +234,9 @@ type trialRunIn struct {
 }
 
 type trialRunOut struct {
-	Record   sqlite.TrialRecord  `json:"record" jsonschema:"the stored trial: passed, reject code, hard violations, OOD, improvement, hash, and the trial itself"`
-	Detail   *engine.TrialDetail `json:"detail" jsonschema:"traces over the horizon (candidate mean and tube, baseline) for every quantity"`
-	Executed bool                `json:"candidateExecuted" jsonschema:"always false: a trial never writes to the machine"`
+	Record   twinstore.TrialRecord `json:"record" jsonschema:"the stored trial: passed, reject code, hard violations, OOD, improvement, hash, and the trial itself"`
+	Detail   *engine.TrialDetail   `json:"detail" jsonschema:"traces over the horizon (candidate mean and tube, baseline) for every quantity"`
+	Executed bool                  `json:"candidateExecuted" jsonschema:"always false: a trial never writes to the machine"`
 }
 
 func (t *toolbox) trialRun(ctx context.Context, in trialRunIn) (trialRunOut, error) {
@@ -275,7 +275,7 @@ func (t *toolbox) trialRun(ctx context.Context, in trialRunIn) (trialRunOut, err
 	if err != nil {
 		return trialRunOut{}, err
 	}
-	rec, err := t.d.Store.PutTrial(ctx, res.Trial, sqlite.TrialManual, "")
+	rec, err := t.d.Store.PutTrial(ctx, res.Trial, twinstore.TrialManual, "")
 	if err != nil {
 		return trialRunOut{}, err
 	}
@@ -283,7 +283,7 @@ func (t *toolbox) trialRun(ctx context.Context, in trialRunIn) (trialRunOut, err
 	return trialRunOut{Record: rec, Detail: res.Detail}, nil
 }
 
-func (t *toolbox) trialDone(rec sqlite.TrialRecord) {
+func (t *toolbox) trialDone(rec twinstore.TrialRecord) {
 	t.d.Bus.Publish(events.Event{Kind: events.TrialDone, Line: rec.LineID, ID: rec.Trial.TrialID,
 		Data: map[string]any{"passed": rec.Passed, "rejectCode": rec.RejectCode, "improvement": rec.Improvement, "purpose": rec.Purpose, "by": t.p.Name}})
 }
@@ -301,7 +301,7 @@ type optimizeIn struct {
 
 type optimizeOut struct {
 	Result   *engine.OptimizeResult `json:"result" jsonschema:"mode, candidates evaluated and ranked, the best trial (none when no candidate passes: noPass says why)"`
-	Record   *sqlite.TrialRecord    `json:"record,omitempty" jsonschema:"the stored best trial (certify it with twin_certificate_request)"`
+	Record   *twinstore.TrialRecord `json:"record,omitempty" jsonschema:"the stored best trial (certify it with twin_certificate_request)"`
 	Executed bool                   `json:"candidateExecuted" jsonschema:"always false: optimisation never writes to the machine"`
 }
 
@@ -336,7 +336,7 @@ func (t *toolbox) optimize(ctx context.Context, in optimizeIn) (optimizeOut, err
 	}
 	out := optimizeOut{Result: res}
 	if res.Best != nil {
-		rec, err := t.d.Store.PutTrial(ctx, res.Best, sqlite.TrialOptimize, "")
+		rec, err := t.d.Store.PutTrial(ctx, res.Best, twinstore.TrialOptimize, "")
 		if err != nil {
 			return optimizeOut{}, err
 		}
@@ -448,9 +448,9 @@ type certRequestIn struct {
 }
 
 type certRequestOut struct {
-	Certificate *sqlite.CertRecord `json:"certificate" jsonschema:"the signed certificate with its hashes; status ISSUED"`
-	Status      string             `json:"status" jsonschema:"always ISSUED: waiting for a person with the approver role"`
-	Note        string             `json:"note"`
+	Certificate *twinstore.CertRecord `json:"certificate" jsonschema:"the signed certificate with its hashes; status ISSUED"`
+	Status      string                `json:"status" jsonschema:"always ISSUED: waiting for a person with the approver role"`
+	Note        string                `json:"note"`
 }
 
 func (t *toolbox) certificateRequest(ctx context.Context, in certRequestIn) (certRequestOut, error) {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/model"
@@ -40,11 +41,19 @@ func (r *Registry) ArtifactDir(m core.Model) string {
 	return filepath.Join(r.dataDir, filepath.FromSlash(m.ArtifactPath))
 }
 
-// VerifyArtifact re-hashes the model's artifact (before promotion and before
-// serving); any difference is AML_MODEL_TAMPERED.
-func (r *Registry) VerifyArtifact(m core.Model) error {
+// VerifyArtifact makes the model's artifact present locally (fetched from
+// the back-end's shared artifact store on PostgreSQL, chunks verified on
+// read) and re-hashes it (before promotion and before serving); any
+// difference is AML_MODEL_TAMPERED. Loaders call it before ArtifactDir.
+func (r *Registry) VerifyArtifact(ctx context.Context, m core.Model) error {
 	if m.ArtifactsPruned {
 		return core.FieldErrorf(core.CodeModelTampered, "artifact", "model %s's artifacts were pruned by retention", m.ID)
+	}
+	if _, err := artifact.Materialise(ctx, r.st, r.dataDir, m.ArtifactPath); err != nil {
+		if core.CodeOf(err) == core.CodeNotFound {
+			return core.FieldErrorf(core.CodeModelTampered, "artifact", "model %s's artifact is missing from the shared store: %v", m.ID, err)
+		}
+		return err
 	}
 	dir := r.ArtifactDir(m)
 	if _, err := os.Stat(dir); err != nil {
@@ -79,7 +88,7 @@ func (r *Registry) Move(ctx context.Context, id, to, by, reason, expect string) 
 		if IsTwin(m) && from != core.StageShadow {
 			return m, core.FieldErrorf(core.CodeGateFailed, "stage", "twin model %s must run in shadow before production (it is %s)", id, from)
 		}
-		if err := r.VerifyArtifact(m); err != nil {
+		if err := r.VerifyArtifact(ctx, m); err != nil {
 			return m, err
 		}
 		if IsTwin(m) {
@@ -88,7 +97,7 @@ func (r *Registry) Move(ctx context.Context, id, to, by, reason, expect string) 
 			}
 		}
 	case core.StageShadow:
-		if err := r.VerifyArtifact(m); err != nil {
+		if err := r.VerifyArtifact(ctx, m); err != nil {
 			return m, err
 		}
 	case core.StageRetired, core.StageCandidate:

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 )
 
 // Refusal codes of a twin model's promotion to production.
@@ -33,7 +33,7 @@ func IsTwin(m core.Model) bool { return m.Twin || m.ArtifactKind == FormatHybrid
 // (sqlite.Store implements it): the stored shadow rows and the latest
 // twin gate evaluation of a model.
 type TwinEvidence interface {
-	TwinPromotionEvidence(ctx context.Context, modelID string) (sqlite.TwinPromotionEvidence, error)
+	TwinPromotionEvidence(ctx context.Context, modelID string) (twinstore.TwinPromotionEvidence, error)
 }
 
 // checkTwinEvidence requires, for a twin model's promotion to production,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 )
 
 // A twin model in shadow goes to production only with stored shadow
@@ -37,7 +38,7 @@ func TestTwinPromotionNeedsShadowAndGate(t *testing.T) {
 	}{
 		{"no shadow evidence, no gate", func() {}, CodeShadowMissing},
 		{"shadow evidence, no gate", func() {
-			if err := st.PutShadow(ctx, sqlite.ShadowRecord{ModelID: tw.ID, RunID: "r1", Steps: 10, NRMSE: 0.1, Coverage: 0.9, Evidence: json.RawMessage(`{}`)}); err != nil {
+			if err := st.PutShadow(ctx, twinstore.ShadowRecord{ModelID: tw.ID, RunID: "r1", Steps: 10, NRMSE: 0.1, Coverage: 0.9, Evidence: json.RawMessage(`{}`)}); err != nil {
 				t.Fatal(err)
 			}
 		}, CodeTwinGateFailed},

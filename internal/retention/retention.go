@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 )
@@ -100,6 +101,15 @@ func Run(ctx context.Context, st Store, dataDir string, p Policy, now time.Time)
 			if !p.DryRun {
 				if err := os.RemoveAll(dir); err != nil {
 					return rep, core.Wrap(core.CodeInternal, err, "remove artifacts of %s", m.ID)
+				}
+				// On PostgreSQL the files also live in the shared store
+				// (local bytes are only this machine's copy).
+				if shared, err := artifact.For(ctx, st, dataDir); err != nil {
+					return rep, err
+				} else if shared != nil && !filepath.IsAbs(m.ArtifactPath) {
+					if err := shared.Delete(ctx, m.ArtifactPath); err != nil {
+						return rep, err
+					}
 				}
 				if err := st.MarkModelPruned(ctx, m.ID); err != nil {
 					return rep, err

@@ -10,13 +10,13 @@ import (
 
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/jobs"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/twin/cert"
 )
 
 // Deps are the shared resources of a serving process.
 type Deps struct {
-	Store   *sqlite.Store
+	Store   store.Store
 	DataDir string
 	// Runner runs jobs; Queue (may be nil in tests) schedules them.
 	Runner *jobs.Runner

@@ -94,7 +94,7 @@ func (s *server) liveData(r *http.Request, p auth.Principal) (*liveData, error) 
 		minutes = n
 	}
 	now := s.o.Now()
-	all, err := connect.NewStatusStore(s.d.Store.DB(), s.d.Store.ReadDB()).List(ctx, "", now)
+	all, err := connect.NewStatusStore(s.d.Store.SQL()).List(ctx, "", now)
 	if err != nil {
 		return nil, err
 	}

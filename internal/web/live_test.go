@@ -48,7 +48,7 @@ func startLiveLine(t *testing.T, f *fixture, firstRun int) (string, *opcua.Conne
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := conn.Reporter(connect.NewStatusStore(f.store.DB(), f.store.ReadDB()), 500*time.Millisecond, nil)
+	rep, err := conn.Reporter(connect.NewStatusStore(f.store.SQL()), 500*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

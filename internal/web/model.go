@@ -13,7 +13,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/shadow"
 	"github.com/aml-project/aml/internal/web/plot"
@@ -81,7 +81,7 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	var gates eval.GateReport
 	hasGates := len(m.Gates) > 0 && json.Unmarshal(m.Gates, &gates) == nil
 	var twinGate *eval.TwinGateReport
-	var twinGateRec sqlite.GateEvalRecord
+	var twinGateRec twinstore.GateEvalRecord
 	if g, err := s.d.Store.LatestGateEval(ctx, m.ID); err == nil {
 		var res struct {
 			Report eval.TwinGateReport `json:"report"`
@@ -117,7 +117,7 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	var pvaErr string
 	d, derr := s.d.Store.GetDataset(ctx, m.DatasetID)
 	if derr == nil {
-		if man, err := dataset.LoadManifest(s.d.DataDir, d); err == nil {
+		if man, err := dataset.FetchManifest(ctx, s.d.Store, s.d.DataDir, d); err == nil {
 			testRuns = man.Split.Test.RunIDs
 		}
 	}

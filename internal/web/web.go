@@ -40,7 +40,7 @@ func Handler(d *service.Deps) http.Handler { return New(d, Options{}) }
 // New is Handler with options.
 func New(d *service.Deps, o Options) http.Handler {
 	if o.Verifier == nil && d != nil && d.Store != nil {
-		o.Verifier = auth.NewTokens(d.Store.DB(), d.Store.ReadDB())
+		o.Verifier = auth.NewTokens(d.Store.SQL())
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -2,20 +2,36 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
 
+	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Store is the PostgreSQL back-end. It is safe for concurrent use, and any
 // number of Stores (in any number of processes) may share one database.
 type Store struct {
-	pool *pgxpool.Pool
+	// Store keeps the twin records (scenes, snapshots, trials,
+	// certificates …) in the same database; its methods are the store's.
+	*twinstore.Store
+
+	pool     *pgxpool.Pool
+	location string
+
+	artsMu sync.Mutex
+	arts   map[string]*artifact.Postgres // root → shared artifact store
+	// sql is a database/sql view of pool for the record stores shared
+	// with SQLite (audit log, tokens, connector status, twin records).
+	sql *sqldb.DB
 	// partitioned is true when samples is a declaratively partitioned
 	// table (false for a TimescaleDB hypertable).
 	partitioned bool
@@ -68,7 +84,10 @@ func OpenWith(ctx context.Context, url string, opt Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	s := &Store{pool: pool, nodes: map[string]int64{}, ctxs: map[core.ContextFilter]int64{}, parts: map[int64]bool{}}
+	s := &Store{location: redact(cfg), pool: pool, nodes: map[string]int64{}, ctxs: map[core.ContextFilter]int64{}, parts: map[int64]bool{}}
+	db := stdlib.OpenDBFromPool(pool)
+	s.sql = sqldb.New(db, db, &Dialect)
+	s.Store = twinstore.New(s.sql)
 	var kind string
 	err = pool.QueryRow(ctx, `SELECT c.relkind::text FROM pg_class c WHERE c.oid = to_regclass('samples')`).Scan(&kind)
 	if err != nil {
@@ -85,8 +104,74 @@ func redact(cfg *pgxpool.Config) string {
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	err := s.sql.Writer().Close()
 	s.pool.Close()
-	return nil
+	return err
+}
+
+// SharedArtifacts is the artifact store in this database, materialising
+// under root (artifact.Provider): a worker on another machine reads
+// datasets and writes models through it. One per root and process.
+func (s *Store) SharedArtifacts(ctx context.Context, root string) (artifact.Store, error) {
+	s.artsMu.Lock()
+	defer s.artsMu.Unlock()
+	if a, ok := s.arts[root]; ok {
+		return a, nil
+	}
+	a, err := artifact.NewPostgres(ctx, s.pool, root)
+	if err != nil {
+		return nil, err
+	}
+	if s.arts == nil {
+		s.arts = map[string]*artifact.Postgres{}
+	}
+	s.arts[root] = a
+	return a, nil
+}
+
+// Location is the database URL without its password (internal/store.Store).
+func (s *Store) Location() string { return s.location }
+
+// SQL is the handle of the record stores shared with SQLite (audit log,
+// tokens, connector status, twin records).
+func (s *Store) SQL() *sqldb.DB { return s.sql }
+
+// writeLockKey is the advisory lock every sqldb write transaction takes
+// (an arbitrary constant: "AML" in ASCII, then 1).
+const writeLockKey = 0x414d4c01
+
+// Dialect is PostgreSQL's for internal/store/sqldb: "$N" placeholders, one
+// transaction-scoped advisory lock serialising the shared stores' write
+// transactions across processes (as SQLite's single writer does), and
+// snapshot reads at repeatable read.
+var Dialect = sqldb.Dialect{
+	Name:          "postgres",
+	Numbered:      true,
+	LockSQL:       fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", writeLockKey),
+	Classify:      classify,
+	ReadIsolation: sql.LevelRepeatableRead,
+}
+
+func classify(err error) sqldb.Class {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		var ce *pgconn.ConnectError
+		if errors.As(err, &ce) || (!errors.Is(err, context.Canceled) && (pgconn.SafeToRetry(err) || pgconn.Timeout(err))) {
+			return sqldb.ClassUnavailable
+		}
+		return sqldb.ClassOther
+	}
+	c := pe.Code
+	switch {
+	case c == sqlUniqueViolation:
+		return sqldb.ClassUnique
+	case len(c) == 5 && c[:2] == sqlIntegrityClass:
+		return sqldb.ClassConstraint
+	case c == sqlSerialization || c == sqlDeadlock || c == sqlLockNotAvailable || c == sqlQueryCanceled,
+		len(c) == 5 && (c[:2] == "08" || c[:2] == "53" || c[:2] == "57" || c[:2] == "58"):
+		return sqldb.ClassUnavailable
+	}
+	return sqldb.ClassOther
 }
 
 // Pool exposes the connection pool for packages that keep their own tables

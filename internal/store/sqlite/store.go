@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -21,11 +23,17 @@ const FileName = "aml.db"
 
 // Store is the embedded back-end. It is safe for concurrent use.
 type Store struct {
+	// Store keeps the twin records (scenes, snapshots, trials,
+	// certificates …) in the same file; its methods are the store's.
+	*twinstore.Store
+
 	path string
 	w    *sql.DB // single writer connection, BEGIN IMMEDIATE
 	r    *sql.DB // readers
 
 	stmts stmtCache
+
+	sql *sqldb.DB // w and r for the stores shared with PostgreSQL
 
 	mu    sync.RWMutex
 	nodes map[string]int64 // node id → pk
@@ -91,11 +99,17 @@ func OpenWith(dir string, opt Options) (*Store, error) {
 		return nil, core.Wrap(core.CodeStoreUnavailable, err, "open %s", path)
 	}
 	r.SetMaxOpenConns(4)
-	return &Store{path: path, w: w, r: r, nodes: map[string]int64{}, ctxs: map[core.ContextFilter]int64{}}, nil
+	st := &Store{path: path, w: w, r: r, nodes: map[string]int64{}, ctxs: map[core.ContextFilter]int64{}}
+	st.sql = sqldb.New(w, r, &Dialect)
+	st.Store = twinstore.New(st.sql)
+	return st, nil
 }
 
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
+
+// Location is the database file (internal/store.Store).
+func (s *Store) Location() string { return s.path }
 
 // Close closes both pools.
 func (s *Store) Close() error {
@@ -109,6 +123,34 @@ func (s *Store) DB() *sql.DB { return s.w }
 
 // ReadDB exposes the reader pool.
 func (s *Store) ReadDB() *sql.DB { return s.r }
+
+// SQL is the handle of the record stores shared with PostgreSQL (audit log,
+// tokens, connector status, twin records).
+func (s *Store) SQL() *sqldb.DB { return s.sql }
+
+// Dialect is SQLite's for internal/store/sqldb: "?" placeholders as
+// written, write transactions are BEGIN IMMEDIATE on the single writer
+// connection (no extra lock needed).
+var Dialect = sqldb.Dialect{Name: "sqlite", Classify: classify}
+
+func classify(err error) sqldb.Class {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return sqldb.ClassOther
+	}
+	c := se.Code()
+	switch {
+	case c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return sqldb.ClassUnique
+	case c&0xff == sqlite3.SQLITE_CONSTRAINT:
+		return sqldb.ClassConstraint
+	}
+	switch c & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN:
+		return sqldb.ClassUnavailable
+	}
+	return sqldb.ClassOther
+}
 
 // isConstraint reports a SQLite constraint violation (unique, check, FK).
 func isConstraint(err error) bool {

@@ -15,7 +15,7 @@ import (
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/registry"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
@@ -86,7 +86,7 @@ type qcol struct {
 // calibration, test coverage and OOD envelope its evaluation stored in the
 // model's metrics. Models of other formats than aml.hybrid/1 are refused
 // with AML_TWIN_MODEL_UNSUPPORTED.
-func Load(ctx context.Context, st *sqlite.Store, dataDir, modelID string) (*Twin, error) {
+func Load(ctx context.Context, st store.Store, dataDir, modelID string) (*Twin, error) {
 	m, err := st.GetModel(ctx, modelID)
 	if err != nil {
 		return nil, err
@@ -95,14 +95,14 @@ func Load(ctx context.Context, st *sqlite.Store, dataDir, modelID string) (*Twin
 		return nil, errf(CodeModelUnsupported, "artifactKind", "model %s is %s; the twin runs %s models (hybrid_residual@1)", m.ID, m.ArtifactKind, trainers.FormatHybrid)
 	}
 	reg := registry.New(st, dataDir, nil)
-	if err := reg.VerifyArtifact(m); err != nil {
+	if err := reg.VerifyArtifact(ctx, m); err != nil {
 		return nil, err
 	}
 	d, err := st.GetDataset(ctx, m.DatasetID)
 	if err != nil {
 		return nil, err
 	}
-	man, err := dataset.LoadManifest(dataDir, d)
+	man, err := dataset.FetchManifest(ctx, st, dataDir, d)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,8 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/twin/shadow"
@@ -126,7 +127,7 @@ type modelMetrics struct {
 }
 
 // Evaluate runs the gate for model modelID and stores the result.
-func Evaluate(ctx context.Context, st *sqlite.Store, dataDir, modelID string, o Options) (*Result, error) {
+func Evaluate(ctx context.Context, st store.Store, dataDir, modelID string, o Options) (*Result, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now().UTC()
 	}
@@ -181,7 +182,7 @@ func Evaluate(ctx context.Context, st *sqlite.Store, dataDir, modelID string, o 
 	if err != nil {
 		return nil, err
 	}
-	man, err := dataset.LoadManifest(dataDir, ds)
+	man, err := dataset.FetchManifest(ctx, st, dataDir, ds)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +228,7 @@ func Evaluate(ctx context.Context, st *sqlite.Store, dataDir, modelID string, o 
 			r.NoRecommendation = append(r.NoRecommendation, SnapshotFailure{RunID: p.run, AtMs: p.atMs, Code: "NO_PASSING_CANDIDATE", Error: res.NoPass})
 			continue
 		}
-		if _, err := st.PutTrial(ctx, trial, sqlite.TrialGate, r.GateEvalID); err != nil {
+		if _, err := st.PutTrial(ctx, trial, twinstore.TrialGate, r.GateEvalID); err != nil {
 			return nil, err
 		}
 		r.Trials = append(r.Trials, TrialRef{TrialID: trial.TrialID, SnapshotID: snap.SnapshotID, RunID: p.run, AtMs: p.atMs,
@@ -271,7 +272,7 @@ func Evaluate(ctx context.Context, st *sqlite.Store, dataDir, modelID string, o 
 	if err != nil {
 		return nil, core.Errorf(core.CodeInternal, "gate report: %v", err)
 	}
-	if err := st.PutGateEval(ctx, sqlite.GateEvalRecord{GateEvalID: r.GateEvalID, ModelID: modelID, CreatedAt: o.Now,
+	if err := st.PutGateEval(ctx, twinstore.GateEvalRecord{GateEvalID: r.GateEvalID, ModelID: modelID, CreatedAt: o.Now,
 		CreatedBy: o.By, Passed: r.Report.Passed, TuningMode: r.TuningMode, Report: rep}); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,8 @@ import (
 
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/guard"
@@ -44,23 +45,23 @@ const (
 	ReasonConcurrentWrite = "CONCURRENT_WRITE"
 )
 
-// Store is what Execute needs of the store; *sqlite.Store implements it.
+// Store is what Execute needs of the store; store.Store implements it.
 type Store interface {
 	guard.Channels
 	guard.History
-	LoadCertificate(ctx context.Context, id string) (*sqlite.CertRecord, error)
-	GetTrial(ctx context.Context, id string) (sqlite.TrialRecord, error)
+	LoadCertificate(ctx context.Context, id string) (*twinstore.CertRecord, error)
+	GetTrial(ctx context.Context, id string) (twinstore.TrialRecord, error)
 	GetSnapshot(ctx context.Context, id string) (*contract.TwinSnapshot, error)
 	GetScene(ctx context.Context, id, version string) (*contract.SceneContract, error)
 	LastWriteID(ctx context.Context, lineID string) (int64, error)
-	ClaimWrite(ctx context.Context, c sqlite.WriteClaimRequest) (int64, error)
-	RecordWrite(ctx context.Context, actor string, r sqlite.WriteRow) (int64, error)
-	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*sqlite.CertRecord, error)
+	ClaimWrite(ctx context.Context, c twinstore.WriteClaimRequest) (int64, error)
+	RecordWrite(ctx context.Context, actor string, r twinstore.WriteRow) (int64, error)
+	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*twinstore.CertRecord, error)
 	ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]string, error)
 	AppendAudit(ctx context.Context, actor, action, subject, lineID string, payload any) (audit.Entry, error)
 }
 
-var _ Store = (*sqlite.Store)(nil)
+var _ Store = (store.Store)(nil)
 
 // Options of Execute.
 type Options struct {
@@ -135,7 +136,7 @@ func classify(err error) string {
 	switch core.CodeOf(err) {
 	case core.CodeNotFound:
 		return ReasonRecordMissing
-	case sqlite.CodeTrialTampered, sqlite.CodeSnapshotTampered, cert.CodeCertInvalid, core.CodeInternal:
+	case twinstore.CodeTrialTampered, twinstore.CodeSnapshotTampered, cert.CodeCertInvalid, core.CodeInternal:
 		// sceneRow reports a scene disagreeing with its row as AML_INTERNAL.
 		return ReasonRecordTampered
 	}
@@ -164,7 +165,7 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 			actor = "(unknown)"
 		}
 		payload := map[string]any{"reason": reason, "detail": res.Detail, "runId": res.RunID, "at": now.UnixMilli()}
-		if _, err := st.AppendAudit(ctx, actor, sqlite.AuditWriteDenied, subject, res.LineID, payload); err != nil {
+		if _, err := st.AppendAudit(ctx, actor, twinstore.AuditWriteDenied, subject, res.LineID, payload); err != nil {
 			res.Detail += fmt.Sprintf(" (the denial could not be audited: %v)", err)
 		}
 		return res, deniedErr(&res)
@@ -234,7 +235,7 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		return deny(d.Reason, "%s", d.Detail)
 	}
 
-	if _, err := st.ClaimWrite(ctx, sqlite.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: now, ExpectLastWriteID: lastID}); err != nil {
+	if _, err := st.ClaimWrite(ctx, twinstore.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: now, ExpectLastWriteID: lastID}); err != nil {
 		if core.CodeOf(err) == core.CodeConflict {
 			return deny(ReasonConcurrentWrite, "%v", err)
 		}
@@ -256,14 +257,14 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 	// transport-ack: written and acknowledged where the line does not allow
 	// reading back; it executes the certificate, audited with its status.
 	if (out.Status != guard.OutcomeVerified && out.Status != guard.OutcomeTransportAck) || xerr != nil {
-		if _, err := st.AppendAudit(ctx, opts.Actor, sqlite.AuditWriteFailed, certID, res.LineID, payload); err != nil {
+		if _, err := st.AppendAudit(ctx, opts.Actor, twinstore.AuditWriteFailed, certID, res.LineID, payload); err != nil {
 			res.Detail += fmt.Sprintf(" (the failure could not be audited: %v)", err)
 		}
 		e := core.Errorf(CodeWriteFailed, "write under certificate %s failed: %s", certID, res.Detail)
 		e.Status = http.StatusBadGateway
 		return res, e
 	}
-	if _, err := st.AppendAudit(ctx, opts.Actor, sqlite.AuditWriteExecuted, certID, res.LineID, payload); err != nil {
+	if _, err := st.AppendAudit(ctx, opts.Actor, twinstore.AuditWriteExecuted, certID, res.LineID, payload); err != nil {
 		return res, err
 	}
 	if _, err := st.MarkCertificateExecuted(ctx, certID, opts.Actor, pub, now, map[string]any{"outcome": out.Status, "written": res.Written()}); err != nil {
@@ -316,6 +317,6 @@ type recorder struct {
 }
 
 func (r *recorder) Record(ctx context.Context, w guard.WriteRecord) error {
-	_, err := r.st.RecordWrite(ctx, r.actor, sqlite.WriteRow{WriteRecord: w, VariableID: r.varOf[w.NodeID], Outcome: sqlite.WriteAttempted})
+	_, err := r.st.RecordWrite(ctx, r.actor, twinstore.WriteRow{WriteRecord: w, VariableID: r.varOf[w.NodeID], Outcome: twinstore.WriteAttempted})
 	return err
 }

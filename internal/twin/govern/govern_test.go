@@ -10,6 +10,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
 	"github.com/aml-project/aml/internal/twin/guard"
@@ -44,7 +45,7 @@ func TestExecuteVerified(t *testing.T) {
 	}
 	// History: one claim and three attempted writes, with variables.
 	rows, err := f.st.WriteRows(ctx, line, t0.Add(-time.Hour))
-	if err != nil || len(rows) != 4 || rows[0].Outcome != sqlite.WriteClaim || rows[1].VariableID == "" || rows[1].CertificateID != id || rows[1].RunID != "run-1" {
+	if err != nil || len(rows) != 4 || rows[0].Outcome != twinstore.WriteClaim || rows[1].VariableID == "" || rows[1].CertificateID != id || rows[1].RunID != "run-1" {
 		t.Fatalf("%v %+v", err, rows)
 	}
 	got := actions(entries(t, f.st, id))
@@ -124,7 +125,7 @@ func TestExecuteDenyPaths(t *testing.T) {
 		}, guard.ReasonSnapshotStale},
 		{"node interval (recorded history)", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
 			id := fx.certify(t, "a", baseline, step0, true)
-			if _, err := fx.st.RecordWrite(context.Background(), "ops", sqlite.WriteRow{WriteRecord: guard.WriteRecord{LineID: line, NodeID: "hold_time",
+			if _, err := fx.st.RecordWrite(context.Background(), "ops", twinstore.WriteRow{WriteRecord: guard.WriteRecord{LineID: line, NodeID: "hold_time",
 				CertificateID: "rec-earlier", RunID: "run-1", At: t0.Add(-30 * time.Second), Value: 8, Delta: 0.2}}); err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +133,7 @@ func TestExecuteDenyPaths(t *testing.T) {
 		}, guard.ReasonNodeInterval},
 		{"line interval (recorded history)", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
 			id := fx.certify(t, "a", baseline, step0, true)
-			if _, err := fx.st.RecordWrite(context.Background(), "ops", sqlite.WriteRow{WriteRecord: guard.WriteRecord{LineID: line, NodeID: "other_node",
+			if _, err := fx.st.RecordWrite(context.Background(), "ops", twinstore.WriteRow{WriteRecord: guard.WriteRecord{LineID: line, NodeID: "other_node",
 				CertificateID: "rec-earlier", RunID: "run-1", At: t0.Add(-30 * time.Second), Value: 1, Delta: 0.1}}); err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +142,7 @@ func TestExecuteDenyPaths(t *testing.T) {
 		{"too many actions per run", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
 			id := fx.certify(t, "a", baseline, step0, true)
 			for i, c := range []string{"rec-1", "rec-2", "rec-3"} { // MaxActionsPerRun is 3
-				if _, err := fx.st.RecordWrite(context.Background(), "ops", sqlite.WriteRow{WriteRecord: guard.WriteRecord{LineID: line, NodeID: "hold_pressure",
+				if _, err := fx.st.RecordWrite(context.Background(), "ops", twinstore.WriteRow{WriteRecord: guard.WriteRecord{LineID: line, NodeID: "hold_pressure",
 					CertificateID: c, RunID: "run-1", At: t0.Add(-time.Duration(3-i) * time.Hour / 2), Value: 64, Delta: 1}}); err != nil {
 					t.Fatal(err)
 				}
@@ -153,20 +154,20 @@ func TestExecuteDenyPaths(t *testing.T) {
 			return fx.certify(t, "a", far, step0, true), fx.st, t0
 		}, guard.ReasonDeltaTooLarge},
 		{"recommendation_only", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
-			fx.channel(t, sqlite.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyRecommendationOnly})
+			fx.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyRecommendationOnly})
 			return fx.certify(t, "a", baseline, step0, true), fx.st, t0
 		}, guard.ReasonPolicyRecommendationOnly},
 		{"legacy profile", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
-			fx.channel(t, sqlite.ChannelRecord{LineID: line, Profile: "legacy", ControlPolicy: contract.PolicyHITLGoverned})
+			fx.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "legacy", ControlPolicy: contract.PolicyHITLGoverned})
 			return fx.certify(t, "a", baseline, step0, true), fx.st, t0
 		}, guard.ReasonProfileNotTwin},
 		{"bounded_auto out of bounds", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
-			fx.channel(t, sqlite.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]sqlite.ChannelBound{
+			fx.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]twinstore.ChannelBound{
 				"hold_pressure": {Min: 55, Max: 64.5}, "hold_time": {Min: 4, Max: 14}, "melt_temperature_setpoint": {Min: 235, Max: 260}}})
 			return fx.certify(t, "a", baseline, step0, true), fx.st, t0
 		}, guard.ReasonOutOfBounds},
 		{"bounded_auto control without bounds", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
-			fx.channel(t, sqlite.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]sqlite.ChannelBound{
+			fx.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]twinstore.ChannelBound{
 				"hold_pressure": {Min: 55, Max: 70}}})
 			return fx.certify(t, "a", baseline, step0, true), fx.st, t0
 		}, guard.ReasonOutOfBounds},
@@ -216,7 +217,7 @@ func TestExecuteDenyPaths(t *testing.T) {
 			last := es[len(es)-1]
 			var p map[string]any
 			_ = json.Unmarshal(last.Payload, &p)
-			if last.Action != sqlite.AuditWriteDenied || p["reason"] != tc.reason {
+			if last.Action != twinstore.AuditWriteDenied || p["reason"] != tc.reason {
 				t.Fatalf("last audit entry %s %s", last.Action, last.Payload)
 			}
 			if tc.reason == guard.ReasonCertExpired {
@@ -233,7 +234,7 @@ func TestExecuteDenyPaths(t *testing.T) {
 
 func TestExecuteBoundedAutoWithinBounds(t *testing.T) {
 	fx := newFixture(t, false)
-	fx.channel(t, sqlite.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]sqlite.ChannelBound{
+	fx.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]twinstore.ChannelBound{
 		"hold_pressure": {Min: 55, Max: 70}, "hold_time": {Min: 4, Max: 14}, "melt_temperature_setpoint": {Min: 235, Max: 260}}})
 	id := fx.certify(t, "a", baseline, step0, true)
 	res, err := govern.Execute(context.Background(), fx.st, fx.key.Public, id, writer(), opts(t0))
@@ -274,7 +275,7 @@ func TestExecuteReadbackMismatch(t *testing.T) {
 	}
 	es := entries(t, fx.st, id)
 	last := es[len(es)-1]
-	if last.Action != sqlite.AuditWriteFailed {
+	if last.Action != twinstore.AuditWriteFailed {
 		t.Fatalf("last audit entry %s", last.Action)
 	}
 	r, _ := fx.st.GetCertificate(ctx, id, fx.key.Public)

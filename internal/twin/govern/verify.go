@@ -10,7 +10,8 @@ import (
 
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
@@ -61,7 +62,7 @@ type VerifyReport struct {
 //
 // It returns the report and, when any check fails, an AML_CERT_INVALID
 // error naming the first failed check (AML_NOT_FOUND for an unknown id).
-func VerifyCertificate(ctx context.Context, st *sqlite.Store, pub ed25519.PublicKey, id string) (VerifyReport, error) {
+func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKey, id string) (VerifyReport, error) {
 	rep := VerifyReport{CertificateID: id, Checks: []VerifyCheck{}}
 	add := func(name string, err error, okDetail string) {
 		ch := VerifyCheck{Name: name, OK: err == nil, Detail: okDetail}
@@ -147,9 +148,9 @@ func payloadOf(e audit.Entry) map[string]any {
 	return m
 }
 
-func checkIssue(rec *sqlite.CertRecord, es []audit.Entry) error {
+func checkIssue(rec *twinstore.CertRecord, es []audit.Entry) error {
 	for _, e := range es {
-		if e.Action != sqlite.AuditCertIssue {
+		if e.Action != twinstore.AuditCertIssue {
 			continue
 		}
 		if e.Seq != rec.AuditSeq || e.Hash != rec.AuditHash {
@@ -160,15 +161,15 @@ func checkIssue(rec *sqlite.CertRecord, es []audit.Entry) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("no %s entry for the certificate in the audit log (the row recorded seq %d)", sqlite.AuditCertIssue, rec.AuditSeq)
+	return fmt.Errorf("no %s entry for the certificate in the audit log (the row recorded seq %d)", twinstore.AuditCertIssue, rec.AuditSeq)
 }
 
 // checkLifecycle replays the certificate's cert.* entries.
 func checkLifecycle(c *contract.RecommendationCertificate, es []audit.Entry) error {
 	status, approvedBy := contract.CertStatus(""), ""
 	to := map[string]contract.CertStatus{
-		sqlite.AuditCertApprove: contract.CertApproved, sqlite.AuditCertRevoke: contract.CertRevoked,
-		sqlite.AuditCertExpire: contract.CertExpired, sqlite.AuditCertExecute: contract.CertExecuted,
+		twinstore.AuditCertApprove: contract.CertApproved, twinstore.AuditCertRevoke: contract.CertRevoked,
+		twinstore.AuditCertExpire: contract.CertExpired, twinstore.AuditCertExecute: contract.CertExecuted,
 	}
 	var steps []string
 	for _, e := range es {
@@ -176,7 +177,7 @@ func checkLifecycle(c *contract.RecommendationCertificate, es []audit.Entry) err
 			continue
 		}
 		p := payloadOf(e)
-		if e.Action == sqlite.AuditCertIssue {
+		if e.Action == twinstore.AuditCertIssue {
 			if status != "" {
 				return fmt.Errorf("audit entry %d issues the certificate a second time", e.Seq)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 )
 
 // End to end on a real store: a cheap hybrid model trained on 12
@@ -124,7 +125,7 @@ func TestSignalsRequestAndRunNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := step.Claimed
-	if c == nil || c.RequestID != d1.RequestID || c.State != sqlite.CalibrationCooldown || c.Error != "" {
+	if c == nil || c.RequestID != d1.RequestID || c.State != twinstore.CalibrationCooldown || c.Error != "" {
 		t.Fatalf("step: %+v", step)
 	}
 	if c.CompletedAt == nil || !c.CompletedAt.Equal(clock) || c.CooldownUntil == nil || !c.CooldownUntil.Equal(clock.Add(time.Hour)) {
@@ -144,7 +145,7 @@ func TestSignalsRequestAndRunNext(t *testing.T) {
 	}
 	// Cooling down: a new request for the key is refused until
 	// completion + 1 h, then accepted.
-	if d, _ := RequestAt(ctx, st, *s1, DefaultPolicy(), "ann", clock.Add(59*time.Minute)); d.Accepted || d.State != sqlite.CalibrationCooldown {
+	if d, _ := RequestAt(ctx, st, *s1, DefaultPolicy(), "ann", clock.Add(59*time.Minute)); d.Accepted || d.State != twinstore.CalibrationCooldown {
 		t.Fatalf("during cooldown: %+v", d)
 	}
 	if d, _ := RequestAt(ctx, st, *s1, DefaultPolicy(), "ann", clock.Add(time.Hour)); !d.Accepted {

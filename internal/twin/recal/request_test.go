@@ -10,6 +10,7 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 )
 
 func openStore(t *testing.T) (*sqlite.Store, string) {
@@ -113,7 +114,7 @@ func TestDedupAndCooldownAfterCompletion(t *testing.T) {
 			t.Fatalf("at %v: %+v, want refused by %s in state %s", at, d, d1.RequestID, state)
 		}
 	}
-	refused(t0.Add(time.Minute), sqlite.CalibrationQueued)
+	refused(t0.Add(time.Minute), twinstore.CalibrationQueued)
 	// Another line is not blocked.
 	if d, _ := RequestAt(ctx, st, sig("L2", "R", 3), p, "ann", t0.Add(time.Second)); !d.Accepted {
 		t.Fatalf("other key: %+v", d)
@@ -123,7 +124,7 @@ func TestDedupAndCooldownAfterCompletion(t *testing.T) {
 	if err != nil || c == nil || c.RequestID != d1.RequestID {
 		t.Fatalf("claim: %+v %v", c, err)
 	}
-	refused(t0.Add(2*time.Hour), sqlite.CalibrationRunning)
+	refused(t0.Add(2*time.Hour), twinstore.CalibrationRunning)
 	done := t0.Add(3 * time.Hour)
 	if err := st.CompleteCalibration(ctx, d1.RequestID, "m2", done, time.Duration(p.CooldownSec)*time.Second, "w"); err != nil {
 		t.Fatal(err)
@@ -133,12 +134,12 @@ func TestDedupAndCooldownAfterCompletion(t *testing.T) {
 		t.Fatalf("cooldown until %v (want completion + 1 h = %v), %+v", got.CooldownUntil, done.Add(time.Hour), got)
 	}
 	// Upstream's cooldown (creation + 1 h) would be over here; ours is not.
-	refused(done.Add(59*time.Minute), sqlite.CalibrationCooldown)
+	refused(done.Add(59*time.Minute), twinstore.CalibrationCooldown)
 	d3, err := RequestAt(ctx, st, s, p, "bob", done.Add(time.Hour))
 	if err != nil || !d3.Accepted {
 		t.Fatalf("after the cooldown: %+v %v", d3, err)
 	}
-	if got, _ := st.GetCalibration(ctx, d1.RequestID); got.State != sqlite.CalibrationDone {
+	if got, _ := st.GetCalibration(ctx, d1.RequestID); got.State != twinstore.CalibrationDone {
 		t.Fatalf("expired cooldown is %s", got.State)
 	}
 	// A failed request frees its key at once.
@@ -149,7 +150,7 @@ func TestDedupAndCooldownAfterCompletion(t *testing.T) {
 		t.Fatalf("after a failure: %+v", d)
 	}
 	// Every accepted request and transition is in the audit log.
-	es, err := audit.New(st.DB(), st.ReadDB()).List(ctx, 0, 1000, "")
+	es, err := audit.New(st.SQL()).List(ctx, 0, 1000, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestDedupAndCooldownAfterCompletion(t *testing.T) {
 	for _, e := range es {
 		count[e.Action]++
 	}
-	if count[sqlite.AuditCalibrationRequest] != 4 || count[sqlite.AuditCalibrationStart] != 1 || count[sqlite.AuditCalibrationComplete] != 1 || count[sqlite.AuditCalibrationFail] != 1 {
+	if count[twinstore.AuditCalibrationRequest] != 4 || count[twinstore.AuditCalibrationStart] != 1 || count[twinstore.AuditCalibrationComplete] != 1 || count[twinstore.AuditCalibrationFail] != 1 {
 		t.Fatalf("audit actions %v", count)
 	}
 }

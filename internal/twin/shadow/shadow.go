@@ -13,7 +13,7 @@ import (
 	_ "github.com/aml-project/aml/internal/ident/trainers" // registers the native model formats (aml.hybrid/1, …)
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/registry"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	extrun "github.com/aml-project/aml/internal/trainer/exec"
 )
 
@@ -23,8 +23,8 @@ type Store interface {
 	core.TimeSeries
 	core.Datasets
 	core.Jobs
-	PutShadow(ctx context.Context, r sqlite.ShadowRecord) error
-	ListShadow(ctx context.Context, modelID string) ([]sqlite.ShadowRecord, error)
+	PutShadow(ctx context.Context, r twinstore.ShadowRecord) error
+	ListShadow(ctx context.Context, modelID string) ([]twinstore.ShadowRecord, error)
 }
 
 // Defaults of Options.
@@ -166,14 +166,14 @@ func Load(ctx context.Context, st Store, dataDir, id string) (*Loaded, error) {
 		return nil, err
 	}
 	reg := registry.New(st, dataDir, nil)
-	if err := reg.VerifyArtifact(m); err != nil {
+	if err := reg.VerifyArtifact(ctx, m); err != nil {
 		return nil, err
 	}
 	d, err := st.GetDataset(ctx, m.DatasetID)
 	if err != nil {
 		return nil, err
 	}
-	man, err := dataset.LoadManifest(dataDir, d)
+	man, err := dataset.FetchManifest(ctx, st, dataDir, d)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func Collect(ctx context.Context, st Store, dataDir, modelID string, opts Option
 		if err != nil {
 			return nil, core.Wrap(core.CodeInternal, err, "encode shadow evidence")
 		}
-		if err := st.PutShadow(ctx, sqlite.ShadowRecord{ModelID: re.ModelID, RunID: re.RunID, CreatedAt: re.CreatedAt, Steps: re.Steps,
+		if err := st.PutShadow(ctx, twinstore.ShadowRecord{ModelID: re.ModelID, RunID: re.RunID, CreatedAt: re.CreatedAt, Steps: re.Steps,
 			NRMSE: float64(re.NRMSE), Coverage: float64(re.Coverage), Evidence: js}); err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package sqlite
+package twinstore
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
 )
 
 // ShadowRecord is one row of shadow evidence (table twin_shadow): model
@@ -52,21 +53,21 @@ func (s *Store) PutShadow(ctx context.Context, r ShadowRecord) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = time.Now()
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO twin_shadow(model_id, run_id, created_at, steps, nrmse, coverage, evidence_json)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO twin_shadow(model_id, run_id, created_at, steps, nrmse, coverage, evidence_json)
 		VALUES (?,?,?,?,?,?,?)
 		ON CONFLICT(model_id, run_id) DO UPDATE SET created_at=excluded.created_at, steps=excluded.steps,
 			nrmse=excluded.nrmse, coverage=excluded.coverage, evidence_json=excluded.evidence_json`,
 		r.ModelID, r.RunID, r.CreatedAt.UnixMilli(), r.Steps, twinNullFloat(r.NRMSE), twinNullFloat(r.Coverage), string(ev))
-	return dbErr(err, "store shadow evidence of model %s on run %s", r.ModelID, r.RunID)
+	return sqldb.Err(err, "store shadow evidence of model %s on run %s", r.ModelID, r.RunID)
 }
 
 // ListShadow returns the shadow evidence rows of a model, oldest first
 // (by creation time, then run id).
 func (s *Store) ListShadow(ctx context.Context, modelID string) ([]ShadowRecord, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT model_id, run_id, created_at, steps, nrmse, coverage, evidence_json
+	rows, err := s.db.QueryContext(ctx, `SELECT model_id, run_id, created_at, steps, nrmse, coverage, evidence_json
 		FROM twin_shadow WHERE model_id=? ORDER BY created_at, run_id`, modelID)
 	if err != nil {
-		return nil, dbErr(err, "list shadow evidence of model %s", modelID)
+		return nil, sqldb.Err(err, "list shadow evidence of model %s", modelID)
 	}
 	defer rows.Close()
 	var out []ShadowRecord
@@ -76,14 +77,14 @@ func (s *Store) ListShadow(ctx context.Context, modelID string) ([]ShadowRecord,
 		var nrmse, cov sql.NullFloat64
 		var ev string
 		if err := rows.Scan(&r.ModelID, &r.RunID, &created, &r.Steps, &nrmse, &cov, &ev); err != nil {
-			return nil, dbErr(err, "read shadow evidence")
+			return nil, sqldb.Err(err, "read shadow evidence")
 		}
 		r.CreatedAt = time.UnixMilli(created).UTC()
 		r.NRMSE, r.Coverage = twinFloatOrNaN(nrmse), twinFloatOrNaN(cov)
 		r.Evidence = json.RawMessage(ev)
 		out = append(out, r)
 	}
-	return out, dbErr(rows.Err(), "list shadow evidence of model %s", modelID)
+	return out, sqldb.Err(rows.Err(), "list shadow evidence of model %s", modelID)
 }
 
 // TwinPromotionEvidence is what promoting a twin model to production needs
@@ -102,13 +103,13 @@ type TwinPromotionEvidence struct {
 // gate evaluation of model id in one read transaction.
 func (s *Store) TwinPromotionEvidence(ctx context.Context, modelID string) (TwinPromotionEvidence, error) {
 	var ev TwinPromotionEvidence
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.db.BeginRead(ctx)
 	if err != nil {
-		return ev, dbErr(err, "begin")
+		return ev, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM twin_shadow WHERE model_id=?`, modelID).Scan(&ev.ShadowRuns); err != nil {
-		return ev, dbErr(err, "count shadow evidence of model %s", modelID)
+		return ev, sqldb.Err(err, "count shadow evidence of model %s", modelID)
 	}
 	var passed int
 	var at int64
@@ -117,7 +118,7 @@ func (s *Store) TwinPromotionEvidence(ctx context.Context, modelID string) (Twin
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return ev, dbErr(err, "read the twin gate evaluations of model %s", modelID)
+		return ev, sqldb.Err(err, "read the twin gate evaluations of model %s", modelID)
 	default:
 		ev.GatePassed, ev.GateAt = passed == 1, time.UnixMilli(at).UTC()
 	}

@@ -1,4 +1,4 @@
-package sqlite
+package twinstore
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/guard"
 )
@@ -125,9 +126,9 @@ func (s *Store) SetChannel(ctx context.Context, c ChannelRecord, by string) (*Ch
 	if err != nil || c.Bounds == nil {
 		bj = []byte("{}")
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return nil, dbErr(err, "begin")
+		return nil, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	if c.SceneID != "" {
@@ -160,22 +161,22 @@ func (s *Store) SetChannel(ctx context.Context, c ChannelRecord, by string) (*Ch
 		VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(line_id) DO UPDATE SET channel_id=excluded.channel_id, profile=excluded.profile, control_policy=excluded.control_policy,
 		scene_id=excluded.scene_id, scene_version=excluded.scene_version, bounds_json=excluded.bounds_json, updated_by=excluded.updated_by, updated_at=excluded.updated_at`,
 		c.LineID, c.ChannelID, c.Profile, c.ControlPolicy, c.SceneID, c.SceneVersion, string(bj), by, c.CreatedAt.UnixMilli(), now.UnixMilli())
-	if isUnique(err) {
+	if sqldb.IsUnique(err) {
 		return nil, core.FieldErrorf(core.CodeConflict, "channelId", "channel id %q belongs to another line", c.ChannelID)
 	}
 	if err != nil {
-		return nil, dbErr(err, "store channel of line %s", c.LineID)
+		return nil, sqldb.Err(err, "store channel of line %s", c.LineID)
 	}
 	payload := map[string]any{"channelId": c.ChannelID, "profile": c.Profile, "controlPolicy": c.ControlPolicy, "sceneId": c.SceneID,
 		"sceneVersion": c.SceneVersion, "bounds": json.RawMessage(bj)}
 	if old != nil {
 		payload["previous"] = map[string]any{"channelId": old.ChannelID, "profile": old.Profile, "controlPolicy": old.ControlPolicy}
 	}
-	if _, err := s.auditLog().AppendTx(ctx, tx, by, AuditChannelSet, c.LineID, c.LineID, payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, by, AuditChannelSet, c.LineID, c.LineID, payload); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, dbErr(err, "commit channel of line %s", c.LineID)
+		return nil, sqldb.Err(err, "commit channel of line %s", c.LineID)
 	}
 	return &c, nil
 }
@@ -191,7 +192,7 @@ func sortedBoundKeys(m map[string]ChannelBound) []string {
 	return ks
 }
 
-func getChannel(ctx context.Context, db execer, lineID string) (*ChannelRecord, error) {
+func getChannel(ctx context.Context, db sqldb.Querier, lineID string) (*ChannelRecord, error) {
 	var c ChannelRecord
 	var bj string
 	var created, updated int64
@@ -201,7 +202,7 @@ func getChannel(ctx context.Context, db execer, lineID string) (*ChannelRecord, 
 		return nil, notFound("channel", lineID)
 	}
 	if err != nil {
-		return nil, dbErr(err, "read channel of line %s", lineID)
+		return nil, sqldb.Err(err, "read channel of line %s", lineID)
 	}
 	if err := json.Unmarshal([]byte(bj), &c.Bounds); err != nil {
 		return nil, core.Errorf(core.CodeInternal, "channel of line %s: stored bounds do not decode: %v", lineID, err)
@@ -216,7 +217,7 @@ func getChannel(ctx context.Context, db execer, lineID string) (*ChannelRecord, 
 // GetChannel returns the stored channel of a line (AML_NOT_FOUND when the
 // line has none).
 func (s *Store) GetChannel(ctx context.Context, lineID string) (*ChannelRecord, error) {
-	return getChannel(ctx, s.r, lineID)
+	return getChannel(ctx, s.db, lineID)
 }
 
 // Channel implements guard.Channels: the line's channel profile, or (nil,
@@ -224,7 +225,7 @@ func (s *Store) GetChannel(ctx context.Context, lineID string) (*ChannelRecord, 
 // the guard denies (NO_CHANNEL). Any read error is returned (the guard
 // denies with CHANNEL_ERROR).
 func (s *Store) Channel(ctx context.Context, lineID string) (*guard.ChannelProfile, error) {
-	c, err := getChannel(ctx, s.r, lineID)
+	c, err := getChannel(ctx, s.db, lineID)
 	if core.CodeOf(err) == core.CodeNotFound {
 		return nil, nil
 	}
@@ -267,10 +268,10 @@ func (s *Store) Writes(ctx context.Context, lineID string, since time.Time) ([]g
 
 // WriteRows is Writes with the full rows.
 func (s *Store) WriteRows(ctx context.Context, lineID string, since time.Time) ([]WriteRow, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT write_id, line_id, node_id, variable_id, certificate_id, run_id, at, value, delta, outcome
+	rows, err := s.db.QueryContext(ctx, `SELECT write_id, line_id, node_id, variable_id, certificate_id, run_id, at, value, delta, outcome
 		FROM twin_writes WHERE line_id=? AND at >= ? ORDER BY at, write_id`, lineID, since.UnixMilli())
 	if err != nil {
-		return nil, dbErr(err, "read write history of line %s", lineID)
+		return nil, sqldb.Err(err, "read write history of line %s", lineID)
 	}
 	defer rows.Close()
 	out := []WriteRow{}
@@ -278,12 +279,12 @@ func (s *Store) WriteRows(ctx context.Context, lineID string, since time.Time) (
 		var r WriteRow
 		var at int64
 		if err := rows.Scan(&r.ID, &r.LineID, &r.NodeID, &r.VariableID, &r.CertificateID, &r.RunID, &at, &r.Value, &r.Delta, &r.Outcome); err != nil {
-			return nil, dbErr(err, "read write history of line %s", lineID)
+			return nil, sqldb.Err(err, "read write history of line %s", lineID)
 		}
 		r.At = msTime(at)
 		out = append(out, r)
 	}
-	return out, dbErr(rows.Err(), "read write history of line %s", lineID)
+	return out, sqldb.Err(rows.Err(), "read write history of line %s", lineID)
 }
 
 // Record implements guard.Recorder: RecordWrite with actor "twin-guard"
@@ -307,9 +308,9 @@ func (s *Store) RecordWrite(ctx context.Context, actor string, r WriteRow) (int6
 	if r.Outcome == "" {
 		r.Outcome = WriteAttempted
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return 0, dbErr(err, "begin")
+		return 0, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	id, err := insertWrite(ctx, tx, r)
@@ -317,19 +318,18 @@ func (s *Store) RecordWrite(ctx context.Context, actor string, r WriteRow) (int6
 		return 0, err
 	}
 	payload := map[string]any{"writeId": id, "nodeId": r.NodeID, "variableId": r.VariableID, "value": r.Value, "delta": r.Delta, "runId": r.RunID, "at": r.At.UnixMilli()}
-	if _, err := s.auditLog().AppendTx(ctx, tx, actor, AuditWriteAttempt, r.CertificateID, r.LineID, payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, actor, AuditWriteAttempt, r.CertificateID, r.LineID, payload); err != nil {
 		return 0, err
 	}
-	return id, dbErr(tx.Commit(), "commit write")
+	return id, sqldb.Err(tx.Commit(), "commit write")
 }
 
-func insertWrite(ctx context.Context, tx *sql.Tx, r WriteRow) (int64, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO twin_writes(line_id, node_id, variable_id, certificate_id, run_id, at, value, delta, outcome) VALUES (?,?,?,?,?,?,?,?,?)`,
-		r.LineID, r.NodeID, r.VariableID, r.CertificateID, r.RunID, r.At.UnixMilli(), r.Value, r.Delta, r.Outcome)
-	if err != nil {
-		return 0, dbErr(err, "record write on line %s", r.LineID)
-	}
-	return res.LastInsertId()
+func insertWrite(ctx context.Context, tx *sqldb.Tx, r WriteRow) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO twin_writes(line_id, node_id, variable_id, certificate_id, run_id, at, value, delta, outcome) VALUES (?,?,?,?,?,?,?,?,?)
+		RETURNING write_id`,
+		r.LineID, r.NodeID, r.VariableID, r.CertificateID, r.RunID, r.At.UnixMilli(), r.Value, r.Delta, r.Outcome).Scan(&id)
+	return id, sqldb.Err(err, "record write on line %s", r.LineID)
 }
 
 // LastWriteID returns the id of the newest row of the line's write
@@ -337,8 +337,8 @@ func insertWrite(ctx context.Context, tx *sql.Tx, r WriteRow) (int64, error) {
 // ClaimWrite.
 func (s *Store) LastWriteID(ctx context.Context, lineID string) (int64, error) {
 	var id int64
-	err := s.r.QueryRowContext(ctx, `SELECT coalesce(max(write_id), 0) FROM twin_writes WHERE line_id=?`, lineID).Scan(&id)
-	return id, dbErr(err, "read write history of line %s", lineID)
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(write_id), 0) FROM twin_writes WHERE line_id=?`, lineID).Scan(&id)
+	return id, sqldb.Err(err, "read write history of line %s", lineID)
 }
 
 // WriteClaimRequest is a governed action about to write.
@@ -365,14 +365,14 @@ func (s *Store) ClaimWrite(ctx context.Context, c WriteClaimRequest) (int64, err
 	if c.At.IsZero() {
 		return 0, core.FieldErrorf(core.CodeInvalidArgument, "at", "a claim needs its time")
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return 0, dbErr(err, "begin")
+		return 0, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	var last int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(write_id), 0) FROM twin_writes WHERE line_id=?`, c.LineID).Scan(&last); err != nil {
-		return 0, dbErr(err, "read write history of line %s", c.LineID)
+		return 0, sqldb.Err(err, "read write history of line %s", c.LineID)
 	}
 	if last != c.ExpectLastWriteID {
 		return 0, core.Errorf(core.CodeConflict, "line %s was written concurrently (history grew from row %d to %d since the guard's check)", c.LineID, c.ExpectLastWriteID, last)
@@ -382,17 +382,17 @@ func (s *Store) ClaimWrite(ctx context.Context, c WriteClaimRequest) (int64, err
 		return 0, err
 	}
 	payload := map[string]any{"writeId": id, "runId": c.RunID, "at": c.At.UnixMilli()}
-	if _, err := s.auditLog().AppendTx(ctx, tx, c.Actor, AuditWriteStart, c.CertificateID, c.LineID, payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, c.Actor, AuditWriteStart, c.CertificateID, c.LineID, payload); err != nil {
 		return 0, err
 	}
-	return id, dbErr(tx.Commit(), "commit claim")
+	return id, sqldb.Err(tx.Commit(), "commit claim")
 }
 
 // AppendAudit appends one entry to the audit log in its own transaction
 // (for events without a row change, such as a denied write).
 func (s *Store) AppendAudit(ctx context.Context, actor, action, subject, lineID string, payload any) (audit.Entry, error) {
-	return s.auditLog().Append(ctx, actor, action, subject, lineID, payload)
+	return audit.New(s.db).Append(ctx, actor, action, subject, lineID, payload)
 }
 
 // AuditLog returns the audit log in this store's database.
-func (s *Store) AuditLog() *audit.Log { return s.auditLog() }
+func (s *Store) AuditLog() *audit.Log { return audit.New(s.db) }

@@ -1,11 +1,13 @@
-package sqlite
+package twinstore
 
 import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/aml-project/aml/internal/audit"
 	"time"
+
+	"github.com/aml-project/aml/internal/audit"
+	"github.com/aml-project/aml/internal/store/sqldb"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/twin/contract"
@@ -48,9 +50,9 @@ func (s *Store) PutScene(ctx context.Context, c *contract.SceneContract) error {
 	if err != nil {
 		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return dbErr(err, "begin")
+		return sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	old, err := sceneRow(tx.QueryRowContext(ctx, `SELECT `+sceneCols+` FROM scenes WHERE scene_id=? AND version=?`, c.SceneID, c.SceneVersion))
@@ -60,7 +62,7 @@ func (s *Store) PutScene(ctx context.Context, c *contract.SceneContract) error {
 		_, err = tx.ExecContext(ctx, `INSERT INTO scenes(scene_id, version, line_id, status, hash, contract_json, frozen_by, frozen_at, created_at)
 			VALUES (?,?,?,'draft',?,?,'',NULL,?)`, c.SceneID, c.SceneVersion, c.LineID, hash, string(js), c.CreatedAt.UnixMilli())
 		if err != nil {
-			return dbErr(err, "insert scene %s", SceneSubject(c.SceneID, c.SceneVersion))
+			return sqldb.Err(err, "insert scene %s", SceneSubject(c.SceneID, c.SceneVersion))
 		}
 	case err != nil:
 		return err
@@ -72,17 +74,17 @@ func (s *Store) PutScene(ctx context.Context, c *contract.SceneContract) error {
 		res, err := tx.ExecContext(ctx, `UPDATE scenes SET line_id=?, hash=?, contract_json=?, created_at=?
 			WHERE scene_id=? AND version=? AND status='draft'`, c.LineID, hash, string(js), c.CreatedAt.UnixMilli(), c.SceneID, c.SceneVersion)
 		if err != nil {
-			return dbErr(err, "replace scene %s", SceneSubject(c.SceneID, c.SceneVersion))
+			return sqldb.Err(err, "replace scene %s", SceneSubject(c.SceneID, c.SceneVersion))
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			return core.Errorf(core.CodeConflict, "scene %s changed concurrently", SceneSubject(c.SceneID, c.SceneVersion))
 		}
 	}
 	payload := map[string]any{"sceneId": c.SceneID, "sceneVersion": c.SceneVersion, "hash": hash, "replaced": replaced}
-	if _, err := s.auditLog().AppendTx(ctx, tx, c.CreatedBy, AuditScenePut, SceneSubject(c.SceneID, c.SceneVersion), c.LineID, payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, c.CreatedBy, AuditScenePut, SceneSubject(c.SceneID, c.SceneVersion), c.LineID, payload); err != nil {
 		return err
 	}
-	return dbErr(tx.Commit(), "commit scene %s", SceneSubject(c.SceneID, c.SceneVersion))
+	return sqldb.Err(tx.Commit(), "commit scene %s", SceneSubject(c.SceneID, c.SceneVersion))
 }
 
 // FreezeScene freezes the draft id@version on behalf of by, provided its
@@ -98,9 +100,9 @@ func (s *Store) FreezeScene(ctx context.Context, id, version, by, expectHash str
 	if err := requireID("sceneVersion", version); err != nil {
 		return nil, err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return nil, dbErr(err, "begin")
+		return nil, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	c, err := sceneRow(tx.QueryRowContext(ctx, `SELECT `+sceneCols+` FROM scenes WHERE scene_id=? AND version=?`, id, version))
@@ -121,17 +123,17 @@ func (s *Store) FreezeScene(ctx context.Context, id, version, by, expectHash str
 	res, err := tx.ExecContext(ctx, `UPDATE scenes SET status='frozen', frozen_by=?, frozen_at=?, contract_json=?
 		WHERE scene_id=? AND version=? AND status='draft' AND hash=?`, c.FrozenBy, c.FrozenAt.UnixMilli(), string(js), id, version, expectHash)
 	if err != nil {
-		return nil, dbErr(err, "freeze scene %s", SceneSubject(id, version))
+		return nil, sqldb.Err(err, "freeze scene %s", SceneSubject(id, version))
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return nil, core.FieldErrorf(core.CodeConflict, "sceneHash", "scene %s is no longer a draft with hash %s", SceneSubject(id, version), expectHash)
 	}
 	payload := map[string]any{"sceneId": id, "sceneVersion": version, "hash": expectHash}
-	if _, err := s.auditLog().AppendTx(ctx, tx, by, AuditSceneFreeze, SceneSubject(id, version), c.LineID, payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, by, AuditSceneFreeze, SceneSubject(id, version), c.LineID, payload); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, dbErr(err, "commit freeze of scene %s", SceneSubject(id, version))
+		return nil, sqldb.Err(err, "commit freeze of scene %s", SceneSubject(id, version))
 	}
 	return c, nil
 }
@@ -146,7 +148,7 @@ func sceneRow(sc interface{ Scan(...any) error }) (*contract.SceneContract, erro
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
-		return nil, dbErr(err, "read scene")
+		return nil, sqldb.Err(err, "read scene")
 	}
 	c, err := contract.ParseScene([]byte(js))
 	if err != nil {
@@ -167,9 +169,9 @@ func sceneRow(sc interface{ Scan(...any) error }) (*contract.SceneContract, erro
 func (s *Store) GetScene(ctx context.Context, id, version string) (*contract.SceneContract, error) {
 	var row *sql.Row
 	if version == "" {
-		row = s.r.QueryRowContext(ctx, `SELECT `+sceneCols+` FROM scenes WHERE scene_id=? ORDER BY created_at DESC, rowid DESC LIMIT 1`, id)
+		row = s.db.QueryRowContext(ctx, `SELECT `+sceneCols+` FROM scenes WHERE scene_id=? ORDER BY created_at DESC, rowid DESC LIMIT 1`, id)
 	} else {
-		row = s.r.QueryRowContext(ctx, `SELECT `+sceneCols+` FROM scenes WHERE scene_id=? AND version=?`, id, version)
+		row = s.db.QueryRowContext(ctx, `SELECT `+sceneCols+` FROM scenes WHERE scene_id=? AND version=?`, id, version)
 	}
 	c, err := sceneRow(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -185,9 +187,9 @@ func (s *Store) GetScene(ctx context.Context, id, version string) (*contract.Sce
 // ListScenes returns every stored scene version of line lineID ("" = all
 // lines), ordered by scene id and created_at.
 func (s *Store) ListScenes(ctx context.Context, lineID string) ([]*contract.SceneContract, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+sceneCols+` FROM scenes WHERE (?1='' OR line_id=?1) ORDER BY scene_id, created_at, rowid`, lineID)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sceneCols+` FROM scenes WHERE (?1='' OR line_id=?1) ORDER BY scene_id, created_at, rowid`, lineID)
 	if err != nil {
-		return nil, dbErr(err, "list scenes")
+		return nil, sqldb.Err(err, "list scenes")
 	}
 	defer rows.Close()
 	out := []*contract.SceneContract{}
@@ -198,11 +200,5 @@ func (s *Store) ListScenes(ctx context.Context, lineID string) ([]*contract.Scen
 		}
 		out = append(out, c)
 	}
-	return out, dbErr(rows.Err(), "list scenes")
+	return out, sqldb.Err(rows.Err(), "list scenes")
 }
-
-// auditGenesis is the prevHash of the first audit entry (audit.GenesisHash).
-const auditGenesis = "0000000000000000000000000000000000000000000000000000000000000000"
-
-// auditLog is the audit log in this store's database.
-func (s *Store) auditLog() *audit.Log { return audit.New(s.w, s.r) }

@@ -1,4 +1,4 @@
-package sqlite
+package twinstore
 
 import (
 	"bytes"
@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
@@ -58,14 +60,14 @@ func (s *Store) PutSnapshot(ctx context.Context, t *contract.TwinSnapshot, stric
 	if err != nil {
 		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return dbErr(err, "begin")
+		return sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM twin_snapshots WHERE snapshot_id=?`, t.SnapshotID).Scan(&n); err != nil {
-		return dbErr(err, "read snapshot %s", t.SnapshotID)
+		return sqldb.Err(err, "read snapshot %s", t.SnapshotID)
 	}
 	if n > 0 {
 		return core.FieldErrorf(core.CodeConflict, "snapshotId", "snapshot %s already exists; snapshots never change", t.SnapshotID)
@@ -73,14 +75,14 @@ func (s *Store) PutSnapshot(ctx context.Context, t *contract.TwinSnapshot, stric
 	if _, err := tx.ExecContext(ctx, `INSERT INTO twin_snapshots(snapshot_id, scene_id, scene_version, line_id, captured_at, created_at, created_by, strict, hash, snapshot_json)
 		VALUES (?,?,?,?,?,?,?,?,?,?)`, t.SnapshotID, t.SceneID, t.SceneVersion, t.LineID, t.CapturedAt.UnixMilli(), t.CreatedAt.UnixMilli(),
 		t.CreatedBy, boolInt(strict), t.SnapshotHash, string(js)); err != nil {
-		return dbErr(err, "insert snapshot %s", t.SnapshotID)
+		return sqldb.Err(err, "insert snapshot %s", t.SnapshotID)
 	}
 	payload := map[string]any{"snapshotId": t.SnapshotID, "sceneId": t.SceneID, "sceneVersion": t.SceneVersion,
 		"hash": t.SnapshotHash, "strict": strict, "capturedAt": t.CapturedAt.UnixMilli(), "daqWatermark": t.DAQWatermark}
-	if _, err := s.auditLog().AppendTx(ctx, tx, t.CreatedBy, AuditSnapshotCreate, t.SnapshotID, t.LineID, payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, t.CreatedBy, AuditSnapshotCreate, t.SnapshotID, t.LineID, payload); err != nil {
 		return err
 	}
-	return dbErr(tx.Commit(), "commit snapshot %s", t.SnapshotID)
+	return sqldb.Err(tx.Commit(), "commit snapshot %s", t.SnapshotID)
 }
 
 func boolInt(b bool) int {
@@ -101,7 +103,7 @@ func scanSnapshotInfo(sc interface{ Scan(...any) error }, extra ...any) (Snapsho
 		if errors.Is(err, sql.ErrNoRows) {
 			return i, err
 		}
-		return i, dbErr(err, "read snapshot")
+		return i, sqldb.Err(err, "read snapshot")
 	}
 	i.CapturedAt, i.CreatedAt, i.Strict = time.UnixMilli(captured).UTC(), time.UnixMilli(created).UTC(), strict == 1
 	return i, nil
@@ -133,7 +135,7 @@ func (s *Store) getSnapshot(ctx context.Context, id string) (*contract.TwinSnaps
 		return nil, SnapshotInfo{}, err
 	}
 	var js string
-	info, err := scanSnapshotInfo(s.r.QueryRowContext(ctx, `SELECT `+snapshotCols+`, snapshot_json FROM twin_snapshots WHERE snapshot_id=?`, id), &js)
+	info, err := scanSnapshotInfo(s.db.QueryRowContext(ctx, `SELECT `+snapshotCols+`, snapshot_json FROM twin_snapshots WHERE snapshot_id=?`, id), &js)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, info, notFound("snapshot", id)
 	}
@@ -169,10 +171,10 @@ func (s *Store) ListSnapshots(ctx context.Context, lineID string, limit int) ([]
 	if limit < 0 || limit > MaxSnapshotList {
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "limit", "limit must be 1..%d, got %d", MaxSnapshotList, limit)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+snapshotCols+` FROM twin_snapshots WHERE (?1='' OR line_id=?1)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+snapshotCols+` FROM twin_snapshots WHERE (?1='' OR line_id=?1)
 		ORDER BY captured_at DESC, snapshot_id DESC LIMIT ?2`, lineID, limit)
 	if err != nil {
-		return nil, dbErr(err, "list snapshots")
+		return nil, sqldb.Err(err, "list snapshots")
 	}
 	defer rows.Close()
 	out := []SnapshotInfo{}
@@ -183,5 +185,5 @@ func (s *Store) ListSnapshots(ctx context.Context, lineID string, limit int) ([]
 		}
 		out = append(out, i)
 	}
-	return out, dbErr(rows.Err(), "list snapshots")
+	return out, sqldb.Err(rows.Err(), "list snapshots")
 }

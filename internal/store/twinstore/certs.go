@@ -1,4 +1,4 @@
-package sqlite
+package twinstore
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
@@ -90,9 +92,9 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 	if key == nil {
 		return nil, core.Errorf(core.CodeInvalidArgument, "issue: no signing key")
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return nil, dbErr(err, "begin")
+		return nil, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 
@@ -126,7 +128,7 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, notFound("model", t.ModelID)
 	case err != nil:
-		return nil, dbErr(err, "read model %s", t.ModelID)
+		return nil, sqldb.Err(err, "read model %s", t.ModelID)
 	}
 	objHash := t.Provenance["objectiveHash"]
 	if objHash == "" {
@@ -148,7 +150,7 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 		"modelHash": c.ModelHash, "objectiveHash": c.ObjectiveHash, "expiresAt": c.ExpiresAt.UnixMilli(), "status": string(c.Status),
 		"improvement": c.BaselineComparison.Improvement,
 	}
-	e, err := s.auditLog().AppendTx(ctx, tx, requester, AuditCertIssue, c.RecommendationID, scene.LineID, payload)
+	e, err := audit.New(s.db).AppendTx(ctx, tx, requester, AuditCertIssue, c.RecommendationID, scene.LineID, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -156,14 +158,14 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 	_, err = tx.ExecContext(ctx, `INSERT INTO twin_certificates(certificate_id, trial_id, line_id, status, hash, created_by, approved_by, created_at, expires_at, updated_at, cert_json, audit_seq, audit_hash, candidate_executed)
 		VALUES (?,?,?,?,?,?,'',?,?,?,?,?,?,0)`, c.RecommendationID, c.TrialID, scene.LineID, c.Status, c.CertificateHash, c.CreatedBy,
 		c.CreatedAt.UnixMilli(), c.ExpiresAt.UnixMilli(), nowMs, string(js), e.Seq, e.Hash)
-	if isUnique(err) {
+	if sqldb.IsUnique(err) {
 		return nil, core.FieldErrorf(core.CodeConflict, "recommendationId", "certificate %q already exists", c.RecommendationID)
 	}
 	if err != nil {
-		return nil, dbErr(err, "insert certificate %s", c.RecommendationID)
+		return nil, sqldb.Err(err, "insert certificate %s", c.RecommendationID)
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, dbErr(err, "commit certificate %s", c.RecommendationID)
+		return nil, sqldb.Err(err, "commit certificate %s", c.RecommendationID)
 	}
 	return &CertRecord{Cert: c, LineID: scene.LineID, AuditSeq: e.Seq, AuditHash: e.Hash, UpdatedAt: msTime(nowMs)}, nil
 }
@@ -185,7 +187,7 @@ func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*CertRe
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
-		return nil, dbErr(err, "read certificate")
+		return nil, sqldb.Err(err, "read certificate")
 	}
 	r.UpdatedAt = msTime(updated)
 	c, err := contract.ParseCertificate([]byte(js))
@@ -219,7 +221,7 @@ func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*CertRe
 	return &r, nil
 }
 
-func getCert(ctx context.Context, db execer, id string, pub ed25519.PublicKey) (*CertRecord, error) {
+func getCert(ctx context.Context, db sqldb.Querier, id string, pub ed25519.PublicKey) (*CertRecord, error) {
 	r, err := certRow(db.QueryRowContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE certificate_id=?`, id), pub)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("certificate", id)
@@ -235,7 +237,7 @@ func (s *Store) GetCertificate(ctx context.Context, id string, pub ed25519.Publi
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, core.Errorf(core.CodeInvalidArgument, "a certificate verification key is required")
 	}
-	return getCert(ctx, s.r, id, pub)
+	return getCert(ctx, s.db, id, pub)
 }
 
 // LoadCertificate returns a stored certificate after checking that its
@@ -243,7 +245,7 @@ func (s *Store) GetCertificate(ctx context.Context, id string, pub ed25519.Publi
 // that verify themselves (the write guard runs cert.Verify as one of its
 // checks and denies with CERT_INVALID).
 func (s *Store) LoadCertificate(ctx context.Context, id string) (*CertRecord, error) {
-	return getCert(ctx, s.r, id, nil)
+	return getCert(ctx, s.db, id, nil)
 }
 
 // ListCertificates returns stored certificates, newest first. Each is
@@ -259,10 +261,10 @@ func (s *Store) ListCertificates(ctx context.Context, f CertFilter, pub ed25519.
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "status", "status must be ISSUED, APPROVED, EXECUTED, EXPIRED or REVOKED, not %q", string(f.Status))
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE (?1='' OR status=?1) AND (?2='' OR line_id=?2)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE (?1='' OR status=?1) AND (?2='' OR line_id=?2)
 		ORDER BY created_at DESC, certificate_id DESC LIMIT ?3`, string(f.Status), f.LineID, limit)
 	if err != nil {
-		return nil, dbErr(err, "list certificates")
+		return nil, sqldb.Err(err, "list certificates")
 	}
 	defer rows.Close()
 	out := []CertListItem{}
@@ -278,7 +280,7 @@ func (s *Store) ListCertificates(ctx context.Context, f CertFilter, pub ed25519.
 		}
 		out = append(out, CertListItem{CertRecord: *r, Verified: pub != nil})
 	}
-	return out, dbErr(rows.Err(), "list certificates")
+	return out, sqldb.Err(rows.Err(), "list certificates")
 }
 
 // rawCertRow scans from rows into a certRow scan while keeping the raw
@@ -317,9 +319,9 @@ func (s *Store) transition(ctx context.Context, id string, pub ed25519.PublicKey
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, core.Errorf(core.CodeInvalidArgument, "a certificate verification key is required")
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return nil, dbErr(err, "begin")
+		return nil, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	r, err := getCert(ctx, tx, id, pub)
@@ -334,7 +336,7 @@ func (s *Store) transition(ctx context.Context, id string, pub ed25519.PublicKey
 				return nil, err
 			}
 			if err := tx.Commit(); err != nil {
-				return nil, dbErr(err, "commit expiry of certificate %s", id)
+				return nil, sqldb.Err(err, "commit expiry of certificate %s", id)
 			}
 		}
 		return nil, serr
@@ -347,14 +349,14 @@ func (s *Store) transition(ctx context.Context, id string, pub ed25519.PublicKey
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, dbErr(err, "commit certificate %s", id)
+		return nil, sqldb.Err(err, "commit certificate %s", id)
 	}
 	return r, nil
 }
 
 // persistCert writes r's lifecycle record, provided the row still has
 // status prev (compare-and-set), and appends the audit entry.
-func (s *Store) persistCert(ctx context.Context, tx *sql.Tx, r *CertRecord, prev contract.CertStatus, actor, action string, payload map[string]any) error {
+func (s *Store) persistCert(ctx context.Context, tx *sqldb.Tx, r *CertRecord, prev contract.CertStatus, actor, action string, payload map[string]any) error {
 	c := r.Cert
 	js, err := core.CanonicalJSON(c)
 	if err != nil {
@@ -364,13 +366,13 @@ func (s *Store) persistCert(ctx context.Context, tx *sql.Tx, r *CertRecord, prev
 	res, err := tx.ExecContext(ctx, `UPDATE twin_certificates SET status=?, approved_by=?, cert_json=?, updated_at=? WHERE certificate_id=? AND status=?`,
 		c.Status, c.ApprovedBy, string(js), now, c.RecommendationID, prev)
 	if err != nil {
-		return dbErr(err, "update certificate %s", c.RecommendationID)
+		return sqldb.Err(err, "update certificate %s", c.RecommendationID)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return core.FieldErrorf(core.CodeConflict, "status", "certificate %s is no longer %s", c.RecommendationID, prev)
 	}
 	r.UpdatedAt = msTime(now)
-	_, err = s.auditLog().AppendTx(ctx, tx, actor, action, c.RecommendationID, r.LineID, payload)
+	_, err = audit.New(s.db).AppendTx(ctx, tx, actor, action, c.RecommendationID, r.LineID, payload)
 	return err
 }
 
@@ -416,14 +418,14 @@ func (s *Store) MarkCertificateExecuted(ctx context.Context, id, by string, pub 
 // by GetCertificate and never authorises a write). It returns the ids
 // expired.
 func (s *Store) ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]string, error) {
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return nil, dbErr(err, "begin")
+		return nil, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	rows, err := tx.QueryContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE status IN ('ISSUED', 'APPROVED') AND expires_at <= ? ORDER BY expires_at, certificate_id`, now.UnixMilli())
 	if err != nil {
-		return nil, dbErr(err, "list due certificates")
+		return nil, sqldb.Err(err, "list due certificates")
 	}
 	want := map[string]bool{}
 	for _, id := range ids {
@@ -444,10 +446,10 @@ func (s *Store) ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]
 		}
 	}
 	if err := rows.Close(); err != nil {
-		return nil, dbErr(err, "list due certificates")
+		return nil, sqldb.Err(err, "list due certificates")
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr(err, "list due certificates")
+		return nil, sqldb.Err(err, "list due certificates")
 	}
 	out := []string{}
 	for _, r := range due {
@@ -460,7 +462,7 @@ func (s *Store) ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]
 		}
 		out = append(out, r.Cert.RecommendationID)
 	}
-	return out, dbErr(tx.Commit(), "commit expiries")
+	return out, sqldb.Err(tx.Commit(), "commit expiries")
 }
 
 // errMessage is the message of a typed error without its code, else the

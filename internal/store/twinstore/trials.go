@@ -1,4 +1,4 @@
-package sqlite
+package twinstore
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
@@ -123,33 +125,33 @@ func (s *Store) PutTrial(ctx context.Context, t *contract.VirtualTrial, purpose,
 	rec := TrialRecord{Trial: t, Purpose: purpose, GateEvalID: gateEvalID, Passed: passed, RejectCode: reject, HardViolations: hard,
 		OODAccepted: t.OutOfDistribution.Accepted, Improvement: t.BaselineComparison.Improvement, Hash: hash}
 
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return TrialRecord{}, dbErr(err, "begin")
+		return TrialRecord{}, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	switch err := tx.QueryRowContext(ctx, `SELECT line_id FROM twin_snapshots WHERE snapshot_id=?`, t.SnapshotID).Scan(&rec.LineID); {
 	case errors.Is(err, sql.ErrNoRows):
 		rec.LineID = t.Provenance["lineId"]
 	case err != nil:
-		return TrialRecord{}, dbErr(err, "read snapshot %s", t.SnapshotID)
+		return TrialRecord{}, sqldb.Err(err, "read snapshot %s", t.SnapshotID)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO twin_trials(trial_id, snapshot_id, model_id, objective_id, line_id, created_at, created_by, purpose, gate_eval_id,
 		passed, reject_code, hard_violations, ood_accepted, improvement, hash, trial_json, candidate_executed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)`,
 		t.TrialID, t.SnapshotID, t.ModelID, t.ObjectiveID, rec.LineID, t.CreatedAt.UnixMilli(), t.CreatedBy, purpose, gateEvalID,
 		b2i(passed), reject, hard, b2i(rec.OODAccepted), rec.Improvement, hash, string(js))
-	if isUnique(err) {
+	if sqldb.IsUnique(err) {
 		return TrialRecord{}, core.FieldErrorf(core.CodeConflict, "trialId", "trial %q already exists (trials are immutable)", t.TrialID)
 	}
 	if err != nil {
-		return TrialRecord{}, dbErr(err, "insert trial %s", t.TrialID)
+		return TrialRecord{}, sqldb.Err(err, "insert trial %s", t.TrialID)
 	}
 	payload := map[string]any{"trialId": t.TrialID, "hash": hash, "snapshotId": t.SnapshotID, "modelId": t.ModelID, "objectiveId": t.ObjectiveID,
 		"purpose": purpose, "gateEvalId": gateEvalID, "passed": passed, "rejectCode": reject, "improvement": rec.Improvement, "candidateExecuted": false}
-	if _, err := s.auditLog().AppendTx(ctx, tx, t.CreatedBy, AuditTrialPut, t.TrialID, rec.LineID, payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, t.CreatedBy, AuditTrialPut, t.TrialID, rec.LineID, payload); err != nil {
 		return TrialRecord{}, err
 	}
-	return rec, dbErr(tx.Commit(), "commit trial %s", t.TrialID)
+	return rec, sqldb.Err(tx.Commit(), "commit trial %s", t.TrialID)
 }
 
 const trialCols = `trial_id, snapshot_id, model_id, objective_id, line_id, purpose, gate_eval_id, passed, reject_code, hard_violations, ood_accepted, improvement, hash, trial_json, candidate_executed`
@@ -168,7 +170,7 @@ func trialRow(sc interface{ Scan(...any) error }) (TrialRecord, error) {
 		if errors.Is(err, sql.ErrNoRows) {
 			return r, err
 		}
-		return r, dbErr(err, "read trial")
+		return r, sqldb.Err(err, "read trial")
 	}
 	t, err := contract.ParseTrial([]byte(js))
 	if err != nil {
@@ -208,10 +210,10 @@ func trialRow(sc interface{ Scan(...any) error }) (TrialRecord, error) {
 // GetTrial returns a stored trial, verifying its hash and derived columns
 // (AML_TRIAL_TAMPERED when they disagree, AML_NOT_FOUND when absent).
 func (s *Store) GetTrial(ctx context.Context, id string) (TrialRecord, error) {
-	return getTrial(ctx, s.r, id)
+	return getTrial(ctx, s.db, id)
 }
 
-func getTrial(ctx context.Context, db execer, id string) (TrialRecord, error) {
+func getTrial(ctx context.Context, db sqldb.Querier, id string) (TrialRecord, error) {
 	r, err := trialRow(db.QueryRowContext(ctx, `SELECT `+trialCols+` FROM twin_trials WHERE trial_id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, notFound("trial", id)
@@ -226,10 +228,10 @@ func (s *Store) ListTrials(ctx context.Context, f TrialFilter) ([]TrialRecord, e
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+trialCols+` FROM twin_trials WHERE (?1='' OR model_id=?1) AND (?2='' OR gate_eval_id=?2) AND (?3='' OR line_id=?3)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+trialCols+` FROM twin_trials WHERE (?1='' OR model_id=?1) AND (?2='' OR gate_eval_id=?2) AND (?3='' OR line_id=?3)
 		ORDER BY created_at DESC, trial_id DESC LIMIT ?4`, f.ModelID, f.GateEvalID, f.LineID, limit)
 	if err != nil {
-		return nil, dbErr(err, "list trials")
+		return nil, sqldb.Err(err, "list trials")
 	}
 	defer rows.Close()
 	out := []TrialRecord{}
@@ -240,7 +242,7 @@ func (s *Store) ListTrials(ctx context.Context, f TrialFilter) ([]TrialRecord, e
 		}
 		out = append(out, r)
 	}
-	return out, dbErr(rows.Err(), "list trials")
+	return out, sqldb.Err(rows.Err(), "list trials")
 }
 
 // PutObjective validates an objective profile and stores it under its id,
@@ -262,43 +264,43 @@ func (s *Store) PutObjective(ctx context.Context, o *contract.ObjectiveProfile) 
 	if err != nil {
 		return "", err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return "", dbErr(err, "begin")
+		return "", sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	var old string
 	switch err := tx.QueryRowContext(ctx, `SELECT hash FROM twin_objectives WHERE objective_id=?`, o.ObjectiveID).Scan(&old); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return "", dbErr(err, "read objective %s", o.ObjectiveID)
+		return "", sqldb.Err(err, "read objective %s", o.ObjectiveID)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO twin_objectives(objective_id, hash, objective_json, created_by, created_at) VALUES (?,?,?,?,?)
 		ON CONFLICT(objective_id) DO UPDATE SET hash=excluded.hash, objective_json=excluded.objective_json, created_by=excluded.created_by, created_at=excluded.created_at`,
 		o.ObjectiveID, hash, string(js), o.CreatedBy, o.CreatedAt.UnixMilli()); err != nil {
-		return "", dbErr(err, "store objective %s", o.ObjectiveID)
+		return "", sqldb.Err(err, "store objective %s", o.ObjectiveID)
 	}
 	payload := map[string]any{"objectiveId": o.ObjectiveID, "hash": hash, "replacedHash": old}
-	if _, err := s.auditLog().AppendTx(ctx, tx, o.CreatedBy, AuditObjectivePut, o.ObjectiveID, "", payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, o.CreatedBy, AuditObjectivePut, o.ObjectiveID, "", payload); err != nil {
 		return "", err
 	}
-	return hash, dbErr(tx.Commit(), "commit objective %s", o.ObjectiveID)
+	return hash, sqldb.Err(tx.Commit(), "commit objective %s", o.ObjectiveID)
 }
 
 // GetObjective returns a stored objective profile and its hash, verifying
 // the hash (AML_OBJECTIVE_TAMPERED) — AML_NOT_FOUND when absent.
 func (s *Store) GetObjective(ctx context.Context, id string) (*contract.ObjectiveProfile, string, error) {
-	return getObjective(ctx, s.r, id)
+	return getObjective(ctx, s.db, id)
 }
 
-func getObjective(ctx context.Context, db execer, id string) (*contract.ObjectiveProfile, string, error) {
+func getObjective(ctx context.Context, db sqldb.Querier, id string) (*contract.ObjectiveProfile, string, error) {
 	var hash, js string
 	err := db.QueryRowContext(ctx, `SELECT hash, objective_json FROM twin_objectives WHERE objective_id=?`, id).Scan(&hash, &js)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, "", notFound("objective", id)
 	}
 	if err != nil {
-		return nil, "", dbErr(err, "read objective %s", id)
+		return nil, "", sqldb.Err(err, "read objective %s", id)
 	}
 	var o contract.ObjectiveProfile
 	if err := json.Unmarshal([]byte(js), &o); err != nil {

@@ -1,4 +1,4 @@
-package sqlite
+package twinstore
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
 )
 
 // Recalibration request states (table twin_calibrations).
@@ -73,7 +75,7 @@ func calibrationRow(sc interface{ Scan(...any) error }) (CalibrationRequest, err
 		if errors.Is(err, sql.ErrNoRows) {
 			return r, err
 		}
-		return r, dbErr(err, "read recalibration request")
+		return r, sqldb.Err(err, "read recalibration request")
 	}
 	r.Signals, r.Policy = json.RawMessage(sig), json.RawMessage(pol)
 	r.CreatedAt = time.UnixMilli(created).UTC()
@@ -91,9 +93,9 @@ func calibrationRow(sc interface{ Scan(...any) error }) (CalibrationRequest, err
 // expireCooldowns ends every cooldown that is over at now (state cooldown
 // → done), which frees their dedup keys. Run inside each write transaction
 // that reads or takes a key, so an expired cooldown never blocks.
-func expireCooldowns(ctx context.Context, tx *sql.Tx, now time.Time) error {
+func expireCooldowns(ctx context.Context, tx *sqldb.Tx, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE twin_calibrations SET state='done' WHERE state='cooldown' AND cooldown_until <= ?`, now.UnixMilli())
-	return dbErr(err, "end expired recalibration cooldowns")
+	return sqldb.Err(err, "end expired recalibration cooldowns")
 }
 
 // CreateCalibration queues request r (state queued, created at now) unless
@@ -116,9 +118,9 @@ func (s *Store) CreateCalibration(ctx context.Context, r CalibrationRequest, now
 	if len(pol) == 0 {
 		pol = json.RawMessage("{}")
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return nil, nil, dbErr(err, "begin")
+		return nil, nil, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	if err := expireCooldowns(ctx, tx, now); err != nil {
@@ -137,7 +139,7 @@ func (s *Store) CreateCalibration(ctx context.Context, r CalibrationRequest, now
 		signals_json, policy_json, created_by, created_at) VALUES (?,?,?,?,?,?,'queued',?,?,?,?,?)`,
 		r.RequestID, r.DedupKey, r.SceneID, r.LineID, r.RecipeID, r.ModelID, r.Reason, string(sig), string(pol), r.CreatedBy, now.UnixMilli())
 	if err != nil {
-		if isUnique(err) {
+		if sqldb.IsUnique(err) {
 			// Lost a race the unique index caught: report the winner.
 			tx.Rollback()
 			w, gerr := s.activeCalibration(ctx, r.DedupKey)
@@ -146,15 +148,15 @@ func (s *Store) CreateCalibration(ctx context.Context, r CalibrationRequest, now
 			}
 			return nil, nil, core.Errorf(core.CodeConflict, "recalibration %s: another request is active", r.DedupKey)
 		}
-		return nil, nil, dbErr(err, "queue recalibration request %s", r.RequestID)
+		return nil, nil, sqldb.Err(err, "queue recalibration request %s", r.RequestID)
 	}
 	payload := map[string]any{"requestId": r.RequestID, "dedupKey": r.DedupKey, "modelId": r.ModelID, "reason": r.Reason,
 		"signals": json.RawMessage(sig), "policy": json.RawMessage(pol)}
-	if _, err := s.auditLog().AppendTx(ctx, tx, r.CreatedBy, AuditCalibrationRequest, CalibrationSubject(r.RequestID), r.LineID, payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, r.CreatedBy, AuditCalibrationRequest, CalibrationSubject(r.RequestID), r.LineID, payload); err != nil {
 		return nil, nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, nil, dbErr(err, "commit recalibration request %s", r.RequestID)
+		return nil, nil, sqldb.Err(err, "commit recalibration request %s", r.RequestID)
 	}
 	got, err := s.GetCalibration(ctx, r.RequestID)
 	if err != nil {
@@ -164,7 +166,7 @@ func (s *Store) CreateCalibration(ctx context.Context, r CalibrationRequest, now
 }
 
 func (s *Store) activeCalibration(ctx context.Context, key string) (*CalibrationRequest, error) {
-	r, err := calibrationRow(s.w.QueryRowContext(ctx, `SELECT `+calibrationCols+` FROM twin_calibrations
+	r, err := calibrationRow(s.db.QueryRowContext(ctx, `SELECT `+calibrationCols+` FROM twin_calibrations
 		WHERE dedup_key=? AND state IN ('queued','running','cooldown')`, key))
 	if err != nil {
 		return nil, err
@@ -174,7 +176,7 @@ func (s *Store) activeCalibration(ctx context.Context, key string) (*Calibration
 
 // GetCalibration returns one request.
 func (s *Store) GetCalibration(ctx context.Context, id string) (CalibrationRequest, error) {
-	r, err := calibrationRow(s.r.QueryRowContext(ctx, `SELECT `+calibrationCols+` FROM twin_calibrations WHERE request_id=?`, id))
+	r, err := calibrationRow(s.db.QueryRowContext(ctx, `SELECT `+calibrationCols+` FROM twin_calibrations WHERE request_id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, notFound("recalibration request", id)
 	}
@@ -184,12 +186,12 @@ func (s *Store) GetCalibration(ctx context.Context, id string) (CalibrationReque
 // ListCalibrations ends expired cooldowns at now and returns every request,
 // newest first.
 func (s *Store) ListCalibrations(ctx context.Context, now time.Time) ([]CalibrationRequest, error) {
-	if err := s.calibrationTx(ctx, func(tx *sql.Tx) error { return expireCooldowns(ctx, tx, now) }); err != nil {
+	if err := s.calibrationTx(ctx, func(tx *sqldb.Tx) error { return expireCooldowns(ctx, tx, now) }); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+calibrationCols+` FROM twin_calibrations ORDER BY created_at DESC, request_id DESC`)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+calibrationCols+` FROM twin_calibrations ORDER BY created_at DESC, request_id DESC`)
 	if err != nil {
-		return nil, dbErr(err, "list recalibration requests")
+		return nil, sqldb.Err(err, "list recalibration requests")
 	}
 	defer rows.Close()
 	var out []CalibrationRequest
@@ -200,19 +202,19 @@ func (s *Store) ListCalibrations(ctx context.Context, now time.Time) ([]Calibrat
 		}
 		out = append(out, r)
 	}
-	return out, dbErr(rows.Err(), "list recalibration requests")
+	return out, sqldb.Err(rows.Err(), "list recalibration requests")
 }
 
-func (s *Store) calibrationTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+func (s *Store) calibrationTx(ctx context.Context, fn func(*sqldb.Tx) error) error {
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return dbErr(err, "begin")
+		return sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return dbErr(tx.Commit(), "commit")
+	return sqldb.Err(tx.Commit(), "commit")
 }
 
 // ClaimCalibration moves the oldest queued request to running (started at
@@ -228,16 +230,16 @@ func (s *Store) ClaimCalibration(ctx context.Context, maxConcurrent int, by stri
 	if maxConcurrent < 1 {
 		return nil, 0, core.FieldErrorf(core.CodeInvalidArgument, "maxConcurrentRuns", "must be at least 1, got %d", maxConcurrent)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return nil, 0, dbErr(err, "begin")
+		return nil, 0, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	if err := expireCooldowns(ctx, tx, now); err != nil {
 		return nil, 0, err
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM twin_calibrations WHERE state='running'`).Scan(&running); err != nil {
-		return nil, 0, dbErr(err, "count running recalibrations")
+		return nil, 0, sqldb.Err(err, "count running recalibrations")
 	}
 	if running >= maxConcurrent {
 		return nil, running, tx.Commit()
@@ -245,20 +247,20 @@ func (s *Store) ClaimCalibration(ctx context.Context, maxConcurrent int, by stri
 	r, err := calibrationRow(tx.QueryRowContext(ctx, `SELECT `+calibrationCols+` FROM twin_calibrations
 		WHERE state='queued' ORDER BY created_at, request_id LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, running, dbErr(tx.Commit(), "commit")
+		return nil, running, sqldb.Err(tx.Commit(), "commit")
 	}
 	if err != nil {
 		return nil, running, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE twin_calibrations SET state='running', started_at=? WHERE request_id=? AND state='queued'`, now.UnixMilli(), r.RequestID); err != nil {
-		return nil, running, dbErr(err, "claim recalibration request %s", r.RequestID)
+		return nil, running, sqldb.Err(err, "claim recalibration request %s", r.RequestID)
 	}
-	if _, err := s.auditLog().AppendTx(ctx, tx, by, AuditCalibrationStart, CalibrationSubject(r.RequestID), r.LineID,
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, by, AuditCalibrationStart, CalibrationSubject(r.RequestID), r.LineID,
 		map[string]any{"requestId": r.RequestID, "dedupKey": r.DedupKey, "running": running}); err != nil {
 		return nil, running, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, running, dbErr(err, "commit claim of %s", r.RequestID)
+		return nil, running, sqldb.Err(err, "commit claim of %s", r.RequestID)
 	}
 	t := now.UTC().Truncate(time.Millisecond)
 	r.State, r.StartedAt = CalibrationRunning, &t
@@ -301,9 +303,9 @@ func (s *Store) updateCalibration(ctx context.Context, id, by, action string, pa
 	if err := requireID("by", by); err != nil {
 		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return dbErr(err, "begin")
+		return sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	var line, state string
@@ -312,17 +314,17 @@ func (s *Store) updateCalibration(ctx context.Context, id, by, action string, pa
 		return notFound("recalibration request", id)
 	}
 	if err != nil {
-		return dbErr(err, "read recalibration request %s", id)
+		return sqldb.Err(err, "read recalibration request %s", id)
 	}
 	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
-		return dbErr(err, "update recalibration request %s", id)
+		return sqldb.Err(err, "update recalibration request %s", id)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return core.FieldErrorf(core.CodeConflict, "state", "recalibration request %s is %s; %s does not apply", id, state, action)
 	}
-	if _, err := s.auditLog().AppendTx(ctx, tx, by, action, CalibrationSubject(id), line, payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, by, action, CalibrationSubject(id), line, payload); err != nil {
 		return err
 	}
-	return dbErr(tx.Commit(), "commit %s of %s", action, id)
+	return sqldb.Err(tx.Commit(), "commit %s of %s", action, id)
 }

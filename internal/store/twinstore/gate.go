@@ -1,4 +1,4 @@
-package sqlite
+package twinstore
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
 )
 
 // AuditTwinGate is the audit action of a stored twin gate evaluation.
@@ -36,9 +38,9 @@ func (s *Store) PutGateEval(ctx context.Context, r GateEvalRecord) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = time.Now()
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return dbErr(err, "begin")
+		return sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	passed := 0
@@ -47,13 +49,13 @@ func (s *Store) PutGateEval(ctx context.Context, r GateEvalRecord) error {
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO twin_gate_evals(gate_eval_id, model_id, created_at, created_by, passed, tuning_mode, report_json)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, r.GateEvalID, r.ModelID, r.CreatedAt.UnixMilli(), r.CreatedBy, passed, r.TuningMode, string(r.Report)); err != nil {
-		return dbErr(err, "store gate evaluation %s", r.GateEvalID)
+		return sqldb.Err(err, "store gate evaluation %s", r.GateEvalID)
 	}
 	payload := map[string]any{"gateEvalId": r.GateEvalID, "passed": r.Passed, "tuningMode": r.TuningMode}
-	if _, err := s.auditLog().AppendTx(ctx, tx, r.CreatedBy, AuditTwinGate, r.ModelID, "", payload); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, r.CreatedBy, AuditTwinGate, r.ModelID, "", payload); err != nil {
 		return err
 	}
-	return dbErr(tx.Commit(), "commit gate evaluation")
+	return sqldb.Err(tx.Commit(), "commit gate evaluation")
 }
 
 // LatestGateEval returns the newest gate evaluation of a model;
@@ -63,14 +65,14 @@ func (s *Store) LatestGateEval(ctx context.Context, modelID string) (GateEvalRec
 	var at int64
 	var passed int
 	var rep string
-	err := s.r.QueryRowContext(ctx, `SELECT gate_eval_id, model_id, created_at, created_by, passed, tuning_mode, report_json
+	err := s.db.QueryRowContext(ctx, `SELECT gate_eval_id, model_id, created_at, created_by, passed, tuning_mode, report_json
 		FROM twin_gate_evals WHERE model_id=? ORDER BY created_at DESC, rowid DESC LIMIT 1`, modelID).
 		Scan(&r.GateEvalID, &r.ModelID, &at, &r.CreatedBy, &passed, &r.TuningMode, &rep)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, core.FieldErrorf(core.CodeNotFound, "modelId", "model %s has no twin gate evaluation (run aml twin gate)", modelID)
 	}
 	if err != nil {
-		return r, dbErr(err, "read gate evaluation of model %s", modelID)
+		return r, sqldb.Err(err, "read gate evaluation of model %s", modelID)
 	}
 	r.CreatedAt, r.Passed, r.Report = time.UnixMilli(at).UTC(), passed == 1, json.RawMessage(rep)
 	return r, nil

@@ -1,0 +1,310 @@
+// Package sqldb is the SQL handle shared by the record stores that run the
+// same statements on both back-ends: the audit log (internal/audit), API
+// tokens (internal/auth), connector status (internal/connect) and the twin
+// records (internal/store/twinstore).
+//
+// Why one handle instead of two copies of each store: those stores are
+// small, transactional and audited; keeping one implementation means one set
+// of invariants (hash checks, compare-and-set status changes, audit entries
+// in the same transaction) to review and test. The back-ends differ in three
+// places only, and a Dialect covers them:
+//
+//   - placeholders: statements are written with SQLite's "?" and "?N";
+//     on PostgreSQL they are rewritten once to "$N" (and cached);
+//   - write transactions: SQLite has one writer connection and BEGIN
+//     IMMEDIATE, so a read-then-write transaction never interleaves with
+//     another writer. On PostgreSQL every write transaction first takes one
+//     transaction-scoped advisory lock (Dialect.LockSQL), which gives the same
+//     guarantee across every process sharing the database — the audit chain,
+//     write-interval checks and certificate claims rely on it. These stores
+//     write a few rows per operator action, so one lock costs nothing that
+//     matters; the high-volume paths (samples, jobs) do not use this package;
+//   - error classes: unique/constraint violations and "store unavailable"
+//     are recognised by each driver's own codes (Dialect.Classify).
+//
+// The back-ends construct their DB (sqlite.Store.SQL, postgres.Store.SQL);
+// this package imports no driver.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
+// Class is the kind of a driver error.
+type Class int
+
+// Error classes.
+const (
+	ClassOther       Class = iota
+	ClassUnique            // unique or primary-key violation
+	ClassConstraint        // any other constraint (check, foreign key, trigger refusal)
+	ClassUnavailable       // busy, locked, I/O, connection lost
+)
+
+// Dialect describes one back-end.
+type Dialect struct {
+	// Name is "sqlite" or "postgres".
+	Name string
+	// Numbered rewrites "?" and "?N" placeholders to "$N".
+	Numbered bool
+	// LockSQL, if set, runs first in every write transaction.
+	LockSQL string
+	// Classify returns the class of a driver error, ClassOther for errors
+	// that are not its driver's.
+	Classify func(error) Class
+	// ReadIsolation is the isolation of BeginRead's transactions: the
+	// default for SQLite (a deferred transaction reads one snapshot),
+	// repeatable read for PostgreSQL (read committed would not).
+	ReadIsolation sql.IsolationLevel
+}
+
+// classifiers are the Classify functions of every dialect a DB was made
+// with. The drivers' error types are disjoint, so Err can classify an error
+// without knowing which database it came from — code that scans rows
+// outside a method of its store (row decoders) needs that.
+var classifiers sync.Map // dialect name → func(error) Class
+
+func classify(err error) Class {
+	c := ClassOther
+	classifiers.Range(func(_, f any) bool {
+		c = f.(func(error) Class)(err)
+		return c == ClassOther
+	})
+	return c
+}
+
+// DB is a writer handle and a reader pool of one database. It is safe for
+// concurrent use.
+type DB struct {
+	w, r *sql.DB
+	d    *Dialect
+	q    sync.Map // statement → rewritten statement
+}
+
+// New returns the handle over the writer w and the reader pool r (nil: read
+// through w).
+func New(w, r *sql.DB, d *Dialect) *DB {
+	if r == nil {
+		r = w
+	}
+	if d.Classify != nil {
+		classifiers.LoadOrStore(d.Name, d.Classify)
+	}
+	return &DB{w: w, r: r, d: d}
+}
+
+// Dialect is the back-end's dialect.
+func (db *DB) Dialect() *Dialect { return db.d }
+
+// Writer and Reader are the underlying pools (tests tamper through them).
+func (db *DB) Writer() *sql.DB { return db.w }
+
+// Reader is the reader pool.
+func (db *DB) Reader() *sql.DB { return db.r }
+
+// Rebind rewrites q for the dialect.
+func (db *DB) Rebind(q string) string {
+	if !db.d.Numbered {
+		return q
+	}
+	if v, ok := db.q.Load(q); ok {
+		return v.(string)
+	}
+	out := Rebind(q)
+	db.q.Store(q, out)
+	return out
+}
+
+// Rebind rewrites SQLite placeholders to PostgreSQL's: "?N" becomes "$N",
+// and a bare "?" becomes "$N" with N one above the largest number assigned
+// so far — SQLite's numbering, so "?2, ?" binds the second and third
+// arguments on both back-ends. Text inside single quotes, double quotes,
+// "--" and "/* */" comments is left alone, as SQLite does not read
+// placeholders there.
+func Rebind(q string) string {
+	var b strings.Builder
+	b.Grow(len(q) + 8)
+	n := 0
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := i + 1
+			for j < len(q) {
+				if q[j] == c {
+					if j+1 < len(q) && q[j+1] == c { // doubled quote
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			end := min(j+1, len(q))
+			b.WriteString(q[i:end])
+			i = end - 1
+		case c == '/' && i+1 < len(q) && q[i+1] == '*':
+			end := len(q) // unterminated: a comment to the end, as in SQLite
+			if j := strings.Index(q[i+2:], "*/"); j >= 0 {
+				end = i + 2 + j + 2
+			}
+			b.WriteString(q[i:end])
+			i = end - 1
+		case c == '-' && i+1 < len(q) && q[i+1] == '-':
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				j = len(q) - i
+			}
+			b.WriteString(q[i : i+j])
+			i += j - 1
+		case c == '?':
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			if j > i+1 {
+				if v, err := strconv.Atoi(q[i+1 : j]); err == nil && v > n {
+					n = v
+				}
+				b.WriteByte('$')
+				b.WriteString(q[i+1 : j])
+				i = j - 1
+			} else {
+				n++
+				fmt.Fprintf(&b, "$%d", n)
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// Querier is what DB (reading) and Tx offer.
+type Querier interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
+// ExecContext runs a statement on the writer, outside any transaction (one
+// statement is atomic on both back-ends).
+func (db *DB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return db.w.ExecContext(ctx, db.Rebind(q), args...)
+}
+
+// QueryContext reads through the reader pool.
+func (db *DB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return db.r.QueryContext(ctx, db.Rebind(q), args...)
+}
+
+// QueryRowContext reads one row through the reader pool.
+func (db *DB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return db.r.QueryRowContext(ctx, db.Rebind(q), args...)
+}
+
+// Tx is a write transaction.
+type Tx struct {
+	tx *sql.Tx
+	db *DB
+}
+
+// Begin starts a write transaction: on SQLite BEGIN IMMEDIATE on the single
+// writer, on PostgreSQL BEGIN followed by the dialect's lock.
+func (db *DB) Begin(ctx context.Context) (*Tx, error) {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if db.d.LockSQL != "" {
+		if _, err := tx.ExecContext(ctx, db.d.LockSQL); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+	}
+	return &Tx{tx: tx, db: db}, nil
+}
+
+// BeginRead starts a read-only transaction on the reader pool that sees one
+// snapshot of the database for all its statements.
+func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: db.d.ReadIsolation})
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{tx: tx, db: db}, nil
+}
+
+// ExecContext runs a statement in the transaction.
+func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, t.db.Rebind(q), args...)
+}
+
+// QueryContext queries in the transaction.
+func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, t.db.Rebind(q), args...)
+}
+
+// QueryRowContext queries one row in the transaction.
+func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, t.db.Rebind(q), args...)
+}
+
+// Commit commits the transaction.
+func (t *Tx) Commit() error { return t.tx.Commit() }
+
+// Rollback aborts the transaction; after Commit it is a no-op.
+func (t *Tx) Rollback() error { return t.tx.Rollback() }
+
+// DB is the handle the transaction belongs to.
+func (t *Tx) DB() *DB { return t.db }
+
+// ClassOf returns the class of err (any registered dialect).
+func ClassOf(err error) Class {
+	if err == nil {
+		return ClassOther
+	}
+	return classify(err)
+}
+
+// IsUnique reports a unique or primary-key violation.
+func IsUnique(err error) bool { return ClassOf(err) == ClassUnique }
+
+// IsConstraint reports any constraint violation (unique included).
+func IsConstraint(err error) bool {
+	c := ClassOf(err)
+	return c == ClassUnique || c == ClassConstraint
+}
+
+// Err maps a driver error to a typed error: typed errors pass through,
+// cancellation and unavailability are AML_STORE_UNAVAILABLE, constraint
+// violations AML_CONFLICT, anything else AML_INTERNAL. nil stays nil.
+func Err(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var ae *core.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+	}
+	switch ClassOf(err) {
+	case ClassUnique, ClassConstraint:
+		e := core.Errorf(core.CodeConflict, "%s: %v", fmt.Sprintf(format, args...), err)
+		e.Err = err
+		return e
+	case ClassUnavailable:
+		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
+	}
+	return core.Wrap(core.CodeInternal, err, format, args...)
+}

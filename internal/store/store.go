@@ -1,0 +1,34 @@
+// Package store names what a back-end offers the rest of AML. The
+// back-ends live in its subpackages: sqlite (embedded, the default) and
+// postgres (scale-out); sqldb and twinstore hold the code both share, and
+// storetest the conformance suite both pass.
+//
+// Code that needs only samples, datasets and jobs takes a core.Store; code
+// that also needs the twin records or the shared SQL handle (audit log,
+// tokens, connector status) takes a Store.
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
+	"github.com/aml-project/aml/internal/store/twinstore"
+)
+
+// Store is a complete back-end: core.Store, the twin records, and the SQL
+// handle of the stores shared between back-ends.
+type Store interface {
+	core.Store
+	twinstore.Records
+	SQL() *sqldb.DB
+	// SchemaVersion is the newest applied migration.
+	SchemaVersion(ctx context.Context) (int, error)
+	// Location names the database for people: the SQLite file, or the
+	// PostgreSQL URL without its password.
+	Location() string
+	// Retention (internal/retention) pages through old jobs and models.
+	ListEndedJobsBefore(ctx context.Context, before time.Time, afterEnded int64, afterID string, limit int) ([]core.Job, error)
+	ListRetiredModelsBefore(ctx context.Context, before time.Time) ([]core.Model, error)
+}

@@ -1,0 +1,58 @@
+// Package twinstore keeps the digital twin's records — scene contracts,
+// snapshots, virtual trials, objective profiles, recommendation
+// certificates, channel profiles and the write history, shadow evidence,
+// twin gate evaluations and recalibration requests — in the database of
+// either back-end.
+//
+// The same Go code and the same SQL run on SQLite and PostgreSQL through
+// internal/store/sqldb: every change is a write transaction that is
+// serialised against every other writer (SQLite's single writer; on
+// PostgreSQL an advisory transaction lock), and its audit entry
+// (internal/audit) is appended in that same transaction, so a record exists
+// exactly when its audit entry does. The tables are created by each
+// back-end's migration 0005 (scenes) and 0006 (twin_*).
+//
+// Records are hashed when written and checked when read: a row edited
+// behind the store's back is reported (AML_SNAPSHOT_TAMPERED,
+// AML_TRIAL_TAMPERED, AML_CERT_TAMPERED …), never used.
+//
+// sqlite.Store and postgres.Store embed a *Store, so the methods are called
+// on the back-end's store directly.
+package twinstore
+
+import (
+	"strings"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
+)
+
+// Store is the twin record store over one database handle. It is safe for
+// concurrent use.
+type Store struct {
+	db *sqldb.DB
+}
+
+// New returns the twin record store in the database behind db.
+func New(db *sqldb.DB) *Store { return &Store{db: db} }
+
+// SQL is the database handle.
+func (s *Store) SQL() *sqldb.DB { return s.db }
+
+func requireID(field, id string) error {
+	if strings.TrimSpace(id) == "" {
+		return core.FieldErrorf(core.CodeInvalidArgument, field, "%s is required", field)
+	}
+	return nil
+}
+
+func notFound(kind, id string) error {
+	return core.FieldErrorf(core.CodeNotFound, kind, "%s %q not found", kind, id)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
