@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -189,26 +190,91 @@ func (w *worker) ident(t *testing.T) string {
 	return ""
 }
 
-// TestMultiWorkerPostgres: one PostgreSQL, two `aml worker` processes
-// with separate data directories, 20 jobs. One worker is SIGKILLed while
-// it trains; River's rescuer hands its dispatch to the other worker, which
-// requeues the lost job and runs it. Every job ends done exactly once,
-// with exactly one model whose artifact is in the shared store.
+// startServe runs `aml serve --db URL --workers 0 --dev` as its own
+// process with its own data directory and returns its base URL.
+func startServe(t *testing.T, bin, db string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--db", db, "--data", t.TempDir(), "--workers", "0", "--dev", "--addr", "127.0.0.1:0", "--rate-limit", "-1")
+	cmd.Env = append(os.Environ(), "AML_TEST_TRAINERS=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	sc := bufio.NewScanner(stderr)
+	var base string
+	for sc.Scan() {
+		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+			base, _, _ = strings.Cut(rest, " ")
+			break
+		}
+	}
+	if base == "" {
+		t.Fatal("serve did not print its address")
+	}
+	go io.Copy(io.Discard, stderr)
+	return base
+}
+
+// httpJSON calls the serve API (tokenless: --dev from loopback) and decodes
+// the JSON answer into v.
+func httpJSON(t *testing.T, method, url, body string, want int, v any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	short := b[:min(len(b), 400)]
+	if res.StatusCode != want {
+		t.Fatalf("%s %s: %d %s", method, url, res.StatusCode, short)
+	}
+	if v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, url, err, short)
+		}
+	}
+}
+
+// TestMultiWorkerPostgres: one PostgreSQL, one `aml serve` (API only, no
+// workers) and two `aml worker` processes, each with its own data
+// directory (no shared filesystem). 20 jobs are submitted through the
+// serve's HTTP API. One worker is SIGKILLed while it trains; River's
+// rescuer hands its dispatch to the other worker, which requeues the lost
+// job and runs it. Every job ends done exactly once, with exactly one model
+// whose artifact is in the shared store, and the serve reports exactly
+// that.
 func TestMultiWorkerPostgres(t *testing.T) {
 	u := pgURL(t)
 	bin := buildBinary(t)
 	t.Setenv("AML_TEST_TRAINERS", "1")
 	d := t.TempDir()
 	ds, _ := buildDataset(t, d, "--db", u)
+	base := startServe(t, bin, u)
 	const n = 20
 	var ids []string
 	for i := 0; i < n; i++ {
-		out, errs, code := aml(t, "job", "submit", "--dataset", ds, "--trainer", "test_mean@1", "--params", `{"steps":8,"stepMs":250}`, "--db", u, "--data", d, "--json")
-		if code != 0 {
-			t.Fatal(errs)
+		var j struct{ ID, Status string }
+		httpJSON(t, "POST", base+"/api/v1/jobs", `{"datasetId":"`+ds+`","trainer":"test_mean@1","params":{"steps":8,"stepMs":250}}`, 201, &j)
+		if j.Status != "queued" {
+			t.Fatalf("submitted job %s is %s", j.ID, j.Status)
 		}
-		var j struct{ ID string }
-		mustJSON(t, out, &j)
 		ids = append(ids, j.ID)
 	}
 	ctx := context.Background()
@@ -335,6 +401,20 @@ func TestMultiWorkerPostgres(t *testing.T) {
 	}
 	rows.Close()
 	t.Logf("river dispatches still marked running (jobs ended): %d", stale)
+	// The serve, which ran no job itself, reports the same outcome.
+	var listed struct{ Items []core.Job }
+	httpJSON(t, "GET", base+"/api/v1/jobs?limit=100", "", 200, &listed)
+	doneListed := 0
+	for _, j := range listed.Items {
+		if j.Status == core.JobDone && j.ModelID == jobs[j.ID].ModelID {
+			doneListed++
+		}
+	}
+	var models struct{ Items []core.Model }
+	httpJSON(t, "GET", base+"/api/v1/models", "", 200, &models)
+	if doneListed != n || len(models.Items) != n {
+		t.Errorf("serve reports %d done jobs and %d models, want %d each", doneListed, len(models.Items), n)
+	}
 	fmt.Fprintf(os.Stderr, "multi-worker: jobs per worker %v, victim %s rescued\n", byWorker, victim.ID)
 }
 
