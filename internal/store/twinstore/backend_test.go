@@ -8,13 +8,14 @@ import (
 
 	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/postgres"
+	"github.com/aml-project/aml/internal/store/postgres/pgtest"
 	"github.com/aml-project/aml/internal/store/sqlite"
 )
 
 // The twin record store is one Go implementation over two databases, so
 // every test here runs on both: SQLite always (a real file in t.TempDir()),
 // PostgreSQL when AML_TEST_PG names a server (a fresh schema per test, see
-// postgres.SchemaForTest; without it the PostgreSQL subtests skip, in CI
+// pgtest.Schema; without it the PostgreSQL subtests skip, in CI
 // they fail). What differs between the back-ends is in backend.
 //
 // Statements run behind the store's back (tampering, dropping a trigger)
@@ -75,7 +76,7 @@ func openPG(t *testing.T, u string) *postgres.Store {
 var postgresBackend = backend{
 	name: "postgres",
 	open: func(t *testing.T) store.Store {
-		u := postgres.SchemaForTest(t)
+		u := pgtest.Schema(t)
 		s := openPG(t, u)
 		pgURLs.Store(s, u)
 		t.Cleanup(func() { pgURLs.Delete(s) })
@@ -98,7 +99,7 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 	t.Helper()
 	t.Run(sqliteBackend.name, func(t *testing.T) { fn(t, sqliteBackend) })
 	t.Run(postgresBackend.name, func(t *testing.T) {
-		postgres.ServerForTest(t)
+		pgtest.Server(t)
 		fn(t, postgresBackend)
 	})
 }

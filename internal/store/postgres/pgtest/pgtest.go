@@ -1,4 +1,8 @@
-package postgres
+// Package pgtest gives tests in other packages a PostgreSQL schema of their
+// own (internal/store/twinstore runs its suite on both back-ends). It is a
+// package of its own so that the testing package is never linked into the
+// aml binary through internal/store/postgres.
+package pgtest
 
 import (
 	"context"
@@ -22,7 +26,7 @@ import (
 // skipped with a message saying how to get a server — except in CI (CI set),
 // where a missing server is a failure: the suites must run on both
 // back-ends there, not skip silently.
-func ServerForTest(t testing.TB) string {
+func Server(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("AML_TEST_PG")
 	if u == "" && os.Getenv("CI") != "" {
@@ -39,9 +43,9 @@ func ServerForTest(t testing.TB) string {
 // it (search_path). The schema is dropped with everything in it when t
 // ends. Open the URL as often as needed: every Store opened on it shares
 // the schema, as processes sharing one database do.
-func SchemaForTest(t testing.TB) string {
+func Schema(t testing.TB) string {
 	t.Helper()
-	base := ServerForTest(t)
+	base := Server(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
