@@ -22,7 +22,7 @@ import (
 // every test gets a schema of its own, dropped when the test ends, so tests
 // share one database without seeing each other's rows.
 
-// ServerForTest returns the URL in AML_TEST_PG. Without it the test is
+// Server returns the URL in AML_TEST_PG. Without it the test is
 // skipped with a message saying how to get a server — except in CI (CI set),
 // where a missing server is a failure: the suites must run on both
 // back-ends there, not skip silently.
@@ -38,8 +38,8 @@ func Server(t testing.TB) string {
 	return u
 }
 
-// SchemaForTest creates an empty schema in the AML_TEST_PG database (see
-// ServerForTest for when it skips) and returns a URL whose connections use
+// Schema creates an empty schema in the AML_TEST_PG database (see
+// Server for when it skips) and returns a URL whose connections use
 // it (search_path). The schema is dropped with everything in it when t
 // ends. Open the URL as often as needed: every Store opened on it shares
 // the schema, as processes sharing one database do.
