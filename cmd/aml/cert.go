@@ -20,7 +20,24 @@ import (
 
 // certKey loads the server's certificate signing key from the data
 // directory (created at first use).
-func (a *app) certKey() (*cert.KeyPair, error) { return cert.LoadOrCreateKey(a.dataDir) }
+// certKey loads (creating at first use) the data directory's signing key
+// and checks it is the deployment's (registering it in the database when
+// none is): processes sharing a PostgreSQL database on several machines
+// must sign with one key (twinstore.RegisterSigningKey).
+func (a *app) certKey() (*cert.KeyPair, error) {
+	k, err := cert.LoadOrCreateKey(a.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := a.openStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.RegisterSigningKey(a.context(), k, "aml"); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
 
 // requireAs checks the --as flag.
 func certRequireAs(cmd *cobra.Command, as string) error {

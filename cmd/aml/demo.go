@@ -418,7 +418,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 	}
 
 	// 8. Certificate, approval by another person, governed write.
-	key, err := cert.LoadOrCreateKey(a.dataDir)
+	key, err := a.certKey()
 	if err != nil {
 		return nil, err
 	}

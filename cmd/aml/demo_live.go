@@ -176,7 +176,7 @@ func runDemoLive(ctx context.Context, a *app, s store.Store, o demoOptions, res 
 	res.SetpointsBefore, res.SetpointsAfter = snap.ControlValues, best.CandidateControlTrajectory[0]
 	logf("   snapshot %s from live data; %s over %d candidates: trial %s improves the cost %.4g → %.4g", snap.SnapshotID, res.TuningMode, res.Candidates, best.TrialID, bc.BaselineCost, bc.CandidateCost)
 
-	key, err := cert.LoadOrCreateKey(a.dataDir)
+	key, err := a.certKey()
 	if err != nil {
 		return err
 	}

@@ -216,14 +216,16 @@ func startServe(t *testing.T, bin, db string) string {
 	})
 	sc := bufio.NewScanner(stderr)
 	var base string
+	var said []string
 	for sc.Scan() {
 		if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
 			base, _, _ = strings.Cut(rest, " ")
 			break
 		}
+		said = append(said, sc.Text())
 	}
 	if base == "" {
-		t.Fatal("serve did not print its address")
+		t.Fatalf("serve did not print its address; it said:\n%s", strings.Join(said, "\n"))
 	}
 	go io.Copy(io.Discard, stderr)
 	return base

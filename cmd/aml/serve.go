@@ -15,7 +15,6 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/service"
-	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/spf13/cobra"
 )
 
@@ -79,7 +78,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	key, err := cert.LoadOrCreateKey(a.dataDir)
+	key, err := a.certKey()
 	if err != nil {
 		return err
 	}

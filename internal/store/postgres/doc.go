@@ -3,15 +3,24 @@
 // database. It implements the same ports as internal/store/sqlite —
 // core.Meta, core.TimeSeries, core.Datasets and core.Jobs — with the same
 // error codes and conflict rules; internal/store/storetest runs one
-// conformance suite against both.
+// conformance suite against both. The audit log, API tokens, connector
+// status and the twin records (internal/store/twinstore) are not written
+// twice: one Go implementation runs on both back-ends through
+// internal/store/sqldb, which this package opens over the same pool
+// (Store.SQL) with PostgreSQL's dialect — "$N" placeholders and an
+// advisory lock that serialises those stores' write transactions across
+// processes, as SQLite's single writer does. Store therefore satisfies
+// internal/store.Store, everything a command or `aml serve` needs.
 //
 // Opened by Open(ctx, "postgres://user@host:port/db?sslmode=disable"); any
 // extra URL parameter is a session setting, so ?search_path=plant7 keeps a
 // plant's tables in their own schema (the tests give every test a schema).
-// The CLI selects it with `--db postgres://...` (or AML_DB) for the
-// commands that run on both back-ends (cmd/aml/backend.go); the job queue
-// runs River on the same database (internal/jobs, queue_pg.go) and dataset
-// and model files go to internal/artifact's PostgreSQL store.
+// The CLI selects it with `--db postgres://...` (or AML_DB) for every
+// command (cmd/aml/backend.go); the job queue runs River on the same
+// database (internal/jobs, queue_pg.go) and dataset and model files go to
+// internal/artifact's PostgreSQL store (Store.SharedArtifacts), fetched
+// into the local data directory when a command needs them. docs/postgres.md
+// is the operator's view.
 //
 // Why it looks the way it does:
 //

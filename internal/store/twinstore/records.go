@@ -53,6 +53,7 @@ type Records interface {
 	PutSnapshot(ctx context.Context, t *contract.TwinSnapshot, strict bool) error
 	PutTrial(ctx context.Context, t *contract.VirtualTrial, purpose, gateEvalID string) (TrialRecord, error)
 	Record(ctx context.Context, r guard.WriteRecord) error
+	RegisterSigningKey(ctx context.Context, k *cert.KeyPair, by string) error
 	RecordWrite(ctx context.Context, actor string, r WriteRow) (int64, error)
 	RevokeCertificate(ctx context.Context, id, by, reason string, pub ed25519.PublicKey, now time.Time) (*CertRecord, error)
 	SQL() *sqldb.DB

@@ -42,3 +42,7 @@ END
 $$;
 CREATE TRIGGER audit_log_extend_chain BEFORE INSERT ON audit_log
     FOR EACH ROW EXECUTE FUNCTION audit_log_extend();
+
+-- TRUNCATE skips row triggers: refuse it as well (SQLite has no TRUNCATE).
+CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
+    FOR EACH STATEMENT EXECUTE FUNCTION audit_log_refuse();

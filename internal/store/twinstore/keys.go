@@ -1,0 +1,65 @@
+package twinstore
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/aml-project/aml/internal/audit"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
+	"github.com/aml-project/aml/internal/twin/cert"
+)
+
+// CodeKeyMismatch refuses a process whose signing key is not the
+// deployment's (HTTP 409): its certificates would not verify elsewhere.
+const CodeKeyMismatch = "AML_CERT_KEY_MISMATCH"
+
+// AuditKeyRegister is the audit action of the deployment key's
+// registration (subject: the key id).
+const AuditKeyRegister = "cert.key.register"
+
+// RegisterSigningKey checks that k is the deployment's signing key,
+// registering it (with an audit entry) when the database has none yet.
+// Every process that signs or verifies certificates calls it first, so a
+// machine holding another key fails at once with the fix in the message
+// instead of issuing certificates nobody else can verify.
+func (s *Store) RegisterSigningKey(ctx context.Context, k *cert.KeyPair, by string) error {
+	if k == nil || len(k.Public) != ed25519.PublicKeySize {
+		return core.Errorf(core.CodeInvalidArgument, "a certificate signing key is required")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return sqldb.Err(err, "begin")
+	}
+	defer tx.Rollback()
+	var id string
+	switch err := tx.QueryRowContext(ctx, `SELECT key_id FROM twin_signing_keys ORDER BY registered_at, key_id LIMIT 1`).Scan(&id); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return sqldb.Err(err, "read the deployment's signing key")
+	case id == k.ID:
+		return nil
+	default:
+		return &core.Error{Code: CodeKeyMismatch, Field: "keyId", Status: http.StatusConflict,
+			Message: "this data directory's certificate signing key " + k.ID + " is not the deployment's key " + id +
+				" registered in the database: every process sharing the database must sign with the same key — copy cert-key.json from a data directory holding key " + id + " into this one (aml cert key shows the id)"}
+	}
+	if by == "" {
+		by = "aml"
+	}
+	now := time.Now().UnixMilli()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO twin_signing_keys(key_id, public_key, registered_by, registered_at) VALUES (?,?,?,?)`,
+		k.ID, base64.StdEncoding.EncodeToString(k.Public), by, now); err != nil {
+		return sqldb.Err(err, "register signing key %s", k.ID)
+	}
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, by, AuditKeyRegister, k.ID, "", map[string]any{"keyId": k.ID,
+		"publicKey": base64.StdEncoding.EncodeToString(k.Public)}); err != nil {
+		return err
+	}
+	return sqldb.Err(tx.Commit(), "commit signing key %s", k.ID)
+}
