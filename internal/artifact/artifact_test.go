@@ -98,7 +98,6 @@ func wantCode(t *testing.T, err error, code string) {
 	}
 }
 
-
 func TestCheckKey(t *testing.T) {
 	for _, tc := range []struct {
 		key string

@@ -367,6 +367,5 @@ func decodeRow(c [8]any) (at int64, actor, action, subject, lineID string, paylo
 	return at, s[0], s[1], s[2], s[3], []byte(s[4]), s[5], s[6], ""
 }
 
-
 // SetClock replaces the clock that stamps new entries (tests, replays).
 func (l *Log) SetClock(now func() time.Time) { l.now = now }
