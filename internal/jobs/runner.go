@@ -48,7 +48,8 @@ type Options struct {
 	// Artifacts, when set, is where datasets are fetched from and model
 	// artifacts are put, for workers that share no filesystem with the
 	// machine that built the dataset (a PostgreSQL artifact store). Nil:
-	// the files in DataDir are the truth (one machine, today's layout).
+	// the store's own (artifact.For: PostgreSQL's), or for SQLite none —
+	// the files in DataDir are the truth.
 	Artifacts artifact.Store
 }
 
@@ -89,6 +90,17 @@ func NewRunner(st Store, opt Options) *Runner {
 	var b [3]byte
 	rand.Read(b[:])
 	return &Runner{st: st, opt: opt, worker: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])), log: opt.Logger, running: map[string]context.CancelCauseFunc{}}
+}
+
+// sharedArtifacts is Options.Artifacts, or else the store's own shared
+// artifact store (artifact.For: PostgreSQL), so that every runner on a
+// back-end with shared artifacts — a worker, aml serve, the demo, the
+// recalibration scheduler — fetches datasets and shares models alike.
+func (r *Runner) sharedArtifacts(ctx context.Context) (artifact.Store, error) {
+	if r.opt.Artifacts != nil {
+		return r.opt.Artifacts, nil
+	}
+	return artifact.For(ctx, r.st, r.opt.DataDir)
 }
 
 // Worker is this runner's identity.
@@ -388,10 +400,14 @@ func (a *attempt) execute() error {
 	if d.SHA256 != j.DatasetSHA256 {
 		return a.end(core.JobFailed, core.CodeDatasetTampered, fmt.Sprintf("dataset %s hash %.12s differs from %.12s recorded at submit", d.ID, d.SHA256, j.DatasetSHA256))
 	}
-	if r.opt.Artifacts != nil {
+	shared, err := r.sharedArtifacts(ctx)
+	if err != nil {
+		return a.requeue(core.CodeWorkerLost, "open the shared artifact store: "+err.Error())
+	}
+	if shared != nil {
 		// Materialise the dataset from the shared store (chunks, files and
 		// tree verified); Verify below then checks the dataset hash.
-		if _, err := r.opt.Artifacts.Fetch(ctx, d.Path, ""); err != nil {
+		if _, err := shared.Fetch(ctx, d.Path, ""); err != nil {
 			if core.CodeOf(err) == core.CodeStoreUnavailable {
 				return a.requeue(core.CodeWorkerLost, "fetch dataset: "+err.Error())
 			}
@@ -474,18 +490,18 @@ func (a *attempt) execute() error {
 	if err != nil {
 		return a.end(core.JobFailed, core.CodeOf(err), "evaluation: "+err.Error())
 	}
-	if r.opt.Artifacts != nil {
+	if shared != nil {
 		// Share the model before it is registered: a registered model's
 		// artifact is always fetchable. Its tree hash is the model's
 		// ArtifactHash (same construction).
 		bg := context.WithoutCancel(ctx)
-		t, err := r.opt.Artifacts.Put(bg, m.ArtifactPath, art)
+		t, err := shared.Put(bg, m.ArtifactPath, art)
 		if core.CodeOf(err) == core.CodeConflict {
 			// An earlier try of this job (its worker lost before the job was
 			// done) stored another artifact; no model references it, and only
 			// the claimant of the job gets here.
-			if err = r.opt.Artifacts.Delete(bg, m.ArtifactPath); err == nil {
-				t, err = r.opt.Artifacts.Put(bg, m.ArtifactPath, art)
+			if err = shared.Delete(bg, m.ArtifactPath); err == nil {
+				t, err = shared.Put(bg, m.ArtifactPath, art)
 			}
 		}
 		if err == nil && t.SHA256 != m.ArtifactHash {
