@@ -352,7 +352,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 			if err := q.Start(wctx); err != nil {
 				return err
 			}
-			if recalEvery > 0 && !a.usesPostgres() {
+			if recalEvery > 0 {
 				go a.recalibrationLoop(wctx, r, recalEvery)
 			}
 			<-wctx.Done()
@@ -362,7 +362,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", 2, "jobs run at once")
-	cmd.Flags().DurationVar(&recalEvery, "recalibrate-every", time.Minute, "how often the worker processes twin recalibration requests (rebuild the dataset, submit the retraining job, settle finished ones); 0 disables (embedded store only)")
+	cmd.Flags().DurationVar(&recalEvery, "recalibrate-every", time.Minute, "how often the worker processes twin recalibration requests (rebuild the dataset, submit the retraining job, settle finished ones); 0 disables")
 	cmd.Flags().DurationVar(&a.rescueAfter, "rescue-after", time.Minute, "with --db postgres://: how long a job may run before River's rescuer has another worker check that its worker is alive (a lost worker's job is retried within about this + 30s)")
 	return cmd
 }

@@ -14,6 +14,9 @@ import (
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/store"
+	"github.com/aml-project/aml/internal/store/postgres"
+	"github.com/aml-project/aml/internal/store/postgres/pgtest"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/store/twinstore"
 )
@@ -25,16 +28,34 @@ import (
 // rebuilds the dataset with the new runs, retrains with the same trainer
 // and params, registers the result as a candidate and starts the cooldown
 // at completion.
+//
+// It runs on both back-ends: on PostgreSQL the rebuilt dataset and the
+// retrained model go through the shared artifact store, and the requests
+// through the shared twin record store.
 func TestSignalsRequestAndRunNext(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains two hybrid models")
 	}
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	t.Run("sqlite", func(t *testing.T) {
+		dir := t.TempDir()
+		st, err := sqlite.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		signalsRequestAndRunNext(t, st, dir)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		st, err := postgres.Open(context.Background(), pgtest.Schema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		signalsRequestAndRunNext(t, st, t.TempDir())
+	})
+}
+
+func signalsRequestAndRunNext(t *testing.T, st store.Store, dir string) {
 	ctx := context.Background()
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed = 15, 3
@@ -153,7 +174,7 @@ func TestSignalsRequestAndRunNext(t *testing.T) {
 	}
 	// The queue now holds that request; with one running elsewhere and
 	// max 1 it is not claimed.
-	if _, err := st.DB().Exec(`INSERT INTO twin_calibrations(request_id, dedup_key, scene_id, line_id, state, created_at) VALUES ('busy','other:L:R:v','other','L','running',1)`); err != nil {
+	if _, err := st.SQL().ExecContext(ctx, `INSERT INTO twin_calibrations(request_id, dedup_key, scene_id, line_id, state, created_at) VALUES ('busy','other:L:R:v','other','L','running',1)`); err != nil {
 		t.Fatal(err)
 	}
 	step, err = RunNext(ctx, st, runner, RunOptions{DataDir: dir, Now: func() time.Time { return clock.Add(time.Hour) }})
