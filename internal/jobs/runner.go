@@ -733,7 +733,7 @@ func (r *Runner) Recover(ctx context.Context, staleAfter time.Duration) (requeue
 			return requeued, interrupted, err
 		}
 		for _, j := range jobs {
-			if !workerLost(j, host, staleAfter) {
+			if !workerLost(j, r.worker, host, staleAfter) {
 				continue
 			}
 			switch r.recoverJob(ctx, j) {
@@ -771,8 +771,14 @@ func (r *Runner) recoverJob(ctx context.Context, j core.Job) core.JobStatus {
 }
 
 // workerLost: the worker runs on this host and its pid is dead (or it is
-// this very process from an earlier life), or its heartbeat is stale.
-func workerLost(j core.Job, host string, staleAfter time.Duration) bool {
+// this very process from an earlier life: same pid, another identity), or
+// its heartbeat is stale. self is this runner's identity: a job it runs is
+// never lost, whatever asks (a River retry dispatch of a long job may land
+// on the very worker that is still training it).
+func workerLost(j core.Job, self, host string, staleAfter time.Duration) bool {
+	if j.Worker == self {
+		return false
+	}
 	parts := strings.Split(j.Worker, "/")
 	if len(parts) == 3 && parts[0] == host {
 		pid, err := strconv.Atoi(parts[1])
