@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -25,11 +29,22 @@ import (
 // none is): processes sharing a PostgreSQL database on several machines
 // must sign with one key (twinstore.RegisterSigningKey).
 func (a *app) certKey() (*cert.KeyPair, error) {
-	k, err := cert.LoadOrCreateKey(a.dataDir)
+	st, err := a.openStore()
 	if err != nil {
 		return nil, err
 	}
-	st, err := a.openStore()
+	if _, err := os.Stat(filepath.Join(a.dataDir, cert.KeyFileName)); errors.Is(err, fs.ErrNotExist) {
+		// No key here yet: if the deployment has one, making a new key
+		// would only make one that is refused.
+		id, err := st.DeploymentKeyID(a.context())
+		if err != nil {
+			return nil, err
+		}
+		if id != "" {
+			return nil, twinstore.MissingKeyError(id)
+		}
+	}
+	k, err := cert.LoadOrCreateKey(a.dataDir)
 	if err != nil {
 		return nil, err
 	}

@@ -492,7 +492,19 @@ func TestDemoPostgres(t *testing.T) {
 	}
 
 	other := t.TempDir()
-	if _, errs, code := aml(t, "cert", "verify", r.CertificateID, "--db", u, "--data", other); code != 1 || !strings.Contains(errs, twinstore.CodeKeyMismatch) {
+	// No key in this data dir: refused, and no key file is made.
+	if _, errs, code := aml(t, "cert", "verify", r.CertificateID, "--db", u, "--data", other); code != 1 || !strings.Contains(errs, twinstore.CodeKeyMismatch) || !strings.Contains(errs, "has no certificate signing key") {
+		t.Fatalf("no signing key: %d %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(other, cert.KeyFileName)); err == nil {
+		t.Fatal("a signing key was created although the deployment has one")
+	}
+	// Another key: refused, naming both.
+	k, err := cert.LoadOrCreateKey(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := aml(t, "cert", "verify", r.CertificateID, "--db", u, "--data", other); code != 1 || !strings.Contains(errs, twinstore.CodeKeyMismatch) || !strings.Contains(errs, k.ID) {
 		t.Fatalf("another signing key: %d %s", code, errs)
 	}
 	key, err := os.ReadFile(filepath.Join(d, cert.KeyFileName))

@@ -63,3 +63,23 @@ func (s *Store) RegisterSigningKey(ctx context.Context, k *cert.KeyPair, by stri
 	}
 	return sqldb.Err(tx.Commit(), "commit signing key %s", k.ID)
 }
+
+// DeploymentKeyID is the id of the registered deployment signing key, ""
+// when none is registered yet.
+func (s *Store) DeploymentKeyID(ctx context.Context) (string, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, `SELECT key_id FROM twin_signing_keys ORDER BY registered_at, key_id LIMIT 1`).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, sqldb.Err(err, "read the deployment's signing key")
+}
+
+// MissingKeyError is the refusal for a data directory without a signing
+// key in a deployment that has one: creating a new key there would only
+// make a key that is refused.
+func MissingKeyError(keyID string) error {
+	return &core.Error{Code: CodeKeyMismatch, Field: "keyId", Status: http.StatusConflict,
+		Message: "this data directory has no certificate signing key and the database's deployment signs with key " + keyID +
+			": copy cert-key.json from a data directory holding key " + keyID + " into this one (aml cert key shows the id)"}
+}

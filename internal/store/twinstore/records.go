@@ -23,6 +23,7 @@ type Records interface {
 	ClaimCalibration(ctx context.Context, maxConcurrent int, by string, now time.Time) (claimed *CalibrationRequest, running int, err error)
 	ClaimWrite(ctx context.Context, c WriteClaimRequest) (int64, error)
 	CompleteCalibration(ctx context.Context, id, newModelID string, now time.Time, cooldown time.Duration, by string) error
+	DeploymentKeyID(ctx context.Context) (string, error)
 	CreateCalibration(ctx context.Context, r CalibrationRequest, now time.Time) (created *CalibrationRequest, active *CalibrationRequest, err error)
 	ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]string, error)
 	FailCalibration(ctx context.Context, id, msg string, now time.Time, by string) error
