@@ -235,10 +235,13 @@ func startServe(t *testing.T, bin, db string) string {
 
 // httpJSON calls the serve API (tokenless: --dev from loopback) and decodes
 // the JSON answer into v.
-func httpJSON(t *testing.T, method, url, body string, want int, v any) {
+func httpJSON(t *testing.T, method, url, body string, want int, v any, token ...string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	if len(token) > 0 {
+		req.Header.Set("Authorization", "Bearer "+token[0])
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -271,16 +274,29 @@ func TestMultiWorkerPostgres(t *testing.T) {
 	d := t.TempDir()
 	ds, _ := buildDataset(t, d, "--db", u)
 	base := startServe(t, bin, u)
+	// A token made by the CLI on the database authenticates at the serve
+	// (tokens live in PostgreSQL too); half the jobs are submitted with it.
+	out, errs, code := aml(t, "token", "create", "--role", "engineer", "--name", "erin", "--db", u, "--data", t.TempDir(), "--json")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	var tk struct{ Token string }
+	mustJSON(t, out, &tk)
 	const n = 20
 	var ids []string
 	for i := 0; i < n; i++ {
-		var j struct{ ID, Status string }
-		httpJSON(t, "POST", base+"/api/v1/jobs", `{"datasetId":"`+ds+`","trainer":"test_mean@1","params":{"steps":8,"stepMs":250}}`, 201, &j)
-		if j.Status != "queued" {
-			t.Fatalf("submitted job %s is %s", j.ID, j.Status)
+		var j struct{ ID, Status, CreatedBy string }
+		var tok []string
+		if i%2 == 0 {
+			tok = []string{tk.Token}
+		}
+		httpJSON(t, "POST", base+"/api/v1/jobs", `{"datasetId":"`+ds+`","trainer":"test_mean@1","params":{"steps":8,"stepMs":250}}`, 201, &j, tok...)
+		if want := map[bool]string{true: "erin", false: "dev"}[i%2 == 0]; j.Status != "queued" || j.CreatedBy != want {
+			t.Fatalf("submitted job %s is %s, by %s (want %s)", j.ID, j.Status, j.CreatedBy, want)
 		}
 		ids = append(ids, j.ID)
 	}
+	httpJSON(t, "GET", base+"/api/v1/jobs", "", 401, nil, "aml_not-a-token")
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, u)
 	if err != nil {
