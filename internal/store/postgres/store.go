@@ -152,6 +152,10 @@ var Dialect = sqldb.Dialect{
 	ReadIsolation: sql.LevelRepeatableRead,
 }
 
+// Registered at init, so that errors are classified before any store is
+// open (migrations).
+func init() { sqldb.Register(&Dialect) }
+
 func classify(err error) sqldb.Class {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
@@ -208,44 +212,12 @@ func isConstraint(err error) bool {
 	return len(c) == 5 && c[:2] == sqlIntegrityClass
 }
 
-// dbErr maps a driver error to a typed error, as sqlite's dbErr does:
-// integrity violations are AML_CONFLICT; cancellation, lost connections,
-// lock timeouts, deadlocks and serialization failures are
-// AML_STORE_UNAVAILABLE (worth a retry); anything else AML_INTERNAL.
-func dbErr(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	var ae *core.Error
-	if errors.As(err, &ae) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
-	}
-	if isConstraint(err) {
-		e := core.Errorf(core.CodeConflict, "%s: %v", fmt.Sprintf(format, args...), err)
-		e.Err = err
-		return e
-	}
-	switch c := pgCode(err); {
-	case c == sqlSerialization || c == sqlDeadlock || c == sqlLockNotAvailable || c == sqlQueryCanceled:
-		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
-	case len(c) == 5 && (c[:2] == "08" || c[:2] == "53" || c[:2] == "57" || c[:2] == "58"):
-		// connection exception, insufficient resources, operator
-		// intervention (shutdown), system error
-		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
-	case c == "":
-		if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-			return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
-		}
-		var ce *pgconn.ConnectError
-		if errors.As(err, &ce) {
-			return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
-		}
-	}
-	return core.Wrap(core.CodeInternal, err, format, args...)
-}
+// dbErr maps a driver error to a typed error with sqldb.Err and this
+// package's classify: integrity violations are AML_CONFLICT; cancellation,
+// lost connections, lock timeouts, deadlocks and serialization failures
+// are AML_STORE_UNAVAILABLE (worth a retry); anything else AML_INTERNAL —
+// the same mapping as SQLite's.
+func dbErr(err error, format string, args ...any) error { return sqldb.Err(err, format, args...) }
 
 func notFound(kind, id string) error {
 	return core.FieldErrorf(core.CodeNotFound, kind, "%s %q not found", kind, id)

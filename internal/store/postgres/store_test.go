@@ -2,17 +2,14 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/postgres/pgtest"
 	"github.com/aml-project/aml/internal/store/storetest"
 	"github.com/jackc/pgx/v5"
 )
@@ -20,54 +17,13 @@ import (
 // The tests need a PostgreSQL server: AML_TEST_PG is its URL (.ci/run
 // starts a throwaway one with .ci/pg.sh and always sets it). Every test
 // gets a schema of its own, dropped at the end, so tests share one
-// database without seeing each other's rows.
+// database without seeing each other's rows (internal/store/postgres/pgtest).
 
-func serverURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("AML_TEST_PG")
-	if u == "" && os.Getenv("CI") != "" {
-		t.Fatal("AML_TEST_PG is not set in CI: .ci/run must start PostgreSQL (.ci/pg.sh) so the store suite runs on both back-ends")
-	}
-	if u == "" {
-		t.Skip("AML_TEST_PG is not set: PostgreSQL store tests need a server URL (start one with .ci/pg.sh start DIR; .ci/run does)")
-	}
-	return u
-}
+// serverURL and schemaURL are pgtest's (one mechanism for every package
+// whose tests run on PostgreSQL).
+func serverURL(t testing.TB) string { return pgtest.Server(t) }
 
-// schemaURL creates an empty schema and returns a URL whose connections
-// use it.
-func schemaURL(t testing.TB) string {
-	t.Helper()
-	base := serverURL(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to AML_TEST_PG: %v", err)
-	}
-	defer conn.Close(ctx)
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "t_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		conn.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qv := u.Query()
-	qv.Set("search_path", schema)
-	u.RawQuery = qv.Encode()
-	return u.String()
-}
+func schemaURL(t testing.TB) string { return pgtest.Schema(t) }
 
 func openURL(t testing.TB, u string) *Store {
 	t.Helper()

@@ -72,6 +72,14 @@ type Dialect struct {
 // outside a method of its store (row decoders) needs that.
 var classifiers sync.Map // dialect name → func(error) Class
 
+// Register makes d's error classification known to Err, IsUnique and
+// IsConstraint (the back-ends register at init; New registers too).
+func Register(d *Dialect) {
+	if d.Classify != nil {
+		classifiers.LoadOrStore(d.Name, d.Classify)
+	}
+}
+
 func classify(err error) Class {
 	c := ClassOther
 	classifiers.Range(func(_, f any) bool {
@@ -95,9 +103,7 @@ func New(w, r *sql.DB, d *Dialect) *DB {
 	if r == nil {
 		r = w
 	}
-	if d.Classify != nil {
-		classifiers.LoadOrStore(d.Name, d.Classify)
-	}
+	Register(d)
 	return &DB{w: w, r: r, d: d}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -133,6 +132,10 @@ func (s *Store) SQL() *sqldb.DB { return s.sql }
 // connection (no extra lock needed).
 var Dialect = sqldb.Dialect{Name: "sqlite", Classify: classify}
 
+// Registered at init, so that errors are classified before any store is
+// open (migrations).
+func init() { sqldb.Register(&Dialect) }
+
 func classify(err error) sqldb.Class {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
@@ -154,48 +157,16 @@ func classify(err error) sqldb.Class {
 
 // isConstraint reports a SQLite constraint violation (unique, check, FK).
 func isConstraint(err error) bool {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		return se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
-	}
-	return false
+	c := classify(err)
+	return c == sqldb.ClassUnique || c == sqldb.ClassConstraint
 }
 
-func isUnique(err error) bool {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		c := se.Code()
-		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
-	}
-	return false
-}
+func isUnique(err error) bool { return classify(err) == sqldb.ClassUnique }
 
-// dbErr maps a driver error to a typed error.
-func dbErr(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	var ae *core.Error
-	if errors.As(err, &ae) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
-	}
-	if isConstraint(err) {
-		e := core.Errorf(core.CodeConflict, "%s: %v", fmt.Sprintf(format, args...), err)
-		e.Err = err
-		return e
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		c := se.Code() & 0xff
-		if c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED || c == sqlite3.SQLITE_IOERR || c == sqlite3.SQLITE_FULL || c == sqlite3.SQLITE_READONLY || c == sqlite3.SQLITE_CANTOPEN {
-			return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
-		}
-	}
-	return core.Wrap(core.CodeInternal, err, format, args...)
-}
+// dbErr maps a driver error to a typed error (sqldb.Err: constraint →
+// AML_CONFLICT, busy/locked/I/O/cancelled → AML_STORE_UNAVAILABLE, else
+// AML_INTERNAL), the same mapping as the shared stores'.
+func dbErr(err error, format string, args ...any) error { return sqldb.Err(err, format, args...) }
 
 func notFound(kind, id string) error {
 	return core.FieldErrorf(core.CodeNotFound, kind, "%s %q not found", kind, id)
