@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -122,6 +123,32 @@ const (
 	StageProduction = "production"
 	StageRetired    = "retired"
 )
+
+// stageMoves are the stage changes a store accepts (internal/registry adds
+// the checks a move needs: gates, shadow evidence, artifact hash).
+var stageMoves = map[string][]string{
+	StageCandidate:  {StageShadow, StageProduction, StageRetired},
+	StageShadow:     {StageProduction, StageRetired, StageCandidate},
+	StageProduction: {StageRetired, StageShadow},
+	StageRetired:    {},
+}
+
+// CheckStageMove validates a model stage change before a store makes it:
+// the move must be one of the allowed ones and say who makes it. Both
+// back-ends call it, so they refuse the same moves the same way.
+func CheckStageMove(from, to, by string) error {
+	allowed := false
+	for _, st := range stageMoves[from] {
+		allowed = allowed || st == to
+	}
+	if !allowed {
+		return FieldErrorf(CodeInvalidArgument, "stage", "a model cannot move %s → %s", from, to)
+	}
+	if strings.TrimSpace(by) == "" {
+		return FieldErrorf(CodeInvalidArgument, "by", "who moves the model is required")
+	}
+	return nil
+}
 
 // Model is a registered trained model.
 type Model struct {

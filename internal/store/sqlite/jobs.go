@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
@@ -374,23 +373,9 @@ func (s *Store) ListModels(ctx context.Context, f core.ModelFilter) ([]core.Mode
 	return out, dbErr(rows.Err(), "list models")
 }
 
-var stageOrder = map[string][]string{
-	core.StageCandidate:  {core.StageShadow, core.StageProduction, core.StageRetired},
-	core.StageShadow:     {core.StageProduction, core.StageRetired, core.StageCandidate},
-	core.StageProduction: {core.StageRetired, core.StageShadow},
-	core.StageRetired:    {},
-}
-
 func (s *Store) MoveModelStage(ctx context.Context, id, from, to, by, reason string) error {
-	allowed := false
-	for _, st := range stageOrder[from] {
-		allowed = allowed || st == to
-	}
-	if !allowed {
-		return core.FieldErrorf(core.CodeInvalidArgument, "stage", "a model cannot move %s → %s", from, to)
-	}
-	if strings.TrimSpace(by) == "" {
-		return core.FieldErrorf(core.CodeInvalidArgument, "by", "who moves the model is required")
+	if err := core.CheckStageMove(from, to, by); err != nil {
+		return err
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
