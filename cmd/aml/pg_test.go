@@ -127,6 +127,20 @@ func TestDBFlag(t *testing.T) {
 	if out, errs, code := aml(t, "dataset", "list", "--data", d, "--json"); code != 0 || !strings.Contains(out, ds) {
 		t.Fatalf("AML_DB: %d %q", code, errs)
 	}
+	// Retention removes the dataset from the database and collects its
+	// files' chunks from the shared artifact store.
+	out, errs, code = aml(t, "retention", "run", "--dataset-age", "1ns", "--data", d, "--json")
+	var rep struct {
+		Datasets        []string
+		SharedCollected *struct{ Blobs, Chunks, Bytes int64 }
+	}
+	mustJSON(t, out, &rep)
+	if code != 0 || len(rep.Datasets) != 1 || rep.SharedCollected == nil || rep.SharedCollected.Chunks == 0 || rep.SharedCollected.Bytes == 0 {
+		t.Fatalf("retention on postgres: %d %s %s", code, errs, out)
+	}
+	if _, errs, code := aml(t, "dataset", "verify", ds, "--data", t.TempDir()); code != 1 || !strings.Contains(errs, "AML_NOT_FOUND") {
+		t.Fatalf("verify of a removed dataset: %d %s", code, errs)
+	}
 	if _, errs, code := aml(t, "dataset", "list", "--db", "mysql://x", "--data", d); code != 2 {
 		t.Fatalf("bad --db: %d %q", code, errs)
 	}

@@ -46,4 +46,7 @@ func printRetention(w io.Writer, rep retention.Report) {
 	if len(rep.SkippedInUse) > 0 {
 		fmt.Fprintf(w, "kept %d old dataset(s) still used by jobs or models\n", len(rep.SkippedInUse))
 	}
+	if c := rep.SharedCollected; c != nil {
+		fmt.Fprintf(w, "shared artifact store: collected %d unreferenced file(s), %d chunk(s), %.1f MiB\n", c.Blobs, c.Chunks, float64(c.Bytes)/(1<<20))
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/jackc/pgx/v5"
@@ -323,5 +324,86 @@ func TestPostgresConcurrentFetch(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPostgresCollect: chunks and blobs of deleted trees are collected,
+// shared ones stay while any tree references them, a live tree still
+// fetches, and a Put in progress (holding the lock shared) makes Collect
+// wait until its tree is recorded.
+func TestPostgresCollect(t *testing.T) {
+	pool := pgPool(t)
+	ctx := context.Background()
+	s, err := NewPostgres(ctx, pool, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	writeTree(t, src)
+	own := t.TempDir()
+	os.WriteFile(filepath.Join(own, "only-b.bin"), bytes.Repeat([]byte{7}, 3000), 0o644)
+	for k, dir := range map[string]string{"datasets/a": src, "datasets/b": own} {
+		if _, err := s.Put(ctx, k, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() (chunks, blobs int) {
+		pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM artifact_chunks), (SELECT count(*) FROM artifact_blobs)`).Scan(&chunks, &blobs)
+		return
+	}
+	if c, err := s.Collect(ctx); err != nil || c.Blobs != 0 || c.Chunks != 0 {
+		t.Fatalf("nothing to collect: %+v %v", c, err)
+	}
+	if err := s.Delete(ctx, "datasets/b"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Collect(ctx)
+	if err != nil || c.Blobs != 1 || c.Chunks != 1 || c.Bytes != 3000 {
+		t.Fatalf("after deleting b: %+v %v, want 1 blob, 1 chunk, 3000 bytes", c, err)
+	}
+	if ch, bl := count(); ch != 4 || bl != 4 {
+		t.Fatalf("a's chunks/blobs: %d %d, want 4 4", ch, bl)
+	}
+	if _, err := s.Fetch(ctx, "datasets/a", ""); err != nil {
+		t.Fatalf("live tree after collect: %v", err)
+	}
+
+	// A Put in progress holds the lock shared: Collect waits for it.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock_shared($1)`, int64(gcLock)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Collected, 1)
+	go func() {
+		c, err := s.Collect(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- c
+	}()
+	select {
+	case <-done:
+		t.Fatal("Collect ran while a Put held the lock")
+	case <-time.After(300 * time.Millisecond):
+	}
+	conn.Exec(ctx, `SELECT pg_advisory_unlock_shared($1)`, int64(gcLock))
+	conn.Release()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Collect did not run after the lock was released")
+	}
+
+	if err := s.Delete(ctx, "datasets/a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ch, bl := count(); ch != 0 || bl != 0 {
+		t.Fatalf("after deleting every tree: %d chunks %d blobs left", ch, bl)
 	}
 }

@@ -92,12 +92,31 @@ func NewPostgres(ctx context.Context, pool *pgxpool.Pool, root string) (*Postgre
 
 func (p *Postgres) dir(key string) string { return filepath.Join(p.Root, filepath.FromSlash(key)) }
 
+// gcLock is the advisory lock between Put (shared, for its whole upload)
+// and Collect (exclusive): a chunk or blob uploaded by a Put whose tree row
+// is not written yet references nothing, and Collect must not take it.
+const gcLock = 7419305522
+
 // Put uploads the files under dir that the database does not hold yet
-// (by sha256), then records the tree.
+// (by sha256), then records the tree. It holds the collector's lock shared
+// while it runs (Collect waits for it, it waits for a running Collect).
 func (p *Postgres) Put(ctx context.Context, key, dir string) (Tree, error) {
 	if err := CheckKey(key); err != nil {
 		return Tree{}, err
 	}
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return Tree{}, core.Wrap(core.CodeStoreUnavailable, err, "artifact store: connect")
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock_shared($1)`, int64(gcLock)); err != nil {
+		return Tree{}, core.Wrap(core.CodeStoreUnavailable, err, "artifact store: lock")
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock_shared($1)`, int64(gcLock))
+	return p.put(ctx, key, dir)
+}
+
+func (p *Postgres) put(ctx context.Context, key, dir string) (Tree, error) {
 	t, err := Scan(dir)
 	if err != nil {
 		return Tree{}, err
@@ -346,4 +365,48 @@ func (p *Postgres) Delete(ctx context.Context, key string) error {
 		return core.Wrap(core.CodeStoreUnavailable, err, "delete artifact %s", key)
 	}
 	return nil
+}
+
+// Collected is what Collect removed.
+type Collected struct {
+	Blobs  int64 `json:"blobs"`
+	Chunks int64 `json:"chunks"`
+	Bytes  int64 `json:"bytes"` // chunk bytes freed
+}
+
+// Collect deletes the blobs no tree references and the chunks no blob
+// references — what deleted datasets and pruned models leave behind
+// (Delete removes only the tree row, because chunks are shared by
+// content). It takes the collector's lock exclusively, so it waits for
+// every Put in progress (whose chunks are not referenced yet) and Puts
+// wait for it. A Fetch of a live tree is never affected; a Fetch racing
+// the deletion of its own key may fail with AML_NOT_FOUND.
+func (p *Postgres) Collect(ctx context.Context) (Collected, error) {
+	var c Collected
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return c, core.Wrap(core.CodeStoreUnavailable, err, "artifact collect: begin")
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(gcLock)); err != nil {
+		return c, core.Wrap(core.CodeStoreUnavailable, err, "artifact collect: lock")
+	}
+	tag, err := tx.Exec(ctx, `DELETE FROM artifact_blobs b WHERE NOT EXISTS (
+		SELECT 1 FROM artifact_trees t, jsonb_array_elements(t.files) f WHERE f->>'sha256' = b.sha256)`)
+	if err != nil {
+		return c, core.Wrap(core.CodeStoreUnavailable, err, "artifact collect: blobs")
+	}
+	c.Blobs = tag.RowsAffected()
+	err = tx.QueryRow(ctx, `WITH gone AS (
+		DELETE FROM artifact_chunks c WHERE NOT EXISTS (
+			SELECT 1 FROM (SELECT unnest(chunks) AS h FROM artifact_blobs) r WHERE r.h = c.sha256)
+		RETURNING length(data) AS n)
+		SELECT count(*), coalesce(sum(n), 0) FROM gone`).Scan(&c.Chunks, &c.Bytes)
+	if err != nil {
+		return c, core.Wrap(core.CodeStoreUnavailable, err, "artifact collect: chunks")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return c, core.Wrap(core.CodeStoreUnavailable, err, "artifact collect: commit")
+	}
+	return c, nil
 }

@@ -44,6 +44,9 @@ type Report struct {
 	JobDirs        []string `json:"jobDirs"`
 	Bytes          int64    `json:"bytes"`
 	DryRun         bool     `json:"dryRun"`
+	// SharedCollected is what was collected from the shared artifact store
+	// (PostgreSQL) after the deletions; nil on SQLite and in a dry run.
+	SharedCollected *artifact.Collected `json:"sharedCollected,omitempty"`
 }
 
 func dirSize(p string) int64 {
@@ -147,6 +150,24 @@ func Run(ctx context.Context, st Store, dataDir string, p Policy, now time.Time)
 					return rep, err
 				}
 			}
+		}
+	}
+	// On PostgreSQL, deleting a dataset or pruning a model removes its
+	// tree from the shared artifact store; the chunks no tree references
+	// any more are collected here (bytes counted in SharedCollected).
+	if !p.DryRun {
+		shared, err := artifact.For(ctx, st, dataDir)
+		if err != nil {
+			return rep, err
+		}
+		if c, ok := shared.(interface {
+			Collect(context.Context) (artifact.Collected, error)
+		}); ok {
+			got, err := c.Collect(ctx)
+			if err != nil {
+				return rep, err
+			}
+			rep.SharedCollected = &got
 		}
 	}
 	return rep, nil
