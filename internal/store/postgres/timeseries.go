@@ -1,14 +1,18 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // MaxPageLimit caps one page; DefaultPageLimit applies when Limit is 0.
@@ -19,20 +23,28 @@ const (
 	MaxBuckets       = 100_000
 )
 
-// stageDDL is the per-connection staging table a batch is copied into.
-// seq keeps the batch order so the last write of a duplicated (node, ts)
-// wins, as it does in SQLite's multi-row INSERT.
+// stageDDL is the per-connection staging table a batch is copied into when
+// it touches stored instants. seq is the sample's index in the batch, so a
+// conflict is reported at the first sample that has one.
 const stageDDL = `CREATE TEMP TABLE IF NOT EXISTS aml_stage (
 	seq bigint NOT NULL, node bigint NOT NULL, ts bigint NOT NULL, value double precision NOT NULL, state text, ctx bigint NOT NULL
 ) ON COMMIT DELETE ROWS`
 
-// upsertStaged writes the staged batch. DISTINCT ON keeps the last staged
-// row per key (one INSERT … ON CONFLICT may not touch a row twice); the
-// WHERE on the update skips rows whose stored sample belongs to another
-// context, which Write turns into AML_CONFLICT by comparing counts.
+// upsertStaged writes the staged batch, which Write has already reduced to
+// one row per (node, ts) — the last of the batch, as in SQLite's
+// multi-row INSERT — and staged in (node, ts) order, so that the row
+// locks are taken in key order (a fresh temporary table is scanned in
+// insertion order) and two ingests cannot deadlock on them. The WHERE on
+// the update skips rows whose stored sample belongs to another context,
+// which Write turns into AML_CONFLICT, and rows that would not change: a
+// file ingested twice then writes no new row versions. "=" holds between
+// -0 and 0, so a stored zero is always rewritten, keeping the sign last
+// written.
 const upsertStaged = `INSERT INTO samples(node, ts, value, state, ctx)
-	SELECT DISTINCT ON (node, ts) node, ts, value, state, ctx FROM aml_stage ORDER BY node, ts, seq DESC
-	ON CONFLICT (node, ts) DO UPDATE SET value=excluded.value, state=excluded.state WHERE samples.ctx = excluded.ctx`
+	SELECT node, ts, value, state, ctx FROM aml_stage
+	ON CONFLICT (node, ts) DO UPDATE SET value=excluded.value, state=excluded.state
+	WHERE samples.ctx = excluded.ctx
+		AND (samples.value <> excluded.value OR samples.value = 0 OR samples.state IS DISTINCT FROM excluded.state)`
 
 type span struct{ lo, hi int64 }
 
@@ -44,7 +56,7 @@ type ingestTx struct {
 	newNodes map[string]int64
 	newCtxs  map[core.ContextFilter]int64
 	spans    map[int64]span
-	rows     stageRows
+	b        *batch // scratch of Write, from batchPool
 }
 
 // Ingest implements core.TimeSeries.
@@ -55,6 +67,7 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 	}
 	defer tx.Rollback(ctx)
 	it := &ingestTx{s: s, ctx: ctx, tx: tx, newNodes: map[string]int64{}, newCtxs: map[core.ContextFilter]int64{}, spans: map[int64]span{}}
+	defer it.release()
 	if err := fn(it); err != nil {
 		return err
 	}
@@ -147,47 +160,97 @@ func (it *ingestTx) EnsureRun(r core.Run) (bool, error) {
 	return createRun(it.ctx, it.tx, r)
 }
 
-// stageRows is the pgx.CopyFromSource over one batch; it reuses one
-// values slice (pgx encodes a row before asking for the next).
-type stageRows struct {
-	seq   []int64
-	node  []int64
-	ts    []int64
-	value []float64
-	state []*string
-	ctx   []int64
-	i     int
-	vals  []any
+// batch is the scratch memory of one Write, reused across batches and
+// (through batchPool) across transactions, so that a steady ingest
+// allocates per batch, not per sample.
+type batch struct {
+	keys   []rowKey         // per sample: node and context pk
+	ni     []int32          // per sample: index into nodes
+	nodes  []nodeRange      // the batch's nodes, in first-seen order
+	byID   map[string]int32 // node id → index into nodes
+	order  []int32          // rows to write: sample indices, (node pk, ts) order
+	sorted []int32          // node indices in pk order
+	pks    []int64          // overlap query arguments
+	los    []int64
+	his    []int64
+	enc    copyEncoder
+	broken bool // a COPY failed mid-stream: pgconn may still be reading enc
 }
 
-func (r *stageRows) reset() {
-	r.seq, r.node, r.ts, r.value, r.state, r.ctx = r.seq[:0], r.node[:0], r.ts[:0], r.value[:0], r.state[:0], r.ctx[:0]
-	r.i = -1
+// nodeRange is what a batch holds for one node: its time range, its
+// sample count, and whether its timestamps strictly increase in batch
+// order (then the batch holds none of its instants twice and its samples
+// need no sorting).
+type nodeRange struct {
+	pk, lo, hi int64
+	n          int32
+	ordered    bool
 }
 
-func (r *stageRows) Next() bool { r.i++; return r.i < len(r.seq) }
-func (r *stageRows) Values() ([]any, error) {
-	r.vals = append(r.vals[:0], r.seq[r.i], r.node[r.i], r.ts[r.i], r.value[r.i], r.state[r.i], r.ctx[r.i])
-	return r.vals, nil
+var batchPool = sync.Pool{New: func() any { return &batch{byID: map[string]int32{}} }}
+
+// maxPooledBatch caps the batch size whose scratch is kept for reuse: one
+// huge Write should not pin its memory in the pool.
+const maxPooledBatch = 1 << 20
+
+func (it *ingestTx) release() {
+	b := it.b
+	if b == nil {
+		return
+	}
+	it.b = nil
+	if b.broken || cap(b.keys) > maxPooledBatch {
+		return
+	}
+	b.enc.release()
+	clear(b.byID)
+	batchPool.Put(b)
 }
-func (r *stageRows) Err() error { return nil }
 
-var stageCols = []string{"seq", "node", "ts", "value", "state", "ctx"}
+// copyStage and copySamples stream the encoder's rows into the staging
+// table and straight into samples.
+const (
+	copyStage   = `COPY aml_stage (seq, node, ts, value, state, ctx) FROM STDIN BINARY`
+	copySamples = `COPY samples (node, ts, value, state, ctx) FROM STDIN BINARY`
+)
 
+// overlapQuery tells whether any stored sample of the batch's nodes lies
+// within that node's time range in the batch; when none does, the batch
+// can only add new instants and is copied straight into samples.
+const overlapQuery = `SELECT EXISTS (SELECT 1 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS b(node, lo, hi)
+	WHERE EXISTS (SELECT 1 FROM samples s WHERE s.node = b.node AND s.ts >= b.lo AND s.ts <= b.hi))`
+
+// Write validates and keys the batch in Go, orders it by (node, ts) and
+// keeps the last sample of any repeated instant (refusing two contexts at
+// one instant, as SQLite does, before anything is written), then takes
+// one of two paths: appendOnly when no stored sample lies in the batch's
+// time range of any of its nodes (new data: the common case), else the
+// staging table and upsert. Either way the rows travel as binary COPY
+// (copybin.go).
 func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 	st := core.WriteStats{}
 	if err := it.ctx.Err(); err != nil {
 		return st, core.Wrap(core.CodeStoreUnavailable, err, "write samples")
 	}
-	var lastNode string
-	var lastNodePK int64 = -1
+	if len(samples) == 0 {
+		return st, nil
+	}
+	if it.b == nil {
+		it.b = batchPool.Get().(*batch)
+	}
+	b := it.b
+	if b.broken {
+		return st, core.Errorf(core.CodeStoreUnavailable, "write samples: an earlier COPY of this transaction failed")
+	}
+	defer clear(b.byID) // it holds the caller's strings
+	b.keys = slices.Grow(b.keys[:0], len(samples))[:len(samples)]
+	b.ni = slices.Grow(b.ni[:0], len(samples))[:len(samples)]
+	b.nodes = b.nodes[:0]
 	var lastCtx core.ContextFilter
 	var lastCtxPK int64 = -1
-	manyCtx := false
+	var ctxLo, ctxHi int64
 	months := map[int64]bool{}
 	var lastMonthLo, lastMonthHi int64 = 1, 0
-	r := &it.rows
-	r.reset()
 	for i := range samples {
 		sm := &samples[i]
 		if sm.Node == "" {
@@ -196,7 +259,8 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 		if math.IsNaN(sm.Value) || math.IsInf(sm.Value, 0) {
 			return st, core.FieldErrorf(core.CodeNonFinite, "samples["+strconv.Itoa(i)+"].value", "node %q at %d: value %v is not finite", sm.Node, sm.TsMs, sm.Value)
 		}
-		if sm.Node != lastNode || lastNodePK < 0 {
+		ni, ok := b.byID[sm.Node]
+		if !ok {
 			pk, created, err := it.nodePK(core.Node{ID: sm.Node, LineID: sm.Line, Kind: core.NodeDAQ})
 			if err != nil {
 				return st, err
@@ -204,96 +268,214 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 			if created {
 				st.NewNodes++
 			}
-			lastNode, lastNodePK = sm.Node, pk
+			ni = int32(len(b.nodes))
+			b.nodes = append(b.nodes, nodeRange{pk: pk, lo: sm.TsMs, hi: sm.TsMs, ordered: true})
+			b.byID[sm.Node] = ni
+		} else {
+			nr := &b.nodes[ni]
+			if sm.TsMs <= nr.hi {
+				nr.ordered = false
+				nr.lo = min(nr.lo, sm.TsMs)
+			}
+			nr.hi = max(nr.hi, sm.TsMs)
 		}
+		b.nodes[ni].n++
 		c := core.ContextFilter{Line: sm.Line, Product: sm.Product, Recipe: sm.Recipe, Run: sm.Run}
 		if c != lastCtx || lastCtxPK < 0 {
 			pk, err := it.ctxPK(c)
 			if err != nil {
 				return st, err
 			}
-			if lastCtxPK >= 0 && pk != lastCtxPK {
-				manyCtx = true
+			if lastCtxPK >= 0 {
+				it.widen(lastCtxPK, ctxLo, ctxHi)
 			}
-			lastCtx, lastCtxPK = c, pk
+			lastCtx, lastCtxPK, ctxLo, ctxHi = c, pk, sm.TsMs, sm.TsMs
 		}
-		sp, ok := it.spans[lastCtxPK]
-		if !ok {
-			sp = span{sm.TsMs, sm.TsMs}
-		}
-		sp.lo, sp.hi = min(sp.lo, sm.TsMs), max(sp.hi, sm.TsMs)
-		it.spans[lastCtxPK] = sp
+		ctxLo, ctxHi = min(ctxLo, sm.TsMs), max(ctxHi, sm.TsMs)
 		if sm.TsMs < lastMonthLo || sm.TsMs >= lastMonthHi {
 			lastMonthLo, lastMonthHi = monthBounds(sm.TsMs)
 			months[lastMonthLo] = true
 		}
-		var state *string
-		if sm.State != "" && sm.State != core.StateOK {
-			state = &sm.State
-		}
-		r.seq = append(r.seq, int64(i))
-		r.node = append(r.node, lastNodePK)
-		r.ts = append(r.ts, sm.TsMs)
-		r.value = append(r.value, sm.Value)
-		r.state = append(r.state, state)
-		r.ctx = append(r.ctx, lastCtxPK)
+		b.keys[i] = rowKey{node: b.nodes[ni].pk, ctx: lastCtxPK}
+		b.ni[i] = ni
 	}
-	if len(samples) == 0 {
-		return st, nil
+	it.widen(lastCtxPK, ctxLo, ctxHi)
+	if err := b.sortUnique(samples); err != nil {
+		return st, err
 	}
 	if err := it.s.ensurePartitions(it.ctx, months); err != nil {
 		return st, err
 	}
-	if !it.staged {
-		if _, err := it.tx.Exec(it.ctx, stageDDL); err != nil {
-			return st, dbErr(err, "create staging table")
-		}
-		it.staged = true
-	} else if _, err := it.tx.Exec(it.ctx, `TRUNCATE aml_stage`); err != nil {
-		return st, dbErr(err, "clear staging table")
+	done, err := it.appendOnly(samples)
+	if err == nil && !done {
+		err = it.upsert(samples)
 	}
-	if _, err := it.tx.CopyFrom(it.ctx, pgx.Identifier{"aml_stage"}, stageCols, r); err != nil {
-		return st, dbErr(err, "copy samples")
-	}
-	if manyCtx {
-		// Two samples of one batch at the same node and instant in
-		// different contexts: SQLite writes the first and refuses the
-		// second; so do we, before writing anything.
-		var node string
-		var ts, ctxA, ctxB int64
-		err := it.tx.QueryRow(it.ctx, `SELECT n.id, s.ts, min(s.ctx), max(s.ctx) FROM aml_stage s JOIN nodes n ON n.pk = s.node
-			GROUP BY n.id, s.ts HAVING count(DISTINCT s.ctx) > 1 ORDER BY min(s.seq) LIMIT 1`).Scan(&node, &ts, &ctxA, &ctxB)
-		if err == nil {
-			return st, core.FieldErrorf(core.CodeConflict, "ts", "node %s has two samples at %d (epoch ms) in different contexts in one batch; a node holds one value per instant", node, ts)
-		}
-		if !noRows(err) {
-			return st, dbErr(err, "check batch")
-		}
-	}
-	tag, err := it.tx.Exec(it.ctx, upsertStaged)
 	if err != nil {
-		return st, dbErr(err, "insert samples")
-	}
-	if n := tag.RowsAffected(); n != int64(len(samples)) {
-		if err := it.checkConflict(n); err != nil {
-			return st, err
-		}
+		return st, err
 	}
 	st.Samples = len(samples)
 	return st, nil
 }
 
-// checkConflict runs when the upsert touched fewer rows than were staged:
-// either the batch repeated a (node, ts) (fine: the last one won), or some
-// rows were skipped because another context holds the instant.
-func (it *ingestTx) checkConflict(affected int64) error {
-	var distinct int64
-	if err := it.tx.QueryRow(it.ctx, `SELECT count(*) FROM (SELECT DISTINCT node, ts FROM aml_stage) d`).Scan(&distinct); err != nil {
-		return dbErr(err, "check write")
+// widen records that context pk has samples in [lo, hi].
+func (it *ingestTx) widen(pk, lo, hi int64) {
+	if sp, ok := it.spans[pk]; ok {
+		lo, hi = min(lo, sp.lo), max(hi, sp.hi)
 	}
-	if affected == distinct {
+	it.spans[pk] = span{lo, hi}
+}
+
+// sortUnique fills b.order with the rows to write: the samples in (node
+// pk, ts) order — a counting sort by node, which keeps batch order within
+// a node, then a stable sort by ts of the nodes whose timestamps are not
+// already increasing — keeping only the last sample of a repeated
+// (node, ts). Two samples of one instant in different contexts are
+// AML_CONFLICT, reported at the instant whose first sample comes first in
+// the batch.
+func (b *batch) sortUnique(samples []core.Sample) error {
+	b.sorted = b.sorted[:0]
+	for j := range b.nodes {
+		b.sorted = append(b.sorted, int32(j))
+	}
+	slices.SortFunc(b.sorted, func(x, y int32) int { return cmp.Compare(b.nodes[x].pk, b.nodes[y].pk) })
+	var at int32
+	for _, j := range b.sorted {
+		nr := &b.nodes[j]
+		nr.n, at = at, at+nr.n // n now counts the node's slots from its start
+	}
+	b.order = slices.Grow(b.order[:0], len(samples))[:len(samples)]
+	for i, j := range b.ni {
+		b.order[b.nodes[j].n] = int32(i)
+		b.nodes[j].n++
+	}
+	byTs := func(x, y int32) int { return cmp.Compare(samples[x].TsMs, samples[y].TsMs) }
+	unique := true
+	at = 0
+	for _, j := range b.sorted {
+		nr := &b.nodes[j]
+		seg := b.order[at:nr.n]
+		at = nr.n
+		if !nr.ordered {
+			slices.SortStableFunc(seg, byTs)
+			unique = false
+		}
+	}
+	if unique {
 		return nil
 	}
+	w, conflict := 0, -1
+	for r := 0; r < len(b.order); {
+		first := b.order[r]
+		e := r + 1
+		for e < len(b.order) && b.keys[b.order[e]].node == b.keys[first].node && samples[b.order[e]].TsMs == samples[first].TsMs {
+			if b.keys[b.order[e]].ctx != b.keys[first].ctx && (conflict < 0 || int(first) < conflict) {
+				conflict = int(first)
+			}
+			e++
+		}
+		b.order[w] = b.order[e-1]
+		w++
+		r = e
+	}
+	b.order = b.order[:w]
+	if conflict >= 0 {
+		sm := &samples[conflict]
+		return core.FieldErrorf(core.CodeConflict, "ts", "node %s has two samples at %d (epoch ms) in different contexts in one batch; a node holds one value per instant", sm.Node, sm.TsMs)
+	}
+	return nil
+}
+
+// copyIn streams the rows of b.order through the encoder with one COPY
+// statement.
+func (it *ingestTx) copyIn(sql string, samples []core.Sample, seq bool) error {
+	b := it.b
+	b.enc.reset(samples, b.keys, b.order, seq)
+	_, err := it.tx.Conn().PgConn().CopyFrom(it.ctx, &b.enc, sql)
+	var pe *pgconn.PgError
+	if err != nil && !(errors.As(err, &pe) && pe.Severity == "ERROR") {
+		// Not a plain statement error (a broken connection, a FATAL
+		// from the server): pgconn may return while its sender goroutine
+		// still reads the encoder, which must then not be reused. The
+		// connection is gone with it, and so is this transaction.
+		b.broken = true
+		return err
+	}
+	b.enc.release()
+	return err
+}
+
+// appendOnly is the fast path for a batch whose node time ranges hold no
+// stored sample (new data, later than what is stored, or filling a gap).
+// Such a batch cannot replace or conflict with anything, so it is copied
+// straight into samples — no staging table, no upsert — in (node, ts)
+// order, the order the upsert also takes its row locks in. A concurrent
+// writer can still commit one of these instants between the check and the
+// COPY: the COPY then fails on the primary key (or on a deadlock against
+// that writer), is rolled back to its savepoint, and done reports false
+// so the batch takes the upsert path, which applies the conflict rule to
+// what is there now.
+func (it *ingestTx) appendOnly(samples []core.Sample) (done bool, err error) {
+	b := it.b
+	b.pks, b.los, b.his = b.pks[:0], b.los[:0], b.his[:0]
+	for _, nr := range b.nodes {
+		b.pks, b.los, b.his = append(b.pks, nr.pk), append(b.los, nr.lo), append(b.his, nr.hi)
+	}
+	var overlap bool
+	if err := it.tx.QueryRow(it.ctx, overlapQuery, b.pks, b.los, b.his).Scan(&overlap); err != nil {
+		return false, dbErr(err, "check stored samples")
+	}
+	if overlap {
+		return false, nil
+	}
+	if _, err := it.tx.Exec(it.ctx, `SAVEPOINT aml_append`); err != nil {
+		return false, dbErr(err, "write samples")
+	}
+	err = it.copyIn(copySamples, samples, false)
+	if c := pgCode(err); c == sqlUniqueViolation || c == sqlDeadlock {
+		if _, err := it.tx.Exec(it.ctx, `ROLLBACK TO SAVEPOINT aml_append`); err != nil {
+			return false, dbErr(err, "write samples")
+		}
+	} else if err != nil {
+		return false, dbErr(err, "copy samples")
+	} else {
+		done = true
+	}
+	if _, err := it.tx.Exec(it.ctx, `RELEASE SAVEPOINT aml_append`); err != nil {
+		return false, dbErr(err, "write samples")
+	}
+	return done, nil
+}
+
+// upsert stages the rows of b.order and writes them with the conflict
+// rule.
+func (it *ingestTx) upsert(samples []core.Sample) error {
+	if !it.staged {
+		if _, err := it.tx.Exec(it.ctx, stageDDL); err != nil {
+			return dbErr(err, "create staging table")
+		}
+		it.staged = true
+	} else if _, err := it.tx.Exec(it.ctx, `TRUNCATE aml_stage`); err != nil {
+		return dbErr(err, "clear staging table")
+	}
+	if err := it.copyIn(copyStage, samples, true); err != nil {
+		return dbErr(err, "copy samples")
+	}
+	tag, err := it.tx.Exec(it.ctx, upsertStaged)
+	if err != nil {
+		return dbErr(err, "insert samples")
+	}
+	if tag.RowsAffected() < int64(len(it.b.order)) {
+		return it.checkConflict()
+	}
+	return nil
+}
+
+// checkConflict runs when the upsert touched fewer rows than were staged:
+// rows were skipped either because they would not change anything (fine)
+// or because another context holds the instant (AML_CONFLICT). The
+// upsert locked every row it skipped, so what this reads stays true until
+// commit.
+func (it *ingestTx) checkConflict() error {
 	var node, run string
 	var ts int64
 	err := it.tx.QueryRow(it.ctx, `SELECT n.id, s.ts, c.run FROM aml_stage s
@@ -303,7 +485,10 @@ func (it *ingestTx) checkConflict(affected int64) error {
 	if err == nil {
 		return core.FieldErrorf(core.CodeConflict, "ts", "node %s already has a sample at %d (epoch ms) from run %q with another context; a node holds one value per instant — shift this file's times (aml ingest csv --time-offset, --sequential or --start) instead of overwriting another run", node, ts, run)
 	}
-	return core.Errorf(core.CodeConflict, "%d of %d samples were not written because another run holds those instants", distinct-affected, distinct)
+	if !noRows(err) {
+		return dbErr(err, "check write")
+	}
+	return nil
 }
 
 func (it *ingestTx) flushSpans() error {
