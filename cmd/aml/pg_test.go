@@ -207,10 +207,10 @@ func (w *worker) ident(t *testing.T) string {
 }
 
 // startServe runs `aml serve --db URL --workers 0 --dev` as its own
-// process with its own data directory and returns its base URL.
-func startServe(t *testing.T, bin, db string) string {
+// process with data directory dataDir and returns its base URL.
+func startServe(t *testing.T, bin, db, dataDir string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--db", db, "--data", t.TempDir(), "--workers", "0", "--dev", "--addr", "127.0.0.1:0", "--rate-limit", "-1")
+	cmd := exec.Command(bin, "serve", "--db", db, "--data", dataDir, "--workers", "0", "--dev", "--addr", "127.0.0.1:0", "--rate-limit", "-1")
 	cmd.Env = append(os.Environ(), "AML_TEST_TRAINERS=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -287,7 +287,7 @@ func TestMultiWorkerPostgres(t *testing.T) {
 	t.Setenv("AML_TEST_TRAINERS", "1")
 	d := t.TempDir()
 	ds, _ := buildDataset(t, d, "--db", u)
-	base := startServe(t, bin, u)
+	base := startServe(t, bin, u, t.TempDir())
 	// A token made by the CLI on the database authenticates at the serve
 	// (tokens live in PostgreSQL too); half the jobs are submitted with it.
 	out, errs, code := aml(t, "token", "create", "--role", "engineer", "--name", "erin", "--db", u, "--data", t.TempDir(), "--json")
@@ -560,5 +560,45 @@ func TestDemoPostgres(t *testing.T) {
 	mustJSON(t, out, &tr)
 	if tr.Trial.TrialID == "" || tr.Trial.ModelID != r.ModelID {
 		t.Fatalf("trial: %s", out[:min(len(out), 400)])
+	}
+
+	// aml serve on the same database, from a third data directory holding
+	// only the deployment's key: the API and the UI show the demo's
+	// records (model card with its stage, the certificate verified, the
+	// trial, the audit chain).
+	served := t.TempDir()
+	if err := os.WriteFile(filepath.Join(served, cert.KeyFileName), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := startServe(t, buildBinary(t), u, served)
+	var info struct{ Database string }
+	httpJSON(t, "GET", base+"/api/v1/info", "", 200, &info)
+	if !strings.HasPrefix(info.Database, "postgres://") {
+		t.Errorf("info: database %q", info.Database)
+	}
+	var m struct {
+		Model struct{ Stage string } `json:"model"`
+	}
+	httpJSON(t, "GET", base+"/api/v1/models/"+r.ModelID, "", 200, &m)
+	var c struct {
+		Certificate struct{ Status string } `json:"certificate"`
+	}
+	httpJSON(t, "GET", base+"/api/v1/certificates/"+r.CertificateID, "", 200, &c)
+	var av struct{ OK bool }
+	httpJSON(t, "GET", base+"/api/v1/audit/verify", "", 200, &av)
+	httpJSON(t, "GET", base+"/api/v1/trials/"+tr.Trial.TrialID, "", 200, nil)
+	if m.Model.Stage != "production" || c.Certificate.Status != "EXECUTED" || !av.OK {
+		t.Errorf("served: model stage %q, certificate %q, audit ok %v", m.Model.Stage, c.Certificate.Status, av.OK)
+	}
+	for _, page := range []string{"/ui/models/" + r.ModelID, "/ui/trials/" + r.TrialID, "/ui/certificates/" + r.CertificateID, "/ui/audit"} {
+		res, err := http.Get(base + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || (strings.Contains(page, "models") && !strings.Contains(string(b), "<svg")) {
+			t.Errorf("page %s: %d (%d bytes)", page, res.StatusCode, len(b))
+		}
 	}
 }
