@@ -41,10 +41,16 @@
 //     key is the (node, ts) B-tree. With the TimescaleDB extension
 //     installed the table is a hypertable instead (detected in the
 //     migration; no partitions are then made here).
-//   - Bulk ingest streams each batch with COPY into a per-connection
-//     temporary staging table and upserts from there in one statement:
-//     re-writing a (node, ts) of the same context replaces it; a sample of
-//     another context at an occupied instant is AML_CONFLICT, as in SQLite.
+//   - Bulk ingest keys, orders and de-duplicates each batch in Go, then
+//     streams it with COPY: straight into samples when no stored sample
+//     lies in the batch's time range of any of its nodes (new data, the
+//     common case), else into a per-connection temporary staging table
+//     and upserts from there in one statement: re-writing a (node, ts) of
+//     the same context replaces it; a sample of another context at an
+//     occupied instant is AML_CONFLICT, as in SQLite. The COPY rows are
+//     PostgreSQL's binary format written by hand (copybin.go says why:
+//     pgx's generic CopyFrom boxes every value; BenchmarkWriteSamples and
+//     bench/RESULTS.md show the difference).
 //   - Migrations are embedded SQL files with the same version numbers as
 //     SQLite's (TestSchemaParity compares tables and columns after
 //     migrating both), applied under an advisory lock so that several
