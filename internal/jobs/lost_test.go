@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -41,5 +42,46 @@ func TestWorkerLost(t *testing.T) {
 				t.Fatalf("workerLost(%s) = %v, want %v", c.worker, got, c.lost)
 			}
 		})
+	}
+}
+
+// TestRescueKeepsLiveJobs: what a rescued River dispatch does with the AML
+// job it names (queue_pg.go). A job this very runner is training is left
+// alone (River re-dispatches any training longer than RescueAfter, and the
+// retry may land on the same worker); a job of a dead worker is requeued
+// as a new try.
+func TestRescueKeepsLiveJobs(t *testing.T) {
+	st, dir, ds := tinyFixture(t)
+	defer st.Close()
+	ctx := context.Background()
+	r := NewRunner(st, Options{DataDir: dir, Trainers: NewTrainers(TestMeanTrainer{})})
+	host, _ := os.Hostname()
+	submit := func(worker string) core.Job {
+		t.Helper()
+		j, err := r.Submit(ctx, SubmitRequest{DatasetID: ds, TrainerRef: "test_mean@1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, err = st.ClaimJob(ctx, j.ID, worker); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+
+	mine := submit(r.Worker())
+	again, err := r.rescue(ctx, mine.ID, 0, time.Minute)
+	if err != nil || again != time.Minute {
+		t.Fatalf("rescue of this runner's own job: again %v, %v", again, err)
+	}
+	if j, _ := st.GetJob(ctx, mine.ID); j.Status != mine.Status || j.RetryCount != 0 || j.Worker != r.Worker() {
+		t.Fatalf("this runner's live job was touched: %s retry %d worker %s", j.Status, j.RetryCount, j.Worker)
+	}
+
+	lost := submit(fmt.Sprintf("%s/%d/ffffff", host, 1<<30))
+	if _, err := r.rescue(ctx, lost.ID, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := st.GetJob(ctx, lost.ID); j.Status != core.JobQueued || j.RetryCount != 1 || j.ErrorCode != core.CodeWorkerLost {
+		t.Fatalf("dead worker's job: %s retry %d %s", j.Status, j.RetryCount, j.ErrorCode)
 	}
 }
