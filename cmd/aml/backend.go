@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"strings"
 
 	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/events/pgrelay"
 )
 
 // The storage back-end is chosen by --db (env AML_DB): empty for the
@@ -58,4 +61,21 @@ func (a *app) artifacts() (artifact.Store, error) {
 	}
 	a.arts = s
 	return s, nil
+}
+
+// relayEvents carries the process's job, model and certificate events to
+// and from the other processes on the same PostgreSQL database
+// (internal/events/pgrelay), so that `aml serve` shows the progress of
+// jobs its workers on other machines run. No-op on SQLite: one process
+// runs the jobs its clients watch (aml serve), or nobody watches (aml
+// worker with the embedded store has no event stream).
+func (a *app) relayEvents(ctx context.Context, bus *events.Bus) error {
+	if !a.usesPostgres() {
+		return nil
+	}
+	if _, err := a.openStore(); err != nil {
+		return err
+	}
+	_, err := pgrelay.Start(ctx, a.pg.Pool(), bus, a.log)
+	return err
 }

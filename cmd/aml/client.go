@@ -359,8 +359,12 @@ func (c *client) events(ctx context.Context, q url.Values) (<-chan sseEvent, err
 	return ch, nil
 }
 
-// pollEvery is how often a job is re-read when the event stream is gone.
-const pollEvery = 500 * time.Millisecond
+// pollEvery is how often a job is re-read when the event stream is gone;
+// recheckEvery how often while the stream is open (a safety net).
+const (
+	pollEvery    = 500 * time.Millisecond
+	recheckEvery = 5 * time.Second
+)
 
 // followJob waits for job id to end on the server: it follows the job's
 // events on /api/v1/events (progress bar on a terminal) and falls back to
@@ -411,10 +415,22 @@ func (a *app) waitJob(ctx context.Context, c *client, id string) (core.Job, erro
 	bar := a.newProgress(100, string(j.Status), false)
 	defer bar.finish()
 	bar.set(int64(100 * j.Progress))
+	// The stream carries the events of the serve's own process (and, on
+	// PostgreSQL, those its relay receives from workers elsewhere); a job
+	// run by a worker whose events do not reach the serve (another process
+	// on the embedded store) is still seen to end: the job is re-read now
+	// and then while waiting on the stream.
+	recheck := time.NewTicker(recheckEvery)
+	defer recheck.Stop()
 	for evs != nil && !j.Status.Terminal() {
 		select {
 		case <-ctx.Done():
 			return j, ctx.Err()
+		case <-recheck.C:
+			if j, err = get(); err != nil {
+				return j, err
+			}
+			bar.set(int64(100 * j.Progress))
 		case ev, ok := <-evs:
 			if !ok {
 				a.log.Debug("event stream ended; polling", "job", id)

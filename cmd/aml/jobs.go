@@ -331,8 +331,11 @@ func newWorkerCmd(a *app) *cobra.Command {
 		Args:  argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			r, q, _, err := a.services(ctx, true, concurrency)
+			r, q, bus, err := a.services(ctx, true, concurrency)
 			if err != nil {
+				return err
+			}
+			if err := a.relayEvents(ctx, bus); err != nil {
 				return err
 			}
 			s, err := a.openBackend()

@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -296,6 +298,9 @@ func TestMultiWorkerPostgres(t *testing.T) {
 	}
 	var tk struct{ Token string }
 	mustJSON(t, out, &tk)
+	// The serve's event stream: the workers' job events reach it through
+	// the PostgreSQL relay (the serve runs no job itself).
+	doneSeen := watchDone(t, base)
 	const n = 20
 	var ids []string
 	for i := 0; i < n; i++ {
@@ -449,6 +454,32 @@ func TestMultiWorkerPostgres(t *testing.T) {
 	if doneListed != n || len(models.Items) != n {
 		t.Errorf("serve reports %d done jobs and %d models, want %d each", doneListed, len(models.Items), n)
 	}
+	// Every job's end reached the serve's event stream from the workers.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		seen := doneSeen()
+		missing := 0
+		for _, id := range ids {
+			if !seen[id] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the serve's event stream showed %d of %d jobs ending", n-missing, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// `job submit --wait` through the serve follows a job that a worker
+	// process runs, to its end.
+	out, errs, code = aml(t, "job", "submit", "--server", base, "--dataset", ds, "--trainer", "test_mean@1", "--params", `{"steps":4,"stepMs":100}`, "--wait", "--json")
+	var waited struct{ Status string }
+	mustJSON(t, out, &waited)
+	if code != 0 || waited.Status != "done" {
+		t.Fatalf("submit --wait through the serve: %d %s %s", code, errs, out)
+	}
 	fmt.Fprintf(os.Stderr, "multi-worker: jobs per worker %v, victim %s rescued\n", byWorker, victim.ID)
 }
 
@@ -600,5 +631,45 @@ func TestDemoPostgres(t *testing.T) {
 		if res.StatusCode != 200 || (strings.Contains(page, "models") && !strings.Contains(string(b), "<svg")) {
 			t.Errorf("page %s: %d (%d bytes)", page, res.StatusCode, len(b))
 		}
+	}
+}
+
+// watchDone subscribes to the serve's event stream (job.state) and returns
+// a function giving the ids of the jobs seen ending done so far.
+func watchDone(t *testing.T, base string) func() map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/v1/events?kinds=job.state", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("event stream: %v %v", res, err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	go func() {
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var e struct {
+				ID   string
+				Data struct{ Status string }
+			}
+			if json.Unmarshal([]byte(data), &e) == nil && e.Data.Status == "done" {
+				mu.Lock()
+				seen[e.ID] = true
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() map[string]bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
 	}
 }

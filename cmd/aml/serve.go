@@ -87,6 +87,9 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := a.relayEvents(ctx, bus); err != nil {
+		return err
+	}
 	d := &service.Deps{Store: st, DataDir: a.dataDir, Runner: r, Queue: q, Bus: bus, Key: key, Log: a.log}
 	if work {
 		rq, in, err := r.Recover(ctx, 30*time.Second)

@@ -33,7 +33,17 @@ type Event struct {
 	ID   string         `json:"id"`
 	At   time.Time      `json:"at"`
 	Data map[string]any `json:"data,omitempty"`
+	// Origin is set on an event another process published and a relay
+	// (internal/events/pgrelay) delivered here; empty for local events, so
+	// a relay never sends back what it received.
+	Origin string `json:"origin,omitempty"`
 }
+
+// Relayed are the kinds a cross-process relay forwards: the events of
+// actions (a job's progress, a stage change, a certificate decision), which
+// only the process that acted sees. Connector events are not among them:
+// every serving process derives those from the database itself.
+var Relayed = map[string]bool{DatasetBuilt: true, JobState: true, JobProgress: true, ModelStage: true, TrialDone: true, CertificateUp: true}
 
 // Bus fans events out to subscribers.
 type Bus struct {
