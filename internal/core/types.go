@@ -145,6 +145,58 @@ type PageQuery struct {
 	Limit   int
 }
 
+// Query limits, the same on every back-end. MaxPageLimit caps one page
+// (DefaultPageLimit applies when Limit is 0); a MultiQuery may ask for up
+// to MaxMultiLimit samples (MaxPageLimit by default); MaxBuckets caps one
+// bucket query's answer.
+const (
+	DefaultPageLimit = 1000
+	MaxPageLimit     = 100_000
+	MaxMultiLimit    = 10 * MaxPageLimit
+	MaxBuckets       = 100_000
+)
+
+// PageLimit is q's effective limit, or AML_INVALID_ARGUMENT (field limit).
+func (q PageQuery) PageLimit() (int, error) {
+	limit := q.Limit
+	if limit == 0 {
+		limit = DefaultPageLimit
+	}
+	if limit < 0 || limit > MaxPageLimit {
+		return 0, FieldErrorf(CodeInvalidArgument, "limit", "limit must be 1..%d, got %d", MaxPageLimit, q.Limit)
+	}
+	return limit, nil
+}
+
+// Check validates q and returns its effective limit.
+func (q MultiQuery) Check() (int, error) {
+	limit := q.Limit
+	if limit == 0 {
+		limit = MaxPageLimit
+	}
+	if limit < 0 || limit > MaxMultiLimit {
+		return 0, FieldErrorf(CodeInvalidArgument, "limit", "limit must be 1..%d, got %d", MaxMultiLimit, q.Limit)
+	}
+	if len(q.Nodes) == 0 {
+		return 0, FieldErrorf(CodeInvalidArgument, "nodes", "at least one node is required")
+	}
+	return limit, nil
+}
+
+// Check validates q.
+func (q BucketQuery) Check() error {
+	if q.BucketMs <= 0 {
+		return FieldErrorf(CodeInvalidArgument, "bucket", "bucket width must be positive, got %d ms", q.BucketMs)
+	}
+	return nil
+}
+
+// ErrTooManyBuckets is the refusal of a bucket query whose answer would
+// exceed MaxBuckets.
+func ErrTooManyBuckets() error {
+	return FieldErrorf(CodeInvalidArgument, "bucket", "more than %d buckets: use a wider bucket or a shorter range", MaxBuckets)
+}
+
 // Page is one page of a node's samples. HasMore is true when samples beyond
 // this page exist; the caller continues with AfterTs = NextAfterTs. A page is
 // never silently truncated.

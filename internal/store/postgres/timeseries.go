@@ -15,12 +15,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// MaxPageLimit caps one page; DefaultPageLimit applies when Limit is 0.
-// MaxBuckets caps one bucket query's answer. Same values as SQLite's.
+// The query limits are core's (the same on both back-ends).
 const (
-	DefaultPageLimit = 1000
-	MaxPageLimit     = 100_000
-	MaxBuckets       = 100_000
+	DefaultPageLimit = core.DefaultPageLimit
+	MaxPageLimit     = core.MaxPageLimit
+	MaxBuckets       = core.MaxBuckets
 )
 
 // stageDDL is the per-connection staging table a batch is copied into when
@@ -598,12 +597,9 @@ func stateOf(st *string) string {
 // QueryPage implements core.TimeSeries.
 func (s *Store) QueryPage(ctx context.Context, q core.PageQuery) (core.Page, error) {
 	page := core.Page{Node: q.Node, Points: []core.Point{}}
-	limit := q.Limit
-	if limit == 0 {
-		limit = DefaultPageLimit
-	}
-	if limit < 0 || limit > MaxPageLimit {
-		return page, core.FieldErrorf(core.CodeInvalidArgument, "limit", "limit must be 1..%d, got %d", MaxPageLimit, q.Limit)
+	limit, err := q.PageLimit()
+	if err != nil {
+		return page, err
 	}
 	pk, err := s.lookupNode(ctx, q.Node)
 	if err != nil {
@@ -672,15 +668,9 @@ func (s *Store) ctxTuples(ctx context.Context) (map[int64]core.ContextFilter, er
 // QueryMulti implements core.TimeSeries.
 func (s *Store) QueryMulti(ctx context.Context, q core.MultiQuery) (core.MultiResult, error) {
 	res := core.MultiResult{Samples: []core.Sample{}}
-	limit := q.Limit
-	if limit == 0 {
-		limit = MaxPageLimit
-	}
-	if limit < 0 || limit > 10*MaxPageLimit {
-		return res, core.FieldErrorf(core.CodeInvalidArgument, "limit", "limit must be 1..%d, got %d", 10*MaxPageLimit, q.Limit)
-	}
-	if len(q.Nodes) == 0 {
-		return res, core.FieldErrorf(core.CodeInvalidArgument, "nodes", "at least one node is required")
+	limit, err := q.Check()
+	if err != nil {
+		return res, err
 	}
 	sel, err := s.resolveCtx(ctx, q.Filter)
 	if err != nil {
@@ -777,8 +767,8 @@ func (s *Store) Latest(ctx context.Context, nodes []string, f core.ContextFilter
 
 // Buckets implements core.TimeSeries.
 func (s *Store) Buckets(ctx context.Context, q core.BucketQuery) ([]core.Bucket, error) {
-	if q.BucketMs <= 0 {
-		return nil, core.FieldErrorf(core.CodeInvalidArgument, "bucket", "bucket width must be positive, got %d ms", q.BucketMs)
+	if err := q.Check(); err != nil {
+		return nil, err
 	}
 	pk, err := s.lookupNode(ctx, q.Node)
 	if err != nil {
@@ -814,7 +804,7 @@ func (s *Store) Buckets(ctx context.Context, q core.BucketQuery) ([]core.Bucket,
 			b.Avg, b.Min, b.Max = *avg, *mn, *mx
 		}
 		if len(out) == MaxBuckets {
-			return nil, core.FieldErrorf(core.CodeInvalidArgument, "bucket", "more than %d buckets: use a wider bucket or a shorter range", MaxBuckets)
+			return nil, core.ErrTooManyBuckets()
 		}
 		out = append(out, b)
 	}

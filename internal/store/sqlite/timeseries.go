@@ -26,10 +26,11 @@ const insertSuffix = ` ON CONFLICT(node, ts) DO UPDATE SET value=excluded.value,
 var insertN = insertPrefix + strings.TrimSuffix(strings.Repeat("(?,?,?,?,?),", rowsPerStmt), ",") + insertSuffix
 var insert1 = insertPrefix + `(?,?,?,?,?)` + insertSuffix
 
-// MaxPageLimit caps one page; DefaultPageLimit applies when Limit is 0.
+// The query limits are core's (the same on both back-ends).
 const (
-	DefaultPageLimit = 1000
-	MaxPageLimit     = 100_000
+	DefaultPageLimit = core.DefaultPageLimit
+	MaxPageLimit     = core.MaxPageLimit
+	MaxBuckets       = core.MaxBuckets
 )
 
 type span struct{ lo, hi int64 }
@@ -365,12 +366,9 @@ func stateOf(ns sql.NullString) string {
 // QueryPage implements core.TimeSeries.
 func (s *Store) QueryPage(ctx context.Context, q core.PageQuery) (core.Page, error) {
 	page := core.Page{Node: q.Node, Points: []core.Point{}}
-	limit := q.Limit
-	if limit == 0 {
-		limit = DefaultPageLimit
-	}
-	if limit < 0 || limit > MaxPageLimit {
-		return page, core.FieldErrorf(core.CodeInvalidArgument, "limit", "limit must be 1..%d, got %d", MaxPageLimit, q.Limit)
+	limit, err := q.PageLimit()
+	if err != nil {
+		return page, err
 	}
 	pk, err := s.lookupNode(ctx, q.Node)
 	if err != nil {
@@ -440,15 +438,9 @@ func (s *Store) ctxTuples(ctx context.Context) (map[int64]core.ContextFilter, er
 // QueryMulti implements core.TimeSeries.
 func (s *Store) QueryMulti(ctx context.Context, q core.MultiQuery) (core.MultiResult, error) {
 	res := core.MultiResult{Samples: []core.Sample{}}
-	limit := q.Limit
-	if limit == 0 {
-		limit = MaxPageLimit
-	}
-	if limit < 0 || limit > 10*MaxPageLimit {
-		return res, core.FieldErrorf(core.CodeInvalidArgument, "limit", "limit must be 1..%d, got %d", 10*MaxPageLimit, q.Limit)
-	}
-	if len(q.Nodes) == 0 {
-		return res, core.FieldErrorf(core.CodeInvalidArgument, "nodes", "at least one node is required")
+	limit, err := q.Check()
+	if err != nil {
+		return res, err
 	}
 	sel, err := s.resolveCtx(ctx, q.Filter)
 	if err != nil {
@@ -543,13 +535,11 @@ func (s *Store) Latest(ctx context.Context, nodes []string, f core.ContextFilter
 	return out, nil
 }
 
-// MaxBuckets caps one bucket query's answer.
-const MaxBuckets = 100_000
 
 // Buckets implements core.TimeSeries.
 func (s *Store) Buckets(ctx context.Context, q core.BucketQuery) ([]core.Bucket, error) {
-	if q.BucketMs <= 0 {
-		return nil, core.FieldErrorf(core.CodeInvalidArgument, "bucket", "bucket width must be positive, got %d ms", q.BucketMs)
+	if err := q.Check(); err != nil {
+		return nil, err
 	}
 	pk, err := s.lookupNode(ctx, q.Node)
 	if err != nil {
@@ -582,7 +572,7 @@ func (s *Store) Buckets(ctx context.Context, q core.BucketQuery) ([]core.Bucket,
 		}
 		b.Avg, b.Min, b.Max = avg.Float64, mn.Float64, mx.Float64
 		if len(out) == MaxBuckets {
-			return nil, core.FieldErrorf(core.CodeInvalidArgument, "bucket", "more than %d buckets: use a wider bucket or a shorter range", MaxBuckets)
+			return nil, core.ErrTooManyBuckets()
 		}
 		out = append(out, b)
 	}
