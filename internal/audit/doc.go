@@ -1,7 +1,8 @@
 // Package audit is the hash-chained, append-only audit log of the digital
 // twin. Every twin action (scene freeze, trial, certificate issue, approve,
 // revoke and execute, every write) is appended as one Entry to the table
-// audit_log of the store's SQLite file (migration 0004_audit.sql).
+// audit_log of the store's database, SQLite or PostgreSQL (migration
+// 0004_audit.sql of each), through internal/store/sqldb.
 //
 // # Chain
 //
@@ -29,18 +30,19 @@
 //
 // # Append-only
 //
-// Append runs in one BEGIN IMMEDIATE transaction on the store's writer
-// (which opens every transaction IMMEDIATE): it takes the write lock,
-// reads the head, and inserts seq+1 linked to it, so appends from several
-// processes on the same file serialise into one chain. AppendTx does the
-// same inside a caller's transaction, for actions that must be recorded
-// atomically with their effect; the caller's transaction must have been
-// begun IMMEDIATE on the writer, like every write transaction of the store.
+// Append runs in one write transaction of the handle (sqldb.DB.Begin:
+// BEGIN IMMEDIATE on SQLite's single writer, BEGIN plus an advisory lock on
+// PostgreSQL): it takes the write lock, reads the head, and inserts seq+1
+// linked to it, so appends from several processes on one database
+// serialise into one chain. AppendTx does the same inside a caller's
+// transaction, for actions that must be recorded atomically with their
+// effect; the caller's transaction must be a write transaction of the same
+// handle, like every write transaction of the shared stores.
 //
 // At the SQL level, triggers refuse every UPDATE and DELETE on audit_log
-// and every INSERT that does not extend the chain (seq = last + 1,
-// prev_hash = last hash). Triggers are not a security boundary: anyone
-// with write access to the database file can drop them and edit the table.
+// (and TRUNCATE on PostgreSQL) and every INSERT that does not extend the
+// chain (seq = last + 1, prev_hash = last hash). Triggers are not a security boundary: anyone
+// with write access to the database can drop them and edit the table.
 // They stop accidents and casual edits; tampering is detected by Verify
 // (`aml audit verify`).
 //

@@ -101,7 +101,8 @@ func expireCooldowns(ctx context.Context, tx *sqldb.Tx, now time.Time) error {
 // CreateCalibration queues request r (state queued, created at now) unless
 // a request with the same dedup key is queued, running or still cooling
 // down at now; that one is returned as active and nothing is written. The
-// check and the insert run in one IMMEDIATE transaction, and the partial
+// check and the insert run in one write transaction (serialised with every
+// other writer, internal/store/sqldb), and the partial
 // unique index refuses a second active request even from another process.
 // An accepted request is audited ("calibration.request", actor
 // r.CreatedBy) in the same transaction.
@@ -221,7 +222,7 @@ func (s *Store) calibrationTx(ctx context.Context, fn func(*sqldb.Tx) error) err
 // now) on behalf of worker by, provided fewer than maxConcurrent requests
 // are running; otherwise it claims nothing. running is the number of
 // running requests before the claim. Count, pick and update run in one
-// IMMEDIATE transaction (with the audit entry "calibration.start"), so two
+// serialised write transaction (with the audit entry "calibration.start"), so two
 // workers never exceed maxConcurrent together.
 func (s *Store) ClaimCalibration(ctx context.Context, maxConcurrent int, by string, now time.Time) (claimed *CalibrationRequest, running int, err error) {
 	if err := requireID("by", by); err != nil {
