@@ -358,6 +358,9 @@ func newWorkerCmd(a *app) *cobra.Command {
 			if recalEvery > 0 {
 				go a.recalibrationLoop(wctx, r, recalEvery)
 			}
+			if a.usesPostgres() {
+				go r.WatchLost(wctx, jobs.LostEvery(a.rescueAfter), jobs.LostAfter(a.rescueAfter))
+			}
 			<-wctx.Done()
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -366,7 +369,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", 2, "jobs run at once")
 	cmd.Flags().DurationVar(&recalEvery, "recalibrate-every", time.Minute, "how often the worker processes twin recalibration requests (rebuild the dataset, submit the retraining job, settle finished ones); 0 disables")
-	cmd.Flags().DurationVar(&a.rescueAfter, "rescue-after", time.Minute, "with --db postgres://: how long a job may run before River's rescuer has another worker check that its worker is alive (a lost worker's job is retried within about this + 30s)")
+	cmd.Flags().DurationVar(&a.rescueAfter, "rescue-after", time.Minute, "with --db postgres://: a job whose worker's heartbeat is older than this (at least 10s) counts as lost and is retried by another worker")
 	return cmd
 }
 
@@ -590,3 +593,4 @@ func printModels(w io.Writer, ms []core.Model) {
 }
 
 func printMoved(w io.Writer, m core.Model) { fmt.Fprintf(w, "model %s is now %s\n", m.ID, m.Stage) }
+

@@ -360,6 +360,7 @@ func TestMultiWorkerPostgres(t *testing.T) {
 
 	// Every job ends; none stays active.
 	var js []core.Job
+	var rescuedAt time.Time // when the killed job left worker 1
 	deadline = time.Now().Add(150 * time.Second)
 	for {
 		js, err = st.ListJobs(ctx, core.JobFilter{Limit: 100})
@@ -370,6 +371,9 @@ func TestMultiWorkerPostgres(t *testing.T) {
 		for _, j := range js {
 			if j.Status.Terminal() {
 				ended++
+			}
+			if j.ID == victim.ID && rescuedAt.IsZero() && (j.Worker != id1 || j.Status != victim.Status && !j.Status.Terminal() && j.RetryCount > 0) {
+				rescuedAt = time.Now()
 			}
 		}
 		if ended == n {
@@ -397,6 +401,9 @@ func TestMultiWorkerPostgres(t *testing.T) {
 	v := jobs[victim.ID]
 	if v.Worker != id2 || v.RetryCount != 1 || v.Attempt != 2 {
 		t.Errorf("killed job %s: worker %s retry %d attempt %d, want worker 2 (%s), retry 1, attempt 2", v.ID, v.Worker, v.RetryCount, v.Attempt, id2)
+	}
+	if !rescuedAt.IsZero() {
+		t.Logf("the killed job was taken from the dead worker %.1fs after the kill", rescuedAt.Sub(killedAt).Seconds())
 	}
 	// Exactly one model per job, each artifact in the shared store under
 	// its recorded hash.

@@ -14,6 +14,7 @@ import (
 	"github.com/aml-project/aml/internal/api"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/spf13/cobra"
 )
@@ -128,6 +129,9 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if work {
 		if err := q.Start(sctx); err != nil {
 			return err
+		}
+		if a.usesPostgres() {
+			go r.WatchLost(sctx, jobs.LostEvery(a.rescueAfter), jobs.LostAfter(a.rescueAfter))
 		}
 	}
 	watchConnectors(sctx, st, bus, a.log)

@@ -185,7 +185,7 @@ func (w *pgTrainWorker) Work(ctx context.Context, job *river.Job[TrainArgs]) err
 	if job.Attempt <= 1 {
 		return w.q.r.Run(rctx, job.Args.JobID, job.Args.Try)
 	}
-	again, err := w.q.r.rescue(rctx, job.Args.JobID, job.Args.Try, w.q.rescueAfter)
+	again, err := w.q.r.rescue(rctx, job.Args.JobID, job.Args.Try, LostAfter(w.q.rescueAfter))
 	if err == nil && again > 0 {
 		return river.JobSnooze(again)
 	}

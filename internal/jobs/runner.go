@@ -721,6 +721,44 @@ func relTo(base, p string) string {
 	return p
 }
 
+// LostAfter is how old a worker's heartbeat must be for its job to count
+// as lost on a shared database: rescueAfter (aml worker --rescue-after),
+// at least 10 s — heartbeats come every HeartbeatEvery (0.5 s), and a
+// shorter threshold would take a busy machine's worker for a dead one.
+func LostAfter(rescueAfter time.Duration) time.Duration { return max(rescueAfter, 10*time.Second) }
+
+// LostEvery is how often WatchLost looks: a quarter of LostAfter, between
+// 1 s and 15 s.
+func LostEvery(rescueAfter time.Duration) time.Duration {
+	return min(max(LostAfter(rescueAfter)/4, time.Second), 15*time.Second)
+}
+
+// WatchLost runs Recover every `every` until ctx ends, so that a job whose
+// worker died (SIGKILL, power loss, a machine gone) is requeued within
+// about staleAfter + every, instead of waiting for the queue's own rescue
+// (River's rescuer passes every 30 s). A job of this runner is never
+// counted as lost (workerLost), so running it alongside live jobs is safe.
+func (r *Runner) WatchLost(ctx context.Context, every, staleAfter time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rq, in, err := r.Recover(ctx, staleAfter)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			r.log.Warn("lost-worker check failed", "err", err)
+		case rq+in > 0:
+			r.log.Info("recovered jobs of lost workers", "requeued", rq, "interrupted", in)
+		}
+	}
+}
+
 // Recover makes sure no job stays active without a live worker: a job whose
 // worker is gone is requeued if it has retries left, else interrupted.
 // staleAfter is how old a heartbeat must be for a worker on another host to
