@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
@@ -83,5 +84,55 @@ func TestRescueKeepsLiveJobs(t *testing.T) {
 	}
 	if j, _ := st.GetJob(ctx, lost.ID); j.Status != core.JobQueued || j.RetryCount != 1 || j.ErrorCode != core.CodeWorkerLost {
 		t.Fatalf("dead worker's job: %s retry %d %s", j.Status, j.RetryCount, j.ErrorCode)
+	}
+}
+
+// TestFencedAttemptStops: when another worker takes a job over (this
+// worker was judged lost: a heartbeat stall longer than the limit), the
+// stalled attempt notices at its next heartbeat, stops, and leaves the job
+// as the new owner has it — no state change, no model.
+func TestFencedAttemptStops(t *testing.T) {
+	st, dir, ds := tinyFixture(t)
+	defer st.Close()
+	ctx := context.Background()
+	r := NewRunner(st, Options{DataDir: dir, Trainers: NewTrainers(TestMeanTrainer{}), HeartbeatEvery: 50 * time.Millisecond})
+	j, err := r.Submit(ctx, SubmitRequest{DatasetID: ds, TrainerRef: "test_mean@1", Params: json.RawMessage(`{"steps":200,"stepMs":50}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, j.ID, 0) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cur, _ := st.GetJob(ctx, j.ID)
+		if cur.Status == core.JobTraining && cur.Progress > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job never trained: %s", cur.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Another worker's lost-worker check requeues it, and claims it.
+	if err := st.RequeueJob(ctx, j.ID, core.JobTraining, core.CodeWorkerLost, "worker judged lost"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ClaimJob(ctx, j.ID, "elsewhere/1/000000"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fenced attempt kept running")
+	}
+	cur, _ := st.GetJob(ctx, j.ID)
+	if cur.Status != core.JobProvisioning || cur.Worker != "elsewhere/1/000000" || cur.Attempt != 2 || cur.ModelID != "" {
+		t.Fatalf("after the fenced attempt stopped: %s worker %s attempt %d model %q", cur.Status, cur.Worker, cur.Attempt, cur.ModelID)
+	}
+	if ms, _ := st.ListModels(ctx, core.ModelFilter{}); len(ms) != 0 {
+		t.Fatalf("the fenced attempt registered a model: %+v", ms)
 	}
 }

@@ -239,6 +239,10 @@ var (
 	errTimeout   = errors.New("wall timeout")
 	errStalled   = errors.New("stalled")
 	errShutdown  = errors.New("worker shutting down")
+	// errFenced: the job was taken from this attempt (its worker was
+	// judged lost and the job requeued or claimed by another): the attempt
+	// stops and leaves the job alone — it is not its job any more.
+	errFenced = errors.New("job taken over by another attempt")
 )
 
 func (r *Runner) publish(kind, line, id string, data map[string]any) {
@@ -357,7 +361,19 @@ func (r *Runner) Run(ctx context.Context, id string, try int) error {
 			case <-t.C:
 				bg := context.WithoutCancel(actx)
 				r.st.Heartbeat(bg, id, r.worker)
-				if cur, err := r.st.GetJob(bg, id); err == nil && cur.CancelRequest {
+				cur, err := r.st.GetJob(bg, id)
+				if err != nil {
+					continue
+				}
+				if cur.Attempt != j.Attempt || cur.Worker != r.worker {
+					// Fenced: another worker judged this one lost (a
+					// heartbeat stall longer than the lost-worker limit)
+					// and the job moved on without it.
+					r.log.Warn("job taken over; stopping this attempt", "job", id, "attempt", j.Attempt, "now", cur.Attempt, "worker", cur.Worker)
+					cancel(errFenced)
+					return
+				}
+				if cur.CancelRequest {
 					cancel(errCancelled)
 					return
 				}
@@ -382,6 +398,8 @@ func (a *attempt) stopped(parent context.Context) (bool, error) {
 		return true, a.end(core.JobTimeout, core.CodeJobTimeout, fmt.Sprintf("training ran longer than %ds", a.job.TimeoutSec))
 	case errors.Is(cause, errStalled):
 		return true, a.end(core.JobTimeout, core.CodeJobStalled, fmt.Sprintf("no progress for %ds", a.job.StallSec))
+	case errors.Is(cause, errFenced):
+		return true, nil
 	default:
 		// The worker is stopping (parent context): hand the job back.
 		return true, a.requeue(core.CodeWorkerLost, "worker stopped during the job: "+cause.Error())
