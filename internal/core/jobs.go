@@ -207,8 +207,11 @@ type Jobs interface {
 	// ClaimJob moves a queued job to provisioning for worker, starting a new
 	// attempt. AML_JOB_CONFLICT if it is not queued.
 	ClaimJob(ctx context.Context, id, worker string) (Job, error)
-	// TransitionJob moves id from → to (both checked against the table).
-	TransitionJob(ctx context.Context, id string, from, to JobStatus, stage string) error
+	// TransitionJob moves id from → to (both checked against the table) on
+	// behalf of worker, the owner of the job's current attempt: a worker
+	// whose job was taken over (requeued and claimed by another) gets
+	// AML_JOB_CONFLICT.
+	TransitionJob(ctx context.Context, id, worker string, from, to JobStatus, stage string) error
 	// ReportProgress records progress of an active job owned by worker.
 	ReportProgress(ctx context.Context, id, worker string, progress float64, stage string) error
 	// Heartbeat marks the owning worker alive.
@@ -222,8 +225,9 @@ type Jobs interface {
 	// its worker; it returns the job as it is afterwards.
 	RequestCancel(ctx context.Context, id string) (Job, error)
 	// FinishJob moves the job to done and registers m (if not nil) in one
-	// transaction; neither happens without the other.
-	FinishJob(ctx context.Context, id string, from JobStatus, metrics, gates json.RawMessage, gatePassed bool, artifactsPath string, m *Model) error
+	// transaction; neither happens without the other. Only worker, the
+	// owner of the current attempt, can finish it (AML_JOB_CONFLICT).
+	FinishJob(ctx context.Context, id, worker string, from JobStatus, metrics, gates json.RawMessage, gatePassed bool, artifactsPath string, m *Model) error
 
 	GetModel(ctx context.Context, id string) (Model, error)
 	ListModels(ctx context.Context, f ModelFilter) ([]Model, error)

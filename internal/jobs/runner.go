@@ -267,7 +267,7 @@ type attempt struct {
 }
 
 func (a *attempt) setStatus(to core.JobStatus, stage string) error {
-	if err := a.r.st.TransitionJob(context.WithoutCancel(a.ctx), a.job.ID, a.status, to, stage); err != nil {
+	if err := a.r.st.TransitionJob(context.WithoutCancel(a.ctx), a.job.ID, a.r.worker, a.status, to, stage); err != nil {
 		return err
 	}
 	a.status = to
@@ -531,7 +531,7 @@ func (a *attempt) execute() error {
 			return a.end(core.JobFailed, core.CodeOf(err), "store model artifact: "+err.Error())
 		}
 	}
-	if err := r.st.FinishJob(context.WithoutCancel(ctx), j.ID, a.status, metricsJSON, gatesJSON, passed, art, m); err != nil {
+	if err := r.st.FinishJob(context.WithoutCancel(ctx), j.ID, r.worker, a.status, metricsJSON, gatesJSON, passed, art, m); err != nil {
 		if core.CodeOf(err) == core.CodeJobConflict {
 			if stop, serr := a.stopped(ctx); stop {
 				return serr

@@ -31,7 +31,7 @@ func registered(t *testing.T, st *sqlite.Store, dir, id string, gate, twin bool)
 	st.ClaimJob(ctx, id, "w")
 	m := &core.Model{ID: "m-" + id, JobID: id, DatasetID: "ds", LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "mpc_surrogate", TrainerRef: "x",
 		ArtifactKind: model.FormatMean, ArtifactPath: art, ArtifactHash: h, GatePassed: gate, Twin: twin}
-	if err := st.FinishJob(ctx, id, core.JobProvisioning, nil, nil, gate, art, m); err != nil {
+	if err := st.FinishJob(ctx, id, "w", core.JobProvisioning, nil, nil, gate, art, m); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := st.GetModel(ctx, m.ID)

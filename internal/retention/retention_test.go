@@ -114,7 +114,7 @@ func TestRetiredModelArtifactsPruned(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, art, "model.json"), []byte("{}"), 0o644)
 		m := &core.Model{ID: "m" + id, JobID: id, DatasetID: "ds", LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "p", TrainerRef: "x",
 			ArtifactKind: "k", ArtifactPath: art, ArtifactHash: strings.Repeat("c", 64)}
-		if err := st.FinishJob(ctx, id, core.JobProvisioning, nil, nil, false, art, m); err != nil {
+		if err := st.FinishJob(ctx, id, "w", core.JobProvisioning, nil, nil, false, art, m); err != nil {
 			t.Fatal(err)
 		}
 		if stage == core.StageRetired {

@@ -167,7 +167,7 @@ func (s *Store) ClaimJob(ctx context.Context, id, worker string) (core.Job, erro
 	return j, nil
 }
 
-func (s *Store) TransitionJob(ctx context.Context, id string, from, to core.JobStatus, stage string) error {
+func (s *Store) TransitionJob(ctx context.Context, id, worker string, from, to core.JobStatus, stage string) error {
 	if !core.CanTransition(from, to) {
 		return core.FieldErrorf(core.CodeJobConflict, "status", "transition %s → %s is not allowed", from, to)
 	}
@@ -179,13 +179,13 @@ func (s *Store) TransitionJob(ctx context.Context, id string, from, to core.JobS
 	if to.Terminal() {
 		ended = &now
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET status=$1, stage=$2, last_progress_at=$3, ended_at=coalesce($4, ended_at) WHERE id=$5 AND status=$6`,
-		string(to), stage, now, ended, id, string(from))
+	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET status=$1, stage=$2, last_progress_at=$3, ended_at=coalesce($4, ended_at) WHERE id=$5 AND status=$6 AND worker=$7`,
+		string(to), stage, now, ended, id, string(from), worker)
 	if err != nil {
 		return dbErr(err, "transition job")
 	}
 	if tag.RowsAffected() == 0 {
-		return s.jobConflict(ctx, id, fmt.Sprintf("expected %s", from))
+		return s.jobConflict(ctx, id, fmt.Sprintf("expected %s, owned by %s", from, worker))
 	}
 	return nil
 }
@@ -261,7 +261,7 @@ func (s *Store) RequestCancel(ctx context.Context, id string) (core.Job, error) 
 	return s.GetJob(ctx, id)
 }
 
-func (s *Store) FinishJob(ctx context.Context, id string, from core.JobStatus, metrics, gates json.RawMessage, gatePassed bool, artifactsPath string, m *core.Model) error {
+func (s *Store) FinishJob(ctx context.Context, id, worker string, from core.JobStatus, metrics, gates json.RawMessage, gatePassed bool, artifactsPath string, m *core.Model) error {
 	if !core.CanTransition(from, core.JobDone) {
 		return core.FieldErrorf(core.CodeJobConflict, "status", "done cannot be reached from %s", from)
 	}
@@ -274,7 +274,7 @@ func (s *Store) FinishJob(ctx context.Context, id string, from core.JobStatus, m
 			return err
 		}
 		tag, err := tx.Exec(ctx, `UPDATE jobs SET status='done', stage='done', progress=1, metrics_json=$1, gates_json=$2, gate_passed=$3, artifacts_path=$4, model_id=$5,
-			error_code='', error='', ended_at=$6 WHERE id=$7 AND status=$8`, nullRaw(metrics), nullRaw(gates), b2i(gatePassed), artifactsPath, m.ID, time.Now().UnixMilli(), id, string(from))
+			error_code='', error='', ended_at=$6 WHERE id=$7 AND status=$8 AND worker=$9`, nullRaw(metrics), nullRaw(gates), b2i(gatePassed), artifactsPath, m.ID, time.Now().UnixMilli(), id, string(from), worker)
 		if err != nil {
 			return dbErr(err, "finish job")
 		}
@@ -286,7 +286,7 @@ func (s *Store) FinishJob(ctx context.Context, id string, from core.JobStatus, m
 		return dbErr(err, "reference dataset")
 	})
 	if conflict {
-		return s.jobConflict(ctx, id, fmt.Sprintf("expected %s to finish", from))
+		return s.jobConflict(ctx, id, fmt.Sprintf("expected %s, owned by %s, to finish", from, worker))
 	}
 	return err
 }

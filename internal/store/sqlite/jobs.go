@@ -176,7 +176,7 @@ func (s *Store) ClaimJob(ctx context.Context, id, worker string) (core.Job, erro
 	return j, nil
 }
 
-func (s *Store) TransitionJob(ctx context.Context, id string, from, to core.JobStatus, stage string) error {
+func (s *Store) TransitionJob(ctx context.Context, id, worker string, from, to core.JobStatus, stage string) error {
 	if !core.CanTransition(from, to) {
 		return core.FieldErrorf(core.CodeJobConflict, "status", "transition %s → %s is not allowed", from, to)
 	}
@@ -188,13 +188,13 @@ func (s *Store) TransitionJob(ctx context.Context, id string, from, to core.JobS
 	if to.Terminal() {
 		ended = now
 	}
-	res, err := s.exec(ctx, s.w, `UPDATE jobs SET status=?, stage=?, last_progress_at=?, ended_at=coalesce(?, ended_at) WHERE id=? AND status=?`,
-		string(to), stage, now, ended, id, string(from))
+	res, err := s.exec(ctx, s.w, `UPDATE jobs SET status=?, stage=?, last_progress_at=?, ended_at=coalesce(?, ended_at) WHERE id=? AND status=? AND worker=?`,
+		string(to), stage, now, ended, id, string(from), worker)
 	if err != nil {
 		return dbErr(err, "transition job")
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return jobConflict(ctx, s, id, fmt.Sprintf("expected %s", from))
+		return jobConflict(ctx, s, id, fmt.Sprintf("expected %s, owned by %s", from, worker))
 	}
 	return nil
 }
@@ -269,7 +269,7 @@ func (s *Store) RequestCancel(ctx context.Context, id string) (core.Job, error) 
 	return s.getJobW(ctx, id)
 }
 
-func (s *Store) FinishJob(ctx context.Context, id string, from core.JobStatus, metrics, gates json.RawMessage, gatePassed bool, artifactsPath string, m *core.Model) error {
+func (s *Store) FinishJob(ctx context.Context, id, worker string, from core.JobStatus, metrics, gates json.RawMessage, gatePassed bool, artifactsPath string, m *core.Model) error {
 	if !core.CanTransition(from, core.JobDone) {
 		return core.FieldErrorf(core.CodeJobConflict, "status", "done cannot be reached from %s", from)
 	}
@@ -285,7 +285,7 @@ func (s *Store) FinishJob(ctx context.Context, id string, from core.JobStatus, m
 		return err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE jobs SET status='done', stage='done', progress=1, metrics_json=?, gates_json=?, gate_passed=?, artifacts_path=?, model_id=?,
-		error_code='', error='', ended_at=? WHERE id=? AND status=?`, nullRaw(metrics), nullRaw(gates), b2i(gatePassed), artifactsPath, m.ID, time.Now().UnixMilli(), id, string(from))
+		error_code='', error='', ended_at=? WHERE id=? AND status=? AND worker=?`, nullRaw(metrics), nullRaw(gates), b2i(gatePassed), artifactsPath, m.ID, time.Now().UnixMilli(), id, string(from), worker)
 	if err != nil {
 		return dbErr(err, "finish job")
 	}
@@ -293,7 +293,7 @@ func (s *Store) FinishJob(ctx context.Context, id string, from core.JobStatus, m
 		// Release the single writer connection first: jobConflict reads
 		// through it and would otherwise wait forever on this transaction.
 		tx.Rollback()
-		return jobConflict(ctx, s, id, fmt.Sprintf("expected %s to finish", from))
+		return jobConflict(ctx, s, id, fmt.Sprintf("expected %s, owned by %s, to finish", from, worker))
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO dataset_refs(dataset_id, kind, ref_id) VALUES (?, 'model', ?) ON CONFLICT DO NOTHING`, m.DatasetID, m.ID); err != nil {
 		return dbErr(err, "reference dataset")

@@ -53,9 +53,9 @@ func TestJobStateMachineProperty(t *testing.T) {
 			case 0:
 				_, err = s.ClaimJob(ctx, id, "w1")
 			case 1:
-				err = s.TransitionJob(ctx, id, cur.Status, all[rng.IntN(len(all))], "x")
+				err = s.TransitionJob(ctx, id, "w1", cur.Status, all[rng.IntN(len(all))], "x")
 			case 2:
-				err = s.TransitionJob(ctx, id, all[rng.IntN(len(all))], all[rng.IntN(len(all))], "x") // maybe stale from
+				err = s.TransitionJob(ctx, id, "w1", all[rng.IntN(len(all))], all[rng.IntN(len(all))], "x") // maybe stale from
 			case 3:
 				err = s.EndJob(ctx, id, cur.Status, all[rng.IntN(len(all))], "E", "e")
 			case 4:
@@ -63,7 +63,7 @@ func TestJobStateMachineProperty(t *testing.T) {
 			case 5:
 				_, err = s.RequestCancel(ctx, id)
 			case 6:
-				err = s.FinishJob(ctx, id, cur.Status, nil, nil, true, "p", testModel(fmt.Sprintf("m-%d-%d", k, step), id))
+				err = s.FinishJob(ctx, id, "w1", cur.Status, nil, nil, true, "p", testModel(fmt.Sprintf("m-%d-%d", k, step), id))
 			}
 			after, gerr := s.GetJob(ctx, id)
 			if gerr != nil {
@@ -225,9 +225,9 @@ func TestPromotionRace(t *testing.T) {
 		id := fmt.Sprintf("j%d", i)
 		s.CreateJob(ctx, newJob(id), core.JobLimits{})
 		s.ClaimJob(ctx, id, "w")
-		s.TransitionJob(ctx, id, core.JobProvisioning, core.JobTraining, "")
-		s.TransitionJob(ctx, id, core.JobTraining, core.JobEvaluating, "")
-		if err := s.FinishJob(ctx, id, core.JobEvaluating, nil, nil, true, "p", testModel(fmt.Sprintf("m%d", i), id)); err != nil {
+		s.TransitionJob(ctx, id, "w", core.JobProvisioning, core.JobTraining, "")
+		s.TransitionJob(ctx, id, "w", core.JobTraining, core.JobEvaluating, "")
+		if err := s.FinishJob(ctx, id, "w", core.JobEvaluating, nil, nil, true, "p", testModel(fmt.Sprintf("m%d", i), id)); err != nil {
 			t.Fatal(err)
 		}
 	}

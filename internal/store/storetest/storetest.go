@@ -44,6 +44,7 @@ func Run(t *testing.T, h Harness) {
 		{"QueueLimitsAndCancel", testQueueLimits},
 		{"PromotionRace", testPromotionRace},
 		{"StageReportKeepsProgress", testStageReport},
+		{"OnlyTheAttemptsWorkerMovesTheJob", testOwnerOnly},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -667,9 +668,9 @@ func testJobProperty(t *testing.T, h Harness) {
 			case 0:
 				_, err = s.ClaimJob(ctx, id, "w1")
 			case 1:
-				err = s.TransitionJob(ctx, id, cur.Status, all[rng.IntN(len(all))], "x")
+				err = s.TransitionJob(ctx, id, "w1", cur.Status, all[rng.IntN(len(all))], "x")
 			case 2:
-				err = s.TransitionJob(ctx, id, all[rng.IntN(len(all))], all[rng.IntN(len(all))], "x")
+				err = s.TransitionJob(ctx, id, "w1", all[rng.IntN(len(all))], all[rng.IntN(len(all))], "x")
 			case 3:
 				err = s.EndJob(ctx, id, cur.Status, all[rng.IntN(len(all))], "E", "e")
 			case 4:
@@ -677,7 +678,7 @@ func testJobProperty(t *testing.T, h Harness) {
 			case 5:
 				_, err = s.RequestCancel(ctx, id)
 			case 6:
-				err = s.FinishJob(ctx, id, cur.Status, rawJSON(`{"rmse":1}`), nil, true, "p", testModel(fmt.Sprintf("m-%d-%d", k, step), id))
+				err = s.FinishJob(ctx, id, "w1", cur.Status, rawJSON(`{"rmse":1}`), nil, true, "p", testModel(fmt.Sprintf("m-%d-%d", k, step), id))
 			}
 			if err != nil && core.CodeOf(err) == core.CodeInternal {
 				t.Fatalf("op %d: untyped error %v", op, err)
@@ -856,11 +857,11 @@ func testPromotionRace(t *testing.T, h Harness) {
 		if _, err := s.ClaimJob(ctx, id, "w"); err != nil {
 			t.Fatal(err)
 		}
-		must(t, s.TransitionJob(ctx, id, core.JobProvisioning, core.JobTraining, ""))
-		must(t, s.TransitionJob(ctx, id, core.JobTraining, core.JobEvaluating, ""))
-		must(t, s.FinishJob(ctx, id, core.JobEvaluating, nil, nil, true, "p", testModel(fmt.Sprintf("m%d", i), id)))
+		must(t, s.TransitionJob(ctx, id, "w", core.JobProvisioning, core.JobTraining, ""))
+		must(t, s.TransitionJob(ctx, id, "w", core.JobTraining, core.JobEvaluating, ""))
+		must(t, s.FinishJob(ctx, id, "w", core.JobEvaluating, nil, nil, true, "p", testModel(fmt.Sprintf("m%d", i), id)))
 	}
-	wantCode(t, "finish twice", s.FinishJob(ctx, "j0", core.JobEvaluating, nil, nil, true, "p", testModel("mx", "j0")), core.CodeJobConflict)
+	wantCode(t, "finish twice", s.FinishJob(ctx, "j0", "w", core.JobEvaluating, nil, nil, true, "p", testModel("mx", "j0")), core.CodeJobConflict)
 	if _, err := s.GetModel(ctx, "mx"); core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("failed finish registered its model: %v", err)
 	}
@@ -922,5 +923,35 @@ func testStageReport(t *testing.T, h Harness) {
 	must(t, s.ReportProgress(ctx, "j", "w", 7, ""))
 	if j, _ := s.GetJob(ctx, "j"); j.Progress != 1 || j.Stage != "fitting" {
 		t.Fatalf("clamped progress %v stage %q", j.Progress, j.Stage)
+	}
+}
+
+// testOwnerOnly: after a job was taken over (requeued as a lost worker's
+// and claimed by another worker), the old worker can neither move nor
+// finish it; the new one can. No model of the old attempt is registered.
+func testOwnerOnly(t *testing.T, h Harness) {
+	s := h.New(t)
+	ctx := context.Background()
+	seedDataset(t, s, "ds")
+	must(t, s.CreateJob(ctx, newJob("j"), core.JobLimits{}))
+	if _, err := s.ClaimJob(ctx, "j", "old"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.TransitionJob(ctx, "j", "old", core.JobProvisioning, core.JobTraining, ""))
+	must(t, s.RequeueJob(ctx, "j", core.JobTraining, core.CodeWorkerLost, "judged lost"))
+	if _, err := s.ClaimJob(ctx, "j", "new"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.TransitionJob(ctx, "j", "new", core.JobProvisioning, core.JobTraining, ""))
+	wantCode(t, "old worker transition", s.TransitionJob(ctx, "j", "old", core.JobTraining, core.JobEvaluating, ""), core.CodeJobConflict)
+	must(t, s.TransitionJob(ctx, "j", "new", core.JobTraining, core.JobEvaluating, ""))
+	wantCode(t, "old worker finish", s.FinishJob(ctx, "j", "old", core.JobEvaluating, nil, nil, true, "p", testModel("m-old", "j")), core.CodeJobConflict)
+	if _, err := s.GetModel(ctx, "m-old"); core.CodeOf(err) != core.CodeNotFound {
+		t.Fatalf("the old attempt's model was registered: %v", err)
+	}
+	must(t, s.FinishJob(ctx, "j", "new", core.JobEvaluating, nil, nil, true, "p", testModel("m-new", "j")))
+	j, _ := s.GetJob(ctx, "j")
+	if j.Status != core.JobDone || j.ModelID != "m-new" || j.Worker != "new" || j.Attempt != 2 {
+		t.Fatalf("job %s model %s worker %s attempt %d", j.Status, j.ModelID, j.Worker, j.Attempt)
 	}
 }

@@ -74,9 +74,9 @@ func seedModel(t *testing.T, s store.Store) {
 	if _, err := s.ClaimJob(ctx, "job-1", "worker"); err != nil {
 		t.Fatal(err)
 	}
-	must(s.TransitionJob(ctx, "job-1", core.JobProvisioning, core.JobTraining, ""))
-	must(s.TransitionJob(ctx, "job-1", core.JobTraining, core.JobEvaluating, ""))
-	must(s.FinishJob(ctx, "job-1", core.JobEvaluating, nil, nil, true, "models/hybrid-1", &core.Model{ID: "hybrid-1", JobID: "job-1", DatasetID: "ds",
+	must(s.TransitionJob(ctx, "job-1", "worker", core.JobProvisioning, core.JobTraining, ""))
+	must(s.TransitionJob(ctx, "job-1", "worker", core.JobTraining, core.JobEvaluating, ""))
+	must(s.FinishJob(ctx, "job-1", "worker", core.JobEvaluating, nil, nil, true, "models/hybrid-1", &core.Model{ID: "hybrid-1", JobID: "job-1", DatasetID: "ds",
 		LineID: twLine, ProductID: "P", RecipeID: "R", Purpose: "mpc_surrogate", TrainerRef: "hybrid_residual@1",
 		ArtifactKind: "aml.hybrid/1", ArtifactPath: "models/hybrid-1", ArtifactHash: strings.Repeat("c", 64), GatePassed: true}))
 	if m, err := s.GetModel(ctx, "hybrid-1"); err != nil || m.Stage != core.StageCandidate || m.ArtifactHash != strings.Repeat("c", 64) {
