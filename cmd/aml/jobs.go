@@ -593,4 +593,3 @@ func printModels(w io.Writer, ms []core.Model) {
 }
 
 func printMoved(w io.Writer, m core.Model) { fmt.Fprintf(w, "model %s is now %s\n", m.ID, m.Stage) }
-

@@ -535,7 +535,6 @@ func (s *Store) Latest(ctx context.Context, nodes []string, f core.ContextFilter
 	return out, nil
 }
 
-
 // Buckets implements core.TimeSeries.
 func (s *Store) Buckets(ctx context.Context, q core.BucketQuery) ([]core.Bucket, error) {
 	if err := q.Check(); err != nil {
