@@ -3,14 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,47 +20,15 @@ import (
 	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/postgres"
+	"github.com/aml-project/aml/internal/store/postgres/pgtest"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
-	"github.com/jackc/pgx/v5"
 )
 
 // pgURL returns a URL on an empty schema of the AML_TEST_PG server
 // (.ci/run starts a throwaway PostgreSQL 15 and sets it), dropped at the
 // end. Skipped only without a server outside CI.
-func pgURL(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("AML_TEST_PG")
-	if base == "" && os.Getenv("CI") != "" {
-		t.Fatal("AML_TEST_PG is not set in CI: .ci/run must start PostgreSQL")
-	}
-	if base == "" {
-		t.Skip("AML_TEST_PG is not set: PostgreSQL CLI tests need a server (.ci/pg.sh start DIR)")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "c_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if c, err := pgx.Connect(context.Background(), base); err == nil {
-			c.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
-			c.Close(context.Background())
-		}
-	})
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func pgURL(t *testing.T) string { return pgtest.Schema(t) }
 
 // buildDataset simulates a line and builds the jobs test dataset in data
 // directory d on the back-end chosen by extra args (--db URL or nothing).
@@ -181,20 +146,27 @@ func startWorker(t *testing.T, bin, db string) *worker {
 		}
 		io.Copy(io.Discard, stderr)
 	}()
+	stopOnCleanup(t, cmd)
+	return w
+}
+
+// stopOnCleanup ends a test's child process when the test ends: SIGTERM,
+// then SIGKILL after 20 s (a process the test already reaped is left).
+func stopOnCleanup(t *testing.T, cmd *exec.Cmd) {
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				<-done
-			}
+		if cmd.ProcessState != nil {
+			return
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
 		}
 	})
-	return w
 }
 
 func (w *worker) ident(t *testing.T) string {
@@ -221,17 +193,7 @@ func startServe(t *testing.T, bin, db, dataDir string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	stopOnCleanup(t, cmd)
 	sc := bufio.NewScanner(stderr)
 	var base string
 	var said []string
