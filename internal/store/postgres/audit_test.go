@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/store/sqldb"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestAuditLogNoTruncate: TRUNCATE skips row triggers, so the audit log
@@ -26,5 +28,21 @@ func TestAuditLogNoTruncate(t *testing.T) {
 	res, err := l.Verify(ctx)
 	if err != nil || !res.OK || res.Entries != 3 {
 		t.Fatalf("after refused TRUNCATE: %+v %v", res, err)
+	}
+}
+
+// TestLocationRedacted: Location names the database and its schema, never
+// the password.
+func TestLocationRedacted(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig("postgres://alice:s3cret@db.example:6543/plant?sslmode=disable&search_path=line7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := redact(cfg), "postgres://alice@db.example:6543/plant?search_path=line7"; got != want {
+		t.Fatalf("redact = %q, want %q", got, want)
+	}
+	s, u := openTest(t)
+	if strings.Contains(s.Location(), "password") || !strings.Contains(s.Location(), "search_path=") || !strings.Contains(u, "search_path=") {
+		t.Fatalf("Location %q for %q", s.Location(), u)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 
 	"github.com/aml-project/aml/internal/artifact"
@@ -98,8 +99,14 @@ func OpenWith(ctx context.Context, url string, opt Options) (*Store, error) {
 	return s, nil
 }
 
+// redact names the database without its password; a schema chosen with
+// search_path is kept (it says which plant's tables these are).
 func redact(cfg *pgxpool.Config) string {
-	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	u := fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	if sp := cfg.ConnConfig.RuntimeParams["search_path"]; sp != "" {
+		u += "?search_path=" + url.QueryEscape(sp)
+	}
+	return u
 }
 
 // Close closes the pool.
