@@ -43,7 +43,7 @@
 // EMQX: max_mqueue_len). The connector cannot see that loss. Size that
 // queue above the largest burst the publishers can produce beyond the
 // connector's rate: one publisher sending 20,000 messages as fast as it
-// can (about 70,000/s) left up to 14,000 unacknowledged for the
+// can (about 70,000/s) left up to 17,500 unacknowledged for the
 // connector in TestMQTTBurstStoredExactly, and with mochi's defaults
 // the broker dropped 4,000 to 7,000 of them — even a connector whose
 // handler did nothing left 1,900 to 4,000 dropped.
