@@ -3,58 +3,26 @@ package artifact
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
-	"github.com/jackc/pgx/v5"
+	"github.com/aml-project/aml/internal/store/postgres/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// pgPool gives the test a pool on an empty schema of AML_TEST_PG (.ci/run
-// starts a throwaway server); without a server the PostgreSQL cases skip
-// outside CI and fail in CI.
+// pgPool gives the test a pool on an empty schema of AML_TEST_PG
+// (pgtest: skipped without a server outside CI, failed in CI). The pool
+// closes before the schema is dropped (cleanups run last-in first-out).
 func pgPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	base := os.Getenv("AML_TEST_PG")
-	if base == "" && os.Getenv("CI") != "" {
-		t.Fatal("AML_TEST_PG is not set in CI")
-	}
-	if base == "" {
-		t.Skip("AML_TEST_PG is not set: PostgreSQL artifact tests need a server (.ci/pg.sh start DIR)")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
+	pool, err := pgxpool.New(context.Background(), pgtest.Schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "a_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		t.Fatal(err)
-	}
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	pool, err := pgxpool.New(ctx, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Close()
-		if c, err := pgx.Connect(context.Background(), base); err == nil {
-			c.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
-			c.Close(context.Background())
-		}
-	})
+	t.Cleanup(pool.Close)
 	return pool
 }
 
