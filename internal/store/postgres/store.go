@@ -10,6 +10,7 @@ import (
 
 	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/keycache"
 	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/jackc/pgx/v5"
@@ -37,10 +38,10 @@ type Store struct {
 	// table (false for a TimescaleDB hypertable).
 	partitioned bool
 
-	mu    sync.RWMutex
-	nodes map[string]int64 // node id → pk
-	ctxs  map[core.ContextFilter]int64
-	parts map[int64]bool // month start (ms) → partition exists
+	mu    sync.RWMutex                        // guards parts
+	nodes *keycache.Cache[string]             // node id → pk
+	ctxs  *keycache.Cache[core.ContextFilter] // interned sample context → pk
+	parts map[int64]bool                      // month start (ms) → partition exists
 }
 
 var _ core.Store = (*Store)(nil)
@@ -85,7 +86,7 @@ func OpenWith(ctx context.Context, url string, opt Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	s := &Store{location: redact(cfg), pool: pool, nodes: map[string]int64{}, ctxs: map[core.ContextFilter]int64{}, parts: map[int64]bool{}}
+	s := &Store{location: redact(cfg), pool: pool, nodes: keycache.New[string](), ctxs: keycache.New[core.ContextFilter](), parts: map[int64]bool{}}
 	db := stdlib.OpenDBFromPool(pool)
 	s.sql = sqldb.New(db, db, &Dialect)
 	s.Store = twinstore.New(s.sql)

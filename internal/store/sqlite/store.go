@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/keycache"
 	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"modernc.org/sqlite"
@@ -34,9 +34,8 @@ type Store struct {
 
 	sql *sqldb.DB // w and r for the stores shared with PostgreSQL
 
-	mu    sync.RWMutex
-	nodes map[string]int64 // node id → pk
-	ctxs  map[core.ContextFilter]int64
+	nodes *keycache.Cache[string]             // node id → pk
+	ctxs  *keycache.Cache[core.ContextFilter] // interned sample context → pk
 }
 
 var _ core.Store = (*Store)(nil)
@@ -98,7 +97,7 @@ func OpenWith(dir string, opt Options) (*Store, error) {
 		return nil, core.Wrap(core.CodeStoreUnavailable, err, "open %s", path)
 	}
 	r.SetMaxOpenConns(4)
-	st := &Store{path: path, w: w, r: r, nodes: map[string]int64{}, ctxs: map[core.ContextFilter]int64{}}
+	st := &Store{path: path, w: w, r: r, nodes: keycache.New[string](), ctxs: keycache.New[core.ContextFilter]()}
 	st.sql = sqldb.New(w, r, &Dialect)
 	st.Store = twinstore.New(st.sql)
 	return st, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/keycache"
 )
 
 // rowsPerStmt is how many samples one prepared INSERT carries. 100 rows ×
@@ -36,15 +37,15 @@ const (
 type span struct{ lo, hi int64 }
 
 type ingestTx struct {
-	s        *Store
-	ctx      context.Context
-	tx       *sql.Tx
-	stmtN    *sql.Stmt
-	stmt1    *sql.Stmt
-	newNodes map[string]int64
-	newCtxs  map[core.ContextFilter]int64
-	spans    map[int64]span
-	args     []any
+	s     *Store
+	ctx   context.Context
+	tx    *sql.Tx
+	stmtN *sql.Stmt
+	stmt1 *sql.Stmt
+	nodes *keycache.Tx[string]
+	ctxs  *keycache.Tx[core.ContextFilter]
+	spans map[int64]span
+	args  []any
 }
 
 // Ingest implements core.TimeSeries.
@@ -53,7 +54,7 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 	if err != nil {
 		return dbErr(err, "begin ingest")
 	}
-	it := &ingestTx{s: s, ctx: ctx, tx: tx, newNodes: map[string]int64{}, newCtxs: map[core.ContextFilter]int64{}, spans: map[int64]span{}}
+	it := &ingestTx{s: s, ctx: ctx, tx: tx, nodes: s.nodes.Begin(), ctxs: s.ctxs.Begin(), spans: map[int64]span{}}
 	defer func() {
 		if it.stmtN != nil {
 			it.stmtN.Close()
@@ -75,14 +76,8 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 	}
 	// Only now are the new keys real; a rolled-back transaction must not
 	// leave them in the caches.
-	s.mu.Lock()
-	for k, v := range it.newNodes {
-		s.nodes[k] = v
-	}
-	for k, v := range it.newCtxs {
-		s.ctxs[k] = v
-	}
-	s.mu.Unlock()
+	it.nodes.Commit()
+	it.ctxs.Commit()
 	return nil
 }
 
@@ -101,31 +96,20 @@ func (s *Store) WriteSamples(ctx context.Context, samples []core.Sample) (core.W
 }
 
 func (it *ingestTx) nodePK(n core.Node) (int64, bool, error) {
-	it.s.mu.RLock()
-	pk, ok := it.s.nodes[n.ID]
-	it.s.mu.RUnlock()
-	if ok {
-		return pk, false, nil
-	}
-	if pk, ok := it.newNodes[n.ID]; ok {
+	if pk, ok := it.nodes.Get(n.ID); ok {
 		return pk, false, nil
 	}
 	pk, created, err := ensureNode(it.ctx, it.tx, n)
 	if err != nil {
 		return 0, false, err
 	}
-	it.newNodes[n.ID] = pk
+	it.nodes.Add(n.ID, pk)
 	return pk, created, nil
 }
 
 func (it *ingestTx) ctxPK(c core.ContextFilter) (int64, error) {
-	it.s.mu.RLock()
-	pk, ok := it.s.ctxs[c]
-	it.s.mu.RUnlock()
+	pk, ok := it.ctxs.Get(c)
 	if ok {
-		return pk, nil
-	}
-	if pk, ok := it.newCtxs[c]; ok {
 		return pk, nil
 	}
 	if _, err := it.tx.ExecContext(it.ctx, `INSERT INTO sample_ctx(line, product, recipe, run) VALUES (?,?,?,?) ON CONFLICT DO NOTHING`,
@@ -136,7 +120,7 @@ func (it *ingestTx) ctxPK(c core.ContextFilter) (int64, error) {
 		c.Line, c.Product, c.Recipe, c.Run).Scan(&pk); err != nil {
 		return 0, dbErr(err, "intern sample context")
 	}
-	it.newCtxs[c] = pk
+	it.ctxs.Add(c, pk)
 	return pk, nil
 }
 
@@ -337,9 +321,7 @@ func (sel ctxSel) where(args []any, from, to *int64) (string, []any) {
 }
 
 func (s *Store) lookupNode(ctx context.Context, id string) (int64, error) {
-	s.mu.RLock()
-	pk, ok := s.nodes[id]
-	s.mu.RUnlock()
+	pk, ok := s.nodes.Get(id)
 	if ok {
 		return pk, nil
 	}
@@ -350,9 +332,7 @@ func (s *Store) lookupNode(ctx context.Context, id string) (int64, error) {
 	if err != nil {
 		return 0, dbErr(err, "read node")
 	}
-	s.mu.Lock()
-	s.nodes[id] = pk
-	s.mu.Unlock()
+	s.nodes.Put(id, pk)
 	return pk, nil
 }
 
