@@ -24,6 +24,17 @@ import (
 
 // certKey loads the server's certificate signing key from the data
 // directory (created at first use).
+// certStore is the store and the checked signing key, what every
+// certificate command needs.
+func (a *app) certStore() (store.Store, *cert.KeyPair, error) {
+	k, err := a.certKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := a.openStore() // opened (and cached) by certKey
+	return s, k, err
+}
+
 // certKey loads (creating at first use) the data directory's signing key
 // and checks it is the deployment's (registering it in the database when
 // none is): processes sharing a PostgreSQL database on several machines
@@ -107,11 +118,7 @@ func newCertCmd(a *app) *cobra.Command {
 					return usagef("--status: %q is not ISSUED, APPROVED, EXECUTED, EXPIRED or REVOKED", lStatus)
 				}
 			}
-			k, err := a.certKey()
-			if err != nil {
-				return err
-			}
-			s, err := a.openStore()
+			s, k, err := a.certStore()
 			if err != nil {
 				return err
 			}
@@ -134,11 +141,7 @@ func newCertCmd(a *app) *cobra.Command {
 		Short: "Show a certificate (verified with the server key; AML_CERT_INVALID when tampered)",
 		Args:  argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := a.certKey()
-			if err != nil {
-				return err
-			}
-			s, err := a.openStore()
+			s, k, err := a.certStore()
 			if err != nil {
 				return err
 			}
@@ -168,11 +171,7 @@ approve the certificate. It expires after --ttl (at most 24h).`,
 			if err := certRequireAs(cmd, iAs); err != nil {
 				return err
 			}
-			k, err := a.certKey()
-			if err != nil {
-				return err
-			}
-			s, err := a.openStore()
+			s, k, err := a.certStore()
 			if err != nil {
 				return err
 			}
@@ -234,11 +233,7 @@ approver, and the whole audit log verifies (aml audit verify). Any failure
 exits 1 with AML_CERT_INVALID naming the check.`,
 		Args: argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := a.certKey()
-			if err != nil {
-				return err
-			}
-			s, err := a.openStore()
+			s, k, err := a.certStore()
 			if err != nil {
 				return err
 			}
@@ -279,11 +274,7 @@ certificate's remaining moves.`,
 			if err := certRequireAs(cmd, exAs); err != nil {
 				return err
 			}
-			k, err := a.certKey()
-			if err != nil {
-				return err
-			}
-			s, err := a.openStore()
+			s, k, err := a.certStore()
 			if err != nil {
 				return err
 			}
@@ -330,11 +321,7 @@ certificate's remaining moves.`,
 
 // certTransition runs one lifecycle step and prints the certificate.
 func (a *app) certTransition(cmd *cobra.Command, id string, step func(store.Store, *cert.KeyPair) (*twinstore.CertRecord, error)) error {
-	k, err := a.certKey()
-	if err != nil {
-		return err
-	}
-	s, err := a.openStore()
+	s, k, err := a.certStore()
 	if err != nil {
 		return err
 	}
