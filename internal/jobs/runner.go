@@ -51,6 +51,11 @@ type Options struct {
 	// the store's own (artifact.For: PostgreSQL's), or for SQLite none —
 	// the files in DataDir are the truth.
 	Artifacts artifact.Store
+	// Now is the clock that stamps a registered model's creation time —
+	// the instant shadow evidence and recalibration compare run ends
+	// against. Nil: time.Now. Tests inject a fixed clock so that simulated
+	// runs at fixed times fall before or after the model as they intend.
+	Now func() time.Time
 }
 
 // Runner executes jobs. One per worker process.
@@ -85,6 +90,9 @@ func NewRunner(st Store, opt Options) *Runner {
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
 	}
 	host, _ := os.Hostname()
 	var b [3]byte
@@ -682,7 +690,8 @@ func (a *attempt) evaluate(d core.Dataset, b *dataset.Bundle, art string) (*core
 	m := &core.Model{ID: "model-" + strings.TrimPrefix(a.job.ID, "job-") + "-" + hex.EncodeToString(rb[:]), JobID: a.job.ID, DatasetID: d.ID,
 		LineID: d.LineID, ProductID: d.ProductID, RecipeID: d.RecipeID, Purpose: d.Purpose, TrainerRef: a.job.TrainerRef,
 		ArtifactKind: p.Format(), SchemaVersion: 1, ModelInterface: interfaceOf(d.Purpose), ArtifactPath: relTo(a.r.opt.DataDir, art),
-		ArtifactHash: hash, LineageVerified: d.LineageVerified, GatePassed: gates.Passed, Metrics: mj, Gates: gj}
+		ArtifactHash: hash, LineageVerified: d.LineageVerified, GatePassed: gates.Passed, Metrics: mj, Gates: gj,
+		CreatedAt: a.r.opt.Now().UTC()}
 	return m, mj, gj, gates.Passed, nil
 }
 
