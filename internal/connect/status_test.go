@@ -101,11 +101,15 @@ type fakeConn struct {
 func (f *fakeConn) set(fn func(*Status)) { f.mu.Lock(); fn(&f.s); f.mu.Unlock() }
 func (f *fakeConn) get() Status          { f.mu.Lock(); defer f.mu.Unlock(); return f.s }
 
+// reporterClock stamps the reporter's rows and is the "now" they are
+// listed at: never stale, whatever the wall clock says.
+var reporterClock = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
 func waitRow(t *testing.T, st *StatusStore, what string, cond func(Status) bool) Status {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, err := st.List(context.Background(), "l1", time.Now())
+		got, err := st.List(context.Background(), "l1", reporterClock)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +129,8 @@ func waitRow(t *testing.T, st *StatusStore, what string, cond func(Status) bool)
 func TestReporterWritesStateChanges(t *testing.T) {
 	st := statusStore(t)
 	fc := &fakeConn{s: Status{State: StateConnecting}}
-	r, err := NewReporter(st, ReporterOptions{ID: "opcua:opc.tcp://x:1", Line: "l1", Kind: KindOPCUA, Endpoint: "opc.tcp://x:1", Interval: time.Hour, Sample: fc.get})
+	r, err := NewReporter(st, ReporterOptions{ID: "opcua:opc.tcp://x:1", Line: "l1", Kind: KindOPCUA, Endpoint: "opc.tcp://x:1", Interval: time.Hour, Sample: fc.get,
+		Now: func() time.Time { return reporterClock }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -383,7 +383,10 @@ func TestStdioAgent(t *testing.T) {
 			t.Errorf("agent may %s: %v", a, err)
 		}
 	}
-	if _, err := d.Store.ApproveCertificate(ctx, id, "agent-7", d.Key.Public, time.Now()); err == nil {
+	// Approvals a minute after issue: the certificate's own clock (the aml
+	// mcp process stamped it), well inside its validity.
+	at := got.Cert.IssuedAt.Add(time.Minute)
+	if _, err := d.Store.ApproveCertificate(ctx, id, "agent-7", d.Key.Public, at); err == nil {
 		t.Fatal("the requesting agent approved its own certificate")
 	} else {
 		t.Logf("approval by the requester refused: %v", err)
@@ -392,7 +395,7 @@ func TestStdioAgent(t *testing.T) {
 		t.Fatalf("status after the refused approval: %s", got.Cert.Status)
 	}
 	// A person with the approver role can: the certificate was real.
-	if r, err := d.Store.ApproveCertificate(ctx, id, "person-approver", d.Key.Public, time.Now()); err != nil || r.Cert.Status != contract.CertApproved {
+	if r, err := d.Store.ApproveCertificate(ctx, id, "person-approver", d.Key.Public, at); err != nil || r.Cert.Status != contract.CertApproved {
 		t.Fatalf("approval by a person: %v", err)
 	}
 }

@@ -13,6 +13,10 @@ import (
 	"github.com/aml-project/aml/internal/store/sqlite"
 )
 
+// testNow is the clock of every retention run here: the policy compares
+// ages against it, never against the wall clock.
+var testNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
 // TestReachesTheOldest creates more old items than any page, plus new
 // ones, and checks that every old eligible item is collected and nothing
 // else.
@@ -24,7 +28,7 @@ func TestReachesTheOldest(t *testing.T) {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	now := time.Now()
+	now := testNow
 	old := now.Add(-90 * 24 * time.Hour)
 	mkDataset := func(id string, at time.Time) {
 		os.MkdirAll(filepath.Join(dir, "datasets", id), 0o755)
@@ -120,13 +124,13 @@ func TestRetiredModelArtifactsPruned(t *testing.T) {
 		if stage == core.StageRetired {
 			st.MoveModelStage(ctx, m.ID, core.StageCandidate, core.StageRetired, "t", "")
 		}
-		at := time.Now().Add(-100 * 24 * time.Hour)
+		at := testNow.Add(-100 * 24 * time.Hour)
 		if i == 1 {
-			at = time.Now() // retired just now: kept
+			at = testNow // retired just now: kept
 		}
 		st.DB().Exec(`UPDATE models SET stage_changed_at=? WHERE id=?`, at.UnixMilli(), m.ID)
 	}
-	rep, err := Run(ctx, st, dir, Policy{ModelAge: 30 * 24 * time.Hour}, time.Now())
+	rep, err := Run(ctx, st, dir, Policy{ModelAge: 30 * 24 * time.Hour}, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}

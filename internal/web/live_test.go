@@ -12,6 +12,7 @@ import (
 
 	"github.com/aml-project/aml/internal/connect"
 	"github.com/aml-project/aml/internal/connect/opcua"
+	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/sim/opcuasrv"
 	"github.com/chromedp/chromedp"
 )
@@ -24,12 +25,13 @@ const liveLineID = "line-live-ui"
 // and runs the OPC UA connector into the fixture's store with its status
 // reporter, as aml connect opcua does. It returns the connector's id.
 //
-// Each call's line clock starts a day after the previous one's: a node
-// holds one value per instant, and two simulated servers started in the
-// same second would stamp the same instants.
+// The line clock starts at a fixed instant (sim.DefaultStartMs), each
+// call's a day after the previous one's: a node holds one value per
+// instant, and two simulated servers on one clock would stamp the same
+// instants.
 func startLiveLine(t *testing.T, f *fixture, firstRun int) (string, *opcua.Connector) {
 	t.Helper()
-	srv, err := opcuasrv.Start(context.Background(), opcuasrv.Options{Addr: "127.0.0.1:0", Speed: 40, StartMs: time.Now().Truncate(time.Second).Add(time.Duration(firstRun-9000) * 24 * time.Hour).UnixMilli(), RecipeID: "recipe-live-ui", FirstRun: firstRun})
+	srv, err := opcuasrv.Start(context.Background(), opcuasrv.Options{Addr: "127.0.0.1:0", Speed: 40, StartMs: sim.DefaultStartMs + int64(firstRun-9000)*86_400_000, RecipeID: "recipe-live-ui", FirstRun: firstRun})
 	if err != nil {
 		t.Fatal(err)
 	}

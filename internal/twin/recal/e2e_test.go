@@ -22,8 +22,10 @@ import (
 )
 
 // End to end on a real store: a cheap hybrid model trained on 12
-// simulated runs, 3 more runs written afterwards (they start at the wall
-// clock, so they end after the model). The scheduler measures the signals
+// simulated runs, 3 more runs written afterwards (the runner's injected
+// clock registers the model between the two batches, so they end after
+// it). Every time is fixed: the simulated start, the model clock, the
+// signal and request clocks. The scheduler measures the signals
 // itself, queues one request (a second is refused), and the worker step
 // rebuilds the dataset with the new runs, retrains with the same trainer
 // and params, registers the result as a candidate and starts the cooldown
@@ -60,7 +62,7 @@ func signalsRequestAndRunNext(t *testing.T, st store.Store, dir string) {
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed = 15, 3
 	cfg.RunDuration = 20 * time.Minute
-	cfg.StartMs = time.Now().UnixMilli()
+	cfg.StartMs = sim.DefaultStartMs
 	out, err := sim.GenerateInjection(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +85,11 @@ func signalsRequestAndRunNext(t *testing.T, st store.Store, dir string) {
 		t.Fatal(err)
 	}
 	phys, _ := filepath.Abs("../../../examples/physics/injection.aml")
-	runner := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New()})
+	made := time.UnixMilli(*first.Runs[11].Run.EndedMs + 60_000)
+	now := time.UnixMilli(*out.Runs[14].Run.EndedMs + 60_000) // after every run
+	runner := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New(),
+		Now: func() time.Time { return made }})
+	sigOpts := SignalOptions{Now: func() time.Time { return now }}
 	params := `{"physics":"` + phys + `","mapping":{"outputs":{"weight":"part_weight"}},"ensemble":2,"epochs":15,"starts":2}`
 	j, err := runner.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1, Params: json.RawMessage(params)})
 	if err != nil {
@@ -99,21 +105,21 @@ func signalsRequestAndRunNext(t *testing.T, st store.Store, dir string) {
 	modelID := j.ModelID
 
 	// Before the new runs: nothing to recalibrate.
-	s0, err := ComputeSignals(ctx, st, dir, modelID, "scene-inj", SignalOptions{})
+	s0, err := ComputeSignals(ctx, st, dir, modelID, "scene-inj", sigOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s0.NewRuns != 0 || s0.NewRows != 0 || s0.DriftScore != nil || s0.ErrorScore != nil {
 		t.Fatalf("signals before new runs: %+v", s0)
 	}
-	if d, _ := Request(ctx, st, *s0, DefaultPolicy(), "ann"); d.Accepted || d.Reason != ReasonThresholdNotMet {
+	if d, _ := RequestAt(ctx, st, *s0, DefaultPolicy(), "ann", now); d.Accepted || d.Reason != ReasonThresholdNotMet {
 		t.Fatalf("decision before new runs: %+v", d)
 	}
 
 	if _, err := later.Write(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}
-	s1, err := ComputeSignals(ctx, st, dir, modelID, "scene-inj", SignalOptions{})
+	s1, err := ComputeSignals(ctx, st, dir, modelID, "scene-inj", sigOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +138,11 @@ func signalsRequestAndRunNext(t *testing.T, st store.Store, dir string) {
 		t.Fatalf("signals stored %d shadow rows, want 3", len(rows))
 	}
 
-	d1, err := Request(ctx, st, *s1, DefaultPolicy(), "ann")
+	d1, err := RequestAt(ctx, st, *s1, DefaultPolicy(), "ann", now)
 	if err != nil || !d1.Accepted || !slices.Contains(d1.Triggers, "newRuns") {
 		t.Fatalf("request: %+v %v", d1, err)
 	}
-	if d2, _ := Request(ctx, st, *s1, DefaultPolicy(), "bob"); d2.Accepted || d2.Reason != ReasonActiveOrCooldown || d2.RequestID != d1.RequestID {
+	if d2, _ := RequestAt(ctx, st, *s1, DefaultPolicy(), "bob", now); d2.Accepted || d2.Reason != ReasonActiveOrCooldown || d2.RequestID != d1.RequestID {
 		t.Fatalf("second request: %+v", d2)
 	}
 
