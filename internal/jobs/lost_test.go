@@ -17,7 +17,8 @@ import (
 func TestWorkerLost(t *testing.T) {
 	host, _ := os.Hostname()
 	self := fmt.Sprintf("%s/%d/aaaaaa", host, os.Getpid())
-	fresh, stale := time.Now(), time.Now().Add(-time.Hour)
+	now := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
+	fresh, stale := now.Add(-time.Second), now.Add(-time.Hour)
 	// A pid that is not running: the largest pid the kernel would hand out
 	// is far below this.
 	dead := fmt.Sprintf("%s/%d/bbbbbb", host, 1<<30)
@@ -39,7 +40,7 @@ func TestWorkerLost(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			j := core.Job{Worker: c.worker, HeartbeatAt: c.hb}
-			if got := workerLost(j, self, host, time.Minute); got != c.lost {
+			if got := workerLost(j, self, host, time.Minute, now); got != c.lost {
 				t.Fatalf("workerLost(%s) = %v, want %v", c.worker, got, c.lost)
 			}
 		})

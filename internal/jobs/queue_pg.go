@@ -212,7 +212,7 @@ func (r *Runner) rescue(ctx context.Context, id string, try int, staleAfter time
 		return 0, nil // a later try has its own dispatch
 	case j.RetryCount != try:
 		return 0, nil // a later try is running; its dispatch watches it
-	case !workerLost(j, r.worker, host, staleAfter):
+	case !workerLost(j, r.worker, host, staleAfter, time.Now()):
 		return staleAfter, nil
 	}
 	st := r.recoverJob(ctx, j)

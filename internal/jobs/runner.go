@@ -792,13 +792,16 @@ func (r *Runner) WatchLost(ctx context.Context, every, staleAfter time.Duration)
 // count as lost.
 func (r *Runner) Recover(ctx context.Context, staleAfter time.Duration) (requeued, interrupted int, err error) {
 	host, _ := os.Hostname()
+	// Heartbeats are stamped by the store's clock (the wall clock), so
+	// their age is measured against it.
+	now := time.Now()
 	for _, st := range []core.JobStatus{core.JobProvisioning, core.JobTraining, core.JobEvaluating} {
 		jobs, err := r.st.ListJobs(ctx, core.JobFilter{Status: st, Limit: 100_000})
 		if err != nil {
 			return requeued, interrupted, err
 		}
 		for _, j := range jobs {
-			if !workerLost(j, r.worker, host, staleAfter) {
+			if !workerLost(j, r.worker, host, staleAfter, now) {
 				continue
 			}
 			switch r.recoverJob(ctx, j) {
@@ -837,10 +840,10 @@ func (r *Runner) recoverJob(ctx context.Context, j core.Job) core.JobStatus {
 
 // workerLost: the worker runs on this host and its pid is dead (or it is
 // this very process from an earlier life: same pid, another identity), or
-// its heartbeat is stale. self is this runner's identity: a job it runs is
+// its heartbeat is older than staleAfter at now. self is this runner's identity: a job it runs is
 // never lost, whatever asks (a River retry dispatch of a long job may land
 // on the very worker that is still training it).
-func workerLost(j core.Job, self, host string, staleAfter time.Duration) bool {
+func workerLost(j core.Job, self, host string, staleAfter time.Duration, now time.Time) bool {
 	if j.Worker == self {
 		return false
 	}
@@ -851,7 +854,7 @@ func workerLost(j core.Job, self, host string, staleAfter time.Duration) bool {
 			return true
 		}
 	}
-	return j.HeartbeatAt == nil || time.Since(*j.HeartbeatAt) > staleAfter
+	return j.HeartbeatAt == nil || now.Sub(*j.HeartbeatAt) > staleAfter
 }
 
 // killOrphan kills the process group of a trainer whose worker died.
