@@ -26,11 +26,7 @@ import (
 // write by the approver (written and read back), verification, and an SSE
 // client seeing every certificate.status change.
 func TestRemoteCertificateFlow(t *testing.T) {
-	dir := t.TempDir()
-	out, errs, code := aml(t, "demo", "--data", dir, "--json")
-	if code != 0 {
-		t.Fatalf("demo: %d %s", code, errs)
-	}
+	dir, out := sharedDemo(t)
 	var demo struct {
 		ModelID    string    `json:"modelId"`
 		SnapshotID string    `json:"snapshotId"`
@@ -173,7 +169,7 @@ func TestRemoteCertificateFlow(t *testing.T) {
 	want(st, b, 403, core.CodeForbidden, nil)
 	st, b = call("agent", "POST", "/certificates/"+id+"/approve", nil)
 	want(st, b, 403, core.CodeForbidden, nil)
-	_, errs, code = srv.as(t, "agent", "cert", "approve", id)
+	_, errs, code := srv.as(t, "agent", "cert", "approve", id)
 	if code != 1 || !strings.Contains(errs, "error: AML_FORBIDDEN:") {
 		t.Fatalf("agent approve over the CLI: %d %q", code, errs)
 	}

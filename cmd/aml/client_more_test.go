@@ -178,11 +178,7 @@ func fixedArgs(a ...string) func(map[string]string) []string {
 // by TestRemoteParity over --server on a copy of one demo data dir, and
 // the same history locally on another copy, comparing --json documents.
 func TestClientMoreTwin(t *testing.T) {
-	demoDir := t.TempDir()
-	out, errs, code := aml(t, "demo", "--data", demoDir, "--json")
-	if code != 0 {
-		t.Fatalf("demo: %d %s", code, errs)
-	}
+	demoDir, out := sharedDemo(t)
 	var demo struct {
 		ModelID    string    `json:"modelId"`
 		SnapshotID string    `json:"snapshotId"`
@@ -207,7 +203,7 @@ func TestClientMoreTwin(t *testing.T) {
 			} `json:"window"`
 		} `json:"snapshot"`
 	}
-	out, errs, code = srv.as(t, "viewer", "twin", "snapshot", "show", demo.SnapshotID, "--json")
+	out, errs, code := srv.as(t, "viewer", "twin", "snapshot", "show", demo.SnapshotID, "--json")
 	if mustJSON(t, out, &prev); code != 0 || prev.Snapshot.Window.RunID == "" {
 		t.Fatalf("demo snapshot: %d %s %s", code, errs, out)
 	}

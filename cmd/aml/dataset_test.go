@@ -48,6 +48,9 @@ func TestMain(m *testing.M) {
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
+	if demoFix.dir != "" {
+		os.RemoveAll(demoFix.dir)
+	}
 	os.Exit(code)
 }
 

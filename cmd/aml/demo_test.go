@@ -15,11 +15,7 @@ import (
 // optimise (auto mode after a passing gate → precise_search), snapshot with
 // a model and gate all work from the command line.
 func TestDemo(t *testing.T) {
-	d := t.TempDir()
-	out, errs, code := aml(t, "demo", "--data", d, "--json")
-	if code != 0 {
-		t.Fatalf("demo: exit %d\n%s", code, errs)
-	}
+	d, out := sharedDemo(t)
 	var r demoResult
 	mustJSON(t, out, &r)
 	t.Logf("demo: %.1f s, gate passed %v %v, improvement %.4g, written %d, certificate %s %s",
@@ -48,7 +44,7 @@ func TestDemo(t *testing.T) {
 
 	// Twin commands on the demo's data.
 	at := r.DemoClock.Add(-5 * time.Minute).Format(time.RFC3339)
-	out, errs, code = aml(t, "twin", "snapshot", "take", "--scene", "injection-hold-control", "--model", r.ModelID, "--at", at, "--data", d, "--json")
+	out, errs, code := aml(t, "twin", "snapshot", "take", "--scene", "injection-hold-control", "--model", r.ModelID, "--at", at, "--data", d, "--json")
 	if code != 0 {
 		t.Fatalf("snapshot take --model: %d %s", code, errs)
 	}
@@ -105,6 +101,7 @@ func TestDemo(t *testing.T) {
 // written over OPC UA and read back, and the part weight closer to its
 // target afterwards.
 func TestDemoLive(t *testing.T) {
+	skipTraining(t, "aml demo --live")
 	d := t.TempDir()
 	out, errs, code := aml(t, "demo", "--live", "--data", d, "--json")
 	if code != 0 {

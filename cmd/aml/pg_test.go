@@ -504,6 +504,7 @@ func TestParitySQLitePostgres(t *testing.T) {
 // deployment's key verifies the certificate and the audit chain, and runs
 // a virtual trial (model and dataset files fetched from the database).
 func TestDemoPostgres(t *testing.T) {
+	skipTraining(t, "aml demo --db postgres://…")
 	u := pgURL(t)
 	d := t.TempDir()
 	out, errs, code := aml(t, "demo", "--db", u, "--data", d, "--json")

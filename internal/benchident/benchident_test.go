@@ -10,6 +10,9 @@ import (
 // (ingest → dataset → jobs → platform free-run evaluation) and checks the
 // issue's targets.
 func TestBenchConfigs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains every benchmark configuration end to end; runs without -short")
+	}
 	if _, err := os.Stat("../../../shared/datasets"); err != nil {
 		t.Skip("shared datasets folder absent")
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,12 +32,14 @@ import (
 // The fixture is what "aml demo" leaves in a data directory: the simulated
 // injection line, a dataset, the trained hybrid twin model (production,
 // passing twin gate), the frozen scene and objective, a snapshot, a trial
-// and an executed certificate. It is built once by the real binary; every
-// test works on its own copy.
+// and an executed certificate. It is built once by the real binary, by the
+// first test that needs it; every test works on its own copy.
 var (
-	amlBin  string
-	demoDir string
-	demo    struct {
+	amlBin   string
+	demoDir  string
+	demoOnce sync.Once
+	demoErr  error
+	demo     struct {
 		DatasetID string    `json:"datasetId"`
 		JobID     string    `json:"jobId"`
 		ModelID   string    `json:"modelId"`
@@ -64,17 +67,6 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		demoDir = filepath.Join(tmp, "demo")
-		cmd := exec.Command(amlBin, "demo", "--data", demoDir, "--json")
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "aml demo: %v\n%s", err, out)
-			return 1
-		}
-		if err := json.Unmarshal(out, &demo); err != nil || demo.ModelID == "" || demo.TrialID == "" {
-			fmt.Fprintf(os.Stderr, "aml demo output: %v\n%s", err, out)
-			return 1
-		}
 		return m.Run()
 	}())
 }
@@ -82,6 +74,24 @@ func TestMain(m *testing.M) {
 // fixture copies the demo's data directory for one test.
 func fixture(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("the fixture trains the hybrid twin end to end (aml demo); runs without -short")
+	}
+	demoOnce.Do(func() {
+		cmd := exec.Command(amlBin, "demo", "--data", demoDir, "--json")
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			demoErr = fmt.Errorf("aml demo: %v\n%s", err, out)
+			return
+		}
+		if err := json.Unmarshal(out, &demo); err != nil || demo.ModelID == "" || demo.TrialID == "" {
+			demoErr = fmt.Errorf("aml demo output: %v\n%s", err, out)
+		}
+	})
+	if demoErr != nil {
+		t.Fatal(demoErr)
+	}
 	dst := t.TempDir()
 	err := filepath.WalkDir(demoDir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {

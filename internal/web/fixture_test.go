@@ -74,6 +74,9 @@ func TestMain(m *testing.M) {
 
 func getFixture(t *testing.T) *fixture {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("the fixture trains the hybrid twin end to end (aml demo); runs without -short")
+	}
 	fxOnce.Do(func() { fx, fxErr = buildFixture() })
 	if fxErr != nil {
 		t.Fatalf("fixture: %v", fxErr)

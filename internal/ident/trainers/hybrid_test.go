@@ -168,6 +168,9 @@ func hybCheckPriors(t *testing.T, a *hybridArtifact) {
 // physics alone (ensemble 0) and the hybrid, free-run RMSE on the test
 // record after 4 measured samples. Full settings (200 epochs, 5 members).
 func TestHybridResidualOnCascadedTanks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains hybrid models end to end; runs without -short")
+	}
 	b := hybTanksBundle(t)
 	results := map[string][2]float64{}
 	for _, f := range []string{hybPhysicsDir + "/cascaded_tanks.aml", hybPhysicsDir + "/cascaded_tanks_overflow.aml", hybPhysicsDir + "/cascaded_tanks_offsets.aml"} {
@@ -209,6 +212,9 @@ func strconvG(v float64) string {
 // than that of the calibrated physics alone, and the artifact round-trips
 // (loaded predictions equal a second load's; training is deterministic).
 func TestHybridResidualOnInjection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains hybrid models end to end; runs without -short")
+	}
 	b := hybInjectionBundle(t)
 	const mapping = `"mapping":{"outputs":{"weight":"part_weight"}}`
 	phys := hybridPhysics(t, "injection.aml")

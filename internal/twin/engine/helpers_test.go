@@ -53,6 +53,9 @@ func TestMain(m *testing.M) {
 
 func getFixture(tb testing.TB) *fixture {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("the fixture trains the hybrid twin end to end; runs without -short")
+	}
 	fixOnce.Do(func() { fix.err = buildFixture(&fix) })
 	if fix.err != nil {
 		tb.Fatal(fix.err)
