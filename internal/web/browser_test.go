@@ -29,7 +29,12 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	t.Fatal("no Chromium on PATH: install Debian's chromium (apt-get install -y chromium; .ci/run does)")
+	// In CI (.ci/run sets CI) a missing browser is a failure: the browser
+	// tests must run there, not skip silently.
+	if os.Getenv("CI") != "" {
+		t.Fatal("no Chromium on PATH in CI: .ci/run must install Debian's chromium")
+	}
+	t.Skip("no Chromium on PATH: the browser tests need Debian's chromium (apt-get install -y chromium; .ci/run does)")
 	return ""
 }
 
