@@ -83,7 +83,9 @@ func run(c config) error {
 			SnapshotID string `json:"snapshotId"`
 		} `json:"snapshot"`
 	}
-	json.Unmarshal(body, &snap)
+	if err := json.Unmarshal(body, &snap); err != nil || snap.Snapshot.SnapshotID == "" {
+		return fmt.Errorf("initial snapshot: bad response %s: %v", body, err)
+	}
 
 	kinds := []string{"ingest", "snapshot", "trial"}
 	stats := map[string]*stat{}

@@ -40,8 +40,13 @@ func main() {
 	var runs []run
 	for rows.Next() {
 		var r run
-		rows.Scan(&r.id, &r.start, &r.end)
+		if err := rows.Scan(&r.id, &r.start, &r.end); err != nil {
+			fail(err)
+		}
 		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		fail(err)
 	}
 	rows.Close()
 	st, err := db.Prepare(`SELECT ts, value, state FROM samples WHERE node = ? AND ts > ? AND ts <= ? ORDER BY ts LIMIT ?`)
@@ -66,9 +71,14 @@ func main() {
 					var ts int64
 					var v float64
 					var s sql.NullString
-					rs.Scan(&ts, &v, &s)
+					if err := rs.Scan(&ts, &v, &s); err != nil {
+						fail(err)
+					}
 					after = ts
 					got++
+				}
+				if err := rs.Err(); err != nil {
+					fail(err)
 				}
 				rs.Close()
 				n += got
@@ -79,7 +89,9 @@ func main() {
 		}
 	}
 	secs := time.Since(start).Seconds()
-	json.NewEncoder(os.Stdout).Encode(map[string]any{"runs": len(runs), "samples": n, "seconds": secs, "samplesPerSec": float64(n) / secs})
+	if err := json.NewEncoder(os.Stdout).Encode(map[string]any{"runs": len(runs), "samples": n, "seconds": secs, "samplesPerSec": float64(n) / secs}); err != nil {
+		fail(err)
+	}
 }
 
 func fail(err error) {

@@ -25,7 +25,11 @@ func seedAudit(t *testing.T, d string, n int) []audit.Entry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	l := audit.New(s.SQL())
 	var es []audit.Entry
 	for i := range n {
@@ -48,7 +52,11 @@ func execSQL(t *testing.T, d string, qs ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	for _, q := range qs {
 		if _, err := s.DB().Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -32,7 +32,7 @@ temporary data directory unless --data is given explicitly with --keep.`,
 				if dir, err = os.MkdirTemp("", "aml-bench-"); err != nil {
 					return err
 				}
-				defer os.RemoveAll(dir)
+				defer func() { _ = os.RemoveAll(dir) }() // best effort: a temporary directory
 			}
 			rep, err := benchident.Run(cmd.Context(), c, dir, func(s string) {
 				if !a.jsonOut {

@@ -45,6 +45,6 @@ func (o certOPCUA) execute(ctx context.Context, s store.Store, k *cert.KeyPair, 
 	if err != nil {
 		return govern.Result{}, err
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }() // every write is read back before it counts: closing loses nothing
 	return opcua.ExecuteGoverned(ctx, s, k.Public, id, w, opts, nil)
 }

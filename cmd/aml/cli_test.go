@@ -226,8 +226,12 @@ func TestIngestBadFileWritesNothing(t *testing.T) {
 	d := t.TempDir()
 	good := filepath.Join(d, "good.csv")
 	bad := filepath.Join(d, "bad.csv")
-	os.WriteFile(good, []byte("time,a,b\n1000,1,2\n2000,3,4\n"), 0o644)
-	os.WriteFile(bad, []byte("time,a,b\n1000,1,2\n2000,x,4\n3000,5,6\n"), 0o644)
+	if err := os.WriteFile(good, []byte("time,a,b\n1000,1,2\n2000,3,4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("time,a,b\n1000,1,2\n2000,x,4\n3000,5,6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, errs, code := aml(t, "ingest", "csv", good, bad, "--data", d, "--line", "L", "--product", "P", "--recipe", "R", "--time-unit", "ms")
 	if code != 1 || !strings.Contains(errs, "error: AML_INGEST_INVALID: ") || !strings.Contains(errs, "bad.csv:3") {
 		t.Fatalf("exit %d stderr %q", code, errs)

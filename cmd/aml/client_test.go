@@ -66,8 +66,12 @@ func startServer(t *testing.T, dir string, o api.Options) *testServer {
 		hs.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		q.Stop(sctx)
-		st.Close()
+		if err := q.Stop(sctx); err != nil {
+			t.Errorf("stop the queue: %v", err)
+		}
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
 	})
 	ts := &testServer{url: hs.URL, tok: map[string]string{}, srv: s, st: st}
 	tk := auth.NewTokens(st.SQL())
@@ -170,12 +174,16 @@ func simDir(t *testing.T) string {
 	}
 	b, _ := os.ReadFile("../../examples/specs/injection.json")
 	var spec map[string]any
-	json.Unmarshal(b, &spec)
+	if err := json.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
 	spec["stride"] = 5
 	spec["split"].(map[string]any)["valRatio"] = 0.2
 	spec["split"].(map[string]any)["testRatio"] = 0.2
 	sb, _ := json.Marshal(spec)
-	os.WriteFile(filepath.Join(d, "spec.json"), sb, 0o644)
+	if err := os.WriteFile(filepath.Join(d, "spec.json"), sb, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return d
 }
 
@@ -188,7 +196,9 @@ func TestRemoteParity(t *testing.T) {
 	srv := startServer(t, remoteDir, api.Options{})
 	csvDir := t.TempDir()
 	csvFile := filepath.Join(csvDir, "extra-run.csv")
-	os.WriteFile(csvFile, []byte("time_ms,aux_a,aux_b\n1000,1,2\n2000,3,4\n3000,5,6\n4000,7,8\n"), 0o644)
+	if err := os.WriteFile(csvFile, []byte("time_ms,aux_a,aux_b\n1000,1,2\n2000,3,4\n3000,5,6\n4000,7,8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	spec := func(d string) string { return filepath.Join(d, "spec.json") }
 
 	// ids learnt from each mode's previous answers
@@ -253,7 +263,7 @@ func TestRemoteParity(t *testing.T) {
 	both("model list", "viewer", fixed("model", "list"))
 	both("model show", "viewer", with(func(m map[string]string) []string { return []string{"model", "show", m["model"]} }))
 
-	lo, ro = both("twin scene put", "engineer", fixed("twin", "scene", "put", "--default-injection"))
+	_, ro = both("twin scene put", "engineer", fixed("twin", "scene", "put", "--default-injection"))
 	var sc struct{ SceneID, SceneVersion, Hash string }
 	mustJSON(t, ro, &sc)
 	both("twin scene show", "viewer", fixed("twin", "scene", "show", sc.SceneID))

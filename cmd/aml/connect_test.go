@@ -33,7 +33,7 @@ func freePort(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only the port number was wanted
 	return l.Addr().String()
 }
 
@@ -44,7 +44,7 @@ func waitListening(t *testing.T, addr string) {
 	for {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
-			c.Close()
+			_ = c.Close() // a probe: nothing was sent
 			return
 		}
 		if time.Now().After(deadline) {
@@ -205,8 +205,10 @@ func TestConnectMQTTCountsMalformed(t *testing.T) {
 	if err := b.AddListener(listeners.NewTCP(listeners.Config{ID: "t", Address: addr})); err != nil {
 		t.Fatal(err)
 	}
-	go b.Serve()
-	t.Cleanup(func() { b.Close() })
+	if err := b.Serve(); err != nil { // it starts the listeners and returns
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() }) // teardown: the broker's clients are gone
 	waitListening(t, addr)
 
 	mapFile := writeFile(t, d, "topics.json", map[string]any{"line": "l-mqtt", "product": "p1", "recipe": "r1", "runTopic": "l/run", "runPath": "id",
@@ -293,7 +295,7 @@ func TestCertExecuteOverOPCUA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }() // teardown of the simulated line
 	var nodes []map[string]any
 	for _, n := range []string{"hold_pressure", "hold_time", "melt_temperature_setpoint", "part_weight"} {
 		nodes = append(nodes, map[string]any{"opcua": srv.NodeID(n), "node": n})

@@ -45,11 +45,13 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	if demoFix.dir != "" {
-		os.RemoveAll(demoFix.dir)
+	for _, dir := range []string{binDir, demoFix.dir} {
+		if dir == "" {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "remove test directory:", err)
+		}
 	}
 	os.Exit(code)
 }
@@ -115,14 +117,18 @@ func TestDatasetCLI(t *testing.T) {
 	y := filepath.Join(d, b.Dataset.Path, "arrays", "y.f32")
 	raw, _ := os.ReadFile(y)
 	raw[len(raw)/3] ^= 0x40
-	os.WriteFile(y, raw, 0o644)
+	if err := os.WriteFile(y, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, errs, code = aml(t, "dataset", "verify", id, "--data", d)
 	if code != 1 || !strings.HasPrefix(errs, "error: AML_DATASET_TAMPERED: ") || !strings.Contains(errs, "arrays/y.f32") {
 		t.Fatalf("tampered verify: %d %q", code, errs)
 	}
 	// A bad spec reports every problem with its field.
 	bad := filepath.Join(d, "bad.json")
-	os.WriteFile(bad, []byte(`{"lineId":"","productId":"p","recipeId":"r","nodes":[{"nodeId":"a","role":"target"}],"beatMs":0,"historySteps":1,"horizonSteps":1,"split":{"valRatio":0.9,"testRatio":0.1,"seed":1},"purpose":"mpc_surrogate"}`), 0o644)
+	if err := os.WriteFile(bad, []byte(`{"lineId":"","productId":"p","recipeId":"r","nodes":[{"nodeId":"a","role":"target"}],"beatMs":0,"historySteps":1,"horizonSteps":1,"split":{"valRatio":0.9,"testRatio":0.1,"seed":1},"purpose":"mpc_surrogate"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, errs, code = aml(t, "dataset", "build", "--spec", bad, "--data", d)
 	if code != 1 || !strings.HasPrefix(errs, "error: AML_SPEC_INVALID: ") || !strings.Contains(errs, "lineId") || !strings.Contains(errs, "beatMs") || !strings.Contains(errs, "nodes") {
 		t.Fatalf("bad spec: %d %q", code, errs)
@@ -172,11 +178,13 @@ func TestDatasetBuildKilledMidWrite(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if tmp == "" {
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // failing anyway
 		t.Fatal("build never started writing")
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // "signal: killed": reaped, which is all that is wanted
 	out, err := exec.Command(bin, "dataset", "list", "--data", d, "--json").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "[]" {
 		t.Fatalf("after kill: %v %s", err, out)

@@ -249,7 +249,9 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 			Measured float64 `json:"measured"`
 		} `json:"coverage"`
 	}
-	json.Unmarshal(job.Metrics, &met)
+	if err := json.Unmarshal(job.Metrics, &met); err != nil {
+		return nil, core.Wrap(core.CodeInternal, err, "training job %s: metrics", job.ID)
+	}
 	res.TestNRMSE, res.TestCoverage = met.Test.MeanNRMSE, met.Coverage.Measured
 	logf("   model %s: test rollout NRMSE %.4f, 90%% interval coverage on test %.3f, model gates passed %v", res.ModelID, res.TestNRMSE, res.TestCoverage, res.ModelGates)
 	model, err := s.GetModel(ctx, res.ModelID)

@@ -103,7 +103,7 @@ func runDemoLive(ctx context.Context, a *app, s store.Store, o demoOptions, res 
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }() // the simulated line: nothing of it outlives the demo
 	m := &opcua.Map{Line: in.scene.LineID, Product: in.scene.ProductID, Recipe: in.scene.RecipeID,
 		RunTag: srv.NodeID(opcuasrv.TagRunID), CycleTag: srv.NodeID(opcuasrv.TagCycle), PublishingIntervalMs: 20}
 	for _, role := range []string{sim.RoleControl, sim.RoleState, sim.RoleDisturbance, sim.RoleObservation} {
@@ -197,7 +197,7 @@ func runDemoLive(ctx context.Context, a *app, s store.Store, o demoOptions, res 
 	if err != nil {
 		return err
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }() // every write is read back before it counts: closing loses nothing
 	x, err := opcua.ExecuteGoverned(ctx, s, key.Public, id, w, govern.Options{Now: srv.Now(), Actor: operator, RunID: runID}, in.bus)
 	if err != nil {
 		return err
@@ -224,7 +224,9 @@ func runDemoLive(ctx context.Context, a *app, s store.Store, o demoOptions, res 
 	}
 	res.After = after
 	stopConn()
-	<-connDone
+	if err := <-connDone; err != nil {
+		return err
+	}
 	st := conn.Stats()
 	sum.Ingested, sum.Gaps, sum.LineWrites = st.Stored, len(st.Gaps), srv.Stats().Writes
 	logf("   part weight %.3f g → %.3f g (target %.1f g): mean distance to target %.3f g before, %.3f g after the move (%d samples ingested over OPC UA, %d gaps)",

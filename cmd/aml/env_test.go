@@ -103,11 +103,15 @@ func TestEnvCLI(t *testing.T) {
 	// A stale lock (dead pid): listed with how to clear it, rebuild refused,
 	// unlock removes it.
 	c := exec.Command("true")
-	c.Run()
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
 	host, _ := os.Hostname()
 	lock, _ := json.Marshal(envlease.LockInfo{Owner: "crashed", PID: c.Process.Pid, Hostname: host, HeartbeatAt: 1, Token: "x", StartedAt: 1})
 	lockPath := filepath.Join(d, "runtime", "env-t.lock")
-	os.WriteFile(lockPath, lock, 0o644)
+	if err := os.WriteFile(lockPath, lock, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, _, _ = envCLI(t, d, "list")
 	if !strings.Contains(out, "lock looks stale") || !strings.Contains(out, "aml env unlock t --force") {
 		t.Fatalf("stale lock not reported:\n%s", out)
@@ -125,7 +129,9 @@ func TestEnvCLI(t *testing.T) {
 	}
 
 	// Failing command: ENV_REBUILD_FAILED with its exit status.
-	os.WriteFile(filepath.Join(d, "envs.json"), []byte(`[{"name":"t","rebuild":["sh","-c","exit 4"]}]`), 0o644)
+	if err := os.WriteFile(filepath.Join(d, "envs.json"), []byte(`[{"name":"t","rebuild":["sh","-c","exit 4"]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, _, err = envCLI(t, d, "rebuild", "t")
 	if core.CodeOf(err) != envlease.CodeRebuildFailed || !strings.Contains(err.Error(), "status 4") {
 		t.Fatalf("failing rebuild: %v", err)
@@ -142,7 +148,9 @@ func TestEnvCLI(t *testing.T) {
 // Through the root command: exit status and the one-line error.
 func TestEnvCLIErrorLine(t *testing.T) {
 	d := t.TempDir()
-	os.WriteFile(filepath.Join(d, "envs.json"), []byte(`[{"name":"t","rebuild":["true"]}]`), 0o644)
+	if err := os.WriteFile(filepath.Join(d, "envs.json"), []byte(`[{"name":"t","rebuild":["true"]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	m, err := envlease.Open(d)
 	if err != nil {
 		t.Fatal(err)

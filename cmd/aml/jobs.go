@@ -290,18 +290,27 @@ func followLog(ctx context.Context, a *app, s interface {
 	dir := filepath.Join(a.dataDir, "jobs", j.ID)
 	for _, p := range logParts(dir)[:len(logParts(dir))-1] {
 		if f, err := os.Open(p); err == nil {
-			io.Copy(a.stdout, f)
+			_, err = io.Copy(a.stdout, f)
 			f.Close()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	main := filepath.Join(dir, "logs", "trainer.log")
 	var off int64
 	for {
 		if f, err := os.Open(main); err == nil {
-			f.Seek(off, io.SeekStart)
-			n, _ := io.Copy(a.stdout, bufio.NewReader(f))
+			if _, err := f.Seek(off, io.SeekStart); err != nil {
+				f.Close()
+				return err
+			}
+			n, err := io.Copy(a.stdout, bufio.NewReader(f))
 			off += n
 			f.Close()
+			if err != nil {
+				return err
+			}
 		}
 		if !follow {
 			return nil

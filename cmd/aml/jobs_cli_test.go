@@ -22,12 +22,16 @@ func simDataset(t *testing.T) (string, string) {
 	}
 	b, _ := os.ReadFile("../../examples/specs/injection.json")
 	var spec map[string]any
-	json.Unmarshal(b, &spec)
+	if err := json.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
 	spec["stride"] = 5
 	spec["split"].(map[string]any)["valRatio"] = 0.2
 	spec["split"].(map[string]any)["testRatio"] = 0.2
 	sb, _ := json.Marshal(spec)
-	os.WriteFile(d+"/spec.json", sb, 0o644)
+	if err := os.WriteFile(d+"/spec.json", sb, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, errs, code := aml(t, "dataset", "build", "--spec", d+"/spec.json", "--data", d, "--json")
 	if code != 0 {
 		t.Fatal(errs)
@@ -164,17 +168,19 @@ func TestWorkerKilledMidJob(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if j.Status != "training" {
-		w.Process.Kill()
+		_ = w.Process.Kill() // failing anyway
 		t.Fatalf("job never trained: %s", j.Status)
 	}
-	w.Process.Signal(syscall.SIGKILL)
-	w.Wait()
+	if err := w.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Wait() // "signal: killed": reaped, which is all that is wanted
 	status()
 	if j.Status != "training" {
 		t.Fatalf("status right after the kill: %s", j.Status)
 	}
 	w2 := startWorker()
-	defer func() { w2.Process.Signal(syscall.SIGTERM); w2.Wait() }()
+	defer func() { _ = w2.Process.Signal(syscall.SIGTERM); _ = w2.Wait() }() // teardown: its job is checked below
 	deadline = time.Now().Add(90 * time.Second)
 	for status(); j.Status != "done" && time.Now().Before(deadline); status() {
 		time.Sleep(100 * time.Millisecond)
@@ -193,7 +199,9 @@ func TestWorkerKilledMidJob(t *testing.T) {
 func TestJobLogs(t *testing.T) {
 	d, ds := simDataset(t)
 	script := d + "/trainer.sh"
-	os.WriteFile(script, []byte("#!/bin/sh\necho hello-from-trainer\necho '##AML {\"type\":\"progress\",\"progress\":0.5}'\nexit 4\n"), 0o755)
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho hello-from-trainer\necho '##AML {\"type\":\"progress\",\"progress\":0.5}'\nexit 4\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	out, errs, code := aml(t, "job", "submit", "--dataset", ds, "--trainer", "exec:"+script, "--wait", "--data", d, "--json")
 	var j struct{ ID, Status, ErrorCode string }
 	mustJSON(t, out, &j)

@@ -39,12 +39,16 @@ func buildDataset(t *testing.T, d string, db ...string) (id, sha string) {
 	}
 	b, _ := os.ReadFile("../../examples/specs/injection.json")
 	var spec map[string]any
-	json.Unmarshal(b, &spec)
+	if err := json.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
 	spec["stride"] = 5
 	spec["split"].(map[string]any)["valRatio"] = 0.2
 	spec["split"].(map[string]any)["testRatio"] = 0.2
 	sb, _ := json.Marshal(spec)
-	os.WriteFile(filepath.Join(d, "spec.json"), sb, 0o644)
+	if err := os.WriteFile(filepath.Join(d, "spec.json"), sb, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, errs, code := aml(t, append([]string{"dataset", "build", "--spec", filepath.Join(d, "spec.json"), "--data", d, "--json"}, db...)...)
 	if code != 0 {
 		t.Fatal(errs)
@@ -144,7 +148,7 @@ func startWorker(t *testing.T, bin, db string) *worker {
 				}
 			}
 		}
-		io.Copy(io.Discard, stderr)
+		_, _ = io.Copy(io.Discard, stderr) // drain: the pipe ends when the worker does
 	}()
 	stopOnCleanup(t, cmd)
 	return w
@@ -157,13 +161,15 @@ func stopOnCleanup(t *testing.T, cmd *exec.Cmd) {
 		if cmd.ProcessState != nil {
 			return
 		}
-		cmd.Process.Signal(syscall.SIGTERM)
+		// Teardown: the test has checked what it needed; how the child
+		// ends (its exit status, a signal) says nothing more.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
+		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 			<-done
 		}
 	})
@@ -207,7 +213,7 @@ func startServe(t *testing.T, bin, db, dataDir string) string {
 	if base == "" {
 		t.Fatalf("serve did not print its address; it said:\n%s", strings.Join(said, "\n"))
 	}
-	go io.Copy(io.Discard, stderr)
+	go func() { _, _ = io.Copy(io.Discard, stderr) }() // drain: the pipe ends when serve does
 	return base
 }
 
@@ -283,7 +289,11 @@ func TestMultiWorkerPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	w1, w2 := startWorker(t, bin, u), startWorker(t, bin, u)
 	id1, id2 := w1.ident(t), w2.ident(t)
 
@@ -317,7 +327,7 @@ func TestMultiWorkerPostgres(t *testing.T) {
 	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	w1.cmd.Wait() // reaped: its pid is dead, not a zombie
+	_ = w1.cmd.Wait() // "signal: killed"; reaped: its pid is dead, not a zombie
 	killedAt := time.Now()
 
 	// Every job ends; none stays active.
@@ -401,11 +411,16 @@ func TestMultiWorkerPostgres(t *testing.T) {
 	var stale int
 	for rows.Next() {
 		var id string
-		rows.Scan(&id)
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
 		if !jobs[id].Status.Terminal() {
 			t.Errorf("river dispatch running for job %s which is %s", id, jobs[id].Status)
 		}
 		stale++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	rows.Close()
 	t.Logf("river dispatches still marked running (jobs ended): %d", stale)

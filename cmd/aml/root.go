@@ -157,7 +157,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if a.pg != nil {
-		a.pg.Close()
+		if cerr := a.pg.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
 	}
 	if err == nil {
 		return 0

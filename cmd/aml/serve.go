@@ -156,7 +156,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	defer cancel()
 	shutErr := srv.Shutdown(gctx)
 	if errors.Is(shutErr, context.DeadlineExceeded) {
-		srv.Close()
+		shutErr = errors.Join(shutErr, srv.Close())
 	}
 	var stopErr error
 	if work {

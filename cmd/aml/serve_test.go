@@ -36,7 +36,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	defer func() { _ = cmd.Process.Kill() }() // teardown; "already finished" once the test stopped it
 	sc := bufio.NewScanner(stderr)
 	var base string
 	for sc.Scan() {
@@ -50,7 +50,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	var logTail strings.Builder
 	tailDone := make(chan struct{})
-	go func() { io.Copy(&logTail, stderr); close(tailDone) }()
+	go func() { _, _ = io.Copy(&logTail, stderr); close(tailDone) }() // until serve exits
 
 	call := func(method, path, body string) (int, []byte) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -86,7 +86,9 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Fatalf("submit: %d %s", st, b)
 	}
 	var j struct{ ID, Status string }
-	json.Unmarshal(b, &j)
+	if err := json.Unmarshal(b, &j); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for j.Status != "training" {
 		if time.Now().After(deadline) {
@@ -94,7 +96,9 @@ func TestServeGracefulShutdown(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 		_, b = call("GET", "/api/v1/jobs/"+j.ID, "")
-		json.Unmarshal(b, &j)
+		if err := json.Unmarshal(b, &j); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

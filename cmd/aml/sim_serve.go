@@ -13,7 +13,7 @@ import (
 
 func newSimServeOPCUACmd(a *app) *cobra.Command {
 	var o opcuasrv.Options
-	var forSec time.Duration
+	var forDur time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve-opcua [--addr 127.0.0.1:4840] [--speed 10]",
 		Short: "Run the simulated injection line live as an OPC UA server",
@@ -34,7 +34,7 @@ prints the endpoint and node ids once started, and the counters at the end.`,
 			if err != nil {
 				return err
 			}
-			defer srv.Close()
+			defer func() { _ = srv.Close() }() // a simulator: nothing to save on the way out
 			nodes := map[string]string{}
 			for _, sp := range []string{"ambient_temperature", "cavity_pressure", "flash_rate", "hold_pressure", "hold_time",
 				"material_batch_factor", "melt_temperature", "melt_temperature_setpoint", "part_weight", "sink_rate", opcuasrv.TagRunID, opcuasrv.TagCycle} {
@@ -44,8 +44,8 @@ prints the endpoint and node ids once started, and the counters at the end.`,
 				fmt.Fprintf(a.stdout, "serving the simulated injection line on %s (speed %gx, step %d ms); Ctrl-C stops\n", srv.Endpoint(), o.Speed, o.StepMs)
 			}
 			var stop <-chan time.Time
-			if forSec > 0 {
-				stop = time.After(forSec)
+			if forDur > 0 {
+				stop = time.After(forDur)
 			}
 			select {
 			case <-cmd.Context().Done():
@@ -68,6 +68,6 @@ prints the endpoint and node ids once started, and the counters at the end.`,
 	fl.IntVar(&o.FirstRun, "first-run", 0, "number the runs from this + 1")
 	fl.Float64Var(&o.WearRuns, "wear-runs", 0, "the line's age in runs (mould wear on part weight)")
 	fl.BoolVar(&o.WriteOnlySetpoints, "write-only-setpoints", false, "setpoints can be written but not read back")
-	fl.DurationVar(&forSec, "for", 0, "stop after this much wall time (0: until interrupted)")
+	fl.DurationVar(&forDur, "for", 0, "stop after this much wall time (0: until interrupted)")
 	return cmd
 }

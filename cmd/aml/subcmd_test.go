@@ -26,7 +26,9 @@ func subCLI(t *testing.T, d string, mk func(*app) *cobra.Command, args ...string
 	root.SetErr(&errb)
 	err := root.ExecuteContext(context.Background())
 	if a.store != nil {
-		a.store.Close()
+		if err := a.store.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out.String(), errb.String(), err
 }

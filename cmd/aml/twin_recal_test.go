@@ -21,13 +21,17 @@ func TestTwinShadowAndCalibrateCLI(t *testing.T) {
 	}
 	b, _ := os.ReadFile("../../examples/specs/injection.json")
 	var spec map[string]any
-	json.Unmarshal(b, &spec)
+	if err := json.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
 	spec["stride"] = 5
 	spec["runIds"] = []string{"recipe-injection-a-run-001", "recipe-injection-a-run-002", "recipe-injection-a-run-003", "recipe-injection-a-run-004"}
 	spec["split"].(map[string]any)["valRatio"] = 0.25
 	spec["split"].(map[string]any)["testRatio"] = 0.25
 	sb, _ := json.Marshal(spec)
-	os.WriteFile(d+"/spec.json", sb, 0o644)
+	if err := os.WriteFile(d+"/spec.json", sb, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, errs, code := aml(t, "dataset", "build", "--spec", d+"/spec.json", "--data", d, "--json")
 	if code != 0 {
 		t.Fatal(errs)

@@ -16,9 +16,9 @@ import (
 )
 
 // twinCLI runs `aml twin ARGS` on data dir d through newTwinCmd under a
-// minimal root, and returns stdout, the error and the exit status run()
-// would give it (0, 1 error, 2 usage).
-func twinCLI(t *testing.T, d string, args ...string) (string, error, int) {
+// minimal root, and returns stdout, the exit status run() would give the
+// error (0, 1 error, 2 usage) and the error.
+func twinCLI(t *testing.T, d string, args ...string) (string, int, error) {
 	t.Helper()
 	stdout, _, err := subCLI(t, d, newTwinCmd, args...)
 	code := 0
@@ -30,7 +30,7 @@ func twinCLI(t *testing.T, d string, args ...string) (string, error, int) {
 	default:
 		code = 1
 	}
-	return stdout, err, code
+	return stdout, code, err
 }
 
 func TestTwinSceneCLI(t *testing.T) {
@@ -41,7 +41,7 @@ func TestTwinSceneCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, err, code := twinCLI(t, d, "scene", "put", "--default-injection")
+	out, code, err := twinCLI(t, d, "scene", "put", "--default-injection")
 	if code != 0 || !strings.Contains(out, "hash "+h) || !strings.Contains(out, def.SceneID) {
 		t.Fatalf("put default: %d %v\n%s", code, err, out)
 	}
@@ -55,14 +55,14 @@ func TestTwinSceneCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	h2, _ := c.Hash()
-	out, err, code = twinCLI(t, d, "--json", "scene", "put", f)
+	out, code, err = twinCLI(t, d, "--json", "scene", "put", f)
 	var r sceneResult
 	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Hash != h2 || r.Status != "draft" || r.SceneVersion != "1.1.0" {
 		t.Fatalf("put file: %d %v\n%s", code, err, out)
 	}
 
 	// show: latest version by default, human summary.
-	out, err, code = twinCLI(t, d, "scene", "show", def.SceneID, "--version", "1.0.0")
+	out, code, err = twinCLI(t, d, "scene", "show", def.SceneID, "--version", "1.0.0")
 	if code != 0 || !strings.Contains(out, "status draft") || !strings.Contains(out, "hash "+h) || !strings.Contains(out, "maxStep") ||
 		!strings.Contains(out, "controls (") || !strings.Contains(out, "write policy:") {
 		t.Fatalf("show: %d %v\n%s", code, err, out)
@@ -75,36 +75,36 @@ func TestTwinSceneCLI(t *testing.T) {
 
 	// freeze: stale hash → AML_CONFLICT, exit 1, nothing changes.
 	stale := strings.Repeat("0", 64)
-	_, err, code = twinCLI(t, d, "scene", "freeze", def.SceneID, "--version", "1.0.0", "--expect-hash", stale, "--by", "bob")
+	_, code, err = twinCLI(t, d, "scene", "freeze", def.SceneID, "--version", "1.0.0", "--expect-hash", stale, "--by", "bob")
 	if code != 1 || core.CodeOf(err) != core.CodeConflict {
 		t.Fatalf("stale freeze: %d %v", code, err)
 	}
 	// usage errors → exit 2.
-	if _, err, code = twinCLI(t, d, "scene", "freeze", def.SceneID, "--expect-hash", h); code != 2 {
+	if _, code, err = twinCLI(t, d, "scene", "freeze", def.SceneID, "--expect-hash", h); code != 2 {
 		t.Fatalf("freeze without --version: %d %v", code, err)
 	}
-	if _, err, code = twinCLI(t, d, "scene", "put"); code != 2 {
+	if _, code, err = twinCLI(t, d, "scene", "put"); code != 2 {
 		t.Fatalf("put without file: %d %v", code, err)
 	}
-	if _, err, code = twinCLI(t, d, "scene", "put", "--default-injection", f); code != 2 {
+	if _, code, err = twinCLI(t, d, "scene", "put", "--default-injection", f); code != 2 {
 		t.Fatalf("put with both: %d %v", code, err)
 	}
 
 	t.Setenv("USER", "carol")
-	out, err, code = twinCLI(t, d, "scene", "freeze", def.SceneID, "--version", "1.0.0", "--expect-hash", h)
+	out, code, err = twinCLI(t, d, "scene", "freeze", def.SceneID, "--version", "1.0.0", "--expect-hash", h)
 	if code != 0 || !strings.Contains(out, "frozen by carol") {
 		t.Fatalf("freeze: %d %v\n%s", code, err, out)
 	}
 	// A second freeze and a put over the frozen scene are refused.
-	if _, err, code = twinCLI(t, d, "scene", "freeze", def.SceneID, "--version", "1.0.0", "--expect-hash", h); code != 1 || core.CodeOf(err) != contract.CodeSceneFrozen {
+	if _, code, err = twinCLI(t, d, "scene", "freeze", def.SceneID, "--version", "1.0.0", "--expect-hash", h); code != 1 || core.CodeOf(err) != contract.CodeSceneFrozen {
 		t.Fatalf("refreeze: %d %v", code, err)
 	}
-	if _, err, code = twinCLI(t, d, "scene", "put", "--default-injection"); code != 1 || core.CodeOf(err) != contract.CodeSceneFrozen {
+	if _, code, err = twinCLI(t, d, "scene", "put", "--default-injection"); code != 1 || core.CodeOf(err) != contract.CodeSceneFrozen {
 		t.Fatalf("put over frozen: %d %v", code, err)
 	}
 
 	// show --json: the full frozen contract.
-	out, err, code = twinCLI(t, d, "--json", "scene", "show", def.SceneID, "--version", "1.0.0")
+	out, code, err = twinCLI(t, d, "--json", "scene", "show", def.SceneID, "--version", "1.0.0")
 	if code != 0 {
 		t.Fatalf("show json: %d %v", code, err)
 	}
@@ -116,11 +116,11 @@ func TestTwinSceneCLI(t *testing.T) {
 		t.Fatalf("frozen hash %s, want %s", gh, h)
 	}
 	// Latest version is 1.1.0, still a draft.
-	out, _, code = twinCLI(t, d, "scene", "show", def.SceneID)
+	out, code, _ = twinCLI(t, d, "scene", "show", def.SceneID)
 	if code != 0 || !strings.Contains(out, "version 1.1.0") || !strings.Contains(out, "status draft") {
 		t.Fatalf("show latest: %d\n%s", code, out)
 	}
-	if _, err, code = twinCLI(t, d, "scene", "show", "nope"); code != 1 || core.CodeOf(err) != core.CodeNotFound {
+	if _, code, err = twinCLI(t, d, "scene", "show", "nope"); code != 1 || core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("show missing: %d %v", code, err)
 	}
 
@@ -129,7 +129,11 @@ func TestTwinSceneCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	res, err := audit.New(s.SQL()).Verify(context.Background())
 	if err != nil || !res.OK || res.Entries != 3 {
 		t.Fatalf("audit: %v %+v", err, res)

@@ -19,7 +19,11 @@ func TestWorkerRecalibrationLoopStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	r := jobs.NewRunner(s, jobs.Options{DataDir: a.dataDir, Trainers: trainers(), Bus: events.New()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -231,9 +231,6 @@ type call struct {
 // line checks the caller's line scope for the resource's line.
 func (c *call) line(lineID string) error { return c.p.Allow(c.act, lineID) }
 
-// lineAs checks line scope for a different action (reads inside a write).
-func (c *call) lineAs(a auth.Action, lineID string) error { return c.p.Allow(a, lineID) }
-
 // param is a path parameter.
 func (c *call) param(name string) string { return chi.URLParam(c.r, name) }
 

@@ -43,7 +43,11 @@ func newEnv(t *testing.T, o Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	ctx := context.Background()
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed, cfg.RunDuration = 5, 4, 8*time.Minute
@@ -68,7 +72,9 @@ func newEnv(t *testing.T, o Options) *env {
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		q.Stop(sctx)
+		if err := q.Stop(sctx); err != nil {
+			t.Errorf("stop the queue: %v", err)
+		}
 	})
 	key, err := cert.LoadOrCreateKey(dir)
 	if err != nil {
@@ -184,7 +190,9 @@ func spec(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	var m map[string]any
-	json.Unmarshal(b, &m)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
 	m["stride"] = 5
 	m["split"].(map[string]any)["valRatio"] = 0.2
 	m["split"].(map[string]any)["testRatio"] = 0.2
@@ -235,7 +243,10 @@ func (e *env) sse(role, query string) *sseClient {
 				kind = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "data: "):
 				var m map[string]any
-				json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m)
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m); err != nil {
+					e.t.Errorf("event data %q: %v", line, err) // Error: this is not the test's goroutine
+					continue
+				}
 				c.events <- sseEvent{kind: kind, data: m}
 			}
 		}

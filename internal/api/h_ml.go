@@ -310,7 +310,9 @@ func (s *Server) jobLogs(c *call) (any, error) {
 			skip -= size
 			continue
 		}
-		f.Seek(skip, io.SeekStart)
+		if _, err := f.Seek(skip, io.SeekStart); err != nil {
+			return nil, core.Wrap(core.CodeInternal, err, "job %s: read log %s", j.ID, filepath.Base(p))
+		}
 		skip = 0
 		body = append(body, io.LimitReader(f, size))
 	}

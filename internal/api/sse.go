@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -67,7 +68,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p auth.Principal
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	send := func(text string) bool {
-		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if err := rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return false // the connection is gone
+		}
 		if _, err := io.WriteString(w, text); err != nil {
 			return false
 		}

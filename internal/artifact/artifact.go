@@ -246,7 +246,7 @@ func copyTree(src, dst string, files []File) error {
 	ok := false
 	defer func() {
 		if !ok {
-			os.RemoveAll(tmp)
+			_ = os.RemoveAll(tmp) // best effort: the failure is what is returned
 		}
 	}()
 	for _, f := range files {

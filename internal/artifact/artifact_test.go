@@ -100,7 +100,9 @@ func TestPutFetch(t *testing.T) {
 				t.Fatalf("re-put: %v", err)
 			}
 			other := t.TempDir()
-			os.WriteFile(filepath.Join(other, "model.json"), []byte("{}"), 0o644)
+			if err := os.WriteFile(filepath.Join(other, "model.json"), []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			_, err = a.Put(ctx, "jobs/job-1/artifacts", other)
 			wantCode(t, err, core.CodeConflict)
 			// A second handle on another machine's data directory.
@@ -169,12 +171,15 @@ func TestPostgresTamper(t *testing.T) {
 		{"blob size", `UPDATE artifact_blobs SET bytes = bytes + 1 WHERE bytes = 2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, q := range []string{`DELETE FROM artifact_trees`, `DELETE FROM artifact_blobs`, `DELETE FROM artifact_chunks`} {
-				pool.Exec(ctx, q)
-			}
+			// NewPostgres creates the tables; then they are emptied.
 			s, err := NewPostgres(ctx, pool, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, q := range []string{`DELETE FROM artifact_trees`, `DELETE FROM artifact_blobs`, `DELETE FROM artifact_chunks`} {
+				if _, err := pool.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if _, err := s.Put(ctx, "datasets/ds-1", src); err != nil {
 				t.Fatal(err)
@@ -191,12 +196,14 @@ func TestPostgresTamper(t *testing.T) {
 		})
 	}
 	t.Run("damaged local copy", func(t *testing.T) {
-		for _, q := range []string{`DELETE FROM artifact_trees`, `DELETE FROM artifact_blobs`, `DELETE FROM artifact_chunks`} {
-			pool.Exec(ctx, q)
-		}
 		s, err := NewPostgres(ctx, pool, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, q := range []string{`DELETE FROM artifact_trees`, `DELETE FROM artifact_blobs`, `DELETE FROM artifact_chunks`} {
+			if _, err := pool.Exec(ctx, q); err != nil {
+				t.Fatal(err)
+			}
 		}
 		tr, err := s.Put(ctx, "datasets/ds-2", src)
 		if err != nil {
@@ -206,7 +213,9 @@ func TestPostgresTamper(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(dir, "model.json"), []byte("edited"), 0o644)
+		if err := os.WriteFile(filepath.Join(dir, "model.json"), []byte("edited"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if dir, err = s.Fetch(ctx, "datasets/ds-2", tr.SHA256); err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +241,9 @@ func TestPostgresDedup(t *testing.T) {
 		}
 	}
 	var chunks, blobs int
-	pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM artifact_chunks), (SELECT count(*) FROM artifact_blobs)`).Scan(&chunks, &blobs)
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM artifact_chunks), (SELECT count(*) FROM artifact_blobs)`).Scan(&chunks, &blobs); err != nil {
+		t.Fatal(err)
+	}
 	// x.f32 is 3 chunks of which the first two are equal (its byte
 	// pattern repeats every 256 bytes): 2 stored; model.json and y.txt one
 	// each; the empty file none.
@@ -251,7 +262,9 @@ func TestLocalTamper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(root, "datasets/ds-1/empty"), []byte("x"), 0o644)
+	if err := os.WriteFile(filepath.Join(root, "datasets/ds-1/empty"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err = l.Fetch(ctx, "datasets/ds-1", tr.SHA256)
 	wantCode(t, err, CodeTampered)
 	if err := os.Symlink("/etc/passwd", filepath.Join(root, "datasets/ds-1/link")); err == nil {
@@ -309,14 +322,18 @@ func TestPostgresCollect(t *testing.T) {
 	src := t.TempDir()
 	writeTree(t, src)
 	own := t.TempDir()
-	os.WriteFile(filepath.Join(own, "only-b.bin"), bytes.Repeat([]byte{7}, 3000), 0o644)
+	if err := os.WriteFile(filepath.Join(own, "only-b.bin"), bytes.Repeat([]byte{7}, 3000), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for k, dir := range map[string]string{"datasets/a": src, "datasets/b": own} {
 		if _, err := s.Put(ctx, k, dir); err != nil {
 			t.Fatal(err)
 		}
 	}
 	count := func() (chunks, blobs int) {
-		pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM artifact_chunks), (SELECT count(*) FROM artifact_blobs)`).Scan(&chunks, &blobs)
+		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM artifact_chunks), (SELECT count(*) FROM artifact_blobs)`).Scan(&chunks, &blobs); err != nil {
+			t.Fatal(err)
+		}
 		return
 	}
 	if c, err := s.Collect(ctx); err != nil || c.Blobs != 0 || c.Chunks != 0 {
@@ -357,7 +374,9 @@ func TestPostgresCollect(t *testing.T) {
 		t.Fatal("Collect ran while a Put held the lock")
 	case <-time.After(300 * time.Millisecond):
 	}
-	conn.Exec(ctx, `SELECT pg_advisory_unlock_shared($1)`, int64(gcLock))
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock_shared($1)`, int64(gcLock)); err != nil {
+		t.Fatal(err)
+	}
 	conn.Release()
 	select {
 	case <-done:

@@ -112,7 +112,14 @@ func (p *Postgres) Put(ctx context.Context, key, dir string) (Tree, error) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock_shared($1)`, int64(gcLock)); err != nil {
 		return Tree{}, core.Wrap(core.CodeStoreUnavailable, err, "artifact store: lock")
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock_shared($1)`, int64(gcLock))
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock_shared($1)`, int64(gcLock)); err != nil {
+			// A lock left on a pooled connection would outlive this Put:
+			// close the connection (its session's locks go with it) so
+			// that Release destroys it instead of pooling it.
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
 	return p.put(ctx, key, dir)
 }
 
@@ -259,7 +266,7 @@ func (p *Postgres) Fetch(ctx context.Context, key, want string) (string, error) 
 	ok := false
 	defer func() {
 		if !ok {
-			os.RemoveAll(tmp)
+			_ = os.RemoveAll(tmp) // best effort: the failure is what is returned
 		}
 	}()
 	for _, f := range t.Files {
@@ -277,11 +284,11 @@ func (p *Postgres) Fetch(ctx context.Context, key, want string) (string, error) 
 		if err != nil {
 			return "", err
 		}
-		os.Remove(old)
+		_ = os.Remove(old) // only a free name is wanted: the Rename reports a failure
 		if err := os.Rename(dst, old); err != nil {
 			return "", core.Wrap(core.CodeInternal, err, "move aside stale copy of %s", key)
 		}
-		defer os.RemoveAll(old)
+		defer func() { _ = os.RemoveAll(old) }() // best effort: the stale copy is garbage either way
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		if cur, serr := Scan(dst); serr == nil && cur.SHA256 == t.SHA256 {

@@ -26,7 +26,11 @@ func openStore(t *testing.T, dir string) *sqlite.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }
 
@@ -449,7 +453,9 @@ func TestAppendTx(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx.ExecContext(ctx, `INSERT INTO twin_thing VALUES ('a')`)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO twin_thing VALUES ('a')`); err != nil {
+		t.Fatal(err)
+	}
 	e, err := l.AppendTx(ctx, tx, "bob", "write", "a", "L1", map[string]string{"op": "insert"})
 	if err != nil || e.Seq != 2 {
 		t.Fatalf("%+v %v", e, err)
@@ -461,7 +467,9 @@ func TestAppendTx(t *testing.T) {
 
 	// Committed: both, and the chain continues from it.
 	tx, _ = s.SQL().Begin(ctx)
-	tx.ExecContext(ctx, `INSERT INTO twin_thing VALUES ('a')`)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO twin_thing VALUES ('a')`); err != nil {
+		t.Fatal(err)
+	}
 	e, err = l.AppendTx(ctx, tx, "bob", "write", "a", "L1", map[string]string{"op": "insert"})
 	if err != nil || e.Seq != 2 {
 		t.Fatalf("%+v %v", e, err)

@@ -80,7 +80,11 @@ func openTokens(t *testing.T) (*Tokens, *sqlite.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return NewTokens(st.SQL()), st
 }
 

@@ -130,7 +130,9 @@ func WriteError(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(StatusOf(err))
-	json.NewEncoder(w).Encode(BodyOf(err))
+	// The body is plain strings, so only the write can fail: the client is
+	// gone and the status already sent.
+	_ = json.NewEncoder(w).Encode(BodyOf(err))
 }
 
 // OptionalMiddleware is Middleware for pages that handle the anonymous

@@ -187,7 +187,7 @@ func subsetRows(src, dstDir string, lo, hi int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer out.Close()
+	defer out.Close() // error paths; the result's Close is checked below
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	w := bufio.NewWriter(out)
@@ -202,11 +202,14 @@ func subsetRows(src, dstDir string, lo, hi int) (string, error) {
 	if err := sc.Err(); err != nil {
 		return "", err
 	}
-	return dst, w.Flush()
+	if err := w.Flush(); err != nil {
+		return "", err
+	}
+	return dst, out.Close()
 }
 
 // Run executes the benchmark in dataDir (a fresh data directory).
-func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) (*Report, error) {
+func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) (_ *Report, err error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
@@ -214,9 +217,15 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
+	defer func() {
+		if cerr := st.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	tmp := filepath.Join(dataDir, "bench-input")
-	os.MkdirAll(tmp, 0o755)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, core.Wrap(core.CodeInternal, err, "create %s", tmp)
+	}
 	recipe := c.Name
 	var split dataset.Split
 	split.Mode = dataset.SplitModeExplicit
@@ -290,7 +299,9 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 		params := tcfg.Params
 		if c.Physics != "" && len(params) > 0 {
 			var pm map[string]any
-			json.Unmarshal(params, &pm)
+			if err := json.Unmarshal(params, &pm); err != nil || pm == nil {
+				return nil, core.FieldErrorf(core.CodeSpecInvalid, "trainers.params", "trainer %s: params must be a JSON object", tcfg.Ref)
+			}
 			if _, ok := pm["physics"]; !ok {
 				pm["physics"] = c.Physics
 				params, _ = json.Marshal(pm)
@@ -316,7 +327,10 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 			continue
 		}
 		var wm eval.Metrics
-		json.Unmarshal(j.Metrics, &wm)
+		if err := json.Unmarshal(j.Metrics, &wm); err != nil {
+			fail(fmt.Sprintf("job %s metrics: %v", j.ID, err))
+			continue
+		}
 		p, err := model.Load(r.JobDir(j.ID)+"/artifacts", bundle.Manifest, model.LoadOptions{ExecPredict: extrun.Predict})
 		if err != nil {
 			fail(err.Error())

@@ -63,7 +63,9 @@ func runStatic(ctx context.Context, c *Config, progress func(string)) (*Report, 
 		opt := static.DefaultOptions()
 		var p staticParams
 		if len(tc.Params) > 0 {
-			json.Unmarshal(tc.Params, &p)
+			if err := json.Unmarshal(tc.Params, &p); err != nil {
+				return nil, core.FieldErrorf(core.CodeSpecInvalid, "trainers.params", "trainer %s: %v", tc.Ref, err)
+			}
 		}
 		if len(p.Degrees) > 0 {
 			opt.Degrees = p.Degrees

@@ -17,7 +17,11 @@ func TestSinkDropsRefusedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	// Another run holds node n at t=1000.
 	if err := st.Ingest(ctx, func(tx core.IngestTx) error {
 		if _, err := tx.EnsureRun(core.Run{ID: "other", LineID: "l", ProductID: "p", RecipeID: "r", StartedMs: 0, Status: core.RunActive}); err != nil {

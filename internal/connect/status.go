@@ -280,7 +280,9 @@ func (r *Reporter) write(ctx context.Context, s Status) error {
 // period of a change of state, run or gap count, until ctx ends. It does
 // not write the final state: call Stop with the connector's outcome.
 func (r *Reporter) Run(ctx context.Context) {
-	r.write(ctx, r.current())
+	// write logs a failure itself and leaves r.last alone, so the next
+	// poll sees a change and tries again.
+	_ = r.write(ctx, r.current())
 	poll := time.NewTicker(min(statusPoll, r.interval))
 	defer poll.Stop()
 	lastWrite := time.Now()
@@ -295,7 +297,7 @@ func (r *Reporter) Run(ctx context.Context) {
 			r.mu.Unlock()
 			changed := s.State != prev.State || s.RunID != prev.RunID || s.Gaps != prev.Gaps || s.LastError != prev.LastError
 			if changed || time.Since(lastWrite) >= r.interval {
-				r.write(ctx, s)
+				_ = r.write(ctx, s)
 				lastWrite = time.Now()
 			}
 		}

@@ -19,7 +19,11 @@ func BenchmarkBuild(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.RunDuration, cfg.Seed = 24, 2*time.Hour, 1
 	out, err := sim.GenerateInjection(cfg)

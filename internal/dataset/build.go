@@ -265,13 +265,17 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	}
 	// The owner file lets a later build tell a crashed build's leftovers
 	// from a build still running in another process.
-	os.WriteFile(filepath.Join(tmp, ".owner"), []byte(strconv.Itoa(os.Getpid())), 0o644)
 	committed := false
 	defer func() {
 		if !committed {
-			os.RemoveAll(tmp)
+			_ = os.RemoveAll(tmp) // best effort: the build's error is what is returned
 		}
 	}()
+	// Without it a concurrent build would take the directory for a crashed
+	// one and remove it.
+	if err := os.WriteFile(filepath.Join(tmp, ".owner"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, core.Wrap(core.CodeInternal, err, "create %s", filepath.Join(tmp, ".owner"))
+	}
 	progress(Progress{Stage: "write", Done: 0, Total: 1})
 	// The report needs only the grids; compute it while the arrays are
 	// written.
@@ -327,7 +331,9 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	if _, err := writeBlob(tmp, "manifest.json", mb); err != nil {
 		return nil, err
 	}
-	os.Remove(filepath.Join(tmp, ".owner"))
+	if err := os.Remove(filepath.Join(tmp, ".owner")); err != nil {
+		return nil, core.Wrap(core.CodeInternal, err, "remove %s", filepath.Join(tmp, ".owner"))
+	}
 	hash := DatasetHash(canonSpec, arts, sha256hex(mb))
 	var size int64 = int64(len(mb))
 	for _, a := range arts {
@@ -338,7 +344,10 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 		return nil, core.Wrap(core.CodeInternal, err, "rename dataset into place")
 	}
 	committed = true
-	syncDir(root)
+	if err := syncDir(root); err != nil {
+		_ = os.RemoveAll(final)
+		return nil, core.Wrap(core.CodeInternal, err, "sync %s", root)
+	}
 	progress(Progress{Stage: "register", Done: 0, Total: 1})
 	d := core.Dataset{
 		ID: id, LineID: spec.LineID, ProductID: spec.ProductID, RecipeID: spec.RecipeID, Purpose: spec.Purpose,
@@ -350,20 +359,22 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	// the database before the dataset is registered, so a registered
 	// dataset is always fetchable by a worker on another machine.
 	shared, err := artifact.For(ctx, st, opt.DataDir)
+	// Cleanup on the failure paths below is best effort: the failure is
+	// what is returned, and an unregistered directory is only disk space.
 	if err != nil {
-		os.RemoveAll(final)
+		_ = os.RemoveAll(final)
 		return nil, err
 	}
 	if shared != nil {
 		if _, err := shared.Put(context.WithoutCancel(ctx), d.Path, final); err != nil {
-			os.RemoveAll(final)
+			_ = os.RemoveAll(final)
 			return nil, err
 		}
 	}
 	if err := st.InsertDataset(context.WithoutCancel(ctx), d); err != nil {
-		os.RemoveAll(final)
+		_ = os.RemoveAll(final)
 		if shared != nil {
-			shared.Delete(context.WithoutCancel(ctx), d.Path)
+			_ = shared.Delete(context.WithoutCancel(ctx), d.Path)
 		}
 		return nil, err
 	}
@@ -413,7 +424,7 @@ func cleanStaleTemps(root string) {
 				}
 			}
 		}
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // housekeeping: a leftover is retried by the next build
 	}
 }
 

@@ -45,7 +45,9 @@ func simulated(t *testing.T) (*sqlite.Store, string) {
 			return
 		}
 		_, simErr = out.Write(context.Background(), st, nil)
-		st.Close()
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
 	})
 	if simErr != nil {
 		t.Fatal(simErr)
@@ -54,14 +56,20 @@ func simulated(t *testing.T) (*sqlite.Store, string) {
 	for _, f := range []string{sqlite.FileName, sqlite.FileName + "-wal", sqlite.FileName + "-shm"} {
 		b, err := os.ReadFile(filepath.Join(simDir, f))
 		if err == nil {
-			os.WriteFile(filepath.Join(dir, f), b, 0o644)
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	st, err := sqlite.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return st, dir
 }
 
@@ -264,13 +272,17 @@ func TestTamperAnyArtifact(t *testing.T) {
 		for _, pos := range []int{0, len(orig) / 2, len(orig) - 1} {
 			b := append([]byte{}, orig...)
 			b[pos] ^= 0x01
-			os.WriteFile(path, b, 0o644)
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			_, err := Verify(dir, d)
 			if core.CodeOf(err) != core.CodeDatasetTampered || !strings.Contains(err.Error(), name) {
 				t.Fatalf("flipping byte %d of %s: %v", pos, name, err)
 			}
 		}
-		os.WriteFile(path, orig, 0o644)
+		if err := os.WriteFile(path, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := Verify(dir, d); err != nil {
 			t.Fatalf("restored %s: %v", name, err)
 		}
@@ -278,16 +290,24 @@ func TestTamperAnyArtifact(t *testing.T) {
 	// A removed file and an extra file are both tampering.
 	x := filepath.Join(root, "arrays", "x.f32")
 	orig, _ := os.ReadFile(x)
-	os.Remove(x)
+	if err := os.Remove(x); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Verify(dir, d); core.CodeOf(err) != core.CodeDatasetTampered {
 		t.Fatalf("missing file: %v", err)
 	}
-	os.WriteFile(x, orig, 0o644)
-	os.WriteFile(filepath.Join(root, "arrays", "extra.f32"), []byte{1, 2, 3, 4}, 0o644)
+	if err := os.WriteFile(x, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "arrays", "extra.f32"), []byte{1, 2, 3, 4}, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Verify(dir, d); core.CodeOf(err) != core.CodeDatasetTampered || !strings.Contains(err.Error(), "extra.f32") {
 		t.Fatalf("extra file: %v", err)
 	}
-	os.Remove(filepath.Join(root, "arrays", "extra.f32"))
+	if err := os.Remove(filepath.Join(root, "arrays", "extra.f32")); err != nil {
+		t.Fatal(err)
+	}
 	// Editing the registered hash or spec is caught too.
 	d2 := d
 	d2.SpecJSON = strings.Replace(d.SpecJSON, `"stride":20`, `"stride":21`, 1)
@@ -375,8 +395,12 @@ func TestSpecAgainstStore(t *testing.T) {
 	if _, err := Build(ctx, st, spec, Options{DataDir: dir}); core.CodeOf(err) != core.CodeSpecInvalid || !strings.Contains(err.Error(), "ghost") {
 		t.Fatalf("unknown node: %v", err)
 	}
-	st.EnsureRecipe(ctx, core.Recipe{ID: "other", LineID: "line-injection-01", ProductID: "product-injection-a"})
-	st.CreateRun(ctx, core.Run{ID: "other-run", LineID: "line-injection-01", ProductID: "product-injection-a", RecipeID: "other", StartedMs: 1, EndedMs: ptr(int64(2)), Status: core.RunEnded})
+	if err := st.EnsureRecipe(ctx, core.Recipe{ID: "other", LineID: "line-injection-01", ProductID: "product-injection-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateRun(ctx, core.Run{ID: "other-run", LineID: "line-injection-01", ProductID: "product-injection-a", RecipeID: "other", StartedMs: 1, EndedMs: ptr(int64(2)), Status: core.RunEnded}); err != nil {
+		t.Fatal(err)
+	}
 	spec = injectionSpec(t)
 	spec.RunIDs = []string{"recipe-injection-a-run-001", "other-run"}
 	if _, err := Build(ctx, st, spec, Options{DataDir: dir}); core.CodeOf(err) != core.CodeSpecInvalid || !strings.Contains(err.Error(), "runIds[1]") {
@@ -471,7 +495,11 @@ func TestStaticResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	// 3 runs of 40 cycles each: y = 2·a − b + noise-free.
 	for r := 0; r < 3; r++ {

@@ -193,7 +193,9 @@ func TestOpenBundleSizeMismatch(t *testing.T) {
 			dir := handDynamic(t)
 			p := filepath.Join(dir, filepath.FromSlash(name))
 			b, _ := os.ReadFile(p)
-			os.WriteFile(p, c.edit(b), 0o644)
+			if err := os.WriteFile(p, c.edit(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			_, err := OpenBundle(dir)
 			wantTampered(t, err, c.name+" "+name)
 		}
@@ -224,7 +226,9 @@ func TestOpenBundleInconsistentManifest(t *testing.T) {
 		wantTampered(t, err, c.name)
 	}
 	dir := handDynamic(t)
-	os.Remove(filepath.Join(dir, "arrays", "mask.f32"))
+	if err := os.Remove(filepath.Join(dir, "arrays", "mask.f32")); err != nil {
+		t.Fatal(err)
+	}
 	_, err := OpenBundle(dir)
 	wantTampered(t, err, "missing file")
 	_, err = OpenBundle(t.TempDir())

@@ -644,7 +644,7 @@ func checkSpecShape(data []byte) []core.Problem {
 	}
 	start := c.pos()
 	if _, err := c.dec.Token(); err != io.EOF {
-		c.problem("", start, "unexpected data after the spec's JSON object")
+		_ = c.problem("", start, "unexpected data after the spec's JSON object") // the last check: nothing left to stop
 	}
 	return c.problems
 }
@@ -703,7 +703,7 @@ func (c *specShape) syntax(path string, err error) error {
 	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 		msg = "unexpected end of JSON input"
 	}
-	c.problem(path, off, "invalid JSON: %s", msg)
+	_ = c.problem(path, off, "invalid JSON: %s", msg) // a syntax error stops the walk whatever the count
 	return errSpecShapeStop
 }
 

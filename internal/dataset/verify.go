@@ -67,13 +67,19 @@ func Verify(dataDir string, d core.Dataset) (VerifyResult, error) {
 		res.Bytes += n
 		res.Artifacts++
 	}
-	// Files nobody listed do not belong to a dataset.
-	filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return nil
-		}
+	// Files nobody listed do not belong to a dataset. The walk's errors
+	// are problems too (the callback never stops it), so its result says
+	// nothing more.
+	_ = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
 		rel, _ := filepath.Rel(dir, path)
 		rel = filepath.ToSlash(rel)
+		if err != nil {
+			bad(rel, "cannot read: %v", err)
+			return nil
+		}
+		if e.IsDir() {
+			return nil
+		}
 		if !listed[rel] {
 			bad(rel, "file is not listed in the manifest")
 		}

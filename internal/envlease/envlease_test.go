@@ -108,7 +108,9 @@ func deadPID(t *testing.T) int {
 
 func writeLock(t *testing.T, m *Manager, name string, li LockInfo) {
 	t.Helper()
-	os.MkdirAll(m.runtime, 0o755)
+	if err := os.MkdirAll(m.runtime, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	b, _ := json.Marshal(li)
 	if err := os.WriteFile(m.lockPath(name), b, 0o644); err != nil {
 		t.Fatal(err)
@@ -204,7 +206,9 @@ func TestTwoManagersCannotRebuildAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Many managers racing: exactly one runs the command.
-	os.Remove(filepath.Join(d, "count"))
+	if err := os.Remove(filepath.Join(d, "count")); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ok, busy := 0, 0
@@ -384,7 +388,9 @@ func TestUnlockRefusesLivePIDOnThisHost(t *testing.T) {
 
 func TestTokenMismatchNeverRemovesOthersLock(t *testing.T) {
 	_, m := setup(t, "true")
-	os.MkdirAll(m.runtime, 0o755)
+	if err := os.MkdirAll(m.runtime, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	// Same file, rewritten with another token.
 	lk, err := m.createLock("t", "me")
 	if err != nil {
@@ -392,14 +398,18 @@ func TestTokenMismatchNeverRemovesOthersLock(t *testing.T) {
 	}
 	other := LockInfo{Owner: "other", PID: os.Getpid(), Hostname: m.hostname, PIDNamespace: m.pidNS, HeartbeatAt: nowMs(), Token: "someone-else", StartedAt: nowMs()}
 	b, _ := json.Marshal(other)
-	os.WriteFile(m.lockPath("t"), b, 0o644)
+	if err := os.WriteFile(m.lockPath("t"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if lk.release() {
 		t.Fatal("released a lock with another token")
 	}
 	if ls, _ := m.readLock("t"); ls == nil || ls.Token != "someone-else" {
 		t.Fatalf("other lock gone: %+v", ls)
 	}
-	os.Remove(m.lockPath("t"))
+	if err := os.Remove(m.lockPath("t")); err != nil {
+		t.Fatal(err)
+	}
 	// Removed and recreated by someone else (another inode) while held,
 	// and the heartbeat must not overwrite it either.
 	lk, err = m.createLock("t", "me")
@@ -407,7 +417,9 @@ func TestTokenMismatchNeverRemovesOthersLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk.startHeartbeat()
-	os.Remove(m.lockPath("t"))
+	if err := os.Remove(m.lockPath("t")); err != nil {
+		t.Fatal(err)
+	}
 	writeLock(t, m, "t", other)
 	time.Sleep(3 * testHB)
 	if lk.release() || !lk.lost.Load() {
@@ -474,9 +486,9 @@ func TestReaderInAnotherProcess(t *testing.T) {
 	}
 	killed := false
 	defer func() {
-		if !killed {
-			c.Process.Kill()
-			c.Wait()
+		if !killed { // teardown of a failed test
+			_ = c.Process.Kill()
+			_ = c.Wait()
 		}
 	}()
 	line, _ := bufio.NewReader(stdout).ReadString('\n')
@@ -494,8 +506,10 @@ func TestReaderInAnotherProcess(t *testing.T) {
 	_, err = m.Rebuild(context.Background(), "t", "admin", nil)
 	wantCode(t, err, core.CodeEnvBusy, `"child-job"`)
 
-	c.Process.Kill()
-	c.Wait()
+	if err := c.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait() // "signal: killed": reaped, which is all that is wanted
 	killed = true
 	st, _ = m.Status("t")
 	if st.Readers != 0 || len(st.StaleReaders) != 1 || !st.Stale || st.StaleReaders[0].PIDAlive != "no" {
@@ -526,11 +540,15 @@ func TestStaleReaderByHeartbeatAndLostLease(t *testing.T) {
 	_, m := setup(t, "true")
 	// A lease file of a live pid (ours) whose heartbeat stopped: stale,
 	// ignored by rebuild, kept by unlock.
-	os.MkdirAll(m.readersDir("t"), 0o755)
+	if err := os.MkdirAll(m.readersDir("t"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	ri := ReaderInfo{Holder: "hung", PID: os.Getpid(), Hostname: m.hostname, PIDNamespace: m.pidNS, HeartbeatAt: nowMs() - 10*testHB.Milliseconds(), Token: "tok", StartedAt: nowMs() - 60_000}
 	b, _ := json.Marshal(ri)
 	p := filepath.Join(m.readersDir("t"), "hung-1-tok.lease")
-	os.WriteFile(p, b, 0o644)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res, err := m.Rebuild(context.Background(), "t", "admin", nil)
 	if err != nil || len(res.StaleReaders) != 1 || !strings.Contains(res.StaleReaders[0].Reason, "heartbeat") {
 		t.Fatalf("rebuild %+v %v", res, err)
@@ -539,7 +557,9 @@ func TestStaleReaderByHeartbeatAndLostLease(t *testing.T) {
 	if err != nil || len(ur.KeptReaders) != 1 || !exists(p) {
 		t.Fatalf("unlock %+v %v", ur, err)
 	}
-	os.Remove(p)
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
 
 	// A live lease whose file disappears reports it is lost.
 	l, err := m.Acquire(context.Background(), "t", "job")
@@ -547,7 +567,9 @@ func TestStaleReaderByHeartbeatAndLostLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release()
-	os.Remove(l.File())
+	if err := os.Remove(l.File()); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-l.Lost():
 	case <-time.After(5 * time.Second):
@@ -611,10 +633,14 @@ func TestUnknownEnvAndConfig(t *testing.T) {
 	if exists(filepath.Join(d, "runtime")) {
 		t.Fatal("List created files")
 	}
-	os.WriteFile(filepath.Join(d, ConfigFile), []byte(`[{"name":"bad name","rebuild":[]},{"name":"a","rebuild":["x"]},{"name":"a","rebuild":["y"]}]`), 0o644)
+	if err := os.WriteFile(filepath.Join(d, ConfigFile), []byte(`[{"name":"bad name","rebuild":[]},{"name":"a","rebuild":["x"]},{"name":"a","rebuild":["y"]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err = Open(d)
 	wantCode(t, err, core.CodeInvalidArgument, "3 problem(s)", "envs.json[0].name", "envs.json[0].rebuild", "duplicate")
-	os.WriteFile(filepath.Join(d, ConfigFile), []byte(`[{"name":"a","rebuild":["x"],"cmd":"typo"}]`), 0o644)
+	if err := os.WriteFile(filepath.Join(d, ConfigFile), []byte(`[{"name":"a","rebuild":["x"],"cmd":"typo"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err = Open(d)
 	wantCode(t, err, core.CodeInvalidArgument, "cmd")
 }
@@ -635,7 +661,7 @@ func TestOrphanedRebuildCommandBlocksUnlock(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }() // teardown; "already finished" once killed below
 	li := LockInfo{Owner: "crashed", PID: deadPID(t), Hostname: m.hostname, PIDNamespace: m.pidNS, HeartbeatAt: nowMs(), Token: "tok", StartedAt: nowMs() - 5000, Phase: PhaseRunning, CommandPID: cmd.Process.Pid}
 	writeLock(t, m, "t", li)
 	st, _ := m.Status("t")
@@ -646,8 +672,10 @@ func TestOrphanedRebuildCommandBlocksUnlock(t *testing.T) {
 	wantCode(t, err, core.CodeEnvBusy, "looks stale", fmt.Sprintf("kill -- -%d", cmd.Process.Pid))
 	_, err = m.Unlock("t", true)
 	wantCode(t, err, core.CodeEnvBusy, "even --force never", "still running")
-	cmd.Process.Kill()
-	cmd.Wait()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // "signal: killed": reaped, which is all that is wanted
 	if res, err := m.Unlock("t", false); err != nil || res.RemovedLock == nil {
 		t.Fatalf("unlock after the command stopped: %+v %v", res, err)
 	}

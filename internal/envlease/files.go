@@ -147,7 +147,9 @@ func (h *hbFile) ours() bool {
 	return err == nil && os.SameFile(a, b)
 }
 
-func (h *hbFile) close() { h.f.Close() }
+// close closes the file: every beat is a complete WriteAt, so Close has
+// nothing left to write.
+func (h *hbFile) close() { _ = h.f.Close() }
 
 // writeTemp writes a fully rendered heartbeat file under a hidden temporary
 // name next to path and returns it open.
@@ -161,7 +163,7 @@ func writeTemp(path string, render func(int64) any) (*hbFile, string, error) {
 	}
 	if _, err := f.WriteAt(pad(v, size), 0); err != nil {
 		f.Close()
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: the write error is what matters
 		return nil, "", err
 	}
 	h := &hbFile{path: path, f: f, size: size, render: render}
@@ -179,7 +181,9 @@ func createExclusive(path string, render func(int64) any) (*hbFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(tmp)
+	// The temporary name goes either way (linked or not); a leftover is a
+	// hidden file nobody reads.
+	defer func() { _ = os.Remove(tmp) }()
 	lerr := os.Link(tmp, path)
 	if lerr == nil {
 		return h, nil
@@ -195,7 +199,7 @@ func createExclusive(path string, render func(int64) any) (*hbFile, error) {
 	h.f = f
 	if err := h.beat(); err != nil {
 		f.Close()
-		os.Remove(path)
+		_ = os.Remove(path) // best effort: an empty lock file goes stale like any other
 		return nil, err
 	}
 	return h, nil
@@ -210,7 +214,7 @@ func createUnique(path string, render func(int64) any) (*hbFile, error) {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		h.close()
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: the rename error is what matters
 		return nil, err
 	}
 	return h, nil
@@ -253,7 +257,7 @@ func writeAtomic(path string, b []byte) error {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: the rename error is what matters
 		return err
 	}
 	return nil

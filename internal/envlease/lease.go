@@ -72,7 +72,7 @@ func (m *Manager) Acquire(ctx context.Context, name, holder string) (*Lease, err
 	}
 	if err != nil {
 		f.close()
-		os.Remove(path)
+		_ = os.Remove(path) // best effort: a lease file left behind goes stale and is ignored
 		return nil, err
 	}
 	l := &Lease{m: m, cfg: cfg, info: info, file: f, stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{})}
@@ -124,7 +124,9 @@ func (l *Lease) heartbeat() {
 			l.markLost(core.Errorf(core.CodeEnvBusy, "read lease on %q lost: its file %s was removed (judged stale?)", name, l.file.path))
 			return // never recreate it: a rebuild may be running
 		}
-		l.file.beat()
+		// A failed beat is retried at the next tick; if the file goes stale
+		// and is removed meanwhile, ours() above reports the loss.
+		_ = l.file.beat()
 		// A lock in phase "checking" may be a rebuild about to back off
 		// because of this very lease; only "running" means it got past us.
 		if ls, _ := l.m.readLock(name); ls != nil && ls.Phase == PhaseRunning {
@@ -141,7 +143,9 @@ func (l *Lease) Release() {
 		close(l.stop)
 		<-l.done
 		if l.file.ours() {
-			os.Remove(l.file.path)
+			// Best effort: with the heartbeat stopped, a file left behind
+			// goes stale and is ignored (aml env unlock removes it).
+			_ = os.Remove(l.file.path)
 		}
 		l.file.close()
 	})

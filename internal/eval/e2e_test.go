@@ -29,7 +29,11 @@ func builtInjection(t *testing.T) *dataset.Bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	ctx := context.Background()
 	if _, err := out.Write(ctx, st, nil); err != nil {
 		t.Fatal(err)
@@ -143,7 +147,9 @@ func TestEndToEndInjection(t *testing.T) {
 	js, _ := json.Marshal(map[string]any{"format": model.FormatLinearWindow, "history": d.H, "horizon": d.F,
 		"xCols": d.XCols, "uCols": d.NCtrl, "yCols": d.YCols, "normalized": false, "weights": weights})
 	pdir := t.TempDir()
-	os.WriteFile(filepath.Join(pdir, model.FileName), js, 0o644)
+	if err := os.WriteFile(filepath.Join(pdir, model.FileName), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	pp, err := model.Load(pdir, man, model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,11 @@ func TestIngestFilesSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	dir := t.TempDir()
 	good := writeFile(t, dir, "good.csv", wideFile([]string{"a", "b"}, 50, 0))
 	bad := writeFile(t, dir, "bad.csv", wideFile([]string{"a", "b", "c"}, 100, 60))
@@ -105,7 +109,9 @@ func BenchmarkIngestSQLite(b *testing.B) {
 		}
 		samples += reps[0].Samples
 		b.StopTimer()
-		st.Close()
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(samples)/b.Elapsed().Seconds(), "samples/s")

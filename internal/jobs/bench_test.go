@@ -83,8 +83,12 @@ func BenchmarkRiverNoop(b *testing.B) {
 		}
 		b.ReportMetric(float64(benchJobs)/time.Since(t0).Seconds(), "jobs/s")
 		b.StopTimer()
-		client.Stop(ctx)
-		st.Close()
+		if err := client.Stop(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 }
@@ -126,8 +130,12 @@ func BenchmarkJobsEndToEnd(b *testing.B) {
 		if len(done) != benchJobs {
 			b.Fatalf("%d jobs done", len(done))
 		}
-		q.Stop(ctx)
-		st.Close()
+		if err := q.Stop(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 }

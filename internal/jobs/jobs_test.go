@@ -43,7 +43,11 @@ func fixture(t *testing.T) (*sqlite.Store, string, string) {
 			fixtureErr = err
 			return
 		}
-		defer st.Close()
+		defer func() {
+			if err := st.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
 		cfg := sim.DefaultInjectionConfig()
 		cfg.Runs, cfg.Seed, cfg.RunDuration = 5, 4, 8*time.Minute
 		out, err := sim.GenerateInjection(cfg)
@@ -81,7 +85,11 @@ func fixture(t *testing.T) (*sqlite.Store, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return st, dir, fixtureDS
 }
 
@@ -148,7 +156,9 @@ func (h *harness) start(t *testing.T) {
 	t.Cleanup(func() {
 		sctx, c := context.WithTimeout(context.Background(), 20*time.Second)
 		defer c()
-		h.q.Stop(sctx)
+		if err := h.q.Stop(sctx); err != nil {
+			t.Errorf("stop the queue: %v", err)
+		}
 		cancel()
 	})
 }
@@ -221,7 +231,9 @@ func TestJobsThroughQueue(t *testing.T) {
 	if _, err := reg.Move(ctx, m.ID, core.StageShadow, "tester", "", ""); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(reg.ArtifactDir(m), "model.json"), []byte(`{"format":"aml.mean/1","horizon":10,"yCols":3,"mean":[1,2,3]}`), 0o644)
+	if err := os.WriteFile(filepath.Join(reg.ArtifactDir(m), "model.json"), []byte(`{"format":"aml.mean/1","horizon":10,"yCols":3,"mean":[1,2,3]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := reg.Move(ctx, m.ID, core.StageShadow, "tester", "", ""); core.CodeOf(err) != core.CodeInvalidArgument && core.CodeOf(err) != core.CodeModelTampered {
 		t.Fatalf("re-shadow: %v", err)
 	}
@@ -285,7 +297,9 @@ func TestTamperedDatasetFailsJob(t *testing.T) {
 	y := filepath.Join(h.dir, d.Path, "arrays", "y.f32")
 	b, _ := os.ReadFile(y)
 	b[10] ^= 1
-	os.WriteFile(y, b, 0o644)
+	if err := os.WriteFile(y, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	j, err := h.r.Submit(ctx, SubmitRequest{DatasetID: h.ds, TrainerRef: "test_mean@1"})
 	if err != nil {
 		t.Fatal(err)
@@ -384,7 +398,9 @@ func TestPythonRidgeTrainerEndToEnd(t *testing.T) {
 		Events    int
 	}
 	b, _ := os.ReadFile(filepath.Join(h.r.JobDir(j.ID), "trainer-result.json"))
-	json.Unmarshal(b, &tr)
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
 	if tr.Malformed != 1 || tr.Events < 3 {
 		t.Fatalf("trainer result %s", b)
 	}
@@ -402,7 +418,9 @@ func TestPythonRidgeTrainerEndToEnd(t *testing.T) {
 			MeanNRMSE float64 `json:"meanNrmse"`
 		} `json:"test"`
 	}
-	json.Unmarshal(j.Metrics, &met)
+	if err := json.Unmarshal(j.Metrics, &met); err != nil {
+		t.Fatal(err)
+	}
 	if !(met.Test.MeanNRMSE > 0 && met.Test.MeanNRMSE < 10) {
 		t.Fatalf("platform metrics %s", j.Metrics)
 	}
@@ -411,7 +429,9 @@ func TestPythonRidgeTrainerEndToEnd(t *testing.T) {
 func TestEnvLeaseWithJobs(t *testing.T) {
 	h := newHarness(t, 1)
 	ctx := context.Background()
-	os.WriteFile(filepath.Join(h.dir, "envs.json"), []byte(`[{"name":"slow","rebuild":["sh","-c","sleep 2"]},{"name":"fast","rebuild":["true"]}]`), 0o644)
+	if err := os.WriteFile(filepath.Join(h.dir, "envs.json"), []byte(`[{"name":"slow","rebuild":["sh","-c","sleep 2"]},{"name":"fast","rebuild":["true"]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	envs, err := envlease.Open(h.dir, envlease.WithHeartbeat(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -429,7 +449,9 @@ func TestEnvLeaseWithJobs(t *testing.T) {
 	if _, err := other.Rebuild(ctx, "fast", "admin", os.Stderr); core.CodeOf(err) != core.CodeEnvBusy {
 		t.Fatalf("rebuild during job: %v", err)
 	}
-	h.r.Cancel(ctx, j.ID)
+	if _, err := h.r.Cancel(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
 	h.waitFor(t, j.ID, terminal, 15*time.Second)
 	if _, err := other.Rebuild(ctx, "fast", "admin", os.Stderr); err != nil {
 		t.Fatalf("rebuild after job: %v", err)

@@ -71,7 +71,14 @@ func MigrateRiverPG(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, riverMigrateLock); err != nil {
 		return core.Wrap(core.CodeStoreUnavailable, err, "river migrations: lock")
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, riverMigrateLock)
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, riverMigrateLock); err != nil {
+			// A lock left on a pooled connection would block the next
+			// worker's migrations: close the connection (its session's
+			// locks go with it) so that Release destroys it.
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
 	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
 	if err != nil {
 		return core.Wrap(core.CodeInternal, err, "river migrator")

@@ -471,8 +471,12 @@ func (a *attempt) execute() error {
 	}
 	jobJSON := map[string]any{"jobId": j.ID, "datasetId": d.ID, "datasetPath": dsDir, "datasetSha256": d.SHA256, "trainer": j.TrainerRef,
 		"params": j.Params, "seed": j.Seed, "artifactsDir": art, "attempt": j.Attempt, "purpose": d.Purpose}
-	if b, err := json.MarshalIndent(jobJSON, "", "  "); err == nil {
-		os.WriteFile(filepath.Join(dir, "job.json"), b, 0o644)
+	b, err := json.MarshalIndent(jobJSON, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "job.json"), b, 0o644)
+	}
+	if err != nil {
+		return a.end(core.JobFailed, core.CodeInternal, "write job.json: "+err.Error())
 	}
 
 	native, isNative := r.opt.Trainers.Get(j.TrainerRef)

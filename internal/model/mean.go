@@ -113,7 +113,7 @@ func writeFileAtomic(dir, name string, b []byte) error {
 		err = os.Rename(tmp, filepath.Join(dir, name))
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: the write error is what matters
 		return core.Wrap(core.CodeInternal, err, "write %s", name)
 	}
 	return nil

@@ -141,7 +141,15 @@ func TestLinearStatic(t *testing.T) {
 	}
 }
 
-func wantInvalid(t *testing.T, err error, fields ...string) *core.Error {
+// wantInvalid fails t unless err is a model-invalid error (422) with a
+// problem for every field.
+func wantInvalid(t *testing.T, err error, fields ...string) {
+	t.Helper()
+	_ = invalidErr(t, err, fields...)
+}
+
+// invalidErr is wantInvalid returning the error for further checks.
+func invalidErr(t *testing.T, err error, fields ...string) *core.Error {
 	t.Helper()
 	var ae *core.Error
 	if !errors.As(err, &ae) || ae.Code != CodeModelInvalid || ae.Status != 422 {
@@ -215,16 +223,20 @@ func TestLoadBadArtifacts(t *testing.T) {
 	_, err := Load(t.TempDir(), m, LoadOptions{})
 	wantInvalid(t, err, FileName)
 	_, err = Load(writeModel(t, map[string]any{"format": "aml.forest/9"}), m, LoadOptions{})
-	if e := wantInvalid(t, err); !strings.Contains(e.Message, "aml.forest/9") {
+	if e := invalidErr(t, err); !strings.Contains(e.Message, "aml.forest/9") {
 		t.Fatalf("message %q", e.Message)
 	}
 	_, err = Load(writeModel(t, map[string]any{"weights": 1}), m, LoadOptions{})
 	wantInvalid(t, err)
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, FileName), []byte(`{"format":"aml.mean/1","horizon":1,"yCols":1,"mean":[NaN]}`), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, FileName), []byte(`{"format":"aml.mean/1","horizon":1,"yCols":1,"mean":[NaN]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err = Load(dir, m, LoadOptions{})
 	wantInvalid(t, err)
-	os.WriteFile(filepath.Join(dir, FileName), []byte(`{"format":"aml.mean/1","horizon":1,"yCols":1,"mean":[1]} {}`), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, FileName), []byte(`{"format":"aml.mean/1","horizon":1,"yCols":1,"mean":[1]} {}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err = Load(dir, m, LoadOptions{})
 	wantInvalid(t, err)
 }
@@ -301,11 +313,21 @@ func TestExecPredictor(t *testing.T) {
 
 func TestArtifactHash(t *testing.T) {
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
-	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
-	os.WriteFile(filepath.Join(dir, "model.json"), []byte(`{"format":"aml.mean/1"}`), 0o644)
-	os.WriteFile(filepath.Join(dir, "sub", "w.bin"), []byte{1, 2, 3}, 0o644)
-	os.WriteFile(filepath.Join(dir, "sub.txt"), []byte("x"), 0o644)
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "model.json"), []byte(`{"format":"aml.mean/1"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "w.bin"), []byte{1, 2, 3}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	h1, err := ArtifactHash(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -322,33 +344,49 @@ func TestArtifactHash(t *testing.T) {
 		t.Fatal("hash not stable")
 	}
 	// Changing any byte changes it; restoring restores it.
-	os.WriteFile(filepath.Join(dir, "sub", "w.bin"), []byte{1, 2, 4}, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "sub", "w.bin"), []byte{1, 2, 4}, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if h, _ := ArtifactHash(dir); h == h1 {
 		t.Fatal("byte change not detected")
 	}
-	os.WriteFile(filepath.Join(dir, "sub", "w.bin"), []byte{1, 2, 3}, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "sub", "w.bin"), []byte{1, 2, 3}, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if h, _ := ArtifactHash(dir); h != h1 {
 		t.Fatal("restored content hashes differently")
 	}
-	os.WriteFile(filepath.Join(dir, "extra"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "extra"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if h, _ := ArtifactHash(dir); h == h1 {
 		t.Fatal("added empty file not detected")
 	}
-	os.Remove(filepath.Join(dir, "extra"))
-	os.Rename(filepath.Join(dir, "sub.txt"), filepath.Join(dir, "sub2.txt"))
+	if err := os.Remove(filepath.Join(dir, "extra")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "sub.txt"), filepath.Join(dir, "sub2.txt")); err != nil {
+		t.Fatal(err)
+	}
 	if h, _ := ArtifactHash(dir); h == h1 {
 		t.Fatal("rename not detected")
 	}
-	os.Rename(filepath.Join(dir, "sub2.txt"), filepath.Join(dir, "sub.txt"))
+	if err := os.Rename(filepath.Join(dir, "sub2.txt"), filepath.Join(dir, "sub.txt")); err != nil {
+		t.Fatal(err)
+	}
 	// Symlinks are refused, inside and as the root.
 	if err := os.Symlink(filepath.Join(dir, "model.json"), filepath.Join(dir, "link")); err != nil {
 		t.Skip("symlinks unsupported:", err)
 	}
 	_, err = ArtifactHash(dir)
 	wantInvalid(t, err, "artifact")
-	os.Remove(filepath.Join(dir, "link"))
+	if err := os.Remove(filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
 	root := filepath.Join(t.TempDir(), "root")
-	os.Symlink(dir, root)
+	if err := os.Symlink(dir, root); err != nil {
+		t.Fatal(err)
+	}
 	_, err = ArtifactHash(root)
 	wantInvalid(t, err, "artifact")
 	_, err = ArtifactHash(filepath.Join(dir, "nope"))

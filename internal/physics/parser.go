@@ -24,13 +24,6 @@ type bailout struct{}
 
 func (p *parser) peek() token { return p.toks[p.i] }
 
-func (p *parser) peekN(n int) token {
-	if p.i+n < len(p.toks) {
-		return p.toks[p.i+n]
-	}
-	return p.toks[len(p.toks)-1]
-}
-
 func (p *parser) next() token {
 	t := p.toks[p.i]
 	if t.kind != tEOF {

@@ -17,7 +17,9 @@ func registered(t *testing.T, st *sqlite.Store, dir, id string, gate, twin bool)
 	t.Helper()
 	ctx := context.Background()
 	if _, err := st.GetDataset(ctx, "ds"); err != nil {
-		st.InsertDataset(ctx, core.Dataset{ID: "ds", LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "mpc_surrogate", Path: "datasets/ds", SHA256: strings.Repeat("a", 64), SpecJSON: "{}", CreatedBy: "t"})
+		if err := st.InsertDataset(ctx, core.Dataset{ID: "ds", LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "mpc_surrogate", Path: "datasets/ds", SHA256: strings.Repeat("a", 64), SpecJSON: "{}", CreatedBy: "t"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	art := filepath.Join("jobs", id, "artifacts")
 	if err := model.WriteMean(filepath.Join(dir, art), []float64{1, 2}, 3); err != nil {
@@ -27,8 +29,12 @@ func registered(t *testing.T, st *sqlite.Store, dir, id string, gate, twin bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.CreateJob(ctx, core.Job{ID: id, DatasetID: "ds", DatasetSHA256: strings.Repeat("a", 64), TrainerRef: "x", MaxRetries: 2, TimeoutSec: 1, StallSec: 1}, core.JobLimits{})
-	st.ClaimJob(ctx, id, "w")
+	if err := st.CreateJob(ctx, core.Job{ID: id, DatasetID: "ds", DatasetSHA256: strings.Repeat("a", 64), TrainerRef: "x", MaxRetries: 2, TimeoutSec: 1, StallSec: 1}, core.JobLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ClaimJob(ctx, id, "w"); err != nil {
+		t.Fatal(err)
+	}
 	m := &core.Model{ID: "m-" + id, JobID: id, DatasetID: "ds", LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "mpc_surrogate", TrainerRef: "x",
 		ArtifactKind: model.FormatMean, ArtifactPath: art, ArtifactHash: h, GatePassed: gate, Twin: twin}
 	if err := st.FinishJob(ctx, id, "w", core.JobProvisioning, nil, nil, gate, art, m); err != nil {
@@ -44,7 +50,11 @@ func TestPromotionRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	reg := New(st, dir, nil)
 
@@ -77,7 +87,9 @@ func TestPromotionRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Edited artifact: promotion refused.
-	os.WriteFile(filepath.Join(reg.ArtifactDir(tw), model.FileName), []byte(`{"format":"aml.mean/1","horizon":3,"yCols":2,"mean":[9,9]}`), 0o644)
+	if err := os.WriteFile(filepath.Join(reg.ArtifactDir(tw), model.FileName), []byte(`{"format":"aml.mean/1","horizon":3,"yCols":2,"mean":[9,9]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := reg.Move(ctx, tw.ID, core.StageProduction, "ann", "", ""); core.CodeOf(err) != core.CodeModelTampered {
 		t.Fatalf("tampered: %v", err)
 	}

@@ -19,7 +19,11 @@ func TestTwinPromotionNeedsShadowAndGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	reg := New(st, dir, nil)
 	tw := registered(t, st, dir, "j1", true, true)

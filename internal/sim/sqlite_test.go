@@ -18,7 +18,11 @@ func TestWriteToSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 
 	cfg := smallConfig()
 	cfg.Runs = 2

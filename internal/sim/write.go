@@ -233,7 +233,7 @@ func writeAtomic(path string, fill func(w *bufio.Writer) error) (err error) {
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(tmp)
+			_ = os.Remove(tmp) // best effort: err is what is returned
 		}
 	}()
 	w := bufio.NewWriterSize(f, 1<<16)

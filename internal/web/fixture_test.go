@@ -66,8 +66,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if fx != nil {
 		fx.srv.Close()
-		fx.store.Close()
-		os.RemoveAll(fx.dir)
+		if err := fx.store.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "close the fixture store:", err)
+			code = 1
+		}
+		if err := os.RemoveAll(fx.dir); err != nil {
+			fmt.Fprintln(os.Stderr, "remove the fixture directory:", err)
+		}
 	}
 	os.Exit(code)
 }

@@ -48,9 +48,13 @@ func BenchmarkMQTTIngest(b *testing.B) {
 		secs := time.Since(t0).Seconds()
 		b.ReportMetric(n/secs, "samples/s")
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
 		pub.Disconnect(10)
 		br.Close()
-		st.Close()
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

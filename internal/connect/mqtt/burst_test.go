@@ -42,7 +42,11 @@ func TestMQTTBurstStoredExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	m, err := ParseMap([]byte(burstMap))
 	if err != nil {
 		t.Fatal(err)
@@ -190,8 +194,10 @@ func startBurstBroker(t testing.TB, addr string) *broker {
 	if err := b.AddListener(listeners.NewTCP(listeners.Config{ID: "t", Address: addr})); err != nil {
 		t.Fatal(err)
 	}
-	go b.Serve()
+	if err := b.Serve(); err != nil { // it starts the listeners and returns
+		t.Fatal(err)
+	}
 	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { b.Close() }) })
+	t.Cleanup(func() { once.Do(func() { _ = b.Close() }) }) // teardown: its clients are gone
 	return &broker{b: b, once: &once}
 }

@@ -24,7 +24,7 @@ func freeAddr(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only the port number was wanted
 	return l.Addr().String()
 }
 
@@ -35,7 +35,7 @@ type broker struct {
 }
 
 // Close stops the broker once (mochi's Close is not idempotent).
-func (b *broker) Close() { b.once.Do(func() { b.b.Close() }) }
+func (b *broker) Close() { b.once.Do(func() { _ = b.b.Close() }) }
 
 func startBroker(t testing.TB, addr string) *broker {
 	t.Helper()
@@ -46,9 +46,11 @@ func startBroker(t testing.TB, addr string) *broker {
 	if err := b.AddListener(listeners.NewTCP(listeners.Config{ID: "t", Address: addr})); err != nil {
 		t.Fatal(err)
 	}
-	go b.Serve()
+	if err := b.Serve(); err != nil { // it starts the listeners and returns
+		t.Fatal(err)
+	}
 	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { b.Close() }) })
+	t.Cleanup(func() { once.Do(func() { _ = b.Close() }) }) // teardown: its clients are gone
 	return &broker{b: b, once: &once}
 }
 
@@ -96,7 +98,11 @@ func TestMQTTIngestMalformedAndReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	m, err := ParseMap([]byte(testMap))
 	if err != nil {
 		t.Fatal(err)

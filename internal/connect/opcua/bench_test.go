@@ -35,7 +35,9 @@ func BenchmarkOPCUASubscriptionIngest(b *testing.B) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		t0 := time.Now()
-		c.Run(ctx)
+		if err := c.Run(ctx); err != nil {
+			b.Fatal(err)
+		}
 		secs := time.Since(t0).Seconds()
 		cancel()
 		s := c.Stats()
@@ -46,8 +48,10 @@ func BenchmarkOPCUASubscriptionIngest(b *testing.B) {
 		b.ReportMetric(float64(s.Stored)/secs, "samples/s")
 		b.ReportMetric(float64(lost), "lost-steps")
 		b.ReportMetric(float64(srv.Stats().Steps), "steps")
-		srv.Close()
-		st.Close()
+		_ = srv.Close() // teardown of the simulated line
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -58,7 +62,11 @@ func BenchmarkDirectBatchIngest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
 	nodes := sim.InjectionNodes(sim.DefaultLineID, time.Time{})
 	batch := make([]core.Sample, 0, 2000)
 	ts := int64(1_767_600_000_000)

@@ -266,7 +266,7 @@ func (c *Connector) session(ctx context.Context, first bool) error {
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		cl.Close(cctx)
+		_ = cl.Close(cctx) // the session ends either way; a lost one cannot close cleanly
 		cancel()
 	}()
 	if first || !c.connectedOnce() {

@@ -98,7 +98,7 @@ func (r *Relay) listen(ctx context.Context) (*pgx.Conn, error) {
 		return nil, core.Wrap(core.CodeStoreUnavailable, err, "event relay: connect")
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{r.channel}.Sanitize()); err != nil {
-		conn.Close(context.Background())
+		_ = conn.Close(context.Background()) // dropped: the LISTEN error is what matters
 		return nil, core.Wrap(core.CodeStoreUnavailable, err, "event relay: listen")
 	}
 	return conn, nil
@@ -141,7 +141,7 @@ func (r *Relay) send(ctx context.Context, sub *events.Sub) {
 func (r *Relay) receive(ctx context.Context, conn *pgx.Conn) {
 	defer func() {
 		if conn != nil {
-			conn.Close(context.Background())
+			_ = conn.Close(context.Background()) // shutting down: nothing is pending on a LISTEN connection
 		}
 	}()
 	backoff := 100 * time.Millisecond
@@ -166,7 +166,7 @@ func (r *Relay) receive(ctx context.Context, conn *pgx.Conn) {
 				return
 			}
 			r.log.Warn("event relay: listening connection lost", "err", err)
-			conn.Close(context.Background())
+			_ = conn.Close(context.Background()) // it is lost already
 			conn = nil
 			continue
 		}

@@ -453,10 +453,12 @@ func calibrate(ctx context.Context, sys *System, segs []*Segment, opts CalibOpti
 		eval: func(w, b int, zg, zl, r []float64) { c.eval(w, b, zg, zl, r, lbs[b]) }}
 	// local starts: the init clauses (clipped into the ranges) with the
 	// start's parameters
-	localStart := func(zg []float64) [][]float64 {
+	localStart := func(zg []float64) ([][]float64, error) {
 		zl := make([][]float64, len(segs))
 		sim := c.sims[0]
-		sim.SetParams(c.params(0, zg))
+		if err := sim.SetParams(c.params(0, zg)); err != nil {
+			return nil, fmt.Errorf("hybrid: calibration start: %w", err)
+		}
 		for b, g := range segs {
 			x := sys.baseInit(sim, g.U[0], g.d(0), g.Y[0])
 			zl[b] = make([]float64, len(lbs[b]))
@@ -471,13 +473,16 @@ func calibrate(ctx context.Context, sys *System, segs []*Segment, opts CalibOpti
 				zl[b][q] = lbs[b][q].z(v)
 			}
 		}
-		return zl
+		return zl, nil
 	}
 	cal := &Calibration{Names: m.ParamNames(), Lo: lo, Hi: hi, Nominal: nominal, FreeStates: c.free, OutStd: c.sd, Best: -1, X0Mode: mode}
 	starts := startPoints(c.gb, nominal, opts.Starts, opts.Seed)
 	var best *lmResult
 	for s, zg := range starts {
-		zl := localStart(zg)
+		zl, err := localStart(zg)
+		if err != nil {
+			return nil, err
+		}
 		if s == 0 {
 			r := make([][]float64, len(segs))
 			for b := range r {

@@ -42,7 +42,11 @@ func hybTanksBundle(t *testing.T) *dataset.Bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	for i, f := range []string{"cascaded_tanks_estimation.csv", "cascaded_tanks_validation.csv"} {
 		_, err := ingest.IngestFiles(ctx, st, []string{filepath.Join(hybTanksDir, f)}, ingest.CSVOptions{Line: "tanks", Product: "water", Recipe: "multisine",
@@ -85,7 +89,11 @@ func hybInjectionBundle(t *testing.T) *dataset.Bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	if _, err := out.Write(ctx, st, nil); err != nil {
 		t.Fatal(err)
@@ -406,7 +414,9 @@ func TestHybridResidualWindowsEqualRuns(t *testing.T) {
 	if bytes.Equal(bad, raw) {
 		t.Fatal("source not found in the artifact")
 	}
-	os.WriteFile(filepath.Join(dir, model.FileName), bad, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, model.FileName), bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := model.Load(dir, b.Manifest, model.LoadOptions{}); err == nil || !model.IsModelInvalid(err) {
 		t.Fatalf("tampered source loaded: %v", err)
 	}
@@ -449,7 +459,11 @@ func TestHybridInjectionPassesGates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed = 24, 7
@@ -496,7 +510,9 @@ func TestHybridInjectionPassesGates(t *testing.T) {
 			Measured float64 `json:"measured"`
 		} `json:"coverage"`
 	}
-	json.Unmarshal(j.Metrics, &m)
+	if err := json.Unmarshal(j.Metrics, &m); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("injection hybrid: test one-step NRMSE %.4f, rollout %.4f, val/test gap %.3f, gates passed %v, test coverage %.4f (target 0.90)",
 		m.Test.MeanOneStepNRMSE, m.Test.MeanNRMSE, m.ValTestGap, j.GatePassed, m.Coverage.Measured)
 	if !j.GatePassed {

@@ -558,7 +558,11 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	// the records' times both start at 0: place the validation record 2 h later
 	for i, f := range []string{"cascaded_tanks_estimation.csv", "cascaded_tanks_validation.csv"} {
@@ -638,7 +642,9 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 	// refitted on all of it.
 	ssP, ssM, ssRaw := run("linear_state_space@1", `{}`)
 	var sa ssArtifact
-	json.Unmarshal(ssRaw, &sa)
+	if err := json.Unmarshal(ssRaw, &sa); err != nil {
+		t.Fatal(err)
+	}
 	ss4, ss5 := freeRun(ssP, 4), freeRun(ssP, 5)
 	for _, s := range sa.Training.Scores {
 		t.Logf("  order %d: validation mean NRMSE %.4f", s.Order, float64(s.Value))
@@ -664,7 +670,9 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 	// and with the default structure selection
 	selP, selM, selRaw := run("one_step@1", `{}`)
 	var aa arxArtifact
-	json.Unmarshal(selRaw, &aa)
+	if err := json.Unmarshal(selRaw, &aa); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("one_step@1 selected ARX(na=%d nb=%d nk=%d λ=%g, %s): free-run %.4f V (nInit %d), one-step %.4f V",
 		aa.NA, aa.NB, aa.NK, aa.Lambda, aa.Training.Validation, freeRun(selP, max(4, aa.MaxLag)), max(4, aa.MaxLag), selM.Test.Targets[0].OneStepRMSE)
 }

@@ -31,7 +31,11 @@ func TestStaticResponseOnLegoThroughJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	// One part (6x2 brick): its 77 rows as one run of cycles.
 	raw, _ := os.ReadFile(lego)
@@ -47,7 +51,9 @@ func TestStaticResponseOnLegoThroughJobs(t *testing.T) {
 		t.Fatalf("%d rows of part 6x2", len(part)-1)
 	}
 	partCSV := filepath.Join(dir, "lego_6x2.csv")
-	os.WriteFile(partCSV, []byte(strings.Join(part, "\n")+"\n"), 0o644)
+	if err := os.WriteFile(partCSV, []byte(strings.Join(part, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err = ingest.IngestFiles(ctx, st, []string{partCSV}, ingest.CSVOptions{Line: "lego", Product: "bricks", Recipe: "ccd", Run: "lego-6x2",
 		Period: time.Second, IgnoreCols: []string{"row", "part"}}, nil)
 	if err != nil {
@@ -84,7 +90,9 @@ func TestStaticResponseOnLegoThroughJobs(t *testing.T) {
 			MeanR2 float64 `json:"meanR2"`
 		} `json:"test"`
 	}
-	json.Unmarshal(j.Metrics, &m)
+	if err := json.Unmarshal(j.Metrics, &m); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("lego part 6x2, random row split: platform test R² %.4f, gates passed %v", m.Test.MeanR2, j.GatePassed)
 	if m.Test.MeanR2 < 0.9 {
 		t.Fatalf("test R² %.3f", m.Test.MeanR2)

@@ -154,7 +154,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, core.Errorf(core.CodeInternal, "find a free port on %s: %v", host, err)
 		}
 		port = l.Addr().(*net.TCPAddr).Port
-		l.Close()
+		_ = l.Close() // only the port number was wanted; the server's own listen reports a problem
 	}
 	s := &Server{opts: o, line: newLine(o), done: make(chan struct{})}
 	s.srv = server.New(

@@ -43,7 +43,9 @@ func BenchmarkWriteSamples(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		s.Close()
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")
@@ -84,7 +86,9 @@ func benchSecondPass(b *testing.B, delta float64) {
 			}
 		}
 		b.StopTimer()
-		s.Close()
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")
@@ -116,7 +120,9 @@ func BenchmarkRawCopy(b *testing.B) {
 			pks[id] = pk
 		}
 		var ctxPK int64
-		s.pool.QueryRow(ctx, `SELECT pk FROM sample_ctx`).Scan(&ctxPK)
+		if err := s.pool.QueryRow(ctx, `SELECT pk FROM sample_ctx`).Scan(&ctxPK); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 		for j := 0; j < len(samples); j += 10_000 {
 			rows := make([][]any, 0, 10_000)
@@ -135,7 +141,9 @@ func BenchmarkRawCopy(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		s.Close()
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")

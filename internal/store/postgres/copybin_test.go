@@ -179,7 +179,7 @@ func firstDiff(a, b []byte) int {
 func FuzzCopyEncoder(f *testing.F) {
 	f.Add(int64(0), int64(0), uint64(0), "", int64(0), uint8(1), false)
 	f.Add(int64(math.MinInt64), int64(math.MaxInt64), math.Float64bits(math.NaN()), "ok", int64(-1), uint8(3), true)
-	f.Add(int64(5), int64(1700000000000), math.Float64bits(-0.0), "bad ünsicher", int64(9), uint8(200), true)
+	f.Add(int64(5), int64(1700000000000), math.Float64bits(math.Copysign(0, -1)), "bad ünsicher", int64(9), uint8(200), true)
 	f.Fuzz(func(t *testing.T, node, ts int64, bits uint64, state string, ctx int64, chunk uint8, seq bool) {
 		samples := []core.Sample{{TsMs: ts, Value: math.Float64frombits(bits), State: state}, {TsMs: ^ts, State: state + "!"}}
 		keys := []rowKey{{node: node, ctx: ctx}, {node: ^node, ctx: ^ctx}}

@@ -344,8 +344,12 @@ func TestWriteModel(t *testing.T) {
 			}
 			slices.SortFunc(want, func(a, b string) int {
 				var x, y int64
-				fmt.Sscan(strings.Split(a, "=")[0], &x)
-				fmt.Sscan(strings.Split(b, "=")[0], &y)
+				if _, err := fmt.Sscan(strings.Split(a, "=")[0], &x); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := fmt.Sscan(strings.Split(b, "=")[0], &y); err != nil {
+					t.Fatal(err)
+				}
 				return int(x - y)
 			})
 			if got := points(t, s, n); !slices.Equal(got, want) {

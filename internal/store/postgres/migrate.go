@@ -48,55 +48,53 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, ms []Migration) error {
 		return dbErr(err, "create schema_migrations")
 	}
 	for _, m := range ms {
-		done, err := applyOne(ctx, pool, m, len(ms))
-		if err != nil {
+		if err := applyOne(ctx, pool, m, len(ms)); err != nil {
 			return err
-		}
-		if done {
-			continue
 		}
 	}
 	return nil
 }
 
-func applyOne(ctx context.Context, pool *pgxpool.Pool, m Migration, known int) (bool, error) {
+// applyOne applies migration m in its own transaction unless it is already
+// recorded (with the same checksum) in schema_migrations.
+func applyOne(ctx context.Context, pool *pgxpool.Pool, m Migration, known int) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return false, dbErr(err, "begin migration %d", m.Version)
+		return dbErr(err, "begin migration %d", m.Version)
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, migrateLock); err != nil {
-		return false, dbErr(err, "lock migrations")
+		return dbErr(err, "lock migrations")
 	}
 	var maxApplied *int
 	if err := tx.QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&maxApplied); err != nil {
-		return false, dbErr(err, "read schema_migrations")
+		return dbErr(err, "read schema_migrations")
 	}
 	if maxApplied != nil && *maxApplied > known {
-		return false, core.Errorf(core.CodeSchemaTooNew,
+		return core.Errorf(core.CodeSchemaTooNew,
 			"the database schema is at version %d but this aml binary knows versions up to %d; use a newer aml (refusing to touch the data)", *maxApplied, known)
 	}
 	var sum string
 	err = tx.QueryRow(ctx, `SELECT checksum FROM schema_migrations WHERE version=$1`, m.Version).Scan(&sum)
 	if err == nil {
 		if sum != m.Checksum {
-			return false, core.Errorf(core.CodeSchemaMismatch,
+			return core.Errorf(core.CodeSchemaMismatch,
 				"migration %04d_%s was applied with a different checksum (%.12s, binary has %.12s): this database was made by a different build", m.Version, m.Name, sum, m.Checksum)
 		}
-		return true, nil
+		return nil
 	}
 	if !noRows(err) {
-		return false, dbErr(err, "read schema_migrations")
+		return dbErr(err, "read schema_migrations")
 	}
 	if _, err := tx.Exec(ctx, m.SQL); err != nil {
-		return false, core.Wrap(core.CodeInternal, err, "apply migration %04d_%s", m.Version, m.Name)
+		return core.Wrap(core.CodeInternal, err, "apply migration %04d_%s", m.Version, m.Name)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations(version, name, checksum, applied_at) VALUES ($1,$2,$3,$4)`,
 		m.Version, m.Name, m.Checksum, time.Now().UnixMilli()); err != nil {
-		return false, dbErr(err, "record migration %d", m.Version)
+		return dbErr(err, "record migration %d", m.Version)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return false, dbErr(err, "commit migration %d", m.Version)
+		return dbErr(err, "commit migration %d", m.Version)
 	}
-	return false, nil
+	return nil
 }

@@ -215,10 +215,6 @@ func pgCode(err error) string {
 
 func isUnique(err error) bool { return pgCode(err) == sqlUniqueViolation }
 func isFK(err error) bool     { return pgCode(err) == sqlForeignKeyViolation }
-func isConstraint(err error) bool {
-	c := pgCode(err)
-	return len(c) == 5 && c[:2] == sqlIntegrityClass
-}
 
 // dbErr maps a driver error to a typed error with sqldb.Err and this
 // package's classify: integrity violations are AML_CONFLICT; cancellation,

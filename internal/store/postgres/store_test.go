@@ -19,10 +19,8 @@ import (
 // gets a schema of its own, dropped at the end, so tests share one
 // database without seeing each other's rows (internal/store/postgres/pgtest).
 
-// serverURL and schemaURL are pgtest's (one mechanism for every package
-// whose tests run on PostgreSQL).
-func serverURL(t testing.TB) string { return pgtest.Server(t) }
-
+// schemaURL is pgtest's (one mechanism for every package whose tests run
+// on PostgreSQL).
 func schemaURL(t testing.TB) string { return pgtest.Schema(t) }
 
 func openURL(t testing.TB, u string) *Store {
@@ -31,7 +29,11 @@ func openURL(t testing.TB, u string) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }
 
@@ -67,7 +69,9 @@ func TestMigrationsEmptyExistingAndRefusals(t *testing.T) {
 	if err := s.EnsureLine(ctx, core.Line{ID: "L1"}); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// Re-open: nothing re-applied, data kept.
 	s = openURL(t, u)
@@ -75,11 +79,15 @@ func TestMigrationsEmptyExistingAndRefusals(t *testing.T) {
 		t.Fatalf("lines %v err %v", lines, err)
 	}
 	var n int
-	s.pool.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n)
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != len(ms) {
 		t.Fatalf("%d migration rows, want %d", n, len(ms))
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	extra := append(append([]Migration{}, ms...), Migration{Version: len(ms) + 1, Name: "extra", SQL: "CREATE TABLE extra_t(x integer);", Checksum: "abc"})
 	s, err := OpenWith(ctx, u, Options{Migrations: extra})
@@ -92,7 +100,9 @@ func TestMigrationsEmptyExistingAndRefusals(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, `INSERT INTO extra_t VALUES (1)`); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	_, err = Open(ctx, u)
 	if core.CodeOf(err) != core.CodeSchemaTooNew {
@@ -116,7 +126,9 @@ func TestFailedMigrationLeavesNoTrace(t *testing.T) {
 	}
 	s := openURL(t, u)
 	var exists bool
-	s.pool.QueryRow(ctx, `SELECT to_regclass('ok_t') IS NOT NULL`).Scan(&exists)
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('ok_t') IS NOT NULL`).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
 	if exists {
 		t.Fatal("half-applied migration left a table behind")
 	}
@@ -134,7 +146,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 			defer wg.Done()
 			s, err := Open(context.Background(), u)
 			if err == nil {
-				s.Close()
+				err = s.Close()
 			}
 			errs <- err
 		}()
@@ -149,7 +161,9 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	s := openURL(t, u)
 	ms, _ := Migrations()
 	var n int
-	s.pool.QueryRow(context.Background(), `SELECT count(*) FROM schema_migrations`).Scan(&n)
+	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != len(ms) {
 		t.Fatalf("%d migration rows, want %d", n, len(ms))
 	}
@@ -206,8 +220,11 @@ func TestMonthlyPartitionsOnDemand(t *testing.T) {
 	}
 	// Every partition carries the BRIN index and the (node, ts) key.
 	var brin, pk int
-	s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE indexdef LIKE '%USING brin (ts)%'), count(*) FILTER (WHERE indexdef LIKE '%UNIQUE%(node, ts)%')
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE indexdef LIKE '%USING brin (ts)%'), count(*) FILTER (WHERE indexdef LIKE '%UNIQUE%(node, ts)%')
 		FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'samples_202601'`).Scan(&brin, &pk)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if brin != 1 || pk != 1 {
 		t.Fatalf("partition indexes: brin %d pk %d", brin, pk)
 	}
@@ -215,8 +232,12 @@ func TestMonthlyPartitionsOnDemand(t *testing.T) {
 	// made in time) moves out when its month's partition is made.
 	parked := ms(2030, 5, 2)
 	var ctxPK, nodePK int64
-	s.pool.QueryRow(ctx, `SELECT pk FROM sample_ctx`).Scan(&ctxPK)
-	s.pool.QueryRow(ctx, `SELECT pk FROM nodes WHERE id='n'`).Scan(&nodePK)
+	if err := s.pool.QueryRow(ctx, `SELECT pk FROM sample_ctx`).Scan(&ctxPK); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT pk FROM nodes WHERE id='n'`).Scan(&nodePK); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.pool.Exec(ctx, `INSERT INTO samples(node, ts, value, ctx) VALUES ($1,$2,7,$3)`, nodePK, parked, ctxPK); err != nil {
 		t.Fatal(err)
 	}

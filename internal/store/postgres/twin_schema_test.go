@@ -190,7 +190,11 @@ func TestTwinSchemaRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lite.Close()
+	defer func() {
+		if err := lite.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	db := lite.DB()
 	for _, q := range twinFixture {
 		if _, err := db.ExecContext(ctx, q); err != nil {

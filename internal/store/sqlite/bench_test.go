@@ -47,7 +47,9 @@ func BenchmarkWriteSamples(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		s.Close()
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")
@@ -89,7 +91,9 @@ func BenchmarkRawInsert(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		s.Close()
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")
@@ -100,7 +104,11 @@ func benchStore(b *testing.B) *Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { s.Close() })
+	b.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			b.Error(err)
+		}
+	})
 	if _, err := s.WriteSamples(context.Background(), benchSamples()); err != nil {
 		b.Fatal(err)
 	}

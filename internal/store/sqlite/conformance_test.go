@@ -17,7 +17,11 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { s.Close() })
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Error(err)
+				}
+			})
 			return s
 		},
 		Again: func(t *testing.T, s core.Store) core.Store {
@@ -25,7 +29,11 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { s2.Close() })
+			t.Cleanup(func() {
+				if err := s2.Close(); err != nil {
+					t.Error(err)
+				}
+			})
 			return s2
 		},
 	})

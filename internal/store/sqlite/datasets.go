@@ -110,7 +110,9 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 	}
 	if n > 0 {
 		var kind, ref string
-		tx.QueryRowContext(ctx, `SELECT kind, ref_id FROM dataset_refs WHERE dataset_id=? ORDER BY kind, ref_id LIMIT 1`, id).Scan(&kind, &ref)
+		if err := tx.QueryRowContext(ctx, `SELECT kind, ref_id FROM dataset_refs WHERE dataset_id=? ORDER BY kind, ref_id LIMIT 1`, id).Scan(&kind, &ref); err != nil {
+			return dbErr(err, "read references")
+		}
 		return core.FieldErrorf(core.CodeInUse, "dataset", "dataset %q is referenced by %d item(s) (e.g. %s %s); delete those first", id, n, kind, ref)
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM datasets WHERE id=?`, id)

@@ -396,8 +396,15 @@ func (s *Store) MoveModelStage(ctx context.Context, id, from, to, by, reason str
 		var prev []string
 		for rows.Next() {
 			var p string
-			rows.Scan(&p)
+			if err := rows.Scan(&p); err != nil {
+				rows.Close()
+				return dbErr(err, "find production model")
+			}
 			prev = append(prev, p)
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return dbErr(err, "find production model")
 		}
 		rows.Close()
 		for _, p := range prev {

@@ -122,10 +122,16 @@ func TestRacingTransitionsOneWinner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s2.Close()
+	defer func() {
+		if err := s2.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	for k := 0; k < 20; k++ {
 		id := fmt.Sprintf("race-%d", k)
-		s.CreateJob(ctx, newJob(id), core.JobLimits{})
+		if err := s.CreateJob(ctx, newJob(id), core.JobLimits{}); err != nil {
+			t.Fatal(err)
+		}
 		var wg sync.WaitGroup
 		wins := make(chan string, 4)
 		for w, st := range []*Store{s, s2, s, s2} {
@@ -170,8 +176,12 @@ func TestQueueLimitsAndCancel(t *testing.T) {
 	ctx := context.Background()
 	seedDataset(t, s, "ds")
 	lim := core.JobLimits{MaxQueued: 2, MaxPerDataset: 3}
-	s.CreateJob(ctx, newJob("a"), lim)
-	s.CreateJob(ctx, newJob("b"), lim)
+	if err := s.CreateJob(ctx, newJob("a"), lim); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateJob(ctx, newJob("b"), lim); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.CreateJob(ctx, newJob("c"), lim); core.CodeOf(err) != core.CodeQueueFull {
 		t.Fatalf("queue cap: %v", err)
 	}
@@ -179,11 +189,15 @@ func TestQueueLimitsAndCancel(t *testing.T) {
 	if err != nil || j.Status != core.JobCancelled {
 		t.Fatalf("cancel queued: %+v %v", j, err)
 	}
-	s.CreateJob(ctx, newJob("c"), lim)
+	if err := s.CreateJob(ctx, newJob("c"), lim); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.CreateJob(ctx, newJob("d"), core.JobLimits{MaxPerDataset: 3}); core.CodeOf(err) != core.CodeQuotaExceeded {
 		t.Fatalf("per-dataset cap: %v", err)
 	}
-	s.ClaimJob(ctx, "b", "w")
+	if _, err := s.ClaimJob(ctx, "b", "w"); err != nil {
+		t.Fatal(err)
+	}
 	j, _ = s.RequestCancel(ctx, "b")
 	if j.Status != core.JobProvisioning || !j.CancelRequest {
 		t.Fatalf("cancel running: %+v", j)
@@ -206,7 +220,9 @@ func TestQueueLimitsAndCancel(t *testing.T) {
 		if err := s.RequeueJob(ctx, "b", core.JobProvisioning, core.CodeWorkerLost, "lost"); err != nil {
 			t.Fatal(err)
 		}
-		s.ClaimJob(ctx, "b", "w")
+		if _, err := s.ClaimJob(ctx, "b", "w"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.RequeueJob(ctx, "b", core.JobProvisioning, core.CodeWorkerLost, "lost"); core.CodeOf(err) != core.CodeJobConflict {
 		t.Fatalf("third requeue: %v", err)
@@ -220,13 +236,25 @@ func TestPromotionRace(t *testing.T) {
 	ctx := context.Background()
 	seedDataset(t, s, "ds")
 	s2, _ := Open(dir)
-	defer s2.Close()
+	defer func() {
+		if err := s2.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	for i := 0; i < 8; i++ {
 		id := fmt.Sprintf("j%d", i)
-		s.CreateJob(ctx, newJob(id), core.JobLimits{})
-		s.ClaimJob(ctx, id, "w")
-		s.TransitionJob(ctx, id, "w", core.JobProvisioning, core.JobTraining, "")
-		s.TransitionJob(ctx, id, "w", core.JobTraining, core.JobEvaluating, "")
+		if err := s.CreateJob(ctx, newJob(id), core.JobLimits{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ClaimJob(ctx, id, "w"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.TransitionJob(ctx, id, "w", core.JobProvisioning, core.JobTraining, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.TransitionJob(ctx, id, "w", core.JobTraining, core.JobEvaluating, ""); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.FinishJob(ctx, id, "w", core.JobEvaluating, nil, nil, true, "p", testModel(fmt.Sprintf("m%d", i), id)); err != nil {
 			t.Fatal(err)
 		}
@@ -274,10 +302,18 @@ func TestStageReportKeepsProgress(t *testing.T) {
 	s, _ := openTest(t)
 	ctx := context.Background()
 	seedDataset(t, s, "ds")
-	s.CreateJob(ctx, newJob("j"), core.JobLimits{})
-	s.ClaimJob(ctx, "j", "w")
-	s.ReportProgress(ctx, "j", "w", 0.6, "")
-	s.ReportProgress(ctx, "j", "w", -1, "fitting")
+	if err := s.CreateJob(ctx, newJob("j"), core.JobLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ClaimJob(ctx, "j", "w"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReportProgress(ctx, "j", "w", 0.6, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReportProgress(ctx, "j", "w", -1, "fitting"); err != nil {
+		t.Fatal(err)
+	}
 	j, _ := s.GetJob(ctx, "j")
 	if j.Progress != 0.6 || j.Stage != "fitting" {
 		t.Fatalf("progress %v stage %q", j.Progress, j.Stage)

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/keycache"
@@ -83,17 +82,17 @@ func OpenWith(dir string, opt Options) (*Store, error) {
 	ms := opt.Migrations
 	if ms == nil {
 		if ms, err = Migrations(); err != nil {
-			w.Close()
+			_ = w.Close() // nothing was written; the error below is the one that matters
 			return nil, core.Wrap(core.CodeInternal, err, "load migrations")
 		}
 	}
 	if err := migrate(context.Background(), w, ms); err != nil {
-		w.Close()
+		_ = w.Close() // the migration error is the one that matters
 		return nil, err
 	}
 	r, err := sql.Open("sqlite", dsn("deferred"))
 	if err != nil {
-		w.Close()
+		_ = w.Close() // the open error is the one that matters
 		return nil, core.Wrap(core.CodeStoreUnavailable, err, "open %s", path)
 	}
 	r.SetMaxOpenConns(4)
@@ -169,9 +168,4 @@ func dbErr(err error, format string, args ...any) error { return sqldb.Err(err, 
 
 func notFound(kind, id string) error {
 	return core.FieldErrorf(core.CodeNotFound, kind, "%s %q not found", kind, id)
-}
-
-// placeholders returns "?,?,...,?" with n marks.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }

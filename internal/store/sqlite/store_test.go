@@ -18,7 +18,11 @@ func openTest(t testing.TB) (*Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return s, dir
 }
 
@@ -38,7 +42,9 @@ func TestMigrationsEmptyAndExisting(t *testing.T) {
 	if err := s.EnsureLine(context.Background(), core.Line{ID: "L1"}); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// Re-open: nothing re-applied, data kept.
 	s, err = Open(dir)
@@ -50,11 +56,15 @@ func TestMigrationsEmptyAndExisting(t *testing.T) {
 		t.Fatalf("lines %v err %v", lines, err)
 	}
 	var n int
-	s.r.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
+	if err := s.r.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != len(ms) {
 		t.Fatalf("%d migration rows, want %d", n, len(ms))
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// An existing database gets a new migration applied at open.
 	extra := append(append([]Migration{}, ms...), Migration{Version: len(ms) + 1, Name: "extra", SQL: "CREATE TABLE extra_t(x INTEGER);", Checksum: "abc"})
@@ -68,7 +78,9 @@ func TestMigrationsEmptyAndExisting(t *testing.T) {
 	if _, err := s.w.Exec(`INSERT INTO extra_t VALUES (1)`); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// The older binary (without the extra migration) refuses the newer schema.
 	_, err = Open(dir)
@@ -96,9 +108,15 @@ func TestFailedMigrationLeavesNoTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	var n int
-	s.r.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name='ok_t'`).Scan(&n)
+	if err := s.r.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name='ok_t'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
 		t.Fatal("half-applied migration left a table behind")
 	}
@@ -313,7 +331,9 @@ func TestMultiLatestBuckets(t *testing.T) {
 		t.Fatal("zero bucket accepted")
 	}
 	// Negative timestamps floor into the right bucket.
-	s.WriteSamples(ctx, []core.Sample{mk("neg", -1, 1, "", other), mk("neg", -1000, 3, "", other), mk("neg", -1001, 7, "", other)})
+	if _, err := s.WriteSamples(ctx, []core.Sample{mk("neg", -1, 1, "", other), mk("neg", -1000, 3, "", other), mk("neg", -1001, 7, "", other)}); err != nil {
+		t.Fatal(err)
+	}
 	bk, _ = s.Buckets(ctx, core.BucketQuery{Node: "neg", BucketMs: 1000})
 	if len(bk) != 2 || bk[0].StartMs != -2000 || bk[1].StartMs != -1000 || bk[1].Count != 2 {
 		t.Fatalf("negative buckets %+v", bk)
@@ -403,7 +423,11 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s2.Close()
+	defer func() {
+		if err := s2.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	errc := make(chan error, 4)
 	for w := 0; w < 4; w++ {
 		st := s

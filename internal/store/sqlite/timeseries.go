@@ -242,9 +242,11 @@ func (it *ingestTx) checkWrite(res sql.Result, args []any) error {
 	for j := 0; j < len(args); j += 5 {
 		var ctxPK int64
 		if it.tx.QueryRowContext(it.ctx, `SELECT ctx FROM samples WHERE node=? AND ts=?`, args[j], args[j+1]).Scan(&ctxPK) == nil && ctxPK != args[j+4].(int64) {
+			// The names are for the message only: a lookup that fails
+			// leaves one empty rather than hide the conflict.
 			var run, node string
-			it.tx.QueryRowContext(it.ctx, `SELECT run FROM sample_ctx WHERE pk=?`, ctxPK).Scan(&run)
-			it.tx.QueryRowContext(it.ctx, `SELECT id FROM nodes WHERE pk=?`, args[j]).Scan(&node)
+			_ = it.tx.QueryRowContext(it.ctx, `SELECT run FROM sample_ctx WHERE pk=?`, ctxPK).Scan(&run)
+			_ = it.tx.QueryRowContext(it.ctx, `SELECT id FROM nodes WHERE pk=?`, args[j]).Scan(&node)
 			return core.FieldErrorf(core.CodeConflict, "ts", "node %s already has a sample at %d (epoch ms) from run %q with another context; a node holds one value per instant — shift this file's times (aml ingest csv --time-offset, --sequential or --start) instead of overwriting another run", node, args[j+1], run)
 		}
 	}

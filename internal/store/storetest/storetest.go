@@ -533,7 +533,9 @@ func testMultiLatestBuckets(t *testing.T, h Harness) {
 	wantCode(t, "zero bucket", err, core.CodeInvalidArgument)
 	// Negative timestamps floor into the right bucket; an all-bad bucket
 	// has zero aggregates and its bad count.
-	s.WriteSamples(ctx, []core.Sample{mk("neg", -1, 1, "", other), mk("neg", -1000, 3, "", other), mk("neg", -1001, 7, "bad", other)})
+	if _, err := s.WriteSamples(ctx, []core.Sample{mk("neg", -1, 1, "", other), mk("neg", -1000, 3, "", other), mk("neg", -1001, 7, "bad", other)}); err != nil {
+		t.Fatalf("write negative samples: %v", err)
+	}
 	bk, _ = s.Buckets(ctx, core.BucketQuery{Node: "neg", BucketMs: 1000})
 	if len(bk) != 2 || bk[0] != (core.Bucket{StartMs: -2000, Bad: 1}) || bk[1].StartMs != -1000 || bk[1].Count != 2 || bk[1].Avg != 2 {
 		t.Fatalf("negative buckets %+v", bk)

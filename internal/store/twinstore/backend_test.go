@@ -45,7 +45,11 @@ var sqliteBackend = backend{
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Error(err)
+			}
+		})
 		return s
 	},
 	again: func(t *testing.T, st store.Store) store.Store {
@@ -53,7 +57,11 @@ var sqliteBackend = backend{
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Error(err)
+			}
+		})
 		return s
 	},
 	dropTrigger: func(name, _ string) string { return `DROP TRIGGER ` + name },
@@ -69,7 +77,11 @@ func openPG(t *testing.T, u string) *postgres.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }
 

@@ -2,6 +2,7 @@ package twinstore_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -31,7 +32,11 @@ func BenchmarkAuditAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { s1.Close(); s2.Close() })
+			b.Cleanup(func() {
+				if err := errors.Join(s1.Close(), s2.Close()); err != nil {
+					b.Error(err)
+				}
+			})
 			return s1, s2
 		},
 		"postgres": func(b *testing.B) (store.Store, store.Store) {
@@ -44,7 +49,11 @@ func BenchmarkAuditAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { s1.Close(); s2.Close() })
+			b.Cleanup(func() {
+				if err := errors.Join(s1.Close(), s2.Close()); err != nil {
+					b.Error(err)
+				}
+			})
 			return s1, s2
 		},
 	}

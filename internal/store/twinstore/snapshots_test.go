@@ -84,18 +84,20 @@ func TestSnapshotPutRefuses(t *testing.T) {
 		}
 		cases := []struct {
 			name string
-			mut  func(x *contract.TwinSnapshot)
+			mut  func(x *contract.TwinSnapshot) error
 			code string
 		}{
-			{"duplicate id", func(x *contract.TwinSnapshot) {}, core.CodeConflict},
-			{"unsealed", func(x *contract.TwinSnapshot) { x.SnapshotID, x.SnapshotHash = "snap-u", "" }, core.CodeInvalidArgument},
-			{"hash mismatch", func(x *contract.TwinSnapshot) { x.SnapshotID = "snap-m" }, contract.CodeContractInvalid},
-			{"invalid", func(x *contract.TwinSnapshot) { x.SnapshotID, x.Phase = "snap-i", ""; x.Seal() }, contract.CodeContractInvalid},
+			{"duplicate id", func(x *contract.TwinSnapshot) error { return nil }, core.CodeConflict},
+			{"unsealed", func(x *contract.TwinSnapshot) error { x.SnapshotID, x.SnapshotHash = "snap-u", ""; return nil }, core.CodeInvalidArgument},
+			{"hash mismatch", func(x *contract.TwinSnapshot) error { x.SnapshotID = "snap-m"; return nil }, contract.CodeContractInvalid},
+			{"invalid", func(x *contract.TwinSnapshot) error { x.SnapshotID, x.Phase = "snap-i", ""; return x.Seal() }, contract.CodeContractInvalid},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				x := testSnapshot(t, "snap-a", "line-1", t0)
-				c.mut(x)
+				if err := c.mut(x); err != nil {
+					t.Fatal(err)
+				}
 				if err := s.PutSnapshot(ctx, x, false); core.CodeOf(err) != c.code {
 					t.Fatalf("got %v, want %s", err, c.code)
 				}

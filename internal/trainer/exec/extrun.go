@@ -23,7 +23,6 @@ package extrun
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -407,7 +406,9 @@ const maxWalk = 100000
 func snapshot(dir string) map[string]fileStamp {
 	m := map[string]fileStamp{}
 	n := 0
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	// Best effort: what cannot be read is left out (the callback never
+	// fails the walk), it only goes unreported as changed.
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
@@ -448,9 +449,6 @@ func changedFiles(dir string, before map[string]fileStamp) []string {
 	}
 	return out
 }
-
-// errUnsupported is returned where child processes cannot be managed.
-var errUnsupported = errors.New("external trainers need a Unix system")
 
 // PidFile is where Run records the running trainer's pid (its process
 // group id) under jobDir.

@@ -378,7 +378,9 @@ func TestStartFailed(t *testing.T) {
 		}
 	}
 	notExec := filepath.Join(dir, "train.sh")
-	os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644)
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Run(context.Background(), Spec{JobDir: dir, Command: []string{notExec}}, nil); core.CodeOf(err) != CodeTrainerStartFailed {
 		t.Fatalf("non-executable file: %v", err)
 	}
@@ -449,8 +451,12 @@ func TestEnvironmentWhitelist(t *testing.T) {
 func TestPathOverride(t *testing.T) {
 	dir := jobDir(t)
 	bin := filepath.Join(dir, "bin")
-	os.Mkdir(bin, 0o755)
-	os.WriteFile(filepath.Join(bin, "mytrainer"), []byte("#!/bin/sh\necho '##AML {\"type\":\"done\"}'\n"), 0o755)
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "mytrainer"), []byte("#!/bin/sh\necho '##AML {\"type\":\"done\"}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	res, err := Run(context.Background(), Spec{JobDir: dir, Command: []string{"mytrainer"}, PathOverride: bin + ":" + DefaultPath}, nil)
 	if err != nil || !res.Done {
 		t.Fatalf("%v %+v", err, res)
@@ -557,7 +563,9 @@ func TestPythonScriptCommand(t *testing.T) {
 	py := python(t)
 	dir := jobDir(t)
 	script := filepath.Join(dir, "t.py")
-	os.WriteFile(script, []byte("import os\nprint('##AML {\"type\":\"done\",\"cwd\":\"%s\"}' % os.getcwd())\n"), 0o644)
+	if err := os.WriteFile(script, []byte("import os\nprint('##AML {\"type\":\"done\",\"cwd\":\"%s\"}' % os.getcwd())\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res, err := Run(context.Background(), Spec{JobDir: dir, Command: []string{script}, PathOverride: filepath.Dir(py) + ":" + DefaultPath}, nil)
 	if err != nil || !res.Done || !strings.Contains(string(res.DoneInfo), dir) {
 		t.Fatalf("%v %+v", err, res)
@@ -596,7 +604,7 @@ echo '##AML {"type":"done"}'`)
 		t.Fatal(err)
 	}
 	for _, p := range readPids(t, filepath.Join(dir, "pid")) {
-		syscall.Kill(p, syscall.SIGKILL)
+		_ = syscall.Kill(p, syscall.SIGKILL) // cleanup of the escaped sleep (ESRCH: gone already)
 	}
 	if res.Reason != ReasonExited || !res.Done {
 		t.Fatalf("%+v", res)

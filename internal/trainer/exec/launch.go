@@ -85,14 +85,16 @@ func (l *launch) execute(ctx context.Context) (Result, error) {
 		return startFailed(err)
 	}
 	res.WriteRestricted = useShim
+	c := &collector{log: l.log, onEvent: l.onEvent, progress: make(chan struct{}, 1)}
 	if l.pidFile != "" {
 		// A worker that dies without cleaning up (kill -9) leaves this file;
-		// recovery uses it to kill the orphaned process group.
-		os.WriteFile(l.pidFile, []byte(strconv.Itoa(proc.Pid)), 0o644)
-		defer os.Remove(l.pidFile)
+		// recovery uses it to kill the orphaned process group. Without it
+		// the trainer still runs; the log says what recovery will lack.
+		if err := os.WriteFile(l.pidFile, []byte(strconv.Itoa(proc.Pid)), 0o644); err != nil {
+			c.note(fmt.Sprintf("[aml-runner] cannot record the trainer's pid (%v): if this worker dies, recovery cannot stop the trainer", err))
+		}
+		defer func() { _ = os.Remove(l.pidFile) }() // best effort: gone already if the write failed
 	}
-
-	c := &collector{log: l.log, onEvent: l.onEvent, progress: make(chan struct{}, 1)}
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go func() { defer readers.Done(); c.read(outR, true) }()

@@ -114,7 +114,7 @@ func PredictWith(ctx context.Context, opt PredictOptions, command []string, arti
 	if err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "prediction directory")
 	}
-	defer os.RemoveAll(predDir)
+	defer func() { _ = os.RemoveAll(predDir) }() // best effort: a temporary directory
 	env, err := buildEnv(path, predDir, map[string]string{"AML_PREDICT_DIR": predDir}, opt.AllowEnv, opt.Env)
 	if err != nil {
 		return nil, err
@@ -141,7 +141,7 @@ func PredictWith(ctx context.Context, opt PredictOptions, command []string, arti
 	}
 	l := &launch{argv: argv, dir: artifactDir, env: env, writable: []string{predDir}, sandbox: opt.Sandbox, wall: timeout, log: lg}
 	res, err := l.execute(ctx)
-	lg.Close()
+	_ = lg.Close() // the log only feeds the messages' tail; predDir goes on return
 	tail := func() string {
 		t := strings.TrimSpace(lg.tail(2048))
 		if t == "" {

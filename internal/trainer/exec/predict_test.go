@@ -45,7 +45,9 @@ grep -q '"n":2,"history":4,"horizon":3,"xCols":5,"uCols":1,"yCols":2' "$d/reques
 [ -f marker ]
 head -c 48 "$d/x.f32" > "$d/yhat.f32"`
 	art := jobDir(t)
-	os.WriteFile(filepath.Join(art, "marker"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(art, "marker"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	x := make([]float32, 2*4*5)
 	for i := range x {
 		x[i] = float32(i)*1.5 - 3
@@ -150,9 +152,13 @@ func TestPredictPythonExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(art, "predict.py"), b, 0o644)
+	if err := os.WriteFile(filepath.Join(art, "predict.py"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	mj, _ := json.Marshal(map[string]any{"format": "aml.exec-predictor/1", "command": []string{"python3", "predict.py"}})
-	os.WriteFile(filepath.Join(art, "model.json"), mj, 0o644)
+	if err := os.WriteFile(filepath.Join(art, "model.json"), mj, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	const n, H, F, nAll, nCtrl, nTgt = 3, 4, 2, 5, 2, 2
 	x := make([]float32, n*H*nAll)

@@ -52,7 +52,7 @@ func shimMain(cfg string) {
 	status := os.NewFile(3, "aml-extrun-status")
 	fail := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
-		status.WriteString(msg)
+		_, _ = status.WriteString(msg) // if this fails, stderr below still says it
 		fmt.Fprintln(os.Stderr, "[aml-runner] "+msg)
 		os.Exit(127)
 	}
@@ -124,7 +124,7 @@ var writableDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/rand
 func restrictWrites(dirs []string) error {
 	abi := landlockABI()
 	if abi < 1 {
-		return errors.New("Landlock is not available")
+		return errors.New("no Landlock support in this kernel")
 	}
 	handled := writeAccess(abi)
 	attr := rulesetAttr{handledFS: handled}
@@ -138,7 +138,7 @@ func restrictWrites(dirs []string) error {
 		return fmt.Errorf("landlock_create_ruleset: %v", e)
 	}
 	rs := int(r)
-	defer unix.Close(rs)
+	defer func() { _ = unix.Close(rs) }() // a ruleset fd: nothing to flush
 	for _, d := range dirs {
 		if err := addRule(rs, d, handled); err != nil {
 			return err
@@ -171,7 +171,7 @@ func addRule(rs int, path string, access uint64) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %v", path, err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }() // an O_PATH fd: nothing to flush
 	pb := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
 	if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rs), unix.LANDLOCK_RULE_PATH_BENEATH,
 		uintptr(unsafe.Pointer(&pb)), 0, 0, 0); e != 0 {
@@ -205,14 +205,19 @@ func startShim(l *launch, attr *os.ProcAttr) (*os.Process, error) {
 		sr.Close()
 		return nil, err
 	}
-	sr.SetReadDeadline(time.Now().Add(shimTimeout))
-	msg, rerr := io.ReadAll(io.LimitReader(sr, 4096))
+	// Without the deadline a hung shim would block the read for ever.
+	var msg []byte
+	rerr := sr.SetReadDeadline(time.Now().Add(shimTimeout))
+	if rerr == nil {
+		msg, rerr = io.ReadAll(io.LimitReader(sr, 4096))
+	}
 	sr.Close()
 	if len(msg) == 0 && rerr == nil {
 		return p, nil
 	}
-	syscall.Kill(-p.Pid, syscall.SIGKILL) // p is not reaped yet: its group id is ours
-	p.Wait()
+	// p is not reaped yet: its group id is ours (ESRCH: it is gone already).
+	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+	_, _ = p.Wait() // reap it: its status adds nothing to msg
 	if len(msg) == 0 {
 		msg = []byte("sandbox shim did not start: " + rerr.Error())
 	}

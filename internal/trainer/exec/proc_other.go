@@ -3,11 +3,15 @@
 package extrun
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
 
 const shimEnv = "AML_EXTRUN_SHIM"
+
+// errUnsupported is returned where child processes cannot be managed.
+var errUnsupported = errors.New("external trainers need a Unix system")
 
 func landlockABI() int { return 0 }
 

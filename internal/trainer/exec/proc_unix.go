@@ -30,7 +30,7 @@ func startChild(l *launch, shim bool, stdin, stdout, stderr *os.File) (*os.Proce
 // group is already gone).
 func signalGroup(pgid int, sig syscall.Signal) {
 	if pgid > 0 {
-		syscall.Kill(-pgid, sig)
+		_ = syscall.Kill(-pgid, sig) // ESRCH is the only failure for our own child's group
 	}
 }
 

@@ -68,7 +68,9 @@ type toyDataset struct {
 
 func (d *toyDataset) write(t *testing.T) {
 	t.Helper()
-	os.MkdirAll(filepath.Join(d.dir, "arrays"), 0o755)
+	if err := os.MkdirAll(filepath.Join(d.dir, "arrays"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	writeF32(t, filepath.Join(d.dir, "arrays", "x.f32"), d.x)
 	writeF32(t, filepath.Join(d.dir, "arrays", "y.f32"), d.y)
 	trX := d.x[:d.train[1]*d.H*d.nAll]
@@ -156,9 +158,13 @@ func runRidge(t *testing.T, py string, ds *toyDataset, params map[string]any) (R
 	}
 	dir := jobDir(t)
 	art := filepath.Join(dir, "artifacts")
-	os.Mkdir(art, 0o755)
+	if err := os.Mkdir(art, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	job, _ := json.Marshal(map[string]any{"jobId": "job-test", "datasetPath": ds.dir, "params": params, "seed": 7, "artifactsDir": art})
-	os.WriteFile(filepath.Join(dir, "job.json"), job, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "job.json"), job, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	var evs []Event
 	res, err := Run(context.Background(), Spec{JobDir: dir, Command: []string{script}, PathOverride: filepath.Dir(py) + ":" + DefaultPath,

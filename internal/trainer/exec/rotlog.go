@@ -138,9 +138,14 @@ func (l *rotLog) rotate() error {
 		}
 		l.dropped += n
 		if h, err := os.OpenFile(l.path(l.keep), os.O_WRONLY|os.O_APPEND, 0); err == nil {
-			fmt.Fprintf(h, "[aml-runner] log rotation dropped %d bytes here (%d dropped so far); the newest output is in %s.%d … %s\n",
+			_, werr := fmt.Fprintf(h, "[aml-runner] log rotation dropped %d bytes here (%d dropped so far); the newest output is in %s.%d … %s\n",
 				n, l.dropped, l.name, l.keep-1, l.name)
-			h.Close()
+			if cerr := h.Close(); werr == nil {
+				werr = cerr
+			}
+			if werr != nil {
+				l.fail(werr) // reported by Close; the rotation goes on
+			}
 		}
 		for k := l.keep - 2; k >= 1; k-- {
 			if err := os.Rename(l.path(k), l.path(k+1)); err != nil {

@@ -30,7 +30,7 @@ func TestSandboxRestrictsWrites(t *testing.T) {
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { victim.Process.Kill(); victim.Wait() }()
+	defer func() { _ = victim.Process.Kill(); _ = victim.Wait() }() // teardown: "signal: killed"
 	script := `
 set -u
 echo ok > inside.txt && echo "inside ok"
@@ -44,7 +44,9 @@ cat "$OUTSIDE/keep.txt" >/dev/null && echo "outside read ok"
 kill -0 "$VICTIM" 2>/dev/null && echo "signal SENT" || echo "signal refused"
 echo '##AML {"type":"done"}'
 `
-	os.WriteFile(filepath.Join(outside, "keep.txt"), []byte("k"), 0o644)
+	if err := os.WriteFile(filepath.Join(outside, "keep.txt"), []byte("k"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	run := func(mode string) (Result, string) {
 		dir := jobDir(t)
 		res, err := Run(context.Background(), Spec{JobDir: dir, Command: []string{"/bin/sh", "-c", script}, Sandbox: mode,
@@ -89,7 +91,9 @@ func TestSandboxShimStartFailure(t *testing.T) {
 	// failures.
 	dir := jobDir(t)
 	f := filepath.Join(dir, "notexec")
-	os.WriteFile(f, []byte("x"), 0o755) // executable bit, but not a valid program
+	if err := os.WriteFile(f, []byte("x"), 0o755); err != nil { // executable bit, but not a valid program
+		t.Fatal(err)
+	}
 	res, err := Run(context.Background(), Spec{JobDir: dir, Command: []string{f}, Sandbox: SandboxRequire}, nil)
 	if core.CodeOf(err) != CodeTrainerStartFailed || res.Reason != ReasonStartFailed || !strings.Contains(res.LastError, "exec") {
 		t.Fatalf("%v %+v", err, res)

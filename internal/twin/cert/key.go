@@ -120,13 +120,19 @@ func LoadOrCreateKey(dir string) (*KeyPair, error) {
 
 // createExclusive writes data to path unless path exists. It reports
 // whether it created the file.
-func createExclusive(dir, path string, data []byte) (bool, error) {
+func createExclusive(dir, path string, data []byte) (_ bool, err error) {
 	tmp, err := os.CreateTemp(dir, ".cert-key-*.tmp") // O_EXCL, mode 0600
 	if err != nil {
 		return false, core.Wrap(core.CodeInternal, err, "create temporary key file")
 	}
 	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
+	defer func() {
+		// The temporary file is a second copy of the private key: one that
+		// stays behind is an error (unless an earlier one is returned).
+		if rerr := os.Remove(tmpName); rerr != nil && err == nil {
+			err = core.Wrap(core.CodeInternal, rerr, "remove temporary key file %s", tmpName)
+		}
+	}()
 	if cerr := tmp.Chmod(0o600); cerr != nil && runtime.GOOS != "windows" {
 		err = cerr
 	}

@@ -579,7 +579,9 @@ func TestOOD(t *testing.T) {
 	}
 	var mj map[string]json.RawMessage
 	m, _ := f.st.GetModel(context.Background(), f.modelID)
-	json.Unmarshal(m.Metrics, &mj)
+	if err := json.Unmarshal(m.Metrics, &mj); err != nil {
+		t.Fatal(err)
+	}
 	delete(mj, "ood")
 	noEnv, _ := json.Marshal(mj)
 	tw2, err := New(f.modelID, f.bundle.Manifest, f.twin.hp, noEnv)

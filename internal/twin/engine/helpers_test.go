@@ -43,10 +43,15 @@ var (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if fix.st != nil {
-		fix.st.Close()
+		if err := fix.st.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "close the fixture store:", err)
+			code = 1
+		}
 	}
 	if fix.dir != "" {
-		os.RemoveAll(fix.dir)
+		if err := os.RemoveAll(fix.dir); err != nil {
+			fmt.Fprintln(os.Stderr, "remove the fixture directory:", err)
+		}
 	}
 	os.Exit(code)
 }

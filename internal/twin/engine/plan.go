@@ -395,27 +395,26 @@ func (p *plan) oodRow(sc *scratch, k int, dst []float64) {
 
 // evalResult is one candidate's evaluation.
 type evalResult struct {
-	modelErr       string // the rollout failed
-	fail           int    // first failing physics step (T when none)
-	cons           []consResult
-	violations     int
-	oodDist        float64
-	oodStep        int
-	disagreement   float64
-	maxSpread      float64
-	oodAccepted    bool
-	oodCode        string
-	costTarget     float64
-	costVariance   float64
-	costControl    float64
-	cost           float64
-	passed         bool
-	rejectCode     string
-	rejections     []contract.Rejection
-	recorded       []map[string]float64
-	mean, lo, hi   []float64 // copies for the detail (only when kept)
-	spreadCopy     []float64
-	candidateCtrls [][]float64
+	modelErr     string // the rollout failed
+	fail         int    // first failing physics step (T when none)
+	cons         []consResult
+	violations   int
+	oodDist      float64
+	oodStep      int
+	disagreement float64
+	maxSpread    float64
+	oodAccepted  bool
+	oodCode      string
+	costTarget   float64
+	costVariance float64
+	costControl  float64
+	cost         float64
+	passed       bool
+	rejectCode   string
+	rejections   []contract.Rejection
+	recorded     []map[string]float64
+	mean, lo, hi []float64 // copies for the detail (only when kept)
+	spreadCopy   []float64
 }
 
 type consResult struct {

@@ -44,7 +44,11 @@ func newFixture(t *testing.T, noChannel bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	key, err := cert.LoadOrCreateKey(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -246,7 +246,9 @@ func TestExecuteBoundedAutoWithinBounds(t *testing.T) {
 func TestExecuteClosedStore(t *testing.T) {
 	fx := newFixture(t, false)
 	id := fx.certify(t, "a", baseline, step0, true)
-	fx.st.Close()
+	if err := fx.st.Close(); err != nil {
+		t.Fatal(err)
+	}
 	w := writer()
 	res, err := govern.Execute(context.Background(), fx.st, fx.key.Public, id, w, opts(t0))
 	if core.CodeOf(err) != govern.CodeWriteDenied || res.Reason != govern.ReasonStoreError || len(w.Writes) != 0 {

@@ -21,13 +21,25 @@ func openStore(t *testing.T) *sqlite.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }
 
 func fp(x float64) *float64 { return &x }
 
-func wantCode(t *testing.T, err error, code string, frags ...string) *core.Error {
+// wantCode fails t unless err has code and mentions every fragment.
+func wantCode(t *testing.T, err error, code string, frags ...string) {
+	t.Helper()
+	_ = codeErr(t, err, code, frags...)
+}
+
+// codeErr is wantCode returning the error (nil if it is not a *core.Error)
+// for further checks.
+func codeErr(t *testing.T, err error, code string, frags ...string) *core.Error {
 	t.Helper()
 	if core.CodeOf(err) != code {
 		t.Fatalf("got %v, want %s", err, code)
@@ -69,7 +81,7 @@ func TestTakeSimulatedInjectionLine(t *testing.T) {
 	// The scene's target "weight" is node part_weight: without a binding
 	// the snapshot is refused, naming the variable.
 	_, _, err := snapshot.Take(ctx, s, scene, opts)
-	e := wantCode(t, err, snapshot.CodeBindingMismatch, "weight")
+	e := codeErr(t, err, snapshot.CodeBindingMismatch, "weight")
 	if e.Status != 422 || e.Field != "variables.weight" {
 		t.Fatalf("error %+v", e)
 	}
@@ -159,7 +171,7 @@ func TestTakeSimulatedInjectionLine(t *testing.T) {
 	}
 	later.Strict = true
 	_, _, err = snapshot.Take(ctx, s, scene, later)
-	e = wantCode(t, err, snapshot.CodeSnapshotQuality, "stale", "node hold_pressure")
+	e = codeErr(t, err, snapshot.CodeSnapshotQuality, "stale", "node hold_pressure")
 	if len(e.Problems) != 10 {
 		t.Fatalf("%d problems, want one per bound variable: %v", len(e.Problems), e)
 	}
@@ -311,7 +323,7 @@ func TestTakeStaleNode(t *testing.T) {
 		t.Fatalf("max age 2m: %v %+v", err, rep)
 	}
 	_, _, err = take(t, ss, snapshot.Options{Strict: true})
-	e := wantCode(t, err, snapshot.CodeSnapshotQuality, "stale", "node d", "1m21s")
+	e := codeErr(t, err, snapshot.CodeSnapshotQuality, "stale", "node d", "1m21s")
 	if e.Field != "variables.d" || len(e.Problems) != 1 {
 		t.Fatalf("%+v", e)
 	}
@@ -372,7 +384,7 @@ func TestTakeFutureSample(t *testing.T) {
 		t.Fatalf("the future sample was used: watermark %d", snap.DAQWatermark)
 	}
 	_, _, err = take(t, ss, snapshot.Options{Strict: true})
-	e := wantCode(t, err, snapshot.CodeSnapshotQuality, "future", "y_node")
+	e := codeErr(t, err, snapshot.CodeSnapshotQuality, "future", "y_node")
 	if e.Field != "nodes.y_node" {
 		t.Fatalf("%+v", e)
 	}
