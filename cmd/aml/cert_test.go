@@ -28,7 +28,11 @@ func seedTwin(t *testing.T, d string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	sc := contract.DefaultInjectionScene()
 	if err := s.PutScene(ctx, sc); err != nil {
 		t.Fatal(err)
@@ -178,7 +182,9 @@ func TestCertAndChannelCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := s.GetCertificate(context.Background(), id, pub)
-	s.Close()
+	if cerr := s.Close(); cerr != nil {
+		t.Error(cerr)
+	}
 	if err != nil || r.Cert.Status != contract.CertExecuted {
 		t.Fatalf("%v", err)
 	}
@@ -232,7 +238,11 @@ func dropAuditTriggers(t *testing.T, d string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	rows, err := s.DB().Query(`SELECT name FROM sqlite_master WHERE type='trigger' AND tbl_name='audit_log'`)
 	if err != nil {
 		t.Fatal(err)
@@ -240,8 +250,13 @@ func dropAuditTriggers(t *testing.T, d string) {
 	var names []string
 	for rows.Next() {
 		var n string
-		rows.Scan(&n)
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
 		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	rows.Close()
 	for _, n := range names {

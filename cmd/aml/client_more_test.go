@@ -235,8 +235,13 @@ func TestClientMoreTwin(t *testing.T) {
 	for i := range steps {
 		steps[i] = map[string]float64{"hold_pressure": 70, "hold_time": 8, "melt_temperature_setpoint": 249.5}
 	}
-	cb, _ := json.Marshal(steps)
-	os.WriteFile(cand, cb, 0o644)
+	cb, err := json.Marshal(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cand, cb, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	p.both("twin trial --candidate", "engineer", func(ids map[string]string) []string {
 		return []string{"twin", "trial", "--model", m, "--snapshot", ids["snap"], "--candidate", cand}
 	})
@@ -300,7 +305,7 @@ func TestClientMoreTwin(t *testing.T) {
 		t.Fatalf("issued over --server: %+v", issued.Cert)
 	}
 	p.bothFail("cert revoke without a reason", "approver", 2, "--reason is required", func(ids map[string]string) []string { return []string{"cert", "revoke", ids["cert"], "--as", "ada"} })
-	lo, ro = p.both("cert revoke", "approver", func(ids map[string]string) []string {
+	_, ro = p.both("cert revoke", "approver", func(ids map[string]string) []string {
 		return []string{"cert", "revoke", ids["cert"], "--reason", "superseded", "--as", "ada"}
 	})
 	var revoked certDoc
@@ -400,8 +405,12 @@ func TestClientMoreAdmin(t *testing.T) {
 	// first one's last sample, on both sides alike.
 	csvDir := t.TempDir()
 	a, b := filepath.Join(csvDir, "seq-a.csv"), filepath.Join(csvDir, "seq-b.csv")
-	os.WriteFile(a, []byte("time_ms,aux_a,aux_b\n1000,1,2\n2000,3,4\n3000,5,6\n"), 0o644)
-	os.WriteFile(b, []byte("time_ms,aux_a,aux_b\n1000,7,8\n2000,9,10\n"), 0o644)
+	if err := os.WriteFile(a, []byte("time_ms,aux_a,aux_b\n1000,1,2\n2000,3,4\n3000,5,6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte("time_ms,aux_a,aux_b\n1000,7,8\n2000,9,10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, ro := p.both("ingest csv --sequential", "engineer", fixedArgs("ingest", "csv", a, b, "--line", "injection-line-1", "--product", "P", "--recipe", "R", "--sequential"))
 	var ing struct {
 		Files []struct {
@@ -470,12 +479,21 @@ func TestClientMoreAdmin(t *testing.T) {
 	// dataset delete: refused while a model references it, done otherwise.
 	p.sameError("dataset delete (referenced)", "engineer", func(ids map[string]string) []string { return []string{"dataset", "delete", ids["ds"]} })
 	for _, d := range []string{local, remoteDir} {
-		sb, _ := os.ReadFile(filepath.Join(d, "spec.json"))
+		sb, err := os.ReadFile(filepath.Join(d, "spec.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		var spec map[string]any
-		json.Unmarshal(sb, &spec)
+		if err := json.Unmarshal(sb, &spec); err != nil {
+			t.Fatal(err)
+		}
 		spec["stride"] = 7
-		sb, _ = json.Marshal(spec)
-		os.WriteFile(filepath.Join(d, "spec2.json"), sb, 0o644)
+		if sb, err = json.Marshal(spec); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "spec2.json"), sb, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	lo, ro = p.both("dataset build (unreferenced)", "engineer", func(ids map[string]string) []string {
 		return []string{"dataset", "build", "--spec", filepath.Join(ids["dir"], "spec2.json")}

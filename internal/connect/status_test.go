@@ -18,7 +18,11 @@ func statusStore(t *testing.T) *StatusStore {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return NewStatusStore(s.SQL())
 }
 

@@ -54,7 +54,11 @@ func TestWorkerLost(t *testing.T) {
 // as a new try.
 func TestRescueKeepsLiveJobs(t *testing.T) {
 	st, dir, ds := tinyFixture(t)
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	r := NewRunner(st, Options{DataDir: dir, Trainers: NewTrainers(TestMeanTrainer{})})
 	host, _ := os.Hostname()
@@ -94,7 +98,11 @@ func TestRescueKeepsLiveJobs(t *testing.T) {
 // as the new owner has it — no state change, no model.
 func TestFencedAttemptStops(t *testing.T) {
 	st, dir, ds := tinyFixture(t)
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	r := NewRunner(st, Options{DataDir: dir, Trainers: NewTrainers(TestMeanTrainer{}), HeartbeatEvery: 50 * time.Millisecond})
 	j, err := r.Submit(ctx, SubmitRequest{DatasetID: ds, TrainerRef: "test_mean@1", Params: json.RawMessage(`{"steps":200,"stepMs":50}`)})

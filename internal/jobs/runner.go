@@ -246,7 +246,6 @@ var (
 	errCancelled = errors.New("cancelled")
 	errTimeout   = errors.New("wall timeout")
 	errStalled   = errors.New("stalled")
-	errShutdown  = errors.New("worker shutting down")
 	// errFenced: the job was taken from this attempt (its worker was
 	// judged lost and the job requeued or claimed by another): the attempt
 	// stops and leaves the job alone — it is not its job any more.
@@ -368,7 +367,9 @@ func (r *Runner) Run(ctx context.Context, id string, try int) error {
 				return
 			case <-t.C:
 				bg := context.WithoutCancel(actx)
-				r.st.Heartbeat(bg, id, r.worker)
+				if err := r.st.Heartbeat(bg, id, r.worker); err != nil {
+					r.log.Warn("job heartbeat failed", "job", id, "attempt", j.Attempt, "err", err)
+				}
 				cur, err := r.st.GetJob(bg, id)
 				if err != nil {
 					continue
@@ -458,7 +459,10 @@ func (a *attempt) execute() error {
 	}
 	dir := r.JobDir(j.ID)
 	art := filepath.Join(dir, "artifacts")
-	os.RemoveAll(art) // a retried attempt starts clean
+	// A retried attempt starts clean.
+	if err := os.RemoveAll(art); err != nil {
+		return a.end(core.JobFailed, core.CodeInternal, err.Error())
+	}
 	for _, p := range []string{art, filepath.Join(dir, "tmp"), filepath.Join(dir, "logs")} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return a.end(core.JobFailed, core.CodeInternal, err.Error())
@@ -601,12 +605,16 @@ func (a *attempt) watchdogs() func() {
 func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *dataset.Bundle) error {
 	j := a.job
 	if isNative {
-		logf, _ := os.OpenFile(filepath.Join(dir, "logs", "trainer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if logf != nil {
-			defer logf.Close()
+		logf, err := os.OpenFile(filepath.Join(dir, "logs", "trainer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("open trainer log: %w", err)
 		}
 		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: b, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: logf}
-		return native.Train(a.ctx, tc)
+		terr := native.Train(a.ctx, tc)
+		if err := logf.Close(); err != nil {
+			terr = errors.Join(terr, fmt.Errorf("close trainer log: %w", err))
+		}
+		return terr
 	}
 	path, _ := IsExec(j.TrainerRef)
 	abs, err := filepath.Abs(path)
@@ -639,8 +647,12 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 	if err != nil {
 		return err
 	}
-	if b, err := json.MarshalIndent(res, "", "  "); err == nil {
-		os.WriteFile(filepath.Join(dir, "trainer-result.json"), b, 0o644)
+	rb, err := json.MarshalIndent(res, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "trainer-result.json"), rb, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("write trainer-result.json: %w", err)
 	}
 	if res.Malformed > 0 || res.Truncated > 0 {
 		a.r.log.Warn("trainer protocol problems", "job", j.ID, "malformed", res.Malformed, "truncated", res.Truncated)
@@ -830,7 +842,9 @@ func (r *Runner) recoverJob(ctx context.Context, j core.Job) core.JobStatus {
 		if err := r.st.RequeueJob(ctx, j.ID, j.Status, core.CodeWorkerLost, "worker "+j.Worker+" was lost"); err == nil {
 			r.publish(events.JobState, "", j.ID, map[string]any{"status": core.JobQueued, "reason": "worker lost"})
 			if r.queue != nil {
-				r.queue.Enqueue(ctx, j.ID, j.RetryCount+1)
+				if err := r.queue.Enqueue(ctx, j.ID, j.RetryCount+1); err != nil {
+					r.log.Warn("enqueue recovered job failed", "job", j.ID, "retry", j.RetryCount+1, "err", err)
+				}
 			}
 			return core.JobQueued
 		}
@@ -868,7 +882,7 @@ func (r *Runner) killOrphan(id string) {
 		return
 	}
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
-		syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // best effort: the group may already be gone (ESRCH)
 	}
-	os.Remove(extrun.PidFile(r.JobDir(id)))
+	_ = os.Remove(extrun.PidFile(r.JobDir(id))) // best effort: the next launch of the job overwrites it
 }

@@ -60,7 +60,11 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(tmp)
+		defer func() {
+			if err := os.RemoveAll(tmp); err != nil {
+				fmt.Fprintln(os.Stderr, "remove the test directory:", err)
+			}
+		}()
 		amlBin = filepath.Join(tmp, "aml")
 		if out, err := exec.Command("go", "build", "-o", amlBin, "github.com/aml-project/aml/cmd/aml").CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build ./cmd/aml: %v\n%s", err, out)
@@ -134,7 +138,11 @@ func deps(t *testing.T, dir string) *service.Deps {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	bus := events.New()
 	r := jobs.NewRunner(s, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: bus})
 	key, err := cert.LoadOrCreateKey(dir)
@@ -151,7 +159,11 @@ func connect(t *testing.T, tr sdk.Transport) *sdk.ClientSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cs.Close() })
+	t.Cleanup(func() {
+		if err := cs.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return cs
 }
 
@@ -163,7 +175,11 @@ func inMemory(t *testing.T, d *service.Deps, p auth.Principal) *sdk.ClientSessio
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ss.Close() })
+	t.Cleanup(func() {
+		if err := ss.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return connect(t, ct)
 }
 
@@ -678,7 +694,9 @@ func TestTokens(t *testing.T) {
 	if te := callErr(t, cs, "twin_snapshot_create", map[string]any{"sceneId": scene}); te.Code != core.CodeForbidden || te.Field != "role" || !strings.Contains(te.Message, "viewer-tok") {
 		t.Fatalf("viewer token snapshot: %+v", te)
 	}
-	cs.Close()
+	if err := cs.Close(); err != nil {
+		t.Errorf("close the stdio session: %v", err)
+	}
 	// A bad token: aml mcp refuses to start (exit 1, AML_UNAUTHENTICATED).
 	out, err := exec.Command(amlBin, "mcp", "--data", dir, "--token", "aml_not-a-token").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), auth.CodeUnauthenticated) {

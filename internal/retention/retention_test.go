@@ -26,13 +26,21 @@ func TestReachesTheOldest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
 	now := testNow
 	old := now.Add(-90 * 24 * time.Hour)
 	mkDataset := func(id string, at time.Time) {
-		os.MkdirAll(filepath.Join(dir, "datasets", id), 0o755)
-		os.WriteFile(filepath.Join(dir, "datasets", id, "manifest.json"), []byte("{}"), 0o644)
+		if err := os.MkdirAll(filepath.Join(dir, "datasets", id), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "datasets", id, "manifest.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if err := st.InsertDataset(ctx, core.Dataset{ID: id, LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "p", Path: "datasets/" + id,
 			SHA256: strings.Repeat("a", 64), SpecJSON: "{}", CreatedBy: "t", CreatedAt: at}); err != nil {
 			t.Fatal(err)
@@ -48,8 +56,12 @@ func TestReachesTheOldest(t *testing.T) {
 		if err := st.CreateJob(ctx, core.Job{ID: id, DatasetID: "ds-old-used", DatasetSHA256: strings.Repeat("a", 64), TrainerRef: "x", MaxRetries: 2, TimeoutSec: 1, StallSec: 1}, core.JobLimits{}); err != nil {
 			t.Fatal(err)
 		}
-		os.MkdirAll(filepath.Join(dir, "jobs", id, "logs"), 0o755)
-		os.WriteFile(filepath.Join(dir, "jobs", id, "logs", "trainer.log"), []byte("log\n"), 0o644)
+		if err := os.MkdirAll(filepath.Join(dir, "jobs", id, "logs"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "jobs", id, "logs", "trainer.log"), []byte("log\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if err := st.EndJob(ctx, id, core.JobQueued, core.JobFailed, "E", "e"); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +69,9 @@ func TestReachesTheOldest(t *testing.T) {
 		if i >= nOld {
 			at = now
 		}
-		st.DB().Exec(`UPDATE jobs SET ended_at=? WHERE id=?`, at.UnixMilli(), id)
+		if _, err := st.DB().Exec(`UPDATE jobs SET ended_at=? WHERE id=?`, at.UnixMilli(), id); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pol := Policy{DatasetAge: 30 * 24 * time.Hour, JobAge: 30 * 24 * time.Hour, ModelAge: 30 * 24 * time.Hour, DryRun: true}
 	rep, err := Run(ctx, st, dir, pol, now)
@@ -94,7 +108,9 @@ func TestReachesTheOldest(t *testing.T) {
 		t.Fatal("job row removed with its dir")
 	}
 	// A second run finds nothing more.
-	rep, _ = Run(ctx, st, dir, pol, now)
+	if rep, err = Run(ctx, st, dir, pol, now); err != nil {
+		t.Fatal(err)
+	}
 	if len(rep.JobDirs) != 0 || len(rep.Datasets) != 0 {
 		t.Fatalf("second run: %+v", rep)
 	}
@@ -106,29 +122,47 @@ func TestRetiredModelArtifactsPruned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	ctx := context.Background()
-	st.InsertDataset(ctx, core.Dataset{ID: "ds", LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "p", Path: "datasets/ds", SHA256: strings.Repeat("a", 64), SpecJSON: "{}", CreatedBy: "t"})
+	if err := st.InsertDataset(ctx, core.Dataset{ID: "ds", LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "p", Path: "datasets/ds", SHA256: strings.Repeat("a", 64), SpecJSON: "{}", CreatedBy: "t"}); err != nil {
+		t.Fatal(err)
+	}
 	for i, stage := range []string{core.StageRetired, core.StageRetired, core.StageCandidate} {
 		id := fmt.Sprintf("j%d", i)
-		st.CreateJob(ctx, core.Job{ID: id, DatasetID: "ds", DatasetSHA256: strings.Repeat("a", 64), TrainerRef: "x", MaxRetries: 2, TimeoutSec: 1, StallSec: 1}, core.JobLimits{})
-		st.ClaimJob(ctx, id, "w")
+		if err := st.CreateJob(ctx, core.Job{ID: id, DatasetID: "ds", DatasetSHA256: strings.Repeat("a", 64), TrainerRef: "x", MaxRetries: 2, TimeoutSec: 1, StallSec: 1}, core.JobLimits{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.ClaimJob(ctx, id, "w"); err != nil {
+			t.Fatal(err)
+		}
 		art := filepath.Join("jobs", id, "artifacts")
-		os.MkdirAll(filepath.Join(dir, art), 0o755)
-		os.WriteFile(filepath.Join(dir, art, "model.json"), []byte("{}"), 0o644)
+		if err := os.MkdirAll(filepath.Join(dir, art), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, art, "model.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		m := &core.Model{ID: "m" + id, JobID: id, DatasetID: "ds", LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "p", TrainerRef: "x",
 			ArtifactKind: "k", ArtifactPath: art, ArtifactHash: strings.Repeat("c", 64)}
 		if err := st.FinishJob(ctx, id, "w", core.JobProvisioning, nil, nil, false, art, m); err != nil {
 			t.Fatal(err)
 		}
 		if stage == core.StageRetired {
-			st.MoveModelStage(ctx, m.ID, core.StageCandidate, core.StageRetired, "t", "")
+			if err := st.MoveModelStage(ctx, m.ID, core.StageCandidate, core.StageRetired, "t", ""); err != nil {
+				t.Fatal(err)
+			}
 		}
 		at := testNow.Add(-100 * 24 * time.Hour)
 		if i == 1 {
 			at = testNow // retired just now: kept
 		}
-		st.DB().Exec(`UPDATE models SET stage_changed_at=? WHERE id=?`, at.UnixMilli(), m.ID)
+		if _, err := st.DB().Exec(`UPDATE models SET stage_changed_at=? WHERE id=?`, at.UnixMilli(), m.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rep, err := Run(ctx, st, dir, Policy{ModelAge: 30 * 24 * time.Hour}, testNow)
 	if err != nil {

@@ -35,7 +35,11 @@ func startLiveLine(t *testing.T, f *fixture, firstRun int) (string, *opcua.Conne
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("close the simulated line: %v", err)
+		}
+	})
 	var nodes []map[string]any
 	for _, n := range []string{"part_weight", "hold_pressure", "melt_temperature_setpoint"} {
 		nodes = append(nodes, map[string]any{"opcua": srv.NodeID(n), "node": "live_" + n})
@@ -62,7 +66,9 @@ func startLiveLine(t *testing.T, f *fixture, firstRun int) (string, *opcua.Conne
 		cancel()
 		err := <-connDone
 		<-repDone
-		rep.Stop(context.Background(), err)
+		if err := rep.Stop(context.Background(), err); err != nil {
+			t.Errorf("stop the status reporter: %v", err)
+		}
 	})
 	return "opcua:" + srv.Endpoint(), conn
 }

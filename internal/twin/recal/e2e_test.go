@@ -44,7 +44,11 @@ func TestSignalsRequestAndRunNext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer st.Close()
+		defer func() {
+			if err := st.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
 		signalsRequestAndRunNext(t, st, dir)
 	})
 	t.Run("postgres", func(t *testing.T) {
@@ -52,7 +56,11 @@ func TestSignalsRequestAndRunNext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer st.Close()
+		defer func() {
+			if err := st.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
 		signalsRequestAndRunNext(t, st, t.TempDir())
 	})
 }

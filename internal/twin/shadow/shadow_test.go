@@ -52,7 +52,11 @@ func newFixture(t *testing.T, train, later int, params string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	ctx := context.Background()
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed, cfg.StartMs = train, 7, sim.DefaultStartMs
