@@ -99,9 +99,15 @@ func TestRemoteCertificateFlow(t *testing.T) {
 				ID   string         `json:"id"`
 				Data map[string]any `json:"data"`
 			}
+			// Only status changes count; any other event on the stream
+			// (one without a status) is not a certificate transition.
 			if json.Unmarshal([]byte(d), &e) == nil {
+				status, ok := e.Data["status"].(string)
+				if !ok {
+					continue
+				}
 				mu.Lock()
-				seen[e.ID] = append(seen[e.ID], e.Data["status"].(string))
+				seen[e.ID] = append(seen[e.ID], status)
 				mu.Unlock()
 				got <- struct{}{}
 			}
