@@ -79,7 +79,7 @@ type demoResult struct {
 	// "opcua" (the live line, --live).
 	Writer string `json:"writer"`
 	// DemoClock is the simulated line's clock at the recommendation (the
-	// runs after the model are simulated ahead of the wall clock).
+	// demo's own clock, in the past: see demoAnchor).
 	DemoClock time.Time `json:"demoClock"`
 	Seconds   float64   `json:"seconds"`
 	Note      string    `json:"note,omitempty"`
@@ -121,8 +121,10 @@ its target is measured on the ingested samples before and after the move
 (JSON: before.targetError, after.targetError, written). The history the
 model is trained on (steps 1–6) is simulated offline, as without --live.
 
-The runs after the model are simulated ahead of the wall clock (the line's
-own clock, reported as demoClock). Every step is stored and audited, so the
+The demo runs on the simulated line's own clock (reported as demoClock):
+its history starts at 06:00 UTC on the latest day that lets everything,
+the governed write included, end at least an hour before now, so the
+demo's data and figures do not depend on the hour it runs. Every step is stored and audited, so the
 usual commands (aml model show, aml twin gate, aml cert verify, aml audit
 verify ...) work on the data dir afterwards.`,
 		Args: argsExact(0),
@@ -147,7 +149,7 @@ verify ...) work on the data dir afterwards.`,
 	cmd.Flags().IntVar(&o.runs, "runs", 24, "simulated runs before the model (12 train / 6 val / 6 test at 24)")
 	cmd.Flags().BoolVar(&o.live, "live", false, "recommend and write on a live line: the simulated line served over OPC UA (in process), ingested by the OPC UA connector, the approved move written over OPC UA and read back; reports the part weight's distance to its target before and after")
 	cmd.Flags().Float64Var(&o.speed, "speed", 20, "with --live: simulated seconds per wall second")
-	cmd.Flags().BoolVar(&o.wearContinues, "wear-continues", false, "let the mould keep wearing in the runs after the model (which it cannot see): the twin gate fails on its shadow evidence and the demo goes through recalibration")
+	cmd.Flags().BoolVar(&o.wearContinues, "wear-continues", false, "let the mould keep wearing in the runs after the model (which it cannot see): the shadow coverage falls to the twin gate's G8 limit (0.806 against 0.80 at the demo's clock, so it passes); when the gate fails on its shadow evidence the demo goes through recalibration")
 	return cmd
 }
 
@@ -176,11 +178,12 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 	}
 	const engineer, approver, operator = "demo-engineer", "demo-approver", "demo-operator"
 
-	// 1. The line's history: nRuns runs ending an hour before now.
+	// 1. The line's history: nRuns runs on the demo's own clock (lineNow,
+	// demoAnchor), which every later step reads.
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed = nRuns, seed
 	span := time.Duration(nRuns) * (cfg.RunDuration + cfg.GapBetweenRuns)
-	cfg.StartMs = time.Now().Add(-span - time.Hour).Truncate(time.Second).UnixMilli()
+	cfg.StartMs = demoAnchor(time.Now(), span).UnixMilli()
 	out, err := sim.GenerateInjection(cfg)
 	if err != nil {
 		return nil, err
@@ -188,6 +191,8 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 	if _, err := out.Write(ctx, s, nil); err != nil {
 		return nil, err
 	}
+	// The model is made a minute after the history's last run.
+	line := &demoClock{t: time.UnixMilli(*out.Runs[len(out.Runs)-1].Run.EndedMs).UTC().Add(time.Minute)}
 	res.Runs, res.Samples = len(out.Runs), out.SampleCount()
 	logf("1. simulated %d runs of the injection line (%d samples)", res.Runs, res.Samples)
 
@@ -225,7 +230,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 		return nil, err
 	}
 	params, _ := json.Marshal(map[string]any{"physics": physPath, "mapping": map[string]any{"outputs": map[string]string{"weight": "part_weight"}}})
-	runner := jobs.NewRunner(s, jobs.Options{DataDir: a.dataDir, Trainers: trainers(), Bus: bus, Logger: a.log})
+	runner := jobs.NewRunner(s, jobs.Options{DataDir: a.dataDir, Trainers: trainers(), Bus: bus, Logger: a.log, Now: line.now})
 	job, err := runner.Submit(ctx, jobs.SubmitRequest{DatasetID: built.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1, Params: params, CreatedBy: engineer})
 	if err != nil {
 		return nil, err
@@ -261,7 +266,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 
 	// 4. Scene and objective.
 	scene := contract.DefaultInjectionScene()
-	scene.CreatedBy, scene.CreatedAt = engineer, time.Now().UTC().Truncate(time.Millisecond)
+	scene.CreatedBy, scene.CreatedAt = engineer, line.now().Truncate(time.Millisecond)
 	if err := s.PutScene(ctx, scene); err != nil {
 		return nil, err
 	}
@@ -309,7 +314,10 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 			return nil, err
 		}
 		nextRun += later.Runs
-		ev, err := shadow.Collect(ctx, s, a.dataDir, res.ModelID, shadow.Options{})
+		// Evidence, gate and any recalibration a minute after the shadow
+		// runs ended.
+		line.set(time.UnixMilli(*more.Runs[len(more.Runs)-1].Run.EndedMs).Add(time.Minute))
+		ev, err := shadow.Collect(ctx, s, a.dataDir, res.ModelID, shadow.Options{Now: line.now})
 		if err != nil {
 			return nil, err
 		}
@@ -320,7 +328,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 		}
 		logf("5. shadow: %d runs after model %s: %.1f%% of part weights inside the 90%% band, window RMSE %.3f g", res.ShadowRuns, res.ModelID, 100*float64(ev.Summary.Coverage), rmse)
 
-		g, err = gate.Evaluate(ctx, s, a.dataDir, res.ModelID, gate.Options{SceneID: scene.SceneID, SceneVersion: scene.SceneVersion, By: engineer, Seed: seed})
+		g, err = gate.Evaluate(ctx, s, a.dataDir, res.ModelID, gate.Options{SceneID: scene.SceneID, SceneVersion: scene.SceneVersion, By: engineer, Seed: seed, Now: line.now()})
 		if err != nil {
 			return nil, err
 		}
@@ -339,11 +347,11 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 		// Recalibrate: signals from the store, a request, one worker step
 		// that rebuilds the dataset with the new runs and retrains in
 		// process. The new model is a candidate.
-		sig, err := recal.ComputeSignals(ctx, s, a.dataDir, res.ModelID, scene.SceneID, recal.SignalOptions{})
+		sig, err := recal.ComputeSignals(ctx, s, a.dataDir, res.ModelID, scene.SceneID, recal.SignalOptions{Now: line.now})
 		if err != nil {
 			return nil, err
 		}
-		dec, err := recal.Request(ctx, s, *sig, recal.DefaultPolicy(), engineer)
+		dec, err := recal.RequestAt(ctx, s, *sig, recal.DefaultPolicy(), engineer, line.now())
 		if err != nil {
 			return nil, err
 		}
@@ -351,7 +359,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 			logf("   recalibration not started: %s", dec.Reason)
 			break
 		}
-		step, err := recal.RunNext(ctx, s, runner, recal.RunOptions{DataDir: a.dataDir, RunJob: true})
+		step, err := recal.RunNext(ctx, s, runner, recal.RunOptions{DataDir: a.dataDir, RunJob: true, Now: line.now})
 		if err != nil {
 			return nil, err
 		}
@@ -453,6 +461,37 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 		id, engineer, approver, operator, res.Written, res.WriteOutcome, res.CertVerified)
 	res.Seconds = time.Since(t0).Seconds()
 	return res, nil
+}
+
+// demoClock is the demo's own clock, the simulated line's: it stamps the
+// model, the scene, the shadow evidence, the gate and the recalibration,
+// and is moved forward as the demo simulates more of the line.
+type demoClock struct{ t time.Time }
+
+func (c *demoClock) now() time.Time { return c.t }
+
+func (c *demoClock) set(t time.Time) {
+	if t.After(c.t) {
+		c.t = t.UTC()
+	}
+}
+
+// demoAnchor is the first sample of the demo's history: the time of day of
+// sim.DefaultStartMs (06:00 UTC) on the latest day that lets the whole demo
+// — the history (span) and up to two rounds of shadow runs — end at least an
+// hour before now. The simulated line's only time-of-day input is the
+// ambient temperature's daily cycle, so a fixed time of day makes the
+// demo's samples, model and figures the same whatever hour it runs; and
+// every record it makes, its governed write included, lies in the past.
+func demoAnchor(now time.Time, span time.Duration) time.Time {
+	const day = 24 * time.Hour
+	tod := time.Duration(sim.DefaultStartMs%day.Milliseconds()) * time.Millisecond
+	latest := now.UTC().Add(-span - 3*time.Hour)
+	a := latest.Truncate(day).Add(tod)
+	if a.After(latest) {
+		a = a.Add(-day)
+	}
+	return a
 }
 
 func printDemo(w io.Writer, r *demoResult) {

@@ -134,3 +134,23 @@ func TestDemoLive(t *testing.T) {
 		t.Fatalf("connector status after demo --live: %+v", rows)
 	}
 }
+
+// demoAnchor: the history starts at 06:00 UTC (sim.DefaultStartMs's time
+// of day) whatever the hour, on the latest day that ends the demo's
+// timeline (history + two shadow rounds, under 3 h past it) an hour before
+// now.
+func TestDemoAnchor(t *testing.T) {
+	span := 24 * 40 * time.Minute
+	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for m := 0; m < 48*60; m += 7 {
+		now := base.Add(time.Duration(m) * time.Minute)
+		a := demoAnchor(now, span)
+		if h, mi, sec := a.Clock(); h != 6 || mi != 0 || sec != 0 || a.Nanosecond() != 0 {
+			t.Fatalf("now %v: anchor %v is not at 06:00 UTC", now, a)
+		}
+		latest := now.Add(-span - 3*time.Hour)
+		if a.After(latest) || !a.After(latest.Add(-24*time.Hour)) {
+			t.Fatalf("now %v: anchor %v, want the latest 06:00 at or before %v", now, a, latest)
+		}
+	}
+}
