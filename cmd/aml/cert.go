@@ -175,7 +175,7 @@ approve the certificate. It expires after --ttl (at most 24h).`,
 			if err != nil {
 				return err
 			}
-			r, err := s.IssueCertificate(cmd.Context(), iTrial, iAs, k, iTTL, time.Now())
+			r, err := s.IssueCertificate(cmd.Context(), iTrial, iAs, k, iTTL, a.now())
 			if err != nil {
 				return err
 			}
@@ -196,7 +196,7 @@ approve the certificate. It expires after --ttl (at most 24h).`,
 				return err
 			}
 			return a.certTransition(cmd, args[0], func(s store.Store, k *cert.KeyPair) (*twinstore.CertRecord, error) {
-				return s.ApproveCertificate(cmd.Context(), args[0], apAs, k.Public, time.Now())
+				return s.ApproveCertificate(cmd.Context(), args[0], apAs, k.Public, a.now())
 			})
 		},
 	}
@@ -215,7 +215,7 @@ approve the certificate. It expires after --ttl (at most 24h).`,
 				return usagef("%s: --reason is required", cmd.CommandPath())
 			}
 			return a.certTransition(cmd, args[0], func(s store.Store, k *cert.KeyPair) (*twinstore.CertRecord, error) {
-				return s.RevokeCertificate(cmd.Context(), args[0], rvAs, rvReason, k.Public, time.Now())
+				return s.RevokeCertificate(cmd.Context(), args[0], rvAs, rvReason, k.Public, a.now())
 			})
 		},
 	}
@@ -281,13 +281,13 @@ certificate's remaining moves.`,
 			var res govern.Result
 			var xerr error
 			if exOPCUA.set() {
-				res, xerr = exOPCUA.execute(cmd.Context(), s, k, args[0], govern.Options{Actor: exAs, RunID: exRun})
+				res, xerr = exOPCUA.execute(cmd.Context(), s, k, args[0], govern.Options{Actor: exAs, RunID: exRun, Now: a.now()})
 				if res.CertificateID == "" && xerr != nil {
 					return xerr
 				}
 			} else {
 				w := guard.NewRecordingWriter(certSeedValues(cmd, s, args[0]))
-				res, xerr = govern.Execute(cmd.Context(), s, k.Public, args[0], w, govern.Options{Actor: exAs, RunID: exRun})
+				res, xerr = govern.Execute(cmd.Context(), s, k.Public, args[0], w, govern.Options{Actor: exAs, RunID: exRun, Now: a.now()})
 			}
 			if err := a.emit(res, func(w io.Writer) { printExecution(w, &res) }); err != nil {
 				return err

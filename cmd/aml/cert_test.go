@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,27 @@ const certLine = "line-injection-01"
 // seedTwin stores in data dir d a frozen default scene, a model, the
 // default objective, a snapshot captured just now and passing trials
 // trial-1 … trial-n starting from it.
+// certBase is the instant of the seeded snapshot and trials. The CLI's
+// clock (useCertClock) starts 2 s after it and steps one second per
+// reading: the certificate commands see a fresh snapshot and a monotonic
+// clock, whatever the wall clock says or how slow the machine is.
+var certBase = time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
+
+func useCertClock(t *testing.T) {
+	t.Helper()
+	var mu sync.Mutex
+	next := certBase.Add(2 * time.Second)
+	subCLIClock = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		next = next.Add(time.Second)
+		return next
+	}
+	t.Cleanup(func() { subCLIClock = nil })
+}
+
 func seedTwin(t *testing.T, d string, n int) {
+	useCertClock(t)
 	t.Helper()
 	ctx := context.Background()
 	s, err := sqlite.Open(d)
@@ -52,7 +73,7 @@ func seedTwin(t *testing.T, d string, n int) {
 	if _, err := s.PutObjective(ctx, contract.DefaultInjectionObjective()); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
+	now := certBase
 	snap := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: now, CreatedBy: "twin-runtime", SnapshotID: "snap-1",
 		SceneID: sc.SceneID, SceneVersion: sc.SceneVersion, LineID: certLine, Phase: "holding", CapturedAt: now.Add(-2 * time.Second), DAQWatermark: now.UnixMilli(),
 		ControlValues: map[string]float64{"hold_pressure": 64, "hold_time": 8, "melt_temperature_setpoint": 246},
@@ -199,7 +220,7 @@ func TestCertVerifyDetectsTampering(t *testing.T) {
 			`UPDATE twin_certificates SET cert_json = replace(cert_json, '"hold_pressure":65', '"hold_pressure":67')`}},
 		{"approval written behind the store's back", govern.CheckLifecycle, []string{
 			`UPDATE twin_certificates SET approved_by='mallory', status='APPROVED',
-			cert_json = replace(cert_json, '"status":"ISSUED"', '"status":"APPROVED","approvedBy":"mallory","approvedAt":"` + time.Now().Add(time.Minute).UTC().Format(time.RFC3339) + `"')`}},
+			cert_json = replace(cert_json, '"status":"ISSUED"', '"status":"APPROVED","approvedBy":"mallory","approvedAt":"` + certBase.Add(time.Minute).Format(time.RFC3339) + `"')`}},
 		{"audit entry edited", govern.CheckChain, []string{
 			`DROP TRIGGER IF EXISTS audit_log_no_update`,
 			`UPDATE audit_log SET actor='mallory' WHERE action='cert.issue'`}},

@@ -45,6 +45,17 @@ type app struct {
 	rescueAfter time.Duration
 	// remote is --server/--token: the CLI as a client (client.go).
 	remote remoteConfig
+	// clock stamps what the certificate commands record (issue, approve,
+	// revoke, execute); nil is the wall clock. Tests inject a fixed one.
+	clock func() time.Time
+}
+
+// now is the CLI's clock (app.clock, else the wall clock).
+func (a *app) now() time.Time {
+	if a.clock != nil {
+		return a.clock()
+	}
+	return time.Now()
 }
 
 // context is the command's context for openers (Background before a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -12,10 +13,14 @@ import (
 // declares --json the way the real root does, and returns stdout, stderr
 // and the command's error (tests that need the error value itself, not
 // only the exit status run() maps it to).
+// subCLIClock is the clock of the commands subCLI runs (nil: the wall
+// clock); a test that sets it restores it with t.Cleanup.
+var subCLIClock func() time.Time
+
 func subCLI(t *testing.T, d string, mk func(*app) *cobra.Command, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	a := &app{dataDir: d, stdout: &out, stderr: &errb}
+	a := &app{dataDir: d, stdout: &out, stderr: &errb, clock: subCLIClock}
 	root := &cobra.Command{Use: "aml", SilenceUsage: true, SilenceErrors: true}
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
