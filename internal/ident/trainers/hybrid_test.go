@@ -12,16 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
-	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/ingest"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/physics"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/testfix"
 )
 
 const (
@@ -454,52 +453,11 @@ func TestHybridInjectionPassesGates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 24 runs and trains a hybrid ensemble")
 	}
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	ctx := context.Background()
+	st, dir := testfix.SQLite(t)
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed = 24, 7
-	out, err := sim.GenerateInjection(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := out.Write(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile("../../../examples/specs/injection_weight.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := dataset.ParseSpec(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := dataset.Build(ctx, st, spec, dataset.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	physics, _ := filepath.Abs("../../../examples/physics/injection.aml")
-	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New()})
-	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1,
-		Params: json.RawMessage(`{"physics":"` + physics + `","mapping":{"outputs":{"weight":"part_weight"}}}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(ctx, j.ID, 0); err != nil {
-		t.Fatal(err)
-	}
-	j, _ = st.GetJob(ctx, j.ID)
-	if j.Status != core.JobDone {
-		t.Fatalf("job %s: %s", j.Status, j.Error)
-	}
+	ds := testfix.InjectionDataset(t, st, dir, testfix.Injection(t, cfg))
+	j, _, _ := testfix.TrainHybrid(t, st, dir, ds.ID, testfix.HybridParams(t, dir, ""), time.Date(2026, 1, 6, 0, 0, 0, 0, time.UTC))
 	var m struct {
 		Test struct {
 			MeanNRMSE        float64 `json:"meanNrmse"`

@@ -2,23 +2,17 @@ package recal
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/dataset"
-	"github.com/aml-project/aml/internal/events"
-	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/postgres"
 	"github.com/aml-project/aml/internal/store/postgres/pgtest"
-	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/testfix"
 )
 
 // End to end on a real store: a cheap hybrid model trained on 12
@@ -39,16 +33,7 @@ func TestSignalsRequestAndRunNext(t *testing.T) {
 		t.Skip("trains two hybrid models")
 	}
 	t.Run("sqlite", func(t *testing.T) {
-		dir := t.TempDir()
-		st, err := sqlite.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := st.Close(); err != nil {
-				t.Error(err)
-			}
-		}()
+		st, dir := testfix.SQLite(t)
 		signalsRequestAndRunNext(t, st, dir)
 	})
 	t.Run("postgres", func(t *testing.T) {
@@ -71,45 +56,14 @@ func signalsRequestAndRunNext(t *testing.T, st store.Store, dir string) {
 	cfg.Runs, cfg.Seed = 15, 3
 	cfg.RunDuration = 20 * time.Minute
 	cfg.StartMs = sim.DefaultStartMs
-	out, err := sim.GenerateInjection(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := testfix.Injection(t, cfg)
 	first, later := *out, *out
 	first.Runs, later.Runs = out.Runs[:12], out.Runs[12:]
-	if _, err := first.Write(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile("../../../examples/specs/injection_weight.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := dataset.ParseSpec(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := dataset.Build(ctx, st, spec, dataset.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	phys, _ := filepath.Abs("../../../examples/physics/injection.aml")
+	ds := testfix.InjectionDataset(t, st, dir, &first)
 	made := time.UnixMilli(*first.Runs[11].Run.EndedMs + 60_000)
 	now := time.UnixMilli(*out.Runs[14].Run.EndedMs + 60_000) // after every run
-	runner := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New(),
-		Now: func() time.Time { return made }})
 	sigOpts := SignalOptions{Now: func() time.Time { return now }}
-	params := `{"physics":"` + phys + `","mapping":{"outputs":{"weight":"part_weight"}},"ensemble":2,"epochs":15,"starts":2}`
-	j, err := runner.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1, Params: json.RawMessage(params)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runner.Run(ctx, j.ID, 0); err != nil {
-		t.Fatal(err)
-	}
-	j, _ = st.GetJob(ctx, j.ID)
-	if j.Status != core.JobDone {
-		t.Fatalf("job %s: %s", j.Status, j.Error)
-	}
+	j, _, runner := testfix.TrainHybrid(t, st, dir, ds.ID, testfix.HybridParams(t, dir, `,"ensemble":2,"epochs":15,"starts":2`), made)
 	modelID := j.ModelID
 
 	// Before the new runs: nothing to recalibrate.

@@ -4,18 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/dataset"
-	"github.com/aml-project/aml/internal/events"
-	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/registry"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/testfix"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -47,69 +43,18 @@ type fixture struct {
 
 func newFixture(t *testing.T, train, later int, params string) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	ctx := context.Background()
+	st, dir := testfix.SQLite(t)
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed, cfg.StartMs = train, 7, sim.DefaultStartMs
-	first, err := sim.GenerateInjection(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := testfix.Injection(t, cfg)
+	ds := testfix.InjectionDataset(t, st, dir, first)
 	lcfg := cfg
 	lcfg.Runs, lcfg.FirstRun, lcfg.AgeRuns = later, train, train/2
 	lcfg.StartMs = *first.Runs[train-1].Run.EndedMs + cfg.GapBetweenRuns.Milliseconds()
-	next, err := sim.GenerateInjection(lcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := first.Write(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile("../../../examples/specs/injection_weight.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := dataset.ParseSpec(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := dataset.Build(ctx, st, spec, dataset.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	phys, _ := filepath.Abs("../../../examples/physics/injection.aml")
+	next := testfix.Injection(t, lcfg)
 	made := time.UnixMilli(*first.Runs[train-1].Run.EndedMs + 60_000)
-	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New(),
-		Now: func() time.Time { return made }})
-	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1,
-		Params: json.RawMessage(`{"physics":"` + phys + `","mapping":{"outputs":{"weight":"part_weight"}}` + params + `}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(ctx, j.ID, 0); err != nil {
-		t.Fatal(err)
-	}
-	j, _ = st.GetJob(ctx, j.ID)
-	if j.Status != core.JobDone {
-		t.Fatalf("job %s: %s", j.Status, j.Error)
-	}
-	m, err := st.GetModel(ctx, j.ModelID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !m.CreatedAt.Equal(made) {
-		t.Fatalf("model created at %v, want the injected %v", m.CreatedAt, made)
-	}
-	if _, err := next.Write(ctx, st, nil); err != nil {
+	_, m, _ := testfix.TrainHybrid(t, st, dir, ds.ID, testfix.HybridParams(t, dir, params), made)
+	if _, err := next.Write(context.Background(), st, nil); err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{st: st, dir: dir, model: m, later: next.Runs}
