@@ -18,7 +18,7 @@ import (
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/sim"
-	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
 )
 
@@ -38,16 +38,7 @@ type env struct {
 
 func newEnv(t *testing.T, o Options) *env {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	st, dir := testfix.SQLite(t)
 	ctx := context.Background()
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed, cfg.RunDuration = 5, 4, 8*time.Minute

@@ -13,6 +13,7 @@ import (
 	"github.com/aml-project/aml/internal/sim/opcuasrv"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
@@ -39,16 +40,7 @@ type certFixture struct {
 func newCertFixture(t *testing.T) *certFixture {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	st, dir := testfix.SQLite(t)
 	key, err := cert.LoadOrCreateKey(dir)
 	if err != nil {
 		t.Fatal(err)

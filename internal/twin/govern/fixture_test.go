@@ -10,6 +10,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
@@ -39,16 +40,7 @@ type fixture struct {
 func newFixture(t *testing.T, noChannel bool) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	st, dir := testfix.SQLite(t)
 	key, err := cert.LoadOrCreateKey(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -11,20 +11,12 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/testfix"
 )
 
 func openStore(t *testing.T) (*sqlite.Store, string) {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	st, dir := testfix.SQLite(t)
 	return st, dir
 }
 
