@@ -1,0 +1,122 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/service"
+)
+
+// Principal is who acts: a person or an agent (role agent), with a role and
+// a line scope. The API and MCP take it from the verified token; the local
+// CLI builds one for the OS user (Local).
+type Principal = auth.Principal
+
+// Defaults of Options.
+const (
+	DefaultHeavyConcurrent = 4       // trials, optimise, gate, dataset builds at once
+	DefaultMaxBatchSamples = 100_000 // samples in one JSON ingest batch
+)
+
+// Options configure an App beyond its shared resources.
+type Options struct {
+	// Now is the clock of certificates, trials, snapshots and ids
+	// (default time.Now).
+	Now func() time.Time
+	// HeavyConcurrent bounds heavy operations running at once (default
+	// DefaultHeavyConcurrent); the slots are shared by every interface.
+	HeavyConcurrent int
+	// MaxBatchSamples bounds one JSON ingest batch.
+	MaxBatchSamples int
+	// Version is reported by Info.
+	Version string
+}
+
+// App runs AML's use cases on one set of resources.
+type App struct {
+	d     *service.Deps
+	o     Options
+	heavy chan struct{}
+	log   *slog.Logger
+
+	jobLines sync.Map // job id → line id
+}
+
+// New returns the application over d.
+func New(d *service.Deps, o Options) *App {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.HeavyConcurrent <= 0 {
+		o.HeavyConcurrent = DefaultHeavyConcurrent
+	}
+	if o.MaxBatchSamples <= 0 {
+		o.MaxBatchSamples = DefaultMaxBatchSamples
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &App{d: d, o: o, heavy: make(chan struct{}, o.HeavyConcurrent), log: log}
+}
+
+// Deps are the shared resources the application runs on.
+func (a *App) Deps() *service.Deps { return a.d }
+
+// Now is the application's clock.
+func (a *App) Now() time.Time { return a.o.Now() }
+
+// publish sends an event when the process has a bus.
+func (a *App) publish(e events.Event) {
+	if a.d.Bus != nil {
+		a.d.Bus.Publish(e)
+	}
+}
+
+// newID is a time-ordered id with a random suffix (unique across
+// concurrent requests and processes sharing a store).
+func (a *App) newID(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + a.o.Now().UTC().Format("20060102T150405.000") + "-" + hex.EncodeToString(b[:])
+}
+
+// acquire takes a heavy-operation slot, or fails when ctx ends first.
+func (a *App) acquire(ctx context.Context) (func(), error) {
+	select {
+	case a.heavy <- struct{}{}:
+		return func() { <-a.heavy }, nil
+	case <-ctx.Done():
+		return nil, core.Wrap(core.CodeStoreUnavailable, ctx.Err(), "request cancelled while waiting for a compute slot")
+	}
+}
+
+// scope checks an explicit line filter against p's scope; an empty filter
+// is fine (the list is then filtered per item).
+func scope(p Principal, act auth.Action, line string) error {
+	if line == "" {
+		return nil
+	}
+	return p.Allow(act, line)
+}
+
+// filter keeps the items whose line is in p's scope.
+func filter[T any](p Principal, items []T, line func(T) string) []T {
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		if p.InScope(line(it)) {
+			out = append(out, it)
+		}
+	}
+	return out
+}

@@ -1,0 +1,570 @@
+package app
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/aml-project/aml/internal/audit"
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/retention"
+	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/cert"
+	"github.com/aml-project/aml/internal/twin/contract"
+	"github.com/aml-project/aml/internal/twin/govern"
+	"github.com/aml-project/aml/internal/twin/guard"
+)
+
+// The governance use cases: certificates, channels, the audit log, API
+// tokens and retention. Certificate approval, revocation and execution
+// are a person's: the role table (internal/auth) never lets an agent take
+// those actions, and the certificate store refuses a requester approving
+// their own certificate.
+
+var (
+	opCertList    = Op{Name: "cert.list", Act: auth.ActRead, Summary: "List certificates, each verified"}
+	opCertKey     = Op{Name: "cert.key", Act: auth.ActRead, Summary: "The server's certificate public key (PEM)"}
+	opCertIssue   = Op{Name: "cert.issue", Act: auth.ActCertRequest, Summary: "Issue a signed certificate for a passing trial (queued for a person to approve)"}
+	opCertShow    = Op{Name: "cert.show", Act: auth.ActRead, Summary: "A certificate (verified)"}
+	opCertApprove = Op{Name: "cert.approve", Act: auth.ActCertApprove, Summary: "Approve an ISSUED certificate (never by its requester)"}
+	opCertRevoke  = Op{Name: "cert.revoke", Act: auth.ActCertApprove, Summary: "Revoke an ISSUED or APPROVED certificate"}
+	opCertVerify  = Op{Name: "cert.verify", Act: auth.ActRead, Summary: "Verify row, hash, signature, audit trail and chain"}
+	opCertExecute = Op{Name: "cert.execute", Act: auth.ActWrite, Summary: "Write an APPROVED certificate's first step through the fail-closed write guard"}
+	opChannelShow = Op{Name: "channel.show", Act: auth.ActRead, Summary: "The channel profile of a line"}
+	opChannelSet  = Op{Name: "channel.set", Act: auth.ActWrite, Summary: "Set the channel profile of a line (audited)"}
+	opAuditList   = Op{Name: "audit.list", Act: auth.ActRead, Summary: "Audit entries in seq order"}
+	opAuditVerify = Op{Name: "audit.verify", Act: auth.ActRead, Summary: "Verify the hash chain"}
+	opTokenList   = Op{Name: "token.list", Act: auth.ActAdmin, Summary: "List API tokens (never their secrets)"}
+	opTokenCreate = Op{Name: "token.create", Act: auth.ActAdmin, Summary: "Create an API token (returned once)"}
+	opTokenRevoke = Op{Name: "token.revoke", Act: auth.ActAdmin, Summary: "Revoke an API token"}
+	opRetention   = Op{Name: "retention.apply", Act: auth.ActAdmin, Summary: "Apply the retention policy"}
+)
+
+func init() {
+	register(
+		bind(&opCertList, (*App).CertList),
+		bind(&opCertKey, (*App).CertKey),
+		bind(&opCertIssue, (*App).CertIssue),
+		bind(&opCertShow, (*App).CertShow),
+		bind(&opCertApprove, (*App).CertApprove),
+		bind(&opCertRevoke, (*App).CertRevoke),
+		bind(&opCertVerify, (*App).CertVerify),
+		bind(&opCertExecute, (*App).CertExecute),
+		bind(&opChannelShow, (*App).ChannelShow),
+		bind(&opChannelSet, (*App).ChannelSet),
+		bind(&opAuditList, (*App).AuditList),
+		bind(&opAuditVerify, (*App).AuditVerify),
+		bind(&opTokenList, (*App).TokenList),
+		bind(&opTokenCreate, (*App).TokenCreate),
+		bind(&opTokenRevoke, (*App).TokenRevoke),
+		bind(&opRetention, (*App).RetentionApply),
+	)
+}
+
+func (a *App) key() (*cert.KeyPair, error) {
+	if a.d.Key == nil {
+		return nil, core.Errorf(core.CodeStoreUnavailable, "this process has no certificate key")
+	}
+	return a.d.Key, nil
+}
+
+func (a *App) certEvent(r *twinstore.CertRecord) {
+	if r == nil || r.Cert == nil {
+		return
+	}
+	a.publish(events.Event{Kind: events.CertificateUp, Line: r.LineID, ID: r.Cert.RecommendationID, Data: map[string]any{
+		"status": r.Cert.Status, "trialId": r.Cert.TrialID, "requestedBy": r.Cert.CreatedBy, "approvedBy": r.Cert.ApprovedBy}})
+}
+
+// certLine checks p's scope for act on a certificate's line (unverified
+// row) before any transition.
+func (a *App) certLine(ctx context.Context, p Principal, act auth.Action, id string) error {
+	r, err := a.d.Store.LoadCertificate(ctx, id)
+	if err != nil {
+		return err
+	}
+	return p.Allow(act, r.LineID)
+}
+
+// CertListRequest filters certificates.
+type CertListRequest struct {
+	Line   string `json:"line,omitempty" jsonschema:"only this line"`
+	Status string `json:"status,omitempty" jsonschema:"ISSUED, APPROVED, EXECUTED, EXPIRED or REVOKED"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many (default 100, at most 1000)"`
+}
+
+// Validate checks the status and the limit.
+func (r *CertListRequest) Validate() error {
+	if r.Status != "" {
+		if _, err := contract.ParseCertStatus(strings.ToUpper(r.Status)); err != nil {
+			return core.FieldErrorf(core.CodeInvalidArgument, "status", "status %q is not ISSUED, APPROVED, EXECUTED, EXPIRED or REVOKED", r.Status)
+		}
+	}
+	return limitIn("limit", r.Limit, 1, 1000)
+}
+
+// CertList lists the certificates of p's lines, each verified.
+func (a *App) CertList(ctx context.Context, p Principal, req CertListRequest) (List[twinstore.CertListItem], error) {
+	return run(ctx, a, p, &opCertList, req, func(ctx context.Context, p Principal, req CertListRequest) (List[twinstore.CertListItem], error) {
+		var zero List[twinstore.CertListItem]
+		if err := scope(p, auth.ActRead, req.Line); err != nil {
+			return zero, err
+		}
+		f := twinstore.CertFilter{LineID: req.Line, Limit: req.Limit}
+		if f.Limit == 0 {
+			f.Limit = 100
+		}
+		if req.Status != "" {
+			f.Status, _ = contract.ParseCertStatus(strings.ToUpper(req.Status))
+		}
+		k, err := a.key()
+		if err != nil {
+			return zero, err
+		}
+		items, err := a.d.Store.ListCertificates(ctx, f, k.Public)
+		if err != nil {
+			return zero, err
+		}
+		return ListOf(filter(p, items, func(i twinstore.CertListItem) string { return i.LineID })), nil
+	})
+}
+
+// CertKeyRequest has no fields.
+type CertKeyRequest struct{}
+
+// CertKeyResponse is the certificate public key.
+type CertKeyResponse struct {
+	KeyID        string `json:"keyId"`
+	Algorithm    string `json:"algorithm"`
+	PublicKeyPEM string `json:"publicKeyPem"`
+}
+
+// CertKey returns the public key certificates are signed with.
+func (a *App) CertKey(ctx context.Context, p Principal, req CertKeyRequest) (CertKeyResponse, error) {
+	return run(ctx, a, p, &opCertKey, req, func(ctx context.Context, p Principal, _ CertKeyRequest) (CertKeyResponse, error) {
+		k, err := a.key()
+		if err != nil {
+			return CertKeyResponse{}, err
+		}
+		return CertKeyResponse{KeyID: k.ID, Algorithm: "ed25519", PublicKeyPEM: string(k.PublicPEM())}, nil
+	})
+}
+
+// CertIssueRequest certifies a stored passing trial.
+type CertIssueRequest struct {
+	Trial string   `json:"trial" jsonschema:"trial id (a stored trial that passes and improves on the baseline)"`
+	TTL   Duration `json:"ttl,omitempty" jsonschema:"lifetime (default 15m, at most 24h)"`
+}
+
+// Validate requires the trial and a TTL within bounds.
+func (r *CertIssueRequest) Validate() error {
+	if r.TTL < 0 || r.TTL.D() > cert.MaxTTL {
+		return core.FieldErrorf(core.CodeInvalidArgument, "ttl", "ttl must be 0..%s", cert.MaxTTL)
+	}
+	return required("trial", r.Trial)
+}
+
+// CertIssue issues a signed certificate, queued for a person to approve.
+func (a *App) CertIssue(ctx context.Context, p Principal, req CertIssueRequest) (*twinstore.CertRecord, error) {
+	return run(ctx, a, p, &opCertIssue, req, func(ctx context.Context, p Principal, req CertIssueRequest) (*twinstore.CertRecord, error) {
+		t, err := a.d.Store.GetTrial(ctx, req.Trial)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.Allow(auth.ActCertRequest, t.LineID); err != nil {
+			return nil, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return nil, err
+		}
+		r, err := a.d.Store.IssueCertificate(ctx, req.Trial, p.Name, k, req.TTL.D(), a.o.Now())
+		if err != nil {
+			return nil, err
+		}
+		a.certEvent(r)
+		return r, nil
+	})
+}
+
+// CertRequest names a certificate.
+type CertRequest struct {
+	ID string `json:"id" jsonschema:"certificate (recommendation) id"`
+}
+
+// Validate requires the id.
+func (r *CertRequest) Validate() error { return required("id", r.ID) }
+
+// CertShow returns a certificate, verified.
+func (a *App) CertShow(ctx context.Context, p Principal, req CertRequest) (*twinstore.CertRecord, error) {
+	return run(ctx, a, p, &opCertShow, req, func(ctx context.Context, p Principal, req CertRequest) (*twinstore.CertRecord, error) {
+		if err := a.certLine(ctx, p, auth.ActRead, req.ID); err != nil {
+			return nil, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return nil, err
+		}
+		return a.d.Store.GetCertificate(ctx, req.ID, k.Public)
+	})
+}
+
+// CertApprove approves an ISSUED certificate; its requester never can.
+func (a *App) CertApprove(ctx context.Context, p Principal, req CertRequest) (*twinstore.CertRecord, error) {
+	return run(ctx, a, p, &opCertApprove, req, func(ctx context.Context, p Principal, req CertRequest) (*twinstore.CertRecord, error) {
+		if err := a.certLine(ctx, p, auth.ActCertApprove, req.ID); err != nil {
+			return nil, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return nil, err
+		}
+		r, err := a.d.Store.ApproveCertificate(ctx, req.ID, p.Name, k.Public, a.o.Now())
+		if err != nil {
+			return nil, err
+		}
+		a.certEvent(r)
+		return r, nil
+	})
+}
+
+// CertRevokeRequest revokes a certificate with a reason.
+type CertRevokeRequest struct {
+	ID     string `json:"id" jsonschema:"certificate id"`
+	Reason string `json:"reason" jsonschema:"why (recorded in the audit log)"`
+}
+
+// Validate requires id and reason.
+func (r *CertRevokeRequest) Validate() error {
+	return firstErr(required("id", r.ID), required("reason", r.Reason))
+}
+
+// CertRevoke revokes an ISSUED or APPROVED certificate.
+func (a *App) CertRevoke(ctx context.Context, p Principal, req CertRevokeRequest) (*twinstore.CertRecord, error) {
+	return run(ctx, a, p, &opCertRevoke, req, func(ctx context.Context, p Principal, req CertRevokeRequest) (*twinstore.CertRecord, error) {
+		if err := a.certLine(ctx, p, auth.ActCertApprove, req.ID); err != nil {
+			return nil, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return nil, err
+		}
+		r, err := a.d.Store.RevokeCertificate(ctx, req.ID, p.Name, req.Reason, k.Public, a.o.Now())
+		if err != nil {
+			return nil, err
+		}
+		a.certEvent(r)
+		return r, nil
+	})
+}
+
+// CertVerify checks a certificate's row, hash, signature, audit trail and
+// chain. A failed check returns the report with the error.
+func (a *App) CertVerify(ctx context.Context, p Principal, req CertRequest) (govern.VerifyReport, error) {
+	return run(ctx, a, p, &opCertVerify, req, func(ctx context.Context, p Principal, req CertRequest) (govern.VerifyReport, error) {
+		if err := a.certLine(ctx, p, auth.ActRead, req.ID); err != nil {
+			return govern.VerifyReport{}, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return govern.VerifyReport{}, err
+		}
+		return govern.VerifyCertificate(ctx, a.d.Store, k.Public, req.ID)
+	})
+}
+
+// CertExecuteRequest executes an approved certificate's first step.
+type CertExecuteRequest struct {
+	ID string `json:"id" jsonschema:"certificate id"`
+	// Run is the batch run the action counts against (default: the
+	// snapshot's run).
+	Run string `json:"run,omitempty" jsonschema:"the batch run the action counts against (default: the snapshot's run)"`
+
+	// Writer writes to the machine (default: a recording writer seeded
+	// with the snapshot's values). Only in-process callers set it.
+	Writer guard.Writer `json:"-"`
+}
+
+// Validate requires the id.
+func (r *CertExecuteRequest) Validate() error { return required("id", r.ID) }
+
+// CertExecute writes an APPROVED certificate's first step through the
+// fail-closed write guard. A denied write returns the guard's result with
+// the error.
+func (a *App) CertExecute(ctx context.Context, p Principal, req CertExecuteRequest) (govern.Result, error) {
+	return run(ctx, a, p, &opCertExecute, req, func(ctx context.Context, p Principal, req CertExecuteRequest) (govern.Result, error) {
+		if err := a.certLine(ctx, p, auth.ActWrite, req.ID); err != nil {
+			return govern.Result{}, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return govern.Result{}, err
+		}
+		w := req.Writer
+		if w == nil {
+			w = guard.NewRecordingWriter(a.seedValues(ctx, req.ID))
+		}
+		// The write is judged on the clock the certificate was issued and
+		// approved on (the application's clock).
+		res, xerr := govern.Execute(ctx, a.d.Store, k.Public, req.ID, w, govern.Options{Actor: p.Name, RunID: req.Run, Now: a.o.Now()})
+		if r, err := a.d.Store.LoadCertificate(ctx, req.ID); err == nil {
+			a.certEvent(r)
+		}
+		return res, xerr
+	})
+}
+
+// seedValues are the recording writer's initial node values: the
+// snapshot's control values on the certificate's nodes.
+func (a *App) seedValues(ctx context.Context, id string) map[string]float64 {
+	out := map[string]float64{}
+	r, err := a.d.Store.LoadCertificate(ctx, id)
+	if err != nil {
+		return out
+	}
+	tr, err := a.d.Store.GetTrial(ctx, r.Cert.TrialID)
+	if err != nil {
+		return out
+	}
+	snap, err := a.d.Store.GetSnapshot(ctx, tr.Trial.SnapshotID)
+	if err != nil {
+		return out
+	}
+	scene, _ := a.d.Store.GetScene(ctx, r.Cert.SceneID, r.Cert.SceneVersion)
+	for _, m := range govern.FirstStepMoves(r.Cert, scene, snap) {
+		if !math.IsNaN(m.From) {
+			out[m.NodeID] = m.From
+		}
+	}
+	return out
+}
+
+// ---- channels
+
+// ChannelShowRequest names a line.
+type ChannelShowRequest struct {
+	Line string `json:"line" jsonschema:"line id"`
+}
+
+// Validate requires the line.
+func (r *ChannelShowRequest) Validate() error { return required("line", r.Line) }
+
+// ChannelShow returns a line's channel profile.
+func (a *App) ChannelShow(ctx context.Context, p Principal, req ChannelShowRequest) (*twinstore.ChannelRecord, error) {
+	return run(ctx, a, p, &opChannelShow, req, func(ctx context.Context, p Principal, req ChannelShowRequest) (*twinstore.ChannelRecord, error) {
+		if err := p.Allow(auth.ActRead, req.Line); err != nil {
+			return nil, err
+		}
+		return a.d.Store.GetChannel(ctx, req.Line)
+	})
+}
+
+// ChannelSetRequest sets a line's channel profile.
+type ChannelSetRequest struct {
+	Line          string                            `json:"line" jsonschema:"line id"`
+	Profile       string                            `json:"profile" jsonschema:"legacy or hybrid_twin"`
+	ControlPolicy string                            `json:"controlPolicy" jsonschema:"recommendation_only, hitl_governed or bounded_auto"`
+	ChannelID     string                            `json:"channelId,omitempty"`
+	SceneID       string                            `json:"sceneId,omitempty"`
+	SceneVersion  string                            `json:"sceneVersion,omitempty"`
+	Bounds        map[string]twinstore.ChannelBound `json:"bounds,omitempty" jsonschema:"bounded_auto: node → bounds"`
+}
+
+// Validate requires the line.
+func (r *ChannelSetRequest) Validate() error { return required("line", r.Line) }
+
+// ChannelSet sets a line's channel profile (audited).
+func (a *App) ChannelSet(ctx context.Context, p Principal, req ChannelSetRequest) (*twinstore.ChannelRecord, error) {
+	return run(ctx, a, p, &opChannelSet, req, func(ctx context.Context, p Principal, req ChannelSetRequest) (*twinstore.ChannelRecord, error) {
+		if err := p.Allow(auth.ActWrite, req.Line); err != nil {
+			return nil, err
+		}
+		return a.d.Store.SetChannel(ctx, twinstore.ChannelRecord{LineID: req.Line, ChannelID: req.ChannelID, Profile: req.Profile, ControlPolicy: req.ControlPolicy,
+			SceneID: req.SceneID, SceneVersion: req.SceneVersion, Bounds: req.Bounds}, p.Name)
+	})
+}
+
+// ---- audit
+
+func (a *App) auditLog() *audit.Log { return audit.New(a.d.Store.SQL()) }
+
+// AuditListRequest pages through the audit log.
+type AuditListRequest struct {
+	After   int64  `json:"after,omitempty" jsonschema:"only entries after this seq"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"at most this many"`
+	Subject string `json:"subject,omitempty" jsonschema:"only entries about this subject"`
+}
+
+// Validate bounds after and limit.
+func (r *AuditListRequest) Validate() error {
+	if r.After < 0 {
+		return core.FieldErrorf(core.CodeInvalidArgument, "after", "after must not be negative")
+	}
+	return limitIn("limit", r.Limit, 1, audit.MaxListLimit)
+}
+
+// AuditListResponse is a page of entries.
+type AuditListResponse struct {
+	Items     []audit.Entry `json:"items"`
+	Count     int           `json:"count"`
+	NextAfter int64         `json:"nextAfter,omitempty" jsonschema:"pass as after for the next page; absent on the last page"`
+}
+
+// AuditList lists audit entries in seq order. A principal scoped to lines
+// sees the entries of its lines only (entries without a line — tokens,
+// global settings — need every line).
+func (a *App) AuditList(ctx context.Context, p Principal, req AuditListRequest) (AuditListResponse, error) {
+	return run(ctx, a, p, &opAuditList, req, func(ctx context.Context, p Principal, req AuditListRequest) (AuditListResponse, error) {
+		limit := req.Limit
+		if limit == 0 {
+			limit = audit.DefaultListLimit
+		}
+		es, err := a.auditLog().List(ctx, req.After, limit, req.Subject)
+		if err != nil {
+			return AuditListResponse{}, err
+		}
+		out := []audit.Entry{}
+		for _, e := range es {
+			if p.AllLines() || (e.LineID != "" && p.InScope(e.LineID)) {
+				out = append(out, e)
+			}
+		}
+		res := AuditListResponse{Items: out, Count: len(out)}
+		if len(es) == limit {
+			res.NextAfter = es[len(es)-1].Seq
+		}
+		return res, nil
+	})
+}
+
+// AuditVerifyRequest optionally pins the head.
+type AuditVerifyRequest struct {
+	ExpectHead string `json:"expectHead,omitempty" jsonschema:"also require this head (SEQ:HASH)"`
+}
+
+// Validate checks the head's form.
+func (r *AuditVerifyRequest) Validate() error {
+	if r.ExpectHead == "" {
+		return nil
+	}
+	sq, h, ok := strings.Cut(r.ExpectHead, ":")
+	n, err := strconv.ParseInt(sq, 10, 64)
+	if !ok || err != nil || n < 0 || len(h) != 64 {
+		return core.FieldErrorf(core.CodeInvalidArgument, "expectHead", "expectHead %q is not SEQ:HASH", r.ExpectHead)
+	}
+	return nil
+}
+
+// AuditVerify verifies the audit hash chain (and the expected head).
+func (a *App) AuditVerify(ctx context.Context, p Principal, req AuditVerifyRequest) (audit.VerifyResult, error) {
+	return run(ctx, a, p, &opAuditVerify, req, func(ctx context.Context, p Principal, req AuditVerifyRequest) (audit.VerifyResult, error) {
+		l := a.auditLog()
+		if req.ExpectHead != "" {
+			sq, h, _ := strings.Cut(req.ExpectHead, ":")
+			n, _ := strconv.ParseInt(sq, 10, 64)
+			return l.VerifyHead(ctx, n, strings.ToLower(h))
+		}
+		return l.Verify(ctx)
+	})
+}
+
+// ---- administration
+
+func (a *App) tokens() *auth.Tokens { return auth.NewTokens(a.d.Store.SQL()) }
+
+// TokenListRequest has no fields.
+type TokenListRequest struct{}
+
+// TokenList lists API tokens (never their secrets).
+func (a *App) TokenList(ctx context.Context, p Principal, req TokenListRequest) (List[auth.TokenInfo], error) {
+	return run(ctx, a, p, &opTokenList, req, func(ctx context.Context, p Principal, _ TokenListRequest) (List[auth.TokenInfo], error) {
+		ts, err := a.tokens().List(ctx)
+		if err != nil {
+			return List[auth.TokenInfo]{}, err
+		}
+		return ListOf(ts), nil
+	})
+}
+
+// TokenCreateRequest creates an API token.
+type TokenCreateRequest struct {
+	Name  string    `json:"name" jsonschema:"who the token is for (the actor of its actions)"`
+	Role  auth.Role `json:"role" jsonschema:"viewer, engineer, approver, admin or agent"`
+	Lines []string  `json:"lines,omitempty" jsonschema:"line scope (default: every line)"`
+	TTL   Duration  `json:"ttl,omitempty" jsonschema:"lifetime (e.g. 720h; default: no expiry)"`
+}
+
+// Validate checks name, role and TTL.
+func (r *TokenCreateRequest) Validate() error {
+	if r.TTL < 0 {
+		return core.FieldErrorf(core.CodeInvalidArgument, "ttl", "ttl must not be negative")
+	}
+	if _, err := auth.ParseRole(string(r.Role)); err != nil {
+		return err
+	}
+	return required("name", r.Name)
+}
+
+// TokenCreateResponse is the token's record and, once, its secret.
+type TokenCreateResponse struct {
+	auth.TokenInfo
+	Token string `json:"token" jsonschema:"the secret (shown once)"`
+}
+
+// TokenCreate creates an API token.
+func (a *App) TokenCreate(ctx context.Context, p Principal, req TokenCreateRequest) (TokenCreateResponse, error) {
+	return run(ctx, a, p, &opTokenCreate, req, func(ctx context.Context, p Principal, req TokenCreateRequest) (TokenCreateResponse, error) {
+		info, secret, err := a.tokens().Create(ctx, p.Name, auth.NewToken{Name: req.Name, Role: req.Role, Lines: req.Lines, TTL: req.TTL.D()})
+		if err != nil {
+			return TokenCreateResponse{}, err
+		}
+		return TokenCreateResponse{TokenInfo: info, Token: secret}, nil
+	})
+}
+
+// TokenRevokeRequest names a token.
+type TokenRevokeRequest struct {
+	ID string `json:"id" jsonschema:"token id"`
+}
+
+// Validate requires the id.
+func (r *TokenRevokeRequest) Validate() error { return required("id", r.ID) }
+
+// TokenRevoke revokes an API token.
+func (a *App) TokenRevoke(ctx context.Context, p Principal, req TokenRevokeRequest) (auth.TokenInfo, error) {
+	return run(ctx, a, p, &opTokenRevoke, req, func(ctx context.Context, p Principal, req TokenRevokeRequest) (auth.TokenInfo, error) {
+		return a.tokens().Revoke(ctx, p.Name, req.ID)
+	})
+}
+
+// RetentionRequest is a retention policy: the age past which each kind of
+// record is removed (0: never).
+type RetentionRequest struct {
+	DatasetAge Duration `json:"datasetAge,omitempty" jsonschema:"remove unreferenced datasets older than this (e.g. 2160h; 0 never)"`
+	ModelAge   Duration `json:"modelAge,omitempty" jsonschema:"remove retired models older than this"`
+	JobAge     Duration `json:"jobAge,omitempty" jsonschema:"remove finished job folders older than this"`
+	DryRun     bool     `json:"dryRun,omitempty" jsonschema:"report what would be removed"`
+}
+
+// Validate refuses negative ages.
+func (r *RetentionRequest) Validate() error {
+	for _, f := range [...]struct {
+		n string
+		d Duration
+	}{{"datasetAge", r.DatasetAge}, {"modelAge", r.ModelAge}, {"jobAge", r.JobAge}} {
+		if f.d < 0 {
+			return core.FieldErrorf(core.CodeInvalidArgument, f.n, "%s must not be negative", f.n)
+		}
+	}
+	return nil
+}
+
+// RetentionApply applies a retention policy.
+func (a *App) RetentionApply(ctx context.Context, p Principal, req RetentionRequest) (retention.Report, error) {
+	return run(ctx, a, p, &opRetention, req, func(ctx context.Context, p Principal, req RetentionRequest) (retention.Report, error) {
+		return retention.Run(ctx, a.d.Store, a.d.DataDir, retention.Policy{DatasetAge: req.DatasetAge.D(), ModelAge: req.ModelAge.D(), JobAge: req.JobAge.D(), DryRun: req.DryRun}, a.o.Now())
+	})
+}

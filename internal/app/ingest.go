@@ -1,0 +1,289 @@
+package app
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/connect"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/ingest"
+)
+
+// IngestSamplesRequest is a batch of samples of one line (and optionally
+// one run), written in one transaction.
+type IngestSamplesRequest struct {
+	Line    string `json:"line" jsonschema:"line id"`
+	Product string `json:"product,omitempty" jsonschema:"product id (required with run)"`
+	Recipe  string `json:"recipe,omitempty" jsonschema:"recipe id (required with run)"`
+	// Run, when set, is created (active, from the first sample) if it does
+	// not exist; Product and Recipe are then required.
+	Run     string         `json:"run,omitempty" jsonschema:"run id: created (active) if it does not exist"`
+	Samples []IngestSample `json:"samples" jsonschema:"the samples (at least one)"`
+	// Units gives the unit of nodes this batch creates (node → unit).
+	Units map[string]string `json:"units,omitempty" jsonschema:"unit of each node this batch creates (node → unit)"`
+}
+
+// IngestSample is one sample of a batch.
+type IngestSample struct {
+	Node  string  `json:"node"`
+	TsMs  int64   `json:"ts" jsonschema:"epoch milliseconds"`
+	Value float64 `json:"value"`
+	State string  `json:"state,omitempty" jsonschema:"ok (default) or another state"`
+}
+
+// Validate checks the batch shape.
+func (r *IngestSamplesRequest) Validate() error {
+	if err := required("line", r.Line); err != nil {
+		return err
+	}
+	if len(r.Samples) == 0 {
+		return core.FieldErrorf(core.CodeInvalidArgument, "samples", "a batch needs at least one sample")
+	}
+	if r.Run != "" && (r.Product == "" || r.Recipe == "") {
+		return core.FieldErrorf(core.CodeInvalidArgument, "run", "a run needs product and recipe")
+	}
+	for i, x := range r.Samples {
+		if x.Node == "" {
+			return core.FieldErrorf(core.CodeInvalidArgument, "samples["+strconv.Itoa(i)+"].node", "sample has no node")
+		}
+	}
+	return nil
+}
+
+// IngestSamplesResponse counts what a batch wrote.
+type IngestSamplesResponse struct {
+	Samples    int  `json:"samples"`
+	NewNodes   int  `json:"newNodes"`
+	RunCreated bool `json:"runCreated"`
+}
+
+// checkNodes refuses samples for existing nodes of a line other than the
+// batch's (a caller scoped to one line must not write another line's
+// signals by labelling them with its own).
+func (a *App) checkNodes(ctx context.Context, p Principal, line string, nodes map[string]bool) error {
+	for id := range nodes {
+		n, err := a.d.Store.GetNode(ctx, id)
+		if core.CodeOf(err) == core.CodeNotFound {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n.LineID != line {
+			if err := p.Allow(auth.ActIngest, n.LineID); err != nil {
+				return err
+			}
+			return core.FieldErrorf(core.CodeConflict, "samples", "node %q belongs to line %q, not %q", id, n.LineID, line)
+		}
+	}
+	return nil
+}
+
+// IngestSamples writes a batch in one transaction.
+func (a *App) IngestSamples(ctx context.Context, p Principal, req IngestSamplesRequest) (IngestSamplesResponse, error) {
+	return run(ctx, a, p, &opIngest, req, func(ctx context.Context, p Principal, b IngestSamplesRequest) (IngestSamplesResponse, error) {
+		var res IngestSamplesResponse
+		if err := p.Allow(auth.ActIngest, b.Line); err != nil {
+			return res, err
+		}
+		if len(b.Samples) > a.o.MaxBatchSamples {
+			return res, core.FieldErrorf(core.CodeQuotaExceeded, "samples", "%d samples in one batch; at most %d", len(b.Samples), a.o.MaxBatchSamples)
+		}
+		samples := make([]core.Sample, len(b.Samples))
+		nodes := map[string]bool{}
+		first := b.Samples[0].TsMs
+		for i, x := range b.Samples {
+			st := x.State
+			if st == "" {
+				st = core.StateOK
+			}
+			nodes[x.Node] = true
+			first = min(first, x.TsMs)
+			samples[i] = core.Sample{Node: x.Node, TsMs: x.TsMs, Value: x.Value, State: st, Line: b.Line, Product: b.Product, Recipe: b.Recipe, Run: b.Run}
+		}
+		if err := a.checkNodes(ctx, p, b.Line, nodes); err != nil {
+			return res, err
+		}
+		err := a.d.Store.Ingest(ctx, func(tx core.IngestTx) error {
+			for id := range nodes {
+				created, err := tx.EnsureNode(core.Node{ID: id, LineID: b.Line, Unit: b.Units[id], Kind: core.NodeDAQ})
+				if err != nil {
+					return err
+				}
+				if created {
+					res.NewNodes++
+				}
+			}
+			if b.Run != "" {
+				created, err := tx.EnsureRun(core.Run{ID: b.Run, LineID: b.Line, ProductID: b.Product, RecipeID: b.Recipe, StartedMs: first, Status: core.RunActive})
+				if err != nil {
+					return err
+				}
+				res.RunCreated = created
+			}
+			st, err := tx.Write(samples)
+			res.Samples = st.Samples
+			return err
+		})
+		if err != nil {
+			return IngestSamplesResponse{}, err
+		}
+		return res, nil
+	})
+}
+
+// IngestCSVRequest is one CSV stream with its context and parse options
+// (docs/csv-ingest.md). Body is the stream: the API passes the upload, the
+// CLI an opened file; nothing is buffered beyond a parser batch.
+type IngestCSVRequest struct {
+	Line       string   `json:"line" jsonschema:"line id"`
+	Product    string   `json:"product" jsonschema:"product id"`
+	Recipe     string   `json:"recipe" jsonschema:"recipe id"`
+	Run        string   `json:"run" jsonschema:"run id (created from the first and last sample unless it exists)"`
+	TimeCol    string   `json:"timeCol,omitempty" jsonschema:"time column (default: auto-detect)"`
+	TimeUnit   string   `json:"timeUnit,omitempty" jsonschema:"ms, s or rfc3339 (default: auto-detect)"`
+	Period     Duration `json:"period,omitempty" jsonschema:"sample period of wide files without a time column (e.g. 100ms)"`
+	Start      *Instant `json:"start,omitempty" jsonschema:"time of the first row with period (epoch ms or RFC 3339)"`
+	TimeOffset Duration `json:"timeOffset,omitempty" jsonschema:"added to every time read from the time column"`
+	Unit       []string `json:"unit,omitempty" jsonschema:"unit of a created node, written node=unit (repeatable)"`
+	IgnoreCol  []string `json:"ignoreCol,omitempty" jsonschema:"wide-file column not to ingest (repeatable)"`
+	SkipBad    bool     `json:"skipBad,omitempty" jsonschema:"skip bad rows (counted by reason) instead of failing"`
+
+	// Name names the stream in reports and errors (default "upload:RUN").
+	Name string `json:"-"`
+	// Body is the CSV stream.
+	Body io.Reader `json:"-"`
+	// Progress, if set, is told how many bytes were read.
+	Progress func(done int64) `json:"-"`
+}
+
+// Validate requires the context and well-formed units.
+func (r *IngestCSVRequest) Validate() error {
+	for _, f := range [...][2]string{{"line", r.Line}, {"product", r.Product}, {"recipe", r.Recipe}, {"run", r.Run}} {
+		if err := required(f[0], f[1]); err != nil {
+			return err
+		}
+	}
+	for _, u := range r.Unit {
+		if n, _, ok := strings.Cut(u, "="); !ok || n == "" {
+			return core.FieldErrorf(core.CodeInvalidArgument, "unit", "unit %q: want node=unit", u)
+		}
+	}
+	if r.Body == nil {
+		return core.FieldErrorf(core.CodeInvalidArgument, "body", "a CSV body is required")
+	}
+	return nil
+}
+
+// Options are the parser options of the request.
+func (r *IngestCSVRequest) Options() ingest.CSVOptions {
+	o := ingest.CSVOptions{Line: r.Line, Product: r.Product, Recipe: r.Recipe, Run: r.Run, TimeCol: r.TimeCol, TimeUnit: r.TimeUnit,
+		Period: r.Period.D(), TimeOffsetMs: r.TimeOffset.D().Milliseconds(), IgnoreCols: r.IgnoreCol, SkipBad: r.SkipBad, Units: map[string]string{}}
+	if r.Start != nil {
+		o.StartMs = int64(*r.Start)
+	}
+	for _, u := range r.Unit {
+		n, unit, _ := strings.Cut(u, "=")
+		o.Units[n] = unit
+	}
+	return o
+}
+
+type countReader struct {
+	r io.Reader
+	n int64
+	f func(int64)
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.f != nil {
+		c.f(c.n)
+	}
+	return n, err
+}
+
+// IngestCSV streams one CSV through the parser into one ingest transaction.
+func (a *App) IngestCSV(ctx context.Context, p Principal, req IngestCSVRequest) (ingest.FileReport, error) {
+	return run(ctx, a, p, &opIngestCSV, req, func(ctx context.Context, p Principal, req IngestCSVRequest) (ingest.FileReport, error) {
+		if err := p.Allow(auth.ActIngest, req.Line); err != nil {
+			return ingest.FileReport{}, err
+		}
+		o := req.Options()
+		name := req.Name
+		if name == "" {
+			name = "upload:" + o.Run
+		}
+		body := &countReader{r: req.Body, f: req.Progress}
+		var rep ingest.FileReport
+		err := a.d.Store.Ingest(ctx, func(tx core.IngestTx) error {
+			seen := map[string]bool{}
+			newNodes := 0
+			var perr error
+			rep, perr = ingest.ParseCSV(body, name, o, func(batch []core.Sample) error {
+				for i := range batch {
+					id := batch[i].Node
+					if seen[id] {
+						continue
+					}
+					seen[id] = true
+					if err := a.checkNodes(ctx, p, o.Line, map[string]bool{id: true}); err != nil {
+						return err
+					}
+					created, err := tx.EnsureNode(core.Node{ID: id, LineID: o.Line, Unit: o.Units[id], Kind: core.NodeDAQ})
+					if err != nil {
+						return err
+					}
+					if created {
+						newNodes++
+					}
+				}
+				_, err := tx.Write(batch)
+				return err
+			})
+			rep.NewNodes = newNodes
+			if perr != nil {
+				return perr
+			}
+			if rep.Samples > 0 {
+				last := rep.LastTs
+				created, err := tx.EnsureRun(core.Run{ID: o.Run, LineID: o.Line, ProductID: o.Product, RecipeID: o.Recipe, StartedMs: rep.FirstTs, EndedMs: &last, Status: core.RunEnded})
+				if err != nil {
+					return err
+				}
+				rep.RunCreated = created
+			}
+			return nil
+		})
+		if err != nil {
+			return ingest.FileReport{}, err
+		}
+		return rep, nil
+	})
+}
+
+// ---- connectors
+
+// ConnectorListRequest filters connectors.
+type ConnectorListRequest struct {
+	Line string `json:"line,omitempty" jsonschema:"only this line"`
+}
+
+// ConnectorList is the status of every live connector in p's lines, with
+// staleness at the application's clock.
+func (a *App) ConnectorList(ctx context.Context, p Principal, req ConnectorListRequest) (List[connect.Status], error) {
+	return run(ctx, a, p, &opConnectors, req, func(ctx context.Context, p Principal, req ConnectorListRequest) (List[connect.Status], error) {
+		if err := scope(p, auth.ActRead, req.Line); err != nil {
+			return List[connect.Status]{}, err
+		}
+		all, err := connect.NewStatusStore(a.d.Store.SQL()).List(ctx, req.Line, a.o.Now())
+		if err != nil {
+			return List[connect.Status]{}, err
+		}
+		return ListOf(filter(p, all, func(s connect.Status) string { return s.Line })), nil
+	})
+}

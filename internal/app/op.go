@@ -1,0 +1,143 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+)
+
+// Op describes one use case: its name (the MCP tool and route table name
+// it), the action the principal needs, whether it takes a heavy slot, a
+// one-line summary and its request and response types.
+type Op struct {
+	Name    string
+	Act     auth.Action
+	Heavy   bool
+	Summary string
+	// Req and Resp are the request and response types (structs).
+	Req, Resp reflect.Type
+
+	call func(a *App, ctx context.Context, p Principal, req any) (any, error)
+}
+
+// Validator is a request that checks itself before its use case runs.
+type Validator interface{ Validate() error }
+
+// run is the one path every use case takes: role check, validation, heavy
+// slot, then the use case itself.
+func run[Req, Resp any](ctx context.Context, a *App, p Principal, op *Op, req Req, fn func(context.Context, Principal, Req) (Resp, error)) (Resp, error) {
+	var zero Resp
+	if err := p.Allow(op.Act, ""); err != nil {
+		return zero, err
+	}
+	if v, ok := any(&req).(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return zero, err
+		}
+	}
+	if op.Heavy {
+		release, err := a.acquire(ctx)
+		if err != nil {
+			return zero, err
+		}
+		defer release()
+	}
+	return fn(ctx, p, req)
+}
+
+// bind fills op's types and its reflective entry point from the method
+// expression m (e.g. (*App).DatasetBuild).
+func bind[Req, Resp any](op *Op, m func(*App, context.Context, Principal, Req) (Resp, error)) *Op {
+	op.Req = reflect.TypeFor[Req]()
+	op.Resp = reflect.TypeFor[Resp]()
+	op.call = func(a *App, ctx context.Context, p Principal, req any) (any, error) {
+		r, ok := req.(Req)
+		if !ok {
+			if pr, isPtr := req.(*Req); isPtr && pr != nil {
+				r = *pr
+			} else {
+				return nil, core.Errorf(core.CodeInternal, "%s: request of type %T, want %s", op.Name, req, op.Req)
+			}
+		}
+		return m(a, ctx, p, r)
+	}
+	return op
+}
+
+var (
+	opsMu    sync.Mutex
+	opsList  []*Op
+	opsByKey map[string]*Op
+)
+
+// register adds ops to the registry (from each use-case file's table).
+func register(ops ...*Op) {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	opsList = append(opsList, ops...)
+	opsByKey = nil
+}
+
+// Ops lists every use case, by name.
+func Ops() []*Op {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	out := append([]*Op(nil), opsList...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup returns the op named name.
+func Lookup(name string) (*Op, bool) {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	if opsByKey == nil {
+		opsByKey = make(map[string]*Op, len(opsList))
+		for _, o := range opsList {
+			if _, dup := opsByKey[o.Name]; dup {
+				panic("app: duplicate op " + o.Name)
+			}
+			opsByKey[o.Name] = o
+		}
+	}
+	o, ok := opsByKey[name]
+	return o, ok
+}
+
+// Call runs the op named name with req (a value or pointer of its request
+// type): the entry point of the generic adapters.
+func (a *App) Call(ctx context.Context, p Principal, name string, req any) (any, error) {
+	op, ok := Lookup(name)
+	if !ok {
+		return nil, core.Errorf(core.CodeNotFound, "no operation %q", name)
+	}
+	return op.Invoke(ctx, a, p, req)
+}
+
+// Invoke runs the op with req (a value or pointer of op.Req).
+func (op *Op) Invoke(ctx context.Context, a *App, p Principal, req any) (out any, err error) {
+	if op.call == nil {
+		return nil, core.Errorf(core.CodeInternal, "op %s is not bound", op.Name)
+	}
+	out, err = op.call(a, ctx, p, req)
+	if err != nil {
+		var ae *core.Error
+		if !errors.As(err, &ae) {
+			err = core.Wrap(core.CodeInternal, err, "%s", op.Name)
+		}
+	}
+	return out, err
+}
+
+// NewRequest returns a pointer to a zero request of the op's type.
+func (op *Op) NewRequest() any { return reflect.New(op.Req).Interface() }
+
+func (op *Op) String() string {
+	return fmt.Sprintf("%s(%s) %s", op.Name, op.Req.Name(), op.Resp.Name())
+}
