@@ -54,8 +54,6 @@ type remoteConfig struct {
 	principal *auth.Principal
 }
 
-// remoteFunc is the --server form of one command.
-type remoteFunc func(a *app, c *client, cmd *cobra.Command, args []string) error
 
 // bindRemote declares --server and --token on root and wraps every
 // runnable command of the tree (see the file comment).
@@ -73,7 +71,21 @@ func (a *app) bindRemote(root *cobra.Command) {
 		}
 		local := c.RunE
 		path := strings.TrimPrefix(c.CommandPath(), root.Name()+" ")
-		rf := remoteCommands[path]
+		if c.Annotations[annotOp] != "" {
+			// The command calls its op through a.invoke, which goes to
+			// the server itself under --server.
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				if a.remote.server != "" {
+					if _, err := a.remoteClient(cmd); err != nil {
+						return err
+					}
+				} else if f := cmd.Flags().Lookup("token"); f != nil && f.Changed && f == root.PersistentFlags().Lookup("token") {
+					return usagef("--token needs --server URL (a token is only sent to a server)")
+				}
+				return local(cmd, args)
+			}
+			return
+		}
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if a.remote.server == "" {
 				// Only the global --token: a command may define its own
@@ -87,10 +99,8 @@ func (a *app) bindRemote(root *cobra.Command) {
 			if err != nil {
 				return err
 			}
-			if rf == nil {
-				return core.Errorf(CodeRemoteUnsupported, "aml %s has no API route: it needs the data directory; run it on the server's machine without --server", path)
-			}
-			return rf(a, cl, cmd, args)
+			_ = cl
+			return core.Errorf(CodeRemoteUnsupported, "aml %s has no API route: it needs the data directory; run it on the server's machine without --server", path)
 		}
 	}
 	walk(root)

@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/aml-project/aml/internal/core"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/aml-project/aml/internal/core"
 
 	"github.com/aml-project/aml/internal/ingest"
 	"github.com/spf13/cobra"

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/aml-project/aml/internal/twin/recal"
 	"io"
 	"os"
 	"os/signal"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/aml-project/aml/internal/twin/recal"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/envlease"

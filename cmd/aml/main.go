@@ -4,8 +4,9 @@
 package main
 
 import (
-	_ "github.com/aml-project/aml/internal/ident/trainers"
 	"os"
+
+	_ "github.com/aml-project/aml/internal/ident/trainers"
 )
 
 func main() {

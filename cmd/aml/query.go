@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	amlapp "github.com/aml-project/aml/internal/app"
 	"io"
 	"sort"
 	"strconv"
@@ -39,86 +40,25 @@ func fmtOpt(p *float64) string {
 
 func newRunsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "runs", Short: "List and show batch runs"}
-	var f core.RunFilter
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List runs (filter by line, product, recipe, status)",
-		Args:  argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			runs, err := s.ListRuns(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			if runs == nil {
-				runs = []core.Run{}
-			}
-			return a.emit(runs, func(w io.Writer) { printRuns(w, runs) })
-		},
-	}
-	list.Flags().StringVar(&f.Line, "line", "", "only runs of this line")
-	list.Flags().StringVar(&f.Product, "product", "", "only runs of this product")
-	list.Flags().StringVar(&f.Recipe, "recipe", "", "only runs of this recipe")
-	list.Flags().StringVar(&f.Status, "status", "", "only runs with this status (active, ended, aborted)")
-	show := &cobra.Command{
-		Use:   "show RUN",
-		Short: "Show a run with its context segments and sample counts per node",
-		Args:  argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			r, err := s.GetRun(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			segs, err := s.ListContextSegments(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			if segs == nil {
-				segs = []core.ContextSegment{}
-			}
-			counts, err := s.CountRunSamples(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			out := runDetail{r, segs, counts}
-			return a.emit(out, func(w io.Writer) { printRunDetail(w, out) })
-		},
-	}
+	var lr amlapp.RunListRequest
+	list := listCommand(a, &cobra.Command{Use: "list", Short: "List runs (filter by line, product, recipe, status)", Args: argsExact(0)},
+		"run.list", &lr, nil, printRuns)
+	list.Flags().StringVar(&lr.Line, "line", "", "only runs of this line")
+	list.Flags().StringVar(&lr.Product, "product", "", "only runs of this product")
+	list.Flags().StringVar(&lr.Recipe, "recipe", "", "only runs of this recipe")
+	list.Flags().StringVar(&lr.Status, "status", "", "only runs with this status (active, ended, aborted)")
+	var sr amlapp.RunShowRequest
+	show := opCommand(a, &cobra.Command{Use: "show RUN", Short: "Show a run with its context segments and sample counts per node", Args: argsExact(1)},
+		"run.show", "", &sr, func(args []string) error { sr.ID = args[0]; return nil }, printRunDetail)
 	cmd.AddCommand(list, show)
 	return cmd
 }
 
 func newNodesCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "nodes", Short: "List signals (nodes)"}
-	var line string
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List nodes with unit, range and kind",
-		Args:  argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			nodes, err := s.ListNodes(cmd.Context(), line)
-			if err != nil {
-				return err
-			}
-			if nodes == nil {
-				nodes = []core.Node{}
-			}
-			return a.emit(nodes, func(w io.Writer) { printNodes(w, nodes) })
-		},
-	}
-	list.Flags().StringVar(&line, "line", "", "only nodes of this line")
+	var req amlapp.NodeListRequest
+	list := listCommand(a, &cobra.Command{Use: "list", Short: "List nodes with unit, range and kind", Args: argsExact(0)}, "node.list", &req, nil, printNodes)
+	list.Flags().StringVar(&req.Line, "line", "", "only nodes of this line")
 	cmd.AddCommand(list)
 	return cmd
 }
@@ -126,9 +66,8 @@ func newNodesCmd(a *app) *cobra.Command {
 func newTSCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "ts", Short: "Query time series"}
 	var (
-		node, from, to, after, bucket string
-		f                             core.ContextFilter
-		limit                         int
+		req   amlapp.TSQueryRequest
+		limit int
 	)
 	query := &cobra.Command{
 		Use:   "query --node N [--run R] [--from T] [--to T] [--bucket 1s]",
@@ -139,65 +78,47 @@ sample in the range is returned (read page by page; nothing is dropped). With
 and gives the cursor to continue with --after.
 
 Times (--from, --to, --after) are epoch milliseconds or RFC 3339.
-With --bucket (a Go duration such as 1s, 5m) the ok samples are aggregated into
+With --bucket (a duration such as 1s, 5m) the ok samples are aggregated into
 buckets of avg/min/max/count (non-ok samples are counted in "bad").`,
-		Args: argsExact(0),
+		Args:        argsExact(0),
+		Annotations: map[string]string{annotOp: "ts.query"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if node == "" {
+			if req.Node == "" {
 				return usagef("--node is required")
-			}
-			fromMs, err := parseTime("from", from)
-			if err != nil {
-				return err
-			}
-			toMs, err := parseTime("to", to)
-			if err != nil {
-				return err
-			}
-			afterMs, err := parseTime("after", after)
-			if err != nil {
-				return err
 			}
 			if limit < 0 {
 				return usagef("--limit must be ≥ 0")
 			}
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			if bucket != "" {
-				d, err := time.ParseDuration(bucket)
-				if err != nil || d < time.Millisecond {
-					return usagef("--bucket: %q is not a duration of at least 1ms (e.g. 1s, 5m)", bucket)
-				}
-				bs, err := s.Buckets(ctx, core.BucketQuery{Node: node, Filter: f, FromMs: fromMs, ToMs: toMs, BucketMs: d.Milliseconds()})
-				if err != nil {
+			if req.Bucket != 0 {
+				var out amlapp.TSQueryResponse
+				if err := a.invoke(cmd, "ts.query", "", &req, &out); err != nil {
 					return err
 				}
-				if bs == nil {
-					bs = []core.Bucket{}
+				if out.TSBuckets == nil {
+					out.TSBuckets = &amlapp.TSBuckets{Buckets: []core.Bucket{}}
 				}
-				out := bucketResult{node, d.Milliseconds(), bs}
-				return a.emit(out, func(w io.Writer) { printBuckets(w, bs) })
+				return a.emit(out, func(w io.Writer) { printBuckets(w, out.Buckets) })
 			}
-			out := core.Page{Node: node, Points: []core.Point{}}
-			cursor := afterMs
+			out := core.Page{Node: req.Node, Points: []core.Point{}}
 			for {
-				pl := 10_000
+				req.Limit = 10_000
 				if limit > 0 {
-					pl = min(pl, limit-len(out.Points))
+					req.Limit = min(req.Limit, limit-len(out.Points))
 				}
-				p, err := s.QueryPage(ctx, core.PageQuery{Node: node, Filter: f, AfterTs: cursor, FromMs: fromMs, ToMs: toMs, Limit: pl})
-				if err != nil {
+				var p amlapp.TSQueryResponse
+				if err := a.invoke(cmd, "ts.query", "", &req, &p); err != nil {
 					return err
+				}
+				if p.Page == nil {
+					break
 				}
 				out.Points = append(out.Points, p.Points...)
 				out.HasMore, out.NextAfterTs = p.HasMore, p.NextAfterTs
 				if !p.HasMore || (limit > 0 && len(out.Points) >= limit) {
 					break
 				}
-				cursor = &p.NextAfterTs
+				after := amlapp.Instant(p.NextAfterTs)
+				req.After = &after
 			}
 			if !out.HasMore {
 				out.NextAfterTs = 0
@@ -206,67 +127,30 @@ buckets of avg/min/max/count (non-ok samples are counted in "bad").`,
 		},
 	}
 	fl := query.Flags()
-	fl.StringVar(&node, "node", "", "node id (required)")
-	fl.StringVar(&f.Run, "run", "", "only samples of this run")
-	fl.StringVar(&f.Line, "line", "", "only samples of this line")
-	fl.StringVar(&f.Product, "product", "", "only samples of this product")
-	fl.StringVar(&f.Recipe, "recipe", "", "only samples of this recipe")
-	fl.StringVar(&from, "from", "", "start time, inclusive (epoch ms or RFC 3339)")
-	fl.StringVar(&to, "to", "", "end time, inclusive (epoch ms or RFC 3339)")
-	fl.StringVar(&after, "after", "", "cursor: only samples strictly after this time")
+	fl.StringVar(&req.Node, "node", "", "node id (required)")
+	fl.StringVar(&req.Run, "run", "", "only samples of this run")
+	fl.StringVar(&req.Line, "line", "", "only samples of this line")
+	fl.StringVar(&req.Product, "product", "", "only samples of this product")
+	fl.StringVar(&req.Recipe, "recipe", "", "only samples of this recipe")
+	instantFlag(fl, &req.From, "from", "start time, inclusive (epoch ms or RFC 3339)")
+	instantFlag(fl, &req.To, "to", "end time, inclusive (epoch ms or RFC 3339)")
+	instantFlag(fl, &req.After, "after", "cursor: only samples strictly after this time")
 	fl.IntVar(&limit, "limit", 0, "at most this many samples (0 = all)")
-	fl.StringVar(&bucket, "bucket", "", "aggregate into buckets of this width (e.g. 1s, 1m)")
+	fl.Var(&req.Bucket, "bucket", "aggregate into buckets of this width (e.g. 1s, 1m)")
 	cmd.AddCommand(query)
 	return cmd
 }
 
 func newDBCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "db", Short: "Data directory and schema"}
-	info := &cobra.Command{
-		Use:   "info",
-		Short: "Show the data directory, database file and schema version",
-		Args:  argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			v, err := s.SchemaVersion(cmd.Context())
-			if err != nil {
-				return err
-			}
-			out := dbInfo{DataDir: a.dataDir, Database: s.Location(), SchemaVersion: v, Version: version}
-			return a.emit(out, func(w io.Writer) { printDBInfo(w, out) })
-		},
-	}
+	var req amlapp.InfoRequest
+	info := opCommand(a, &cobra.Command{Use: "info", Short: "Show the data directory, database file and schema version", Args: argsExact(0)},
+		"info", "", &req, nil, printDBInfo)
 	cmd.AddCommand(info)
 	return cmd
 }
 
-// The printers below are shared by the local commands and their --server
-// forms (client_routes.go), so both print the same thing.
-
-// runDetail is what "aml runs show" prints (and GET /runs/{id} returns).
-type runDetail struct {
-	core.Run
-	Segments []core.ContextSegment `json:"contextSegments"`
-	Samples  map[string]int64      `json:"samplesByNode"`
-}
-
-// bucketResult is what "aml ts query --bucket" prints.
-type bucketResult struct {
-	Node     string        `json:"node"`
-	BucketMs int64         `json:"bucketMs"`
-	Buckets  []core.Bucket `json:"buckets"`
-}
-
-// dbInfo is what "aml db info" prints.
-type dbInfo struct {
-	DataDir       string `json:"dataDir"`
-	Database      string `json:"database"`
-	SchemaVersion int    `json:"schemaVersion"`
-	Version       string `json:"version"`
-}
+// The printers below print the answers of the ops, local or --server.
 
 func printRuns(w io.Writer, runs []core.Run) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -285,7 +169,7 @@ func printRuns(w io.Writer, runs []core.Run) {
 	fmt.Fprintf(w, "%d run(s)\n", len(runs))
 }
 
-func printRunDetail(w io.Writer, d runDetail) {
+func printRunDetail(w io.Writer, d amlapp.RunShowResponse) {
 	r, segs, counts := d.Run, d.Segments, d.Samples
 	fmt.Fprintf(w, "run       %s (%s)\nline      %s\nproduct   %s\nrecipe    %s", r.ID, r.Status, r.LineID, r.ProductID, r.RecipeID)
 	if r.RecipeVersion != nil {
@@ -348,6 +232,6 @@ func printPage(w io.Writer, out core.Page) {
 	fmt.Fprintln(w)
 }
 
-func printDBInfo(w io.Writer, i dbInfo) {
+func printDBInfo(w io.Writer, i amlapp.InfoResponse) {
 	fmt.Fprintf(w, "data dir        %s\ndatabase        %s\nschema version  %d\naml version     %s\n", i.DataDir, i.Database, i.SchemaVersion, i.Version)
 }

@@ -13,8 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/postgres"
 	"github.com/aml-project/aml/internal/store/sqlite"
@@ -48,6 +50,9 @@ type app struct {
 	// clock stamps what the certificate commands record (issue, approve,
 	// revoke, execute); nil is the wall clock. Tests inject a fixed one.
 	clock func() time.Time
+	// appl runs the use cases on the local data directory (invoke.go).
+	appl    *amlapp.App
+	appDeps *service.Deps
 }
 
 // now is the CLI's clock (app.clock, else the wall clock).

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/service"
@@ -30,7 +31,7 @@ const (
 	DefaultMaxBatchSamples = 100_000   // samples in one JSON ingest batch
 	DefaultRatePerSec      = 100       // requests per second per token
 	DefaultRateBurst       = 200
-	DefaultHeavyConcurrent = 4 // trials, optimise, gate, dataset builds at once
+	DefaultHeavyConcurrent = app.DefaultHeavyConcurrent // trials, optimise, gate, dataset builds at once
 )
 
 // CodeRateLimited is a caller over its request rate (HTTP 429).
@@ -53,22 +54,26 @@ type Options struct {
 	RatePerSec      float64
 	RateBurst       int
 	HeavyConcurrent int
-	// Now is the clock of certificates and trials (default time.Now).
+	// Now is the clock of certificates and trials (default time.Now);
+	// used when App is nil.
 	Now func() time.Time
+	// App runs the use cases (default: app.New over the deps with Now and
+	// HeavyConcurrent). Pass the process's App to share its heavy slots
+	// with MCP and the UI.
+	App *app.App
 }
 
 // Server is the API; it implements http.Handler.
 type Server struct {
 	d       *service.Deps
+	app     *app.App
 	o       Options
 	router  chi.Router
 	routes  []route
 	metrics *metrics
 	limiter *limiter
-	heavy   chan struct{}
 	log     *slog.Logger
 
-	jobLines  sync.Map // job id → line id (SSE line filter of events without a line)
 	closing   chan struct{}
 	closeOnce sync.Once
 	docOnce   sync.Once
@@ -109,12 +114,16 @@ func NewServer(d *service.Deps, o Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{d: d, o: o, log: log, heavy: make(chan struct{}, o.HeavyConcurrent), closing: make(chan struct{})}
+	if o.App == nil {
+		o.App = app.New(d, app.Options{Now: o.Now, HeavyConcurrent: o.HeavyConcurrent, MaxBatchSamples: o.MaxBatchSamples, Version: Version})
+	}
+	s := &Server{d: d, app: o.App, o: o, log: log, closing: make(chan struct{})}
 	s.metrics = newMetrics(d)
+	s.app.OnDone(s.metrics.observeOp)
 	if o.RatePerSec > 0 {
 		s.limiter = newLimiter(o.RatePerSec, o.RateBurst)
 	}
-	s.routes = s.table()
+	s.routes = table()
 	s.router = s.build()
 	return s
 }
@@ -125,7 +134,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 func (s *Server) Routes() [][2]string {
 	out := make([][2]string, len(s.routes))
 	for i, rt := range s.routes {
-		out[i] = [2]string{rt.method, Prefix + rt.path}
+		out[i] = [2]string{rt.Method, Prefix + rt.Path}
 	}
 	return out
 }
@@ -150,7 +159,7 @@ func (s *Server) build() chi.Router {
 		api.Group(func(g chi.Router) {
 			g.Use(authn, s.rateLimit)
 			for _, rt := range s.routes {
-				g.Method(rt.method, rt.path, s.instrument(rt.path, s.handle(rt)))
+				g.Method(rt.Method, rt.Path, s.instrument(rt.Path, s.handle(rt)))
 			}
 		})
 	})
@@ -223,68 +232,24 @@ type call struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	p     auth.Principal
-	act   auth.Action
 	ctx   context.Context
 	wrote bool // the handler wrote the response itself (streams)
 }
 
-// line checks the caller's line scope for the resource's line.
-func (c *call) line(lineID string) error { return c.p.Allow(c.act, lineID) }
-
 // param is a path parameter.
 func (c *call) param(name string) string { return chi.URLParam(c.r, name) }
 
-// q is a query parameter.
-func (c *call) q(name string) string { return c.r.URL.Query().Get(name) }
-
-func (c *call) qInt(name string, def, lo, hi int) (int, error) {
-	v := c.q(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return 0, core.FieldErrorf(core.CodeInvalidArgument, name, "%s must be an integer in %d..%d, got %q", name, lo, hi, v)
-	}
-	return n, nil
-}
-
-func (c *call) qBool(name string) (bool, error) {
-	v := c.q(name)
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, core.FieldErrorf(core.CodeInvalidArgument, name, "%s must be true or false, got %q", name, v)
-	}
-	return b, nil
-}
-
-// qTime parses epoch milliseconds or RFC 3339.
-func (c *call) qTime(name string) (*int64, error) {
-	v := c.q(name)
-	if v == "" {
-		return nil, nil
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return &n, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return nil, core.FieldErrorf(core.CodeInvalidArgument, name, "%s: %q is neither epoch milliseconds nor RFC 3339", name, v)
-	}
-	ms := t.UnixMilli()
-	return &ms, nil
-}
-
 // decode reads the JSON body into v: unknown fields are refused (400), a
-// body over the limit is 413.
+// body over the limit is 413. An empty body is an empty object (the
+// request type's own validation names what is missing).
 func (c *call) decode(v any) error {
 	body := http.MaxBytesReader(c.w, c.r.Body, c.s.o.MaxBodyBytes)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
 		return bodyError(err, c.s.o.MaxBodyBytes)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -293,14 +258,28 @@ func (c *call) decode(v any) error {
 	return nil
 }
 
-// rawBody reads the whole (limited) body, for documents parsed by their
-// own contract parser.
-func (c *call) rawBody() ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, c.s.o.MaxBodyBytes))
-	if err != nil {
-		return nil, bodyError(err, c.s.o.MaxBodyBytes)
+// request builds the op's request from the path, the query string (GET,
+// DELETE) or the JSON body (POST, PUT).
+func (c *call) request(rt route, op *app.Op) (any, error) {
+	req := op.NewRequest()
+	switch rt.Method {
+	case http.MethodPost, http.MethodPut:
+		if err := c.decode(req); err != nil {
+			return nil, err
+		}
+	default:
+		for name, vals := range c.r.URL.Query() {
+			if err := app.SetParam(req, name, vals...); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return b, nil
+	for _, m := range pathParam.FindAllStringSubmatch(rt.Path, -1) {
+		if err := app.SetParam(req, m[1], c.param(m[1])); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
 }
 
 // TooLarge is the 413 error of a body over limit bytes.
@@ -336,43 +315,55 @@ func bodyError(err error, limit int64) error {
 	return core.FieldErrorf(core.CodeInvalidArgument, "body", "invalid request body: %v", err)
 }
 
-// handle wraps a routed handler: role check, then the handler, then the
-// JSON response.
+// handle is the one adapter of every route: decode the request into the
+// op's type, call the op (which checks role, validation, line scope and
+// the heavy slots), encode the answer.
 func (s *Server) handle(rt route) http.HandlerFunc {
+	op, _ := app.Lookup(rt.Op)
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, ok := auth.FromContext(r.Context())
 		if !ok {
 			writeError(w, auth.Unauthenticated("a token is required"))
 			return
 		}
-		if err := p.Allow(rt.act, ""); err != nil {
-			writeError(w, err)
-			return
-		}
-		c := &call{s: s, w: w, r: r, p: p, act: rt.act, ctx: r.Context()}
-		if rt.heavy {
-			select {
-			case s.heavy <- struct{}{}:
-				defer func() { <-s.heavy }()
-			case <-r.Context().Done():
-				writeError(w, core.Wrap(core.CodeStoreUnavailable, r.Context().Err(), "request cancelled while waiting for a compute slot"))
-				return
+		c := &call{s: s, w: w, r: r, p: p, ctx: r.Context()}
+		var out any
+		var err error
+		switch {
+		case rt.raw != nil:
+			out, err = rt.raw(c, op)
+		case op == nil:
+			err = core.Errorf(core.CodeInternal, "route %s %s names no op %q", rt.Method, rt.Path, rt.Op)
+		default:
+			var req any
+			if req, err = c.request(rt, op); err == nil {
+				out, err = op.Invoke(c.ctx, s.app, p, req)
 			}
 		}
-		out, err := rt.h(c)
 		if c.wrote {
 			return
 		}
 		if err != nil {
+			if rt.ErrResult && out != nil {
+				writeJSON(w, auth.StatusOf(err), errorWithResult(err, out))
+				return
+			}
 			writeError(w, err)
 			return
 		}
-		status := rt.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		writeJSON(w, status, out)
+		writeJSON(w, rt.status(), out)
 	}
+}
+
+// errorWithResult is an error body that also carries the operation's
+// report (a denied write, a failed verification), so the caller sees
+// which check failed.
+func errorWithResult(err error, result any) any {
+	b := auth.BodyOf(err)
+	return struct {
+		auth.ErrorBody
+		Result any `json:"result"`
+	}{b, result}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -389,19 +380,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, err error) { auth.WriteError(w, err) }
-
-// list is the envelope of every list response.
-type list[T any] struct {
-	Items []T `json:"items"`
-	Count int `json:"count"`
-}
-
-func listOf[T any](items []T) list[T] {
-	if items == nil {
-		items = []T{}
-	}
-	return list[T]{Items: items, Count: len(items)}
-}
 
 // CloseStreams ends every open event stream and refuses new ones, so a
 // graceful http.Server.Shutdown does not wait for SSE clients that never

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
@@ -86,7 +87,7 @@ func TestAuthentication(t *testing.T) {
 	e.want(e.do("admin", "DELETE", "/api/v1/tokens/"+tk.ID, nil), 200, "")
 	e.want(e.do("tmp", "GET", "/api/v1/lines", nil), 401, auth.CodeUnauthenticated)
 	e.want(e.do("admin", "DELETE", "/api/v1/tokens/"+tk.ID, nil), 409, core.CodeConflict)
-	var tl list[auth.TokenInfo]
+	var tl app.List[auth.TokenInfo]
 	e.want(e.do("admin", "GET", "/api/v1/tokens", nil), 200, "").json(t, &tl)
 	if tl.Count != 7 {
 		t.Fatalf("tokens: %d", tl.Count)
@@ -163,7 +164,7 @@ func TestRoles(t *testing.T) {
 
 func TestLineScope(t *testing.T) {
 	e := newEnv(t, Options{})
-	var runs list[core.Run]
+	var runs app.List[core.Run]
 	e.want(e.do("otherline", "GET", "/api/v1/runs", nil), 200, "").json(t, &runs)
 	if runs.Count != 0 {
 		t.Fatalf("scoped caller sees %d runs of another line", runs.Count)
@@ -177,9 +178,9 @@ func TestLineScope(t *testing.T) {
 		e.do("otherline", "GET", "/api/v1/runs?line="+simLine, nil),
 		e.do("otherline", "GET", "/api/v1/ts?node=part_weight&limit=5", nil),
 		e.do("otherline", "POST", "/api/v1/ingest/samples", map[string]any{"line": simLine, "samples": []any{map[string]any{"node": "x", "ts": 1, "value": 1}}}),
-		e.do("otherline", "POST", "/api/v1/scenes?preset=default-injection", nil),
+		e.do("otherline", "POST", "/api/v1/scenes", map[string]any{"preset": "default-injection"}),
 		e.do("otherline", "GET", "/api/v1/channels/"+simLine, nil),
-		e.do("otherline", "POST", "/api/v1/datasets", spec(t)),
+		e.do("otherline", "POST", "/api/v1/datasets", map[string]any{"spec": json.RawMessage(spec(t))}),
 	} {
 		if r.status != 403 {
 			t.Fatalf("out-of-scope request: %d %s", r.status, r.body)
@@ -193,7 +194,7 @@ func TestLineScope(t *testing.T) {
 	e.want(e.do("otherline", "POST", "/api/v1/ingest/samples", map[string]any{"line": "line-other", "product": "p", "recipe": "r", "run": "run-o", "samples": []any{map[string]any{"node": "o1", "ts": 1, "value": 1}}}), 200, "")
 	e.want(e.do("otherline", "POST", "/api/v1/ingest/samples", map[string]any{"line": "line-other", "samples": []any{map[string]any{"node": "part_weight", "ts": 1, "value": 1}}}), 403, core.CodeForbidden)
 	e.want(e.do("engineer", "POST", "/api/v1/ingest/samples", map[string]any{"line": "line-other", "samples": []any{map[string]any{"node": "part_weight", "ts": 1, "value": 1}}}), 409, core.CodeConflict)
-	var lines list[core.Line]
+	var lines app.List[core.Line]
 	e.want(e.do("otherline", "GET", "/api/v1/lines", nil), 200, "").json(t, &lines)
 	if lines.Count != 1 || lines.Items[0].ID != "line-other" {
 		t.Fatalf("lines %+v", lines)
@@ -210,7 +211,7 @@ func TestErrorsAndLimits(t *testing.T) {
 	e.want(e.do("engineer", "POST", "/api/v1/jobs", map[string]any{"trainer": "t"}), 400, core.CodeInvalidArgument)
 	e.want(e.do("viewer", "GET", "/api/v1/nope", nil), 404, core.CodeNotFound)
 	e.want(e.do("viewer", "GET", "/api/v1/runs/no-such-run", nil), 404, core.CodeNotFound)
-	e.want(e.do("viewer", "GET", "/api/v1/ts?node=part_weight&limit=0", nil), 400, core.CodeInvalidArgument)
+	e.want(e.do("viewer", "GET", "/api/v1/ts?node=part_weight&limit=-1", nil), 400, core.CodeInvalidArgument)
 	e.want(e.do("viewer", "DELETE", "/api/v1/runs", nil), 405, "")
 	// 413: JSON body, batch size, CSV upload.
 	big := `{"line":"` + simLine + `","samples":[` + strings.Repeat(`{"node":"a","ts":1,"value":1},`, 200) + `{"node":"a","ts":1,"value":1}]}`
@@ -225,7 +226,7 @@ func TestErrorsAndLimits(t *testing.T) {
 	// Nothing of the refused upload was written.
 	e.want(e.do("engineer", "GET", "/api/v1/runs/r1", nil), 404, core.CodeNotFound)
 	// 422: a spec the dataset parser refuses.
-	e.want(e.do("engineer", "POST", "/api/v1/datasets", []byte(`{"lineId":"`+simLine+`"}`)), 422, core.CodeSpecInvalid)
+	e.want(e.do("engineer", "POST", "/api/v1/datasets", []byte(`{"spec":{"lineId":"`+simLine+`"}}`)), 422, core.CodeSpecInvalid)
 	// A non-finite value (JSON cannot carry NaN; the decoder refuses).
 	e.want(e.do("engineer", "POST", "/api/v1/ingest/samples", []byte(`{"line":"L","samples":[{"node":"a","ts":1,"value":NaN}]}`)), 400, core.CodeInvalidArgument)
 }

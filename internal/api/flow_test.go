@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
 )
 
@@ -22,7 +23,7 @@ func TestFlow(t *testing.T) {
 	for i := 0; i < 500; i++ {
 		samples = append(samples, map[string]any{"node": "flow_a", "ts": 1_000_000 + i*100, "value": float64(i)})
 	}
-	var ir ingestResult
+	var ir app.IngestSamplesResponse
 	e.want(e.do("engineer", "POST", "/api/v1/ingest/samples", map[string]any{"line": "L-flow", "product": "P", "recipe": "R", "run": "run-flow",
 		"units": map[string]string{"flow_a": "bar"}, "samples": samples}), 200, "").json(t, &ir)
 	if ir.Samples != 500 || ir.NewNodes != 1 || !ir.RunCreated {
@@ -57,7 +58,7 @@ func TestFlow(t *testing.T) {
 	var built struct {
 		Dataset core.Dataset `json:"dataset"`
 	}
-	e.want(e.do("agent", "POST", "/api/v1/datasets", spec(t)), 201, "").json(t, &built)
+	e.want(e.do("agent", "POST", "/api/v1/datasets", map[string]any{"spec": json.RawMessage(spec(t))}), 201, "").json(t, &built)
 	ds := built.Dataset.ID
 	e.want(e.do("viewer", "GET", "/api/v1/datasets", nil), 200, "")
 	e.want(e.do("viewer", "GET", "/api/v1/datasets/"+ds, nil), 200, "")
@@ -109,9 +110,10 @@ func TestFlow(t *testing.T) {
 		t.Fatalf("job %+v", j)
 	}
 	e.want(e.do("viewer", "GET", "/api/v1/jobs?status=done", nil), 200, "")
-	lr := e.want(e.do("viewer", "GET", "/api/v1/jobs/"+j.ID+"/logs", nil), 200, "")
-	if lr.header.Get("X-Log-Next-Offset") == "" {
-		t.Fatal("no log offset")
+	var lr app.JobLogsResponse
+	e.want(e.do("viewer", "GET", "/api/v1/jobs/"+j.ID+"/logs?maxBytes=100", nil), 200, "").json(t, &lr)
+	if lr.JobID != j.ID || lr.NextOffset != min(100, lr.Size) || lr.More != (lr.Size > 100) || lr.Status != core.JobDone {
+		t.Fatalf("log page %+v", lr)
 	}
 	e.want(e.do("engineer", "POST", "/api/v1/jobs/"+j.ID+"/cancel", nil), 409, "")
 	var j2 core.Job
@@ -138,19 +140,19 @@ func TestFlow(t *testing.T) {
 	e.want(e.do("engineer", "POST", "/api/v1/models/"+m+"/retire", map[string]any{"reason": "test"}), 200, "")
 
 	// Twin: scene, objective, snapshot, trial, optimise, gate, shadow, calibrate.
-	var sr sceneResult
-	e.want(e.do("engineer", "POST", "/api/v1/scenes?preset=default-injection", nil), 201, "").json(t, &sr)
+	var sr app.SceneSummary
+	e.want(e.do("engineer", "POST", "/api/v1/scenes", map[string]any{"preset": "default-injection"}), 201, "").json(t, &sr)
 	e.want(e.do("viewer", "GET", "/api/v1/scenes", nil), 200, "")
 	e.want(e.do("viewer", "GET", "/api/v1/scenes/"+sr.SceneID, nil), 200, "")
 	e.want(e.do("agent", "POST", "/api/v1/scenes/"+sr.SceneID+"/freeze", map[string]any{"version": sr.SceneVersion, "expectHash": sr.Hash}), 403, core.CodeForbidden)
 	e.want(e.do("approver", "POST", "/api/v1/scenes/"+sr.SceneID+"/freeze", map[string]any{"version": sr.SceneVersion, "expectHash": strings.Repeat("0", 64)}), 409, "")
-	var fz sceneResult
+	var fz app.SceneSummary
 	e.want(e.do("approver", "POST", "/api/v1/scenes/"+sr.SceneID+"/freeze", map[string]any{"version": sr.SceneVersion, "expectHash": sr.Hash}), 200, "").json(t, &fz)
 	if fz.Status != "frozen" || fz.FrozenBy != "ada" {
 		t.Fatalf("freeze %+v", fz)
 	}
 	var obj struct{ ObjectiveID string }
-	e.want(e.do("engineer", "POST", "/api/v1/objectives?preset=default-injection", nil), 201, "").json(t, &obj)
+	e.want(e.do("engineer", "POST", "/api/v1/objectives", map[string]any{"preset": "default-injection"}), 201, "").json(t, &obj)
 	e.want(e.do("viewer", "GET", "/api/v1/objectives/"+obj.ObjectiveID, nil), 200, "")
 	var run core.Run
 	e.want(e.do("viewer", "GET", "/api/v1/runs/"+e.runs[4], nil), 200, "").json(t, &run)

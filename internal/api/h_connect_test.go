@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/connect"
 	"github.com/aml-project/aml/internal/core"
 )
@@ -49,7 +50,7 @@ func TestConnectors(t *testing.T) {
 		if tc.status != 200 {
 			continue
 		}
-		var l list[connect.Status]
+		var l app.List[connect.Status]
 		r.json(t, &l)
 		got := map[string]connect.Status{}
 		for _, s := range l.Items {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/ingest"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -41,7 +43,7 @@ func newMetrics(d *service.Deps) *metrics {
 	}, []string{"kind", "outcome"})
 	m.trials = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "aml_twin_trial_duration_seconds",
-		Help:    "Latency of virtual trials, optimisations and gate evaluations run through the API.",
+		Help:    "Latency of virtual trials, optimisations and gate evaluations run in this process (API, MCP, UI).",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"kind"})
 	m.sseDropped = prometheus.NewCounter(prometheus.CounterOpts{
@@ -142,4 +144,26 @@ func (m *metrics) countIngest(kind string, err error) {
 		outcome = "error"
 	}
 	m.batches.WithLabelValues(kind, outcome).Inc()
+}
+
+// observeOp records the ops the metrics follow (app.App.OnDone).
+func (m *metrics) observeOp(op string, d time.Duration, out any, err error) {
+	switch op {
+	case "trial.run":
+		m.trials.WithLabelValues("trial").Observe(d.Seconds())
+	case "optimize":
+		m.trials.WithLabelValues("optimize").Observe(d.Seconds())
+	case "gate.evaluate":
+		m.trials.WithLabelValues("gate").Observe(d.Seconds())
+	case "ingest.samples":
+		m.countIngest("json", err)
+		if r, ok := out.(app.IngestSamplesResponse); ok && err == nil {
+			m.ingested.Add(float64(r.Samples))
+		}
+	case "ingest.csv":
+		m.countIngest("csv", err)
+		if r, ok := out.(ingest.FileReport); ok && err == nil {
+			m.ingested.Add(float64(r.Samples))
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 )
 
@@ -38,67 +39,74 @@ func (s *Server) buildOpenAPI() map[string]any {
 	}
 	paths := map[string]any{}
 	for _, rt := range s.routes {
-		full := Prefix + rt.path
+		full := Prefix + rt.Path
 		item, _ := paths[full].(map[string]any)
 		if item == nil {
 			item = map[string]any{}
 			paths[full] = item
 		}
+		op, _ := app.Lookup(rt.Op)
+		inPath := map[string]bool{}
 		var params []any
-		for _, m := range pathParam.FindAllStringSubmatch(rt.path, -1) {
+		for _, m := range pathParam.FindAllStringSubmatch(rt.Path, -1) {
+			inPath[m[1]] = true
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 		}
-		for _, qp := range rt.query {
-			params = append(params, map[string]any{"name": qp[0], "in": "query", "required": false, "description": qp[1], "schema": map[string]any{"type": "string"}})
+		body := rt.Method == http.MethodPost || rt.Method == http.MethodPut
+		summary, act := "Server-Sent Events: dataset built, job state and progress, model stage, trial done, certificate status, connector state and gaps (the caller's lines); query kinds (comma-separated) and id filter them", eventsAct
+		var outSchema any = map[string]any{"type": "string"}
+		if op != nil {
+			summary, act = op.Summary, op.Act
+			outSchema = sg.schema(op.Resp)
+			if rt.raw != nil {
+				body = false // a stream: the fields are query parameters
+			}
+			for _, f := range app.Fields(op.Req) {
+				if inPath[f.Name] || (body && rt.raw == nil) {
+					continue
+				}
+				params = append(params, map[string]any{"name": f.Name, "in": "query", "required": false, "description": f.Doc, "schema": sg.schema(f.Type)})
+			}
 		}
-		status := rt.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		outType := rt.outType
+		outType := rt.OutType
 		if outType == "" {
 			outType = "application/json"
-		}
-		var outSchema any = map[string]any{"type": "object"}
-		if rt.out != nil {
-			outSchema = sg.schema(reflect.TypeOf(rt.out))
 		}
 		if outType != "application/json" {
 			outSchema = map[string]any{"type": "string"}
 		}
-		op := map[string]any{
-			"operationId":  operationID(rt.method, rt.path),
-			"summary":      rt.summary,
-			"tags":         []string{rt.tag},
-			"x-aml-action": string(rt.act),
-			"x-aml-roles":  rolesFor(rt.act),
+		o := map[string]any{
+			"operationId":  operationID(rt.Method, rt.Path),
+			"summary":      summary,
+			"tags":         []string{rt.Tag},
+			"x-aml-op":     rt.Op,
+			"x-aml-action": string(act),
+			"x-aml-roles":  rolesFor(act),
 			"responses": map[string]any{
-				itoa(status): map[string]any{"description": "success", "content": map[string]any{outType: map[string]any{"schema": outSchema}}},
-				"400":        errResp("invalid request (AML_INVALID_ARGUMENT)"),
-				"401":        errResp("missing or invalid token (AML_UNAUTHENTICATED)"),
-				"403":        errResp("role or line scope refuses the action (AML_FORBIDDEN)"),
-				"404":        errResp("not found (AML_NOT_FOUND)"),
-				"409":        errResp("conflict with the stored state"),
-				"413":        errResp("request body over the size limit"),
-				"422":        errResp("the request is well formed but its content is refused"),
-				"429":        errResp("rate limit (AML_RATE_LIMITED) or queue full"),
+				itoa(rt.status()): map[string]any{"description": "success", "content": map[string]any{outType: map[string]any{"schema": outSchema}}},
+				"400":             errResp("invalid request (AML_INVALID_ARGUMENT)"),
+				"401":             errResp("missing or invalid token (AML_UNAUTHENTICATED)"),
+				"403":             errResp("role or line scope refuses the action (AML_FORBIDDEN)"),
+				"404":             errResp("not found (AML_NOT_FOUND)"),
+				"409":             errResp("conflict with the stored state"),
+				"413":             errResp("request body over the size limit"),
+				"422":             errResp("the request is well formed but its content is refused"),
+				"429":             errResp("rate limit (AML_RATE_LIMITED) or queue full"),
 			},
 		}
+		if op != nil && op.Heavy {
+			o["x-aml-heavy"] = true
+		}
 		if len(params) > 0 {
-			op["parameters"] = params
+			o["parameters"] = params
 		}
-		if rt.in != nil || rt.inType != "" {
-			inType := rt.inType
-			if inType == "" {
-				inType = "application/json"
-			}
-			var sc any = map[string]any{"type": "string"}
-			if rt.in != nil {
-				sc = sg.schema(reflect.TypeOf(rt.in))
-			}
-			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{inType: map[string]any{"schema": sc}}}
+		switch {
+		case rt.InType != "":
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{rt.InType: map[string]any{"schema": map[string]any{"type": "string"}}}}
+		case body && op != nil:
+			o["requestBody"] = map[string]any{"required": false, "content": map[string]any{"application/json": map[string]any{"schema": sg.bodySchema(op.Req, inPath)}}}
 		}
-		item[strings.ToLower(rt.method)] = op
+		item[strings.ToLower(rt.Method)] = o
 	}
 	// The two public routes (no token).
 	for path, sum := range map[string]string{"/openapi.json": "This document", "/health": "Liveness probe"} {
@@ -143,9 +151,36 @@ type schemaGen struct {
 }
 
 var (
-	timeType = reflect.TypeOf(time.Time{})
-	rawType  = reflect.TypeOf(json.RawMessage{})
+	timeType     = reflect.TypeOf(time.Time{})
+	rawType      = reflect.TypeOf(json.RawMessage{})
+	durationType = reflect.TypeOf(app.Duration(0))
+	instantType  = reflect.TypeOf(app.Instant(0))
 )
+
+// bodySchema is the schema of a request type's body: every field that is
+// not in the path.
+func (g *schemaGen) bodySchema(t reflect.Type, inPath map[string]bool) any {
+	s := g.structSchema(t)
+	if p, ok := s["properties"].(map[string]any); ok {
+		for name := range inPath {
+			delete(p, name)
+		}
+	}
+	if req, ok := s["required"].([]string); ok {
+		var keep []string
+		for _, r := range req {
+			if !inPath[r] {
+				keep = append(keep, r)
+			}
+		}
+		if len(keep) == 0 {
+			delete(s, "required")
+		} else {
+			s["required"] = keep
+		}
+	}
+	return s
+}
 
 func (g *schemaGen) schema(t reflect.Type) any {
 	for t.Kind() == reflect.Pointer {
@@ -154,6 +189,10 @@ func (g *schemaGen) schema(t reflect.Type) any {
 	switch {
 	case t == timeType:
 		return map[string]any{"type": "string", "format": "date-time"}
+	case t == durationType:
+		return map[string]any{"type": "string", "description": "a duration such as 500ms, 90s, 15m or 1h30m"}
+	case t == instantType:
+		return map[string]any{"oneOf": []any{map[string]any{"type": "integer", "description": "epoch milliseconds"}, map[string]any{"type": "string", "format": "date-time"}}}
 	case t == rawType:
 		return map[string]any{}
 	}
@@ -223,7 +262,13 @@ func (g *schemaGen) structSchema(t reflect.Type) map[string]any {
 			if name == "" {
 				name = f.Name
 			}
-			props[name] = g.schema(f.Type)
+			ps := g.schema(f.Type)
+			if d := f.Tag.Get("jsonschema"); d != "" {
+				if m, ok := ps.(map[string]any); ok && m["$ref"] == nil {
+					m["description"] = d
+				}
+			}
+			props[name] = ps
 			if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
 				required = append(required, name)
 			}

@@ -26,15 +26,6 @@ const (
 	writeTimeout = 10 * time.Second
 )
 
-func (s *Server) events(c *call) (any, error) {
-	if s.d.Bus == nil {
-		return nil, core.Errorf(core.CodeStoreUnavailable, "this server has no event bus")
-	}
-	c.wrote = true
-	s.stream(c.w, c.r, c.p, EventBuffer)
-	return nil, nil
-}
-
 // stream serves one SSE client until it hangs up, the server shuts down,
 // or the client falls behind by more than buf events.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, p auth.Principal, buf int) {
@@ -123,7 +114,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p auth.Principal
 // events are; the job's dataset names the line).
 func (s *Server) eventLine(r *http.Request, e events.Event) (string, error) {
 	if strings.HasPrefix(e.Kind, "job.") {
-		return s.jobLine(r.Context(), core.Job{ID: e.ID})
+		return s.app.JobLine(r.Context(), core.Job{ID: e.ID})
 	}
 	return "", core.Errorf(core.CodeNotFound, "event %s has no line", e.Kind)
 }

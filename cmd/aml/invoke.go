@@ -1,0 +1,261 @@
+package main
+
+// One path for every command that has a use case in internal/app: the
+// command builds the op's request from its flags and arguments, invoke runs
+// it — on the local data directory's App, or with --server through the API
+// route that names the op (api.RouteTable) — and the command prints the
+// answer. The request and the answer are the same Go types in both modes,
+// so the human output and the --json document are the same too.
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+
+	"github.com/aml-project/aml/internal/api"
+	amlapp "github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/service"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// localActor is who acts on a local data directory: the actor flag's
+// value, else the OS user.
+func localActor(by string) string {
+	if by = strings.TrimSpace(by); by != "" {
+		return by
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "aml"
+}
+
+// needs lists what an op needs beyond the store.
+func opNeeds(name string) (runner, key bool) {
+	return strings.HasPrefix(name, "job.") || name == "calibrate", strings.HasPrefix(name, "cert.")
+}
+
+// application is the App over the local data directory, built once with
+// what the first op needs (the job system and the signing key are opened
+// only for the ops that use them).
+func (a *app) application(ctx context.Context, op string) (*amlapp.App, error) {
+	runner, key := opNeeds(op)
+	if a.appl != nil && (!runner || a.appDeps.Runner != nil) && (!key || a.appDeps.Key != nil) {
+		return a.appl, nil
+	}
+	st, err := a.openStore()
+	if err != nil {
+		return nil, err
+	}
+	d := a.appDeps
+	if d == nil {
+		d = &service.Deps{Store: st, DataDir: a.dataDir, Log: a.log}
+	}
+	if runner && d.Runner == nil {
+		r, q, bus, err := a.services(ctx, false, 1)
+		if err != nil {
+			return nil, err
+		}
+		d.Runner, d.Queue, d.Bus = r, q, bus
+	}
+	if key && d.Key == nil {
+		k, err := a.certKey()
+		if err != nil {
+			return nil, err
+		}
+		d.Key = k
+	}
+	a.appDeps = d
+	if a.appl == nil {
+		a.appl = amlapp.New(d, amlapp.Options{Now: a.now, Version: version})
+	}
+	return a.appl, nil
+}
+
+// invoke runs the op named name with req (a pointer to its request type)
+// and stores the answer in out (a pointer to its response type). actorFlag
+// names the command's actor flag (--by, --as), "" when it has none. On an
+// error the answer may still be filled (a denied write's result).
+func (a *app) invoke(cmd *cobra.Command, name, actorFlag string, req, out any) error {
+	ctx := cmd.Context()
+	if a.remote.server != "" {
+		c, err := a.remoteClient(cmd)
+		if err != nil {
+			return err
+		}
+		if actorFlag != "" {
+			if err := a.remoteActor(ctx, c, cmd, actorFlag); err != nil {
+				return err
+			}
+		}
+		return c.call(ctx, name, req, out)
+	}
+	ap, err := a.application(ctx, name)
+	if err != nil {
+		return err
+	}
+	by := ""
+	if actorFlag != "" {
+		if f := cmd.Flags().Lookup(actorFlag); f != nil {
+			by = f.Value.String()
+		}
+	}
+	p := auth.Principal{Name: localActor(by), Role: auth.RoleAdmin}
+	res, err := ap.Call(ctx, p, name, req)
+	if res != nil {
+		if rv := reflect.ValueOf(res); out != nil && rv.IsValid() {
+			ov := reflect.ValueOf(out).Elem()
+			if rv.Type().AssignableTo(ov.Type()) {
+				ov.Set(rv)
+			} else if rv.Kind() == reflect.Pointer && !rv.IsNil() && rv.Elem().Type().AssignableTo(ov.Type()) {
+				ov.Set(rv.Elem())
+			}
+		}
+	}
+	return err
+}
+
+// routes indexes the API route table by op (the JSON route of each op).
+var routes = func() map[string]api.Route {
+	m := map[string]api.Route{}
+	for _, r := range api.RouteTable() {
+		if r.Op == "" || r.Raw {
+			continue
+		}
+		if _, dup := m[r.Op]; !dup {
+			m[r.Op] = r
+		}
+	}
+	return m
+}()
+
+// call sends req to the route of op name and decodes the answer into out.
+func (c *client) call(ctx context.Context, name string, req, out any) error {
+	rt, ok := routes[name]
+	if !ok {
+		return core.Errorf(CodeRemoteUnsupported, "operation %s has no API route: run it on the server's machine without --server", name)
+	}
+	path, inPath, err := fillPath(rt.Path, req)
+	if err != nil {
+		return err
+	}
+	r := req2(rt.Method, path, out)
+	switch rt.Method {
+	case http.MethodPost, http.MethodPut:
+		r.body = req
+	default:
+		r.query = amlapp.ParamValues(req, func(n string) bool { return !inPath[n] })
+	}
+	return c.do(ctx, r, out)
+}
+
+func req2(method, path string, out any) req { return req{method: method, path: path, result: out} }
+
+// fillPath substitutes the route's {name} segments with the request's
+// fields of those json names.
+func fillPath(pattern string, reqv any) (string, map[string]bool, error) {
+	vals := amlapp.ParamValues(reqv, nil)
+	in := map[string]bool{}
+	var b strings.Builder
+	for rest := pattern; rest != ""; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		j := strings.IndexByte(rest, '}')
+		name := rest[i+1 : j]
+		v := vals.Get(name)
+		if v == "" {
+			return "", nil, core.FieldErrorf(core.CodeInvalidArgument, name, "%s is required", name)
+		}
+		in[name] = true
+		b.WriteString(rest[:i])
+		b.WriteString(url.PathEscape(v))
+		rest = rest[j+1:]
+	}
+	return b.String(), in, nil
+}
+
+// annotOp is the cobra annotation naming the op a command calls.
+const annotOp = "aml.op"
+
+// opCommand is a command that builds the request of op from its flags and
+// arguments (build), invokes it and prints the answer (print). actorFlag is
+// the command's actor flag ("" for none).
+func opCommand[Req, Resp any](a *app, cmd *cobra.Command, op, actorFlag string, req *Req, build func(args []string) error, print func(w io.Writer, resp Resp)) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annotOp] = op
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if build != nil {
+			if err := build(args); err != nil {
+				return err
+			}
+		}
+		var resp Resp
+		if err := a.invoke(c, op, actorFlag, req, &resp); err != nil {
+			return err
+		}
+		return a.emit(resp, func(w io.Writer) { print(w, resp) })
+	}
+	return cmd
+}
+
+// listCommand is opCommand for a list op: the JSON document is the list's
+// items (an array), the human output print's.
+func listCommand[Req, T any](a *app, cmd *cobra.Command, op string, req *Req, build func(args []string) error, print func(w io.Writer, items []T)) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annotOp] = op
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if build != nil {
+			if err := build(args); err != nil {
+				return err
+			}
+		}
+		var resp amlapp.List[T]
+		if err := a.invoke(c, op, "", req, &resp); err != nil {
+			return err
+		}
+		if resp.Items == nil {
+			resp.Items = []T{}
+		}
+		return a.emit(resp.Items, func(w io.Writer) { print(w, resp.Items) })
+	}
+	return cmd
+}
+
+// instantFlag declares an optional time flag (epoch ms or RFC 3339).
+func instantFlag(fl *pflag.FlagSet, p **amlapp.Instant, name, usage string) {
+	fl.Var(&optInstant{p: p}, name, usage)
+}
+
+type optInstant struct{ p **amlapp.Instant }
+
+func (o *optInstant) Set(s string) error {
+	var i amlapp.Instant
+	if err := i.Set(s); err != nil {
+		return err
+	}
+	*o.p = &i
+	return nil
+}
+
+func (o *optInstant) String() string {
+	if o.p == nil || *o.p == nil {
+		return ""
+	}
+	return (*o.p).String()
+}
+
+func (o *optInstant) Type() string { return "time" }
