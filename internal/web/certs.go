@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
@@ -69,48 +69,38 @@ func (s *server) certPage(w http.ResponseWriter, r *http.Request, p auth.Princip
 	return nil
 }
 
-// certApprove approves a certificate as the logged-in person. The role
-// check comes first (an agent or viewer is refused with the reason); the
-// store enforces the rest — the requester cannot approve their own
-// certificate, an expired one cannot be approved — with the principal's
-// name as the audited actor.
+// certApprove approves a certificate as the logged-in person through the
+// application layer (internal/app), which checks the role (an agent or
+// viewer is refused with the reason) and the line scope, and whose
+// certificate store enforces the rest — the requester cannot approve their
+// own certificate, an expired one cannot be approved — with the
+// principal's name as the audited actor.
 func (s *server) certApprove(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	return s.certStep(w, r, p, "approved", func(id string) error {
-		_, err := s.d.Store.ApproveCertificate(r.Context(), id, p.Name, s.d.Key.Public, s.o.Now())
+		_, err := s.app.CertApprove(r.Context(), p, app.CertRequest{ID: id})
 		return err
 	})
 }
 
 func (s *server) certRevoke(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
-	if reason == "" {
-		return core.FieldErrorf(core.CodeInvalidArgument, "reason", "say why the certificate is revoked")
-	}
 	return s.certStep(w, r, p, "revoked", func(id string) error {
-		_, err := s.d.Store.RevokeCertificate(r.Context(), id, p.Name, reason, s.d.Key.Public, s.o.Now())
+		_, err := s.app.CertRevoke(r.Context(), p, app.CertRevokeRequest{ID: id, Reason: reason})
+		if core.CodeOf(err) == core.CodeInvalidArgument {
+			return core.FieldErrorf(core.CodeInvalidArgument, "reason", "say why the certificate is revoked")
+		}
 		return err
 	})
 }
 
 func (s *server) certStep(w http.ResponseWriter, r *http.Request, p auth.Principal, done string, step func(id string) error) error {
-	if s.d.Key == nil {
-		return core.Errorf(core.CodeInternal, "the server has no certificate key")
-	}
 	id := r.PathValue("id")
-	if err := p.Allow(auth.ActCertApprove, ""); err != nil {
-		return forbidden(p, err)
-	}
-	rec, err := s.d.Store.LoadCertificate(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	if err := p.Allow(auth.ActCertApprove, rec.LineID); err != nil {
-		return forbidden(p, err)
-	}
 	if err := step(id); err != nil {
+		if core.CodeOf(err) == core.CodeForbidden {
+			return forbidden(p, err)
+		}
 		return err
 	}
-	s.publishCert(id, rec.LineID, done, p.Name)
 	back := "/ui/certificates?done=" + url.QueryEscape(id+" "+done)
 	if r.PostFormValue("back") == "cert" {
 		back = "/ui/certificates/" + url.PathEscape(id) + "?done=" + url.QueryEscape(done)
@@ -119,7 +109,6 @@ func (s *server) certStep(w http.ResponseWriter, r *http.Request, p auth.Princip
 	return nil
 }
 
-// forbidden rewords a role refusal for a person reading it in the UI.
 func forbidden(p auth.Principal, err error) error {
 	e := core.FieldErrorf(core.CodeForbidden, "role", "%s: approving and revoking certificates is a decision a person with the approver (or admin) role signs; %s has role %s",
 		auth.BodyOf(err).Message, p.Name, p.Role)
@@ -132,13 +121,6 @@ func forbidden(p auth.Principal, err error) error {
 
 // publishCert tells live clients (the event stream) that a certificate
 // changed status.
-func (s *server) publishCert(id, line, status, by string) {
-	if s.d.Bus == nil {
-		return
-	}
-	s.d.Bus.Publish(events.Event{Kind: events.CertificateUp, Line: line, ID: id, Data: map[string]any{"status": strings.ToUpper(status), "by": by}})
-}
-
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

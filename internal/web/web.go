@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/service"
@@ -30,6 +31,9 @@ type Options struct {
 	Now func() time.Time
 	// SecureCookie marks the session cookie Secure (serve over TLS).
 	SecureCookie bool
+	// App runs the UI's actions (default: app.New over the deps with
+	// Now). Pass the process's App to share its heavy slots.
+	App *app.App
 }
 
 // Handler is the web UI on d (see the package doc). It expects the request
@@ -45,7 +49,10 @@ func New(d *service.Deps, o Options) http.Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &server{d: d, o: o, cache: newCache(32)}
+	if o.App == nil {
+		o.App = app.New(d, app.Options{Now: o.Now})
+	}
+	s := &server{d: d, app: o.App, o: o, cache: newCache(32)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusSeeOther) })
 	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusSeeOther) })
@@ -83,6 +90,7 @@ func New(d *service.Deps, o Options) http.Handler {
 
 type server struct {
 	d     *service.Deps
+	app   *app.App
 	o     Options
 	cache *cache
 }
