@@ -102,15 +102,43 @@ type ErrorBody struct {
 	Field   string `json:"field,omitempty"`
 }
 
-// StatusOf is the HTTP status of err: the *core.Error's Status, else the
-// status of its code.
+// kindStatus is the HTTP status of each error kind: the one place where
+// AML's errors meet HTTP (docs/errors.md shows it per code).
+var kindStatus = map[core.Kind]int{
+	core.KindInvalid:         http.StatusBadRequest,
+	core.KindUsage:           http.StatusBadRequest,
+	core.KindUnauthenticated: http.StatusUnauthorized,
+	core.KindForbidden:       http.StatusForbidden,
+	core.KindNotFound:        http.StatusNotFound,
+	core.KindConflict:        http.StatusConflict,
+	core.KindExpired:         http.StatusGone,
+	core.KindTooLarge:        http.StatusRequestEntityTooLarge,
+	core.KindUnprocessable:   http.StatusUnprocessableEntity,
+	core.KindRateLimited:     http.StatusTooManyRequests,
+	core.KindInternal:        http.StatusInternalServerError,
+	core.KindFailed:          http.StatusInternalServerError,
+	core.KindUpstream:        http.StatusBadGateway,
+	core.KindUnavailable:     http.StatusServiceUnavailable,
+}
+
+// HTTPStatus is the HTTP status of errors of kind k (500 for an unknown
+// kind).
+func HTTPStatus(k core.Kind) int {
+	if s, ok := kindStatus[k]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// StatusOf is the HTTP status of err: that of its code's kind; 500 for an
+// error without an AML code.
 func StatusOf(err error) int {
 	var ae *core.Error
 	if errors.As(err, &ae) {
 		if ae.Status != 0 {
 			return ae.Status
 		}
-		return core.StatusFor(ae.Code)
+		return HTTPStatus(ae.Kind())
 	}
 	return http.StatusInternalServerError
 }

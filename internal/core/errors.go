@@ -7,49 +7,6 @@ import (
 	"strings"
 )
 
-// Stable error codes. They are part of the public contract (CLI, API, MCP):
-// never rename one, only add.
-const (
-	CodeInternal         = "AML_INTERNAL"
-	CodeUsage            = "AML_USAGE"
-	CodeNotFound         = "AML_NOT_FOUND"
-	CodeConflict         = "AML_CONFLICT"
-	CodeInvalidArgument  = "AML_INVALID_ARGUMENT"
-	CodeIngestInvalid    = "AML_INGEST_INVALID"
-	CodeSchemaTooNew     = "AML_SCHEMA_TOO_NEW"
-	CodeSchemaMismatch   = "AML_SCHEMA_MISMATCH"
-	CodeNonFinite        = "AML_NON_FINITE"
-	CodeStoreUnavailable = "AML_STORE_UNAVAILABLE"
-	CodeSpecInvalid      = "AML_SPEC_INVALID"
-	CodeDatasetTampered  = "AML_DATASET_TAMPERED"
-	CodeStageRace        = "AML_STAGE_RACE"
-	CodeEnvBusy          = "ENV_BUSY"
-	// CodeUnitContractInvalid: a unit contract (scale/offset/unit) is
-	// missing or unusable; AML never falls back to scale 1 / offset 0.
-	CodeUnitContractInvalid = "UNIT_CONTRACT_INVALID"
-	CodeQuotaExceeded       = "AML_QUOTA_EXCEEDED"
-	CodeDatasetEmpty        = "AML_DATASET_EMPTY"
-	CodeInUse               = "AML_IN_USE"
-	CodeJobConflict         = "AML_JOB_CONFLICT"
-	CodeQueueFull           = "AML_QUEUE_FULL"
-	CodeModelTampered       = "AML_MODEL_TAMPERED"
-	CodeGateFailed          = "AML_GATE_FAILED"
-	CodeJobTimeout          = "AML_JOB_TIMEOUT"
-	CodeJobStalled          = "AML_JOB_STALLED"
-	CodeTrainerFailed       = "AML_TRAINER_FAILED"
-	CodeWorkerLost          = "AML_WORKER_LOST"
-	CodeForbidden           = "AML_FORBIDDEN"
-	CodePhysicsInvalid      = "AML_PHYSICS_INVALID"
-	CodePhysicsNonFinite    = "AML_PHYSICS_NON_FINITE"
-	CodeModelInvalid        = "AML_MODEL_INVALID"
-	CodeAuditTampered       = "AML_AUDIT_TAMPERED"
-	CodeContractInvalid     = "AML_CONTRACT_INVALID"
-	CodeSceneFrozen         = "AML_SCENE_FROZEN"
-	CodeCertInvalid         = "AML_CERT_INVALID"
-	CodeCertRefused         = "AML_CERT_REFUSED"
-	CodeCertExpired         = "AML_CERT_EXPIRED"
-)
-
 // Problem is one finding of a validation that reports every problem at once.
 type Problem struct {
 	Field   string `json:"field"`
