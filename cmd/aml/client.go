@@ -42,7 +42,7 @@ import (
 
 // CodeRemoteUnsupported refuses a command that has no API route when
 // --server is given (it needs the data directory itself).
-const CodeRemoteUnsupported = "AML_REMOTE_UNSUPPORTED"
+const CodeRemoteUnsupported = core.CodeRemoteUnsupported
 
 // remoteConfig is the client side of the global flags.
 type remoteConfig struct {

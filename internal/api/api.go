@@ -34,7 +34,7 @@ const (
 )
 
 // CodeRateLimited is a caller over its request rate (HTTP 429).
-const CodeRateLimited = "AML_RATE_LIMITED"
+const CodeRateLimited = core.CodeRateLimited
 
 // Options configure the handler beyond the shared dependencies.
 type Options struct {

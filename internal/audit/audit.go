@@ -19,7 +19,7 @@ import (
 // CodeAuditTampered is the stable error code of a failed verification: an
 // entry was changed, removed or reordered, or the log no longer contains a
 // head recorded earlier. HTTP 409.
-const CodeAuditTampered = "AML_AUDIT_TAMPERED"
+const CodeAuditTampered = core.CodeAuditTampered
 
 // GenesisHash is the prevHash of the first entry: 64 zeros.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"

@@ -60,7 +60,7 @@ func Middleware(v Verifier, dev bool) func(http.Handler) http.Handler {
 }
 
 // CodeUnauthenticated is a missing, unknown or revoked token (HTTP 401).
-const CodeUnauthenticated = "AML_UNAUTHENTICATED"
+const CodeUnauthenticated = core.CodeUnauthenticated
 
 // Unauthenticated returns a 401 AML_UNAUTHENTICATED error (field "token").
 func Unauthenticated(msg string) *core.Error {

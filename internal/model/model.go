@@ -42,7 +42,7 @@ import (
 
 // CodeModelInvalid: a model artifact is missing, unreadable, of an unknown
 // format or does not fit the dataset it is used with. HTTP 422.
-const CodeModelInvalid = "AML_MODEL_INVALID"
+const CodeModelInvalid = core.CodeModelInvalid
 
 // StatusModelInvalid is the HTTP status of CodeModelInvalid. (core.StatusFor
 // does not know this code; errors built here carry the status themselves.)

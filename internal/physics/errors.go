@@ -15,11 +15,11 @@ const (
 	// check (names, arguments, units, domains, cycles, equations). Every
 	// finding is in [core.Error.Problems], each Field is "file:line:col".
 	// HTTP 422.
-	CodePhysicsInvalid = "AML_PHYSICS_INVALID"
+	CodePhysicsInvalid = core.CodePhysicsInvalid
 	// CodePhysicsNonFinite: a simulation step produced NaN or ±Inf in a
 	// state or an output. Field names the variable ("next(x)", "d(x)" or the
 	// output name). HTTP 422.
-	CodePhysicsNonFinite = "AML_PHYSICS_NON_FINITE"
+	CodePhysicsNonFinite = core.CodePhysicsNonFinite
 )
 
 // Wrong vector lengths, out-of-bounds or non-finite parameters and other

@@ -13,10 +13,10 @@ const (
 	// CodeShadowMissing: no shadow evidence is stored for the model (it
 	// has not been compared with what the line did on a run after it was
 	// made: aml twin shadow --model ID).
-	CodeShadowMissing = "AML_SHADOW_MISSING"
+	CodeShadowMissing = core.CodeShadowMissing
 	// CodeTwinGateFailed: the model's latest twin gate evaluation did not
 	// pass, or there is none.
-	CodeTwinGateFailed = "AML_TWIN_GATE_FAILED"
+	CodeTwinGateFailed = core.CodeTwinGateFailed
 )
 
 // FormatHybrid is the artifact format of hybrid_residual@1 (the physics +

@@ -17,7 +17,7 @@ import (
 
 // CodeKeyMismatch refuses a process whose signing key is not the
 // deployment's (HTTP 409): its certificates would not verify elsewhere.
-const CodeKeyMismatch = "AML_CERT_KEY_MISMATCH"
+const CodeKeyMismatch = core.CodeCertKeyMismatch
 
 // AuditKeyRegister is the audit action of the deployment key's
 // registration (subject: the key id).

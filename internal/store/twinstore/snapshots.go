@@ -21,7 +21,7 @@ const AuditSnapshotCreate = "snapshot.create"
 // CodeSnapshotTampered: a stored twin snapshot no longer matches its hash
 // or its row (edited behind the store's back). HTTP 422, like a tampered
 // dataset.
-const CodeSnapshotTampered = "AML_SNAPSHOT_TAMPERED"
+const CodeSnapshotTampered = core.CodeSnapshotTampered
 
 // MaxSnapshotList caps ListSnapshots.
 const MaxSnapshotList = 10_000

@@ -21,8 +21,8 @@ import (
 // with it — it was edited behind the store's back. HTTP 422, like a
 // tampered snapshot or dataset.
 const (
-	CodeTrialTampered     = "AML_TRIAL_TAMPERED"
-	CodeObjectiveTampered = "AML_OBJECTIVE_TAMPERED"
+	CodeTrialTampered     = core.CodeTrialTampered
+	CodeObjectiveTampered = core.CodeObjectiveTampered
 )
 
 // Audit actions of trials and objectives.

@@ -21,15 +21,15 @@ const (
 	// CodeCertInvalid: a certificate is malformed, its hash does not match
 	// its signed body, its signature does not verify, or it was signed by
 	// another key. HTTP 422.
-	CodeCertInvalid = "AML_CERT_INVALID"
+	CodeCertInvalid = core.CodeCertInvalid
 	// CodeCertExpired: the certificate's expiresAt has passed; a transition
 	// that found it so also marked it EXPIRED. HTTP 410.
-	CodeCertExpired = "AML_CERT_EXPIRED"
+	CodeCertExpired = core.CodeCertExpired
 	// CodeCertRefused: a certificate was not issued because its input does
 	// not qualify (trial failed or does not fit the scene, no improvement,
 	// scene not frozen, missing hashes). Every reason is in Problems.
 	// HTTP 422.
-	CodeCertRefused = "AML_CERT_REFUSED"
+	CodeCertRefused = core.CodeCertRefused
 )
 
 // Other failures use core codes: a transition not allowed from the current

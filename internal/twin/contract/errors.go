@@ -14,11 +14,11 @@ const (
 	// CodeContractInvalid: a twin contract (scene, binding, objective,
 	// trial, certificate, ...) fails validation. Every finding is in
 	// [core.Error.Problems], each Field a JSON path. HTTP 422.
-	CodeContractInvalid = "AML_CONTRACT_INVALID"
+	CodeContractInvalid = core.CodeContractInvalid
 	// CodeSceneFrozen: a change to a frozen scene contract was attempted.
 	// A frozen scene never changes; derive a new version with
 	// [SceneContract.NextVersion]. HTTP 409.
-	CodeSceneFrozen = "AML_SCENE_FROZEN"
+	CodeSceneFrozen = core.CodeSceneFrozen
 )
 
 // HTTP statuses of this package's codes. (core.StatusFor does not know

@@ -23,10 +23,10 @@ import (
 const (
 	// CodeWriteDenied: the governed write was denied; Result.Reason holds
 	// the reason code. HTTP 403.
-	CodeWriteDenied = "AML_WRITE_DENIED"
+	CodeWriteDenied = core.CodeWriteDenied
 	// CodeWriteFailed: the write was allowed but did not complete with a
 	// verified readback (Result.Outcome says which move failed). HTTP 502.
-	CodeWriteFailed = "AML_WRITE_FAILED"
+	CodeWriteFailed = core.CodeWriteFailed
 )
 
 // Reason codes of denials decided here, before or after the guard (the

@@ -23,11 +23,11 @@ const (
 	// future sample; in every mode a control without any usable value (a
 	// snapshot must carry every control's current value). Problems name
 	// each variable and node. HTTP 422.
-	CodeSnapshotQuality = "AML_SNAPSHOT_QUALITY"
+	CodeSnapshotQuality = core.CodeSnapshotQuality
 	// CodeBindingMismatch: a scene variable does not match the node it is
 	// bound to (kind, unit, range, line), or a control or target is not
 	// bound to any node. Problems name each variable. HTTP 422.
-	CodeBindingMismatch = "AML_BINDING_MISMATCH"
+	CodeBindingMismatch = core.CodeBindingMismatch
 )
 
 // StatusSnapshotQuality and StatusBindingMismatch are the HTTP statuses of
