@@ -242,13 +242,13 @@ func (c *client) send(ctx context.Context, r req) (*http.Response, error) {
 		if len(msg) > 200 {
 			msg = msg[:200] + "…"
 		}
-		return nil, &core.Error{Code: codeForStatus(res.StatusCode), Status: res.StatusCode,
+		return nil, &core.Error{Code: codeForStatus(res.StatusCode),
 			Message: fmt.Sprintf("server %s answered %s %s with HTTP %d: %s", c.base, r.method, r.path, res.StatusCode, msg)}
 	}
 	if r.result != nil && len(eb.Result) > 0 && string(eb.Result) != "null" {
 		_ = json.Unmarshal(eb.Result, r.result)
 	}
-	return nil, &core.Error{Code: eb.Code, Message: eb.Message, Field: eb.Field, Status: res.StatusCode}
+	return nil, &core.Error{Code: eb.Code, Message: eb.Message, Field: eb.Field}
 }
 
 // do sends r and decodes a JSON answer into out (nil: discard).

@@ -137,7 +137,7 @@ func (s *Server) build() chi.Router {
 		writeError(w, core.Errorf(core.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &core.Error{Code: core.CodeUsage, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path), Status: http.StatusMethodNotAllowed})
+		auth.WriteErrorStatus(w, http.StatusMethodNotAllowed, core.Errorf(core.CodeUsage, "method %s not allowed on %s", r.Method, r.URL.Path))
 	})
 	authn := auth.Middleware(s.o.Verifier, s.o.Dev)
 
@@ -210,7 +210,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		}
 		if wait, ok := s.limiter.allow(key, time.Now()); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-			writeError(w, &core.Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %g requests per second; retry in %s", s.o.RatePerSec, wait.Round(time.Millisecond)), Status: http.StatusTooManyRequests})
+			writeError(w, &core.Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %g requests per second; retry in %s", s.o.RatePerSec, wait.Round(time.Millisecond))})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -305,7 +305,7 @@ func (c *call) rawBody() ([]byte, error) {
 
 // TooLarge is the 413 error of a body over limit bytes.
 func TooLarge(limit int64) *core.Error {
-	return &core.Error{Code: core.CodeQuotaExceeded, Field: "body", Status: http.StatusRequestEntityTooLarge,
+	return &core.Error{Code: core.CodeQuotaExceeded, Field: "body",
 		Message: fmt.Sprintf("request body larger than %d bytes", limit)}
 }
 

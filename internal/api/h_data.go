@@ -230,7 +230,7 @@ func (s *Server) ingestJSON(c *call) (out any, err error) {
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "samples", "a batch needs at least one sample")
 	}
 	if len(b.Samples) > s.o.MaxBatchSamples {
-		return nil, &core.Error{Code: core.CodeQuotaExceeded, Field: "samples", Status: http.StatusRequestEntityTooLarge,
+		return nil, &core.Error{Code: core.CodeQuotaExceeded, Field: "samples",
 			Message: fmt.Sprintf("%d samples in one batch; at most %d", len(b.Samples), s.o.MaxBatchSamples)}
 	}
 	if b.Run != "" && (b.Product == "" || b.Recipe == "") {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -334,9 +333,7 @@ func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (Verif
 		fail(res.HeadSeq+1, "the log ends at entry %d but the recorded head is entry %d (%.12s…): entries %d..%d were removed", res.HeadSeq, wantSeq, wantHash, res.HeadSeq+1, wantSeq)
 	}
 	if res.FirstBad != 0 {
-		e := core.Errorf(CodeAuditTampered, "audit log tampered at seq %d: %s (%d entries read)", res.FirstBad, res.Problem, res.Entries)
-		e.Status = http.StatusConflict
-		return res, e
+		return res, core.Errorf(CodeAuditTampered, "audit log tampered at seq %d: %s (%d entries read)", res.FirstBad, res.Problem, res.Entries)
 	}
 	res.OK = true
 	return res, nil

@@ -64,7 +64,7 @@ const CodeUnauthenticated = core.CodeUnauthenticated
 
 // Unauthenticated returns a 401 AML_UNAUTHENTICATED error (field "token").
 func Unauthenticated(msg string) *core.Error {
-	return &core.Error{Code: CodeUnauthenticated, Message: msg, Field: "token", Status: http.StatusUnauthorized}
+	return &core.Error{Code: CodeUnauthenticated, Message: msg, Field: "token"}
 }
 
 // Token extracts the presented token: the Authorization bearer token, else
@@ -132,16 +132,7 @@ func HTTPStatus(k core.Kind) int {
 
 // StatusOf is the HTTP status of err: that of its code's kind; 500 for an
 // error without an AML code.
-func StatusOf(err error) int {
-	var ae *core.Error
-	if errors.As(err, &ae) {
-		if ae.Status != 0 {
-			return ae.Status
-		}
-		return HTTPStatus(ae.Kind())
-	}
-	return http.StatusInternalServerError
-}
+func StatusOf(err error) int { return HTTPStatus(core.KindOf(err)) }
 
 // BodyOf is the error body of err.
 func BodyOf(err error) ErrorBody {
@@ -154,10 +145,15 @@ func BodyOf(err error) ErrorBody {
 
 // WriteError writes err as {code,message,field} with its HTTP status. It is
 // shared by the API, MCP over HTTP and the UI so errors look the same.
-func WriteError(w http.ResponseWriter, err error) {
+func WriteError(w http.ResponseWriter, err error) { WriteErrorStatus(w, StatusOf(err), err) }
+
+// WriteErrorStatus is WriteError with a status the transport chose itself
+// rather than the one of err's kind (405 for a method a route does not
+// allow, whose code is AML_USAGE).
+func WriteErrorStatus(w http.ResponseWriter, status int, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(StatusOf(err))
+	w.WriteHeader(status)
 	// The body is plain strings, so only the write can fail: the client is
 	// gone and the status already sent.
 	_ = json.NewEncoder(w).Encode(BodyOf(err))

@@ -3,7 +3,6 @@ package core
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 )
 
@@ -13,13 +12,13 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
-// Error is AML's typed error: a stable code, a human message, the offending
-// field (a flag, a JSON path, a file:line:column) and the HTTP status.
+// Error is AML's typed error: a stable code (registered in codes.go with
+// its kind), a human message and the offending field (a flag, a JSON path,
+// a file:line:column). Transports derive their status from the code's kind.
 type Error struct {
 	Code    string
 	Message string
 	Field   string
-	Status  int
 	// Problems lists every finding when a validation found several; Field
 	// and Message then describe the first.
 	Problems []Problem
@@ -52,9 +51,9 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf builds an *Error with the default HTTP status for code.
+// Errorf builds an *Error with code.
 func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Status: StatusFor(code)}
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // FieldErrorf builds an *Error that names the offending field.
@@ -89,33 +88,4 @@ func CodeOf(err error) string {
 		return ae.Code
 	}
 	return CodeInternal
-}
-
-// StatusFor maps a code to its HTTP status.
-func StatusFor(code string) int {
-	switch code {
-	case CodeNotFound:
-		return http.StatusNotFound
-	case CodeConflict, CodeStageRace, CodeEnvBusy:
-		return http.StatusConflict
-	case CodeUsage, CodeInvalidArgument, CodeNonFinite:
-		return http.StatusBadRequest
-	case CodeIngestInvalid, CodeSpecInvalid, CodeDatasetTampered, CodeUnitContractInvalid, CodeDatasetEmpty,
-		CodePhysicsInvalid, CodePhysicsNonFinite, CodeModelInvalid, CodeContractInvalid, CodeCertInvalid, CodeCertRefused:
-		return http.StatusUnprocessableEntity
-	case CodeQuotaExceeded:
-		return http.StatusRequestEntityTooLarge
-	case CodeInUse, CodeJobConflict, CodeModelTampered, CodeGateFailed, CodeAuditTampered, CodeSceneFrozen:
-		return http.StatusConflict
-	case CodeQueueFull:
-		return http.StatusTooManyRequests
-	case CodeCertExpired:
-		return http.StatusGone
-	case CodeForbidden:
-		return http.StatusForbidden
-	case CodeStoreUnavailable, CodeSchemaTooNew, CodeSchemaMismatch:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
-	}
 }

@@ -155,10 +155,7 @@ func toolErrors(next sdk.MethodHandler) sdk.MethodHandler {
 		if ae == nil {
 			return res, err
 		}
-		te := ToolError{Code: ae.Code, Message: ae.Message, Field: ae.Field, Status: ae.Status, Problems: ae.Problems}
-		if te.Status == 0 {
-			te.Status = core.StatusFor(ae.Code)
-		}
+		te := ToolError{Code: ae.Code, Message: ae.Message, Field: ae.Field, Status: auth.StatusOf(ae), Problems: ae.Problems}
 		r.Content = []sdk.Content{&sdk.TextContent{Text: ae.Error()}}
 		r.StructuredContent = te
 		return r, nil

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/twinstore"
@@ -63,7 +62,5 @@ func (r *Registry) checkTwinEvidence(ctx context.Context, m core.Model) error {
 }
 
 func refusal(code, field, format string, args ...any) error {
-	e := core.FieldErrorf(code, field, format, args...)
-	e.Status = http.StatusConflict
-	return e
+	return core.FieldErrorf(code, field, format, args...)
 }

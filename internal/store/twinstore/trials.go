@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"net/http"
 	"strings"
 	"time"
 
@@ -40,9 +39,7 @@ const (
 )
 
 func tampered(code, format string, args ...any) *core.Error {
-	e := core.Errorf(code, format, args...)
-	e.Status = http.StatusUnprocessableEntity
-	return e
+	return core.Errorf(code, format, args...)
 }
 
 // TrialRecord is a stored virtual trial with the columns derived from it.

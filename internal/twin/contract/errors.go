@@ -3,7 +3,6 @@ package contract
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/aml-project/aml/internal/core"
 )
@@ -19,13 +18,6 @@ const (
 	// A frozen scene never changes; derive a new version with
 	// [SceneContract.NextVersion]. HTTP 409.
 	CodeSceneFrozen = core.CodeSceneFrozen
-)
-
-// HTTP statuses of this package's codes. (core.StatusFor does not know
-// them; errors built here carry the status themselves.)
-const (
-	StatusContractInvalid = http.StatusUnprocessableEntity
-	StatusSceneFrozen     = http.StatusConflict
 )
 
 // problems collects every finding of a validation.
@@ -44,9 +36,7 @@ func (p problems) err() error {
 }
 
 func invalidErr(p []core.Problem) *core.Error {
-	e := core.Invalid(CodeContractInvalid, p)
-	e.Status = StatusContractInvalid
-	return e
+	return core.Invalid(CodeContractInvalid, p)
 }
 
 // Invalidf builds a single-problem AML_CONTRACT_INVALID error (HTTP 422).

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"math"
-	"net/http"
 	"sync"
 
 	"github.com/aml-project/aml/internal/core"
@@ -34,9 +33,7 @@ const (
 )
 
 func errf(code, field, format string, args ...any) *core.Error {
-	e := core.FieldErrorf(code, field, format, args...)
-	e.Status = http.StatusUnprocessableEntity
-	return e
+	return core.FieldErrorf(code, field, format, args...)
 }
 
 // Twin is a loaded twin model: an aml.hybrid/1 model with its dataset's

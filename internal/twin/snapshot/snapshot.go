@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"math"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -28,13 +27,6 @@ const (
 	// bound to (kind, unit, range, line), or a control or target is not
 	// bound to any node. Problems name each variable. HTTP 422.
 	CodeBindingMismatch = core.CodeBindingMismatch
-)
-
-// StatusSnapshotQuality and StatusBindingMismatch are the HTTP statuses of
-// this package's codes (core.StatusFor does not know them).
-const (
-	StatusSnapshotQuality = http.StatusUnprocessableEntity
-	StatusBindingMismatch = http.StatusUnprocessableEntity
 )
 
 // Defaults of Options.
@@ -346,15 +338,11 @@ func NewSnapshotID(at time.Time) string {
 
 // qualityErr builds an AML_SNAPSHOT_QUALITY error from problems.
 func qualityErr(p []core.Problem) error {
-	e := core.Invalid(CodeSnapshotQuality, p)
-	e.Status = StatusSnapshotQuality
-	return e
+	return core.Invalid(CodeSnapshotQuality, p)
 }
 
 func bindingErr(p []core.Problem) error {
-	e := core.Invalid(CodeBindingMismatch, p)
-	e.Status = StatusBindingMismatch
-	return e
+	return core.Invalid(CodeBindingMismatch, p)
 }
 
 func msAge(ms int64) string {
