@@ -6,6 +6,8 @@ import (
 	"sort"
 )
 
+//go:generate go run ./gen -o ../../docs/errors.md
+
 // Kind classifies an error code by what the caller can do about it. Every
 // code has exactly one kind (see [Lookup]); transports map kinds, never
 // codes, to their own terms: the API and the UI to an HTTP status
