@@ -39,7 +39,7 @@ Every error AML reports carries a stable code: the CLI prints
 ` + "`error: CODE: message`" + ` on stderr, the API answers
 ` + "`{\"code\", \"message\", \"field\"}`" + ` with an HTTP status, the web UI shows
 the code on its error page and the MCP tools return
-` + "`{code, message, field, status, problems}`" + ` as the tool error. Codes are
+` + "`{code, kind, message, field, status, problems}`" + ` as the tool error. Codes are
 part of the public contract: one is never renamed or reused, only added.
 
 Each code has one kind, and the kind alone decides the HTTP status (the
