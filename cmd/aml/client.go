@@ -42,7 +42,7 @@ import (
 
 // CodeRemoteUnsupported refuses a command that has no API route when
 // --server is given (it needs the data directory itself).
-const CodeRemoteUnsupported = "AML_REMOTE_UNSUPPORTED"
+const CodeRemoteUnsupported = core.CodeRemoteUnsupported
 
 // remoteConfig is the client side of the global flags.
 type remoteConfig struct {
@@ -252,13 +252,13 @@ func (c *client) send(ctx context.Context, r req) (*http.Response, error) {
 		if len(msg) > 200 {
 			msg = msg[:200] + "…"
 		}
-		return nil, &core.Error{Code: codeForStatus(res.StatusCode), Status: res.StatusCode,
+		return nil, &core.Error{Code: codeForStatus(res.StatusCode),
 			Message: fmt.Sprintf("server %s answered %s %s with HTTP %d: %s", c.base, r.method, r.path, res.StatusCode, msg)}
 	}
 	if r.result != nil && len(eb.Result) > 0 && string(eb.Result) != "null" {
 		_ = json.Unmarshal(eb.Result, r.result)
 	}
-	return nil, &core.Error{Code: eb.Code, Message: eb.Message, Field: eb.Field, Status: res.StatusCode}
+	return nil, &core.Error{Code: eb.Code, Message: eb.Message, Field: eb.Field}
 }
 
 // do sends r and decodes a JSON answer into out (nil: discard).

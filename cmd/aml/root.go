@@ -157,7 +157,8 @@ func newRoot(a *app) *cobra.Command {
 }
 
 // run executes the CLI and returns the process exit status: 0 success,
-// 1 error (one line "error: CODE: message" on stderr), 2 usage error.
+// 1 error (one line "error: CODE: message" on stderr), 2 usage error (a
+// command-line mistake, or any error whose code is of kind usage).
 func run(args []string, stdout, stderr io.Writer) int {
 	a := &app{stdout: stdout, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, nil))}
 	root := newRoot(a)
@@ -196,6 +197,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stderr, "error: %s: %s\n", code, oneLine(msg))
+	if core.KindOf(err) == core.KindUsage {
+		return 2
+	}
 	return 1
 }
 

@@ -35,7 +35,7 @@ const (
 )
 
 // CodeRateLimited is a caller over its request rate (HTTP 429).
-const CodeRateLimited = "AML_RATE_LIMITED"
+const CodeRateLimited = core.CodeRateLimited
 
 // Options configure the handler beyond the shared dependencies.
 type Options struct {
@@ -146,7 +146,7 @@ func (s *Server) build() chi.Router {
 		writeError(w, core.Errorf(core.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &core.Error{Code: core.CodeUsage, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path), Status: http.StatusMethodNotAllowed})
+		auth.WriteErrorStatus(w, http.StatusMethodNotAllowed, core.Errorf(core.CodeUsage, "method %s not allowed on %s", r.Method, r.URL.Path))
 	})
 	authn := auth.Middleware(s.o.Verifier, s.o.Dev)
 
@@ -219,7 +219,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		}
 		if wait, ok := s.limiter.allow(key, time.Now()); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-			writeError(w, &core.Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %g requests per second; retry in %s", s.o.RatePerSec, wait.Round(time.Millisecond)), Status: http.StatusTooManyRequests})
+			writeError(w, &core.Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %g requests per second; retry in %s", s.o.RatePerSec, wait.Round(time.Millisecond))})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -284,7 +284,7 @@ func (c *call) request(rt route, op *app.Op) (any, error) {
 
 // TooLarge is the 413 error of a body over limit bytes.
 func TooLarge(limit int64) *core.Error {
-	return &core.Error{Code: core.CodeQuotaExceeded, Field: "body", Status: http.StatusRequestEntityTooLarge,
+	return &core.Error{Code: core.CodeQuotaExceeded, Field: "body",
 		Message: fmt.Sprintf("request body larger than %d bytes", limit)}
 }
 

@@ -47,6 +47,9 @@ type App struct {
 	log   *slog.Logger
 
 	jobLines sync.Map // job id → line id
+
+	obsMu sync.Mutex
+	obs   []func(op string, d time.Duration, out any, err error)
 }
 
 // New returns the application over d.
@@ -119,4 +122,21 @@ func filter[T any](p Principal, items []T, line func(T) string) []T {
 		}
 	}
 	return out
+}
+
+// OnDone registers f to be told of every finished use case (its name, how
+// long it ran, its answer and its error): metrics of the serving process.
+func (a *App) OnDone(f func(op string, d time.Duration, out any, err error)) {
+	a.obsMu.Lock()
+	defer a.obsMu.Unlock()
+	a.obs = append(a.obs, f)
+}
+
+func (a *App) done(op string, d time.Duration, out any, err error) {
+	a.obsMu.Lock()
+	obs := a.obs
+	a.obsMu.Unlock()
+	for _, f := range obs {
+		f(op, d, out, err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
@@ -48,7 +49,10 @@ func run[Req, Resp any](ctx context.Context, a *App, p Principal, op *Op, req Re
 		}
 		defer release()
 	}
-	return fn(ctx, p, req)
+	t0 := time.Now()
+	out, err := fn(ctx, p, req)
+	a.done(op.Name, time.Since(t0), out, err)
+	return out, err
 }
 
 // bind fills op's types and its reflective entry point from the method

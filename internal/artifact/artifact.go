@@ -18,7 +18,7 @@ import (
 
 // CodeTampered is the code of a stored artifact whose bytes do not match
 // their recorded sha256 (a chunk, a file or the tree).
-const CodeTampered = "AML_ARTIFACT_TAMPERED"
+const CodeTampered = core.CodeArtifactTampered
 
 // File is one regular file of a tree.
 type File struct {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 // CodeAuditTampered is the stable error code of a failed verification: an
 // entry was changed, removed or reordered, or the log no longer contains a
 // head recorded earlier. HTTP 409.
-const CodeAuditTampered = "AML_AUDIT_TAMPERED"
+const CodeAuditTampered = core.CodeAuditTampered
 
 // GenesisHash is the prevHash of the first entry: 64 zeros.
 const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -334,9 +333,7 @@ func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (Verif
 		fail(res.HeadSeq+1, "the log ends at entry %d but the recorded head is entry %d (%.12s…): entries %d..%d were removed", res.HeadSeq, wantSeq, wantHash, res.HeadSeq+1, wantSeq)
 	}
 	if res.FirstBad != 0 {
-		e := core.Errorf(CodeAuditTampered, "audit log tampered at seq %d: %s (%d entries read)", res.FirstBad, res.Problem, res.Entries)
-		e.Status = http.StatusConflict
-		return res, e
+		return res, core.Errorf(CodeAuditTampered, "audit log tampered at seq %d: %s (%d entries read)", res.FirstBad, res.Problem, res.Entries)
 	}
 	res.OK = true
 	return res, nil

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"github.com/aml-project/aml/internal/audit"
 	"math"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -81,8 +80,8 @@ func wantTampered(t *testing.T, res audit.VerifyResult, err error, seq int64, fr
 		t.Fatalf("want %s, got %v (result %+v)", audit.CodeAuditTampered, err, res)
 	}
 	var ae *core.Error
-	if errors.As(err, &ae); ae.Status != http.StatusConflict {
-		t.Fatalf("status %d, want 409", ae.Status)
+	if errors.As(err, &ae); ae.Kind() != core.KindConflict {
+		t.Fatalf("kind %s, want conflict (HTTP 409)", ae.Kind())
 	}
 	if res.OK || res.FirstBad != seq {
 		t.Fatalf("first bad %d ok %v, want %d: %s", res.FirstBad, res.OK, seq, res.Problem)

@@ -60,11 +60,11 @@ func Middleware(v Verifier, dev bool) func(http.Handler) http.Handler {
 }
 
 // CodeUnauthenticated is a missing, unknown or revoked token (HTTP 401).
-const CodeUnauthenticated = "AML_UNAUTHENTICATED"
+const CodeUnauthenticated = core.CodeUnauthenticated
 
 // Unauthenticated returns a 401 AML_UNAUTHENTICATED error (field "token").
 func Unauthenticated(msg string) *core.Error {
-	return &core.Error{Code: CodeUnauthenticated, Message: msg, Field: "token", Status: http.StatusUnauthorized}
+	return &core.Error{Code: CodeUnauthenticated, Message: msg, Field: "token"}
 }
 
 // Token extracts the presented token: the Authorization bearer token, else
@@ -102,18 +102,37 @@ type ErrorBody struct {
 	Field   string `json:"field,omitempty"`
 }
 
-// StatusOf is the HTTP status of err: the *core.Error's Status, else the
-// status of its code.
-func StatusOf(err error) int {
-	var ae *core.Error
-	if errors.As(err, &ae) {
-		if ae.Status != 0 {
-			return ae.Status
-		}
-		return core.StatusFor(ae.Code)
+// kindStatus is the HTTP status of each error kind: the one place where
+// AML's errors meet HTTP (docs/errors.md shows it per code).
+var kindStatus = map[core.Kind]int{
+	core.KindInvalid:         http.StatusBadRequest,
+	core.KindUsage:           http.StatusBadRequest,
+	core.KindUnauthenticated: http.StatusUnauthorized,
+	core.KindForbidden:       http.StatusForbidden,
+	core.KindNotFound:        http.StatusNotFound,
+	core.KindConflict:        http.StatusConflict,
+	core.KindExpired:         http.StatusGone,
+	core.KindTooLarge:        http.StatusRequestEntityTooLarge,
+	core.KindUnprocessable:   http.StatusUnprocessableEntity,
+	core.KindRateLimited:     http.StatusTooManyRequests,
+	core.KindInternal:        http.StatusInternalServerError,
+	core.KindFailed:          http.StatusInternalServerError,
+	core.KindUpstream:        http.StatusBadGateway,
+	core.KindUnavailable:     http.StatusServiceUnavailable,
+}
+
+// HTTPStatus is the HTTP status of errors of kind k (500 for an unknown
+// kind).
+func HTTPStatus(k core.Kind) int {
+	if s, ok := kindStatus[k]; ok {
+		return s
 	}
 	return http.StatusInternalServerError
 }
+
+// StatusOf is the HTTP status of err: that of its code's kind; 500 for an
+// error without an AML code.
+func StatusOf(err error) int { return HTTPStatus(core.KindOf(err)) }
 
 // BodyOf is the error body of err.
 func BodyOf(err error) ErrorBody {
@@ -126,10 +145,15 @@ func BodyOf(err error) ErrorBody {
 
 // WriteError writes err as {code,message,field} with its HTTP status. It is
 // shared by the API, MCP over HTTP and the UI so errors look the same.
-func WriteError(w http.ResponseWriter, err error) {
+func WriteError(w http.ResponseWriter, err error) { WriteErrorStatus(w, StatusOf(err), err) }
+
+// WriteErrorStatus is WriteError with a status the transport chose itself
+// rather than the one of err's kind (405 for a method a route does not
+// allow, whose code is AML_USAGE).
+func WriteErrorStatus(w http.ResponseWriter, status int, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(StatusOf(err))
+	w.WriteHeader(status)
 	// The body is plain strings, so only the write can fail: the client is
 	// gone and the status already sent.
 	_ = json.NewEncoder(w).Encode(BodyOf(err))

@@ -96,8 +96,8 @@ func FuzzCanonicalJSON(f *testing.F) {
 
 func TestErrors(t *testing.T) {
 	e := FieldErrorf(CodeIngestInvalid, "a.csv:3:2", "bad value %q", "x")
-	if e.Error() != `AML_INGEST_INVALID: a.csv:3:2: bad value "x"` || e.Status != 422 {
-		t.Fatalf("%v %d", e, e.Status)
+	if e.Error() != `AML_INGEST_INVALID: a.csv:3:2: bad value "x"` || e.Kind() != KindUnprocessable {
+		t.Fatalf("%v %s", e, e.Kind())
 	}
 	if CodeOf(Wrap(CodeConflict, e, "ctx")) != CodeIngestInvalid {
 		t.Fatal("wrap lost the code")

@@ -3,51 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
-)
-
-// Stable error codes. They are part of the public contract (CLI, API, MCP):
-// never rename one, only add.
-const (
-	CodeInternal         = "AML_INTERNAL"
-	CodeUsage            = "AML_USAGE"
-	CodeNotFound         = "AML_NOT_FOUND"
-	CodeConflict         = "AML_CONFLICT"
-	CodeInvalidArgument  = "AML_INVALID_ARGUMENT"
-	CodeIngestInvalid    = "AML_INGEST_INVALID"
-	CodeSchemaTooNew     = "AML_SCHEMA_TOO_NEW"
-	CodeSchemaMismatch   = "AML_SCHEMA_MISMATCH"
-	CodeNonFinite        = "AML_NON_FINITE"
-	CodeStoreUnavailable = "AML_STORE_UNAVAILABLE"
-	CodeSpecInvalid      = "AML_SPEC_INVALID"
-	CodeDatasetTampered  = "AML_DATASET_TAMPERED"
-	CodeStageRace        = "AML_STAGE_RACE"
-	CodeEnvBusy          = "ENV_BUSY"
-	// CodeUnitContractInvalid: a unit contract (scale/offset/unit) is
-	// missing or unusable; AML never falls back to scale 1 / offset 0.
-	CodeUnitContractInvalid = "UNIT_CONTRACT_INVALID"
-	CodeQuotaExceeded       = "AML_QUOTA_EXCEEDED"
-	CodeDatasetEmpty        = "AML_DATASET_EMPTY"
-	CodeInUse               = "AML_IN_USE"
-	CodeJobConflict         = "AML_JOB_CONFLICT"
-	CodeQueueFull           = "AML_QUEUE_FULL"
-	CodeModelTampered       = "AML_MODEL_TAMPERED"
-	CodeGateFailed          = "AML_GATE_FAILED"
-	CodeJobTimeout          = "AML_JOB_TIMEOUT"
-	CodeJobStalled          = "AML_JOB_STALLED"
-	CodeTrainerFailed       = "AML_TRAINER_FAILED"
-	CodeWorkerLost          = "AML_WORKER_LOST"
-	CodeForbidden           = "AML_FORBIDDEN"
-	CodePhysicsInvalid      = "AML_PHYSICS_INVALID"
-	CodePhysicsNonFinite    = "AML_PHYSICS_NON_FINITE"
-	CodeModelInvalid        = "AML_MODEL_INVALID"
-	CodeAuditTampered       = "AML_AUDIT_TAMPERED"
-	CodeContractInvalid     = "AML_CONTRACT_INVALID"
-	CodeSceneFrozen         = "AML_SCENE_FROZEN"
-	CodeCertInvalid         = "AML_CERT_INVALID"
-	CodeCertRefused         = "AML_CERT_REFUSED"
-	CodeCertExpired         = "AML_CERT_EXPIRED"
 )
 
 // Problem is one finding of a validation that reports every problem at once.
@@ -56,13 +12,13 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
-// Error is AML's typed error: a stable code, a human message, the offending
-// field (a flag, a JSON path, a file:line:column) and the HTTP status.
+// Error is AML's typed error: a stable code (registered in codes.go with
+// its kind), a human message and the offending field (a flag, a JSON path,
+// a file:line:column). Transports derive their status from the code's kind.
 type Error struct {
 	Code    string
 	Message string
 	Field   string
-	Status  int
 	// Problems lists every finding when a validation found several; Field
 	// and Message then describe the first.
 	Problems []Problem
@@ -95,9 +51,9 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf builds an *Error with the default HTTP status for code.
+// Errorf builds an *Error with code.
 func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Status: StatusFor(code)}
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // FieldErrorf builds an *Error that names the offending field.
@@ -132,33 +88,4 @@ func CodeOf(err error) string {
 		return ae.Code
 	}
 	return CodeInternal
-}
-
-// StatusFor maps a code to its HTTP status.
-func StatusFor(code string) int {
-	switch code {
-	case CodeNotFound:
-		return http.StatusNotFound
-	case CodeConflict, CodeStageRace, CodeEnvBusy:
-		return http.StatusConflict
-	case CodeUsage, CodeInvalidArgument, CodeNonFinite:
-		return http.StatusBadRequest
-	case CodeIngestInvalid, CodeSpecInvalid, CodeDatasetTampered, CodeUnitContractInvalid, CodeDatasetEmpty,
-		CodePhysicsInvalid, CodePhysicsNonFinite, CodeModelInvalid, CodeContractInvalid, CodeCertInvalid, CodeCertRefused:
-		return http.StatusUnprocessableEntity
-	case CodeQuotaExceeded:
-		return http.StatusRequestEntityTooLarge
-	case CodeInUse, CodeJobConflict, CodeModelTampered, CodeGateFailed, CodeAuditTampered, CodeSceneFrozen:
-		return http.StatusConflict
-	case CodeQueueFull:
-		return http.StatusTooManyRequests
-	case CodeCertExpired:
-		return http.StatusGone
-	case CodeForbidden:
-		return http.StatusForbidden
-	case CodeStoreUnavailable, CodeSchemaTooNew, CodeSchemaMismatch:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
-	}
 }

@@ -223,8 +223,8 @@ func TestSpecUnitContractOnlyProblems(t *testing.T) {
 	if got := specFields(ae); !slices.Equal(got, want) {
 		t.Errorf("fields %v, want %v", got, want)
 	}
-	if ae.Status != 422 {
-		t.Errorf("status %d", ae.Status)
+	if ae.Kind() != core.KindUnprocessable {
+		t.Errorf("kind %s", ae.Kind())
 	}
 }
 

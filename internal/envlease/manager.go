@@ -20,9 +20,9 @@ const (
 )
 
 // CodeRebuildFailed is the error code of a rebuild command that could not
-// be started or exited with a non-zero status (HTTP 500). It is local to
-// this package: core has no code for an external command's failure.
-const CodeRebuildFailed = "ENV_REBUILD_FAILED"
+// be started or exited with a non-zero status (HTTP 500); registered in
+// internal/core/codes.go.
+const CodeRebuildFailed = core.CodeEnvRebuildFailed
 
 // Manager coordinates the environments of one data directory. Any number of
 // Managers, in any number of processes, may share a data directory: all

@@ -264,7 +264,7 @@ func TestEvaluateRejectsBadPredictions(t *testing.T) {
 	} {
 		_, err := Evaluate(context.Background(), b, c.p)
 		var ae *core.Error
-		if core.CodeOf(err) != model.CodeModelInvalid || !asCore(err, &ae) || ae.Status != 422 {
+		if core.CodeOf(err) != model.CodeModelInvalid || !asCore(err, &ae) || ae.Kind() != core.KindUnprocessable {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 	}

@@ -68,7 +68,7 @@ func IngestFiles(ctx context.Context, ts core.TimeSeries, files []string, opts C
 	return reports, nil
 }
 
-// fileError makes err name file, keeping its code, field and status.
+// fileError makes err name file, keeping its code and field.
 func fileError(file string, err error) error {
 	var ae *core.Error
 	if !errors.As(err, &ae) {
@@ -78,7 +78,7 @@ func fileError(file string, err error) error {
 	if !strings.HasPrefix(msg, file+":") {
 		msg = "ingest " + file + ": " + msg
 	}
-	return &core.Error{Code: ae.Code, Message: msg, Field: ae.Field, Status: ae.Status, Err: err}
+	return &core.Error{Code: ae.Code, Message: msg, Field: ae.Field, Err: err}
 }
 
 func ingestFile(ctx context.Context, ts core.TimeSeries, file string, opts CSVOptions, progress func(string, int64, int64)) (FileReport, error) {

@@ -603,7 +603,7 @@ func TestHTTP(t *testing.T) {
 		"aml_job_submit":           {"datasetId": demo.DatasetID, "trainer": "linear_state_space@1"},
 		"twin_snapshot_create":     {"sceneId": scene},
 	} {
-		if te := callErr(t, viewer, name, args); te.Code != core.CodeForbidden || te.Field != "role" || te.Status != http.StatusForbidden {
+		if te := callErr(t, viewer, name, args); te.Code != core.CodeForbidden || te.Field != "role" || te.Status != http.StatusForbidden || te.Kind != core.KindForbidden {
 			t.Errorf("viewer %s: %+v", name, te)
 		}
 	}

@@ -124,9 +124,11 @@ func add[In, Out any](s *sdk.Server, def toolDef, fn func(ctx context.Context, i
 }
 
 // ToolError is the structured content of a failed tool call: the AML
-// error's code, message, offending field and HTTP-equivalent status.
+// error's code, its kind (docs/errors.md), message, offending field and
+// HTTP-equivalent status.
 type ToolError struct {
 	Code     string         `json:"code"`
+	Kind     core.Kind      `json:"kind"`
 	Message  string         `json:"message"`
 	Field    string         `json:"field,omitempty"`
 	Status   int            `json:"status"`
@@ -134,8 +136,8 @@ type ToolError struct {
 }
 
 // toolErrors rewrites failed tool calls so a client sees the AML error:
-// text "CODE: field: message" and structured content {code, message,
-// field, status}. Errors the SDK raises before a handler runs (arguments
+// text "CODE: field: message" and structured content {code, kind,
+// message, field, status}. Errors the SDK raises before a handler runs (arguments
 // that do not match the input schema) become AML_INVALID_ARGUMENT on field
 // "arguments".
 func toolErrors(next sdk.MethodHandler) sdk.MethodHandler {
@@ -155,10 +157,7 @@ func toolErrors(next sdk.MethodHandler) sdk.MethodHandler {
 		if ae == nil {
 			return res, err
 		}
-		te := ToolError{Code: ae.Code, Message: ae.Message, Field: ae.Field, Status: ae.Status, Problems: ae.Problems}
-		if te.Status == 0 {
-			te.Status = core.StatusFor(ae.Code)
-		}
+		te := ToolError{Code: ae.Code, Kind: ae.Kind(), Message: ae.Message, Field: ae.Field, Status: auth.StatusOf(ae), Problems: ae.Problems}
 		r.Content = []sdk.Content{&sdk.TextContent{Text: ae.Error()}}
 		r.StructuredContent = te
 		return r, nil

@@ -28,7 +28,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -42,11 +41,7 @@ import (
 
 // CodeModelInvalid: a model artifact is missing, unreadable, of an unknown
 // format or does not fit the dataset it is used with. HTTP 422.
-const CodeModelInvalid = "AML_MODEL_INVALID"
-
-// StatusModelInvalid is the HTTP status of CodeModelInvalid. (core.StatusFor
-// does not know this code; errors built here carry the status themselves.)
-const StatusModelInvalid = http.StatusUnprocessableEntity
+const CodeModelInvalid = core.CodeModelInvalid
 
 // Artifact formats.
 const (
@@ -103,9 +98,7 @@ func Invalidf(field, format string, args ...any) *core.Error { return invalid(fi
 
 // invalid builds an AML_MODEL_INVALID error (HTTP 422).
 func invalid(field, format string, args ...any) *core.Error {
-	e := core.FieldErrorf(CodeModelInvalid, field, format, args...)
-	e.Status = StatusModelInvalid
-	return e
+	return core.FieldErrorf(CodeModelInvalid, field, format, args...)
 }
 
 // problems collects every finding of a validation.
@@ -120,7 +113,6 @@ func (p problems) err(prefix string) error {
 	if e == nil {
 		return nil
 	}
-	e.Status = StatusModelInvalid
 	if prefix != "" {
 		e.Message = prefix + ": " + e.Message
 	}

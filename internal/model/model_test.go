@@ -152,7 +152,7 @@ func wantInvalid(t *testing.T, err error, fields ...string) {
 func invalidErr(t *testing.T, err error, fields ...string) *core.Error {
 	t.Helper()
 	var ae *core.Error
-	if !errors.As(err, &ae) || ae.Code != CodeModelInvalid || ae.Status != 422 {
+	if !errors.As(err, &ae) || ae.Code != CodeModelInvalid || ae.Kind() != core.KindUnprocessable {
 		t.Fatalf("want %s/422, got %v", CodeModelInvalid, err)
 	}
 	for _, f := range fields {

@@ -2,7 +2,6 @@ package physics
 
 import (
 	"fmt"
-	"net/http"
 	"sort"
 
 	"github.com/aml-project/aml/internal/core"
@@ -15,28 +14,18 @@ const (
 	// check (names, arguments, units, domains, cycles, equations). Every
 	// finding is in [core.Error.Problems], each Field is "file:line:col".
 	// HTTP 422.
-	CodePhysicsInvalid = "AML_PHYSICS_INVALID"
+	CodePhysicsInvalid = core.CodePhysicsInvalid
 	// CodePhysicsNonFinite: a simulation step produced NaN or ±Inf in a
 	// state or an output. Field names the variable ("next(x)", "d(x)" or the
 	// output name). HTTP 422.
-	CodePhysicsNonFinite = "AML_PHYSICS_NON_FINITE"
+	CodePhysicsNonFinite = core.CodePhysicsNonFinite
 )
 
 // Wrong vector lengths, out-of-bounds or non-finite parameters and other
 // caller mistakes use [core.CodeInvalidArgument] (HTTP 400).
 
-func statusFor(code string) int {
-	switch code {
-	case CodePhysicsInvalid, CodePhysicsNonFinite:
-		return http.StatusUnprocessableEntity
-	}
-	return core.StatusFor(code)
-}
-
 func newErr(code, field, format string, args ...any) *core.Error {
-	e := core.FieldErrorf(code, field, format, args...)
-	e.Status = statusFor(code)
-	return e
+	return core.FieldErrorf(code, field, format, args...)
 }
 
 // Pos is a position in a model source: 1-based line and column. Columns
@@ -102,7 +91,5 @@ func (d *diag) err() error {
 	if len(d.errs) == 0 {
 		return nil
 	}
-	e := core.Invalid(CodePhysicsInvalid, d.problems(d.errs))
-	e.Status = statusFor(CodePhysicsInvalid)
-	return e
+	return core.Invalid(CodePhysicsInvalid, d.problems(d.errs))
 }

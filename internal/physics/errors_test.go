@@ -2,7 +2,6 @@ package physics
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -27,8 +26,8 @@ func parseErr(t *testing.T, src string) *core.Error {
 	if !errors.As(err, &ae) {
 		t.Fatalf("untyped error %T: %v", err, err)
 	}
-	if ae.Code != CodePhysicsInvalid || ae.Status != http.StatusUnprocessableEntity {
-		t.Fatalf("code %s status %d", ae.Code, ae.Status)
+	if ae.Code != CodePhysicsInvalid || ae.Kind() != core.KindUnprocessable {
+		t.Fatalf("code %s kind %s", ae.Code, ae.Kind())
 	}
 	if ae.Field != ae.Problems[0].Field {
 		t.Fatalf("field %s vs first problem %s", ae.Field, ae.Problems[0].Field)

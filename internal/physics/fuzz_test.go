@@ -40,7 +40,7 @@ func FuzzParse(f *testing.F) {
 		m, err := Parse("fuzz.aml", src)
 		if err != nil {
 			var ae *core.Error
-			if !errors.As(err, &ae) || ae.Code != CodePhysicsInvalid || len(ae.Problems) == 0 || ae.Status != 422 {
+			if !errors.As(err, &ae) || ae.Code != CodePhysicsInvalid || len(ae.Problems) == 0 || ae.Kind() != core.KindUnprocessable {
 				t.Fatalf("untyped or empty error: %#v", err)
 			}
 			lines := strings.Count(string(src), "\n") + 1

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/twinstore"
@@ -13,10 +12,10 @@ const (
 	// CodeShadowMissing: no shadow evidence is stored for the model (it
 	// has not been compared with what the line did on a run after it was
 	// made: aml twin shadow --model ID).
-	CodeShadowMissing = "AML_SHADOW_MISSING"
+	CodeShadowMissing = core.CodeShadowMissing
 	// CodeTwinGateFailed: the model's latest twin gate evaluation did not
 	// pass, or there is none.
-	CodeTwinGateFailed = "AML_TWIN_GATE_FAILED"
+	CodeTwinGateFailed = core.CodeTwinGateFailed
 )
 
 // FormatHybrid is the artifact format of hybrid_residual@1 (the physics +
@@ -63,7 +62,5 @@ func (r *Registry) checkTwinEvidence(ctx context.Context, m core.Model) error {
 }
 
 func refusal(code, field, format string, args ...any) error {
-	e := core.FieldErrorf(code, field, format, args...)
-	e.Status = http.StatusConflict
-	return e
+	return core.FieldErrorf(code, field, format, args...)
 }

@@ -58,15 +58,11 @@ type CertListItem struct {
 }
 
 func certInvalid(format string, args ...any) *core.Error {
-	e := core.Errorf(cert.CodeCertInvalid, format, args...)
-	e.Status = cert.StatusCertInvalid
-	return e
+	return core.Errorf(cert.CodeCertInvalid, format, args...)
 }
 
 func refused(field, format string, args ...any) *core.Error {
-	e := core.Invalid(cert.CodeCertRefused, []core.Problem{{Field: field, Message: fmt.Sprintf(format, args...)}})
-	e.Status = cert.StatusCertRefused
-	return e
+	return core.Invalid(cert.CodeCertRefused, []core.Problem{{Field: field, Message: fmt.Sprintf(format, args...)}})
 }
 
 // IssueCertificate certifies the stored trial trialID for requester: the

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/aml-project/aml/internal/audit"
@@ -17,7 +16,7 @@ import (
 
 // CodeKeyMismatch refuses a process whose signing key is not the
 // deployment's (HTTP 409): its certificates would not verify elsewhere.
-const CodeKeyMismatch = "AML_CERT_KEY_MISMATCH"
+const CodeKeyMismatch = core.CodeCertKeyMismatch
 
 // AuditKeyRegister is the audit action of the deployment key's
 // registration (subject: the key id).
@@ -45,7 +44,7 @@ func (s *Store) RegisterSigningKey(ctx context.Context, k *cert.KeyPair, by stri
 	case id == k.ID:
 		return nil
 	default:
-		return &core.Error{Code: CodeKeyMismatch, Field: "keyId", Status: http.StatusConflict,
+		return &core.Error{Code: CodeKeyMismatch, Field: "keyId",
 			Message: "this data directory's certificate signing key " + k.ID + " is not the deployment's key " + id +
 				" registered in the database: every process sharing the database must sign with the same key — copy cert-key.json from a data directory holding key " + id + " into this one (aml cert key shows the id)"}
 	}
@@ -79,7 +78,7 @@ func (s *Store) DeploymentKeyID(ctx context.Context) (string, error) {
 // key in a deployment that has one: creating a new key there would only
 // make a key that is refused.
 func MissingKeyError(keyID string) error {
-	return &core.Error{Code: CodeKeyMismatch, Field: "keyId", Status: http.StatusConflict,
+	return &core.Error{Code: CodeKeyMismatch, Field: "keyId",
 		Message: "this data directory has no certificate signing key and the database's deployment signs with key " + keyID +
 			": copy cert-key.json from a data directory holding key " + keyID + " into this one (aml cert key shows the id)"}
 }

@@ -36,7 +36,7 @@ func TestSigningKeyRegistry(t *testing.T) {
 		}
 		err = other.RegisterSigningKey(ctx, k2, "serve-c")
 		var ce *core.Error
-		if core.CodeOf(err) != twinstore.CodeKeyMismatch || !errors.As(err, &ce) || ce.Status != 409 {
+		if core.CodeOf(err) != twinstore.CodeKeyMismatch || !errors.As(err, &ce) || ce.Kind() != core.KindConflict {
 			t.Fatalf("other key: %v", err)
 		}
 		for _, id := range []string{k1.ID, k2.ID} {

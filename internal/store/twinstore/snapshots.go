@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/aml-project/aml/internal/audit"
@@ -21,7 +20,7 @@ const AuditSnapshotCreate = "snapshot.create"
 // CodeSnapshotTampered: a stored twin snapshot no longer matches its hash
 // or its row (edited behind the store's back). HTTP 422, like a tampered
 // dataset.
-const CodeSnapshotTampered = "AML_SNAPSHOT_TAMPERED"
+const CodeSnapshotTampered = core.CodeSnapshotTampered
 
 // MaxSnapshotList caps ListSnapshots.
 const MaxSnapshotList = 10_000
@@ -110,9 +109,7 @@ func scanSnapshotInfo(sc interface{ Scan(...any) error }, extra ...any) (Snapsho
 }
 
 func snapshotTampered(id, format string, args ...any) error {
-	e := core.FieldErrorf(CodeSnapshotTampered, "snapshot", "snapshot "+id+": "+format, args...)
-	e.Status = http.StatusUnprocessableEntity
-	return e
+	return core.FieldErrorf(CodeSnapshotTampered, "snapshot", "snapshot "+id+": "+format, args...)
 }
 
 // GetSnapshot returns the stored snapshot id, verified: its JSON decodes

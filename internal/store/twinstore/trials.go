@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"net/http"
 	"strings"
 	"time"
 
@@ -21,8 +20,8 @@ import (
 // with it — it was edited behind the store's back. HTTP 422, like a
 // tampered snapshot or dataset.
 const (
-	CodeTrialTampered     = "AML_TRIAL_TAMPERED"
-	CodeObjectiveTampered = "AML_OBJECTIVE_TAMPERED"
+	CodeTrialTampered     = core.CodeTrialTampered
+	CodeObjectiveTampered = core.CodeObjectiveTampered
 )
 
 // Audit actions of trials and objectives.
@@ -40,9 +39,7 @@ const (
 )
 
 func tampered(code, format string, args ...any) *core.Error {
-	e := core.Errorf(code, format, args...)
-	e.Status = http.StatusUnprocessableEntity
-	return e
+	return core.Errorf(code, format, args...)
 }
 
 // TrialRecord is a stored virtual trial with the columns derived from it.

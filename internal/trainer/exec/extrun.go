@@ -38,10 +38,10 @@ const (
 	// CodePredictInvalid: an executable predictor failed or produced an
 	// unusable answer (missing yhat.f32, wrong size, NaN/Inf, non-zero
 	// exit, timeout).
-	CodePredictInvalid = "AML_PREDICT_INVALID"
+	CodePredictInvalid = core.CodePredictInvalid
 	// CodeTrainerStartFailed: the trainer could not be started (command not
 	// found or not executable, sandbox setup failed, …).
-	CodeTrainerStartFailed = "AML_TRAINER_START_FAILED"
+	CodeTrainerStartFailed = core.CodeTrainerStartFailed
 )
 
 // Limits and defaults.

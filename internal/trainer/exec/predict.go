@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,7 +202,6 @@ func orUnknown(s string) string {
 func predictInvalid(format string, args ...any) *core.Error {
 	e := core.Errorf(CodePredictInvalid, format, args...)
 	e.Field = "predictor"
-	e.Status = http.StatusUnprocessableEntity
 	return e
 }
 

@@ -89,7 +89,7 @@ func TestPredictInvalid(t *testing.T) {
 				t.Fatalf("err %v, out %v", err, out)
 			}
 			var ae *core.Error
-			if !errors.As(err, &ae) || ae.Status != 422 {
+			if !errors.As(err, &ae) || ae.Kind() != core.KindUnprocessable {
 				t.Fatalf("status: %v", err)
 			}
 			if !strings.Contains(err.Error(), c.want) {

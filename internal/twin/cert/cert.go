@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -21,29 +20,21 @@ const (
 	// CodeCertInvalid: a certificate is malformed, its hash does not match
 	// its signed body, its signature does not verify, or it was signed by
 	// another key. HTTP 422.
-	CodeCertInvalid = "AML_CERT_INVALID"
+	CodeCertInvalid = core.CodeCertInvalid
 	// CodeCertExpired: the certificate's expiresAt has passed; a transition
 	// that found it so also marked it EXPIRED. HTTP 410.
-	CodeCertExpired = "AML_CERT_EXPIRED"
+	CodeCertExpired = core.CodeCertExpired
 	// CodeCertRefused: a certificate was not issued because its input does
 	// not qualify (trial failed or does not fit the scene, no improvement,
 	// scene not frozen, missing hashes). Every reason is in Problems.
 	// HTTP 422.
-	CodeCertRefused = "AML_CERT_REFUSED"
+	CodeCertRefused = core.CodeCertRefused
 )
 
 // Other failures use core codes: a transition not allowed from the current
 // status is AML_CONFLICT (409), self-approval AML_FORBIDDEN (403), a bad
 // argument (empty approver, TTL out of range, no key) AML_INVALID_ARGUMENT
 // (400).
-
-// HTTP statuses of this package's codes (core.StatusFor does not know
-// them; errors built here carry the status themselves).
-const (
-	StatusCertInvalid = http.StatusUnprocessableEntity
-	StatusCertExpired = http.StatusGone
-	StatusCertRefused = http.StatusUnprocessableEntity
-)
 
 // TTL bounds.
 const (
@@ -54,10 +45,8 @@ const (
 	MaxTTL = 24 * time.Hour
 )
 
-func newErr(code string, status int, field, format string, args ...any) *core.Error {
-	e := core.FieldErrorf(code, field, format, args...)
-	e.Status = status
-	return e
+func newErr(code, field, format string, args ...any) *core.Error {
+	return core.FieldErrorf(code, field, format, args...)
 }
 
 // IssueInput is what a certificate is issued from.
@@ -178,9 +167,7 @@ func Issue(in IssueInput, k *KeyPair, now time.Time, ttl time.Duration) (*contra
 		id = "rec-" + hex.EncodeToString(b[:])
 	}
 	if len(p) > 0 {
-		e := core.Invalid(CodeCertRefused, p)
-		e.Status = StatusCertRefused
-		return nil, e
+		return nil, core.Invalid(CodeCertRefused, p)
 	}
 
 	t := in.Trial
@@ -254,33 +241,32 @@ func isHexHash(s string) bool {
 // clock (see CanWrite, Authorize).
 func Verify(c *contract.RecommendationCertificate, pub ed25519.PublicKey) error {
 	if c == nil {
-		return newErr(CodeCertInvalid, StatusCertInvalid, "", "no certificate")
+		return newErr(CodeCertInvalid, "", "no certificate")
 	}
 	if len(pub) != ed25519.PublicKeySize {
-		return newErr(CodeCertInvalid, StatusCertInvalid, "keyId", "verification key is not an Ed25519 public key")
+		return newErr(CodeCertInvalid, "keyId", "verification key is not an Ed25519 public key")
 	}
 	if err := c.Validate(); err != nil {
 		e := core.Invalid(CodeCertInvalid, contract.ProblemsOf(err))
 		if e == nil {
-			return newErr(CodeCertInvalid, StatusCertInvalid, "", "%v", err)
+			return newErr(CodeCertInvalid, "", "%v", err)
 		}
-		e.Status = StatusCertInvalid
 		return e
 	}
 	if id := KeyID(pub); c.KeyID != id {
-		return newErr(CodeCertInvalid, StatusCertInvalid, "keyId", "certificate names key %s, verifying with key %s", c.KeyID, id)
+		return newErr(CodeCertInvalid, "keyId", "certificate names key %s, verifying with key %s", c.KeyID, id)
 	}
 	h, err := c.BodyHash()
 	if err != nil {
-		return newErr(CodeCertInvalid, StatusCertInvalid, "certificateHash", "cannot hash the signed body: %v", err)
+		return newErr(CodeCertInvalid, "certificateHash", "cannot hash the signed body: %v", err)
 	}
 	if h != c.CertificateHash {
-		return newErr(CodeCertInvalid, StatusCertInvalid, "certificateHash", "the signed body hashes to %s, the certificate says %s: a signed field was changed", h, c.CertificateHash)
+		return newErr(CodeCertInvalid, "certificateHash", "the signed body hashes to %s, the certificate says %s: a signed field was changed", h, c.CertificateHash)
 	}
 	digest, _ := hex.DecodeString(h)
 	sig, err := base64.StdEncoding.DecodeString(c.Signature)
 	if err != nil || len(sig) != ed25519.SignatureSize || len(digest) != sha256.Size || !ed25519.Verify(pub, digest, sig) {
-		return newErr(CodeCertInvalid, StatusCertInvalid, "signature", "signature does not verify with key %s", c.KeyID)
+		return newErr(CodeCertInvalid, "signature", "signature does not verify with key %s", c.KeyID)
 	}
 	return nil
 }
@@ -319,7 +305,7 @@ func ExpireIfDue(c *contract.RecommendationCertificate, now time.Time) bool {
 }
 
 func expiredErr(c *contract.RecommendationCertificate) error {
-	return newErr(CodeCertExpired, StatusCertExpired, "expiresAt", "certificate %s expired at %s", c.RecommendationID, c.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	return newErr(CodeCertExpired, "expiresAt", "certificate %s expired at %s", c.RecommendationID, c.ExpiresAt.UTC().Format(time.RFC3339Nano))
 }
 
 func conflict(c *contract.RecommendationCertificate, action string, want ...contract.CertStatus) error {

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/rand/v2"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -167,7 +166,7 @@ func TestIssueRefusals(t *testing.T) {
 			}
 			wantCode(t, err, CodeCertRefused)
 			var ae *core.Error
-			if !errorsAs(err, &ae) || ae.Status != http.StatusUnprocessableEntity {
+			if !errorsAs(err, &ae) || ae.Kind() != core.KindUnprocessable {
 				t.Fatalf("status %+v", ae)
 			}
 			found := false
@@ -340,7 +339,7 @@ func TestExpiry(t *testing.T) {
 	err := CanWrite(c, at)
 	wantCode(t, err, CodeCertExpired)
 	var ae *core.Error
-	if !errorsAs(err, &ae) || ae.Status != http.StatusGone {
+	if !errorsAs(err, &ae) || ae.Kind() != core.KindExpired {
 		t.Fatalf("status %+v", ae)
 	}
 	if c.Status != contract.CertApproved {

@@ -3,7 +3,6 @@ package contract
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/aml-project/aml/internal/core"
 )
@@ -14,18 +13,11 @@ const (
 	// CodeContractInvalid: a twin contract (scene, binding, objective,
 	// trial, certificate, ...) fails validation. Every finding is in
 	// [core.Error.Problems], each Field a JSON path. HTTP 422.
-	CodeContractInvalid = "AML_CONTRACT_INVALID"
+	CodeContractInvalid = core.CodeContractInvalid
 	// CodeSceneFrozen: a change to a frozen scene contract was attempted.
 	// A frozen scene never changes; derive a new version with
 	// [SceneContract.NextVersion]. HTTP 409.
-	CodeSceneFrozen = "AML_SCENE_FROZEN"
-)
-
-// HTTP statuses of this package's codes. (core.StatusFor does not know
-// them; errors built here carry the status themselves.)
-const (
-	StatusContractInvalid = http.StatusUnprocessableEntity
-	StatusSceneFrozen     = http.StatusConflict
+	CodeSceneFrozen = core.CodeSceneFrozen
 )
 
 // problems collects every finding of a validation.
@@ -44,9 +36,7 @@ func (p problems) err() error {
 }
 
 func invalidErr(p []core.Problem) *core.Error {
-	e := core.Invalid(CodeContractInvalid, p)
-	e.Status = StatusContractInvalid
-	return e
+	return core.Invalid(CodeContractInvalid, p)
 }
 
 // Invalidf builds a single-problem AML_CONTRACT_INVALID error (HTTP 422).

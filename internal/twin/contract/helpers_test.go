@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +24,8 @@ func wantProblems(t *testing.T, err error, fields ...string) {
 		t.Fatalf("want code %s, got %s: %v", CodeContractInvalid, core.CodeOf(err), err)
 	}
 	var ae *core.Error
-	if !asErr(err, &ae) || ae.Status != http.StatusUnprocessableEntity {
-		t.Fatalf("want HTTP 422, got %+v", ae)
+	if !asErr(err, &ae) || ae.Kind() != core.KindUnprocessable {
+		t.Fatalf("want kind unprocessable (HTTP 422), got %+v", ae)
 	}
 	ps := ProblemsOf(err)
 	for _, f := range fields {

@@ -471,10 +471,8 @@ func (s *SceneContract) Hash() (string, error) {
 // frozen. Every code path that changes a stored scene calls it first.
 func (s *SceneContract) CheckMutable() error {
 	if s.Status == SceneFrozen {
-		e := core.FieldErrorf(CodeSceneFrozen, "status", "scene %s version %s was frozen by %s at %s and cannot change; create a new version",
+		return core.FieldErrorf(CodeSceneFrozen, "status", "scene %s version %s was frozen by %s at %s and cannot change; create a new version",
 			s.SceneID, s.SceneVersion, s.FrozenBy, s.FrozenAt.UTC().Format(time.RFC3339))
-		e.Status = StatusSceneFrozen
-		return e
 	}
 	return nil
 }

@@ -272,7 +272,7 @@ func TestFreezeCompareAndSet(t *testing.T) {
 		t.Fatalf("CheckMutable on frozen: %v", err)
 	}
 	var ae *core.Error
-	if !asErr(err, &ae) || ae.Status != 409 {
+	if !asErr(err, &ae) || ae.Kind() != core.KindConflict {
 		t.Fatalf("AML_SCENE_FROZEN status: %+v", ae)
 	}
 	if err := s.Freeze("carol", h2, t0); core.CodeOf(err) != CodeSceneFrozen {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"math"
-	"net/http"
 	"sync"
 
 	"github.com/aml-project/aml/internal/core"
@@ -23,20 +22,18 @@ import (
 const (
 	// CodeModelUnsupported: the model is not a twin model (format other
 	// than aml.hybrid/1). HTTP 422.
-	CodeModelUnsupported = "AML_TWIN_MODEL_UNSUPPORTED"
+	CodeModelUnsupported = core.CodeTwinModelUnsupported
 	// CodeWindowInvalid: a snapshot window cannot start a rollout (wrong
 	// grid, too short, a needed column entirely missing). HTTP 422.
-	CodeWindowInvalid = "AML_TWIN_WINDOW_INVALID"
+	CodeWindowInvalid = core.CodeTwinWindowInvalid
 	// CodeSceneMismatch: the scene, objective or snapshot does not fit the
 	// model (a scene control the model does not have, a target it does not
 	// predict). HTTP 422.
-	CodeSceneMismatch = "AML_TWIN_SCENE_MISMATCH"
+	CodeSceneMismatch = core.CodeTwinSceneMismatch
 )
 
 func errf(code, field, format string, args ...any) *core.Error {
-	e := core.FieldErrorf(code, field, format, args...)
-	e.Status = http.StatusUnprocessableEntity
-	return e
+	return core.FieldErrorf(code, field, format, args...)
 }
 
 // Twin is a loaded twin model: an aml.hybrid/1 model with its dataset's

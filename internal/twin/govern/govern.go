@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"math"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -23,10 +22,10 @@ import (
 const (
 	// CodeWriteDenied: the governed write was denied; Result.Reason holds
 	// the reason code. HTTP 403.
-	CodeWriteDenied = "AML_WRITE_DENIED"
+	CodeWriteDenied = core.CodeWriteDenied
 	// CodeWriteFailed: the write was allowed but did not complete with a
 	// verified readback (Result.Outcome says which move failed). HTTP 502.
-	CodeWriteFailed = "AML_WRITE_FAILED"
+	CodeWriteFailed = core.CodeWriteFailed
 )
 
 // Reason codes of denials decided here, before or after the guard (the
@@ -126,9 +125,7 @@ func (r *Result) Written() int {
 }
 
 func deniedErr(r *Result) error {
-	e := core.Errorf(CodeWriteDenied, "write under certificate %s denied (%s): %s", r.CertificateID, r.Reason, r.Detail)
-	e.Status = http.StatusForbidden
-	return e
+	return core.Errorf(CodeWriteDenied, "write under certificate %s denied (%s): %s", r.CertificateID, r.Reason, r.Detail)
 }
 
 // classify maps a load error to a denial reason.
@@ -260,9 +257,7 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		if _, err := st.AppendAudit(ctx, opts.Actor, twinstore.AuditWriteFailed, certID, res.LineID, payload); err != nil {
 			res.Detail += fmt.Sprintf(" (the failure could not be audited: %v)", err)
 		}
-		e := core.Errorf(CodeWriteFailed, "write under certificate %s failed: %s", certID, res.Detail)
-		e.Status = http.StatusBadGateway
-		return res, e
+		return res, core.Errorf(CodeWriteFailed, "write under certificate %s failed: %s", certID, res.Detail)
 	}
 	if _, err := st.AppendAudit(ctx, opts.Actor, twinstore.AuditWriteExecuted, certID, res.LineID, payload); err != nil {
 		return res, err

@@ -123,9 +123,7 @@ func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKe
 	for _, ch := range rep.Checks {
 		if !ch.OK {
 			rep.OK = false
-			e := core.Errorf(cert.CodeCertInvalid, "certificate %s fails check %s: %s", id, ch.Name, ch.Detail)
-			e.Status = cert.StatusCertInvalid
-			return rep, e
+			return rep, core.Errorf(cert.CodeCertInvalid, "certificate %s fails check %s: %s", id, ch.Name, ch.Detail)
 		}
 	}
 	return rep, nil

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"math"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -23,18 +22,11 @@ const (
 	// future sample; in every mode a control without any usable value (a
 	// snapshot must carry every control's current value). Problems name
 	// each variable and node. HTTP 422.
-	CodeSnapshotQuality = "AML_SNAPSHOT_QUALITY"
+	CodeSnapshotQuality = core.CodeSnapshotQuality
 	// CodeBindingMismatch: a scene variable does not match the node it is
 	// bound to (kind, unit, range, line), or a control or target is not
 	// bound to any node. Problems name each variable. HTTP 422.
-	CodeBindingMismatch = "AML_BINDING_MISMATCH"
-)
-
-// StatusSnapshotQuality and StatusBindingMismatch are the HTTP statuses of
-// this package's codes (core.StatusFor does not know them).
-const (
-	StatusSnapshotQuality = http.StatusUnprocessableEntity
-	StatusBindingMismatch = http.StatusUnprocessableEntity
+	CodeBindingMismatch = core.CodeBindingMismatch
 )
 
 // Defaults of Options.
@@ -346,15 +338,11 @@ func NewSnapshotID(at time.Time) string {
 
 // qualityErr builds an AML_SNAPSHOT_QUALITY error from problems.
 func qualityErr(p []core.Problem) error {
-	e := core.Invalid(CodeSnapshotQuality, p)
-	e.Status = StatusSnapshotQuality
-	return e
+	return core.Invalid(CodeSnapshotQuality, p)
 }
 
 func bindingErr(p []core.Problem) error {
-	e := core.Invalid(CodeBindingMismatch, p)
-	e.Status = StatusBindingMismatch
-	return e
+	return core.Invalid(CodeBindingMismatch, p)
 }
 
 func msAge(ms int64) string {

@@ -82,7 +82,7 @@ func TestTakeSimulatedInjectionLine(t *testing.T) {
 	// the snapshot is refused, naming the variable.
 	_, _, err := snapshot.Take(ctx, s, scene, opts)
 	e := codeErr(t, err, snapshot.CodeBindingMismatch, "weight")
-	if e.Status != 422 || e.Field != "variables.weight" {
+	if e.Kind() != core.KindUnprocessable || e.Field != "variables.weight" {
 		t.Fatalf("error %+v", e)
 	}
 
