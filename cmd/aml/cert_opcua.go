@@ -46,5 +46,5 @@ func (o certOPCUA) execute(ctx context.Context, s store.Store, k *cert.KeyPair, 
 		return govern.Result{}, err
 	}
 	defer func() { _ = w.Close() }() // every write is read back before it counts: closing loses nothing
-	return opcua.ExecuteGoverned(ctx, s, k.Public, id, w, opts, nil)
+	return govern.ExecuteGoverned(ctx, s, k.Public, id, w, opts, nil)
 }

@@ -13,24 +13,20 @@ import (
 	"path/filepath"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/service"
+
 	"github.com/aml-project/aml/examples"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/jobs"
-	"github.com/aml-project/aml/internal/registry"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/twinstore"
-	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/engine"
-	"github.com/aml-project/aml/internal/twin/gate"
-	"github.com/aml-project/aml/internal/twin/govern"
 	"github.com/aml-project/aml/internal/twin/guard"
-	"github.com/aml-project/aml/internal/twin/recal"
-	"github.com/aml-project/aml/internal/twin/shadow"
-	"github.com/aml-project/aml/internal/twin/snapshot"
 	"github.com/spf13/cobra"
 )
 
@@ -162,6 +158,17 @@ type demoOptions struct {
 	speed         float64
 }
 
+// The demo's people: an engineer builds, trains and recommends, an
+// approver freezes the scene, promotes and approves, an operator executes.
+var (
+	demoEngineer = auth.Principal{Name: "demo-engineer", Role: auth.RoleEngineer}
+	demoApprover = auth.Principal{Name: "demo-approver", Role: auth.RoleApprover}
+	demoOperator = auth.Principal{Name: "demo-operator", Role: auth.RoleApprover}
+)
+
+// runDemo is a sequence of application calls (internal/app) on the demo's
+// own clock, by the demo's people; only simulating the line and running the
+// training job in this process are the demo's own.
 func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf func(string, ...any)) (*demoResult, error) {
 	seed, nRuns := o.seed, o.runs
 	t0 := time.Now()
@@ -176,7 +183,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 	if nRuns < 12 {
 		return nil, usagef("--runs must be at least 12 (the gate needs 3 train runs and test runs to trial on)")
 	}
-	const engineer, approver, operator = "demo-engineer", "demo-approver", "demo-operator"
+	eng, appr, oper := demoEngineer, demoApprover, demoOperator
 
 	// 1. The line's history: nRuns runs on the demo's own clock (lineNow,
 	// demoAnchor), which every later step reads.
@@ -196,6 +203,14 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 	res.Runs, res.Samples = len(out.Runs), out.SampleCount()
 	logf("1. simulated %d runs of the injection line (%d samples)", res.Runs, res.Samples)
 
+	key, err := a.certKey()
+	if err != nil {
+		return nil, err
+	}
+	bus := events.New()
+	runner := jobs.NewRunner(s, jobs.Options{DataDir: a.dataDir, Trainers: trainers(), Bus: bus, Logger: a.log, Now: line.now})
+	ap := amlapp.New(&service.Deps{Store: s, DataDir: a.dataDir, Runner: runner, Bus: bus, Key: key, Log: a.log}, amlapp.Options{Now: line.now, Version: version})
+
 	// 2. Dataset.
 	raw, err := fs.ReadFile(examples.FS, "specs/injection_weight.json")
 	if err != nil {
@@ -205,8 +220,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 	if err != nil {
 		return nil, err
 	}
-	bus := events.New()
-	built, err := dataset.Build(ctx, s, spec, dataset.Options{DataDir: a.dataDir, CreatedBy: engineer, Bus: bus})
+	built, err := ap.DatasetBuild(ctx, eng, amlapp.DatasetBuildRequest{Spec: *spec})
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +244,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 		return nil, err
 	}
 	params, _ := json.Marshal(map[string]any{"physics": physPath, "mapping": map[string]any{"outputs": map[string]string{"weight": "part_weight"}}})
-	runner := jobs.NewRunner(s, jobs.Options{DataDir: a.dataDir, Trainers: trainers(), Bus: bus, Logger: a.log, Now: line.now})
-	job, err := runner.Submit(ctx, jobs.SubmitRequest{DatasetID: built.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1, Params: params, CreatedBy: engineer})
+	job, err := ap.JobSubmit(ctx, eng, amlapp.JobSubmitRequest{DatasetID: built.Dataset.ID, Trainer: "hybrid_residual@1", Seed: 1, Params: params})
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +252,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 	if err := runner.Run(ctx, job.ID, 0); err != nil {
 		return nil, err
 	}
-	if job, err = s.GetJob(ctx, job.ID); err != nil {
+	if job, err = ap.JobShow(ctx, eng, amlapp.JobRequest{ID: job.ID}); err != nil {
 		return nil, err
 	}
 	if job.Status != core.JobDone {
@@ -259,42 +272,43 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 	}
 	res.TestNRMSE, res.TestCoverage = met.Test.MeanNRMSE, met.Coverage.Measured
 	logf("   model %s: test rollout NRMSE %.4f, 90%% interval coverage on test %.3f, model gates passed %v", res.ModelID, res.TestNRMSE, res.TestCoverage, res.ModelGates)
-	model, err := s.GetModel(ctx, res.ModelID)
+	model, err := ap.ModelShow(ctx, eng, amlapp.ModelRequest{ID: res.ModelID})
 	if err != nil {
 		return nil, err
 	}
 
 	// 4. Scene and objective.
-	scene := contract.DefaultInjectionScene()
-	scene.CreatedBy, scene.CreatedAt = engineer, line.now().Truncate(time.Millisecond)
-	if err := s.PutScene(ctx, scene); err != nil {
-		return nil, err
-	}
-	h, err := scene.Hash()
+	put, err := ap.ScenePut(ctx, eng, amlapp.ScenePutRequest{Preset: amlapp.PresetDefaultInjection})
 	if err != nil {
 		return nil, err
 	}
-	if scene, err = s.FreezeScene(ctx, scene.SceneID, scene.SceneVersion, approver, h); err != nil {
+	if _, err := ap.SceneFreeze(ctx, appr, amlapp.SceneFreezeRequest{ID: put.SceneID, Version: put.SceneVersion, ExpectHash: put.Hash}); err != nil {
 		return nil, err
 	}
-	obj := contract.DefaultInjectionObjective()
-	obj.CreatedBy = engineer
-	if _, err := s.PutObjective(ctx, obj); err != nil {
+	sc, err := ap.SceneShow(ctx, eng, amlapp.SceneShowRequest{ID: put.SceneID, Version: put.SceneVersion})
+	if err != nil {
 		return nil, err
 	}
-	logf("4. scene %s@%s frozen, objective %s (weight → %.1f g)", scene.SceneID, scene.SceneVersion, obj.ObjectiveID, obj.Targets["weight"])
+	op, err := ap.ObjectivePut(ctx, eng, amlapp.ObjectivePutRequest{Preset: amlapp.PresetDefaultInjection})
+	if err != nil {
+		return nil, err
+	}
+	obj, err := ap.ObjectiveShow(ctx, eng, amlapp.ObjectiveShowRequest{ID: op.ObjectiveID})
+	if err != nil {
+		return nil, err
+	}
+	scene := sc.Scene
+	logf("4. scene %s@%s frozen, objective %s (weight → %.1f g)", scene.SceneID, scene.SceneVersion, op.ObjectiveID, obj.Objective.Targets["weight"])
 
 	// 5–6. Shadow runs, twin gate, promotion. When the gate fails on the
 	// shadow evidence (the line drifted: mould wear grows run by run), the
 	// recalibration scheduler retrains on the new runs and the new model
 	// goes through shadow runs and the gate in its turn (once: the policy's
 	// cooldown then holds the key).
-	reg := registry.New(s, a.dataDir, bus)
-	var g *gate.Result
 	var more *sim.Output
 	nextRun := nRuns
 	for round := 0; ; round++ {
-		if _, err := reg.Move(ctx, res.ModelID, core.StageShadow, engineer, "demo: shadow runs", ""); err != nil {
+		if _, err := ap.ModelPromote(ctx, eng, amlapp.ModelPromoteRequest{ID: res.ModelID, To: core.StageShadow, Reason: "demo: shadow runs"}); err != nil {
 			return nil, err
 		}
 		later := sim.DefaultInjectionConfig()
@@ -303,7 +317,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 			later.AgeRuns = nextRun
 		}
 		later.RunDuration, later.GapBetweenRuns = 10*time.Minute, time.Minute
-		later.StartMs = model.CreatedAt.Add(time.Minute).Truncate(time.Second).UnixMilli()
+		later.StartMs = model.Model.CreatedAt.Add(time.Minute).Truncate(time.Second).UnixMilli()
 		if more != nil { // after the previous shadow runs
 			later.StartMs = max(later.StartMs, *more.Runs[len(more.Runs)-1].Run.EndedMs+time.Minute.Milliseconds())
 		}
@@ -317,7 +331,7 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 		// Evidence, gate and any recalibration a minute after the shadow
 		// runs ended.
 		line.set(time.UnixMilli(*more.Runs[len(more.Runs)-1].Run.EndedMs).Add(time.Minute))
-		ev, err := shadow.Collect(ctx, s, a.dataDir, res.ModelID, shadow.Options{Now: line.now})
+		ev, err := ap.ShadowCollect(ctx, eng, amlapp.ShadowCollectRequest{Model: res.ModelID})
 		if err != nil {
 			return nil, err
 		}
@@ -328,14 +342,15 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 		}
 		logf("5. shadow: %d runs after model %s: %.1f%% of part weights inside the 90%% band, window RMSE %.3f g", res.ShadowRuns, res.ModelID, 100*float64(ev.Summary.Coverage), rmse)
 
-		g, err = gate.Evaluate(ctx, s, a.dataDir, res.ModelID, gate.Options{SceneID: scene.SceneID, SceneVersion: scene.SceneVersion, By: engineer, Seed: seed, Now: line.now()})
+		g, err := ap.GateEvaluate(ctx, eng, amlapp.GateEvaluateRequest{Model: res.ModelID, Scene: scene.SceneID, SceneVersion: scene.SceneVersion, Seed: seed})
 		if err != nil {
 			return nil, err
 		}
 		res.GateEvalID, res.GatePassed, res.GateRejects, res.TuningMode = g.GateEvalID, g.Report.Passed, g.Report.RejectCodes, g.TuningMode
 		res.Stage = core.StageShadow
 		if g.Report.Passed {
-			if _, err := reg.Move(ctx, res.ModelID, core.StageProduction, approver, "demo: twin gate passed with shadow evidence", core.StageShadow); err != nil {
+			if _, err := ap.ModelPromote(ctx, appr, amlapp.ModelPromoteRequest{ID: res.ModelID, To: core.StageProduction, Expect: core.StageShadow,
+				Reason: "demo: twin gate passed with shadow evidence"}); err != nil {
 				return nil, err
 			}
 			res.Stage = core.StageProduction
@@ -347,128 +362,164 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 		// Recalibrate: signals from the store, a request, one worker step
 		// that rebuilds the dataset with the new runs and retrains in
 		// process. The new model is a candidate.
-		sig, err := recal.ComputeSignals(ctx, s, a.dataDir, res.ModelID, scene.SceneID, recal.SignalOptions{Now: line.now})
+		cal, err := ap.Calibrate(ctx, eng, amlapp.CalibrateRequest{Model: res.ModelID, Scene: scene.SceneID, Run: true, InProcess: true})
 		if err != nil {
 			return nil, err
 		}
-		dec, err := recal.RequestAt(ctx, s, *sig, recal.DefaultPolicy(), engineer, line.now())
-		if err != nil {
-			return nil, err
-		}
+		dec := cal.Decision
 		if !dec.Accepted {
 			logf("   recalibration not started: %s", dec.Reason)
 			break
 		}
-		step, err := recal.RunNext(ctx, s, runner, recal.RunOptions{DataDir: a.dataDir, RunJob: true, Now: line.now})
+		reqs, err := ap.CalibrationList(ctx, eng, amlapp.CalibrationListRequest{Line: scene.LineID})
 		if err != nil {
 			return nil, err
 		}
-		req, err := s.GetCalibration(ctx, dec.RequestID)
-		if err != nil {
-			return nil, err
+		var req *twinstore.CalibrationRequest
+		for i := range reqs.Items {
+			if reqs.Items[i].RequestID == dec.RequestID {
+				req = &reqs.Items[i]
+			}
 		}
-		if req.NewModelID == "" {
-			return nil, core.Errorf(core.CodeInternal, "recalibration %s ended %s without a model: %s (step %+v)", req.RequestID, req.State, req.Error, step)
+		if req == nil || req.NewModelID == "" {
+			return nil, core.Errorf(core.CodeInternal, "recalibration %s ended without a model (step %+v; request %+v)", dec.RequestID, cal.Step, req)
 		}
 		logf("   recalibration %s (triggers %v): dataset %s, job %s → candidate model %s", req.RequestID, dec.Triggers, req.DatasetID, req.JobID, req.NewModelID)
 		res.Recalibrated, res.PreviousModelID, res.ModelID, res.DatasetID = true, res.ModelID, req.NewModelID, req.DatasetID
-		if model, err = s.GetModel(ctx, res.ModelID); err != nil {
+		if model, err = ap.ModelShow(ctx, eng, amlapp.ModelRequest{ID: res.ModelID}); err != nil {
 			return nil, err
 		}
 	}
 
 	if o.live {
-		if err := runDemoLive(ctx, a, s, o, res, liveInputs{scene: scene, obj: obj, bus: bus, last: more.Runs[len(more.Runs)-1], nextRun: nextRun}, logf); err != nil {
+		if err := runDemoLive(ctx, a, s, ap, line, o, res, liveInputs{scene: scene, obj: obj.Objective, bus: bus, last: more.Runs[len(more.Runs)-1], nextRun: nextRun}, logf); err != nil {
 			return nil, err
 		}
 		res.Seconds = time.Since(t0).Seconds()
 		return res, nil
 	}
 
-	// 7. Snapshot at the end of the newest run, optimisation.
+	// 7–8. Snapshot at the end of the newest run, optimisation,
+	// certificate, approval by another person, governed write (a
+	// recording writer: nothing leaves the process).
 	last := more.Runs[len(more.Runs)-1].Run
 	clock := time.UnixMilli(*last.EndedMs + 1000).UTC()
 	res.DemoClock = clock
-	tw, err := engine.Load(ctx, s, a.dataDir, res.ModelID)
+	line.t = clock
+	ok, err := demoRecommend(ctx, ap, res, recommendInput{scene: scene, runID: last.ID, seed: seed, tick: func() { line.t = line.t.Add(time.Second) },
+		writer: func(snap *contract.TwinSnapshot) (guard.Writer, func(), error) {
+			return guard.NewRecordingWriter(snap.ControlValues), func() {}, nil
+		}}, logf)
 	if err != nil {
 		return nil, err
 	}
-	snap, _, err := snapshot.Take(ctx, s, scene, snapshot.Options{Now: clock, Replay: true, RunID: last.ID, Estimator: tw,
-		Bindings: tw.Bindings(), CreatedBy: operator, Phase: "holding", Clock: func() time.Time { return clock }})
+	if ok {
+		res.Writer = "recording"
+		logf("8. certificate %s issued by %s, approved by %s, executed by %s: %d setpoints written (%s); verified %v",
+			res.CertificateID, eng.Name, appr.Name, oper.Name, res.Written, res.WriteOutcome, res.CertVerified)
+	}
+	res.Seconds = time.Since(t0).Seconds()
+	return res, nil
+}
+
+// recommendInput is what the recommendation steps need.
+type recommendInput struct {
+	scene *contract.SceneContract
+	runID string
+	seed  uint64
+	// tick moves the demo's clock on between issue, approval and write.
+	tick func()
+	// written, if set, is called right after the governed write.
+	written func()
+	// writer opens the machine writer for the snapshot's setpoints (and
+	// its closer).
+	writer func(snap *contract.TwinSnapshot) (guard.Writer, func(), error)
+}
+
+// demoRecommend is steps 7–8 as application calls: snapshot of the run,
+// optimisation, a certificate for the best trial issued by the engineer,
+// approved by the approver, the line's channel set, the governed write by
+// the operator, and the certificate's verification. It reports whether a
+// move was written (false with res.Note when there was nothing to
+// recommend).
+func demoRecommend(ctx context.Context, ap *amlapp.App, res *demoResult, in recommendInput, logf func(string, ...any)) (bool, error) {
+	eng, appr, oper := demoEngineer, demoApprover, demoOperator
+	at := amlapp.Instant(ap.Now().UnixMilli())
+	snap, err := ap.SnapshotTake(ctx, eng, amlapp.SnapshotTakeRequest{Scene: in.scene.SceneID, SceneVersion: in.scene.SceneVersion, Run: in.runID,
+		At: &at, Model: res.ModelID, Phase: "holding"})
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	if err := s.PutSnapshot(ctx, snap, false); err != nil {
-		return nil, err
-	}
-	res.SnapshotID = snap.SnapshotID
-	opt, err := tw.Optimize(ctx, engine.OptimizeInput{Scene: scene, Snapshot: snap, Objective: obj, Mode: res.TuningMode, Seed: seed,
-		TrialID: newTwinID("trial", clock), CreatedBy: engineer, Now: clock})
+	res.SnapshotID = snap.Snapshot.SnapshotID
+	opt, err := ap.Optimize(ctx, eng, amlapp.OptimizeRequest{Model: res.ModelID, Snapshot: snap.Snapshot.SnapshotID, Mode: res.TuningMode, Seed: in.seed})
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	res.Candidates = opt.Evaluated
-	if opt.Best == nil {
-		res.Note = "no candidate passed constraints, UQ and OOD: " + opt.NoPass
-		res.Seconds = time.Since(t0).Seconds()
-		return res, nil
-	}
-	best := opt.Best
-	if _, err := s.PutTrial(ctx, best, twinstore.TrialDemo, ""); err != nil {
-		return nil, err
+	res.Candidates = opt.Result.Evaluated
+	best := opt.Result.Best
+	if best == nil {
+		res.Note = "no candidate passed constraints, UQ and OOD: " + opt.Result.NoPass
+		return false, nil
 	}
 	bc := best.BaselineComparison
 	res.TrialID, res.Improvement, res.BaselineCost, res.CandidateCost = best.TrialID, bc.Improvement, bc.BaselineCost, bc.CandidateCost
-	res.SetpointsBefore, res.SetpointsAfter = snap.ControlValues, best.CandidateControlTrajectory[0]
-	logf("7. snapshot %s; %s over %d candidates: trial %s improves the cost %.4g → %.4g", snap.SnapshotID, res.TuningMode, res.Candidates, best.TrialID, bc.BaselineCost, bc.CandidateCost)
+	res.SetpointsBefore, res.SetpointsAfter = snap.Snapshot.ControlValues, best.CandidateControlTrajectory[0]
+	logf("7. snapshot %s; %s over %d candidates: trial %s improves the cost %.4g → %.4g", res.SnapshotID, res.TuningMode, res.Candidates, best.TrialID, bc.BaselineCost, bc.CandidateCost)
 	if !(bc.Improvement > 0) {
 		res.Note = "the best passing candidate is holding the setpoints: nothing to recommend"
-		res.Seconds = time.Since(t0).Seconds()
-		return res, nil
+		return false, nil
 	}
-
-	// 8. Certificate, approval by another person, governed write.
-	key, err := a.certKey()
+	rec, err := ap.CertIssue(ctx, eng, amlapp.CertIssueRequest{Trial: best.TrialID})
 	if err != nil {
-		return nil, err
-	}
-	rec, err := s.IssueCertificate(ctx, best.TrialID, engineer, key, cert.DefaultTTL, clock)
-	if err != nil {
-		return nil, err
+		return false, err
 	}
 	id := rec.Cert.RecommendationID
 	res.CertificateID = id
-	if _, err := s.ApproveCertificate(ctx, id, approver, key.Public, clock.Add(time.Second)); err != nil {
-		return nil, err
+	in.tick()
+	if _, err := ap.CertApprove(ctx, appr, amlapp.CertRequest{ID: id}); err != nil {
+		return false, err
 	}
-	if _, err := s.SetChannel(ctx, twinstore.ChannelRecord{LineID: scene.LineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
-		SceneID: scene.SceneID, SceneVersion: scene.SceneVersion}, approver); err != nil {
-		return nil, err
+	if _, err := ap.ChannelSet(ctx, appr, amlapp.ChannelSetRequest{Line: in.scene.LineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
+		SceneID: in.scene.SceneID, SceneVersion: in.scene.SceneVersion}); err != nil {
+		return false, err
 	}
-	w := guard.NewRecordingWriter(snap.ControlValues)
-	x, err := govern.Execute(ctx, s, key.Public, id, w, govern.Options{Now: clock.Add(2 * time.Second), Actor: operator, RunID: last.ID})
+	w, closeW, err := in.writer(snap.Snapshot)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	res.Written, res.WriteOutcome, res.Writer = x.Written(), x.Status, "recording"
-	vr, err := govern.VerifyCertificate(ctx, s, key.Public, id)
-	res.CertVerified = err == nil
-	if c, err := s.LoadCertificate(ctx, id); err == nil {
+	defer closeW()
+	in.tick()
+	x, err := ap.CertExecute(ctx, oper, amlapp.CertExecuteRequest{ID: id, Run: in.runID, Writer: w})
+	if err != nil {
+		return false, err
+	}
+	if in.written != nil {
+		in.written()
+	}
+	res.Written, res.WriteOutcome = x.Written(), x.Status
+	_, verr := ap.CertVerify(ctx, appr, amlapp.CertRequest{ID: id})
+	res.CertVerified = verr == nil
+	if c, err := ap.CertShow(ctx, appr, amlapp.CertRequest{ID: id}); err == nil {
 		res.CertStatus = string(c.Cert.Status)
 	}
-	_ = vr
-	logf("8. certificate %s issued by %s, approved by %s, executed by %s: %d setpoints written (%s); verified %v",
-		id, engineer, approver, operator, res.Written, res.WriteOutcome, res.CertVerified)
-	res.Seconds = time.Since(t0).Seconds()
-	return res, nil
+	return true, nil
 }
 
 // demoClock is the demo's own clock, the simulated line's: it stamps the
 // model, the scene, the shadow evidence, the gate and the recalibration,
 // and is moved forward as the demo simulates more of the line.
-type demoClock struct{ t time.Time }
+type demoClock struct {
+	t time.Time
+	// follow, when set, is the clock instead (the live line's).
+	follow func() time.Time
+}
 
-func (c *demoClock) now() time.Time { return c.t }
+func (c *demoClock) now() time.Time {
+	if c.follow != nil {
+		return c.follow().UTC()
+	}
+	return c.t
+}
 
 func (c *demoClock) set(t time.Time) {
 	if t.After(c.t) {

@@ -14,19 +14,16 @@ import (
 	"os"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
+
 	"github.com/aml-project/aml/internal/connect/opcua"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/sim/opcuasrv"
 	"github.com/aml-project/aml/internal/store"
-	"github.com/aml-project/aml/internal/store/twinstore"
-	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/engine"
-	"github.com/aml-project/aml/internal/twin/govern"
 	"github.com/aml-project/aml/internal/twin/guard"
-	"github.com/aml-project/aml/internal/twin/snapshot"
 )
 
 // liveInputs is what the offline part of the demo hands to the live part.
@@ -72,8 +69,7 @@ const (
 	liveHistory     = 60 // steps ingested before the snapshot
 )
 
-func runDemoLive(ctx context.Context, a *app, s store.Store, o demoOptions, res *demoResult, in liveInputs, logf func(string, ...any)) error {
-	const approver, operator, engineer = "demo-approver", "demo-operator", "demo-engineer"
+func runDemoLive(ctx context.Context, a *app, s store.Store, ap *amlapp.App, line *demoClock, o demoOptions, res *demoResult, in liveInputs, logf func(string, ...any)) error {
 	if o.speed <= 0 || o.speed > 200 {
 		return usagef("--speed must be in (0, 200], got %g", o.speed)
 	}
@@ -140,77 +136,28 @@ func runDemoLive(ctx context.Context, a *app, s store.Store, o demoOptions, res 
 	}
 	res.Before = before
 
-	tw, err := engine.Load(ctx, s, a.dataDir, res.ModelID)
-	if err != nil {
-		return err
-	}
-	clock := srv.Now()
-	snap, _, err := snapshot.Take(ctx, s, in.scene, snapshot.Options{Now: clock, Replay: true, RunID: runID, Estimator: tw,
-		Bindings: tw.Bindings(), CreatedBy: operator, Phase: "holding", Clock: srv.Now})
-	if err != nil {
-		return err
-	}
-	if err := s.PutSnapshot(ctx, snap, false); err != nil {
-		return err
-	}
-	res.SnapshotID = snap.SnapshotID
-	opt, err := tw.Optimize(ctx, engine.OptimizeInput{Scene: in.scene, Snapshot: snap, Objective: in.obj, Mode: res.TuningMode, Seed: o.seed,
-		TrialID: newTwinID("trial", clock), CreatedBy: engineer, Now: clock})
-	if err != nil {
-		return err
-	}
-	res.Candidates = opt.Evaluated
-	if opt.Best == nil || !(opt.Best.BaselineComparison.Improvement > 0) {
-		res.Note = "no passing candidate improves on holding the setpoints on the live line"
-		if opt.Best == nil {
-			res.Note += ": " + opt.NoPass
+	// Steps 7–8 on the live line's clock, writing over OPC UA.
+	line.follow = srv.Now
+	var writtenAt int64
+	ok, err := demoRecommend(ctx, ap, res, recommendInput{scene: in.scene, runID: runID, seed: o.seed, tick: func() {},
+		written: func() { writtenAt = srv.Now().UnixMilli() },
+		writer: func(*contract.TwinSnapshot) (guard.Writer, func(), error) {
+			w, err := opcua.DialWriter(ctx, srv.Endpoint(), m, opcua.Security{})
+			if err != nil {
+				return nil, nil, err
+			}
+			// Every write is read back before it counts: closing loses
+			// nothing.
+			return w, func() { _ = w.Close() }, nil
+		}}, logf)
+	if err != nil || !ok {
+		if err == nil && res.Note == "" {
+			res.Note = "no passing candidate improves on holding the setpoints on the live line"
 		}
-		return nil
-	}
-	best := opt.Best
-	if _, err := s.PutTrial(ctx, best, twinstore.TrialDemo, ""); err != nil {
 		return err
 	}
-	bc := best.BaselineComparison
-	res.TrialID, res.Improvement, res.BaselineCost, res.CandidateCost = best.TrialID, bc.Improvement, bc.BaselineCost, bc.CandidateCost
-	res.SetpointsBefore, res.SetpointsAfter = snap.ControlValues, best.CandidateControlTrajectory[0]
-	logf("   snapshot %s from live data; %s over %d candidates: trial %s improves the cost %.4g → %.4g", snap.SnapshotID, res.TuningMode, res.Candidates, best.TrialID, bc.BaselineCost, bc.CandidateCost)
-
-	key, err := a.certKey()
-	if err != nil {
-		return err
-	}
-	rec, err := s.IssueCertificate(ctx, best.TrialID, engineer, key, cert.DefaultTTL, srv.Now())
-	if err != nil {
-		return err
-	}
-	id := rec.Cert.RecommendationID
-	res.CertificateID = id
-	if _, err := s.ApproveCertificate(ctx, id, approver, key.Public, srv.Now()); err != nil {
-		return err
-	}
-	if _, err := s.SetChannel(ctx, twinstore.ChannelRecord{LineID: in.scene.LineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
-		SceneID: in.scene.SceneID, SceneVersion: in.scene.SceneVersion}, approver); err != nil {
-		return err
-	}
-	w, err := opcua.DialWriter(ctx, srv.Endpoint(), m, opcua.Security{})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = w.Close() }() // every write is read back before it counts: closing loses nothing
-	x, err := opcua.ExecuteGoverned(ctx, s, key.Public, id, w, govern.Options{Now: srv.Now(), Actor: operator, RunID: runID}, in.bus)
-	if err != nil {
-		return err
-	}
-	writtenAt := srv.Now().UnixMilli()
-	res.Written, res.WriteOutcome, res.Writer = x.Written(), x.Status, "opcua"
-	if _, err := govern.VerifyCertificate(ctx, s, key.Public, id); err == nil {
-		res.CertVerified = true
-	}
-	if c, err := s.LoadCertificate(ctx, id); err == nil {
-		res.CertStatus = string(c.Cert.Status)
-	}
-	logf("   certificate %s approved by %s, written over OPC UA by %s: %d setpoints (%s)", id, approver, operator, res.Written, res.WriteOutcome)
+	res.Writer = "opcua"
+	logf("   certificate %s approved by %s, written over OPC UA by %s: %d setpoints (%s)", res.CertificateID, demoApprover.Name, demoOperator.Name, res.Written, res.WriteOutcome)
 
 	// The line after the move: wait for the lag, then average a window.
 	need := int(float64(liveSettleSteps+liveWindowSteps)) + 1

@@ -309,7 +309,7 @@ func (a *App) CertExecute(ctx context.Context, p Principal, req CertExecuteReque
 		}
 		// The write is judged on the clock the certificate was issued and
 		// approved on (the application's clock).
-		res, xerr := govern.Execute(ctx, a.d.Store, k.Public, req.ID, w, govern.Options{Actor: p.Name, RunID: req.Run, Now: a.o.Now()})
+		res, xerr := govern.ExecuteGoverned(ctx, a.d.Store, k.Public, req.ID, w, govern.Options{Actor: p.Name, RunID: req.Run, Now: a.o.Now()}, a.d.Bus)
 		if r, err := a.d.Store.LoadCertificate(ctx, req.ID); err == nil {
 			a.certEvent(r)
 		}

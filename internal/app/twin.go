@@ -152,7 +152,9 @@ func (a *App) ScenePut(ctx context.Context, p Principal, req ScenePutRequest) (S
 	return run(ctx, a, p, &opScenePut, req, func(ctx context.Context, p Principal, req ScenePutRequest) (SceneSummary, error) {
 		sc := req.Scene
 		if req.Preset != "" {
+			// A preset is written now, by p.
 			sc = contract.DefaultInjectionScene()
+			sc.CreatedAt = a.o.Now().UTC().Truncate(time.Millisecond)
 		} else {
 			// Through the contract's own checks (as a file would be).
 			b, err := json.Marshal(sc)
@@ -167,6 +169,9 @@ func (a *App) ScenePut(ctx context.Context, p Principal, req ScenePutRequest) (S
 			return SceneSummary{}, err
 		}
 		sc.CreatedBy = p.Name
+		if sc.CreatedAt.IsZero() {
+			sc.CreatedAt = a.o.Now().UTC().Truncate(time.Millisecond)
+		}
 		if err := a.d.Store.PutScene(ctx, sc); err != nil {
 			return SceneSummary{}, err
 		}
@@ -347,11 +352,9 @@ func (a *App) SnapshotTake(ctx context.Context, p Principal, req SnapshotTakeReq
 		if err := p.Allow(auth.ActTrial, scene.LineID); err != nil {
 			return SnapshotTakeResponse{}, err
 		}
-		o := snapshot.Options{RunID: req.Run, Strict: req.Strict, MaxAge: req.MaxAge.D(), Phase: req.Phase, CreatedBy: p.Name, Bindings: req.Bindings}
+		o := snapshot.Options{RunID: req.Run, Strict: req.Strict, MaxAge: req.MaxAge.D(), Phase: req.Phase, CreatedBy: p.Name, Bindings: req.Bindings, Clock: a.o.Now}
 		if req.At != nil {
 			o.Now, o.Replay = req.At.T(), true
-		} else {
-			o.Now = a.o.Now().UTC()
 		}
 		if req.Model != "" {
 			if _, err := a.model(ctx, p, auth.ActTrial, req.Model); err != nil {
@@ -711,7 +714,7 @@ func (a *App) GateEvaluate(ctx context.Context, p Principal, req GateEvaluateReq
 			seed = 1
 		}
 		r, err := gate.Evaluate(ctx, a.d.Store, a.d.DataDir, m.ID, gate.Options{SceneID: req.Scene, SceneVersion: req.SceneVersion, ObjectiveID: req.Objective,
-			Snapshots: req.Snapshots, Profile: req.Profile, By: p.Name, Seed: seed})
+			Snapshots: req.Snapshots, Profile: req.Profile, By: p.Name, Seed: seed, Now: a.o.Now().UTC()})
 		if err != nil {
 			return nil, err
 		}
@@ -784,7 +787,7 @@ func (a *App) ShadowCollect(ctx context.Context, p Principal, req ShadowCollectR
 		if err != nil {
 			return nil, err
 		}
-		return shadow.Collect(ctx, a.d.Store, a.d.DataDir, m.ID, shadow.Options{MaxRuns: req.MaxRuns, DryRun: req.DryRun})
+		return shadow.Collect(ctx, a.d.Store, a.d.DataDir, m.ID, shadow.Options{MaxRuns: req.MaxRuns, DryRun: req.DryRun, Now: a.o.Now})
 	})
 }
 
@@ -818,6 +821,9 @@ type CalibrateRequest struct {
 	// Run processes the queue once now: settle finished requests, claim
 	// the oldest queued one and submit its job to the workers.
 	Run bool `json:"run,omitempty" jsonschema:"process the queue once now (settle, claim the oldest, submit its job)"`
+	// InProcess (with Run) trains the claimed request's job in this
+	// process and waits for it (aml demo); in-process callers only.
+	InProcess bool `json:"-"`
 }
 
 // Validate requires the model.
@@ -840,7 +846,7 @@ func (a *App) Calibrate(ctx context.Context, p Principal, req CalibrateRequest) 
 			return CalibrateResponse{}, err
 		}
 		pol := recal.DefaultPolicy()
-		sig, err := recal.ComputeSignals(ctx, a.d.Store, a.d.DataDir, m.ID, req.Scene, recal.SignalOptions{})
+		sig, err := recal.ComputeSignals(ctx, a.d.Store, a.d.DataDir, m.ID, req.Scene, recal.SignalOptions{Now: a.o.Now})
 		if err != nil {
 			return CalibrateResponse{}, err
 		}
@@ -854,7 +860,7 @@ func (a *App) Calibrate(ctx context.Context, p Principal, req CalibrateRequest) 
 			if err != nil {
 				return CalibrateResponse{}, err
 			}
-			st, err := recal.RunNext(ctx, a.d.Store, r, recal.RunOptions{DataDir: a.d.DataDir, MaxConcurrent: pol.MaxConcurrentRuns})
+			st, err := recal.RunNext(ctx, a.d.Store, r, recal.RunOptions{DataDir: a.d.DataDir, MaxConcurrent: pol.MaxConcurrentRuns, RunJob: req.InProcess, Now: a.o.Now})
 			if err != nil {
 				return CalibrateResponse{}, err
 			}

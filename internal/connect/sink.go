@@ -43,6 +43,7 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/twin/govern"
 )
 
 // Audit actions and event kinds of the connectors.
@@ -50,8 +51,8 @@ const (
 	AuditGap     = "connector.gap"
 	EventGap     = "connector.gap"
 	EventState   = "connector.state"
-	AuditAlarm   = "write.alarm"
-	EventAlarm   = "write.alarm"
+	AuditAlarm   = govern.AuditAlarm
+	EventAlarm   = govern.EventAlarm
 	StateOK      = core.StateOK
 	StateBad     = "bad"
 	StateUncertn = "uncertain"

@@ -2,20 +2,14 @@ package opcua
 
 import (
 	"context"
-	"crypto/ed25519"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	gopcua "github.com/gopcua/opcua"
 	"github.com/gopcua/opcua/ua"
 
-	"github.com/aml-project/aml/internal/connect"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/events"
-	"github.com/aml-project/aml/internal/twin/govern"
 	"github.com/aml-project/aml/internal/twin/guard"
 )
 
@@ -28,7 +22,7 @@ import (
 //
 // A Writer holds one client connection, opened by DialWriter; it is safe
 // for concurrent use. It is only ever used through govern.Execute (see
-// ExecuteGoverned), so nothing reaches the line without an approved,
+// govern.ExecuteGoverned), so nothing reaches the line without an approved,
 // unexpired certificate passing the guard.
 type Writer struct {
 	cl    *gopcua.Client
@@ -132,36 +126,4 @@ func (w *Writer) Read(ctx context.Context, nodeID string) (float64, error) {
 		return 0, fmt.Errorf("read %s: not a number: %v", nid, r.Value.Value())
 	}
 	return x, nil
-}
-
-// GovernedStore is what ExecuteGoverned needs: govern's store and the
-// audit log (for the alarm).
-type GovernedStore interface {
-	govern.Store
-}
-
-// ExecuteGoverned runs govern.Execute for certificate certID through w
-// (the guard decides; see package govern). When a move was written but
-// its readback differs from what was written, it raises an alarm: an
-// audit entry "write.alarm" and an event "write.alarm" on bus, naming the
-// certificate, the node, the value written and the value read back. The
-// guard has already stopped the certificate's remaining moves.
-func ExecuteGoverned(ctx context.Context, st GovernedStore, pub ed25519.PublicKey, certID string, w guard.Writer, opts govern.Options, bus *events.Bus) (govern.Result, error) {
-	res, err := govern.Execute(ctx, st, pub, certID, w, opts)
-	for _, m := range res.Writes {
-		if !m.Written || m.Verified || m.Acked || !strings.Contains(m.Error, "read back") {
-			continue
-		}
-		payload := map[string]any{"certificateId": certID, "nodeId": m.NodeID, "variableId": m.VariableID,
-			"written": m.To, "readback": m.Readback, "detail": m.Error, "stoppedMoves": true}
-		actor := opts.Actor
-		if actor == "" {
-			actor = "(unknown)"
-		}
-		if _, aerr := st.AppendAudit(ctx, actor, connect.AuditAlarm, certID, res.LineID, payload); aerr != nil {
-			err = errors.Join(err, aerr)
-		}
-		bus.Publish(events.Event{Kind: connect.EventAlarm, Line: res.LineID, ID: certID, Data: payload})
-	}
-	return res, err
 }

@@ -157,7 +157,7 @@ func TestGovernedWriterOverOPCUA(t *testing.T) {
 	}
 	for _, tc := range deny {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := ExecuteGoverned(ctx, f.st, f.key.Public, tc.cert(), w, op(tc.now), bus)
+			res, err := govern.ExecuteGoverned(ctx, f.st, f.key.Public, tc.cert(), w, op(tc.now), bus)
 			if core.CodeOf(err) != govern.CodeWriteDenied || res.Reason != tc.reason {
 				t.Fatalf("want %s, got %v %+v", tc.reason, err, res)
 			}
@@ -168,7 +168,7 @@ func TestGovernedWriterOverOPCUA(t *testing.T) {
 	}
 
 	id := f.certify(t, "good", true)
-	res, err := ExecuteGoverned(ctx, f.st, f.key.Public, id, w, op(t0), bus)
+	res, err := govern.ExecuteGoverned(ctx, f.st, f.key.Public, id, w, op(t0), bus)
 	if err != nil {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -212,7 +212,7 @@ func TestGovernedWriterReadbackMismatchAlarm(t *testing.T) {
 	sub := bus.Subscribe(16, func(e events.Event) bool { return e.Kind == connect.EventAlarm })
 	defer sub.Close()
 	id := f.certify(t, "mismatch", true)
-	res, err := ExecuteGoverned(context.Background(), f.st, f.key.Public, id, distortWriter{w}, govern.Options{Now: t0, Actor: "carol", RunID: "run-1"}, bus)
+	res, err := govern.ExecuteGoverned(context.Background(), f.st, f.key.Public, id, distortWriter{w}, govern.Options{Now: t0, Actor: "carol", RunID: "run-1"}, bus)
 	if core.CodeOf(err) != govern.CodeWriteFailed || res.Status != guard.OutcomeFailed {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -250,7 +250,7 @@ func TestGovernedWriterTransportAck(t *testing.T) {
 	w := dialWriter(t, srv)
 	f := newCertFixture(t)
 	id := f.certify(t, "ack", true)
-	res, err := ExecuteGoverned(context.Background(), f.st, f.key.Public, id, w, govern.Options{Now: t0, Actor: "carol", RunID: "run-1"}, nil)
+	res, err := govern.ExecuteGoverned(context.Background(), f.st, f.key.Public, id, w, govern.Options{Now: t0, Actor: "carol", RunID: "run-1"}, nil)
 	if err != nil || res.Status != guard.OutcomeTransportAck || res.Written() != 3 {
 		t.Fatalf("%v %+v", err, res)
 	}
