@@ -223,6 +223,7 @@ func (g *schemaGen) schema(t reflect.Type) any {
 		if pkg := t.PkgPath(); pkg != "" {
 			name = pkg[strings.LastIndex(pkg, "/")+1:] + "." + name
 		}
+		name = componentName(name)
 		if n, ok := g.seen[t]; ok {
 			return map[string]any{"$ref": "#/components/schemas/" + n}
 		}
@@ -281,4 +282,33 @@ func (g *schemaGen) structSchema(t reflect.Type) map[string]any {
 		out["required"] = required
 	}
 	return out
+}
+
+// componentName makes a Go type name a valid OpenAPI component name
+// (letters, digits, '.', '-', '_'): the package paths inside a generic
+// type's arguments are cut to their last element and the brackets become
+// '_' ("app.List[…/core.Run]" is "app.List_core.Run").
+func componentName(n string) string {
+	var b strings.Builder
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		switch {
+		case c == '[' || c == ',' || c == ' ':
+			b.WriteByte('_')
+			// Skip a package path up to its last '/'.
+			j := i + 1
+			for k := j; k < len(n) && n[k] != ']' && n[k] != ',' && n[k] != '['; k++ {
+				if n[k] == '/' {
+					j = k + 1
+				}
+			}
+			i = j - 1
+		case c == ']' || c == '*':
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '_':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
 }
