@@ -54,7 +54,6 @@ type remoteConfig struct {
 	principal *auth.Principal
 }
 
-
 // bindRemote declares --server and --token on root and wraps every
 // runnable command of the tree (see the file comment).
 func (a *app) bindRemote(root *cobra.Command) {
