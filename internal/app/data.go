@@ -23,8 +23,9 @@ var (
 	opConnectors = Op{Name: "connector.list", Act: auth.ActRead, Summary: "Live connectors (OPC UA, MQTT) in the caller's lines: state, counters, gaps, staleness"}
 )
 
-func init() {
-	register(
+// dataOps lists the use cases of this file.
+func dataOps() []*Op {
+	return []*Op{
 		bind(&opInfo, (*App).Info),
 		bind(&opLineList, (*App).LineList),
 		bind(&opRunList, (*App).RunList),
@@ -34,7 +35,7 @@ func init() {
 		bind(&opIngest, (*App).IngestSamples),
 		bind(&opIngestCSV, (*App).IngestCSV),
 		bind(&opConnectors, (*App).ConnectorList),
-	)
+	}
 }
 
 // ---- info

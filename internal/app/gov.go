@@ -43,8 +43,9 @@ var (
 	opRetention   = Op{Name: "retention.apply", Act: auth.ActAdmin, Summary: "Apply the retention policy"}
 )
 
-func init() {
-	register(
+// govOps lists the use cases of this file.
+func govOps() []*Op {
+	return []*Op{
 		bind(&opCertList, (*App).CertList),
 		bind(&opCertKey, (*App).CertKey),
 		bind(&opCertIssue, (*App).CertIssue),
@@ -61,7 +62,7 @@ func init() {
 		bind(&opTokenCreate, (*App).TokenCreate),
 		bind(&opTokenRevoke, (*App).TokenRevoke),
 		bind(&opRetention, (*App).RetentionApply),
-	)
+	}
 }
 
 func (a *App) key() (*cert.KeyPair, error) {

@@ -44,8 +44,9 @@ var (
 	opModelPredict = Op{Name: "model.predict", Act: auth.ActRead, Heavy: true, Summary: "Predict K steps of a run from time T (training's cleaning and alignment; conformal intervals)"}
 )
 
-func init() {
-	register(
+// mlOps lists the use cases of this file.
+func mlOps() []*Op {
+	return []*Op{
 		bind(&opDatasetBuild, (*App).DatasetBuild),
 		bind(&opDatasetList, (*App).DatasetList),
 		bind(&opDatasetShow, (*App).DatasetShow),
@@ -63,7 +64,7 @@ func init() {
 		bind(&opModelPromote, (*App).ModelPromote),
 		bind(&opModelRetire, (*App).ModelRetire),
 		bind(&opModelPredict, (*App).ModelPredict),
-	)
+	}
 }
 
 // ---- datasets

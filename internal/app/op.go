@@ -74,34 +74,26 @@ func bind[Req, Resp any](op *Op, m func(*App, context.Context, Principal, Req) (
 	return op
 }
 
+// allOps is every use case, listed explicitly by group (no init-time
+// registration: what the application can do is read here).
+func allOps() []*Op {
+	var out []*Op
+	for _, group := range [][]*Op{dataOps(), mlOps(), twinOps(), govOps()} {
+		out = append(out, group...)
+	}
+	return out
+}
+
 var (
-	opsMu    sync.Mutex
+	opsOnce  sync.Once
 	opsList  []*Op
 	opsByKey map[string]*Op
 )
 
-// register adds ops to the registry (from each use-case file's table).
-func register(ops ...*Op) {
-	opsMu.Lock()
-	defer opsMu.Unlock()
-	opsList = append(opsList, ops...)
-	opsByKey = nil
-}
-
-// Ops lists every use case, by name.
-func Ops() []*Op {
-	opsMu.Lock()
-	defer opsMu.Unlock()
-	out := append([]*Op(nil), opsList...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// Lookup returns the op named name.
-func Lookup(name string) (*Op, bool) {
-	opsMu.Lock()
-	defer opsMu.Unlock()
-	if opsByKey == nil {
+func loadOps() {
+	opsOnce.Do(func() {
+		opsList = allOps()
+		sort.Slice(opsList, func(i, j int) bool { return opsList[i].Name < opsList[j].Name })
 		opsByKey = make(map[string]*Op, len(opsList))
 		for _, o := range opsList {
 			if _, dup := opsByKey[o.Name]; dup {
@@ -109,7 +101,18 @@ func Lookup(name string) (*Op, bool) {
 			}
 			opsByKey[o.Name] = o
 		}
-	}
+	})
+}
+
+// Ops lists every use case, by name.
+func Ops() []*Op {
+	loadOps()
+	return append([]*Op(nil), opsList...)
+}
+
+// Lookup returns the op named name.
+func Lookup(name string) (*Op, bool) {
+	loadOps()
 	o, ok := opsByKey[name]
 	return o, ok
 }

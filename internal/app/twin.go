@@ -45,8 +45,9 @@ var (
 	opCalibrationLst = Op{Name: "calibration.list", Act: auth.ActRead, Summary: "Recalibration requests, newest first"}
 )
 
-func init() {
-	register(
+// twinOps lists the use cases of this file.
+func twinOps() []*Op {
+	return []*Op{
 		bind(&opSceneList, (*App).SceneList),
 		bind(&opScenePut, (*App).ScenePut),
 		bind(&opSceneShow, (*App).SceneShow),
@@ -66,7 +67,7 @@ func init() {
 		bind(&opShadowList, (*App).ShadowList),
 		bind(&opCalibrate, (*App).Calibrate),
 		bind(&opCalibrationLst, (*App).CalibrationList),
-	)
+	}
 }
 
 // Presets of scene.put and objective.put.
