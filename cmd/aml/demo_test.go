@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/connect"
 )
 
@@ -66,7 +67,7 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("twin trial: %d %s", code, errs)
 	}
-	var tr trialOutput
+	var tr amlapp.TrialRunResponse
 	mustJSON(t, out, &tr)
 	if tr.Trial == nil || tr.Detail == nil || len(tr.Trial.CandidateControlTrajectory) != 60 || tr.Trial.CandidateControlTrajectory[0]["hold_pressure"] != hp+1 {
 		t.Fatalf("trial: %+v", tr.Record)
@@ -78,14 +79,14 @@ func TestDemo(t *testing.T) {
 	if code != 0 || tr.Record.Passed || tr.Record.RejectCode != "CONTROL_SAFETY" {
 		t.Fatalf("large move: %d %s %+v", code, errs, tr.Record)
 	}
-	if _, errs, code := aml(t, "twin", "trial", "--model", r.ModelID, "--snapshot", snap.Snapshot.SnapshotID, "--set", "no_such=1", "--data", d); code != 2 {
+	if _, errs, code := aml(t, "twin", "trial", "--model", r.ModelID, "--snapshot", snap.Snapshot.SnapshotID, "--set", "no_such=1", "--data", d); code != 1 || !strings.Contains(errs, "AML_INVALID_ARGUMENT") {
 		t.Fatalf("unknown control: %d %s", code, errs)
 	}
 	out, errs, code = aml(t, "twin", "optimize", "--model", r.ModelID, "--snapshot", snap.Snapshot.SnapshotID, "--data", d, "--json")
 	if code != 0 {
 		t.Fatalf("twin optimize: %d %s", code, errs)
 	}
-	var opt optimizeOutput
+	var opt amlapp.OptimizeResponse
 	mustJSON(t, out, &opt)
 	if opt.Result == nil || opt.Result.Mode != "precise_search" || opt.Result.Evaluated < 2 {
 		t.Fatalf("optimize: %+v", opt.Result)

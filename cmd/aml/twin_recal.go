@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"text/tabwriter"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/store/twinstore"
-	"github.com/aml-project/aml/internal/twin/recal"
 	"github.com/aml-project/aml/internal/twin/shadow"
 	"github.com/spf13/cobra"
 )
@@ -17,9 +16,7 @@ import (
 // newTwinShadowCmd is "aml twin shadow --model ID": collect and store the
 // model's shadow evidence.
 func newTwinShadowCmd(a *app) *cobra.Command {
-	var modelID string
-	var maxRuns int
-	var dry bool
+	var req amlapp.ShadowCollectRequest
 	cmd := &cobra.Command{
 		Use:   "shadow --model ID [--max-runs N] [--dry-run]",
 		Short: "Compare a model with what the line did on runs that ended after it was made (shadow evidence)",
@@ -31,24 +28,16 @@ target, coverage of the model's conformal band, share of windows outside the
 training envelope, ensemble spread. One row per model and run is stored
 (unless --dry-run); promotion of a twin model to production requires it.`,
 		Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if modelID == "" {
-				return usagef("--model is required")
-			}
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			ev, err := shadow.Collect(cmd.Context(), s, a.dataDir, modelID, shadow.Options{MaxRuns: maxRuns, DryRun: dry})
-			if err != nil {
-				return err
-			}
-			return a.emit(ev, func(w io.Writer) { printShadow(w, ev) })
-		},
 	}
-	cmd.Flags().StringVar(&modelID, "model", "", "model id (required)")
-	cmd.Flags().IntVar(&maxRuns, "max-runs", 0, "evaluate at most the N most recent eligible runs (default 20)")
-	cmd.Flags().BoolVar(&dry, "dry-run", false, "compute without storing")
+	opCommand(a, cmd, "shadow.collect", "", &req, func([]string) error {
+		if req.Model == "" {
+			return usagef("--model is required")
+		}
+		return nil
+	}, printShadow)
+	cmd.Flags().StringVar(&req.Model, "model", "", "model id (required)")
+	cmd.Flags().IntVar(&req.MaxRuns, "max-runs", 0, "evaluate at most the N most recent eligible runs (default 20)")
+	cmd.Flags().BoolVar(&req.DryRun, "dry-run", false, "compute without storing")
 	return cmd
 }
 
@@ -87,18 +76,10 @@ func printShadow(w io.Writer, ev *shadow.Evidence) {
 	fmt.Fprintln(w)
 }
 
-// calibrateResult is the --json output of "aml twin calibrate".
-type calibrateResult struct {
-	Decision *recal.Decision `json:"decision"`
-	Policy   recal.Policy    `json:"policy"`
-	Step     *recal.Step     `json:"step,omitempty"`
-}
-
 // newTwinCalibrateCmd is "aml twin calibrate": signals, decision, and
 // optionally one worker step; "list" shows the requests.
 func newTwinCalibrateCmd(a *app) *cobra.Command {
-	var modelID, scene, by string
-	var runNow bool
+	var req amlapp.CalibrateRequest
 	cmd := &cobra.Command{
 		Use:   "calibrate --model ID [--scene ID] [--by PERSON] [--run]",
 		Short: "Measure a model's recalibration signals and queue a recalibration when the policy says so",
@@ -107,82 +88,40 @@ and rows outside its dataset, drift of recent windows against the training
 envelope, recent prediction error from refreshed shadow evidence), print them
 and the decision of policy twin-calibration-v1 (QUEUED,
 TRIGGER_THRESHOLD_NOT_REACHED or ACTIVE_OR_COOLDOWN). With --run, one worker
-step follows in this process: settle finished requests, claim the oldest
-queued one, rebuild the dataset with the new runs and train a new candidate
-with the model's trainer and params (never promoted).`,
+step follows: settle finished requests, claim the oldest queued one, rebuild
+the dataset with the new runs and train a new candidate with the model's
+trainer and params (never promoted) — in this process, or with --server by
+the server's workers.`,
 		Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if modelID == "" {
-				return usagef("--model is required")
-			}
-			if by == "" {
-				by = os.Getenv("USER")
-			}
-			if by == "" {
-				by = "cli"
-			}
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			p := recal.DefaultPolicy()
-			sig, err := recal.ComputeSignals(ctx, s, a.dataDir, modelID, scene, recal.SignalOptions{})
-			if err != nil {
-				return err
-			}
-			d, err := recal.Request(ctx, s, *sig, p, by)
-			if err != nil {
-				return err
-			}
-			res := calibrateResult{Decision: d, Policy: p}
-			if runNow {
-				r, _, _, err := a.services(ctx, false, 1)
-				if err != nil {
-					return err
-				}
-				if res.Step, err = recal.RunNext(ctx, s, r, recal.RunOptions{DataDir: a.dataDir, MaxConcurrent: p.MaxConcurrentRuns, RunJob: true}); err != nil {
-					return err
-				}
-			}
-			return a.emit(res, func(w io.Writer) { printCalibrate(w, res) })
-		},
 	}
-	cmd.Flags().StringVar(&modelID, "model", "", "model id (required)")
-	cmd.Flags().StringVar(&scene, "scene", "", "scene id (part of the dedup key; default none)")
-	cmd.Flags().StringVar(&by, "by", "", "who requests (default $USER)")
-	cmd.Flags().BoolVar(&runNow, "run", false, "process the queue now (one worker step; trains in this process)")
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List recalibration requests, newest first",
-		Args:  argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			rs, err := recal.List(cmd.Context(), s, time.Now())
-			if err != nil {
-				return err
-			}
-			if rs == nil {
-				rs = []twinstore.CalibrationRequest{}
-			}
-			return a.emit(rs, func(w io.Writer) { printCalibrations(w, rs) })
-		},
-	}
+	opCommand(a, cmd, "calibrate", "by", &req, func([]string) error {
+		if req.Model == "" {
+			return usagef("--model is required")
+		}
+		req.RunJob = req.Run // in this process (not sent to a server)
+		return nil
+	}, printCalibrate)
+	cmd.Flags().StringVar(&req.Model, "model", "", "model id (required)")
+	cmd.Flags().StringVar(&req.Scene, "scene", "", "scene id (part of the dedup key; default none)")
+	cmd.Flags().String("by", "", "who requests (default $USER)")
+	cmd.Flags().BoolVar(&req.Run, "run", false, "process the queue now (one worker step)")
+	var lr amlapp.CalibrationListRequest
+	list := listCommand(a, &cobra.Command{Use: "list [--line L]", Short: "List recalibration requests, newest first", Args: argsExact(0)},
+		"calibration.list", &lr, nil, printCalibrations)
+	list.Flags().StringVar(&lr.Line, "line", "", "only requests of this line")
 	cmd.AddCommand(list)
 	return cmd
 }
 
-func recalDash(s string) string {
+// dash is s, or "-" when empty.
+func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return s
 }
 
-func printCalibrate(w io.Writer, res calibrateResult) {
+func printCalibrate(w io.Writer, res amlapp.CalibrateResponse) {
 	d := res.Decision
 	s := d.Signal
 	f := func(p *float64, max float64) string {
@@ -210,7 +149,7 @@ func printCalibrate(w io.Writer, res calibrateResult) {
 			fmt.Fprintf(w, "settled     %s → %s %s\n", r.RequestID, r.State, r.Error)
 		}
 		if c := st.Claimed; c != nil {
-			fmt.Fprintf(w, "processed   %s → %s; dataset %s, job %s, new candidate %s %s\n", c.RequestID, c.State, recalDash(c.DatasetID), recalDash(c.JobID), recalDash(c.NewModelID), c.Error)
+			fmt.Fprintf(w, "processed   %s → %s; dataset %s, job %s, new candidate %s %s\n", c.RequestID, c.State, dash(c.DatasetID), dash(c.JobID), dash(c.NewModelID), c.Error)
 		} else {
 			fmt.Fprintf(w, "processed   nothing (%d running, max %d)\n", st.Running, res.Policy.MaxConcurrentRuns)
 		}
@@ -229,7 +168,7 @@ func printCalibrations(w io.Writer, rs []twinstore.CalibrationRequest) {
 		if r.CooldownUntil != nil {
 			cd = r.CooldownUntil.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RequestID, r.State, r.ModelID, recalDash(r.NewModelID), recalDash(r.JobID), r.CreatedAt.Format(time.RFC3339), cd, r.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RequestID, r.State, r.ModelID, dash(r.NewModelID), dash(r.JobID), r.CreatedAt.Format(time.RFC3339), cd, r.Error)
 	}
 	tw.Flush()
 }

@@ -3,42 +3,26 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/snapshot"
 	"github.com/spf13/cobra"
 )
 
-// snapshotEstimator builds the state estimator of "aml twin snapshot take
-// --model ID" (the engine's calibrated model over the recent window). It
-// is nil until the twin engine wires it in; --model then fails clearly.
-// The estimator may also derive bindings itself; --bind always wins.
-var snapshotEstimator func(a *app, modelID string) (snapshot.StateEstimator, error)
-
-// snapshotTakeResult is the --json output of snapshot take.
-type snapshotTakeResult struct {
-	Snapshot *contract.TwinSnapshot `json:"snapshot"`
-	Report   *snapshot.Report       `json:"report"`
-}
-
-// snapshotShowResult is the --json output of snapshot show.
-type snapshotShowResult struct {
-	Snapshot *contract.TwinSnapshot `json:"snapshot"`
-	Info     twinstore.SnapshotInfo `json:"info"`
-}
-
 func newTwinSnapshotCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "snapshot", Short: "Take, show and list twin snapshots (the line's state from the live store)"}
 
-	var fScene, fRun, fAt, fModel, fPhase, fBy string
-	var fStrict bool
-	var fMaxAge time.Duration
-	var fBind []string
+	var (
+		req   amlapp.SnapshotTakeRequest
+		scene string
+		binds []string
+	)
 	take := &cobra.Command{
 		Use:   "take --scene ID[@VERSION] [--run RUN] [--strict] [--max-age 60s] [--bind var=node]... [--at T] [--model ID]",
 		Short: "Take a snapshot of a scene's variables from the store and record it",
@@ -54,145 +38,64 @@ with the variable's id (the default injection scene needs
 else newest run of the line). --at T takes the snapshot as of a past instant
 (samples after T are ignored). --strict refuses (AML_SNAPSHOT_QUALITY) any
 stale or missing variable or future sample. --model ID estimates the
-unmeasured states with the model.`,
+unmeasured states with the model (and binds the variables its dataset names;
+--bind wins).`,
 		Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if fScene == "" {
-				return usagef("%s: --scene is required", cmd.CommandPath())
-			}
-			id, version, _ := strings.Cut(fScene, "@")
-			o := snapshot.Options{RunID: fRun, Strict: fStrict, MaxAge: fMaxAge, Phase: fPhase, CreatedBy: fBy}
-			if o.CreatedBy == "" {
-				o.CreatedBy = os.Getenv("USER")
-			}
-			if fMaxAge < 0 {
-				return usagef("--max-age must be positive")
-			}
-			if len(fBind) > 0 {
-				o.Bindings = map[string]string{}
-				for _, b := range fBind {
-					v, n, ok := strings.Cut(b, "=")
-					if !ok || v == "" || n == "" {
-						return usagef("--bind %q: want VARIABLE=NODE", b)
-					}
-					if _, dup := o.Bindings[v]; dup {
-						return usagef("--bind: variable %s bound twice", v)
-					}
-					o.Bindings[v] = n
-				}
-			}
-			if fAt != "" {
-				ms, err := parseTime("at", fAt)
-				if err != nil {
-					return err
-				}
-				o.Now, o.Replay = time.UnixMilli(*ms).UTC(), true
-			}
-			if fModel != "" {
-				if snapshotEstimator == nil {
-					return usagef("--model: model-based state estimation is not available in this build (no twin engine wired in)")
-				}
-				est, err := snapshotEstimator(a, fModel)
-				if err != nil {
-					return err
-				}
-				o.Estimator = est
-				// The model's dataset knows each quantity's node; --bind wins.
-				if b, ok := est.(interface{ Bindings() map[string]string }); ok {
-					if o.Bindings == nil {
-						o.Bindings = map[string]string{}
-					}
-					for v, n := range b.Bindings() {
-						if _, set := o.Bindings[v]; !set {
-							o.Bindings[v] = n
-						}
-					}
-				}
-			}
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			scene, err := s.GetScene(cmd.Context(), id, version)
-			if err != nil {
-				return err
-			}
-			snap, rep, err := snapshot.Take(cmd.Context(), s, scene, o)
-			if err != nil {
-				if rep != nil && !a.jsonOut {
-					printSnapshotVars(a.stderr, rep)
-				}
-				return err
-			}
-			if err := s.PutSnapshot(cmd.Context(), snap, fStrict); err != nil {
-				return err
-			}
-			return a.emit(snapshotTakeResult{Snapshot: snap, Report: rep}, func(w io.Writer) {
-				printSnapshot(w, snap, fStrict)
-				printSnapshotVars(w, rep)
-				for _, n := range rep.Notes {
-					fmt.Fprintf(w, "note: %s\n", n)
-				}
-			})
-		},
 	}
+	opCommand(a, take, "snapshot.take", "by", &req, func([]string) error {
+		if scene == "" {
+			return usagef("%s: --scene is required", take.CommandPath())
+		}
+		if req.MaxAge < 0 {
+			return usagef("--max-age must be positive")
+		}
+		req.Scene, req.SceneVersion, _ = strings.Cut(scene, "@")
+		for _, b := range binds {
+			v, n, ok := strings.Cut(b, "=")
+			if !ok || v == "" || n == "" {
+				return usagef("--bind %q: want VARIABLE=NODE", b)
+			}
+			if _, dup := req.Bindings[v]; dup {
+				return usagef("--bind: variable %s bound twice", v)
+			}
+			if req.Bindings == nil {
+				req.Bindings = map[string]string{}
+			}
+			req.Bindings[v] = n
+		}
+		return nil
+	}, func(w io.Writer, r amlapp.SnapshotTakeResponse) {
+		printSnapshot(w, r.Snapshot, req.Strict)
+		printSnapshotVars(w, r.Report)
+		for _, n := range r.Report.Notes {
+			fmt.Fprintf(w, "note: %s\n", n)
+		}
+	})
 	f := take.Flags()
-	f.StringVar(&fScene, "scene", "", "scene id, optionally @version (default: its latest version)")
-	f.StringVar(&fRun, "run", "", "run (default: the newest active, else newest run of the scene's line)")
-	f.BoolVar(&fStrict, "strict", false, "refuse stale, missing or future data")
-	f.DurationVar(&fMaxAge, "max-age", 0, "freshness limit (default 60s)")
-	f.StringArrayVar(&fBind, "bind", nil, "VARIABLE=NODE binding (repeatable)")
-	f.StringVar(&fAt, "at", "", "take the snapshot as of this past instant (RFC 3339 or epoch ms)")
-	f.StringVar(&fModel, "model", "", "estimate unmeasured states with this model")
-	f.StringVar(&fPhase, "phase", "", "process phase (one of the scene's phases; default: assumed)")
-	f.StringVar(&fBy, "by", "", "author (default $USER)")
-	cmd.AddCommand(take)
+	f.StringVar(&scene, "scene", "", "scene id, optionally @version (default: its latest version)")
+	f.StringVar(&req.Run, "run", "", "run (default: the newest active, else newest run of the scene's line)")
+	f.BoolVar(&req.Strict, "strict", false, "refuse stale, missing or future data")
+	f.Var(&req.MaxAge, "max-age", "freshness limit (default 60s)")
+	f.StringArrayVar(&binds, "bind", nil, "VARIABLE=NODE binding (repeatable)")
+	instantFlag(f, &req.At, "at", "take the snapshot as of this past instant (RFC 3339 or epoch ms)")
+	f.StringVar(&req.Model, "model", "", "estimate unmeasured states with this model")
+	f.StringVar(&req.Phase, "phase", "", "process phase (one of the scene's phases; default: assumed)")
+	f.String("by", "", "author (default $USER)")
 
-	show := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show a stored snapshot (verified against its hash); --json prints it in full",
-		Args:  argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			snap, info, err := s.GetSnapshotInfo(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.emit(snapshotShowResult{Snapshot: snap, Info: info}, func(w io.Writer) {
-				printSnapshot(w, snap, info.Strict)
-				printSnapshotValues(w, snap)
-			})
-		},
-	}
-	cmd.AddCommand(show)
+	var sr amlapp.SnapshotShowRequest
+	show := opCommand(a, &cobra.Command{Use: "show ID", Short: "Show a stored snapshot (verified against its hash); --json prints it in full", Args: argsExact(1)},
+		"snapshot.show", "", &sr, func(args []string) error { sr.ID = args[0]; return nil },
+		func(w io.Writer, r amlapp.SnapshotShowResponse) {
+			printSnapshot(w, r.Snapshot, r.Info.Strict)
+			printSnapshotValues(w, r.Snapshot)
+		})
 
-	var lLine string
-	var lLimit int
-	list := &cobra.Command{
-		Use:   "list [--line L] [--limit N]",
-		Short: "List stored snapshots, newest first",
-		Args:  argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			l, err := s.ListSnapshots(cmd.Context(), lLine, lLimit)
-			if err != nil {
-				return err
-			}
-			if l == nil {
-				l = []twinstore.SnapshotInfo{}
-			}
-			return a.emit(l, func(w io.Writer) { printSnapshots(w, l) })
-		},
-	}
-	list.Flags().StringVar(&lLine, "line", "", "only this line")
-	list.Flags().IntVar(&lLimit, "limit", 100, "at most this many")
-	cmd.AddCommand(list)
+	lr := amlapp.SnapshotListRequest{Limit: 100}
+	list := listCommand(a, &cobra.Command{Use: "list [--line L] [--limit N]", Short: "List stored snapshots, newest first", Args: argsExact(0)},
+		"snapshot.list", &lr, nil, printSnapshots)
+	list.Flags().StringVar(&lr.Line, "line", "", "only this line")
+	list.Flags().IntVar(&lr.Limit, "limit", lr.Limit, "at most this many")
+	cmd.AddCommand(take, show, list)
 	return cmd
 }
 
@@ -225,16 +128,12 @@ func printSnapshot(w io.Writer, s *contract.TwinSnapshot, strict bool) {
 func printSnapshotVars(w io.Writer, r *snapshot.Report) {
 	fmt.Fprintf(w, "%-28s %-12s %-26s %14s %10s  %s\n", "VARIABLE", "ROLE", "NODE", "VALUE", "AGE", "STATUS")
 	for _, v := range r.Variables {
-		val, age := "-", "-"
+		val, age, node := "-", "-", dash(v.NodeID)
 		if v.Value != nil {
 			val = fmt.Sprintf("%.6g", *v.Value)
 		}
 		if v.TsMs != 0 {
 			age = (time.Duration(v.AgeMs) * time.Millisecond).String()
-		}
-		node := v.NodeID
-		if node == "" {
-			node = "-"
 		}
 		status := v.Status
 		var extra []string
@@ -261,12 +160,7 @@ func printSnapshotValues(w io.Writer, s *contract.TwinSnapshot) {
 			return
 		}
 		fmt.Fprintf(w, "%s:\n", title)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			fmt.Fprintf(w, "  %-28s %.6g\n", k, m[k])
 		}
 	}

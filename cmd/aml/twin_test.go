@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
@@ -35,7 +36,10 @@ func twinCLI(t *testing.T, d string, args ...string) (string, int, error) {
 
 func TestTwinSceneCLI(t *testing.T) {
 	d := t.TempDir()
+	// The author of a stored scene is whoever stores it (here $USER).
+	t.Setenv("USER", "alice")
 	def := contract.DefaultInjectionScene()
+	def.CreatedBy = "alice"
 	h, err := def.Hash()
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +60,7 @@ func TestTwinSceneCLI(t *testing.T) {
 	}
 	h2, _ := c.Hash()
 	out, code, err = twinCLI(t, d, "--json", "scene", "put", f)
-	var r sceneResult
+	var r amlapp.SceneSummary
 	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Hash != h2 || r.Status != "draft" || r.SceneVersion != "1.1.0" {
 		t.Fatalf("put file: %d %v\n%s", code, err, out)
 	}
@@ -103,17 +107,31 @@ func TestTwinSceneCLI(t *testing.T) {
 		t.Fatalf("put over frozen: %d %v", code, err)
 	}
 
-	// show --json: the full frozen contract.
+	// show --json: the full frozen contract with its hash.
 	out, code, err = twinCLI(t, d, "--json", "scene", "show", def.SceneID, "--version", "1.0.0")
 	if code != 0 {
 		t.Fatalf("show json: %d %v", code, err)
 	}
-	got, err := contract.ParseScene([]byte(out))
-	if err != nil || got.Status != contract.SceneFrozen || got.FrozenBy != "carol" {
+	var shown struct {
+		Scene json.RawMessage
+		Hash  string
+	}
+	mustJSON(t, out, &shown)
+	got, err := contract.ParseScene(shown.Scene)
+	if err != nil || got.Status != contract.SceneFrozen || got.FrozenBy != "carol" || shown.Hash != h {
 		t.Fatalf("show json: %v\n%s", err, out)
 	}
 	if gh, _ := got.Hash(); gh != h {
 		t.Fatalf("frozen hash %s, want %s", gh, h)
+	}
+	// list: both versions, the frozen one and the draft.
+	out, code, err = twinCLI(t, d, "--json", "scene", "list", "--line", def.LineID)
+	var scenes []amlapp.SceneSummary
+	if mustJSON(t, out, &scenes); code != 0 || len(scenes) != 2 {
+		t.Fatalf("list: %d %v\n%s", code, err, out)
+	}
+	if out, _, _ = twinCLI(t, d, "scene", "list"); !strings.Contains(out, "frozen") || !strings.Contains(out, "2 scene(s)") {
+		t.Fatalf("list:\n%s", out)
 	}
 	// Latest version is 1.1.0, still a draft.
 	out, code, _ = twinCLI(t, d, "scene", "show", def.SceneID)
