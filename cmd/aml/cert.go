@@ -1,39 +1,27 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/aml-project/aml/internal/store"
+	amlapp "github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/connect/opcua"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
-	"github.com/aml-project/aml/internal/twin/guard"
 	"github.com/spf13/cobra"
 )
-
-// certKey loads the server's certificate signing key from the data
-// directory (created at first use).
-// certStore is the store and the checked signing key, what every
-// certificate command needs.
-func (a *app) certStore() (store.Store, *cert.KeyPair, error) {
-	k, err := a.certKey()
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := a.openStore() // opened (and cached) by certKey
-	return s, k, err
-}
 
 // certKey loads (creating at first use) the data directory's signing key
 // and checks it is the deployment's (registering it in the database when
@@ -65,9 +53,11 @@ func (a *app) certKey() (*cert.KeyPair, error) {
 	return k, nil
 }
 
-// requireAs checks the --as flag.
-func certRequireAs(cmd *cobra.Command, as string) error {
-	if strings.TrimSpace(as) == "" {
+// requireActor: on a local data directory the certificate and channel
+// commands name the person acting (recorded in the audit log); with
+// --server the token names them.
+func (a *app) requireActor(cmd *cobra.Command) error {
+	if a.remote.server == "" && strings.TrimSpace(cmd.Flags().Lookup("as").Value.String()) == "" {
 		return usagef("%s: --as PERSON is required (who does this, recorded in the audit log)", cmd.CommandPath())
 	}
 	return nil
@@ -80,149 +70,96 @@ func certTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-func certDash(s string) string {
-	if s == "" {
-		return "-"
+// reportCommand is opCommand for the ops that answer with their report
+// beside a failure (verify, execute): a report that says anything (has)
+// is printed before the error is returned. run wraps the call (execute
+// over OPC UA opens the writer around it).
+func reportCommand[Req, Resp any](a *app, cmd *cobra.Command, op, actorFlag string, req *Req, build func([]string) error, has func(Resp) bool, print func(io.Writer, Resp)) *cobra.Command {
+	cmd.Annotations = map[string]string{annotOp: op}
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if err := build(args); err != nil {
+			return err
+		}
+		var resp Resp
+		err := a.invoke(c, op, actorFlag, req, &resp)
+		if !has(resp) {
+			return err
+		}
+		if perr := a.emit(resp, func(w io.Writer) { print(w, resp) }); perr != nil {
+			return perr
+		}
+		return err
 	}
-	return s
+	return cmd
 }
 
 func newCertCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "cert", Short: "Recommendation certificates: issue, approve, revoke, verify, execute"}
+	id := func(p *string) func([]string) error { return func(args []string) error { *p = args[0]; return nil } }
 
-	key := &cobra.Command{
-		Use:   "key",
-		Short: "Print the server's certificate public key (PEM) for verifiers outside AML",
-		Args:  argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := a.certKey()
-			if err != nil {
-				return err
-			}
-			out := certKeyOutput{KeyID: k.ID, Algorithm: "ed25519", PublicKeyPEM: string(k.PublicPEM())}
-			return a.emit(out, func(w io.Writer) { fmt.Fprint(w, out.PublicKeyPEM) })
-		},
-	}
+	key := opCommand(a, &cobra.Command{Use: "key", Short: "Print the server's certificate public key (PEM) for verifiers outside AML", Args: argsExact(0)},
+		"cert.key", "", &amlapp.CertKeyRequest{}, nil, func(w io.Writer, k amlapp.CertKeyResponse) { fmt.Fprint(w, k.PublicKeyPEM) })
 
-	var lStatus, lLine string
-	var lLimit int
-	list := &cobra.Command{
-		Use:   "list [--status S] [--line L]",
-		Short: "List certificates, newest first, each verified with the server key",
-		Args:  argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var st contract.CertStatus
-			if lStatus != "" {
-				var err error
-				if st, err = contract.ParseCertStatus(strings.ToUpper(lStatus)); err != nil {
-					return usagef("--status: %q is not ISSUED, APPROVED, EXECUTED, EXPIRED or REVOKED", lStatus)
-				}
+	lr := amlapp.CertListRequest{Limit: 100}
+	list := listCommand(a, &cobra.Command{Use: "list [--status S] [--line L]", Short: "List certificates, newest first, each verified with the server key", Args: argsExact(0)},
+		"cert.list", &lr, func([]string) error {
+			if _, err := contract.ParseCertStatus(strings.ToUpper(lr.Status)); lr.Status != "" && err != nil {
+				return usagef("--status: %q is not ISSUED, APPROVED, EXECUTED, EXPIRED or REVOKED", lr.Status)
 			}
-			s, k, err := a.certStore()
-			if err != nil {
-				return err
-			}
-			items, err := s.ListCertificates(cmd.Context(), twinstore.CertFilter{Status: st, LineID: lLine, Limit: lLimit}, k.Public)
-			if err != nil {
-				return err
-			}
-			if items == nil {
-				items = []twinstore.CertListItem{}
-			}
-			return a.emit(items, func(w io.Writer) { printCerts(w, items) })
-		},
-	}
-	list.Flags().StringVar(&lStatus, "status", "", "only certificates with this status")
-	list.Flags().StringVar(&lLine, "line", "", "only certificates of this line")
-	list.Flags().IntVar(&lLimit, "limit", 100, "at most this many")
+			return nil
+		}, printCerts)
+	list.Flags().StringVar(&lr.Status, "status", "", "only certificates with this status")
+	list.Flags().StringVar(&lr.Line, "line", "", "only certificates of this line")
+	list.Flags().IntVar(&lr.Limit, "limit", lr.Limit, "at most this many")
 
-	show := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show a certificate (verified with the server key; AML_CERT_INVALID when tampered)",
-		Args:  argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, k, err := a.certStore()
-			if err != nil {
-				return err
-			}
-			r, err := s.GetCertificate(cmd.Context(), args[0], k.Public)
-			if err != nil {
-				return err
-			}
-			return a.emit(r, func(w io.Writer) { printCert(w, r) })
-		},
-	}
+	var sr amlapp.CertRequest
+	show := opCommand(a, &cobra.Command{Use: "show ID", Short: "Show a certificate (verified with the server key; AML_CERT_INVALID when tampered)", Args: argsExact(1)},
+		"cert.show", "", &sr, id(&sr.ID), printCert)
 
-	var iTrial, iAs string
-	var iTTL time.Duration
+	ir := amlapp.CertIssueRequest{TTL: amlapp.Duration(cert.DefaultTTL)}
 	issue := &cobra.Command{
 		Use:   "issue --trial ID --as PERSON [--ttl 15m]",
 		Short: "Issue a signed certificate for a stored, passing, improving trial",
 		Long: `Certify the stored virtual trial ID: it must pass (every scene constraint
 passed, in distribution) and improve on the baseline, or the issue is
 refused with AML_CERT_REFUSED. The snapshot, scene, model and objective
-hashes come from the stored records. --as is the requester, who can never
-approve the certificate. It expires after --ttl (at most 24h).`,
+hashes come from the stored records. --as is the requester (with --server:
+the token's owner), who can never approve the certificate. It expires after
+--ttl (at most 24h).`,
 		Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if iTrial == "" {
-				return usagef("%s: --trial is required", cmd.CommandPath())
-			}
-			if err := certRequireAs(cmd, iAs); err != nil {
-				return err
-			}
-			s, k, err := a.certStore()
-			if err != nil {
-				return err
-			}
-			r, err := s.IssueCertificate(cmd.Context(), iTrial, iAs, k, iTTL, a.now())
-			if err != nil {
-				return err
-			}
-			return a.emit(r, func(w io.Writer) { printIssued(w, r) })
-		},
 	}
-	issue.Flags().StringVar(&iTrial, "trial", "", "the stored trial to certify")
-	issue.Flags().StringVar(&iAs, "as", "", "the requester")
-	issue.Flags().DurationVar(&iTTL, "ttl", cert.DefaultTTL, "lifetime (at most 24h)")
+	opCommand(a, issue, "cert.issue", "as", &ir, func([]string) error {
+		if ir.Trial == "" {
+			return usagef("%s: --trial is required", issue.CommandPath())
+		}
+		return a.requireActor(issue)
+	}, func(w io.Writer, r *twinstore.CertRecord) {
+		fmt.Fprintf(w, "certificate %s issued for trial %s (status %s, expires %s)\nhash %s\nsigned by key %s; another person approves: aml cert approve %s --as PERSON\n",
+			r.Cert.RecommendationID, r.Cert.TrialID, r.Cert.Status, certTime(r.Cert.ExpiresAt), r.Cert.CertificateHash, r.Cert.KeyID, r.Cert.RecommendationID)
+	})
+	issue.Flags().StringVar(&ir.Trial, "trial", "", "the stored trial to certify")
+	issue.Flags().String("as", "", "the requester")
+	issue.Flags().Var(&ir.TTL, "ttl", "lifetime (at most 24h)")
 
-	var apAs string
-	approve := &cobra.Command{
-		Use:   "approve ID --as PERSON",
-		Short: "Approve an ISSUED certificate (never by its requester)",
-		Args:  argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := certRequireAs(cmd, apAs); err != nil {
-				return err
-			}
-			return a.certTransition(cmd, args[0], func(s store.Store, k *cert.KeyPair) (*twinstore.CertRecord, error) {
-				return s.ApproveCertificate(cmd.Context(), args[0], apAs, k.Public, a.now())
-			})
-		},
-	}
-	approve.Flags().StringVar(&apAs, "as", "", "the approver")
+	var ar amlapp.CertRequest
+	approve := &cobra.Command{Use: "approve ID --as PERSON", Short: "Approve an ISSUED certificate (never by its requester)", Args: argsExact(1)}
+	opCommand(a, approve, "cert.approve", "as", &ar, func(args []string) error { ar.ID = args[0]; return a.requireActor(approve) }, printTransition)
+	approve.Flags().String("as", "", "the approver")
 
-	var rvAs, rvReason string
-	revoke := &cobra.Command{
-		Use:   "revoke ID --as PERSON --reason R",
-		Short: "Revoke an ISSUED or APPROVED certificate",
-		Args:  argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := certRequireAs(cmd, rvAs); err != nil {
-				return err
-			}
-			if strings.TrimSpace(rvReason) == "" {
-				return usagef("%s: --reason is required", cmd.CommandPath())
-			}
-			return a.certTransition(cmd, args[0], func(s store.Store, k *cert.KeyPair) (*twinstore.CertRecord, error) {
-				return s.RevokeCertificate(cmd.Context(), args[0], rvAs, rvReason, k.Public, a.now())
-			})
-		},
-	}
-	revoke.Flags().StringVar(&rvAs, "as", "", "who revokes")
-	revoke.Flags().StringVar(&rvReason, "reason", "", "why")
+	var rr amlapp.CertRevokeRequest
+	revoke := &cobra.Command{Use: "revoke ID --as PERSON --reason R", Short: "Revoke an ISSUED or APPROVED certificate", Args: argsExact(1)}
+	opCommand(a, revoke, "cert.revoke", "as", &rr, func(args []string) error {
+		rr.ID = args[0]
+		if strings.TrimSpace(rr.Reason) == "" {
+			return usagef("%s: --reason is required", revoke.CommandPath())
+		}
+		return a.requireActor(revoke)
+	}, printTransition)
+	revoke.Flags().String("as", "", "who revokes")
+	revoke.Flags().StringVar(&rr.Reason, "reason", "", "why")
 
-	verify := &cobra.Command{
+	var vr amlapp.CertRequest
+	verify := reportCommand(a, &cobra.Command{
 		Use:   "verify ID",
 		Short: "Verify a certificate: row, hash, Ed25519 signature, its audit trail and the audit chain",
 		Long: `Check certificate ID end to end with the server key in the data directory:
@@ -232,24 +169,17 @@ at the head recorded with it and a lifecycle that replays to its status and
 approver, and the whole audit log verifies (aml audit verify). Any failure
 exits 1 with AML_CERT_INVALID naming the check.`,
 		Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, k, err := a.certStore()
-			if err != nil {
-				return err
-			}
-			rep, verr := govern.VerifyCertificate(cmd.Context(), s, k.Public, args[0])
-			if len(rep.Checks) == 0 {
-				return verr
-			}
-			if err := a.emit(rep, func(w io.Writer) { printCertVerify(w, rep) }); err != nil {
-				return err
-			}
-			return verr
-		},
-	}
+	}, "cert.verify", "", &vr, id(&vr.ID), func(r govern.VerifyReport) bool { return len(r.Checks) > 0 }, printCertVerify)
 
-	var exAs, exRun string
-	var exOPCUA certOPCUA
+	cmd.AddCommand(key, list, show, issue, approve, revoke, verify, newCertExecuteCmd(a))
+	return cmd
+}
+
+func newCertExecuteCmd(a *app) *cobra.Command {
+	var (
+		req amlapp.CertExecuteRequest
+		o   certOPCUA
+	)
 	execute := &cobra.Command{
 		Use:   "execute ID --as PERSON [--run R] [--opcua-endpoint URL --map FILE]",
 		Short: "Write an APPROVED certificate's first step through the write guard (OPC UA or the recording writer)",
@@ -268,68 +198,50 @@ map naming the OPC UA node of each AML node): each move is read (it must
 hold the certified From value), written and read back — readback-verified,
 transport-ack when the server does not let setpoints be read, or failed; a
 readback that differs raises a write.alarm audit entry and stops the
-certificate's remaining moves.`,
+certificate's remaining moves. The OPC UA writer runs in this process, so
+these flags cannot be combined with --server.`,
 		Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := certRequireAs(cmd, exAs); err != nil {
-				return err
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if a.remote.server != "" && o.set() {
+				return usagef("--opcua-endpoint/--map write from this process: they cannot be combined with --server (the server executes with its own writer)")
 			}
-			s, k, err := a.certStore()
-			if err != nil {
-				return err
-			}
-			var res govern.Result
-			var xerr error
-			if exOPCUA.set() {
-				res, xerr = exOPCUA.execute(cmd.Context(), s, k, args[0], govern.Options{Actor: exAs, RunID: exRun, Now: a.now()})
-				if res.CertificateID == "" && xerr != nil {
-					return xerr
-				}
-			} else {
-				w := guard.NewRecordingWriter(certSeedValues(cmd, s, args[0]))
-				res, xerr = govern.Execute(cmd.Context(), s, k.Public, args[0], w, govern.Options{Actor: exAs, RunID: exRun, Now: a.now()})
-			}
-			if err := a.emit(res, func(w io.Writer) { printExecution(w, &res) }); err != nil {
-				return err
-			}
-			return xerr
+			return nil
 		},
 	}
-	// The OPC UA writer runs in this process; with --server the server's
-	// own writer would execute the certificate and the flags would be
-	// silently ignored, so the combination is refused before either runs.
-	execute.PreRunE = func(cmd *cobra.Command, args []string) error {
-		if a.remote.server != "" && exOPCUA.set() {
-			return usagef("--opcua-endpoint/--map write from this process: they cannot be combined with --server (the server executes with its own writer)")
+	reportCommand(a, execute, "cert.execute", "as", &req, func(args []string) error {
+		req.ID = args[0]
+		if err := a.requireActor(execute); err != nil || !o.set() {
+			return err
 		}
-		return nil
-	}
-	execute.Flags().StringVar(&exAs, "as", "", "who executes")
-	execute.Flags().StringVar(&exRun, "run", "", "the batch run the action counts against (default: the snapshot's run)")
-	execute.Flags().StringVar(&exOPCUA.endpoint, "opcua-endpoint", "", "write over OPC UA to this server (opc.tcp://...) instead of the recording writer; needs --map")
-	execute.Flags().StringVar(&exOPCUA.mapFile, "map", "", "OPC UA map file (as for aml connect opcua): which OPC UA node each AML node is")
-	execute.Flags().StringVar(&exOPCUA.sec.Policy, "security-policy", "None", "OPC UA security policy")
-	execute.Flags().StringVar(&exOPCUA.sec.Mode, "security-mode", "None", "OPC UA message security mode: None, Sign, SignAndEncrypt")
-	execute.Flags().StringVar(&exOPCUA.sec.User, "user", "", "OPC UA user name (empty: anonymous)")
-	execute.Flags().StringVar(&exOPCUA.passwordEnv, "password-env", "", "environment variable holding the OPC UA password")
-	execute.Flags().StringVar(&exOPCUA.sec.CertFile, "cert", "", "OPC UA client certificate file")
-	execute.Flags().StringVar(&exOPCUA.sec.KeyFile, "key", "", "OPC UA client private key file")
-
-	cmd.AddCommand(key, list, show, issue, approve, revoke, verify, execute)
-	return cmd
-}
-
-// certTransition runs one lifecycle step and prints the certificate.
-func (a *app) certTransition(cmd *cobra.Command, id string, step func(store.Store, *cert.KeyPair) (*twinstore.CertRecord, error)) error {
-	s, k, err := a.certStore()
-	if err != nil {
+		w, err := o.writer(execute.Context())
+		if err == nil {
+			req.Writer = w
+		}
 		return err
+	}, func(r govern.Result) bool { return r.CertificateID != "" }, printExecution)
+	// The OPC UA writer is closed once the op has run: every write is read
+	// back before it counts, so closing loses nothing.
+	run := execute.RunE
+	execute.RunE = func(cmd *cobra.Command, args []string) error {
+		defer func() {
+			if c, ok := req.Writer.(io.Closer); ok {
+				_ = c.Close()
+			}
+		}()
+		return run(cmd, args)
 	}
-	r, err := step(s, k)
-	if err != nil {
-		return err
-	}
-	return a.emit(r, func(w io.Writer) { printTransition(w, r) })
+	f := execute.Flags()
+	f.String("as", "", "who executes")
+	f.StringVar(&req.Run, "run", "", "the batch run the action counts against (default: the snapshot's run)")
+	f.StringVar(&o.endpoint, "opcua-endpoint", "", "write over OPC UA to this server (opc.tcp://...) instead of the recording writer; needs --map")
+	f.StringVar(&o.mapFile, "map", "", "OPC UA map file (as for aml connect opcua): which OPC UA node each AML node is")
+	f.StringVar(&o.sec.Policy, "security-policy", "None", "OPC UA security policy")
+	f.StringVar(&o.sec.Mode, "security-mode", "None", "OPC UA message security mode: None, Sign, SignAndEncrypt")
+	f.StringVar(&o.sec.User, "user", "", "OPC UA user name (empty: anonymous)")
+	f.StringVar(&o.passwordEnv, "password-env", "", "environment variable holding the OPC UA password")
+	f.StringVar(&o.sec.CertFile, "cert", "", "OPC UA client certificate file")
+	f.StringVar(&o.sec.KeyFile, "key", "", "OPC UA client private key file")
+	return execute
 }
 
 func printTransition(w io.Writer, r *twinstore.CertRecord) {
@@ -344,39 +256,12 @@ func printTransition(w io.Writer, r *twinstore.CertRecord) {
 	fmt.Fprintln(w)
 }
 
-// seedValues are the recording writer's initial node values: the
-// snapshot's control values on the certificate's nodes. When a record
-// cannot be read the writer starts empty and the governed write denies.
-func certSeedValues(cmd *cobra.Command, s store.Store, id string) map[string]float64 {
-	out := map[string]float64{}
-	ctx := cmd.Context()
-	r, err := s.LoadCertificate(ctx, id)
-	if err != nil {
-		return out
-	}
-	tr, err := s.GetTrial(ctx, r.Cert.TrialID)
-	if err != nil {
-		return out
-	}
-	snap, err := s.GetSnapshot(ctx, tr.Trial.SnapshotID)
-	if err != nil {
-		return out
-	}
-	scene, _ := s.GetScene(ctx, r.Cert.SceneID, r.Cert.SceneVersion)
-	for _, m := range govern.FirstStepMoves(r.Cert, scene, snap) {
-		if !math.IsNaN(m.From) {
-			out[m.NodeID] = m.From
-		}
-	}
-	return out
-}
-
-func printExecution(w io.Writer, r *govern.Result) {
+func printExecution(w io.Writer, r govern.Result) {
 	if !r.Allowed {
 		fmt.Fprintf(w, "write under certificate %s DENIED: %s\n%s\n", r.CertificateID, r.Reason, r.Detail)
 		return
 	}
-	fmt.Fprintf(w, "certificate %s on line %s, run %s (snapshot %s): %s\n", r.CertificateID, r.LineID, certDash(r.RunID), r.SnapshotID, r.Status)
+	fmt.Fprintf(w, "certificate %s on line %s, run %s (snapshot %s): %s\n", r.CertificateID, r.LineID, dash(r.RunID), r.SnapshotID, r.Status)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tVARIABLE\tFROM\tTO\tREADBACK\tRESULT")
 	for _, m := range r.Writes {
@@ -419,25 +304,12 @@ func printCert(w io.Writer, r *twinstore.CertRecord) {
 		b.Improvement, b.BaselineCost, b.CandidateCost, c.Uncertainty.MaxStd, c.Uncertainty.Coverage, c.OutOfDistribution.Distance)
 	if len(c.CandidateControlTrajectory) > 0 {
 		step := c.CandidateControlTrajectory[0]
-		ks := make([]string, 0, len(step))
-		for k := range step {
-			ks = append(ks, k)
-		}
-		sort.Strings(ks)
-		parts := make([]string, len(ks))
-		for i, k := range ks {
-			parts[i] = fmt.Sprintf("%s=%g", k, step[k])
+		parts := []string{}
+		for _, k := range slices.Sorted(maps.Keys(step)) {
+			parts = append(parts, fmt.Sprintf("%s=%g", k, step[k]))
 		}
 		fmt.Fprintf(w, "first step (what a write applies): %s  (%d steps certified)\n", strings.Join(parts, " "), len(c.CandidateControlTrajectory))
 	}
-}
-
-// certKeyOutput is what "aml cert key" prints (and GET /certificates/key
-// returns).
-type certKeyOutput struct {
-	KeyID        string `json:"keyId"`
-	Algorithm    string `json:"algorithm"`
-	PublicKeyPEM string `json:"publicKeyPem"`
 }
 
 func printCerts(w io.Writer, items []twinstore.CertListItem) {
@@ -449,27 +321,47 @@ func printCerts(w io.Writer, items []twinstore.CertListItem) {
 		if !it.Verified {
 			v = "NO: " + it.Problem
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.4g\t%s\n", c.RecommendationID, c.Status, it.LineID, certDash(c.TrialID), c.CreatedBy, certDash(c.ApprovedBy),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.4g\t%s\n", c.RecommendationID, c.Status, it.LineID, dash(c.TrialID), c.CreatedBy, dash(c.ApprovedBy),
 			certTime(c.ExpiresAt), c.BaselineComparison.Improvement, v)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d certificate(s)\n", len(items))
 }
 
-func printIssued(w io.Writer, r *twinstore.CertRecord) {
-	fmt.Fprintf(w, "certificate %s issued for trial %s (status %s, expires %s)\nhash %s\nsigned by key %s; another person approves: aml cert approve %s --as PERSON\n",
-		r.Cert.RecommendationID, r.Cert.TrialID, r.Cert.Status, certTime(r.Cert.ExpiresAt), r.Cert.CertificateHash, r.Cert.KeyID, r.Cert.RecommendationID)
-}
-
 func printCertVerify(w io.Writer, rep govern.VerifyReport) {
 	for _, ch := range rep.Checks {
-		mark := "ok  "
-		if !ch.OK {
-			mark = "FAIL"
-		}
-		fmt.Fprintf(w, "%s %-16s %s\n", mark, ch.Name, ch.Detail)
+		fmt.Fprintf(w, "%s %-16s %s\n", okMark(ch.OK), ch.Name, ch.Detail)
 	}
 	if rep.OK {
 		fmt.Fprintf(w, "certificate %s verified (status %s, key %s, %d audit entries)\n", rep.CertificateID, rep.Status, rep.KeyID, rep.AuditEntries)
 	}
+}
+
+// certOPCUA are the execute command's OPC UA flags.
+type certOPCUA struct {
+	endpoint, mapFile, passwordEnv string
+	sec                            opcua.Security
+}
+
+func (o certOPCUA) set() bool { return o.endpoint != "" || o.mapFile != "" }
+
+// writer dials the line's server with the map's nodes (the same map file
+// aml connect opcua reads: AML node → OPC UA node): the guard reads each
+// move (it must hold the certified From), writes it and reads it back.
+func (o certOPCUA) writer(ctx context.Context) (*opcua.Writer, error) {
+	if o.endpoint == "" || o.mapFile == "" {
+		return nil, usagef("--opcua-endpoint and --map go together")
+	}
+	raw, err := os.ReadFile(o.mapFile)
+	if err != nil {
+		return nil, usagef("--map: %v", err)
+	}
+	m, err := opcua.ParseMap(raw)
+	if err != nil {
+		return nil, err
+	}
+	if o.passwordEnv != "" {
+		o.sec.Password = os.Getenv(o.passwordEnv)
+	}
+	return opcua.DialWriter(ctx, o.endpoint, m, o.sec)
 }

@@ -42,7 +42,13 @@ func useCertClock(t *testing.T) {
 }
 
 func seedTwin(t *testing.T, d string, n int) {
+	t.Helper()
 	useCertClock(t)
+	seedTwinAt(t, d, n, certBase)
+}
+
+// seedTwinAt is seedTwin with the snapshot and trials made at now.
+func seedTwinAt(t *testing.T, d string, n int, now time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := sqlite.Open(d)
@@ -73,7 +79,6 @@ func seedTwin(t *testing.T, d string, n int) {
 	if _, err := s.PutObjective(ctx, contract.DefaultInjectionObjective()); err != nil {
 		t.Fatal(err)
 	}
-	now := certBase
 	snap := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: now, CreatedBy: "twin-runtime", SnapshotID: "snap-1",
 		SceneID: sc.SceneID, SceneVersion: sc.SceneVersion, LineID: certLine, Phase: "holding", CapturedAt: now.Add(-2 * time.Second), DAQWatermark: now.UnixMilli(),
 		ControlValues: map[string]float64{"hold_pressure": 64, "hold_time": 8, "melt_temperature_setpoint": 246},

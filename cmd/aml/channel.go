@@ -3,16 +3,18 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/spf13/cobra"
 )
 
-// parseBound parses "var=lo:hi".
-func channelParseBound(s string) (string, twinstore.ChannelBound, error) {
+// channelBound parses "var=lo:hi".
+func channelBound(s string) (string, twinstore.ChannelBound, error) {
 	name, rng, ok := strings.Cut(s, "=")
 	lo, hi, ok2 := strings.Cut(rng, ":")
 	if !ok || !ok2 || strings.TrimSpace(name) == "" {
@@ -30,8 +32,9 @@ func newChannelCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "channel", Short: "Channel profiles: whether and how the twin may write to a line"}
 
 	var (
-		line, profile, policy, scene, as, chID string
-		bounds                                 []string
+		req    amlapp.ChannelSetRequest
+		scene  string
+		bounds []string
 	)
 	set := &cobra.Command{
 		Use:   "set --line L --profile legacy|hybrid_twin --policy recommendation_only|hitl_governed|bounded_auto [--scene ID@VER] [--bound VAR=MIN:MAX ...] --as PERSON",
@@ -44,75 +47,54 @@ certificates, bounded_auto additionally keeps every target within the
 a channel is never written. --scene ties the channel to a stored scene of
 the line (bounds must name its controls).`,
 		Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if line == "" || profile == "" || policy == "" {
-				return usagef("%s: --line, --profile and --policy are required", cmd.CommandPath())
-			}
-			if err := certRequireAs(cmd, as); err != nil {
-				return err
-			}
-			c := twinstore.ChannelRecord{LineID: line, ChannelID: chID, Profile: profile, ControlPolicy: policy}
-			if scene != "" {
-				id, ver, ok := strings.Cut(scene, "@")
-				if !ok || id == "" || ver == "" {
-					return usagef("--scene %q: want ID@VERSION", scene)
-				}
-				c.SceneID, c.SceneVersion = id, ver
-			}
-			for _, b := range bounds {
-				name, r, err := channelParseBound(b)
-				if err != nil {
-					return err
-				}
-				if c.Bounds == nil {
-					c.Bounds = map[string]twinstore.ChannelBound{}
-				}
-				if _, dup := c.Bounds[name]; dup {
-					return usagef("--bound: %s given twice", name)
-				}
-				c.Bounds[name] = r
-			}
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			r, err := s.SetChannel(cmd.Context(), c, as)
-			if err != nil {
-				return err
-			}
-			return a.emit(r, func(w io.Writer) { fmt.Fprint(w, "channel set\n"); printChannel(w, r) })
-		},
 	}
+	opCommand(a, set, "channel.set", "as", &req, func([]string) error {
+		if req.Line == "" || req.Profile == "" || req.ControlPolicy == "" {
+			return usagef("%s: --line, --profile and --policy are required", set.CommandPath())
+		}
+		if err := a.requireActor(set); err != nil {
+			return err
+		}
+		if scene != "" {
+			id, ver, ok := strings.Cut(scene, "@")
+			if !ok || id == "" || ver == "" {
+				return usagef("--scene %q: want ID@VERSION", scene)
+			}
+			req.SceneID, req.SceneVersion = id, ver
+		}
+		for _, b := range bounds {
+			name, r, err := channelBound(b)
+			if err != nil {
+				return err
+			}
+			if _, dup := req.Bounds[name]; dup {
+				return usagef("--bound: %s given twice", name)
+			}
+			if req.Bounds == nil {
+				req.Bounds = map[string]twinstore.ChannelBound{}
+			}
+			req.Bounds[name] = r
+		}
+		return nil
+	}, func(w io.Writer, r *twinstore.ChannelRecord) { fmt.Fprint(w, "channel set\n"); printChannel(w, r) })
 	f := set.Flags()
-	f.StringVar(&line, "line", "", "the line")
-	f.StringVar(&profile, "profile", "", "legacy or hybrid_twin")
-	f.StringVar(&policy, "policy", "", "recommendation_only, hitl_governed or bounded_auto")
+	f.StringVar(&req.Line, "line", "", "the line")
+	f.StringVar(&req.Profile, "profile", "", "legacy or hybrid_twin")
+	f.StringVar(&req.ControlPolicy, "policy", "", "recommendation_only, hitl_governed or bounded_auto")
 	f.StringVar(&scene, "scene", "", "the scene the channel serves (ID@VERSION)")
 	f.StringArrayVar(&bounds, "bound", nil, "absolute bounds of a control for bounded_auto (VAR=MIN:MAX, repeatable)")
-	f.StringVar(&chID, "channel-id", "", "channel id (default ch-LINE)")
-	f.StringVar(&as, "as", "", "who sets the channel")
+	f.StringVar(&req.ChannelID, "channel-id", "", "channel id (default ch-LINE)")
+	f.String("as", "", "who sets the channel")
 
-	var sLine string
-	show := &cobra.Command{
-		Use:   "show --line L",
-		Short: "Show the channel profile of a line (AML_NOT_FOUND: no channel, the guard never writes)",
-		Args:  argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if sLine == "" {
-				return usagef("%s: --line is required", cmd.CommandPath())
-			}
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			r, err := s.GetChannel(cmd.Context(), sLine)
-			if err != nil {
-				return err
-			}
-			return a.emit(r, func(w io.Writer) { printChannel(w, r) })
-		},
-	}
-	show.Flags().StringVar(&sLine, "line", "", "the line")
+	var sr amlapp.ChannelShowRequest
+	show := &cobra.Command{Use: "show --line L", Short: "Show the channel profile of a line (AML_NOT_FOUND: no channel, the guard never writes)", Args: argsExact(0)}
+	opCommand(a, show, "channel.show", "", &sr, func([]string) error {
+		if sr.Line == "" {
+			return usagef("%s: --line is required", show.CommandPath())
+		}
+		return nil
+	}, printChannel)
+	show.Flags().StringVar(&sr.Line, "line", "", "the line")
 
 	cmd.AddCommand(set, show)
 	return cmd
@@ -123,12 +105,7 @@ func printChannel(w io.Writer, c *twinstore.ChannelRecord) {
 	if c.SceneID != "" {
 		fmt.Fprintf(w, "scene %s@%s\n", c.SceneID, c.SceneVersion)
 	}
-	ks := make([]string, 0, len(c.Bounds))
-	for k := range c.Bounds {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	for _, k := range ks {
+	for _, k := range slices.Sorted(maps.Keys(c.Bounds)) {
 		fmt.Fprintf(w, "  bound %-26s [%g, %g]\n", k, c.Bounds[k].Min, c.Bounds[k].Max)
 	}
 	fmt.Fprintf(w, "set by %s at %s\n", c.UpdatedBy, certTime(c.UpdatedAt))

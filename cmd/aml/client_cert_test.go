@@ -133,7 +133,7 @@ func TestRemoteCertificateFlow(t *testing.T) {
 		} `json:"snapshot"`
 	}
 	st, b = call("engineer", "POST", "/snapshots", map[string]any{"scene": prev.Snapshot.SceneID, "model": demo.ModelID, "run": prev.Snapshot.Window.RunID,
-		"at": base.Add(-5 * time.Second).UnixMilli(), "maxAgeMs": 120_000, "phase": "holding"})
+		"at": base.Add(-5 * time.Second).UnixMilli(), "maxAge": "120s", "phase": "holding"})
 	want(st, b, 201, "", &snap)
 	optimize := func(role string) string {
 		t.Helper()
