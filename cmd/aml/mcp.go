@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	amlmcp "github.com/aml-project/aml/internal/mcp"
 	"github.com/aml-project/aml/internal/service"
@@ -67,7 +68,7 @@ data directory runs them. Logs go to stderr; stdout carries only the protocol.`,
 			d := &service.Deps{Store: s, DataDir: a.dataDir, Runner: r, Queue: q, Bus: bus, Key: key, Log: a.log}
 			amlmcp.Version = version
 			a.log.Info("mcp: serving on stdio", "principal", p.Name, "role", p.Role, "lines", p.Lines)
-			return amlmcp.NewServer(d, p).Run(ctx, &sdk.StdioTransport{})
+			return amlmcp.NewServer(amlapp.New(d, amlapp.Options{Now: a.now, Version: version}), p).Run(ctx, &sdk.StdioTransport{})
 		},
 	}
 	cmd.Flags().StringVar(&token, "token", "", "API token whose principal the tools act as (env AML_TOKEN)")

@@ -11,20 +11,16 @@ import (
 	"syscall"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
+	amlmcp "github.com/aml-project/aml/internal/mcp"
+	"github.com/aml-project/aml/internal/web"
+
 	"github.com/aml-project/aml/internal/api"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/spf13/cobra"
-)
-
-// The MCP server and the web UI register their handlers here when they are
-// built into the binary (serve_mcp.go, serve_web.go); nil means not
-// mounted.
-var (
-	serveMCP func(*service.Deps) http.Handler
-	serveUI  func(*service.Deps) http.Handler
 )
 
 // serveOptions are aml serve's flags.
@@ -103,14 +99,12 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		a.log.Info("serve: workers", "worker", r.Worker(), "concurrency", o.workers, "requeued", rq, "interrupted", in)
 	}
 	api.Version = version
+	// One application for every front door: the API, the MCP tools and
+	// the UI share its clock and its heavy-operation slots.
+	ap := amlapp.New(d, amlapp.Options{Now: a.now, Version: version})
+	amlmcp.Version = version
 	opts := api.Options{Dev: o.dev, RatePerSec: o.rate, RateBurst: o.burst, MaxCSVBytes: o.maxCSVMiB << 20, MaxBodyBytes: o.maxBodyMiB << 20,
-		Verifier: auth.NewTokens(st.SQL())}
-	if serveMCP != nil {
-		opts.MCP = serveMCP(d)
-	}
-	if serveUI != nil {
-		opts.UI = serveUI(d)
-	}
+		Verifier: auth.NewTokens(st.SQL()), App: ap, MCP: amlmcp.HTTPHandler(ap), UI: web.New(d, web.Options{App: ap, Now: a.now})}
 	h := api.NewServer(d, opts)
 
 	ln, err := net.Listen("tcp", o.addr)

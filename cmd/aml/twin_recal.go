@@ -98,7 +98,7 @@ the server's workers.`,
 		if req.Model == "" {
 			return usagef("--model is required")
 		}
-		req.RunJob = req.Run // in this process (not sent to a server)
+		req.InProcess = req.Run // in this process (not sent to a server)
 		return nil
 	}, printCalibrate)
 	cmd.Flags().StringVar(&req.Model, "model", "", "model id (required)")

@@ -846,6 +846,20 @@ func (a *App) Calibrate(ctx context.Context, p Principal, req CalibrateRequest) 
 		if err != nil {
 			return CalibrateResponse{}, err
 		}
+		if req.Scene != "" {
+			sc, err := a.d.Store.GetScene(ctx, req.Scene, "")
+			if err != nil {
+				return CalibrateResponse{}, err
+			}
+			if err := p.Allow(auth.ActTrial, sc.LineID); err != nil {
+				return CalibrateResponse{}, err
+			}
+		}
+		if req.Run && !p.AllLines() {
+			// The queue holds every line's requests: processing it is for
+			// a principal of every line (the server's workers do it too).
+			return CalibrateResponse{}, core.FieldErrorf(core.CodeForbidden, "run", "processing the recalibration queue acts on every line's requests; %s is scoped to %v", p.Name, p.Lines)
+		}
 		pol := recal.DefaultPolicy()
 		sig, err := recal.ComputeSignals(ctx, a.d.Store, a.d.DataDir, m.ID, req.Scene, recal.SignalOptions{Now: a.o.Now})
 		if err != nil {

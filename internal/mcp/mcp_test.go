@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,21 +12,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
+	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
+	"github.com/aml-project/aml/internal/twin/gate"
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -152,6 +159,9 @@ func deps(t *testing.T, dir string) *service.Deps {
 	return &service.Deps{Store: s, DataDir: dir, Runner: r, Bus: bus, Key: key}
 }
 
+// newApp is the application over d as a serving process builds it.
+func newApp(d *service.Deps) *app.App { return app.New(d, app.Options{}) }
+
 func connect(t *testing.T, tr sdk.Transport) *sdk.ClientSession {
 	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: "aml-test", Version: "1"}, nil)
@@ -167,11 +177,11 @@ func connect(t *testing.T, tr sdk.Transport) *sdk.ClientSession {
 	return cs
 }
 
-// inMemory connects a client to NewServer(d, p) in this process.
-func inMemory(t *testing.T, d *service.Deps, p auth.Principal) *sdk.ClientSession {
+// inMemory connects a client to NewServer(a, p) in this process.
+func inMemory(t *testing.T, a *app.App, p auth.Principal) *sdk.ClientSession {
 	t.Helper()
 	ct, st := sdk.NewInMemoryTransports()
-	ss, err := NewServer(d, p).Connect(context.Background(), st, nil)
+	ss, err := NewServer(a, p).Connect(context.Background(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +193,37 @@ func inMemory(t *testing.T, d *service.Deps, p auth.Principal) *sdk.ClientSessio
 	return connect(t, ct)
 }
 
-// call runs a tool that must succeed and decodes its structured result.
+// outSchemas are the resolved output schemas a session lists, by tool.
+var outSchemas sync.Map // *sdk.ClientSession → map[string]*jsonschema.Resolved
+
+func outputSchemas(t *testing.T, cs *sdk.ClientSession) map[string]*jsonschema.Resolved {
+	t.Helper()
+	if m, ok := outSchemas.Load(cs); ok {
+		return m.(map[string]*jsonschema.Resolved)
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*jsonschema.Resolved{}
+	for _, tool := range res.Tools {
+		var s jsonschema.Schema
+		b, _ := json.Marshal(tool.OutputSchema)
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: output schema %s: %v", tool.Name, b, err)
+		}
+		r, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s: resolve the output schema: %v", tool.Name, err)
+		}
+		m[tool.Name] = r
+	}
+	outSchemas.Store(cs, m)
+	return m
+}
+
+// call runs a tool that must succeed, checks its structured result
+// against the output schema the tool declares and decodes it into out.
 func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any, out any) {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
@@ -193,11 +233,18 @@ func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any,
 	if res.IsError {
 		t.Fatalf("%s: tool error: %s", name, text(res))
 	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := outputSchemas(t, cs)[name].Validate(v); err != nil {
+		t.Errorf("%s: the result does not match the declared output schema: %v", name, err)
+	}
 	if out != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := json.Unmarshal(b, out); err != nil {
 			t.Fatalf("%s: structured content %s: %v", name, b, err)
 		}
@@ -247,6 +294,7 @@ var wantHints = map[string]hints{
 	"aml_job_cancel":           {destructive: true, idempotent: true},
 	"aml_leaderboard":          readOnly,
 	"aml_model_reference":      readOnly,
+	"twin_scene_list":          readOnly,
 	"twin_scene_read":          readOnly,
 	"twin_snapshot_create":     additive,
 	"twin_trial_run":           additive,
@@ -299,11 +347,11 @@ func checkTools(t *testing.T, cs *sdk.ClientSession) {
 			t.Errorf("%s: input schema %s", tool.Name, b)
 		}
 		for p, s := range in.Properties {
-			if s.Description == "" && !undescribed[tool.Name+"."+p] {
+			if s.Description == "" {
 				t.Errorf("%s: input %s has no description", tool.Name, p)
 			}
 		}
-		if b, _ := json.Marshal(tool.OutputSchema); !strings.Contains(string(b), `"type":"object"`) {
+		if b, _ := json.Marshal(tool.OutputSchema); !strings.HasPrefix(string(b), "{") || !strings.Contains(string(b), `"type":"object"`) {
 			t.Errorf("%s: output schema %s", tool.Name, b)
 		}
 	}
@@ -314,23 +362,265 @@ func checkTools(t *testing.T, cs *sdk.ClientSession) {
 	}
 }
 
-// undescribed inputs are the productId/recipeId companions of a described
-// lineId.
-var undescribed = map[string]bool{"aml_model_reference.productId": true, "aml_model_reference.recipeId": true}
+// emptyApp is the application over a fresh data directory.
+func emptyApp(t *testing.T) (*service.Deps, *app.App) {
+	t.Helper()
+	d := deps(t, t.TempDir())
+	return d, newApp(d)
+}
 
 func TestToolsAndAnnotations(t *testing.T) {
-	d := deps(t, fixture(t))
-	checkTools(t, inMemory(t, d, auth.Principal{Name: "agent-1", Role: auth.RoleAgent}))
+	_, a := emptyApp(t)
+	checkTools(t, inMemory(t, a, auth.Principal{Name: "agent-1", Role: auth.RoleAgent}))
+}
+
+// sameJSON reports whether a and b encode to the same JSON value.
+func sameJSON(t *testing.T, a, b any) bool {
+	t.Helper()
+	var va, vb any
+	for _, p := range []struct {
+		in  any
+		out *any
+	}{{a, &va}, {b, &vb}} {
+		raw, err := json.Marshal(p.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, p.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// TestToolsAreOps walks the tool list a client sees: every tool is backed
+// by an application op (named in its _meta), takes exactly the op's
+// request type (input schema = app.Schema(op.Req)) and returns the op's
+// response type; and no tool reaches an op the agent role may not take —
+// certificate approval, revocation and execution, promotion, stage moves,
+// scene freezing, channel settings, administration.
+func TestToolsAreOps(t *testing.T) {
+	_, a := emptyApp(t)
+	cs := inMemory(t, a, auth.Principal{Name: "agent-1", Role: auth.RoleAgent})
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != len(tools) {
+		t.Errorf("%d tools listed, %d in the table", len(res.Tools), len(tools))
+	}
+	table := map[string]string{}
+	for _, row := range tools {
+		table[row.name] = row.op
+	}
+	never := map[string]bool{"cert.approve": true, "cert.revoke": true, "cert.execute": true, "model.promote": true, "model.retire": true,
+		"scene.freeze": true, "channel.set": true, "token.create": true, "token.revoke": true, "retention.apply": true}
+	forbidden := map[auth.Action]bool{auth.ActCertApprove: true, auth.ActPromoteProduction: true, auth.ActSceneFreeze: true, auth.ActWrite: true,
+		auth.ActModelStage: true, auth.ActAdmin: true}
+	ops := map[string]string{}
+	for _, tool := range res.Tools {
+		name, _ := tool.Meta[MetaOp].(string)
+		op, ok := app.Lookup(name)
+		if !ok {
+			t.Errorf("%s: not backed by an app op (_meta %v)", tool.Name, tool.Meta)
+			continue
+		}
+		if table[tool.Name] != op.Name {
+			t.Errorf("%s: lists op %s, the table says %s", tool.Name, op.Name, table[tool.Name])
+		}
+		if prev, dup := ops[op.Name]; dup {
+			t.Errorf("%s and %s both call %s", prev, tool.Name, op.Name)
+		}
+		ops[op.Name] = tool.Name
+		if never[op.Name] || forbidden[op.Act] || !auth.RoleAllows(auth.RoleAgent, op.Act) {
+			t.Errorf("%s calls %s (action %s), which no agent may take", tool.Name, op.Name, op.Act)
+		}
+		if !sameJSON(t, tool.InputSchema, app.MustSchema(op.Req)) {
+			b, _ := json.Marshal(tool.InputSchema)
+			t.Errorf("%s: input schema is not app.Schema(%s):\n%s", tool.Name, op.Req, b)
+		}
+		out, _, err := OutputSchema(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameJSON(t, tool.OutputSchema, out) {
+			t.Errorf("%s: output schema is not that of %s", tool.Name, op.Resp)
+		}
+		if tool.Annotations.ReadOnlyHint && op.Act != auth.ActRead {
+			t.Errorf("%s: read-only, but its op takes action %s", tool.Name, op.Act)
+		}
+	}
+	// The agent's limits are those of the role table too.
+	for _, act := range []auth.Action{auth.ActCertApprove, auth.ActPromoteProduction, auth.ActSceneFreeze, auth.ActWrite} {
+		if auth.RoleAllows(auth.RoleAgent, act) {
+			t.Errorf("the role table lets an agent %s", act)
+		}
+	}
+}
+
+// TestArguments: tool arguments are the op's request fields, decoded
+// strictly (unknown and old argument names refused, types checked, the
+// op's validation applied), and the role check runs before anything else.
+func TestArguments(t *testing.T) {
+	_, a := emptyApp(t)
+	agent := inMemory(t, a, auth.Principal{Name: "agent-1", Role: auth.RoleAgent})
+	for _, c := range []struct {
+		tool        string
+		args        map[string]any
+		code, field string
+	}{
+		{"twin_trial_run", map[string]any{"model": "m", "snapshot": "s", "set": map[string]float64{"x": 1}, "bogus": 1}, core.CodeInvalidArgument, "arguments"},
+		{"twin_trial_run", map[string]any{"modelId": "m", "snapshotId": "s"}, core.CodeInvalidArgument, "arguments"},
+		{"twin_trial_run", map[string]any{"model": "m", "snapshot": "s"}, core.CodeInvalidArgument, "set"},
+		{"aml_job_logs", map[string]any{"id": "j", "offset": "x"}, core.CodeInvalidArgument, "offset"},
+		{"aml_job_logs", map[string]any{"id": "j", "maxBytes": 2 << 20}, core.CodeInvalidArgument, "maxBytes"},
+		{"aml_job_status", nil, core.CodeInvalidArgument, "id"},
+		{"aml_job_status", map[string]any{"id": "no-such-job"}, core.CodeNotFound, ""},
+		{"twin_snapshot_create", map[string]any{"scene": "s", "maxAge": 60}, core.CodeInvalidArgument, "maxAge"},
+		{"twin_snapshot_create", map[string]any{"scene": "s", "at": "yesterday"}, core.CodeInvalidArgument, "at"},
+		{"aml_node_catalog", map[string]any{"line": 7}, core.CodeInvalidArgument, "line"},
+		{"twin_snapshot_create", map[string]any{"scene": "s", "maxAge": "-1s"}, core.CodeInvalidArgument, "maxAge"},
+		{"twin_certificate_request", map[string]any{"trial": "t", "ttl": "48h"}, core.CodeInvalidArgument, "ttl"},
+		{"aml_model_reference", nil, core.CodeInvalidArgument, "id"},
+		{"aml_leaderboard", map[string]any{"limit": 500}, core.CodeInvalidArgument, "limit"},
+		{"mpc_optimize", map[string]any{"model": "m", "snapshot": "s", "mode": "fast"}, core.CodeInvalidArgument, "mode"},
+		{"aml_dataset_build", map[string]any{"lineId": "line-1"}, core.CodeInvalidArgument, "arguments"},
+	} {
+		te := callErr(t, agent, c.tool, c.args)
+		t.Logf("%s: %s: %s: %s", c.tool, te.Code, te.Field, te.Message)
+		if te.Code != c.code || (c.field != "" && te.Field != c.field) || te.Status != auth.HTTPStatus(core.KindOfCode(c.code)) {
+			t.Errorf("%s %v: %+v, want %s on %q", c.tool, c.args, te, c.code, c.field)
+		}
+	}
+	var lb app.ModelCompareResponse
+	call(t, agent, "aml_leaderboard", map[string]any{"limit": 5}, &lb)
+	if lb.Total != 0 || lb.Entries == nil || lb.RankedBy == "" {
+		t.Errorf("empty leaderboard: %+v", lb)
+	}
+	var scenes app.List[app.SceneSummary]
+	call(t, agent, "twin_scene_list", nil, &scenes)
+	if scenes.Count != 0 || scenes.Items == nil {
+		t.Errorf("empty scene list: %+v", scenes)
+	}
+	// A viewer is refused by role before the request is even validated.
+	viewer := inMemory(t, a, auth.Principal{Name: "viewer-1", Role: auth.RoleViewer})
+	if te := callErr(t, viewer, "twin_snapshot_create", nil); te.Code != core.CodeForbidden || te.Field != "role" {
+		t.Errorf("viewer snapshot: %+v", te)
+	}
+}
+
+// blockingStore holds every GetScene until release is closed, telling
+// entered each time one starts.
+type blockingStore struct {
+	store.Store
+	entered chan string
+	release chan struct{}
+}
+
+func (s *blockingStore) GetScene(ctx context.Context, id, version string) (*contract.SceneContract, error) {
+	s.entered <- id
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.GetScene(ctx, id, version)
+}
+
+// TestHeavySlots: MCP calls take the application's heavy-operation slots.
+// With one slot held by a snapshot blocked in the store, a second heavy
+// call waits (and never reaches the store) until the slot is free, a heavy
+// call whose context ends while waiting fails with AML_STORE_UNAVAILABLE,
+// and light calls are not held up.
+func TestHeavySlots(t *testing.T) {
+	d := deps(t, t.TempDir())
+	bs := &blockingStore{Store: d.Store, entered: make(chan string, 8), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(bs.release) }) }
+	t.Cleanup(release) // never leave a call blocked behind a failed check
+	bd := *d
+	bd.Store = bs
+	a := app.New(&bd, app.Options{HeavyConcurrent: 1})
+	p := auth.Principal{Name: "agent-1", Role: auth.RoleAgent}
+	cs := inMemory(t, a, p)
+
+	type result struct {
+		name string
+		res  *sdk.CallToolResult
+		err  error
+	}
+	done := make(chan result, 2)
+	start := func(name, sceneID string) {
+		go func() {
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "twin_snapshot_create", Arguments: map[string]any{"scene": sceneID}})
+			done <- result{name, res, err}
+		}()
+	}
+	start("first", "scene-first")
+	select {
+	case id := <-bs.entered:
+		if id != "scene-first" {
+			t.Fatalf("entered %s", id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first snapshot never reached the store")
+	}
+
+	// The slot is held: a heavy call whose context ends gives up.
+	var snapTool toolDef
+	defs, err := toolDefs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range defs {
+		if d.tool.Name == "twin_snapshot_create" {
+			snapTool = d
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	res, err := handler(a, p, snapTool)(ctx, &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "twin_snapshot_create", Arguments: json.RawMessage(`{"scene":"scene-cancelled"}`)}})
+	cancel()
+	var ae *core.Error
+	if err != nil || res == nil || !res.IsError || !errors.As(res.GetError(), &ae) || ae.Code != core.CodeStoreUnavailable || !strings.Contains(ae.Message, "compute slot") {
+		t.Fatalf("a heavy call while the slot is held: %v %+v (%v)", err, res, ae)
+	}
+	// A light call runs meanwhile.
+	var nodes app.List[core.Node]
+	call(t, cs, "aml_node_catalog", nil, &nodes)
+
+	// A second heavy call over MCP waits for the slot.
+	start("second", "scene-second")
+	select {
+	case r := <-done:
+		t.Fatalf("%s returned while the slot was held: %v %s", r.name, r.err, text(r.res))
+	case id := <-bs.entered:
+		t.Fatalf("%s reached the store while the slot was held", id)
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	for range 2 {
+		r := <-done
+		if r.err != nil || !r.res.IsError {
+			t.Fatalf("%s: %v %s", r.name, r.err, text(r.res))
+		}
+		// Both ran: the empty store has no such scene.
+		if txt := text(r.res); !strings.HasPrefix(txt, core.CodeNotFound) {
+			t.Errorf("%s: %s", r.name, txt)
+		}
+	}
+	if got := []string{<-bs.entered}; got[0] != "scene-second" || len(bs.entered) != 0 {
+		t.Errorf("store reached by %v and %d more, want scene-second only", got, len(bs.entered))
+	}
 }
 
 // snapshotAndTrial takes a snapshot 5 minutes before the demo's clock with
 // the model's state estimate and runs a trial moving hold_pressure by 1 bar
 // (and one by 10 bar, beyond the step limit, recorded as rejected).
-func snapshotAndTrial(t *testing.T, cs *sdk.ClientSession) (snapshotCreateOut, trialRunOut) {
+func snapshotAndTrial(t *testing.T, cs *sdk.ClientSession) (app.SnapshotTakeResponse, app.TrialRunResponse) {
 	t.Helper()
-	var snap snapshotCreateOut
-	call(t, cs, "twin_snapshot_create", map[string]any{"sceneId": scene, "modelId": demo.ModelID,
-		"atMs": demo.DemoClock.Add(-5 * time.Minute).UnixMilli()}, &snap)
+	var snap app.SnapshotTakeResponse
+	call(t, cs, "twin_snapshot_create", map[string]any{"scene": scene, "model": demo.ModelID,
+		"at": demo.DemoClock.Add(-5 * time.Minute).UnixMilli()}, &snap)
 	if snap.Snapshot == nil || snap.Snapshot.SnapshotID == "" || !strings.Contains(snap.Snapshot.EstimatorVersion, demo.ModelID) {
 		t.Fatalf("snapshot: %+v", snap.Snapshot)
 	}
@@ -338,18 +628,18 @@ func snapshotAndTrial(t *testing.T, cs *sdk.ClientSession) (snapshotCreateOut, t
 	if !ok {
 		t.Fatalf("snapshot has no hold_pressure: %v", snap.Snapshot.ControlValues)
 	}
-	var tr trialRunOut
-	call(t, cs, "twin_trial_run", map[string]any{"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID,
+	var tr app.TrialRunResponse
+	call(t, cs, "twin_trial_run", map[string]any{"model": demo.ModelID, "snapshot": snap.Snapshot.SnapshotID,
 		"set": map[string]float64{"hold_pressure": hp + 1}}, &tr)
 	vt := tr.Record.Trial
 	if vt == nil || tr.Detail == nil || len(vt.CandidateControlTrajectory) != 60 || vt.CandidateControlTrajectory[0]["hold_pressure"] != hp+1 {
 		t.Fatalf("trial: %+v", tr.Record)
 	}
-	if tr.Executed || tr.Record.Hash == "" || len(tr.Detail.Traces) == 0 {
-		t.Fatalf("trial record: executed %v, hash %q, %d traces", tr.Executed, tr.Record.Hash, len(tr.Detail.Traces))
+	if vt.Executed() || tr.Record.Hash == "" || len(tr.Detail.Traces) == 0 {
+		t.Fatalf("trial record: executed %v, hash %q, %d traces", vt.Executed(), tr.Record.Hash, len(tr.Detail.Traces))
 	}
-	var big trialRunOut
-	call(t, cs, "twin_trial_run", map[string]any{"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID,
+	var big app.TrialRunResponse
+	call(t, cs, "twin_trial_run", map[string]any{"model": demo.ModelID, "snapshot": snap.Snapshot.SnapshotID,
 		"set": map[string]float64{"hold_pressure": hp + 10}}, &big)
 	if big.Record.Passed || big.Record.RejectCode != contract.RejectControlSafety {
 		t.Fatalf("a move beyond the step limit: passed %v, reject %q", big.Record.Passed, big.Record.RejectCode)
@@ -371,26 +661,26 @@ func TestStdioAgent(t *testing.T) {
 	checkTools(t, cs)
 	snap, _ := snapshotAndTrial(t, cs)
 
-	var opt optimizeOut
-	call(t, cs, "mpc_optimize", map[string]any{"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID, "seed": 7}, &opt)
-	if opt.Result == nil || opt.Result.Mode != "precise_search" || opt.Result.Evaluated < 2 || opt.Executed {
+	var opt app.OptimizeResponse
+	call(t, cs, "mpc_optimize", map[string]any{"model": demo.ModelID, "snapshot": snap.Snapshot.SnapshotID, "seed": 7}, &opt)
+	if opt.Result == nil || opt.Result.Mode != "precise_search" || opt.Result.Evaluated < 2 {
 		t.Fatalf("optimize: %+v", opt.Result)
 	}
-	if opt.Record == nil || !opt.Record.Passed {
+	if opt.Record == nil || !opt.Record.Passed || opt.Record.Trial == nil || opt.Record.Trial.Executed() {
 		t.Fatalf("optimize found no passing candidate: %s", opt.Result.NoPass)
 	}
 	t.Logf("optimize: %s, %d candidates, best improvement %.4g", opt.Result.Mode, opt.Result.Evaluated, opt.Record.Improvement)
 	if !(opt.Record.Improvement > 0) {
 		t.Fatalf("the best trial does not improve (%.4g): nothing to certify", opt.Record.Improvement)
 	}
-	var cr certRequestOut
-	call(t, cs, "twin_certificate_request", map[string]any{"trialId": opt.Record.Trial.TrialID}, &cr)
-	if cr.Status != "ISSUED" || cr.Certificate == nil || cr.Certificate.Cert.CreatedBy != "agent-7" || cr.Certificate.Cert.Signature == "" {
+	var cr twinstore.CertRecord
+	call(t, cs, "twin_certificate_request", map[string]any{"trial": opt.Record.Trial.TrialID}, &cr)
+	if cr.Cert == nil || cr.Cert.Status != contract.CertIssued || cr.Cert.CreatedBy != "agent-7" || cr.Cert.Signature == "" {
 		t.Fatalf("certificate: %+v", cr)
 	}
-	id := cr.Certificate.Cert.RecommendationID
+	id := cr.Cert.RecommendationID
 	// Out of scope: another line's agent is refused before anything runs.
-	if te := callErr(t, cs, "aml_node_catalog", map[string]any{"lineId": "line-other"}); te.Code != core.CodeForbidden || te.Field != "lineId" {
+	if te := callErr(t, cs, "aml_node_catalog", map[string]any{"line": "line-other"}); te.Code != core.CodeForbidden || te.Field != "lineId" {
 		t.Fatalf("other line: %+v", te)
 	}
 	if err := cs.Close(); err != nil {
@@ -467,32 +757,37 @@ func overHTTP(t *testing.T, url, name, role, lines string) *sdk.ClientSession {
 func TestHTTP(t *testing.T) {
 	dir := fixture(t)
 	d := deps(t, dir)
-	srv := httptest.NewServer(withPrincipal(HTTPHandler(d)))
+	srv := httptest.NewServer(withPrincipal(HTTPHandler(newApp(d))))
 	defer srv.Close()
 	ctx := context.Background()
 
 	agent := overHTTP(t, srv.URL, "agent-http", string(auth.RoleAgent), line)
 	checkTools(t, agent)
 
-	var nodes nodeCatalogOut
+	var nodes app.List[core.Node]
 	call(t, agent, "aml_node_catalog", nil, &nodes)
-	if len(nodes.Nodes) < 10 || len(nodes.Lines) != 1 || nodes.Lines[0] != line {
-		t.Fatalf("node catalog: %d nodes, lines %v", len(nodes.Nodes), nodes.Lines)
+	if len(nodes.Items) < 10 || nodes.Count != len(nodes.Items) {
+		t.Fatalf("node catalog: %d nodes", len(nodes.Items))
 	}
-	var stats datasetStatsOut
-	call(t, agent, "aml_dataset_stats", map[string]any{"datasetId": demo.DatasetID}, &stats)
-	if stats.Report == nil || len(stats.Report.Nodes) == 0 || stats.Report.Windows.Train == 0 {
-		t.Fatalf("dataset stats: %+v", stats.Report)
+	for _, n := range nodes.Items {
+		if n.LineID != line {
+			t.Fatalf("node catalog: node %s of line %s", n.ID, n.LineID)
+		}
 	}
-	var lb leaderboardOut
-	call(t, agent, "aml_leaderboard", map[string]any{"lineId": line}, &lb)
-	if len(lb.Entries) == 0 || lb.Entries[0].ModelID != demo.ModelID || lb.Entries[0].Stage != core.StageProduction || lb.Entries[0].TestNRMSE == nil {
+	var stats dataset.Report
+	call(t, agent, "aml_dataset_stats", map[string]any{"id": demo.DatasetID}, &stats)
+	if len(stats.Nodes) == 0 || stats.Windows.Train == 0 {
+		t.Fatalf("dataset stats: %+v", stats)
+	}
+	var lb app.ModelCompareResponse
+	call(t, agent, "aml_leaderboard", map[string]any{"line": line}, &lb)
+	if len(lb.Entries) == 0 || lb.Entries[0].ModelID != demo.ModelID || lb.Entries[0].Stage != core.StageProduction || lb.Entries[0].TestNRMSE == nil || lb.Entries[0].Rank != 1 {
 		t.Fatalf("leaderboard: %+v", lb)
 	}
-	var js jobOut
-	call(t, agent, "aml_job_status", map[string]any{"jobId": demo.JobID}, &js)
-	if js.Job.Status != core.JobDone || js.Job.ModelID != demo.ModelID {
-		t.Fatalf("job status: %+v", js.Job)
+	var js core.Job
+	call(t, agent, "aml_job_status", map[string]any{"id": demo.JobID}, &js)
+	if js.Status != core.JobDone || js.ModelID != demo.ModelID {
+		t.Fatalf("job status: %+v", js)
 	}
 	// The hybrid trainer logs nothing; give the demo job a rotated log
 	// (trainer.log.1 is older than trainer.log) to page through.
@@ -506,8 +801,8 @@ func TestHTTP(t *testing.T) {
 	}
 	var all strings.Builder
 	for off, pages := int64(0), 0; ; pages++ {
-		var logs jobLogsOut
-		call(t, agent, "aml_job_logs", map[string]any{"jobId": demo.JobID, "offset": off, "maxBytes": 100}, &logs)
+		var logs app.JobLogsResponse
+		call(t, agent, "aml_job_logs", map[string]any{"id": demo.JobID, "offset": off, "maxBytes": 100}, &logs)
 		if len(logs.Text) > 100 || logs.NextOffset != off+int64(len(logs.Text)) || logs.Size != int64(len(older)+len(newer)) || pages > 10 {
 			t.Fatalf("job logs page %d: %+v", pages, logs)
 		}
@@ -521,49 +816,52 @@ func TestHTTP(t *testing.T) {
 		t.Fatalf("job logs read back %q", all.String())
 	}
 
-	var ref modelReferenceOut
-	call(t, agent, "aml_model_reference", map[string]any{"lineId": line, "productId": "product-injection-a", "recipeId": "recipe-injection-a",
+	var ref app.ModelReferenceResponse
+	call(t, agent, "aml_model_reference", map[string]any{"line": line, "product": "product-injection-a", "recipe": "recipe-injection-a",
 		"controls": map[string]float64{"hold_pressure": 75}}, &ref)
-	if ref.ModelID != demo.ModelID || len(ref.Steps) == 0 || !ref.Proposed || len(ref.Steps[0].Baseline) != len(ref.Targets) || len(ref.Steps[0].Proposed) != len(ref.Targets) || len(ref.Warnings) != 0 {
+	if ref.Model != demo.ModelID || len(ref.Steps) == 0 || !ref.Proposed || len(ref.Steps[0].Baseline) != len(ref.Targets) || len(ref.Steps[0].Proposed) != len(ref.Targets) || len(ref.Warnings) != 0 {
 		t.Fatalf("model reference: %+v", ref)
 	}
 	last := ref.Steps[len(ref.Steps)-1]
-	t.Logf("model reference on %s: %s baseline %.4g, proposed %.4g (hold_pressure 75), interval [%.4g, %.4g]", ref.RunID, ref.Targets[0], last.Baseline[0], last.Proposed[0], last.Lo[0], last.Hi[0])
-	call(t, agent, "aml_model_reference", map[string]any{"modelId": demo.ModelID, "controls": map[string]float64{"hold_pressure": 700}}, &ref)
+	t.Logf("model reference on %s: %s baseline %.4g, proposed %.4g (hold_pressure 75), interval [%.4g, %.4g]", ref.Run, ref.Targets[0], last.Baseline[0], last.Proposed[0], last.Lo[0], last.Hi[0])
+	call(t, agent, "aml_model_reference", map[string]any{"id": demo.ModelID, "run": ref.Run, "from": ref.From, "steps": 3, "controls": map[string]float64{"hold_pressure": 700}}, &ref)
+	if len(ref.Steps) != 3 {
+		t.Fatalf("model reference with steps 3: %d steps", len(ref.Steps))
+	}
 	if len(ref.Warnings) != 1 || !strings.Contains(ref.Warnings[0], "hold_pressure") {
 		t.Fatalf("extrapolation not flagged: %v", ref.Warnings)
 	}
-	if te := callErr(t, agent, "aml_model_reference", map[string]any{"modelId": demo.ModelID, "controls": map[string]float64{"no_such": 1}}); te.Field != "controls.no_such" {
+	if te := callErr(t, agent, "aml_model_reference", map[string]any{"id": demo.ModelID, "controls": map[string]float64{"no_such": 1}}); te.Field != "controls.no_such" {
 		t.Fatalf("unknown control: %+v", te)
 	}
 
-	var sc sceneReadOut
-	call(t, agent, "twin_scene_read", map[string]any{"sceneId": scene}, &sc)
+	var sc app.SceneShowResponse
+	call(t, agent, "twin_scene_read", map[string]any{"id": scene}, &sc)
 	if sc.Scene == nil || sc.Scene.Status != contract.SceneFrozen || sc.Hash == "" {
 		t.Fatalf("scene: %+v", sc)
 	}
-	var list sceneReadOut
-	call(t, agent, "twin_scene_read", nil, &list)
-	if len(list.Scenes) != 1 || list.Scenes[0].Hash != sc.Hash {
-		t.Fatalf("scene list: %+v", list.Scenes)
+	var list app.List[app.SceneSummary]
+	call(t, agent, "twin_scene_list", nil, &list)
+	if len(list.Items) != 1 || list.Items[0].Hash != sc.Hash || list.Items[0].Status != string(contract.SceneFrozen) {
+		t.Fatalf("scene list: %+v", list.Items)
 	}
 
 	// Dataset build, job submit and cancel as the agent.
-	var built datasetBuildOut
-	call(t, agent, "aml_dataset_build", exampleSpec(t), &built)
+	var built app.DatasetBuildResponse
+	call(t, agent, "aml_dataset_build", map[string]any{"spec": exampleSpec(t)}, &built)
 	if built.Dataset.ID == "" || built.Dataset.CreatedBy != "agent-http" || built.Dataset.TrainWindows == 0 {
 		t.Fatalf("dataset build: %+v", built.Dataset)
 	}
-	var sub jobOut
+	var sub core.Job
 	call(t, agent, "aml_job_submit", map[string]any{"datasetId": built.Dataset.ID, "trainer": "linear_state_space@1", "seed": 3,
-		"parentId": demo.JobID, "changeNote": "linear baseline"}, &sub)
-	if sub.Job.Status != core.JobQueued || sub.Job.CreatedBy != "agent-http" || sub.Job.ParentID != demo.JobID {
-		t.Fatalf("job submit: %+v", sub.Job)
+		"parentId": demo.JobID, "note": "linear baseline", "timeout": "10m"}, &sub)
+	if sub.Status != core.JobQueued || sub.CreatedBy != "agent-http" || sub.ParentID != demo.JobID || sub.ChangeNote != "linear baseline" {
+		t.Fatalf("job submit: %+v", sub)
 	}
-	var cancelled jobOut
-	call(t, agent, "aml_job_cancel", map[string]any{"jobId": sub.Job.ID}, &cancelled)
-	if cancelled.Job.Status != core.JobCancelled {
-		t.Fatalf("job cancel: %+v", cancelled.Job)
+	var cancelled core.Job
+	call(t, agent, "aml_job_cancel", map[string]any{"id": sub.ID}, &cancelled)
+	if cancelled.Status != core.JobCancelled {
+		t.Fatalf("job cancel: %+v", cancelled)
 	}
 	if te := callErr(t, agent, "aml_job_submit", map[string]any{"datasetId": built.Dataset.ID, "trainer": "no_such@9"}); te.Field == "" && te.Code == "" {
 		t.Fatalf("unknown trainer: %+v", te)
@@ -571,26 +869,26 @@ func TestHTTP(t *testing.T) {
 
 	// The twin over HTTP: snapshot, trials, calibration request, gate.
 	snap, tr := snapshotAndTrial(t, agent)
-	var cal calibrationOut
-	call(t, agent, "twin_calibration_request", map[string]any{"modelId": demo.ModelID, "sceneId": scene}, &cal)
+	var cal app.CalibrateResponse
+	call(t, agent, "twin_calibration_request", map[string]any{"model": demo.ModelID, "scene": scene}, &cal)
 	if cal.Decision == nil || cal.Decision.Reason == "" || cal.Decision.Signal.ModelID != demo.ModelID {
 		t.Fatalf("calibration: %+v", cal.Decision)
 	}
-	var g gateOut
-	call(t, agent, "twin_gate_evaluate", map[string]any{"modelId": demo.ModelID, "sceneId": scene, "snapshots": 2}, &g)
-	if g.Result == nil || g.Result.GateEvalID == "" || len(g.Result.Report.Checks) == 0 || g.Result.CreatedBy != "agent-http" {
-		t.Fatalf("gate: %+v", g.Result)
+	var g gate.Result
+	call(t, agent, "twin_gate_evaluate", map[string]any{"model": demo.ModelID, "scene": scene, "snapshots": 2}, &g)
+	if g.GateEvalID == "" || len(g.Report.Checks) == 0 || g.CreatedBy != "agent-http" {
+		t.Fatalf("gate: %+v", g)
 	}
 	// A trial that does not improve is refused a certificate, as an error
 	// with its code.
 	if !(tr.Record.Passed && tr.Record.Improvement > 0) {
-		if te := callErr(t, agent, "twin_certificate_request", map[string]any{"trialId": tr.Record.Trial.TrialID}); te.Code != core.CodeCertRefused {
+		if te := callErr(t, agent, "twin_certificate_request", map[string]any{"trial": tr.Record.Trial.TrialID}); te.Code != core.CodeCertRefused {
 			t.Fatalf("certificate for a non-improving trial: %+v", te)
 		}
 	}
 
 	// Schema violations are AML_INVALID_ARGUMENT on "arguments".
-	if te := callErr(t, agent, "twin_trial_run", map[string]any{"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID, "bogus": 1}); te.Code != core.CodeInvalidArgument || te.Field != "arguments" {
+	if te := callErr(t, agent, "twin_trial_run", map[string]any{"model": demo.ModelID, "snapshot": snap.Snapshot.SnapshotID, "bogus": 1}); te.Code != core.CodeInvalidArgument || te.Field != "arguments" {
 		t.Fatalf("unknown argument: %+v", te)
 	}
 
@@ -598,10 +896,12 @@ func TestHTTP(t *testing.T) {
 	viewer := overHTTP(t, srv.URL, "viewer-1", string(auth.RoleViewer), "")
 	call(t, viewer, "aml_leaderboard", nil, &lb)
 	for name, args := range map[string]map[string]any{
-		"twin_trial_run":           {"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID, "set": map[string]float64{"hold_pressure": 1}},
-		"twin_certificate_request": {"trialId": demo.TrialID},
+		"twin_trial_run":           {"model": demo.ModelID, "snapshot": snap.Snapshot.SnapshotID, "set": map[string]float64{"hold_pressure": 1}},
+		"twin_certificate_request": {"trial": demo.TrialID},
 		"aml_job_submit":           {"datasetId": demo.DatasetID, "trainer": "linear_state_space@1"},
-		"twin_snapshot_create":     {"sceneId": scene},
+		"twin_snapshot_create":     {"scene": scene},
+		"mpc_optimize":             {"model": demo.ModelID, "snapshot": snap.Snapshot.SnapshotID},
+		"aml_dataset_build":        {"spec": exampleSpec(t)},
 	} {
 		if te := callErr(t, viewer, name, args); te.Code != core.CodeForbidden || te.Field != "role" || te.Status != http.StatusForbidden || te.Kind != core.KindForbidden {
 			t.Errorf("viewer %s: %+v", name, te)
@@ -610,15 +910,26 @@ func TestHTTP(t *testing.T) {
 	// An agent of another line sees nothing of this one.
 	other := overHTTP(t, srv.URL, "agent-other", string(auth.RoleAgent), "line-other")
 	call(t, other, "aml_node_catalog", nil, &nodes)
-	if len(nodes.Nodes) != 0 {
-		t.Fatalf("other line's agent sees %d nodes", len(nodes.Nodes))
+	if len(nodes.Items) != 0 {
+		t.Fatalf("other line's agent sees %d nodes", len(nodes.Items))
+	}
+	call(t, other, "aml_leaderboard", nil, &lb)
+	if lb.Total != 0 {
+		t.Fatalf("other line's agent sees %d models", lb.Total)
+	}
+	call(t, other, "twin_scene_list", nil, &list)
+	if list.Count != 0 {
+		t.Fatalf("other line's agent sees %d scenes", list.Count)
 	}
 	for name, args := range map[string]map[string]any{
-		"aml_dataset_stats":        {"datasetId": demo.DatasetID},
-		"aml_job_logs":             {"jobId": demo.JobID},
-		"twin_scene_read":          {"sceneId": scene},
-		"twin_trial_run":           {"modelId": demo.ModelID, "snapshotId": snap.Snapshot.SnapshotID, "set": map[string]float64{"hold_pressure": 1}},
-		"twin_certificate_request": {"trialId": demo.TrialID},
+		"aml_dataset_stats":        {"id": demo.DatasetID},
+		"aml_job_logs":             {"id": demo.JobID},
+		"aml_job_status":           {"id": demo.JobID},
+		"twin_scene_read":          {"id": scene},
+		"twin_trial_run":           {"model": demo.ModelID, "snapshot": snap.Snapshot.SnapshotID, "set": map[string]float64{"hold_pressure": 1}},
+		"twin_certificate_request": {"trial": demo.TrialID},
+		"aml_model_reference":      {"id": demo.ModelID},
+		"aml_leaderboard":          {"line": line},
 	} {
 		if te := callErr(t, other, name, args); te.Code != core.CodeForbidden || te.Field != "lineId" {
 			t.Errorf("other line %s: %+v", name, te)
@@ -651,7 +962,8 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
-// exampleSpec is examples/specs/injection_weight.json as tool arguments.
+// exampleSpec is examples/specs/injection_weight.json, the spec argument
+// of aml_dataset_build.
 func exampleSpec(t *testing.T) map[string]any {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
@@ -689,9 +1001,9 @@ func TestTokens(t *testing.T) {
 	cmd := exec.Command(amlBin, "mcp", "--data", dir, "--token", viewerTok)
 	cmd.Stderr = os.Stderr
 	cs := connect(t, &sdk.CommandTransport{Command: cmd})
-	var sc sceneReadOut
-	call(t, cs, "twin_scene_read", map[string]any{"sceneId": scene}, &sc)
-	if te := callErr(t, cs, "twin_snapshot_create", map[string]any{"sceneId": scene}); te.Code != core.CodeForbidden || te.Field != "role" || !strings.Contains(te.Message, "viewer-tok") {
+	var sc app.SceneShowResponse
+	call(t, cs, "twin_scene_read", map[string]any{"id": scene}, &sc)
+	if te := callErr(t, cs, "twin_snapshot_create", map[string]any{"scene": scene}); te.Code != core.CodeForbidden || te.Field != "role" || !strings.Contains(te.Message, "viewer-tok") {
 		t.Fatalf("viewer token snapshot: %+v", te)
 	}
 	if err := cs.Close(); err != nil {
@@ -708,7 +1020,7 @@ func TestTokens(t *testing.T) {
 	}
 
 	// HTTP behind the API's middleware.
-	srv := httptest.NewServer(auth.Middleware(tokens, false)(HTTPHandler(d)))
+	srv := httptest.NewServer(auth.Middleware(tokens, false)(HTTPHandler(newApp(d))))
 	defer srv.Close()
 	hc := &http.Client{Transport: headers{h: map[string]string{"Authorization": "Bearer " + agentTok}, next: http.DefaultTransport}}
 	agent := connect(t, &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, DisableStandaloneSSE: true})

@@ -1,17 +1,20 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
-	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/service"
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -25,21 +28,35 @@ process models, and run virtual trials on the digital twin. Nothing here
 writes to a machine: trials and optimisations are simulations
 (candidateExecuted is always false). twin_certificate_request only queues a
 signed recommendation (status ISSUED) for a person with the approver role;
-no tool approves, revokes or executes certificates, promotes a model to
-production or freezes a scene. Errors carry an AML code and the offending
-field ("AML_FORBIDDEN: lineId: ...").`
+no tool approves, revokes or executes certificates, promotes a model,
+freezes a scene or sets a channel. Argument names are those of the AML API
+(model, snapshot, objective, id, line, ...); durations are strings such as
+"90s" or "15m", instants epoch milliseconds or RFC 3339. Errors carry an AML
+code and the offending field ("AML_FORBIDDEN: lineId: ...").`
 
-// NewServer returns an MCP server whose tools act on d as principal p:
-// every tool checks p's role and line scope before it reads or changes
-// anything, and p.Name is the actor recorded in the store and audit log.
-func NewServer(d *service.Deps, p auth.Principal) *sdk.Server {
+// MetaOp is the key of a tool's _meta that names the application operation
+// (internal/app) the tool calls.
+const MetaOp = "aml/op"
+
+// NewServer returns an MCP server whose tools call a's operations as
+// principal p. The application checks p's role and line scope, validates
+// the request and takes a heavy-operation slot where the operation needs
+// one, exactly as for the API and the CLI; p.Name is the actor recorded in
+// the store and audit log.
+func NewServer(a *app.App, p auth.Principal) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "aml", Title: "AML", Version: Version}, &sdk.ServerOptions{
 		Instructions: instructions,
-		Logger:       d.Log,
-		SchemaCache:  schemaCache,
+		Logger:       a.Deps().Log,
 	})
-	t := &toolbox{d: d, p: p, now: time.Now}
-	t.register(s)
+	defs, err := toolDefs()
+	if err != nil {
+		// The table names this package's ops; a failure is a programming
+		// error caught by the tests that list the tools.
+		panic("mcp: " + err.Error())
+	}
+	for _, d := range defs {
+		s.AddTool(d.tool, handler(a, p, d))
+	}
 	s.AddReceivingMiddleware(toolErrors)
 	return s
 }
@@ -48,15 +65,17 @@ func NewServer(d *service.Deps, p auth.Principal) *sdk.Server {
 // surrounding authentication middleware put into each request's context
 // (auth.WithPrincipal). It runs stateless: every HTTP request gets a
 // server for its own principal, so a session can never outlive or borrow
-// another token's rights. A request without a principal is 401.
-func HTTPHandler(d *service.Deps) http.Handler {
+// another token's rights. A request without a principal is 401. Every
+// server calls the same App, so the heavy-operation slots are shared by
+// all requests (and with the other interfaces on a).
+func HTTPHandler(a *app.App) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		p, ok := auth.FromContext(r.Context())
 		if !ok {
 			return nil
 		}
-		return NewServer(d, p)
-	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: d.Log})
+		return NewServer(a, p)
+	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: a.Deps().Log})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := auth.FromContext(r.Context()); !ok {
 			auth.WriteError(w, auth.Unauthenticated("MCP needs an authenticated caller: Authorization: Bearer <token>"))
@@ -64,13 +83,6 @@ func HTTPHandler(d *service.Deps) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// toolbox carries what every tool handler needs.
-type toolbox struct {
-	d   *service.Deps
-	p   auth.Principal
-	now func() time.Time
 }
 
 // hints are a tool's behaviour annotations. Every AML tool acts only on
@@ -84,43 +96,199 @@ var (
 	additive = hints{}
 )
 
-// toolDef names and describes one tool.
+// toolDef is a tool of the table bound to its op, with its schemas.
 type toolDef struct {
-	name, title, description string
-	hints                    hints
+	tool *sdk.Tool
+	op   *app.Op
+	// wrapped: the op's response is not a JSON object; the structured
+	// content is {"result": response}.
+	wrapped bool
 }
 
-// add registers a typed tool. The input schema is inferred by the SDK from
-// In (jsonschema tags are the descriptions); the output schema from Out
-// with outputSchema. fn's errors become tool errors (see toolErrors).
-func add[In, Out any](s *sdk.Server, def toolDef, fn func(ctx context.Context, in In) (Out, error)) {
+var (
+	defsOnce sync.Once
+	defs     []toolDef
+	defsErr  error
+)
+
+// toolDefs builds the tools of the table once (HTTPHandler builds a server
+// per request; the tools and their schemas are shared and never changed).
+func toolDefs() ([]toolDef, error) {
+	defsOnce.Do(func() {
+		for _, t := range tools {
+			d, err := bindTool(t)
+			if err != nil {
+				defsErr = err
+				return
+			}
+			defs = append(defs, d)
+		}
+	})
+	return defs, defsErr
+}
+
+// bindTool looks up the op a row names and derives the tool's schemas from
+// the op's request and response types.
+func bindTool(t tool) (toolDef, error) {
+	op, ok := app.Lookup(t.op)
+	if !ok {
+		return toolDef{}, fmt.Errorf("tool %s: no app op %q", t.name, t.op)
+	}
+	in, err := app.Schema(op.Req)
+	if err != nil {
+		return toolDef{}, fmt.Errorf("tool %s: input schema of %s: %w", t.name, op.Req, err)
+	}
+	out, wrapped, err := OutputSchema(op)
+	if err != nil {
+		return toolDef{}, fmt.Errorf("tool %s: output schema of %s: %w", t.name, op.Resp, err)
+	}
 	f := false
-	destructive := def.hints.destructive
-	tool := &sdk.Tool{
-		Name:        def.name,
-		Title:       def.title,
-		Description: def.description,
+	destructive := t.hints.destructive
+	return toolDef{op: op, wrapped: wrapped, tool: &sdk.Tool{
+		Meta:        sdk.Meta{MetaOp: op.Name},
+		Name:        t.name,
+		Title:       t.title,
+		Description: t.description,
 		Annotations: &sdk.ToolAnnotations{
-			Title:           def.title,
-			ReadOnlyHint:    def.hints.readOnly,
+			Title:           t.title,
+			ReadOnlyHint:    t.hints.readOnly,
 			DestructiveHint: &destructive,
-			IdempotentHint:  def.hints.idempotent,
+			IdempotentHint:  t.hints.idempotent,
 			OpenWorldHint:   &f,
 		},
-		OutputSchema: outputSchema[Out](),
+		InputSchema:  in,
+		OutputSchema: out,
+	}}, nil
+}
+
+// OutputSchema is the output schema of a tool that calls op: the schema of
+// its response type (a pointer's element), or, when that is not a JSON
+// object, an object {"result": response} (wrapped true), so that the
+// structured content is always an object.
+func OutputSchema(op *app.Op) (s *jsonschema.Schema, wrapped bool, err error) {
+	t := op.Resp
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	sdk.AddTool(s, tool, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
-		out, err := fn(ctx, in)
+	s, err = app.Schema(t)
+	if err != nil {
+		return nil, false, err
+	}
+	if s.Type == "object" {
+		return s, false, nil
+	}
+	return &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"result": s}, Required: []string{"result"},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}, true, nil
+}
+
+// handler decodes the arguments into the op's request type, calls the op
+// as p and returns its response as the structured content.
+func handler(a *app.App, p auth.Principal, d toolDef) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		in, err := decodeArgs(d.op, req.Params.Arguments)
 		if err != nil {
-			var zero Out
-			var ae *core.Error
-			if !errors.As(err, &ae) {
-				err = core.Wrap(core.CodeInternal, err, "%s", def.name)
-			}
-			return nil, zero, err
+			return failed(err), nil
 		}
-		return nil, out, nil
-	})
+		out, err := d.op.Invoke(ctx, a, p, in)
+		if err != nil {
+			return failed(err), nil
+		}
+		// A nil pointer is the zero response, never null content.
+		if v := reflect.ValueOf(out); v.Kind() == reflect.Pointer && v.IsNil() {
+			out = reflect.Zero(v.Type().Elem()).Interface()
+		}
+		if d.wrapped {
+			out = map[string]any{"result": out}
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return failed(core.Wrap(core.CodeInternal, err, "%s: encode the result", d.tool.Name)), nil
+		}
+		return &sdk.CallToolResult{StructuredContent: json.RawMessage(b), Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}, nil
+	}
+}
+
+func failed(err error) *sdk.CallToolResult {
+	r := &sdk.CallToolResult{}
+	r.SetError(err)
+	return r
+}
+
+// decodeArgs decodes a tool call's arguments into a new request of op's
+// type: a JSON object whose fields are the request's json fields; unknown
+// fields are refused. No arguments is the zero request (the op validates
+// it).
+func decodeArgs(op *app.Op, raw json.RawMessage) (any, error) {
+	in := op.NewRequest()
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return in, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(in); err != nil {
+		return nil, argError(op, raw, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "arguments", "one JSON object expected")
+	}
+	return in, nil
+}
+
+// argError turns a decoding error into AML_INVALID_ARGUMENT (or the code
+// a value's own decoder chose): on the offending field when it can be
+// told, else on "arguments".
+func argError(op *app.Op, raw json.RawMessage, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return core.FieldErrorf(core.CodeInvalidArgument, te.Field, "want %s, got %s", jsonKind(te.Type), te.Value)
+	}
+	var ae *core.Error
+	if errors.As(err, &ae) {
+		// A value's own decoder (a duration, an instant, a contract type)
+		// does not name its field: find it by decoding field by field.
+		return core.FieldErrorf(ae.Code, badField(op, raw), "%s", ae.Message)
+	}
+	return core.FieldErrorf(core.CodeInvalidArgument, "arguments", "%s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// badField is the name of the first top-level argument that does not
+// decode into its request field on its own, or "arguments".
+func badField(op *app.Op, raw json.RawMessage) string {
+	var args map[string]json.RawMessage
+	if json.Unmarshal(raw, &args) != nil {
+		return "arguments"
+	}
+	for _, f := range app.Fields(op.Req) {
+		v, ok := args[f.Name]
+		if !ok {
+			continue
+		}
+		if json.Unmarshal(v, reflect.New(f.Type).Interface()) != nil {
+			return f.Name
+		}
+	}
+	return "arguments"
+}
+
+// jsonKind names the JSON value a Go type is decoded from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
 }
 
 // ToolError is the structured content of a failed tool call: the AML
@@ -137,9 +305,9 @@ type ToolError struct {
 
 // toolErrors rewrites failed tool calls so a client sees the AML error:
 // text "CODE: field: message" and structured content {code, kind,
-// message, field, status}. Errors the SDK raises before a handler runs (arguments
-// that do not match the input schema) become AML_INVALID_ARGUMENT on field
-// "arguments".
+// message, field, status}. An error that is not an AML error (none should
+// reach here: the handlers return AML errors) becomes AML_INVALID_ARGUMENT
+// on field "arguments".
 func toolErrors(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		res, err := next(ctx, method, req)
@@ -161,72 +329,5 @@ func toolErrors(next sdk.MethodHandler) sdk.MethodHandler {
 		r.Content = []sdk.Content{&sdk.TextContent{Text: ae.Error()}}
 		r.StructuredContent = te
 		return r, nil
-	}
-}
-
-var schemaCache = sdk.NewSchemaCache()
-
-var (
-	outSchemaMu sync.Mutex
-	outSchemas  = map[reflect.Type]*jsonschema.Schema{}
-)
-
-// outputSchema infers the output schema of T once. Two things differ from
-// the SDK's own inference so that the schema describes what encoding/json
-// actually writes: a type with its own MarshalJSON (json.RawMessage
-// metrics, numbers that encode NaN as null, …) accepts any value, and a
-// map may be null (a nil map encodes as null).
-func outputSchema[T any]() *jsonschema.Schema {
-	rt := reflect.TypeFor[T]()
-	outSchemaMu.Lock()
-	defer outSchemaMu.Unlock()
-	if s, ok := outSchemas[rt]; ok {
-		return s
-	}
-	over := map[reflect.Type]*jsonschema.Schema{}
-	collectOverrides(rt, over, map[reflect.Type]bool{})
-	s, err := jsonschema.ForType(rt, &jsonschema.ForOptions{TypeSchemas: over})
-	if err != nil {
-		// Output types are this package's own; a failure is a programming
-		// error caught by the tests that list the tools.
-		panic("mcp: output schema of " + rt.String() + ": " + err.Error())
-	}
-	outSchemas[rt] = s
-	return s
-}
-
-var (
-	marshalerType = reflect.TypeFor[json.Marshaler]()
-	timeType      = reflect.TypeFor[time.Time]()
-)
-
-func collectOverrides(t reflect.Type, over map[reflect.Type]*jsonschema.Schema, seen map[reflect.Type]bool) {
-	if seen[t] {
-		return
-	}
-	seen[t] = true
-	if t != timeType && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
-		(t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType)) {
-		over[t] = &jsonschema.Schema{}
-		return
-	}
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Array:
-		collectOverrides(t.Elem(), over, seen)
-	case reflect.Map:
-		if t.Key().Kind() == reflect.String {
-			over[t] = &jsonschema.Schema{Types: []string{"null", "object"}}
-		} else {
-			over[t] = &jsonschema.Schema{}
-		}
-	case reflect.Struct:
-		if t == timeType {
-			return
-		}
-		for i := range t.NumField() {
-			if f := t.Field(i); f.IsExported() {
-				collectOverrides(f.Type, over, seen)
-			}
-		}
 	}
 }

@@ -1,0 +1,399 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/registry"
+	extrun "github.com/aml-project/aml/internal/trainer/exec"
+)
+
+// The model comparison use cases: the leaderboard of a line's experiments
+// and the reference prediction (baseline against proposed controls) an
+// engineer or agent looks at before tuning.
+
+var (
+	opModelCompare   = Op{Name: "model.compare", Act: auth.ActRead, Summary: "Rank models by the platform's test metrics: gates passed first, then test NRMSE, with each experiment's parent and change note"}
+	opModelReference = Op{Name: "model.reference", Act: auth.ActRead, Heavy: true, Summary: "Predict a run over the model's horizon with its own controls (baseline) and with proposed setpoints held, with the conformal interval; nothing is stored"}
+)
+
+// compareOps lists the use cases of this file.
+func compareOps() []*Op {
+	return []*Op{
+		bind(&opModelCompare, (*App).ModelCompare),
+		bind(&opModelReference, (*App).ModelReference),
+	}
+}
+
+// ---- model.compare
+
+// Leaderboard sizes of ModelCompareRequest.Limit.
+const (
+	DefaultCompareLimit = 20
+	MaxCompareLimit     = 200
+)
+
+// ModelCompareRequest filters the models to rank.
+type ModelCompareRequest struct {
+	Line    string `json:"line,omitempty" jsonschema:"only models of this line (default: every line in your scope)"`
+	Product string `json:"product,omitempty" jsonschema:"only models of this product"`
+	Recipe  string `json:"recipe,omitempty" jsonschema:"only models of this recipe"`
+	Purpose string `json:"purpose,omitempty" jsonschema:"only models of this purpose (mpc_surrogate, quality_predict, static_response)"`
+	Dataset string `json:"dataset,omitempty" jsonschema:"only models trained on this dataset"`
+	Stage   string `json:"stage,omitempty" jsonschema:"only models in this stage (candidate, shadow, production, retired)"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"at most this many entries (default 20, at most 200)"`
+}
+
+// Validate bounds the limit.
+func (r *ModelCompareRequest) Validate() error {
+	return limitIn("limit", r.Limit, 1, MaxCompareLimit)
+}
+
+// ModelRank is one model of the leaderboard with the platform metrics it
+// is ranked by.
+type ModelRank struct {
+	Rank            int       `json:"rank"`
+	ModelID         string    `json:"modelId"`
+	JobID           string    `json:"jobId"`
+	ParentJobID     string    `json:"parentJobId,omitempty" jsonschema:"the experiment this one changed"`
+	ChangeNote      string    `json:"changeNote,omitempty" jsonschema:"what the experiment changed"`
+	DatasetID       string    `json:"datasetId"`
+	Trainer         string    `json:"trainer"`
+	Stage           string    `json:"stage"`
+	GatePassed      bool      `json:"gatePassed"`
+	TestNRMSE       *float64  `json:"testNrmse" jsonschema:"mean rollout NRMSE over the test runs (platform metric; lower is better)"`
+	TestOneStep     *float64  `json:"testOneStepNrmse" jsonschema:"mean one-step NRMSE over the test runs"`
+	ValNRMSE        *float64  `json:"valNrmse" jsonschema:"mean rollout NRMSE over the validation runs"`
+	Coverage        *float64  `json:"coverage" jsonschema:"measured coverage of the conformal interval on test windows"`
+	LineageVerified bool      `json:"lineageVerified"`
+	Twin            bool      `json:"twin"`
+	LineID          string    `json:"lineId"`
+	ProductID       string    `json:"productId"`
+	RecipeID        string    `json:"recipeId"`
+	Purpose         string    `json:"purpose"`
+	CreatedAt       time.Time `json:"createdAt"`
+}
+
+// ModelCompareResponse is the ranked list.
+type ModelCompareResponse struct {
+	RankedBy string      `json:"rankedBy"`
+	Total    int         `json:"total" jsonschema:"models matching the filter in your scope"`
+	Entries  []ModelRank `json:"entries"`
+}
+
+// RankedBy is the leaderboard's order.
+const RankedBy = "gatePassed desc, testNrmse asc (missing last), createdAt desc"
+
+// modelScores are the platform metrics a leaderboard ranks by.
+type modelScores struct {
+	Val struct {
+		MeanNRMSE *float64 `json:"meanNrmse"`
+	} `json:"val"`
+	Test struct {
+		MeanNRMSE        *float64 `json:"meanNrmse"`
+		MeanOneStepNRMSE *float64 `json:"meanOneStepNrmse"`
+	} `json:"test"`
+	Coverage *struct {
+		Measured *float64 `json:"measured"`
+	} `json:"coverage"`
+}
+
+func finite(p *float64) *float64 {
+	if p == nil || math.IsNaN(*p) || math.IsInf(*p, 0) {
+		return nil
+	}
+	return p
+}
+
+// ModelCompare ranks the models of p's lines: gates passed first, then
+// test NRMSE (missing last), then newest.
+func (a *App) ModelCompare(ctx context.Context, p Principal, req ModelCompareRequest) (ModelCompareResponse, error) {
+	return run(ctx, a, p, &opModelCompare, req, func(ctx context.Context, p Principal, req ModelCompareRequest) (ModelCompareResponse, error) {
+		if err := scope(p, auth.ActRead, req.Line); err != nil {
+			return ModelCompareResponse{}, err
+		}
+		limit := req.Limit
+		if limit == 0 {
+			limit = DefaultCompareLimit
+		}
+		ms, err := a.d.Store.ListModels(ctx, core.ModelFilter{Line: req.Line, Product: req.Product, Recipe: req.Recipe, Purpose: req.Purpose, Stage: req.Stage, DatasetID: req.Dataset})
+		if err != nil {
+			return ModelCompareResponse{}, err
+		}
+		var es []ModelRank
+		for _, m := range filter(p, ms, func(m core.Model) string { return m.LineID }) {
+			var sc modelScores
+			_ = json.Unmarshal(m.Metrics, &sc) // a model without metrics ranks last
+			e := ModelRank{ModelID: m.ID, JobID: m.JobID, DatasetID: m.DatasetID, Trainer: m.TrainerRef, Stage: m.Stage, GatePassed: m.GatePassed,
+				TestNRMSE: finite(sc.Test.MeanNRMSE), TestOneStep: finite(sc.Test.MeanOneStepNRMSE), ValNRMSE: finite(sc.Val.MeanNRMSE),
+				LineageVerified: m.LineageVerified, Twin: m.Twin, LineID: m.LineID, ProductID: m.ProductID, RecipeID: m.RecipeID, Purpose: m.Purpose,
+				CreatedAt: m.CreatedAt}
+			if sc.Coverage != nil {
+				e.Coverage = finite(sc.Coverage.Measured)
+			}
+			es = append(es, e)
+		}
+		sort.SliceStable(es, func(i, j int) bool {
+			x, y := es[i], es[j]
+			if x.GatePassed != y.GatePassed {
+				return x.GatePassed
+			}
+			if (x.TestNRMSE == nil) != (y.TestNRMSE == nil) {
+				return x.TestNRMSE != nil
+			}
+			if x.TestNRMSE != nil && *x.TestNRMSE != *y.TestNRMSE {
+				return *x.TestNRMSE < *y.TestNRMSE
+			}
+			return x.CreatedAt.After(y.CreatedAt)
+		})
+		out := ModelCompareResponse{RankedBy: RankedBy, Total: len(es), Entries: []ModelRank{}}
+		for i, e := range es[:min(len(es), limit)] {
+			e.Rank = i + 1
+			if j, err := a.d.Store.GetJob(ctx, e.JobID); err == nil {
+				e.ParentJobID, e.ChangeNote = j.ParentID, j.ChangeNote
+			}
+			out.Entries = append(out.Entries, e)
+		}
+		return out, nil
+	})
+}
+
+// ---- model.reference
+
+// ModelReferenceRequest predicts a run over the model's horizon with the
+// run's own controls and, optionally, with proposed setpoints held.
+type ModelReferenceRequest struct {
+	ID       string             `json:"id,omitempty" jsonschema:"model id (default: the production model of line, product, recipe and purpose)"`
+	Line     string             `json:"line,omitempty" jsonschema:"without id: the line whose production model is used"`
+	Product  string             `json:"product,omitempty" jsonschema:"without id: the product whose production model is used"`
+	Recipe   string             `json:"recipe,omitempty" jsonschema:"without id: the recipe whose production model is used"`
+	Purpose  string             `json:"purpose,omitempty" jsonschema:"without id: the purpose of the production model (default mpc_surrogate)"`
+	Run      string             `json:"run,omitempty" jsonschema:"run to predict (default: the newest run of the model's line, product and recipe)"`
+	From     *Instant           `json:"from,omitempty" jsonschema:"time of the first predicted step, epoch ms or RFC 3339 (default: the latest instant with a full window in the run)"`
+	Steps    int                `json:"steps,omitempty" jsonschema:"steps to predict, 1..the model's horizon (default: the horizon)"`
+	Controls map[string]float64 `json:"controls,omitempty" jsonschema:"proposed setpoint per control node (model units), held over the horizon; controls not named keep the run's own values"`
+}
+
+// Validate requires a model (by id, or line, product and recipe),
+// non-negative steps and finite controls.
+func (r *ModelReferenceRequest) Validate() error {
+	if r.ID == "" && (r.Line == "" || r.Product == "" || r.Recipe == "") {
+		return core.FieldErrorf(core.CodeInvalidArgument, "id", "give id, or line, product and recipe to use their production model")
+	}
+	if r.Steps < 0 {
+		return core.FieldErrorf(core.CodeInvalidArgument, "steps", "steps must not be negative")
+	}
+	for c, v := range r.Controls {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return core.FieldErrorf(core.CodeNonFinite, "controls."+c, "not a finite number")
+		}
+	}
+	return nil
+}
+
+// ReferenceStep is one predicted step.
+type ReferenceStep struct {
+	TsMs     int64      `json:"ts" jsonschema:"epoch ms"`
+	Baseline []float64  `json:"baseline" jsonschema:"prediction with the run's own controls, per target"`
+	Proposed []float64  `json:"proposed,omitempty" jsonschema:"prediction with the proposed controls, per target"`
+	Lo       []float64  `json:"lo,omitempty" jsonschema:"lower edge of the conformal interval around proposed (else baseline)"`
+	Hi       []float64  `json:"hi,omitempty" jsonschema:"upper edge of the conformal interval around proposed (else baseline)"`
+	Measured []*float64 `json:"measured" jsonschema:"what the run measured, where it has it"`
+}
+
+// ModelReferenceResponse is the baseline and proposed prediction.
+type ModelReferenceResponse struct {
+	Model     string          `json:"model"`
+	Stage     string          `json:"stage"`
+	Run       string          `json:"run"`
+	From      int64           `json:"from" jsonschema:"time of the first predicted step (epoch ms)"`
+	BeatMs    int64           `json:"beatMs"`
+	Targets   []string        `json:"targets"`
+	Controls  []string        `json:"controls"`
+	Proposed  bool            `json:"proposed" jsonschema:"whether proposed controls were given"`
+	Intervals bool            `json:"intervals" jsonschema:"whether the model carries a calibrated conformal interval"`
+	Steps     []ReferenceStep `json:"steps"`
+	Warnings  []string        `json:"warnings" jsonschema:"proposed controls outside the range the model was trained on (the prediction extrapolates)"`
+}
+
+// referenceModel is the model named by id, or the production model of
+// line, product, recipe and purpose.
+func (a *App) referenceModel(ctx context.Context, p Principal, req ModelReferenceRequest) (core.Model, error) {
+	if req.ID != "" {
+		return a.model(ctx, p, auth.ActRead, req.ID)
+	}
+	if err := p.Allow(auth.ActRead, req.Line); err != nil {
+		return core.Model{}, err
+	}
+	purpose := req.Purpose
+	if purpose == "" {
+		purpose = dataset.PurposeMPCSurrogate
+	}
+	ms, err := a.d.Store.ListModels(ctx, core.ModelFilter{Line: req.Line, Product: req.Product, Recipe: req.Recipe, Purpose: purpose, Stage: core.StageProduction})
+	if err != nil {
+		return core.Model{}, err
+	}
+	if len(ms) == 0 {
+		return core.Model{}, core.FieldErrorf(core.CodeNotFound, "id", "no production model for %s/%s/%s (%s); a person promotes one, or pass id", req.Line, req.Product, req.Recipe, purpose)
+	}
+	return ms[0], nil
+}
+
+// ModelReference predicts a run's targets over the model's horizon with
+// the run's own controls and with the proposed ones, through the model's
+// own cleaning and alignment. Nothing is stored or written.
+func (a *App) ModelReference(ctx context.Context, p Principal, req ModelReferenceRequest) (ModelReferenceResponse, error) {
+	return run(ctx, a, p, &opModelReference, req, func(ctx context.Context, p Principal, req ModelReferenceRequest) (ModelReferenceResponse, error) {
+		var zero ModelReferenceResponse
+		m, err := a.referenceModel(ctx, p, req)
+		if err != nil {
+			return zero, err
+		}
+		reg := registry.New(a.d.Store, a.d.DataDir, nil)
+		if err := reg.VerifyArtifact(ctx, m); err != nil {
+			return zero, err
+		}
+		d, err := a.d.Store.GetDataset(ctx, m.DatasetID)
+		if err != nil {
+			return zero, err
+		}
+		man, err := dataset.FetchManifest(ctx, a.d.Store, a.d.DataDir, d)
+		if err != nil {
+			return zero, err
+		}
+		F, beat := man.HorizonSteps, man.BeatMs
+		steps := req.Steps
+		if steps == 0 {
+			steps = F
+		}
+		if steps < 1 || steps > F {
+			return zero, core.FieldErrorf(core.CodeInvalidArgument, "steps", "steps must be 1..%d (the model's horizon)", F)
+		}
+		ctrlIdx := map[string]int{}
+		for k, c := range man.Controls {
+			ctrlIdx[c] = k
+		}
+		for c := range req.Controls {
+			if _, ok := ctrlIdx[c]; !ok {
+				return zero, core.FieldErrorf(core.CodeInvalidArgument, "controls."+c, "%s is not a control of model %s (controls: %s)", c, m.ID, strings.Join(man.Controls, ", "))
+			}
+		}
+		// The model has only seen the controls within its train runs'
+		// range; a proposal outside it is extrapolation, which the caller
+		// must know.
+		warnings := []string{}
+		if len(req.Controls) > 0 {
+			rep, err := dataset.FetchReport(ctx, a.d.Store, a.d.DataDir, d)
+			if err != nil {
+				return zero, err
+			}
+			for _, n := range rep.Nodes {
+				if v, ok := req.Controls[n.NodeID]; ok && (v < n.Summary.Min || v > n.Summary.Max) {
+					warnings = append(warnings, fmt.Sprintf("%s = %g is outside the trained range [%g, %g] %s: the prediction extrapolates", n.NodeID, v, n.Summary.Min, n.Summary.Max, n.ModelUnit))
+				}
+			}
+			sort.Strings(warnings)
+		}
+		runID := req.Run
+		if runID == "" {
+			runs, err := a.d.Store.ListRuns(ctx, core.RunFilter{Line: m.LineID, Product: m.ProductID, Recipe: m.RecipeID})
+			if err != nil {
+				return zero, err
+			}
+			newest := int64(math.MinInt64)
+			for _, r := range runs {
+				if r.StartedMs > newest {
+					runID, newest = r.ID, r.StartedMs
+				}
+			}
+			if runID == "" {
+				return zero, core.FieldErrorf(core.CodeNotFound, "run", "no run of %s/%s/%s", m.LineID, m.ProductID, m.RecipeID)
+			}
+		}
+		r, err := a.d.Store.GetRun(ctx, runID)
+		if err != nil {
+			return zero, err
+		}
+		if err := p.Allow(auth.ActRead, r.LineID); err != nil {
+			return zero, err
+		}
+		var at int64
+		if req.From != nil {
+			at = int64(*req.From)
+		} else {
+			end := a.o.Now().UnixMilli()
+			if r.EndedMs != nil {
+				end = *r.EndedMs
+			} else if lat, err := a.d.Store.Latest(ctx, man.AllNodes[:1], core.ContextFilter{Run: runID}); err == nil && len(lat) > 0 {
+				end = lat[0].TsMs
+			}
+			// The last complete window: F beats of data after it, a beat
+			// spare for the grid's alignment.
+			at = end - int64(F+1)*beat
+		}
+		pr, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict})
+		if err != nil {
+			return zero, err
+		}
+		w, err := dataset.BuildServeWindow(ctx, a.d.Store, d, runID, at)
+		if err != nil {
+			return zero, err
+		}
+		if w.Missing > 0 {
+			return zero, core.FieldErrorf(core.CodeDatasetEmpty, "from", "the history window before %d has %d missing value(s) after cleaning; pick another instant", w.AtMs, w.Missing)
+		}
+		base, err := pr.PredictBatch(ctx, w.X, w.U, 1)
+		if err != nil {
+			return zero, err
+		}
+		nT := len(man.Targets)
+		nC := max(len(man.Controls), 1)
+		var prop []float32
+		if len(req.Controls) > 0 {
+			u := append([]float32(nil), w.U...)
+			for f := range F {
+				for c, v := range req.Controls {
+					u[f*nC+ctrlIdx[c]] = float32(v)
+				}
+			}
+			if prop, err = pr.PredictBatch(ctx, w.X, u, 1); err != nil {
+				return zero, err
+			}
+		}
+		widths := ConformalWidths(m.Metrics)
+		out := ModelReferenceResponse{Model: m.ID, Stage: m.Stage, Run: runID, From: w.AtMs, BeatMs: beat, Targets: man.Targets, Controls: man.Controls,
+			Proposed: prop != nil, Intervals: widths != nil, Warnings: warnings, Steps: []ReferenceStep{}}
+		H := man.HistorySteps
+		for f := range steps {
+			st := ReferenceStep{TsMs: w.TS[H+f], Measured: []*float64{}}
+			for k := range nT {
+				b := float64(base[f*nT+k])
+				st.Baseline = append(st.Baseline, b)
+				c := b
+				if prop != nil {
+					c = float64(prop[f*nT+k])
+					st.Proposed = append(st.Proposed, c)
+				}
+				if widths != nil && f < len(widths) && k < len(widths[f]) {
+					st.Lo, st.Hi = append(st.Lo, c-widths[f][k]), append(st.Hi, c+widths[f][k])
+				}
+				if y := float64(w.Y[f*nT+k]); !math.IsNaN(y) {
+					st.Measured = append(st.Measured, &y)
+				} else {
+					st.Measured = append(st.Measured, nil)
+				}
+			}
+			out.Steps = append(out.Steps, st)
+		}
+		return out, nil
+	})
+}
