@@ -106,7 +106,7 @@ type Spec struct {
 	HorizonSteps int `json:"horizonSteps"`
 	// Stride between window starts in grid steps, 1..MaxStride (default 1).
 	Stride   int      `json:"stride,omitempty"`
-	Cleaning Cleaning `json:"cleaning"`
+	Cleaning Cleaning `json:"cleaning,omitempty"`
 	Split    Split    `json:"split"`
 	// Purpose is mpc_surrogate, quality_predict or static_response.
 	Purpose string `json:"purpose"`
