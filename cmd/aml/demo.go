@@ -278,7 +278,11 @@ func runDemo(ctx context.Context, a *app, s store.Store, o demoOptions, logf fun
 	}
 
 	// 4. Scene and objective.
-	put, err := ap.ScenePut(ctx, eng, amlapp.ScenePutRequest{Preset: amlapp.PresetDefaultInjection})
+	// The built-in scene, written at the demo's clock (its trials and
+	// gate run on that clock, which must not be before the scene).
+	preset := contract.DefaultInjectionScene()
+	preset.CreatedAt = line.now().Truncate(time.Millisecond)
+	put, err := ap.ScenePut(ctx, eng, amlapp.ScenePutRequest{Scene: preset})
 	if err != nil {
 		return nil, err
 	}
