@@ -1,22 +1,18 @@
 package main
 
 // The CLI as a client of a running "aml serve": with --server URL (env
-// AML_SERVER) and --token T (env AML_TOKEN) a command that has an API
-// route sends its request to the server instead of opening --data.
+// AML_SERVER) and --token T (env AML_TOKEN) a command that calls an app op
+// (invoke.go) sends its request to the op's API route instead of opening
+// --data.
 //
-// Design: the commands stay as they are. After the command tree is built,
-// bindRemote wraps every runnable command once: without --server the
-// wrapper calls the local RunE unchanged; with --server it calls the
-// command's remote form from the table in client_routes.go (keyed by the
-// command path, e.g. "dataset show"), which reads the same flags, sends one
-// (or a few) HTTP requests, decodes the answer into the same Go type the
-// local command prints and hands it to the same printer through a.emit —
-// so the human output and the --json document are the same in both modes.
-// A command without a row refuses with AML_REMOTE_UNSUPPORTED naming
-// itself (exit 1): it needs the data directory (sim, demo, worker, ...).
-// Flag combinations that cannot mean anything with a server (--db, an
-// explicit --data, --token without --server, an actor flag naming someone
-// other than the token's owner) are usage errors (exit 2).
+// bindRemote wraps every runnable command of the tree once: a command that
+// calls its op through a.invoke (annotated with the op) runs unchanged and
+// invoke picks local or remote; any other command refuses --server with
+// AML_REMOTE_UNSUPPORTED naming itself (exit 1): it needs the data
+// directory (sim, demo, worker, ...). Flag combinations that cannot mean
+// anything with a server (--db, an explicit --data, --token without
+// --server, an actor flag naming someone other than the token's owner) are
+// usage errors (exit 2).
 //
 // Errors from the server arrive as {code, message, field} and become the
 // same *core.Error the local command would return, so run() prints them as
@@ -35,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/spf13/cobra"
@@ -94,11 +91,9 @@ func (a *app) bindRemote(root *cobra.Command) {
 				}
 				return local(cmd, args)
 			}
-			cl, err := a.remoteClient(cmd)
-			if err != nil {
+			if _, err := a.remoteClient(cmd); err != nil {
 				return err
 			}
-			_ = cl
 			return core.Errorf(CodeRemoteUnsupported, "aml %s has no API route: it needs the data directory; run it on the server's machine without --server", path)
 		}
 	}
@@ -295,25 +290,6 @@ func codeForStatus(status int) string {
 	return core.CodeInvalidArgument
 }
 
-// listItems is the API's list envelope.
-type listItems[T any] struct {
-	Items []T `json:"items"`
-	Count int `json:"count"`
-}
-
-// getList reads a list route and returns its items (never nil), the shape
-// the local list commands print.
-func getList[T any](ctx context.Context, c *client, path string, q url.Values) ([]T, error) {
-	var l listItems[T]
-	if err := c.do(ctx, req{method: http.MethodGet, path: path, query: q}, &l); err != nil {
-		return nil, err
-	}
-	if l.Items == nil {
-		l.Items = []T{}
-	}
-	return l.Items, nil
-}
-
 // sseEvent is one event of /api/v1/events.
 type sseEvent struct {
 	Kind string
@@ -375,38 +351,13 @@ const (
 	recheckEvery = 5 * time.Second
 )
 
-// followJob waits for job id to end on the server: it follows the job's
-// events on /api/v1/events (progress bar on a terminal) and falls back to
-// polling GET /jobs/{id} when the stream cannot be opened or drops. It
-// prints the final job like the local --wait and fails unless it is done.
-func (a *app) followJob(ctx context.Context, c *client, id string) error {
-	j, err := a.waitJob(ctx, c, id)
-	if err != nil {
-		return err
-	}
-	if err := a.emit(j, func(w io.Writer) { printJob(w, j) }); err != nil {
-		return err
-	}
-	return jobEndError(j)
-}
-
-// jobEndError is the error of a job that ended other than done.
-func jobEndError(j core.Job) error {
-	if j.Status == core.JobDone {
-		return nil
-	}
-	code := j.ErrorCode
-	if code == "" {
-		code = core.CodeJobConflict
-	}
-	return core.Errorf(code, "job %s ended %s: %s", j.ID, j.Status, j.Error)
-}
-
-// waitJob returns job id once it is terminal (see followJob).
+// waitJob returns job id once it is terminal: it follows the job's events
+// on /api/v1/events (progress bar on a terminal) and falls back to polling
+// the job when the stream cannot be opened or drops.
 func (a *app) waitJob(ctx context.Context, c *client, id string) (core.Job, error) {
 	get := func() (core.Job, error) {
 		var j core.Job
-		err := c.do(ctx, req{method: http.MethodGet, path: "/jobs/" + url.PathEscape(id)}, &j)
+		err := c.call(ctx, "job.show", &amlapp.JobRequest{ID: id}, &j)
 		return j, err
 	}
 	sctx, stop := context.WithCancel(ctx)

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
-
 	"github.com/aml-project/aml/internal/ingest"
 	"github.com/spf13/cobra"
 )
@@ -16,13 +16,10 @@ import (
 func newIngestCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "ingest", Short: "Ingest samples with their batch-run context"}
 	var (
-		opts       ingest.CSVOptions
-		units      []string
-		start      string
-		timeOffset time.Duration
+		req        amlapp.IngestCSVRequest
 		sequential bool
 	)
-	csvCmd := &cobra.Command{
+	csvCmd := routed(&cobra.Command{
 		Use:   "csv FILE... --line L --product P --recipe R [--run RUN]",
 		Short: "Ingest wide or long CSV files (see docs/csv-ingest.md)",
 		Long: `Ingest CSV files. The shape is detected from the header:
@@ -39,28 +36,15 @@ and last sample unless it exists.
 Each file is one transaction: a bad row (non-numeric value, bad time, wrong
 column count) stops that file with AML_INGEST_INVALID naming file:line and the
 column, and nothing of that file is written. With --skip-bad, bad rows are
-skipped and counted by reason. Re-ingesting a file is idempotent.`,
+skipped and counted by reason. Re-ingesting a file is idempotent. With
+--server each file is uploaded to the server's POST /ingest/csv.`,
 		Args: argsMin(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for name, v := range map[string]string{"line": opts.Line, "product": opts.Product, "recipe": opts.Recipe} {
-				if strings.TrimSpace(v) == "" {
-					return usagef("--%s is required", name)
-				}
-			}
-			opts.Units = map[string]string{}
-			for _, u := range units {
-				n, unit, ok := strings.Cut(u, "=")
-				if !ok || n == "" {
-					return usagef("--unit %q: want node=unit", u)
-				}
-				opts.Units[n] = unit
-			}
-			if start != "" {
-				ms, err := parseTime("start", start)
-				if err != nil {
-					return err
-				}
-				opts.StartMs = *ms
+			run := req.Run
+			check := req
+			check.Run, check.Body = "-", strings.NewReader("")
+			if err := prepare(cmd, &check, nil, args); err != nil {
+				return err
 			}
 			var total int64
 			for _, f := range args {
@@ -70,87 +54,89 @@ skipped and counted by reason. Re-ingesting a file is idempotent.`,
 				}
 				total += st.Size()
 			}
-			s, err := a.openBackend()
-			if err != nil {
-				return err
-			}
 			bar := a.newProgress(total, "ingesting", true)
-			var doneBefore int64
-			var curFile string
-			var curDone int64
+			defer bar.finish()
 			t0 := time.Now()
-			opts.TimeOffsetMs = timeOffset.Milliseconds()
-			prog := func(file string, done, tot int64) {
-				if file != curFile {
-					doneBefore += curDone
-					curFile, curDone = file, 0
-					bar.describe("ingesting " + file)
-				}
-				curDone = done
-				bar.set(doneBefore + done)
-			}
-			var reports []ingest.FileReport
-			if !sequential {
-				reports, err = ingest.IngestFiles(cmd.Context(), s, args, opts, prog)
-			} else {
-				// Lay the files end to end: each starts one hour after the
-				// previous file's last sample (for files whose times are
-				// relative, e.g. all starting at 0).
-				o := opts
-				for i, f := range args {
-					if i > 0 {
-						first, ferr := firstTime(f, o)
-						if ferr != nil {
-							err = ferr
-							break
-						}
-						next := reports[len(reports)-1].LastTs + 3_600_000
-						if opts.Period > 0 && !hasTimeCol(f, o) {
-							o.StartMs = next
-						} else {
-							o.TimeOffsetMs += next - first
-						}
-					}
-					var r []ingest.FileReport
-					r, err = ingest.IngestFiles(cmd.Context(), s, []string{f}, o, prog)
-					reports = append(reports, r...)
+			out := ingestOutput{Files: []ingest.FileReport{}}
+			var done int64
+			for i, p := range args {
+				if sequential && i > 0 {
+					// Lay the files end to end: each starts one hour after the
+					// previous file's last sample (files with relative times).
+					o := req.Options()
+					first, err := firstTime(p, o)
 					if err != nil {
-						break
+						return err
+					}
+					next := out.Files[i-1].LastTs + 3_600_000
+					if req.Period > 0 && !hasTimeCol(p, o) {
+						s := amlapp.Instant(next)
+						req.Start = &s
+					} else {
+						req.TimeOffset += amlapp.Duration(time.Duration(next-first) * time.Millisecond)
 					}
 				}
-			}
-			bar.finish()
-			secs := time.Since(t0).Seconds()
-			samples := 0
-			for _, r := range reports {
-				samples += r.Samples
-			}
-			if err != nil {
-				if len(reports) > 0 && !a.jsonOut {
-					fmt.Fprintf(a.stderr, "%d file(s) before the failing one were ingested\n", len(reports))
+				f, err := os.Open(p)
+				if err != nil {
+					return usagef("%v", err)
 				}
-				return err
+				r := req
+				if r.Run = run; r.Run == "" {
+					r.Run = ingest.RunIDFromFile(p)
+				}
+				base := done
+				bar.describe("ingesting " + p)
+				r.Name, r.Body = p, &progressReader{r: f, tick: func(n int64) { bar.set(base + n) }}
+				var rep ingest.FileReport
+				err = a.invoke(cmd, "ingest.csv", "", &r, &rep)
+				_ = f.Close()
+				if err != nil {
+					if len(args) > 1 && !a.jsonOut {
+						fmt.Fprintf(a.stderr, "%s failed; %d file(s) before it were ingested\n", p, i)
+					}
+					return err
+				}
+				rep.File = p // the server names an upload by its run
+				out.Files = append(out.Files, rep)
+				out.Samples += rep.Samples
+				if st, err := os.Stat(p); err == nil {
+					done += st.Size()
+				}
 			}
-			out := ingestOutput{Files: reports, Samples: samples, Seconds: secs}
+			out.Seconds = time.Since(t0).Seconds()
 			return a.emit(out, func(w io.Writer) { printIngest(w, out) })
 		},
-	}
+	}, "ingest.csv")
 	fl := csvCmd.Flags()
-	fl.StringVar(&opts.Line, "line", "", "line id (required)")
-	fl.StringVar(&opts.Product, "product", "", "product id (required)")
-	fl.StringVar(&opts.Recipe, "recipe", "", "recipe id (required)")
-	fl.StringVar(&opts.Run, "run", "", "run id (default: each file's name without extension)")
-	fl.StringVar(&opts.TimeCol, "time-col", "", "name of the time column (default: auto-detect)")
-	fl.StringVar(&opts.TimeUnit, "time-unit", "", "time unit: ms, s or rfc3339 (default: auto-detect)")
-	fl.DurationVar(&opts.Period, "period", 0, "sample period for wide files without a time column (e.g. 100ms)")
-	fl.StringVar(&start, "start", "", "time of the first row with --period (epoch ms or RFC 3339; default epoch 0)")
-	fl.DurationVar(&timeOffset, "time-offset", 0, "add this to every time read from the time column (files with relative times)")
+	fl.StringVar(&req.Line, "line", "", "line id (required)")
+	fl.StringVar(&req.Product, "product", "", "product id (required)")
+	fl.StringVar(&req.Recipe, "recipe", "", "recipe id (required)")
+	fl.StringVar(&req.Run, "run", "", "run id (default: each file's name without extension)")
+	fl.StringVar(&req.TimeCol, "time-col", "", "name of the time column (default: auto-detect)")
+	fl.StringVar(&req.TimeUnit, "time-unit", "", "time unit: ms, s or rfc3339 (default: auto-detect)")
+	fl.Var(&req.Period, "period", "sample period for wide files without a time column (e.g. 100ms)")
+	instantFlag(fl, &req.Start, "start", "time of the first row with --period (epoch ms or RFC 3339; default epoch 0)")
+	fl.Var(&req.TimeOffset, "time-offset", "add this to every time read from the time column (files with relative times)")
 	fl.BoolVar(&sequential, "sequential", false, "lay the files end to end, each one hour after the previous file's last sample (files with relative times)")
-	fl.StringArrayVar(&units, "unit", nil, "unit of a created node, node=unit (repeatable)")
-	fl.StringArrayVar(&opts.IgnoreCols, "ignore-col", nil, "wide-file column not to ingest (repeatable)")
-	fl.BoolVar(&opts.SkipBad, "skip-bad", false, "skip bad rows (reported with reasons) instead of failing the file")
+	fl.StringArrayVar(&req.Unit, "unit", nil, "unit of a created node, node=unit (repeatable)")
+	fl.StringArrayVar(&req.IgnoreCol, "ignore-col", nil, "wide-file column not to ingest (repeatable)")
+	fl.BoolVar(&req.SkipBad, "skip-bad", false, "skip bad rows (reported with reasons) instead of failing the file")
 	cmd.AddCommand(csvCmd)
 	return cmd
+}
+
+// progressReader tells tick how many bytes were read so far.
+type progressReader struct {
+	r    io.Reader
+	n    int64
+	tick func(int64)
+}
+
+func (c *progressReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	c.tick(c.n)
+	return n, err
 }
 
 // firstTime parses a file (without writing) and returns its first sample
@@ -179,7 +165,8 @@ func hasTimeCol(path string, opts ingest.CSVOptions) bool {
 	return err == nil
 }
 
-// ingestOutput is what "aml ingest csv" prints.
+// ingestOutput is what "aml ingest csv" prints: one ingest.csv report per
+// file.
 type ingestOutput struct {
 	Files   []ingest.FileReport `json:"files"`
 	Samples int                 `json:"samples"`

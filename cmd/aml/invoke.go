@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -39,7 +40,11 @@ func localActor(by string) string {
 
 // needs lists what an op needs beyond the store.
 func opNeeds(name string) (runner, key bool) {
-	return strings.HasPrefix(name, "job.") || name == "calibrate", strings.HasPrefix(name, "cert.")
+	switch name {
+	case "job.submit", "job.cancel", "job.retry", "calibrate":
+		runner = true
+	}
+	return runner, strings.HasPrefix(name, "cert.")
 }
 
 // application is the App over the local data directory, built once with
@@ -122,41 +127,39 @@ func (a *app) invoke(cmd *cobra.Command, name, actorFlag string, req, out any) e
 	return err
 }
 
-// routes indexes the API route table by op (the JSON route of each op).
+// routes indexes the API route table by op (the route of each op).
 var routes = func() map[string]api.Route {
 	m := map[string]api.Route{}
 	for _, r := range api.RouteTable() {
-		if r.Op == "" || r.Raw {
-			continue
-		}
-		if _, dup := m[r.Op]; !dup {
+		if _, dup := m[r.Op]; r.Op != "" && !dup {
 			m[r.Op] = r
 		}
 	}
 	return m
 }()
 
-// call sends req to the route of op name and decodes the answer into out.
-func (c *client) call(ctx context.Context, name string, req, out any) error {
+// call sends in to the route of op name and decodes the answer into out.
+func (c *client) call(ctx context.Context, name string, in, out any) error {
 	rt, ok := routes[name]
 	if !ok {
 		return core.Errorf(CodeRemoteUnsupported, "operation %s has no API route: run it on the server's machine without --server", name)
 	}
-	path, inPath, err := fillPath(rt.Path, req)
+	path, inPath, err := fillPath(rt.Path, in)
 	if err != nil {
 		return err
 	}
-	r := req2(rt.Method, path, out)
-	switch rt.Method {
-	case http.MethodPost, http.MethodPut:
-		r.body = req
-	default:
-		r.query = amlapp.ParamValues(req, func(n string) bool { return !inPath[n] })
+	r := req{method: rt.Method, path: path, result: out}
+	if (rt.Method == http.MethodPost || rt.Method == http.MethodPut) && !rt.Raw {
+		r.body = in
+	} else {
+		r.query = amlapp.ParamValues(in, func(n string) bool { return !inPath[n] })
+	}
+	if f := reflect.Indirect(reflect.ValueOf(in)).FieldByName("Body"); rt.Raw && f.IsValid() {
+		// A streamed upload (CSV): the fields go in the query, Body is the body.
+		r.body, _ = f.Interface().(io.Reader)
 	}
 	return c.do(ctx, r, out)
 }
-
-func req2(method, path string, out any) req { return req{method: method, path: path, result: out} }
 
 // fillPath substitutes the route's {name} segments with the request's
 // fields of those json names.
@@ -187,19 +190,58 @@ func fillPath(pattern string, reqv any) (string, map[string]bool, error) {
 // annotOp is the cobra annotation naming the op a command calls.
 const annotOp = "aml.op"
 
-// opCommand is a command that builds the request of op from its flags and
-// arguments (build), invokes it and prints the answer (print). actorFlag is
-// the command's actor flag ("" for none).
-func opCommand[Req, Resp any](a *app, cmd *cobra.Command, op, actorFlag string, req *Req, build func(args []string) error, print func(w io.Writer, resp Resp)) *cobra.Command {
+// routed marks cmd as calling op through a.invoke (bindRemote then lets
+// it run under --server).
+func routed(cmd *cobra.Command, op string) *cobra.Command {
 	if cmd.Annotations == nil {
 		cmd.Annotations = map[string]string{}
 	}
 	cmd.Annotations[annotOp] = op
-	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if build != nil {
-			if err := build(args); err != nil {
-				return err
+	return cmd
+}
+
+// prepare runs build, then the request's own validation: a failure about
+// one of the command's flags is a usage error naming the flag (the same
+// with and without --server); any other is left for the op to report.
+func prepare(cmd *cobra.Command, req any, build func(args []string) error, args []string) error {
+	if build != nil {
+		if err := build(args); err != nil {
+			return err
+		}
+	}
+	v, ok := req.(amlapp.Validator)
+	if !ok {
+		return nil
+	}
+	var ae *core.Error
+	if err := v.Validate(); errors.As(err, &ae) && ae.Field != "" {
+		norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "")) }
+		field := norm(ae.Field)
+		var flag string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if n := norm(f.Name); n == field || n+"id" == field {
+				flag = f.Name
 			}
+		})
+		if flag != "" {
+			return usagef("--%s: %s", flag, ae.Message)
+		}
+	}
+	return nil
+}
+
+// arg0 is a build function that sets *p to the first argument.
+func arg0(p *string) func([]string) error {
+	return func(args []string) error { *p = args[0]; return nil }
+}
+
+// opCommand is a command that builds the request of op from its flags and
+// arguments (build), invokes it and prints the answer (print). actorFlag is
+// the command's actor flag ("" for none).
+func opCommand[Req, Resp any](a *app, cmd *cobra.Command, op, actorFlag string, req *Req, build func(args []string) error, print func(w io.Writer, resp Resp)) *cobra.Command {
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if err := prepare(c, req, build, args); err != nil {
+			return err
 		}
 		var resp Resp
 		if err := a.invoke(c, op, actorFlag, req, &resp); err != nil {
@@ -207,21 +249,15 @@ func opCommand[Req, Resp any](a *app, cmd *cobra.Command, op, actorFlag string, 
 		}
 		return a.emit(resp, func(w io.Writer) { print(w, resp) })
 	}
-	return cmd
+	return routed(cmd, op)
 }
 
 // listCommand is opCommand for a list op: the JSON document is the list's
 // items (an array), the human output print's.
 func listCommand[Req, T any](a *app, cmd *cobra.Command, op string, req *Req, build func(args []string) error, print func(w io.Writer, items []T)) *cobra.Command {
-	if cmd.Annotations == nil {
-		cmd.Annotations = map[string]string{}
-	}
-	cmd.Annotations[annotOp] = op
 	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if build != nil {
-			if err := build(args); err != nil {
-				return err
-			}
+		if err := prepare(c, req, build, args); err != nil {
+			return err
 		}
 		var resp amlapp.List[T]
 		if err := a.invoke(c, op, "", req, &resp); err != nil {
@@ -232,7 +268,7 @@ func listCommand[Req, T any](a *app, cmd *cobra.Command, op string, req *Req, bu
 		}
 		return a.emit(resp.Items, func(w io.Writer) { print(w, resp.Items) })
 	}
-	return cmd
+	return routed(cmd, op)
 }
 
 // instantFlag declares an optional time flag (epoch ms or RFC 3339).
