@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,18 +8,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
-	"github.com/aml-project/aml/internal/store"
 	"github.com/spf13/cobra"
 )
 
 func newDatasetCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "dataset", Short: "Build, inspect, verify and delete training datasets"}
-	var specPath string
-	var maxWindows int
-	var maxMiB int64
-	build := &cobra.Command{
+	var (
+		br       = amlapp.DatasetBuildRequest{MaxWindows: dataset.DefaultMaxWindows, MaxBytesMiB: int(dataset.DefaultMaxBytes >> 20)}
+		specPath string
+	)
+	build := opCommand(a, &cobra.Command{
 		Use:   "build --spec FILE",
 		Short: "Build a dataset from a spec (see docs/dataset-format.md)",
 		Long: `Read the spec's runs from the store, clean (state filter, range filter,
@@ -29,142 +29,44 @@ them, write the files, hash them and register the dataset. Nothing is
 registered unless every file was written. Quotas: --max-windows and
 --max-bytes-mib (refused with AML_QUOTA_EXCEEDED before anything is written).`,
 		Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if specPath == "" {
-				return usagef("--spec is required")
-			}
-			b, err := os.ReadFile(specPath)
-			if err != nil {
-				return usagef("--spec: %v", err)
-			}
-			spec, err := dataset.ParseSpec(b)
-			if err != nil {
-				return err
-			}
-			s, err := a.openBackend()
-			if err != nil {
-				return err
-			}
-			var bar *progress
-			t0 := time.Now()
-			res, err := dataset.Build(cmd.Context(), s, spec, dataset.Options{
-				DataDir: a.dataDir, MaxWindows: maxWindows, MaxBytes: maxMiB << 20, CreatedBy: "cli",
-				Progress: func(p dataset.Progress) {
-					if bar == nil {
-						bar = a.newProgress(int64(p.Total), "reading runs", false)
-					}
-					switch p.Stage {
-					case "read":
-						bar.describe("read " + p.Run)
-						bar.set(int64(p.Done))
-					case "write":
-						bar.describe("writing files")
-					}
-				},
-			})
-			if bar != nil {
-				bar.finish()
-			}
-			if err != nil {
-				return err
-			}
-			out := buildOutput{Dataset: res.Dataset, Dropped: res.Report.Dropped, Lineage: res.Manifest.Lineage, Shapes: res.Manifest.Shapes, Seconds: time.Since(t0).Seconds()}
-			return a.emit(out, func(w io.Writer) { printBuild(w, out) })
-		},
-	}
+	}, "dataset.build", "", &br, func([]string) error {
+		b, err := os.ReadFile(specPath)
+		if err != nil {
+			return usagef("--spec: %v", err)
+		}
+		spec, err := dataset.ParseSpec(b) // its errors name the spec's fields precisely
+		if err != nil {
+			return err
+		}
+		br.Spec = *spec
+		return nil
+	}, printBuild)
 	build.Flags().StringVar(&specPath, "spec", "", "dataset spec JSON file (required)")
-	build.Flags().IntVar(&maxWindows, "max-windows", dataset.DefaultMaxWindows, "refuse to build more windows (rows) than this")
-	build.Flags().Int64Var(&maxMiB, "max-bytes-mib", dataset.DefaultMaxBytes>>20, "refuse to build a dataset larger than this many MiB")
+	_ = build.MarkFlagRequired("spec")
+	build.Flags().IntVar(&br.MaxWindows, "max-windows", br.MaxWindows, "refuse to build more windows (rows) than this")
+	build.Flags().IntVar(&br.MaxBytesMiB, "max-bytes-mib", br.MaxBytesMiB, "refuse to build a dataset larger than this many MiB")
 
-	var f core.DatasetFilter
-	list := &cobra.Command{
-		Use: "list", Short: "List datasets", Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openBackend()
-			if err != nil {
-				return err
-			}
-			ds, err := s.ListDatasets(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			if ds == nil {
-				ds = []core.Dataset{}
-			}
-			return a.emit(ds, func(w io.Writer) { printDatasets(w, ds) })
-		},
-	}
-	list.Flags().StringVar(&f.Line, "line", "", "only datasets of this line")
-	list.Flags().StringVar(&f.Recipe, "recipe", "", "only datasets of this recipe")
+	var lr amlapp.DatasetListRequest
+	list := listCommand(a, &cobra.Command{Use: "list", Short: "List datasets", Args: argsExact(0)}, "dataset.list", &lr, nil, printDatasets)
+	list.Flags().StringVar(&lr.Line, "line", "", "only datasets of this line")
+	list.Flags().StringVar(&lr.Product, "product", "", "only datasets of this product")
+	list.Flags().StringVar(&lr.Recipe, "recipe", "", "only datasets of this recipe")
 
-	show := &cobra.Command{
-		Use: "show ID", Short: "Show a dataset: shapes, split, normalisation, lineage", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, d, err := a.dataset(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			m, err := dataset.FetchManifest(cmd.Context(), s, a.dataDir, d)
-			if err != nil {
-				return err
-			}
-			refs, err := s.ListDatasetRefs(cmd.Context(), d.ID)
-			if err != nil {
-				return err
-			}
-			if refs == nil {
-				refs = []core.DatasetRef{}
-			}
-			out := datasetDetail{Dataset: d, Manifest: m, References: refs}
-			return a.emit(out, func(w io.Writer) { printDatasetDetail(w, out) })
-		},
+	var r amlapp.DatasetRequest
+	one := func(use, short string) *cobra.Command {
+		return &cobra.Command{Use: use + " ID", Short: short, Args: argsExact(1)}
 	}
-	verify := &cobra.Command{
-		Use: "verify ID", Short: "Recompute a dataset's hash from its files (AML_DATASET_TAMPERED on any change)", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, d, err := a.dataset(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			res, err := dataset.FetchVerify(cmd.Context(), s, a.dataDir, d)
-			if err != nil {
-				return err
-			}
-			return a.emit(res, func(w io.Writer) { printDatasetVerify(w, d, res) })
-		},
-	}
-	report := &cobra.Command{
-		Use: "report ID", Short: "Print a dataset's report: per-node statistics, cleaning counts, lags, dropped runs", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, d, err := a.dataset(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			r, err := dataset.FetchReport(cmd.Context(), s, a.dataDir, d)
-			if err != nil {
-				return err
-			}
-			return a.emit(r, func(w io.Writer) { printReport(w, d, r) })
-		},
-	}
-	del := &cobra.Command{
-		Use: "delete ID", Short: "Delete a dataset (refused while a job or model references it)", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			if err := dataset.Delete(cmd.Context(), s, a.dataDir, args[0]); err != nil {
-				return err
-			}
-			return a.emit(map[string]any{"deleted": args[0]}, func(w io.Writer) { printDeleted(w, args[0]) })
-		},
-	}
-	cmd.AddCommand(build, list, show, verify, report, del)
+	cmd.AddCommand(build, list,
+		opCommand(a, one("show", "Show a dataset: shapes, split, normalisation, lineage"), "dataset.show", "", &r, arg0(&r.ID), printDatasetDetail),
+		opCommand(a, one("verify", "Recompute a dataset's hash from its files (AML_DATASET_TAMPERED on any change)"), "dataset.verify", "", &r, arg0(&r.ID), printDatasetVerify),
+		opCommand(a, one("report", "Print a dataset's report: per-node statistics, cleaning counts, lags, dropped runs"), "dataset.report", "", &r, arg0(&r.ID),
+			func(w io.Writer, rep *dataset.Report) { printReport(w, r.ID, rep) }),
+		opCommand(a, one("delete", "Delete a dataset (refused while a job or model references it)"), "dataset.delete", "", &r, arg0(&r.ID),
+			func(w io.Writer, d amlapp.DeletedResponse) { fmt.Fprintf(w, "deleted dataset %s\n", d.Deleted) }))
 	return cmd
 }
 
-func printDatasetDetail(w io.Writer, out datasetDetail) {
+func printDatasetDetail(w io.Writer, out amlapp.DatasetShowResponse) {
 	d, m, refs := out.Dataset, out.Manifest, out.References
 	fmt.Fprintf(w, "dataset  %s (%s, %s)\nrecipe   %s / %s / %s\nsha256   %s\ncreated  %s by %s\n", d.ID, m.Kind, d.Purpose, d.LineID, d.ProductID, d.RecipeID, d.SHA256, d.CreatedAt.Format(time.RFC3339), d.CreatedBy)
 	if d.Note != "" {
@@ -203,8 +105,8 @@ func lineageText(l dataset.Lineage) string {
 	return s
 }
 
-func printReport(w io.Writer, d core.Dataset, r *dataset.Report) {
-	fmt.Fprintf(w, "dataset %s (%s): windows train %d, val %d, test %d; lineage verified %v\n\n", d.ID, r.Kind, r.Windows.Train, r.Windows.Val, r.Windows.Test, r.LineageVerified)
+func printReport(w io.Writer, id string, r *dataset.Report) {
+	fmt.Fprintf(w, "dataset %s (%s): windows train %d, val %d, test %d; lineage verified %v\n\n", id, r.Kind, r.Windows.Train, r.Windows.Val, r.Windows.Test, r.LineageVerified)
 	fmt.Fprintln(w, "per node, over all train runs (model units):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "NODE\tROLE\tUNIT\tCOUNT\tMEAN\tSTD\tMIN\tP05\tP50\tP95\tMAX\t")
@@ -249,35 +151,7 @@ func printReport(w io.Writer, d core.Dataset, r *dataset.Report) {
 	}
 }
 
-// dataset opens the store and reads one registered dataset.
-func (a *app) dataset(ctx context.Context, id string) (store.Store, core.Dataset, error) {
-	s, err := a.openStore()
-	if err != nil {
-		return nil, core.Dataset{}, err
-	}
-	d, err := s.GetDataset(ctx, id)
-	return s, d, err
-}
-
-// buildOutput is what "aml dataset build" prints (and POST /datasets
-// returns).
-type buildOutput struct {
-	Dataset core.Dataset        `json:"dataset"`
-	Dropped []dataset.RunReason `json:"dropped"`
-	Lineage dataset.Lineage     `json:"lineage"`
-	Shapes  map[string][]int    `json:"shapes"`
-	Seconds float64             `json:"seconds"`
-}
-
-// datasetDetail is what "aml dataset show" prints (and GET /datasets/{id}
-// returns).
-type datasetDetail struct {
-	Dataset    core.Dataset      `json:"dataset"`
-	Manifest   *dataset.Manifest `json:"manifest"`
-	References []core.DatasetRef `json:"references"`
-}
-
-func printBuild(w io.Writer, out buildOutput) {
+func printBuild(w io.Writer, out amlapp.DatasetBuildResponse) {
 	d := out.Dataset
 	fmt.Fprintf(w, "built dataset %s in %.2fs\n", d.ID, out.Seconds)
 	fmt.Fprintf(w, "  sha256   %s\n  windows  train %d, val %d, test %d (from %d runs)\n  size     %.1f MiB at %s\n",
@@ -298,8 +172,6 @@ func printDatasets(w io.Writer, ds []core.Dataset) {
 	fmt.Fprintf(w, "%d dataset(s)\n", len(ds))
 }
 
-func printDatasetVerify(w io.Writer, d core.Dataset, res dataset.VerifyResult) {
-	fmt.Fprintf(w, "dataset %s verified: %d artifact(s), %.1f MiB, sha256 %s\n", d.ID, res.Artifacts, float64(res.Bytes)/(1<<20), d.SHA256)
+func printDatasetVerify(w io.Writer, res dataset.VerifyResult) {
+	fmt.Fprintf(w, "dataset %s verified: %d artifact(s), %.1f MiB, sha256 %s\n", res.ID, res.Artifacts, float64(res.Bytes)/(1<<20), res.SHA256)
 }
-
-func printDeleted(w io.Writer, id string) { fmt.Fprintf(w, "deleted dataset %s\n", id) }
