@@ -1,27 +1,23 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/aml-project/aml/internal/twin/recal"
-
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/envlease"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/jobs"
-	"github.com/aml-project/aml/internal/registry"
+	"github.com/aml-project/aml/internal/twin/recal"
 	"github.com/spf13/cobra"
 )
 
@@ -94,172 +90,133 @@ func printJob(w io.Writer, j core.Job) {
 func newJobCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "job", Short: "Submit, follow, cancel and retry training jobs"}
 	var (
-		req     jobs.SubmitRequest
-		params  string
-		wait    bool
-		timeout time.Duration
-		stall   time.Duration
+		sr     = amlapp.JobSubmitRequest{Timeout: amlapp.Duration(jobs.DefaultTimeout), Stall: amlapp.Duration(jobs.DefaultStall)}
+		params string
+		wait   bool
 	)
-	submit := &cobra.Command{
+	// submitted prints a queued job or, with --wait, waits for its end.
+	submitted := func(print func(io.Writer, core.Job)) func(*cobra.Command, string, any) error {
+		return func(c *cobra.Command, op string, req any) error {
+			var j core.Job
+			if err := a.invoke(c, op, "", req, &j); err != nil {
+				return err
+			}
+			if wait {
+				return a.awaitJob(c, j.ID)
+			}
+			return a.emit(j, func(w io.Writer) { print(w, j) })
+		}
+	}
+	submit := routed(&cobra.Command{
 		Use:   "submit --dataset ID --trainer REF",
 		Short: "Submit a training job (one experiment)",
 		Long: `Submit a training job on a verified dataset. REF is a native trainer
 (e.g. linear_state_space@1) or an external one, exec:PATH (see
 docs/external-trainer.md). Without --wait the job is queued for a worker
 ('aml worker' or 'aml serve'); with --wait it runs in this process with a live
-progress bar and the command ends when the job does (exit 1 unless done).`,
+progress bar and the command ends when the job does (exit 1 unless done).
+With --server and --wait the job runs on the server's workers and is followed
+on its event stream.`,
 		Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if req.DatasetID == "" || req.TrainerRef == "" {
-				return usagef("--dataset and --trainer are required")
-			}
-			if params != "" {
-				req.Params = json.RawMessage(params)
-			}
-			req.Timeout, req.Stall, req.CreatedBy = timeout, stall, "cli"
-			ctx := cmd.Context()
-			r, _, bus, err := a.services(ctx, false, 1)
-			if err != nil {
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := prepare(c, &sr, func([]string) error {
+				if params != "" && !json.Valid([]byte(params)) {
+					return usagef("--params: not a JSON object: %s", params)
+				}
+				sr.Params = json.RawMessage(params)
+				return nil
+			}, args); err != nil {
 				return err
 			}
-			j, err := r.Submit(ctx, req)
-			if err != nil {
-				return err
-			}
-			if !wait {
-				return a.emit(j, func(w io.Writer) {
-					printQueued(w, j)
-				})
-			}
-			return a.runAndWait(ctx, r, bus, j.ID)
+			return submitted(printQueued)(c, "job.submit", &sr)
 		},
-	}
+	}, "job.submit")
 	fl := submit.Flags()
-	fl.StringVar(&req.DatasetID, "dataset", "", "dataset id (required)")
-	fl.StringVar(&req.TrainerRef, "trainer", "", "trainer reference, e.g. linear_state_space@1 or exec:examples/trainers/ridge_arx.py (required)")
+	fl.StringVar(&sr.DatasetID, "dataset", "", "dataset id (required)")
+	fl.StringVar(&sr.Trainer, "trainer", "", "trainer reference, e.g. linear_state_space@1 or exec:examples/trainers/ridge_arx.py (required)")
 	fl.StringVar(&params, "params", "", "trainer parameters as a JSON object")
-	fl.Int64Var(&req.Seed, "seed", 0, "random seed")
-	fl.StringVar(&req.ParentID, "parent", "", "parent experiment (job id)")
-	fl.StringVar(&req.ChangeNote, "note", "", "what changed compared with the parent")
-	fl.StringVar(&req.EnvName, "env", "", "trainer environment to lease (default: python for exec:*.py)")
-	fl.DurationVar(&timeout, "timeout", jobs.DefaultTimeout, "wall-clock limit of the training step")
-	fl.DurationVar(&stall, "stall", jobs.DefaultStall, "fail when no progress is reported for this long")
-	fl.BoolVar(&wait, "wait", false, "run the job here and wait, with a progress bar")
+	fl.Int64Var(&sr.Seed, "seed", 0, "random seed")
+	fl.StringVar(&sr.ParentID, "parent", "", "parent experiment (job id)")
+	fl.StringVar(&sr.Note, "note", "", "what changed compared with the parent")
+	fl.StringVar(&sr.Env, "env", "", "trainer environment to lease (default: python for exec:*.py)")
+	fl.Var(&sr.Timeout, "timeout", "wall-clock limit of the training step")
+	fl.Var(&sr.Stall, "stall", "fail when no progress is reported for this long")
+	fl.BoolVar(&wait, "wait", false, "run the job here and wait, with a progress bar (with --server: follow it on the server)")
 
-	status := &cobra.Command{Use: "status ID", Short: "Show a job", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openBackend()
-			if err != nil {
-				return err
-			}
-			j, err := s.GetJob(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.emit(j, func(w io.Writer) { printJob(w, j) })
-		}}
-	var lf core.JobFilter
-	list := &cobra.Command{Use: "list", Short: "List jobs, newest first", Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openBackend()
-			if err != nil {
-				return err
-			}
-			js, err := s.ListJobs(cmd.Context(), lf)
-			if err != nil {
-				return err
-			}
-			if js == nil {
-				js = []core.Job{}
-			}
-			return a.emit(js, func(w io.Writer) { printJobs(w, js) })
-		}}
-	var st string
-	list.Flags().StringVar(&st, "status", "", "only jobs in this status")
-	list.Flags().StringVar(&lf.DatasetID, "dataset", "", "only jobs of this dataset")
-	list.PreRun = func(*cobra.Command, []string) { lf.Status = core.JobStatus(st) }
+	var jr amlapp.JobRequest
+	one := func(use, short string) *cobra.Command {
+		return &cobra.Command{Use: use + " ID", Short: short, Args: argsExact(1)}
+	}
+	status := opCommand(a, one("status", "Show a job"), "job.show", "", &jr, arg0(&jr.ID), printJob)
+	cancel := opCommand(a, one("cancel", "Cancel a queued or running job (its process tree is killed)"), "job.cancel", "", &jr, arg0(&jr.ID), printCancel)
+	retry := routed(one("retry", "Retry a finished job as a new experiment (parent = ID)"), "job.retry")
+	retry.RunE = func(c *cobra.Command, args []string) error {
+		jr.ID = args[0]
+		return submitted(func(w io.Writer, j core.Job) { fmt.Fprintf(w, "queued job %s (retry of %s)\n", j.ID, args[0]) })(c, "job.retry", &jr)
+	}
+	retry.Flags().BoolVar(&wait, "wait", false, "run the retry here and wait (with --server: follow it on the server)")
 
-	cancel := &cobra.Command{Use: "cancel ID", Short: "Cancel a queued or running job (its process tree is killed)", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, _, _, err := a.services(cmd.Context(), false, 1)
-			if err != nil {
-				return err
-			}
-			j, err := r.Cancel(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.emit(j, func(w io.Writer) { printCancel(w, j) })
-		}}
-	retry := &cobra.Command{Use: "retry ID", Short: "Retry a finished job as a new experiment (parent = ID)", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, _, bus, err := a.services(cmd.Context(), false, 1)
-			if err != nil {
-				return err
-			}
-			j, err := r.Retry(cmd.Context(), args[0], "cli")
-			if err != nil {
-				return err
-			}
-			if wait {
-				return a.runAndWait(cmd.Context(), r, bus, j.ID)
-			}
-			return a.emit(j, func(w io.Writer) { printRetry(w, j, args[0]) })
-		}}
-	retry.Flags().BoolVar(&wait, "wait", false, "run the retry here and wait")
+	var lr amlapp.JobListRequest
+	list := listCommand(a, &cobra.Command{Use: "list", Short: "List jobs, newest first", Args: argsExact(0)}, "job.list", &lr, nil, printJobs)
+	list.Flags().StringVar(&lr.Status, "status", "", "only jobs in this status")
+	list.Flags().StringVar(&lr.Dataset, "dataset", "", "only jobs of this dataset")
+	list.Flags().IntVar(&lr.Limit, "limit", 0, "at most this many (default 1000)")
+
 	var follow bool
-	logs := &cobra.Command{Use: "logs ID [-f]", Short: "Print a job's trainer log (all rotated parts, oldest first)", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
+	logs := routed(&cobra.Command{Use: "logs ID [-f]", Short: "Print a job's trainer log (all rotated parts, oldest first)", Args: argsExact(1),
+		Long: `Print a job's trainer log, read page by page from the job.logs op. With -f,
+keep reading until the job has ended. With --json the whole log is one
+job.logs answer (text from offset 0).`,
+		RunE: func(c *cobra.Command, args []string) error {
+			req := amlapp.JobLogsRequest{ID: args[0], MaxBytes: amlapp.MaxLogBytes}
+			var all amlapp.JobLogsResponse
+			for last := false; ; {
+				var page amlapp.JobLogsResponse
+				if err := a.invoke(c, "job.logs", "", &req, &page); err != nil {
+					return err
+				}
+				if page.Text, page.Offset = all.Text+page.Text, 0; !a.jsonOut {
+					if _, err := io.WriteString(a.stdout, page.Text); err != nil {
+						return err
+					}
+					page.Text = ""
+				}
+				all, req.Offset = page, page.NextOffset
+				switch {
+				case page.More:
+					continue
+				case !follow || last:
+					return a.emit(all, func(io.Writer) {})
+				case page.Status.Terminal():
+					last = true // one last read
+					continue
+				}
+				select {
+				case <-c.Context().Done():
+					return nil
+				case <-time.After(300 * time.Millisecond):
+				}
 			}
-			j, err := s.GetJob(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return followLog(cmd.Context(), a, s, j, follow)
-		}}
+		}}, "job.logs")
 	logs.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the job ends")
 	cmd.AddCommand(submit, status, list, cancel, retry, logs)
 	return cmd
 }
 
-// runAndWait runs a queued job in this process with a progress bar and
-// reports its end. Exit status 1 unless the job is done.
-func (a *app) runAndWait(ctx context.Context, r *jobs.Runner, bus *events.Bus, id string) error {
-	s, err := a.openBackend()
-	if err != nil {
-		return err
-	}
-	sub := bus.Subscribe(256, func(e events.Event) bool { return e.ID == id })
-	defer sub.Close()
-	bar := a.newProgress(100, "queued", false)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx, id, 0) }()
-	var runErr error
-loop:
-	for {
-		select {
-		case e := <-sub.C:
-			if p, ok := e.Data["progress"].(float64); ok && p >= 0 {
-				bar.set(int64(p * 100))
-			}
-			if st, ok := e.Data["status"]; ok {
-				bar.describe(fmt.Sprint(st))
-			}
-			if stg, ok := e.Data["stage"].(string); ok && stg != "" {
-				bar.describe(stg)
-			}
-		case runErr = <-done:
-			break loop
+// awaitJob waits for job id to end — run in this process by the local
+// runner, or followed on the server's event stream with --server — prints
+// it and fails unless it is done.
+func (a *app) awaitJob(c *cobra.Command, id string) error {
+	var j core.Job
+	var err error
+	if a.remote.server != "" {
+		j, err = a.waitJob(c.Context(), a.remote.c, id)
+	} else {
+		err = a.runJob(c.Context(), id)
+		if err == nil {
+			err = a.invoke(c, "job.show", "", &amlapp.JobRequest{ID: id}, &j)
 		}
 	}
-	bar.finish()
-	if runErr != nil {
-		return runErr
-	}
-	j, err := s.GetJob(context.WithoutCancel(ctx), id)
 	if err != nil {
 		return err
 	}
@@ -276,58 +233,30 @@ loop:
 	return nil
 }
 
-func logParts(dir string) []string {
-	base := filepath.Join(dir, "logs", "trainer.log")
-	var parts []string
-	m, _ := filepath.Glob(base + ".*")
-	sort.Slice(m, func(i, j int) bool { return len(m[i]) > len(m[j]) || (len(m[i]) == len(m[j]) && m[i] > m[j]) })
-	parts = append(parts, m...)
-	return append(parts, base)
-}
-
-func followLog(ctx context.Context, a *app, s interface {
-	GetJob(context.Context, string) (core.Job, error)
-}, j core.Job, follow bool) error {
-	dir := filepath.Join(a.dataDir, "jobs", j.ID)
-	for _, p := range logParts(dir)[:len(logParts(dir))-1] {
-		if f, err := os.Open(p); err == nil {
-			_, err = io.Copy(a.stdout, f)
-			f.Close()
-			if err != nil {
-				return err
-			}
-		}
-	}
-	main := filepath.Join(dir, "logs", "trainer.log")
-	var off int64
+// runJob runs a queued job with the local App's runner, with a progress
+// bar fed by its events.
+func (a *app) runJob(ctx context.Context, id string) error {
+	r, bus := a.appDeps.Runner, a.appDeps.Bus
+	sub := bus.Subscribe(256, func(e events.Event) bool { return e.ID == id })
+	defer sub.Close()
+	bar := a.newProgress(100, "queued", false)
+	defer bar.finish()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, id, 0) }()
 	for {
-		if f, err := os.Open(main); err == nil {
-			if _, err := f.Seek(off, io.SeekStart); err != nil {
-				f.Close()
-				return err
-			}
-			n, err := io.Copy(a.stdout, bufio.NewReader(f))
-			off += n
-			f.Close()
-			if err != nil {
-				return err
-			}
-		}
-		if !follow {
-			return nil
-		}
-		cur, err := s.GetJob(ctx, j.ID)
-		if err != nil {
-			return err
-		}
-		if cur.Status.Terminal() {
-			follow = false // one last read
-			continue
-		}
 		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(300 * time.Millisecond):
+		case e := <-sub.C:
+			if p, ok := e.Data["progress"].(float64); ok && p >= 0 {
+				bar.set(int64(p * 100))
+			}
+			if st, ok := e.Data["status"]; ok {
+				bar.describe(fmt.Sprint(st))
+			}
+			if stg, ok := e.Data["stage"].(string); ok && stg != "" {
+				bar.describe(stg)
+			}
+		case err := <-done:
+			return err
 		}
 	}
 }
@@ -385,82 +314,34 @@ func newWorkerCmd(a *app) *cobra.Command {
 
 func newModelCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "model", Short: "List, inspect, promote and retire models"}
-	var f core.ModelFilter
-	list := &cobra.Command{Use: "list", Short: "List models, newest first", Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openBackend()
-			if err != nil {
-				return err
-			}
-			ms, err := s.ListModels(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			if ms == nil {
-				ms = []core.Model{}
-			}
-			return a.emit(ms, func(w io.Writer) { printModels(w, ms) })
-		}}
-	list.Flags().StringVar(&f.Stage, "stage", "", "only models in this stage")
-	list.Flags().StringVar(&f.Recipe, "recipe", "", "only models of this recipe")
-	show := &cobra.Command{Use: "show ID", Short: "Model card: metrics, gates, lineage, stage history", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			m, err := s.GetModel(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			h, err := s.ModelHistory(cmd.Context(), m.ID)
-			if err != nil {
-				return err
-			}
-			if h == nil {
-				h = []core.StageChange{}
-			}
-			return a.emit(map[string]any{"model": m, "history": h}, func(w io.Writer) { printModel(w, m, h) })
-		}}
-	var to, expect, reason string
-	promote := &cobra.Command{Use: "promote ID --to shadow|production", Short: "Move a model to shadow or production", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if to == "" {
-				return usagef("--to is required (shadow or production)")
-			}
-			return a.moveModel(cmd.Context(), args[0], to, reason, expect)
-		}}
-	promote.Flags().StringVar(&to, "to", "", "target stage: shadow or production")
-	promote.Flags().StringVar(&expect, "expect", "", "the stage you believe the model is in (refused with AML_STAGE_RACE otherwise)")
-	promote.Flags().StringVar(&reason, "reason", "", "why")
-	retire := &cobra.Command{Use: "retire ID", Short: "Retire a model", Args: argsExact(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.moveModel(cmd.Context(), args[0], core.StageRetired, reason, expect)
-		}}
-	retire.Flags().StringVar(&reason, "reason", "", "why")
-	retire.Flags().StringVar(&expect, "expect", "", "the stage you believe the model is in")
+	var lr amlapp.ModelListRequest
+	list := listCommand(a, &cobra.Command{Use: "list", Short: "List models, newest first", Args: argsExact(0)}, "model.list", &lr, nil, printModels)
+	for name, p := range map[string]*string{"line": &lr.Line, "stage": &lr.Stage, "recipe": &lr.Recipe, "purpose": &lr.Purpose, "dataset": &lr.Dataset} {
+		list.Flags().StringVar(p, name, "", "only models of this "+name)
+	}
+	var (
+		sr amlapp.ModelRequest
+		pr amlapp.ModelPromoteRequest
+		rr amlapp.ModelRetireRequest
+	)
+	one := func(use, short string) *cobra.Command {
+		return &cobra.Command{Use: use, Short: short, Args: argsExact(1)}
+	}
+	show := opCommand(a, one("show ID", "Model card: metrics, gates, lineage, stage history"), "model.show", "", &sr, arg0(&sr.ID), printModel)
+	promote := opCommand(a, one("promote ID --to shadow|production", "Move a model to shadow or production"), "model.promote", "", &pr, arg0(&pr.ID), printMoved)
+	promote.Flags().StringVar(&pr.To, "to", "", "target stage: shadow or production")
+	_ = promote.MarkFlagRequired("to")
+	promote.Flags().StringVar(&pr.Expect, "expect", "", "the stage you believe the model is in (refused with AML_STAGE_RACE otherwise)")
+	promote.Flags().StringVar(&pr.Reason, "reason", "", "why")
+	retire := opCommand(a, one("retire ID", "Retire a model"), "model.retire", "", &rr, arg0(&rr.ID), printMoved)
+	retire.Flags().StringVar(&rr.Reason, "reason", "", "why")
+	retire.Flags().StringVar(&rr.Expect, "expect", "", "the stage you believe the model is in")
 	cmd.AddCommand(list, show, promote, retire, newPredictCmd(a))
 	return cmd
 }
 
-func (a *app) moveModel(ctx context.Context, id, to, reason, expect string) error {
-	s, err := a.openStore()
-	if err != nil {
-		return err
-	}
-	reg := registry.New(s, a.dataDir, nil)
-	by := os.Getenv("USER")
-	if by == "" {
-		by = "cli"
-	}
-	m, err := reg.Move(ctx, id, to, by, reason, expect)
-	if err != nil {
-		return err
-	}
-	return a.emit(m, func(w io.Writer) { printMoved(w, m) })
-}
-
-func printModel(w io.Writer, m core.Model, h []core.StageChange) {
+func printModel(w io.Writer, sh amlapp.ModelShowResponse) {
+	m, h := sh.Model, sh.History
 	fmt.Fprintf(w, "model     %s (%s)\nstage     %s\ntrainer   %s (job %s)\ndataset   %s\nrecipe    %s / %s / %s, purpose %s\n", m.ID, m.ArtifactKind, m.Stage, m.TrainerRef, m.JobID, m.DatasetID, m.LineID, m.ProductID, m.RecipeID, m.Purpose)
 	fmt.Fprintf(w, "artifact  %s (sha256 %.16s…)\nlineage   verified=%v", m.ArtifactPath, m.ArtifactHash, m.LineageVerified)
 	if !m.LineageVerified {
@@ -586,10 +467,6 @@ func printCancel(w io.Writer, j core.Job) {
 	} else {
 		fmt.Fprintf(w, "cancel requested for running job %s; its worker stops it within a second\n", j.ID)
 	}
-}
-
-func printRetry(w io.Writer, j core.Job, of string) {
-	fmt.Fprintf(w, "queued job %s (retry of %s)\n", j.ID, of)
 }
 
 func printModels(w io.Writer, ms []core.Model) {
