@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/connect"
 	"github.com/aml-project/aml/internal/store"
 	"github.com/spf13/cobra"
@@ -40,8 +41,8 @@ func runReported(ctx context.Context, a *app, rep *connect.Reporter, run func(ct
 }
 
 func newConnectStatusCmd(a *app) *cobra.Command {
-	var line string
-	cmd := &cobra.Command{
+	var req amlapp.ConnectorListRequest
+	cmd := listCommand(a, &cobra.Command{
 		Use:   "status [--line L]",
 		Short: "List the connectors that report to this data dir: state, counters, gaps, staleness",
 		Long: `Lists the connector status rows (aml connect opcua|mqtt and aml demo --live
@@ -51,19 +52,8 @@ running connector has not written for 3 of its intervals — its process is
 gone), values received and stored, malformed payloads, gaps, the source
 time of the newest value and the last error.`,
 		Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			list, err := statusStore(s).List(cmd.Context(), line, time.Now())
-			if err != nil {
-				return err
-			}
-			return a.emit(list, func(w io.Writer) { printConnectorStatus(w, list) })
-		},
-	}
-	cmd.Flags().StringVar(&line, "line", "", "only this line")
+	}, "connector.list", &req, nil, printConnectorStatus)
+	cmd.Flags().StringVar(&req.Line, "line", "", "only this line")
 	return cmd
 }
 

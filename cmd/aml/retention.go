@@ -5,34 +5,25 @@ import (
 	"io"
 	"time"
 
+	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/retention"
 	"github.com/spf13/cobra"
 )
 
 func newRetentionCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "retention", Short: "Remove old unreferenced datasets, retired models' artifacts and failed jobs' files"}
-	var p retention.Policy
-	run := &cobra.Command{
+	day := amlapp.Duration(24 * time.Hour)
+	req := amlapp.RetentionRequest{DatasetAge: 90 * day, ModelAge: 30 * day, JobAge: 14 * day}
+	run := opCommand(a, &cobra.Command{
 		Use:   "run",
 		Short: "Apply the retention policy (oldest items first; use --dry-run to see what would go)",
 		Args:  argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			rep, err := retention.Run(cmd.Context(), s, a.dataDir, p, time.Now())
-			if err != nil {
-				return err
-			}
-			return a.emit(rep, func(w io.Writer) { printRetention(w, rep) })
-		},
-	}
+	}, "retention.apply", "", &req, nil, printRetention)
 	fl := run.Flags()
-	fl.DurationVar(&p.DatasetAge, "dataset-age", 90*24*time.Hour, "remove unreferenced datasets older than this (0 = never)")
-	fl.DurationVar(&p.ModelAge, "model-age", 30*24*time.Hour, "remove artifacts of models retired longer ago than this (0 = never)")
-	fl.DurationVar(&p.JobAge, "job-age", 14*24*time.Hour, "remove files of failed/cancelled/timed-out/interrupted jobs older than this (0 = never)")
-	fl.BoolVar(&p.DryRun, "dry-run", false, "only report")
+	fl.Var(&req.DatasetAge, "dataset-age", "remove unreferenced datasets older than this (0 = never)")
+	fl.Var(&req.ModelAge, "model-age", "remove artifacts of models retired longer ago than this (0 = never)")
+	fl.Var(&req.JobAge, "job-age", "remove files of failed/cancelled/timed-out/interrupted jobs older than this (0 = never)")
+	fl.BoolVar(&req.DryRun, "dry-run", false, "only report")
 	cmd.AddCommand(run)
 	return cmd
 }
