@@ -466,7 +466,7 @@ func TestClientMoreAdmin(t *testing.T) {
 	}
 	p.both("model promote --to shadow", "engineer", model("promote", "--to", "shadow", "--expect", "candidate", "--reason", "try it"))
 	p.sameError("model promote with a stale --expect", "approver", model("promote", "--to", "production", "--expect", "candidate"))
-	p.bothFail("model promote without --to", "approver", 2, "--to is required", model("promote"))
+	p.bothFail("model promote without --to", "approver", 2, `required flag(s) "to" not set`, model("promote"))
 	// The test trainer's mean model fails its gates: refused alike.
 	p.bothFail("model promote --to production (gates failed)", "approver", 1, "error: AML_GATE_FAILED:", model("promote", "--to", "production", "--expect", "shadow"))
 	p.both("model retire", "approver", model("retire", "--expect", "shadow", "--reason", "replaced"))
@@ -588,43 +588,30 @@ func TestClientMoreAdmin(t *testing.T) {
 	// Cancelling a job that has ended is refused alike on both sides.
 	p.sameError("job cancel (ended)", "engineer", func(ids map[string]string) []string { return []string{"job", "cancel", ids["job"]} })
 
-	// Tokens: an admin creates one, it works, is listed, is revoked, and
-	// no longer works; an engineer may not create tokens.
-	out, errs, code = srv.as(t, "admin", "token", "create", "--name", "kim", "--role", "viewer", "--ttl", "1h", "--json")
-	var tc struct {
-		Token string `json:"token"`
-		Info  struct {
-			ID   string `json:"id"`
-			Name string `json:"name"`
-		} `json:"info"`
-	}
-	if code != 0 {
-		t.Fatalf("token create: %d %s", code, errs)
-	}
-	mustJSON(t, out, &tc)
-	if tc.Token == "" {
-		t.Fatalf("token create answered no secret: %s", out)
-	}
+	// Tokens: an admin creates one (the same record on both sides but for
+	// its secret), it works, is listed, is revoked, and no longer works; an
+	// engineer may not create tokens.
+	p.idLists = map[string]bool{"token": true}
+	lo, ro = p.both("token create", "admin", fixedArgs("token", "create", "--name", "kim", "--role", "viewer", "--lines", "L1,L2", "--ttl", "1h"))
+	p.learn("tok", lo, ro, func(t *testing.T, s string) string {
+		var v struct{ ID, Token string }
+		if mustJSON(t, s, &v); !strings.HasPrefix(v.Token, "aml_") {
+			t.Fatalf("token create answered no secret: %s", s)
+		}
+		return v.ID
+	})
+	var tc struct{ Token string }
+	mustJSON(t, ro, &tc)
 	if _, errs, code = aml(t, "runs", "list", "--server", srv.url, "--token", tc.Token); code != 0 {
 		t.Fatalf("the new token: %d %s", code, errs)
 	}
 	out, errs, code = srv.as(t, "admin", "token", "list", "--json")
 	var infos []struct{ ID, Name string }
-	if mustJSON(t, out, &infos); code != 0 {
-		t.Fatalf("token list: %d %s", code, errs)
+	if mustJSON(t, out, &infos); code != 0 || len(infos) != 6 || !strings.Contains(out, p.ids[true]["tok"]) {
+		t.Fatalf("token list: %d %s %s", code, errs, out)
 	}
-	id := ""
-	for _, i := range infos {
-		if i.Name == "kim" {
-			id = i.ID
-		}
-	}
-	if id == "" || len(infos) != 6 {
-		t.Fatalf("token list: %s", out)
-	}
-	if _, errs, code = srv.as(t, "admin", "token", "revoke", id, "--json"); code != 0 {
-		t.Fatalf("token revoke: %d %s", code, errs)
-	}
+	p.both("token revoke", "admin", func(ids map[string]string) []string { return []string{"token", "revoke", ids["tok"], "--as", "root"} })
+	p.idLists = nil
 	if _, errs, code = aml(t, "runs", "list", "--server", srv.url, "--token", tc.Token); code != 1 || !strings.Contains(errs, "AML_UNAUTHENTICATED") {
 		t.Fatalf("revoked token: %d %q", code, errs)
 	}

@@ -84,7 +84,7 @@ func TestJobCLI(t *testing.T) {
 	if code != 0 || len(pr.Steps) != 3 || len(pr.Steps[0].Pred) != 3 {
 		t.Fatalf("predict: %d %q %+v", code, errs, pr)
 	}
-	if _, errs, code = aml(t, "model", "predict", j.ModelID, "--run", runs[1].ID, "--from", at, "--steps", "99", "--data", d); code != 2 {
+	if _, errs, code = aml(t, "model", "predict", j.ModelID, "--run", runs[1].ID, "--from", at, "--steps", "99", "--data", d); code != 1 || !strings.Contains(errs, "AML_INVALID_ARGUMENT: steps") {
 		t.Fatalf("too many steps: %d %q", code, errs)
 	}
 	_, errs, code = aml(t, "model", "promote", j.ModelID, "--to", "production", "--data", d)
