@@ -124,10 +124,8 @@ func (a *app) whoami(ctx context.Context, c *client) (auth.Principal, error) {
 	if a.remote.principal != nil {
 		return *a.remote.principal, nil
 	}
-	var info struct {
-		Principal auth.Principal `json:"principal"`
-	}
-	if err := c.do(ctx, req{method: http.MethodGet, path: "/info"}, &info); err != nil {
+	var info amlapp.InfoResponse
+	if err := c.call(ctx, "info", &amlapp.InfoRequest{}, &info); err != nil {
 		return auth.Principal{}, err
 	}
 	a.remote.principal = &info.Principal
@@ -159,15 +157,12 @@ type client struct {
 	hc    *http.Client
 }
 
-// req is one API request. body is nil, []byte (JSON as is), an io.Reader
-// (sent as contentType, default text/csv) or a value encoded as JSON.
+// req is one API request. body is nil, an io.Reader (a CSV upload) or a
+// value encoded as JSON.
 type req struct {
 	method, path string
 	query        url.Values
 	body         any
-	contentType  string
-	// header receives the response headers when not nil.
-	header *http.Header
 	// result decodes the "result" member of an error body (a denied write,
 	// a failed verification) so the caller can print it before the error.
 	result any
@@ -189,13 +184,8 @@ func (c *client) newRequest(ctx context.Context, r req) (*http.Request, error) {
 	ct := "application/json"
 	switch b := r.body.(type) {
 	case nil:
-	case []byte:
-		body = bytes.NewReader(b)
 	case io.Reader:
 		body, ct = b, "text/csv"
-		if r.contentType != "" {
-			ct = r.contentType
-		}
 	default:
 		js, err := json.Marshal(b)
 		if err != nil {
@@ -230,9 +220,6 @@ func (c *client) send(ctx context.Context, r req) (*http.Response, error) {
 			return nil, ctx.Err()
 		}
 		return nil, core.Wrap(core.CodeStoreUnavailable, err, "server %s unreachable", c.base)
-	}
-	if r.header != nil {
-		*r.header = res.Header
 	}
 	if res.StatusCode/100 == 2 {
 		return res, nil
@@ -407,17 +394,8 @@ func (a *app) waitJob(ctx context.Context, c *client, id string) (core.Job, erro
 			if json.Unmarshal(ev.Data, &e) != nil {
 				continue
 			}
-			if p, ok := e.Data["progress"].(float64); ok && p >= 0 {
-				bar.set(int64(p * 100))
-			}
-			if stg, ok := e.Data["stage"].(string); ok && stg != "" {
-				bar.describe(stg)
-			}
-			if st, ok := e.Data["status"].(string); ok {
-				bar.describe(st)
-				if core.JobStatus(st).Terminal() {
-					return get()
-				}
+			if core.JobStatus(bar.job(e.Data)).Terminal() {
+				return get()
 			}
 		}
 	}

@@ -94,18 +94,17 @@ func newJobCmd(a *app) *cobra.Command {
 		params string
 		wait   bool
 	)
-	// submitted prints a queued job or, with --wait, waits for its end.
-	submitted := func(print func(io.Writer, core.Job)) func(*cobra.Command, string, any) error {
-		return func(c *cobra.Command, op string, req any) error {
-			var j core.Job
-			if err := a.invoke(c, op, "", req, &j); err != nil {
-				return err
-			}
-			if wait {
-				return a.awaitJob(c, j.ID)
-			}
-			return a.emit(j, func(w io.Writer) { print(w, j) })
+	// submitted calls op (job.submit, job.retry) and prints the queued job
+	// or, with --wait, waits for its end.
+	submitted := func(c *cobra.Command, op string, req any, print func(io.Writer, core.Job)) error {
+		var j core.Job
+		if err := a.invoke(c, op, "", req, &j); err != nil {
+			return err
 		}
+		if wait {
+			return a.awaitJob(c, j.ID)
+		}
+		return a.emit(j, func(w io.Writer) { print(w, j) })
 	}
 	submit := routed(&cobra.Command{
 		Use:   "submit --dataset ID --trainer REF",
@@ -120,15 +119,17 @@ on its event stream.`,
 		Args: argsExact(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := prepare(c, &sr, func([]string) error {
-				if params != "" && !json.Valid([]byte(params)) {
-					return usagef("--params: not a JSON object: %s", params)
+				if params == "" {
+					return nil
+				} else if !json.Valid([]byte(params)) {
+					return usagef("--params: not JSON: %s", params)
 				}
 				sr.Params = json.RawMessage(params)
 				return nil
 			}, args); err != nil {
 				return err
 			}
-			return submitted(printQueued)(c, "job.submit", &sr)
+			return submitted(c, "job.submit", &sr, printQueued)
 		},
 	}, "job.submit")
 	fl := submit.Flags()
@@ -152,7 +153,7 @@ on its event stream.`,
 	retry := routed(one("retry", "Retry a finished job as a new experiment (parent = ID)"), "job.retry")
 	retry.RunE = func(c *cobra.Command, args []string) error {
 		jr.ID = args[0]
-		return submitted(func(w io.Writer, j core.Job) { fmt.Fprintf(w, "queued job %s (retry of %s)\n", j.ID, args[0]) })(c, "job.retry", &jr)
+		return submitted(c, "job.retry", &jr, func(w io.Writer, j core.Job) { fmt.Fprintf(w, "queued job %s (retry of %s)\n", j.ID, args[0]) })
 	}
 	retry.Flags().BoolVar(&wait, "wait", false, "run the retry here and wait (with --server: follow it on the server)")
 
@@ -246,15 +247,7 @@ func (a *app) runJob(ctx context.Context, id string) error {
 	for {
 		select {
 		case e := <-sub.C:
-			if p, ok := e.Data["progress"].(float64); ok && p >= 0 {
-				bar.set(int64(p * 100))
-			}
-			if st, ok := e.Data["status"]; ok {
-				bar.describe(fmt.Sprint(st))
-			}
-			if stg, ok := e.Data["stage"].(string); ok && stg != "" {
-				bar.describe(stg)
-			}
+			bar.job(e.Data)
 		case err := <-done:
 			return err
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/schollz/progressbar/v3"
 )
 
@@ -43,4 +45,21 @@ func (p *progress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}
+}
+
+// job shows a job event's progress, status and stage; it returns the
+// status ("" when the event has none).
+func (p *progress) job(data map[string]any) string {
+	if v, ok := data["progress"].(float64); ok && v >= 0 {
+		p.set(int64(v * 100))
+	}
+	st := ""
+	if v, ok := data["status"]; ok {
+		st = fmt.Sprint(v)
+		p.describe(st)
+	}
+	if stg, ok := data["stage"].(string); ok && stg != "" {
+		p.describe(stg)
+	}
+	return st
 }
