@@ -337,6 +337,27 @@ func TestRemoteParity(t *testing.T) {
 	// A retry is answered queued on both sides (the server's worker then
 	// runs it, nothing runs the local one: last of the job reads).
 	both("job retry", "engineer", with(func(m map[string]string) []string { return []string{"job", "retry", m["job"]} }))
+	// job submit (queued) and job cancel: the server's one worker is kept
+	// busy meanwhile, so that both sides cancel a queued job.
+	out, errs, code = srv.as(t, "engineer", "job", "submit", "--dataset", ids[true]["ds"], "--trainer", "test_mean@1", "--params", `{"steps":600,"stepMs":50}`, "--json")
+	var busy struct{ ID string }
+	if mustJSON(t, out, &busy); code != 0 {
+		t.Fatalf("busy job: %d %s", code, errs)
+	}
+	lo, ro = both("job submit", "engineer", with(func(m map[string]string) []string {
+		return []string{"job", "submit", "--dataset", m["ds"], "--trainer", "test_mean@1", "--seed", "3", "--note", "to be cancelled", "--timeout", "90s"}
+	}))
+	for r, out := range map[bool]string{false: lo, true: ro} {
+		var j struct{ ID, Status string }
+		if mustJSON(t, out, &j); j.Status != "queued" {
+			t.Fatalf("job submit (remote %v): %s", r, out)
+		}
+		ids[r]["queued"] = j.ID
+	}
+	both("job cancel (queued)", "engineer", with(func(m map[string]string) []string { return []string{"job", "cancel", m["queued"]} }))
+	if _, errs, code = srv.as(t, "engineer", "job", "cancel", busy.ID); code != 0 {
+		t.Fatalf("cancel the busy job: %d %s", code, errs)
+	}
 
 	// The twin and certificate commands (last: converted separately).
 	_, ro = both("twin scene put", "engineer", fixed("twin", "scene", "put", "--default-injection"))
