@@ -65,23 +65,8 @@ func (a *app) bindRemote(root *cobra.Command) {
 		if c.RunE == nil || c == root {
 			return
 		}
-		local := c.RunE
+		local, routed := c.RunE, c.Annotations[annotOp] != ""
 		path := strings.TrimPrefix(c.CommandPath(), root.Name()+" ")
-		if c.Annotations[annotOp] != "" {
-			// The command calls its op through a.invoke, which goes to
-			// the server itself under --server.
-			c.RunE = func(cmd *cobra.Command, args []string) error {
-				if a.remote.server != "" {
-					if _, err := a.remoteClient(cmd); err != nil {
-						return err
-					}
-				} else if f := cmd.Flags().Lookup("token"); f != nil && f.Changed && f == root.PersistentFlags().Lookup("token") {
-					return usagef("--token needs --server URL (a token is only sent to a server)")
-				}
-				return local(cmd, args)
-			}
-			return
-		}
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if a.remote.server == "" {
 				// Only the global --token: a command may define its own
@@ -93,6 +78,9 @@ func (a *app) bindRemote(root *cobra.Command) {
 			}
 			if _, err := a.remoteClient(cmd); err != nil {
 				return err
+			}
+			if routed { // a.invoke sends the op to the server itself
+				return local(cmd, args)
 			}
 			return core.Errorf(CodeRemoteUnsupported, "aml %s has no API route: it needs the data directory; run it on the server's machine without --server", path)
 		}
