@@ -9,11 +9,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/store/twinstore"
@@ -119,14 +117,6 @@ a range or step limit is recorded as rejected (CONTROL_SAFETY).`,
 	f.StringVar(&candidates, "candidate", "", "JSON file with the full control trajectory")
 	f.String("by", "", "author (default $USER)")
 	return cmd
-}
-
-var twinIDSeq int
-
-// newTwinID is an id of the demo's records.
-func newTwinID(prefix string, now time.Time) string {
-	twinIDSeq++
-	return fmt.Sprintf("%s-%s-%d-%d", prefix, now.UTC().Format("20060102T150405.000"), os.Getpid()%100000, twinIDSeq)
 }
 
 func printTrial(w io.Writer, rec twinstore.TrialRecord, d *engine.TrialDetail) {

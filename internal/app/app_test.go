@@ -151,12 +151,21 @@ func TestValidation(t *testing.T) {
 		}},
 		{"job list limit", "limit", func() error { _, err := a.JobList(ctx, admin, JobListRequest{Limit: -5}); return err }},
 		{"logs negative offset", "offset", func() error { _, err := a.JobLogs(ctx, admin, JobLogsRequest{ID: "j", Offset: -1}); return err }},
-		{"promote to retired", "to", func() error { _, err := a.ModelPromote(ctx, admin, ModelPromoteRequest{ID: "m", To: "retired"}); return err }},
+		{"promote to retired", "to", func() error {
+			_, err := a.ModelPromote(ctx, admin, ModelPromoteRequest{ID: "m", To: "retired"})
+			return err
+		}},
 		{"predict without run", "run", func() error { _, err := a.ModelPredict(ctx, admin, ModelPredictRequest{ID: "m"}); return err }},
 		{"scene put empty", "scene", func() error { _, err := a.ScenePut(ctx, admin, ScenePutRequest{}); return err }},
 		{"scene put unknown preset", "preset", func() error { _, err := a.ScenePut(ctx, admin, ScenePutRequest{Preset: "x"}); return err }},
-		{"freeze without hash", "expectHash", func() error { _, err := a.SceneFreeze(ctx, admin, SceneFreezeRequest{ID: "s", Version: "1"}); return err }},
-		{"snapshot negative age", "maxAge", func() error { _, err := a.SnapshotTake(ctx, admin, SnapshotTakeRequest{Scene: "s", MaxAge: neg}); return err }},
+		{"freeze without hash", "expectHash", func() error {
+			_, err := a.SceneFreeze(ctx, admin, SceneFreezeRequest{ID: "s", Version: "1"})
+			return err
+		}},
+		{"snapshot negative age", "maxAge", func() error {
+			_, err := a.SnapshotTake(ctx, admin, SnapshotTakeRequest{Scene: "s", MaxAge: neg})
+			return err
+		}},
 		{"trial set and candidate", "set", func() error {
 			_, err := a.TrialRun(ctx, admin, TrialRunRequest{Model: "m", Snapshot: "s"})
 			return err
@@ -177,7 +186,10 @@ func TestValidation(t *testing.T) {
 		{"revoke without reason", "reason", func() error { _, err := a.CertRevoke(ctx, admin, CertRevokeRequest{ID: "c"}); return err }},
 		{"cert list bad status", "status", func() error { _, err := a.CertList(ctx, admin, CertListRequest{Status: "DONE"}); return err }},
 		{"audit head malformed", "expectHead", func() error { _, err := a.AuditVerify(ctx, admin, AuditVerifyRequest{ExpectHead: "x"}); return err }},
-		{"token bad role", "role", func() error { _, err := a.TokenCreate(ctx, admin, TokenCreateRequest{Name: "n", Role: "boss"}); return err }},
+		{"token bad role", "role", func() error {
+			_, err := a.TokenCreate(ctx, admin, TokenCreateRequest{Name: "n", Role: "boss"})
+			return err
+		}},
 		{"retention negative age", "jobAge", func() error { _, err := a.RetentionApply(ctx, admin, RetentionRequest{JobAge: neg}); return err }},
 	}
 	for _, tc := range cases {
