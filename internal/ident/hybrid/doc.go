@@ -35,8 +35,9 @@
 // positive range spanning two decades or more (rates such as the tanks'
 // k in [1e-4, 1]), σ the logistic function. The Jacobian is a forward
 // difference computed in parallel (one physics.Sim per worker), and the
-// per-segment initial states are eliminated by a Schur complement, so many
-// segments cost little. Several starts (CalibOptions.Starts, default 4):
+// solver (internal/ident/lm, the segments as its blocks) eliminates the
+// per-segment initial states by a Schur complement, so many segments cost
+// little. Several starts (CalibOptions.Starts, default 4):
 // the declared nominal values, the centre of the bounds in z (the
 // geometric centre for log-scaled parameters) and points of a Halton
 // sequence with a Cranley–Patterson rotation drawn from the seed — all

@@ -2,8 +2,12 @@ package hybrid
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
+
+	"github.com/aml-project/aml/internal/ident/lm"
+	"gonum.org/v1/gonum/mat"
 )
 
 // Bounded parameters are optimised in an unconstrained coordinate z:
@@ -96,9 +100,10 @@ func (b bound) clipZ(z float64) float64 {
 // blockLS is a nonlinear least-squares problem with global parameters (zg)
 // and per-block local parameters (zl[b]), where block b's residuals depend
 // on zg and zl[b] only: the calibration's model parameters and the
-// segments' initial states. It is solved by Levenberg–Marquardt with a
-// forward-difference Jacobian (computed in parallel, one Sim per worker)
-// and the local parameters eliminated by a Schur complement.
+// segments' initial states. It is solved by the Levenberg–Marquardt solver
+// of internal/ident/lm (which eliminates the local parameters by a Schur
+// complement) with a forward-difference Jacobian computed in parallel, one
+// Sim per worker.
 type blockLS struct {
 	gb      []bound   // global parameter bounds
 	lb      [][]bound // per block local parameter bounds
@@ -172,361 +177,147 @@ func (p *blockLS) evalAll(zg []float64, zl [][]float64, r [][]float64) float64 {
 
 func fdStep(z float64) float64 { return 1e-6 * math.Max(1, math.Abs(z)) }
 
-// solve runs Levenberg–Marquardt from (zg, zl) (modified in place).
+// lmSettings are the calibration's Levenberg–Marquardt rules: μ from 1e-3,
+// ÷5 after an accepted step (not below 1e-12), ×6 after a rejected one, at
+// most 12 trials per iteration and μ ≤ 1e12; D = max(diag(JᵀJ), 1e-12·max
+// diag(JᵀJ)); the mean squared residual as cost; stop after three
+// accepted steps in a row below tol relative decrease or a step below
+// 1e-12.
+func (p *blockLS) lmSettings() lm.Settings {
+	tol := p.tol
+	if tol <= 0 {
+		tol = 1e-8
+	}
+	return lm.Settings{
+		MaxIterations:  p.maxIter,
+		InitialDamping: 1e-3, MinDamping: 1e-12, MaxDamping: 1e12,
+		Decrease: 5, Increase: 6,
+		MaxTrials: 12,
+		Diagonal:  lm.FlooredDiagonal, DiagonalFloor: 1e-12,
+		RelTol: tol, SmallSteps: 3,
+		StepTol: 1e-12,
+		Mean:    true,
+	}
+}
+
+// solve runs Levenberg–Marquardt from (zg, zl).
 func (p *blockLS) solve(ctx context.Context, zg []float64, zl [][]float64) (*lmResult, error) {
 	nB, nG := len(p.nR), len(zg)
-	res := &lmResult{zg: zg, zl: zl}
-	r := make([][]float64, nB)
-	rt := make([][]float64, nB)
-	for b := range r {
-		r[b] = make([]float64, p.nR[b])
-		rt[b] = make([]float64, p.nR[b])
-	}
-	// Jacobians per block: Jg [nR×nG], Jl [nR×nL]
-	Jg := make([][]float64, nB)
-	Jl := make([][]float64, nB)
-	for b := range Jg {
-		Jg[b] = make([]float64, p.nR[b]*nG)
-		Jl[b] = make([]float64, p.nR[b]*len(zl[b]))
-	}
-	cost := p.evalAll(zg, zl, r)
-	res.evals += nB
-	res.cost = cost
 	workers := max(1, p.workers)
+	maxL, maxR := 0, 0
+	nl := make([]int, nB)
+	for b := range zl {
+		nl[b] = len(zl[b])
+		maxL = max(maxL, nl[b])
+		maxR = max(maxR, p.nR[b])
+	}
 	scratchG := make([][]float64, workers)
 	scratchL := make([][]float64, workers)
 	scratchR := make([][]float64, workers)
-	maxL, maxR := 0, 0
-	for b := range zl {
-		maxL = max(maxL, len(zl[b]))
-		maxR = max(maxR, p.nR[b])
-	}
 	for w := range scratchG {
 		scratchG[w] = make([]float64, nG)
 		scratchL[w] = make([]float64, maxL)
 		scratchR[w] = make([]float64, maxR)
 	}
-	type item struct{ b, g, l int } // g ≥ 0: global column; else local column l
-	var items []item
-	for i := 0; i < nG; i++ {
-		if p.gb[i].kind == bFixed {
-			continue
+	// the forward differences of block b: g ≥ 0 a global column, else the
+	// local column l (fixed parameters have none)
+	type item struct{ g, l int }
+	items := make([][]item, nB)
+	for b := range items {
+		for i := 0; i < nG; i++ {
+			if p.gb[i].kind != bFixed {
+				items[b] = append(items[b], item{i, -1})
+			}
 		}
-		for b := 0; b < nB; b++ {
-			items = append(items, item{b, i, -1})
-		}
-	}
-	for b := 0; b < nB; b++ {
 		for j := range zl[b] {
 			if p.lb[b][j].kind != bFixed {
-				items = append(items, item{b, -1, j})
+				items[b] = append(items[b], item{-1, j})
 			}
 		}
 	}
-	lambda := 1e-3
-	small := 0
-	tol := p.tol
-	if tol <= 0 {
-		tol = 1e-8
+	evals := 0
+	// sensitive[i]: some entry of global column i of the first Jacobian
+	// (the first nB calls) has a non-zero square, i.e. (JᵀJ)_ii ≠ 0 there;
+	// the others are reported inactive
+	sensitive := make([]bool, nG)
+	jacCalls := 0
+	prob := lm.Problem{
+		Shared: nG, Local: nl, Rows: p.nR,
+		Residuals: func(r [][]float64, zg []float64, zl [][]float64) bool {
+			parallelFor(nB, p.workers, func(w, b int) { p.eval(w, b, zg, zl[b], r[b]) })
+			evals += nB
+			return true
+		},
+		Jacobian: func(jg, jl *mat.Dense, b int, zg, zlb, rb []float64) {
+			var dg, dl []float64
+			var sg, sl int
+			if jg != nil {
+				m := jg.RawMatrix()
+				dg, sg = m.Data, m.Stride
+			}
+			if jl != nil {
+				m := jl.RawMatrix()
+				dl, sl = m.Data, m.Stride
+			}
+			parallelFor(len(items[b]), p.workers, func(w, i int) {
+				c := items[b][i]
+				rt := scratchR[w][:p.nR[b]]
+				if c.g >= 0 {
+					z := scratchG[w]
+					copy(z, zg)
+					h := fdStep(z[c.g])
+					z[c.g] += h
+					p.eval(w, b, z, zlb, rt)
+					for k, v := range rt {
+						dg[k*sg+c.g] = (v - rb[k]) / h
+					}
+					return
+				}
+				z := scratchL[w][:len(zlb)]
+				copy(z, zlb)
+				h := fdStep(z[c.l])
+				z[c.l] += h
+				p.eval(w, b, zg, z, rt)
+				for k, v := range rt {
+					dl[k*sl+c.l] = (v - rb[k]) / h
+				}
+			})
+			evals += len(items[b])
+			if jacCalls++; jacCalls <= nB && jg != nil {
+				for k := 0; k < p.nR[b]; k++ {
+					for i, v := range dg[k*sg : k*sg+nG] {
+						sensitive[i] = sensitive[i] || v*v != 0
+					}
+				}
+			}
+		},
+		Project: func(zg []float64, zl [][]float64) {
+			for i := range zg {
+				zg[i] = p.gb[i].clipZ(zg[i])
+			}
+			for b := range zl {
+				for j := range zl[b] {
+					zl[b][j] = p.lb[b][j].clipZ(zl[b][j])
+				}
+			}
+		},
 	}
-	zgT := make([]float64, nG)
-	zlT := make([][]float64, nB)
-	for b := range zlT {
-		zlT[b] = make([]float64, len(zl[b]))
+	set := p.lmSettings()
+	sol, err := lm.Solve(ctx, prob, zg, zl, &set)
+	if sol == nil {
+		return nil, err
 	}
-	Agg := make([]float64, nG*nG)
-	gg := make([]float64, nG)
-	Agl := make([][]float64, nB)
-	All := make([][]float64, nB)
-	gl := make([][]float64, nB)
-	for b := 0; b < nB; b++ {
-		nl := len(zl[b])
-		Agl[b] = make([]float64, nG*nl)
-		All[b] = make([]float64, nl*nl)
-		gl[b] = make([]float64, nl)
+	if err != nil && !errors.Is(err, lm.ErrNonFinite) {
+		return nil, err
 	}
-	for it := 0; it < p.maxIter && cost > 0; it++ {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		res.iters = it + 1
-		// Jacobian
-		parallelFor(len(items), p.workers, func(w, i int) {
-			c := items[i]
-			rb := scratchR[w][:p.nR[c.b]]
-			var h float64
-			if c.g >= 0 {
-				z := scratchG[w]
-				copy(z, zg)
-				h = fdStep(z[c.g])
-				z[c.g] += h
-				p.eval(w, c.b, z, zl[c.b], rb)
-				J, n := Jg[c.b], nG
-				for k, v := range rb {
-					J[k*n+c.g] = (v - r[c.b][k]) / h
-				}
-				return
-			}
-			zlb := scratchL[w][:len(zl[c.b])]
-			copy(zlb, zl[c.b])
-			h = fdStep(zlb[c.l])
-			zlb[c.l] += h
-			p.eval(w, c.b, zg, zlb, rb)
-			J, n := Jl[c.b], len(zlb)
-			for k, v := range rb {
-				J[k*n+c.l] = (v - r[c.b][k]) / h
-			}
-		})
-		res.evals += len(items)
-		// normal equations, per block then summed in block order
-		blockAgg := make([][]float64, nB)
-		blockGg := make([][]float64, nB)
-		parallelFor(nB, p.workers, func(_, b int) {
-			nl, nr := len(zl[b]), p.nR[b]
-			a := make([]float64, nG*nG)
-			g := make([]float64, nG)
-			agl, all, glb := Agl[b], All[b], gl[b]
-			clear(agl)
-			clear(all)
-			clear(glb)
-			jg, jl, rb := Jg[b], Jl[b], r[b]
-			for k := 0; k < nr; k++ {
-				rowG := jg[k*nG : (k+1)*nG]
-				rowL := jl[k*nl : (k+1)*nl]
-				rk := rb[k]
-				for i, vi := range rowG {
-					if vi == 0 {
-						continue
-					}
-					g[i] += vi * rk
-					ai := a[i*nG : (i+1)*nG]
-					for j, vj := range rowG {
-						ai[j] += vi * vj
-					}
-					for j, vj := range rowL {
-						agl[i*nl+j] += vi * vj
-					}
-				}
-				for i, vi := range rowL {
-					if vi == 0 {
-						continue
-					}
-					glb[i] += vi * rk
-					for j, vj := range rowL {
-						all[i*nl+j] += vi * vj
-					}
-				}
-			}
-			blockAgg[b], blockGg[b] = a, g
-		})
-		clear(Agg)
-		clear(gg)
-		for b := 0; b < nB; b++ {
-			for i, v := range blockAgg[b] {
-				Agg[i] += v
-			}
-			for i, v := range blockGg[b] {
-				gg[i] += v
-			}
-		}
-		if it == 0 {
-			res.inactive = make([]bool, nG)
-			for i := 0; i < nG; i++ {
-				res.inactive[i] = Agg[i*nG+i] == 0
-			}
-		}
-		accepted := false
-		for trial := 0; trial < 12; trial++ {
-			dg, dl, ok := schurSolve(Agg, gg, Agl, All, gl, nG, lambda)
-			if ok {
-				maxStep := 0.0
-				for i := range zg {
-					zgT[i] = p.gb[i].clipZ(zg[i] + dg[i])
-					maxStep = math.Max(maxStep, math.Abs(zgT[i]-zg[i])/math.Max(1, math.Abs(zg[i])))
-				}
-				for b := range zl {
-					for j := range zl[b] {
-						zlT[b][j] = p.lb[b][j].clipZ(zl[b][j] + dl[b][j])
-						maxStep = math.Max(maxStep, math.Abs(zlT[b][j]-zl[b][j])/math.Max(1, math.Abs(zl[b][j])))
-					}
-				}
-				if maxStep < 1e-12 {
-					break
-				}
-				ct := p.evalAll(zgT, zlT, rt)
-				res.evals += nB
-				if ct < cost {
-					rel := (cost - ct) / cost
-					copy(zg, zgT)
-					for b := range zl {
-						copy(zl[b], zlT[b])
-					}
-					r, rt = rt, r
-					cost = ct
-					lambda = math.Max(lambda/5, 1e-12)
-					accepted = true
-					if rel < tol {
-						small++
-					} else {
-						small = 0
-					}
-					break
-				}
-			}
-			lambda *= 6
-			if lambda > 1e12 {
-				break
-			}
-		}
-		res.cost = cost
-		if !accepted || small >= 3 {
-			break
+	// A non-finite start or Jacobian ends the run where it is, as a step
+	// no trial improves does.
+	res := &lmResult{zg: sol.Shared, zl: sol.Local, cost: sol.Cost, iters: sol.Iterations, evals: evals}
+	if jacCalls >= nB {
+		res.inactive = make([]bool, nG)
+		for i, s := range sensitive {
+			res.inactive[i] = !s
 		}
 	}
 	return res, nil
-}
-
-// schurSolve solves (A + λ·D) δ = −g for the block system
-//
-//	[Agg        Agl_1 … Agl_B] [δg]     [gg ]
-//	[Agl_bᵀ     All_b        ] [δl_b] = −[gl_b]
-//
-// with D the diagonal of A (floored, so directions without curvature are
-// damped too). It returns ok false when a factorisation fails.
-func schurSolve(Agg, gg []float64, Agl, All, gl [][]float64, nG int, lambda float64) (dg []float64, dl [][]float64, ok bool) {
-	maxDiag := 0.0
-	for i := 0; i < nG; i++ {
-		maxDiag = math.Max(maxDiag, Agg[i*nG+i])
-	}
-	for b := range All {
-		nl := len(gl[b])
-		for i := 0; i < nl; i++ {
-			maxDiag = math.Max(maxDiag, All[b][i*nl+i])
-		}
-	}
-	floor := 1e-12*maxDiag + 1e-300
-	damp := func(a []float64, n int) []float64 {
-		c := append([]float64(nil), a...)
-		for i := 0; i < n; i++ {
-			c[i*n+i] += lambda * math.Max(a[i*n+i], floor)
-			if c[i*n+i] == 0 {
-				c[i*n+i] = 1e-300
-			}
-		}
-		return c
-	}
-	S := damp(Agg, nG)
-	rhs := make([]float64, nG)
-	for i := range rhs {
-		rhs[i] = -gg[i]
-	}
-	nB := len(All)
-	Y := make([][]float64, nB) // All⁻¹ Aglᵀ  [nl×nG]
-	yl := make([][]float64, nB)
-	for b := 0; b < nB; b++ {
-		nl := len(gl[b])
-		if nl == 0 {
-			continue
-		}
-		L := damp(All[b], nl)
-		if !cholesky(L, nl) {
-			return nil, nil, false
-		}
-		Yb := make([]float64, nl*nG)
-		col := make([]float64, nl)
-		for i := 0; i < nG; i++ {
-			for j := 0; j < nl; j++ {
-				col[j] = Agl[b][i*nl+j]
-			}
-			cholSolve(L, nl, col)
-			for j := 0; j < nl; j++ {
-				Yb[j*nG+i] = col[j]
-			}
-		}
-		y := make([]float64, nl)
-		for j := range y {
-			y[j] = -gl[b][j]
-		}
-		cholSolve(L, nl, y)
-		Y[b], yl[b] = Yb, y
-		// S -= Agl Y ; rhs -= Agl y
-		for i := 0; i < nG; i++ {
-			ai := Agl[b][i*nl : (i+1)*nl]
-			for k := 0; k < nG; k++ {
-				s := 0.0
-				for j, v := range ai {
-					s += v * Yb[j*nG+k]
-				}
-				S[i*nG+k] -= s
-			}
-			s := 0.0
-			for j, v := range ai {
-				s += v * y[j]
-			}
-			rhs[i] -= s
-		}
-	}
-	if nG > 0 {
-		if !cholesky(S, nG) {
-			return nil, nil, false
-		}
-		cholSolve(S, nG, rhs)
-	}
-	dg = rhs
-	dl = make([][]float64, nB)
-	for b := 0; b < nB; b++ {
-		nl := len(gl[b])
-		dl[b] = make([]float64, nl)
-		for j := 0; j < nl; j++ {
-			s := yl[b][j]
-			for i := 0; i < nG; i++ {
-				s -= Y[b][j*nG+i] * dg[i]
-			}
-			dl[b][j] = s
-		}
-	}
-	return dg, dl, true
-}
-
-// cholesky factors the symmetric positive definite n×n matrix a (row-major)
-// in place into its lower factor L (a = L Lᵀ); false if not positive
-// definite.
-func cholesky(a []float64, n int) bool {
-	for j := 0; j < n; j++ {
-		s := a[j*n+j]
-		for k := 0; k < j; k++ {
-			s -= a[j*n+k] * a[j*n+k]
-		}
-		if !(s > 0) || math.IsInf(s, 0) {
-			return false
-		}
-		d := math.Sqrt(s)
-		a[j*n+j] = d
-		for i := j + 1; i < n; i++ {
-			s := a[i*n+j]
-			for k := 0; k < j; k++ {
-				s -= a[i*n+k] * a[j*n+k]
-			}
-			a[i*n+j] = s / d
-		}
-	}
-	return true
-}
-
-// cholSolve solves L Lᵀ x = b in place (b becomes x).
-func cholSolve(L []float64, n int, b []float64) {
-	for i := 0; i < n; i++ {
-		s := b[i]
-		for k := 0; k < i; k++ {
-			s -= L[i*n+k] * b[k]
-		}
-		b[i] = s / L[i*n+i]
-	}
-	for i := n - 1; i >= 0; i-- {
-		s := b[i]
-		for k := i + 1; k < n; k++ {
-			s -= L[k*n+i] * b[k]
-		}
-		b[i] = s / L[i*n+i]
-	}
 }

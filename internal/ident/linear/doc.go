@@ -75,8 +75,9 @@
 //     the output-error-optimal B, D for the given A, C (better for free-run
 //     use than the regression estimates of N4SID) and is also the refit
 //     after stabilisation.
-//  7. Optional (Refine) prediction-error refinement: Levenberg–Marquardt on
-//     the training simulation error over all entries of A, B, C, D, x0, e.
+//  7. Optional (Refine) prediction-error refinement: Levenberg–Marquardt
+//     (internal/ident/lm, the segments as its blocks) on the training
+//     simulation error over all entries of A, B, C, D, x0, e.
 //     The Jacobian is exact, from forward sensitivity recursions
 //     (∂x(k+1) = A ∂x(k) + E_ij w(k), all i at once as an n×n matrix
 //     recursion). The full parametrisation is redundant (similarity
