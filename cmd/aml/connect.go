@@ -77,7 +77,7 @@ Runs until interrupted or for --for. See docs/connectors.md for the map.`,
 				return err
 			}
 			t0 := time.Now()
-			if err := runReported(cmd.Context(), a, rep, func(ctx context.Context) error { return runFor(ctx, forDur, c.Run) }); err != nil {
+			if err := connect.RunReported(cmd.Context(), rep, func(ctx context.Context) error { return runFor(ctx, forDur, c.Run) }, a.log); err != nil {
 				return err
 			}
 			st := c.Stats()
@@ -143,7 +143,7 @@ Runs until interrupted or for --for. See docs/connectors.md for the map.`,
 			if err != nil {
 				return err
 			}
-			if err := runReported(cmd.Context(), a, rep, func(ctx context.Context) error { return runFor(ctx, forDur, c.Run) }); err != nil {
+			if err := connect.RunReported(cmd.Context(), rep, func(ctx context.Context) error { return runFor(ctx, forDur, c.Run) }, a.log); err != nil {
 				return err
 			}
 			st := c.Stats()

@@ -4,7 +4,6 @@ package main
 // does (docs/connectors.md, "Connector status").
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -19,25 +18,6 @@ import (
 // statusStore is the connector status table of the data dir's store.
 func statusStore(s store.Store) *connect.StatusStore {
 	return connect.NewStatusStore(s.SQL())
-}
-
-// runReported runs a connector (run) with its status reporter: the row is
-// written at once, every interval and on each change, and once more at
-// the end (stopped, or failed with run's error) so aml serve never shows
-// a finished connector as running.
-func runReported(ctx context.Context, a *app, rep *connect.Reporter, run func(ctx context.Context) error) error {
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { rep.Run(rctx); close(done) }()
-	err := run(ctx)
-	stop()
-	<-done
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if serr := rep.Stop(fctx, err); serr != nil {
-		a.log.Warn("final connector status not written", "err", serr)
-	}
-	return err
 }
 
 func newConnectStatusCmd(a *app) *cobra.Command {

@@ -8,6 +8,7 @@ import (
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/connect"
+	"github.com/aml-project/aml/internal/demo"
 )
 
 // TestDemo runs the README's main command on a fresh data dir and then
@@ -17,7 +18,7 @@ import (
 // a model and gate all work from the command line.
 func TestDemo(t *testing.T) {
 	d, out := sharedDemo(t)
-	var r demoResult
+	var r demo.Result
 	mustJSON(t, out, &r)
 	t.Logf("demo: %.1f s, gate passed %v %v, improvement %.4g, written %d, certificate %s %s",
 		r.Seconds, r.GatePassed, r.GateRejects, r.Improvement, r.Written, r.CertificateID, r.CertStatus)
@@ -108,7 +109,7 @@ func TestDemoLive(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo --live: exit %d\n%s", code, errs)
 	}
-	var r demoResult
+	var r demo.Result
 	mustJSON(t, out, &r)
 	if r.Live == nil || r.Before == nil || r.After == nil {
 		t.Fatalf("no live figures: %s", out)
@@ -145,7 +146,7 @@ func TestDemoAnchor(t *testing.T) {
 	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	for m := 0; m < 48*60; m += 7 {
 		now := base.Add(time.Duration(m) * time.Minute)
-		a := demoAnchor(now, span)
+		a := demo.Anchor(now, span)
 		if h, mi, sec := a.Clock(); h != 6 || mi != 0 || sec != 0 || a.Nanosecond() != 0 {
 			t.Fatalf("now %v: anchor %v is not at 06:00 UTC", now, a)
 		}

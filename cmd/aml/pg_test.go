@@ -19,6 +19,7 @@ import (
 
 	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/demo"
 	"github.com/aml-project/aml/internal/store/postgres"
 	"github.com/aml-project/aml/internal/store/postgres/pgtest"
 	"github.com/aml-project/aml/internal/store/twinstore"
@@ -526,7 +527,7 @@ func TestDemoPostgres(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo on postgres: exit %d\n%s", code, errs)
 	}
-	var r demoResult
+	var r demo.Result
 	mustJSON(t, out, &r)
 	t.Logf("demo on postgres: %.1f s, gate %v, improvement %.4g, written %d, certificate %s %s",
 		r.Seconds, r.GatePassed, r.Improvement, r.Written, r.CertificateID, r.CertStatus)

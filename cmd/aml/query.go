@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	amlapp "github.com/aml-project/aml/internal/app"
 	"io"
 	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	amlapp "github.com/aml-project/aml/internal/app"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/spf13/cobra"

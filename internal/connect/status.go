@@ -388,3 +388,22 @@ func statusEvents(seen map[string]Status, list []Status) []events.Event {
 	}
 	return out
 }
+
+// RunReported runs a connector (run) with its status reporter: the row is
+// written at once, every interval and on each change, and once more at the
+// end (stopped, or failed with run's error) so aml serve never shows a
+// finished connector as running.
+func RunReported(ctx context.Context, rep *Reporter, run func(ctx context.Context) error, log *slog.Logger) error {
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { rep.Run(rctx); close(done) }()
+	err := run(ctx)
+	stop()
+	<-done
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if serr := rep.Stop(fctx, err); serr != nil && log != nil {
+		log.Warn("final connector status not written", "err", serr)
+	}
+	return err
+}

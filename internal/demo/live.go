@@ -1,9 +1,4 @@
-package main
-
-// aml demo --live: the recommendation and the write on a live line — the
-// simulated injection line served over OPC UA in this process, ingested by
-// the OPC UA connector, the approved move written back over OPC UA through
-// the write guard and read back.
+package demo
 
 import (
 	"context"
@@ -15,7 +10,7 @@ import (
 	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
-
+	"github.com/aml-project/aml/internal/connect"
 	"github.com/aml-project/aml/internal/connect/opcua"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
@@ -69,9 +64,9 @@ const (
 	liveHistory     = 60 // steps ingested before the snapshot
 )
 
-func runDemoLive(ctx context.Context, a *app, s store.Store, ap *amlapp.App, line *demoClock, o demoOptions, res *demoResult, in liveInputs, logf func(string, ...any)) error {
-	if o.speed <= 0 || o.speed > 200 {
-		return usagef("--speed must be in (0, 200], got %g", o.speed)
+func runLive(ctx context.Context, s store.Store, ap *amlapp.App, line *lineClock, o Options, res *Result, in liveInputs, logf func(string, ...any)) error {
+	if o.Speed <= 0 || o.Speed > 200 {
+		return core.FieldErrorf(core.CodeUsage, "speed", "--speed must be in (0, 200], got %g", o.Speed)
 	}
 	// The line runs on from the newest simulated run: same setpoints, the
 	// next run number, a minute later.
@@ -86,16 +81,16 @@ func runDemoLive(ctx context.Context, a *app, s store.Store, ap *amlapp.App, lin
 	}
 	// The OPC UA server library logs through the standard logger; keep
 	// it off the terminal unless debugging.
-	if a.logLevel != "debug" {
+	if !o.DebugLogs {
 		log.SetOutput(io.Discard)
 		defer log.SetOutput(os.Stderr)
 	}
 	age := 0
-	if o.wearContinues {
+	if o.WearContinues {
 		age = in.nextRun
 	}
-	srv, err := opcuasrv.Start(ctx, opcuasrv.Options{Addr: "127.0.0.1:0", Speed: o.speed, StartMs: *in.last.Run.EndedMs + time.Minute.Milliseconds(),
-		Seed: o.seed, FirstRun: in.nextRun, WearRuns: float64(age), Initial: initial, Logger: a.log})
+	srv, err := opcuasrv.Start(ctx, opcuasrv.Options{Addr: "127.0.0.1:0", Speed: o.Speed, StartMs: *in.last.Run.EndedMs + time.Minute.Milliseconds(),
+		Seed: o.Seed, FirstRun: in.nextRun, WearRuns: float64(age), Initial: initial, Logger: o.Log})
 	if err != nil {
 		return err
 	}
@@ -109,22 +104,22 @@ func runDemoLive(ctx context.Context, a *app, s store.Store, ap *amlapp.App, lin
 	}
 	cctx, stopConn := context.WithCancel(ctx)
 	defer stopConn()
-	conn, err := opcua.New(s, opcua.Options{Endpoint: srv.Endpoint(), Map: m, Audit: s, Bus: in.bus, Logger: a.log})
+	conn, err := opcua.New(s, opcua.Options{Endpoint: srv.Endpoint(), Map: m, Audit: s, Bus: in.bus, Logger: o.Log})
 	if err != nil {
 		return err
 	}
 	// The connector reports its state like aml connect does (aml connect
 	// status, aml serve's Live page while the demo runs).
-	rep, err := conn.Reporter(statusStore(s), 0, a.log)
+	rep, err := conn.Reporter(connect.NewStatusStore(s.SQL()), 0, o.Log)
 	if err != nil {
 		return err
 	}
 	connDone := make(chan error, 1)
-	go func() { connDone <- runReported(cctx, a, rep, conn.Run) }()
+	go func() { connDone <- connect.RunReported(cctx, rep, conn.Run, o.Log) }()
 	runID := sim.RunID(in.scene.RecipeID, in.nextRun)
-	sum := &liveSummary{Endpoint: srv.Endpoint(), Speed: o.speed, RunID: runID, Target: in.obj.Targets["weight"]}
+	sum := &liveSummary{Endpoint: srv.Endpoint(), Speed: o.Speed, RunID: runID, Target: in.obj.Targets["weight"]}
 	res.Live = sum
-	logf("7. live: simulated line served at %s (%.0f× real time), OPC UA connector ingesting run %s …", srv.Endpoint(), o.speed, runID)
+	logf("7. live: simulated line served at %s (%.0f× real time), OPC UA connector ingesting run %s …", srv.Endpoint(), o.Speed, runID)
 
 	// History for the snapshot window.
 	if _, err := waitSamples(ctx, s, runID, liveHistory, connDone); err != nil {
@@ -139,7 +134,7 @@ func runDemoLive(ctx context.Context, a *app, s store.Store, ap *amlapp.App, lin
 	// Steps 7–8 on the live line's clock, writing over OPC UA.
 	line.follow = srv.Now
 	var writtenAt int64
-	ok, err := demoRecommend(ctx, ap, res, recommendInput{scene: in.scene, runID: runID, seed: o.seed, tick: func() {},
+	ok, err := recommend(ctx, ap, res, recommendInput{scene: in.scene, runID: runID, seed: o.Seed, tick: func() {},
 		written: func() { writtenAt = srv.Now().UnixMilli() },
 		writer: func(*contract.TwinSnapshot) (guard.Writer, func(), error) {
 			w, err := opcua.DialWriter(ctx, srv.Endpoint(), m, opcua.Security{})
@@ -157,7 +152,7 @@ func runDemoLive(ctx context.Context, a *app, s store.Store, ap *amlapp.App, lin
 		return err
 	}
 	res.Writer = "opcua"
-	logf("   certificate %s approved by %s, written over OPC UA by %s: %d setpoints (%s)", res.CertificateID, demoApprover.Name, demoOperator.Name, res.Written, res.WriteOutcome)
+	logf("   certificate %s approved by %s, written over OPC UA by %s: %d setpoints (%s)", res.CertificateID, Approver.Name, Operator.Name, res.Written, res.WriteOutcome)
 
 	// The line after the move: wait for the lag, then average a window.
 	need := int(float64(liveSettleSteps+liveWindowSteps)) + 1
