@@ -1,7 +1,10 @@
 // Package store names what a back-end offers the rest of AML. The
 // back-ends live in its subpackages: sqlite (embedded, the default) and
-// postgres (scale-out); sqldb and twinstore hold the code both share, and
-// storetest the conformance suite both pass.
+// postgres (scale-out), each keeping only its opening, migrations and
+// samples (time series); sqldb (the shared SQL handle and its dialects),
+// records (metadata, datasets, jobs, models) and twinstore (the twin
+// records) hold the code both share, and storetest the conformance suite
+// both pass.
 //
 // Code that needs only samples, datasets and jobs takes a core.Store; code
 // that also needs the twin records or the shared SQL handle (audit log,
