@@ -92,7 +92,7 @@ func OpenWith(ctx context.Context, url string, opt Options) (*Store, error) {
 	}
 	s := &Store{location: redact(cfg), pool: pool, nodes: keycache.New[string](), ctxs: keycache.New[core.ContextFilter](), parts: map[int64]bool{}}
 	db := stdlib.OpenDBFromPool(pool)
-	s.sql = sqldb.New(db, db, &Dialect)
+	s.sql = sqldb.New(db, db, &Dialect).WithDirect(poolDirect{pool})
 	s.Core = records.New(s.sql)
 	s.Store = twinstore.New(s.sql)
 	var kind string
@@ -240,6 +240,22 @@ func notFound(kind, id string) error {
 }
 
 func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// poolDirect runs sqldb's Fast* statements (claims, heartbeats, progress,
+// single-row reads of the shared records) on the pool with pgx itself:
+// database/sql over the pool would acquire and wrap a connection for each
+// statement (OpenDBFromPool keeps none idle, so that it never holds the
+// pool's connections), which costs these hot paths more than the query.
+type poolDirect struct{ pool *pgxpool.Pool }
+
+func (d poolDirect) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := d.pool.Exec(ctx, q, args...)
+	return tag.RowsAffected(), err
+}
+
+func (d poolDirect) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
+	return d.pool.QueryRow(ctx, q, args...)
+}
 
 // pgxConn runs the shared statements of internal/store/records inside an
 // ingest's pgx transaction (records.EnsureNode, records.EnsureRun), with

@@ -39,13 +39,9 @@ func (c txConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
 type writer struct{ db *sqldb.DB }
 
 func (c writer) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	res, err := c.db.CachedExec(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return c.db.FastExec(ctx, q, args...)
 }
 
 func (c writer) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
-	return c.db.CachedWriterRow(ctx, q, args...)
+	return c.db.FastWriterRow(ctx, q, args...)
 }

@@ -41,7 +41,7 @@ func scanDataset(sc scanner) (core.Dataset, error) {
 
 // GetDataset implements core.Datasets.
 func (c *Core) GetDataset(ctx context.Context, id string) (core.Dataset, error) {
-	d, err := scanDataset(c.db.CachedRow(ctx, `SELECT `+datasetCols+` FROM datasets WHERE id=?`, id))
+	d, err := scanDataset(c.db.FastRow(ctx, `SELECT `+datasetCols+` FROM datasets WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, notFound("dataset", id)
 	}

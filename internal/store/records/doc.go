@@ -29,8 +29,8 @@
 //     statements are the ones PostgreSQL ran before this package existed;
 //   - prepared statements: the hot single-row statements (claims,
 //     transitions, heartbeats, reads of one job or dataset) go through
-//     sqldb's Cached* methods, which SQLite prepares once per pool and
-//     PostgreSQL leaves to pgx's own statement cache.
+//     sqldb's Fast* methods: on SQLite statements prepared once per pool,
+//     on PostgreSQL pgx's pool directly, as before this package existed.
 //
 // Ingest runs inside a back-end's own transaction (PostgreSQL's is a pgx
 // transaction, for COPY). EnsureNode and EnsureRun take a Conn, so the

@@ -122,7 +122,7 @@ func (c *Core) CreateJob(ctx context.Context, j core.Job, lim core.JobLimits) er
 
 // GetJob implements core.Jobs.
 func (c *Core) GetJob(ctx context.Context, id string) (core.Job, error) {
-	j, err := scanJob(c.db.CachedRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
+	j, err := scanJob(c.db.FastRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return j, notFound("job", id)
 	}
@@ -131,7 +131,7 @@ func (c *Core) GetJob(ctx context.Context, id string) (core.Job, error) {
 
 // getJobW reads through the writer so a caller sees its own writes at once.
 func (c *Core) getJobW(ctx context.Context, id string) (core.Job, error) {
-	j, err := scanJob(c.db.CachedWriterRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
+	j, err := scanJob(c.db.FastWriterRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return j, notFound("job", id)
 	}
@@ -187,7 +187,7 @@ func (c *Core) jobConflict(ctx context.Context, id string, want string) error {
 // ClaimJob implements core.Jobs. One statement claims and returns the row
 // (RETURNING), so a claim costs one round trip.
 func (c *Core) ClaimJob(ctx context.Context, id, worker string) (core.Job, error) {
-	j, err := scanJob(c.db.CachedWriterRow(ctx, `UPDATE jobs SET status='provisioning', stage='provisioning', progress=0, attempt=attempt+1, worker=?1,
+	j, err := scanJob(c.db.FastWriterRow(ctx, `UPDATE jobs SET status='provisioning', stage='provisioning', progress=0, attempt=attempt+1, worker=?1,
 		heartbeat_at=?2, last_progress_at=?2, started_at=coalesce(started_at, ?2), error_code='', error='' WHERE id=?3 AND status='queued' RETURNING `+jobCols,
 		worker, nowMs(), id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -212,12 +212,12 @@ func (c *Core) TransitionJob(ctx context.Context, id, worker string, from, to co
 	if to.Terminal() {
 		ended = now
 	}
-	res, err := c.db.CachedExec(ctx, `UPDATE jobs SET status=?, stage=?, last_progress_at=?, ended_at=coalesce(?, ended_at) WHERE id=? AND status=? AND worker=?`,
+	n, err := c.db.FastExec(ctx, `UPDATE jobs SET status=?, stage=?, last_progress_at=?, ended_at=coalesce(?, ended_at) WHERE id=? AND status=? AND worker=?`,
 		string(to), stage, now, ended, id, string(from), worker)
 	if err != nil {
 		return dbErr(err, "transition job")
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return c.jobConflict(ctx, id, fmt.Sprintf("expected %s, owned by %s", from, worker))
 	}
 	return nil
@@ -228,13 +228,13 @@ func (c *Core) ReportProgress(ctx context.Context, id, worker string, progress f
 	// A negative progress (a stage report) keeps the current fraction.
 	keep := progress < 0
 	progress = min(max(progress, 0), 1)
-	res, err := c.db.CachedExec(ctx, `UPDATE jobs SET progress=CASE WHEN ?1 THEN progress ELSE ?2 END, stage=CASE WHEN ?3='' THEN stage ELSE ?3 END,
+	n, err := c.db.FastExec(ctx, `UPDATE jobs SET progress=CASE WHEN ?1 THEN progress ELSE ?2 END, stage=CASE WHEN ?3='' THEN stage ELSE ?3 END,
 		last_progress_at=?4, heartbeat_at=?4
 		WHERE id=?5 AND worker=?6 AND status IN ('provisioning','training','evaluating')`, keep, progress, stage, nowMs(), id, worker)
 	if err != nil {
 		return dbErr(err, "report progress")
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return c.jobConflict(ctx, id, "progress is accepted only from the worker of an active job")
 	}
 	return nil
@@ -242,7 +242,7 @@ func (c *Core) ReportProgress(ctx context.Context, id, worker string, progress f
 
 // Heartbeat implements core.Jobs.
 func (c *Core) Heartbeat(ctx context.Context, id, worker string) error {
-	_, err := c.db.CachedExec(ctx, `UPDATE jobs SET heartbeat_at=? WHERE id=? AND worker=? AND status IN ('provisioning','training','evaluating')`,
+	_, err := c.db.FastExec(ctx, `UPDATE jobs SET heartbeat_at=? WHERE id=? AND worker=? AND status IN ('provisioning','training','evaluating')`,
 		nowMs(), id, worker)
 	return dbErr(err, "heartbeat")
 }
@@ -252,12 +252,12 @@ func (c *Core) EndJob(ctx context.Context, id string, from, to core.JobStatus, c
 	if !to.Terminal() || to == core.JobDone || !core.CanTransition(from, to) {
 		return core.FieldErrorf(core.CodeJobConflict, "status", "EndJob cannot move %s → %s", from, to)
 	}
-	res, err := c.db.CachedExec(ctx, `UPDATE jobs SET status=?, error_code=?, error=?, ended_at=? WHERE id=? AND status=?`,
+	n, err := c.db.FastExec(ctx, `UPDATE jobs SET status=?, error_code=?, error=?, ended_at=? WHERE id=? AND status=?`,
 		string(to), code, msg, nowMs(), id, string(from))
 	if err != nil {
 		return dbErr(err, "end job")
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return c.jobConflict(ctx, id, fmt.Sprintf("expected %s", from))
 	}
 	return nil
@@ -268,12 +268,12 @@ func (c *Core) RequeueJob(ctx context.Context, id string, from core.JobStatus, c
 	if !core.CanRequeue(from) {
 		return core.FieldErrorf(core.CodeJobConflict, "status", "a %s job cannot be requeued", from)
 	}
-	res, err := c.db.CachedExec(ctx, `UPDATE jobs SET status='queued', stage='', progress=0, retry_count=retry_count+1, worker='', error_code=?, error=?
+	n, err := c.db.FastExec(ctx, `UPDATE jobs SET status='queued', stage='', progress=0, retry_count=retry_count+1, worker='', error_code=?, error=?
 		WHERE id=? AND status=? AND retry_count < max_retries`, code, msg, id, string(from))
 	if err != nil {
 		return dbErr(err, "requeue job")
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return c.jobConflict(ctx, id, "requeue needs the expected active status and retries left")
 	}
 	return nil
@@ -281,16 +281,16 @@ func (c *Core) RequeueJob(ctx context.Context, id string, from core.JobStatus, c
 
 // RequestCancel implements core.Jobs.
 func (c *Core) RequestCancel(ctx context.Context, id string) (core.Job, error) {
-	res, err := c.db.CachedExec(ctx, `UPDATE jobs SET status='cancelled', cancel_requested=1, error_code='', error='cancelled while queued', ended_at=? WHERE id=? AND status='queued'`, nowMs(), id)
+	n, err := c.db.FastExec(ctx, `UPDATE jobs SET status='cancelled', cancel_requested=1, error_code='', error='cancelled while queued', ended_at=? WHERE id=? AND status='queued'`, nowMs(), id)
 	if err != nil {
 		return core.Job{}, dbErr(err, "cancel job")
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		res, err = c.db.CachedExec(ctx, `UPDATE jobs SET cancel_requested=1 WHERE id=? AND status IN ('provisioning','training','evaluating')`, id)
+	if n == 0 {
+		n, err = c.db.FastExec(ctx, `UPDATE jobs SET cancel_requested=1 WHERE id=? AND status IN ('provisioning','training','evaluating')`, id)
 		if err != nil {
 			return core.Job{}, dbErr(err, "cancel job")
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if n == 0 {
 			return core.Job{}, c.jobConflict(ctx, id, "only a queued or running job can be cancelled")
 		}
 	}

@@ -156,7 +156,7 @@ func scanRecipeVersion(sc scanner) (core.RecipeVersion, error) {
 
 // GetRecipeVersion implements core.Meta.
 func (c *Core) GetRecipeVersion(ctx context.Context, recipeID string, version int) (core.RecipeVersion, error) {
-	rv, err := scanRecipeVersion(c.db.CachedRow(ctx, `SELECT `+recipeVersionCols+` FROM recipe_versions WHERE recipe_id=? AND version=?`, recipeID, version))
+	rv, err := scanRecipeVersion(c.db.FastRow(ctx, `SELECT `+recipeVersionCols+` FROM recipe_versions WHERE recipe_id=? AND version=?`, recipeID, version))
 	if errors.Is(err, sql.ErrNoRows) {
 		return rv, core.FieldErrorf(core.CodeNotFound, "recipeVersion", "recipe %q has no version %d", recipeID, version)
 	}
@@ -199,7 +199,7 @@ func (c *Core) UpsertNode(ctx context.Context, n core.Node) error {
 	if err := validateNode(n); err != nil {
 		return err
 	}
-	_, err := c.db.CachedExec(ctx, `INSERT INTO nodes(id, line_id, unit, min, max, kind, meaning, created_at) VALUES (?,?,?,?,?,?,?,?)
+	_, err := c.db.FastExec(ctx, `INSERT INTO nodes(id, line_id, unit, min, max, kind, meaning, created_at) VALUES (?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET line_id=excluded.line_id, unit=excluded.unit, min=excluded.min, max=excluded.max, kind=excluded.kind, meaning=excluded.meaning`,
 		n.ID, n.LineID, n.Unit, n.Min, n.Max, n.Kind, n.Meaning, nowMs())
 	return dbErr(err, "upsert node %s", n.ID)
@@ -262,7 +262,7 @@ func scanNode(sc scanner) (core.Node, error) {
 
 // GetNode implements core.Meta.
 func (c *Core) GetNode(ctx context.Context, id string) (core.Node, error) {
-	n, err := scanNode(c.db.CachedRow(ctx, `SELECT `+nodeCols+` FROM nodes WHERE id=?`, id))
+	n, err := scanNode(c.db.FastRow(ctx, `SELECT `+nodeCols+` FROM nodes WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, notFound("node", id)
 	}
@@ -377,7 +377,7 @@ func scanRun(sc scanner) (core.Run, error) {
 
 // GetRun implements core.Meta.
 func (c *Core) GetRun(ctx context.Context, id string) (core.Run, error) {
-	r, err := scanRun(c.db.CachedRow(ctx, `SELECT `+runCols+` FROM runs WHERE id=?`, id))
+	r, err := scanRun(c.db.FastRow(ctx, `SELECT `+runCols+` FROM runs WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, notFound("run", id)
 	}
@@ -406,11 +406,11 @@ func (c *Core) ListRuns(ctx context.Context, f core.RunFilter) ([]core.Run, erro
 
 // EndRun implements core.Meta.
 func (c *Core) EndRun(ctx context.Context, id string, endedMs int64) error {
-	res, err := c.db.CachedExec(ctx, `UPDATE runs SET status='ended', ended_ms=?1 WHERE id=?2 AND status='active' AND started_ms<=?1`, endedMs, id)
+	n, err := c.db.FastExec(ctx, `UPDATE runs SET status='ended', ended_ms=?1 WHERE id=?2 AND status='active' AND started_ms<=?1`, endedMs, id)
 	if err != nil {
 		return dbErr(err, "end run %s", id)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		r, err := c.GetRun(ctx, id)
 		if err != nil {
 			return err
@@ -444,7 +444,7 @@ func (c *Core) AddContextSegment(ctx context.Context, seg core.ContextSegment) (
 	if seg.ContentHash == "" {
 		seg.ContentHash = rv.ContentHash
 	}
-	err = c.db.CachedWriterRow(ctx, `INSERT INTO context_segments(run_id, recipe_id, recipe_version, content_hash, from_ms, to_ms, confirmed_by, confirmed_at)
+	err = c.db.FastWriterRow(ctx, `INSERT INTO context_segments(run_id, recipe_id, recipe_version, content_hash, from_ms, to_ms, confirmed_by, confirmed_at)
 		VALUES (?,?,?,?,?,?,?,?) RETURNING id`, seg.RunID, seg.RecipeID, seg.RecipeVersion, seg.ContentHash, seg.FromMs, seg.ToMs, seg.ConfirmedBy, seg.ConfirmedAt.UnixMilli()).Scan(&seg.ID)
 	return seg, dbErr(err, "add context segment")
 }

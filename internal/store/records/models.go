@@ -57,7 +57,7 @@ func scanModel(sc scanner) (core.Model, error) {
 
 // GetModel implements core.Jobs.
 func (c *Core) GetModel(ctx context.Context, id string) (core.Model, error) {
-	m, err := scanModel(c.db.CachedRow(ctx, `SELECT `+modelCols+` FROM models WHERE id=?`, id))
+	m, err := scanModel(c.db.FastRow(ctx, `SELECT `+modelCols+` FROM models WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, notFound("model", id)
 	}

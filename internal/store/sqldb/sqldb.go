@@ -28,11 +28,14 @@
 //     (Dialect.RowLock, "FOR UPDATE") or a name (Tx.LockName, an advisory
 //     lock). On SQLite both are empty: the single writer already holds
 //     every write transaction apart;
-//   - prepared statements (Cached*): SQLite's pure-Go driver prepares a
-//     statement on every unprepared call, so the hot statements are
-//     prepared once per pool (Dialect.Prepare); pgx caches prepared
-//     statements per connection by itself, and a database/sql statement
-//     over its pool would prepare again on every connection it meets;
+//   - the hot single statements (Fast*: claims, heartbeats, progress,
+//     reads of one row) take each back-end's fastest path. SQLite's
+//     pure-Go driver prepares a statement on every unprepared call, so
+//     they are prepared once per pool (Dialect.Prepare). On PostgreSQL
+//     they run on pgx's pool directly (a Direct, set by the back-end):
+//     database/sql over pgxpool acquires and wraps a connection for every
+//     statement, since it may keep none idle, and pgx caches prepared
+//     statements per connection by itself;
 //   - error classes: unique, foreign-key and other constraint violations
 //     and "store unavailable" are recognised by each driver's own codes
 //     (Dialect.Classify).
@@ -83,7 +86,7 @@ type Dialect struct {
 	// argument (?1), for Tx.LockName; empty where write transactions are
 	// serialised anyway.
 	NamedLockSQL string
-	// Prepare makes the Cached* methods prepare their statements once per
+	// Prepare makes the Fast* methods prepare their statements once per
 	// pool (drivers that would prepare on every call otherwise).
 	Prepare bool
 	// Classify returns the class of a driver error, ClassOther for errors
@@ -121,10 +124,21 @@ func classify(err error) Class {
 // DB is a writer handle and a reader pool of one database. It is safe for
 // concurrent use.
 type DB struct {
-	w, r  *sql.DB
-	d     *Dialect
-	q     sync.Map // statement → rewritten statement
-	stmts sync.Map // stmtKey → *sql.Stmt (Dialect.Prepare)
+	w, r   *sql.DB
+	d      *Dialect
+	q      sync.Map // statement → rewritten statement
+	stmts  sync.Map // stmtKey → *sql.Stmt (Dialect.Prepare)
+	direct Direct   // the Fast* path, if the back-end has one
+}
+
+// Direct runs single statements, already rebound, outside any transaction
+// by a back-end's own fastest path (PostgreSQL: pgx's pool, without
+// database/sql in between).
+type Direct interface {
+	// Exec runs a statement and returns the number of rows it affected.
+	Exec(ctx context.Context, q string, args ...any) (int64, error)
+	// QueryRow runs a one-row statement.
+	QueryRow(ctx context.Context, q string, args ...any) Row
 }
 
 // New returns the handle over the writer w and the reader pool r (nil: read
@@ -135,6 +149,13 @@ func New(w, r *sql.DB, d *Dialect) *DB {
 	}
 	Register(d)
 	return &DB{w: w, r: r, d: d}
+}
+
+// WithDirect makes x the path of the Fast* methods (set once, right after
+// New) and returns db.
+func (db *DB) WithDirect(x Direct) *DB {
+	db.direct = x
+	return db
 }
 
 // Dialect is the back-end's dialect.
@@ -333,8 +354,8 @@ func (t *Tx) LockName(ctx context.Context, name string) error {
 	return err
 }
 
-// Row is what a one-row query returns: *sql.Row, or a cached statement's
-// row that may carry its prepare error.
+// Row is what a one-row query returns: *sql.Row, a Direct's row, or a
+// cached statement's row that may carry its prepare error.
 type Row interface {
 	Scan(dest ...any) error
 }
@@ -361,41 +382,55 @@ func (db *DB) stmt(ctx context.Context, pool *sql.DB, q string) (*sql.Stmt, erro
 	return s, nil
 }
 
-// CachedExec is ExecContext through a statement prepared once per pool
-// where the dialect asks for it (Dialect.Prepare), for the hot paths.
-func (db *DB) CachedExec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if !db.d.Prepare {
-		return db.ExecContext(ctx, q, args...)
+// FastExec runs a single statement of a hot path on the writer, outside
+// any transaction, and returns the number of rows it affected: through the
+// back-end's Direct if it has one, else through a statement prepared once
+// per pool where the dialect asks for it (Dialect.Prepare), else plainly.
+func (db *DB) FastExec(ctx context.Context, q string, args ...any) (int64, error) {
+	var res sql.Result
+	var err error
+	switch {
+	case db.direct != nil:
+		return db.direct.Exec(ctx, db.Rebind(q), args...)
+	case db.d.Prepare:
+		var st *sql.Stmt
+		if st, err = db.stmt(ctx, db.w, q); err != nil {
+			return 0, err
+		}
+		res, err = st.ExecContext(ctx, args...)
+	default:
+		res, err = db.ExecContext(ctx, q, args...)
 	}
-	st, err := db.stmt(ctx, db.w, q)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	return st.ExecContext(ctx, args...)
+	return res.RowsAffected()
 }
 
-// CachedRow is QueryRowContext (the reader pool) through a cached
-// statement (see CachedExec).
-func (db *DB) CachedRow(ctx context.Context, q string, args ...any) Row {
-	return db.cachedRow(ctx, db.r, q, args)
+// FastRow is a one-row read of a hot path through the reader pool (see
+// FastExec for the path it takes).
+func (db *DB) FastRow(ctx context.Context, q string, args ...any) Row {
+	return db.fastRow(ctx, db.r, q, args)
 }
 
-// CachedWriterRow runs a one-row statement on the writer through a cached
-// statement: an UPDATE … RETURNING, or a read that must see the caller's
-// own writes at once.
-func (db *DB) CachedWriterRow(ctx context.Context, q string, args ...any) Row {
-	return db.cachedRow(ctx, db.w, q, args)
+// FastWriterRow is FastRow on the writer: an UPDATE … RETURNING, or a read
+// that must see the caller's own writes at once.
+func (db *DB) FastWriterRow(ctx context.Context, q string, args ...any) Row {
+	return db.fastRow(ctx, db.w, q, args)
 }
 
-func (db *DB) cachedRow(ctx context.Context, pool *sql.DB, q string, args []any) Row {
-	if !db.d.Prepare {
-		return pool.QueryRowContext(ctx, db.Rebind(q), args...)
+func (db *DB) fastRow(ctx context.Context, pool *sql.DB, q string, args []any) Row {
+	switch {
+	case db.direct != nil:
+		return db.direct.QueryRow(ctx, db.Rebind(q), args...)
+	case db.d.Prepare:
+		st, err := db.stmt(ctx, pool, q)
+		if err != nil {
+			return errRow{err}
+		}
+		return st.QueryRowContext(ctx, args...)
 	}
-	st, err := db.stmt(ctx, pool, q)
-	if err != nil {
-		return errRow{err}
-	}
-	return st.QueryRowContext(ctx, args...)
+	return pool.QueryRowContext(ctx, db.Rebind(q), args...)
 }
 
 type errRow struct{ err error }
