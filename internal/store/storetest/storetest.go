@@ -45,6 +45,10 @@ func Run(t *testing.T, h Harness) {
 		{"PromotionRace", testPromotionRace},
 		{"StageReportKeepsProgress", testStageReport},
 		{"OnlyTheAttemptsWorkerMovesTheJob", testOwnerOnly},
+		{"RecipeVersionRace", testRecipeVersionRace},
+		{"QueueLimitRace", testQueueLimitRace},
+		{"DeleteReferenceRace", testDeleteReferenceRace},
+		{"RetentionListings", testRetentionListings},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
