@@ -19,11 +19,14 @@
 // extra URL parameter is a session setting, so ?search_path=plant7 keeps a
 // plant's tables in their own schema (the tests give every test a schema).
 // The CLI selects it with `--db postgres://...` (or AML_DB) for every
-// command (cmd/aml/backend.go); the job queue runs River on the same
-// database (internal/jobs, queue_pg.go) and dataset and model files go to
-// internal/artifact's PostgreSQL store (Store.SharedArtifacts), fetched
-// into the local data directory when a command needs them. docs/postgres.md
-// is the operator's view.
+// command (cmd/aml/backend.go). What a PostgreSQL database offers beyond
+// the records it declares as the capabilities of internal/store.Store
+// (capabilities in store.go): the job queue runs River on the same pool
+// (QueueDB, for internal/jobs' queue_pg.go), dataset and model files go to
+// internal/artifact's PostgreSQL store (Artifacts), fetched into the local
+// data directory when a command needs them, and events reach the other
+// processes with LISTEN/NOTIFY (RelayEvents, internal/events/pgrelay).
+// docs/postgres.md is the operator's view.
 //
 // Why it looks the way it does:
 //

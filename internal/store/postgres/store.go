@@ -5,11 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sync"
 
 	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/events/pgrelay"
 	"github.com/aml-project/aml/internal/store/keycache"
 	"github.com/aml-project/aml/internal/store/records"
 	"github.com/aml-project/aml/internal/store/sqldb"
@@ -122,10 +125,11 @@ func (s *Store) Close() error {
 	return err
 }
 
-// SharedArtifacts is the artifact store in this database, materialising
-// under root (artifact.Provider): a worker on another machine reads
-// datasets and writes models through it. One per root and process.
-func (s *Store) SharedArtifacts(ctx context.Context, root string) (artifact.Store, error) {
+// Artifacts is the artifact capability (artifact.Provider): the artifact
+// store in this database, materialising under root. A worker on another
+// machine reads datasets and writes models through it. One per root and
+// process.
+func (s *Store) Artifacts(ctx context.Context, root string) (artifact.Store, error) {
 	s.artsMu.Lock()
 	defer s.artsMu.Unlock()
 	if a, ok := s.arts[root]; ok {
@@ -140,6 +144,19 @@ func (s *Store) SharedArtifacts(ctx context.Context, root string) (artifact.Stor
 	}
 	s.arts[root] = a
 	return a, nil
+}
+
+// QueueDB is the job-queue capability (jobs.QueueHost): River runs on this
+// pool, shared by every worker process on the database. There is no SQLite
+// writer (the first result is always nil).
+func (s *Store) QueueDB() (*sql.DB, *pgxpool.Pool) { return nil, s.pool }
+
+// RelayEvents is the event capability (events.Relayer): the process's
+// relayed events go to and come from every other process on this database
+// (and schema) with LISTEN/NOTIFY, until ctx ends (internal/events/pgrelay).
+func (s *Store) RelayEvents(ctx context.Context, bus *events.Bus, log *slog.Logger) error {
+	_, err := pgrelay.Start(ctx, s.pool, bus, log)
+	return err
 }
 
 // Location is the database URL without its password (internal/store.Store).
