@@ -7,14 +7,16 @@ import (
 	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
-	"github.com/aml-project/aml/internal/events/pgrelay"
 )
 
 // The storage back-end is chosen by --db (env AML_DB): empty for the
 // embedded SQLite file in --data (the default), or a postgres:// URL. Every
-// command runs on both: openStore returns the selected store. On
-// PostgreSQL, dataset and model files are shared through the database
-// (artifact.For) and materialised under --data when a command needs them.
+// command runs on both: openStore returns the selected store, and what
+// differs between the back-ends is asked of the store (its capabilities,
+// internal/store.Store): on PostgreSQL, dataset and model files are shared
+// through the database (Artifacts) and materialised under --data when a
+// command needs them, and events are relayed between processes
+// (RelayEvents).
 
 // usesPostgres reports whether --db selects PostgreSQL.
 func (a *app) usesPostgres() bool {
@@ -42,20 +44,18 @@ func redactURL(u string) string {
 // only samples, datasets and jobs).
 func (a *app) openBackend() (core.Store, error) { return a.openStore() }
 
-// artifacts returns the shared artifact store for PostgreSQL (datasets
-// and models in the database, materialised under --data), or nil for
-// SQLite, where the files in --data are the truth.
+// artifacts returns the store's shared artifact store (datasets and models
+// in the database on PostgreSQL, materialised under --data), or nil where
+// the files in --data are the truth (SQLite).
 func (a *app) artifacts() (artifact.Store, error) {
-	if !a.usesPostgres() {
-		return nil, nil
-	}
 	if a.arts != nil {
 		return a.arts, nil
 	}
-	if _, err := a.openBackend(); err != nil {
+	st, err := a.openStore()
+	if err != nil {
 		return nil, err
 	}
-	s, err := a.pg.SharedArtifacts(a.context(), a.dataDir)
+	s, err := st.Artifacts(a.context(), a.dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -64,18 +64,15 @@ func (a *app) artifacts() (artifact.Store, error) {
 }
 
 // relayEvents carries the process's job, model and certificate events to
-// and from the other processes on the same PostgreSQL database
-// (internal/events/pgrelay), so that `aml serve` shows the progress of
-// jobs its workers on other machines run. No-op on SQLite: one process
-// runs the jobs its clients watch (aml serve), or nobody watches (aml
-// worker with the embedded store has no event stream).
+// and from the other processes on the same database (the store's
+// RelayEvents: internal/events/pgrelay on PostgreSQL), so that `aml serve`
+// shows the progress of jobs its workers on other machines run. No-op on
+// SQLite: one process runs the jobs its clients watch (aml serve), or
+// nobody watches (aml worker with the embedded store has no event stream).
 func (a *app) relayEvents(ctx context.Context, bus *events.Bus) error {
-	if !a.usesPostgres() {
-		return nil
-	}
-	if _, err := a.openStore(); err != nil {
+	st, err := a.openStore()
+	if err != nil {
 		return err
 	}
-	_, err := pgrelay.Start(ctx, a.pg.Pool(), bus, a.log)
-	return err
+	return st.RelayEvents(ctx, bus, a.log)
 }

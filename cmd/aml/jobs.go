@@ -34,7 +34,7 @@ func trainers() *jobs.Trainers {
 
 // services opens what the job commands need.
 func (a *app) services(ctx context.Context, work bool, concurrency int) (*jobs.Runner, *jobs.Queue, *events.Bus, error) {
-	s, err := a.openBackend()
+	s, err := a.openStore()
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -38,9 +38,9 @@ type app struct {
 	log      *slog.Logger
 	store    store.Store
 
-	// --db (backend.go): PostgreSQL store and artifact store when set.
+	// --db (backend.go): a postgres:// URL, or empty for SQLite; arts is
+	// the store's shared artifact store once asked for.
 	dbURL string
-	pg    *postgres.Store
 	arts  artifact.Store
 	ctx   context.Context
 	// rescueAfter is aml worker --rescue-after (PostgreSQL queue).
@@ -90,7 +90,7 @@ func (a *app) openStore() (store.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.pg, a.store = s, s
+		a.store = s
 		return s, nil
 	}
 	s, err := sqlite.Open(a.dataDir)
@@ -170,11 +170,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	err := root.ExecuteContext(ctx)
 	if a.store != nil {
 		if cerr := a.store.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}
-	if a.pg != nil {
-		if cerr := a.pg.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}

@@ -5,24 +5,29 @@ import (
 	"path/filepath"
 )
 
-// Provider is implemented by stores whose artifacts (dataset files, model
-// files) are shared through the database rather than the local data
-// directory: postgres.Store. root is the local directory fetched artifacts
-// are materialised under (the --data directory).
+// Provider is a back-end's artifact capability; every back-end declares it
+// (internal/store.Store requires it). Artifacts returns the store that
+// dataset and model files are shared through, materialising under root
+// (the local data directory, --data), or nil when the files under root are
+// the truth: SQLite, one machine. PostgreSQL returns its database's store
+// (Postgres), one per root and process, so that a worker on another
+// machine reads datasets and writes models through it.
 type Provider interface {
-	SharedArtifacts(ctx context.Context, root string) (Store, error)
+	Artifacts(ctx context.Context, root string) (Store, error)
 }
 
-// For returns the shared artifact store of st (any store value), or nil
-// when st keeps none (SQLite: the files under root are the truth). Code
-// that reads or writes dataset and model files calls it with the store it
-// was given, so one code path serves both back-ends.
+// For is st's shared artifact store (Provider.Artifacts) for code that
+// holds the store as one of the core ports (core.Datasets, core.Jobs …),
+// which do not include the capability: the dataset builder, the job runner,
+// the model registry, retention. A value that does not declare it — a test
+// double of a port — has none: its files are local. Code that holds an
+// internal/store.Store calls its Artifacts method instead.
 func For(ctx context.Context, st any, root string) (Store, error) {
 	p, ok := st.(Provider)
 	if !ok {
 		return nil, nil
 	}
-	return p.SharedArtifacts(ctx, root)
+	return p.Artifacts(ctx, root)
 }
 
 // Materialise makes key's files present under root: fetched (and verified)

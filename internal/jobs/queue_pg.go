@@ -90,7 +90,7 @@ func MigrateRiverPG(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // NewQueuePG creates the River client on a PostgreSQL pool (the store's:
-// postgres.Store.Pool()).
+// postgres.Store.QueueDB).
 func NewQueuePG(ctx context.Context, pool *pgxpool.Pool, r *Runner, opt QueueOptions) (*Queue, error) {
 	if err := MigrateRiverPG(ctx, pool); err != nil {
 		return nil, err
@@ -136,17 +136,26 @@ func NewQueuePG(ctx context.Context, pool *pgxpool.Pool, r *Runner, opt QueueOpt
 	return q, nil
 }
 
-// NewQueueFor picks the queue for the store a runner uses: NewQueue on a
-// store with a SQLite writer pool (DB), NewQueuePG on one with a
-// PostgreSQL pool (Pool). Any other store is AML_INVALID_ARGUMENT.
-func NewQueueFor(ctx context.Context, st any, r *Runner, opt QueueOptions) (*Queue, error) {
-	switch s := st.(type) {
-	case interface{ DB() *sql.DB }:
-		return NewQueue(ctx, s.DB(), r, opt)
-	case interface{ Pool() *pgxpool.Pool }:
-		return NewQueuePG(ctx, s.Pool(), r, opt)
+// QueueHost is a back-end's job-queue capability; every back-end declares
+// it (internal/store.Store requires it). QueueDB names the database River
+// keeps the queue in, exactly one of the two: SQLite's single writer pool
+// (NewQueue: River and AML then never fight over SQLite's lock), or a
+// PostgreSQL pool that many worker processes share (NewQueuePG).
+type QueueHost interface {
+	QueueDB() (sqlite *sql.DB, postgres *pgxpool.Pool)
+}
+
+// NewQueueFor opens the queue in the database of the store a runner uses
+// (QueueHost): NewQueue or NewQueuePG.
+func NewQueueFor(ctx context.Context, st QueueHost, r *Runner, opt QueueOptions) (*Queue, error) {
+	db, pool := st.QueueDB()
+	switch {
+	case db != nil && pool == nil:
+		return NewQueue(ctx, db, r, opt)
+	case pool != nil && db == nil:
+		return NewQueuePG(ctx, pool, r, opt)
 	}
-	return nil, core.Errorf(core.CodeInvalidArgument, "no job queue for a store of type %T", st)
+	return nil, core.Errorf(core.CodeInvalidArgument, "store %T must name exactly one job-queue database", st)
 }
 
 func (p *pgQueue) start(ctx context.Context) error {

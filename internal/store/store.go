@@ -1,7 +1,10 @@
 // Package store names what a back-end offers the rest of AML. The
 // back-ends live in its subpackages: sqlite (embedded, the default) and
-// postgres (scale-out); sqldb and twinstore hold the code both share, and
-// storetest the conformance suite both pass.
+// postgres (scale-out), each keeping only its opening, migrations and
+// samples (time series); sqldb (the shared SQL handle and its dialects),
+// records (metadata, datasets, jobs, models) and twinstore (the twin
+// records) hold the code both share, and storetest the conformance suite
+// both pass.
 //
 // Code that needs only samples, datasets and jobs takes a core.Store; code
 // that also needs the twin records or the shared SQL handle (audit log,
@@ -10,19 +13,35 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
+	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Store is a complete back-end: core.Store, the twin records, and the SQL
-// handle of the stores shared between back-ends.
+// Store is a complete back-end: core.Store, the twin records, the SQL
+// handle of the stores shared between back-ends, and the back-end's
+// capabilities.
 type Store interface {
 	core.Store
 	twinstore.Records
 	SQL() *sqldb.DB
+
+	// The capabilities, declared by every back-end rather than guessed
+	// from its type: where dataset and model files are shared
+	// (artifact.Provider; nil on SQLite), which database the job queue
+	// lives in (QueueDB, jobs.QueueHost: SQLite's writer pool or the
+	// PostgreSQL pool), and how events reach the other processes on the
+	// database (events.Relayer; nothing to do on SQLite).
+	artifact.Provider
+	events.Relayer
+	QueueDB() (sqlite *sql.DB, postgres *pgxpool.Pool)
+
 	// SchemaVersion is the newest applied migration.
 	SchemaVersion(ctx context.Context) (int, error)
 	// Location names the database for people: the SQLite file, or the

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/storetest"
 )
 
 // BenchmarkWriteSamples is the PostgreSQL twin of sqlite's
@@ -159,3 +160,21 @@ type pgxCopySource struct {
 func (c *pgxCopySource) Next() bool             { c.i++; return c.i < len(c.rows) }
 func (c *pgxCopySource) Values() ([]any, error) { return c.rows[c.i], nil }
 func (c *pgxCopySource) Err() error             { return nil }
+
+// The record paths (internal/store/storetest's benchmarks, the same ones
+// internal/store/sqlite runs). BenchmarkJobClaims spreads its workers over
+// two Stores on one database, as worker processes would be.
+func BenchmarkJobCycle(b *testing.B) {
+	s, _ := openTest(b)
+	storetest.BenchJobCycle(b, s)
+}
+
+func BenchmarkJobClaims(b *testing.B) {
+	s, u := openTest(b)
+	storetest.BenchJobClaims(b, s, openURL(b, u))
+}
+
+func BenchmarkMeta(b *testing.B) {
+	s, _ := openTest(b)
+	storetest.BenchMeta(b, s)
+}

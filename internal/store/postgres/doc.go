@@ -3,33 +3,41 @@
 // database. It implements the same ports as internal/store/sqlite —
 // core.Meta, core.TimeSeries, core.Datasets and core.Jobs — with the same
 // error codes and conflict rules; internal/store/storetest runs one
-// conformance suite against both. The audit log, API tokens, connector
-// status and the twin records (internal/store/twinstore) are not written
-// twice: one Go implementation runs on both back-ends through
-// internal/store/sqldb, which this package opens over the same pool
-// (Store.SQL) with PostgreSQL's dialect — "$N" placeholders and an
-// advisory lock that serialises those stores' write transactions across
-// processes, as SQLite's single writer does. Store therefore satisfies
+// conformance suite against both. Only the samples (core.TimeSeries) are
+// this package's own code: the metadata, datasets, jobs and models
+// (internal/store/records), the audit log, API tokens, connector status and
+// the twin records (internal/store/twinstore) are not written twice: one Go
+// implementation runs on both back-ends through internal/store/sqldb, which
+// this package opens over the same pool (Store.SQL) with PostgreSQL's
+// dialect — "$N" placeholders, an advisory lock that serialises the twin
+// and audit stores' write transactions across processes as SQLite's single
+// writer does, and row and named locks where the records' concurrent
+// transactions read before they write. Store therefore satisfies
 // internal/store.Store, everything a command or `aml serve` needs.
 //
 // Opened by Open(ctx, "postgres://user@host:port/db?sslmode=disable"); any
 // extra URL parameter is a session setting, so ?search_path=plant7 keeps a
 // plant's tables in their own schema (the tests give every test a schema).
 // The CLI selects it with `--db postgres://...` (or AML_DB) for every
-// command (cmd/aml/backend.go); the job queue runs River on the same
-// database (internal/jobs, queue_pg.go) and dataset and model files go to
-// internal/artifact's PostgreSQL store (Store.SharedArtifacts), fetched
-// into the local data directory when a command needs them. docs/postgres.md
-// is the operator's view.
+// command (cmd/aml/backend.go). What a PostgreSQL database offers beyond
+// the records it declares as the capabilities of internal/store.Store
+// (capabilities in store.go): the job queue runs River on the same pool
+// (QueueDB, for internal/jobs' queue_pg.go), dataset and model files go to
+// internal/artifact's PostgreSQL store (Artifacts), fetched into the local
+// data directory when a command needs them, and events reach the other
+// processes with LISTEN/NOTIFY (RelayEvents, internal/events/pgrelay).
+// docs/postgres.md is the operator's view.
 //
 // Why it looks the way it does:
 //
-//   - One pgx connection pool (pgxpool). PostgreSQL does its own locking,
-//     so unlike SQLite there is no single writer connection; the places
-//     where SQLite relied on its one writer for atomicity of a
+//   - One pgx connection pool (pgxpool), and a database/sql view of it for
+//     the shared stores (internal/store/sqldb). PostgreSQL does its own
+//     locking, so unlike SQLite there is no single writer connection; the
+//     places where SQLite relied on its one writer for atomicity of a
 //     read-then-write take explicit locks instead (FOR UPDATE on the recipe
 //     when numbering versions, an advisory lock around the job-limit check,
-//     the partial unique index for "one production model").
+//     the partial unique index for "one production model": the Dialect's
+//     RowLock and NamedLockSQL, used by internal/store/records).
 //   - Samples use the same layout as SQLite's — (node pk, ts) key, interned
 //     (line, product, recipe, run) context — in a table range-partitioned
 //     by ts, one partition per UTC calendar month created on demand, plus a

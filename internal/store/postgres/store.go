@@ -5,12 +5,16 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sync"
 
 	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/events/pgrelay"
 	"github.com/aml-project/aml/internal/store/keycache"
+	"github.com/aml-project/aml/internal/store/records"
 	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/jackc/pgx/v5"
@@ -22,8 +26,10 @@ import (
 // Store is the PostgreSQL back-end. It is safe for concurrent use, and any
 // number of Stores (in any number of processes) may share one database.
 type Store struct {
-	// Store keeps the twin records (scenes, snapshots, trials,
-	// certificates …) in the same database; its methods are the store's.
+	// Core keeps the metadata, datasets, jobs and models, and Store the
+	// twin records (scenes, snapshots, trials, certificates …), in the
+	// same database; their methods are the store's.
+	*records.Core
 	*twinstore.Store
 
 	pool     *pgxpool.Pool
@@ -32,7 +38,8 @@ type Store struct {
 	artsMu sync.Mutex
 	arts   map[string]*artifact.Postgres // root → shared artifact store
 	// sql is a database/sql view of pool for the record stores shared
-	// with SQLite (audit log, tokens, connector status, twin records).
+	// with SQLite (core records, audit log, tokens, connector status,
+	// twin records).
 	sql *sqldb.DB
 	// partitioned is true when samples is a declaratively partitioned
 	// table (false for a TimescaleDB hypertable).
@@ -88,7 +95,8 @@ func OpenWith(ctx context.Context, url string, opt Options) (*Store, error) {
 	}
 	s := &Store{location: redact(cfg), pool: pool, nodes: keycache.New[string](), ctxs: keycache.New[core.ContextFilter](), parts: map[int64]bool{}}
 	db := stdlib.OpenDBFromPool(pool)
-	s.sql = sqldb.New(db, db, &Dialect)
+	s.sql = sqldb.New(db, db, &Dialect).WithDirect(poolDirect{pool})
+	s.Core = records.New(s.sql)
 	s.Store = twinstore.New(s.sql)
 	var kind string
 	err = pool.QueryRow(ctx, `SELECT c.relkind::text FROM pg_class c WHERE c.oid = to_regclass('samples')`).Scan(&kind)
@@ -117,10 +125,11 @@ func (s *Store) Close() error {
 	return err
 }
 
-// SharedArtifacts is the artifact store in this database, materialising
-// under root (artifact.Provider): a worker on another machine reads
-// datasets and writes models through it. One per root and process.
-func (s *Store) SharedArtifacts(ctx context.Context, root string) (artifact.Store, error) {
+// Artifacts is the artifact capability (artifact.Provider): the artifact
+// store in this database, materialising under root. A worker on another
+// machine reads datasets and writes models through it. One per root and
+// process.
+func (s *Store) Artifacts(ctx context.Context, root string) (artifact.Store, error) {
 	s.artsMu.Lock()
 	defer s.artsMu.Unlock()
 	if a, ok := s.arts[root]; ok {
@@ -137,25 +146,44 @@ func (s *Store) SharedArtifacts(ctx context.Context, root string) (artifact.Stor
 	return a, nil
 }
 
+// QueueDB is the job-queue capability (jobs.QueueHost): River runs on this
+// pool, shared by every worker process on the database. There is no SQLite
+// writer (the first result is always nil).
+func (s *Store) QueueDB() (*sql.DB, *pgxpool.Pool) { return nil, s.pool }
+
+// RelayEvents is the event capability (events.Relayer): the process's
+// relayed events go to and come from every other process on this database
+// (and schema) with LISTEN/NOTIFY, until ctx ends (internal/events/pgrelay).
+func (s *Store) RelayEvents(ctx context.Context, bus *events.Bus, log *slog.Logger) error {
+	_, err := pgrelay.Start(ctx, s.pool, bus, log)
+	return err
+}
+
 // Location is the database URL without its password (internal/store.Store).
 func (s *Store) Location() string { return s.location }
 
-// SQL is the handle of the record stores shared with SQLite (audit log,
-// tokens, connector status, twin records).
+// SQL is the handle of the record stores shared with SQLite (core records,
+// audit log, tokens, connector status, twin records).
 func (s *Store) SQL() *sqldb.DB { return s.sql }
 
 // writeLockKey is the advisory lock every sqldb write transaction takes
 // (an arbitrary constant: "AML" in ASCII, then 1).
 const writeLockKey = 0x414d4c01
 
-// Dialect is PostgreSQL's for internal/store/sqldb: "$N" placeholders, one
-// transaction-scoped advisory lock serialising the shared stores' write
-// transactions across processes (as SQLite's single writer does), and
-// snapshot reads at repeatable read.
+// Dialect is PostgreSQL's for internal/store/sqldb: "$N" placeholders; one
+// transaction-scoped advisory lock serialising the twin, audit, token and
+// connector stores' write transactions across processes (as SQLite's
+// single writer does); for the core records' concurrent transactions, row
+// locks (FOR UPDATE) and named advisory locks — the name with the schema,
+// so plants in schemas of their own do not wait on each other; snapshot
+// reads at repeatable read; and no statement cache of sqldb's own (pgx
+// prepares and caches statements per connection).
 var Dialect = sqldb.Dialect{
 	Name:          "postgres",
 	Numbered:      true,
 	LockSQL:       fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", writeLockKey),
+	RowLock:       " FOR UPDATE",
+	NamedLockSQL:  `SELECT pg_advisory_xact_lock(hashtext(?1::text || current_schema()))`,
 	Classify:      classify,
 	ReadIsolation: sql.LevelRepeatableRead,
 }
@@ -177,6 +205,8 @@ func classify(err error) sqldb.Class {
 	switch {
 	case c == sqlUniqueViolation:
 		return sqldb.ClassUnique
+	case c == sqlForeignKeyViolation:
+		return sqldb.ClassForeignKey
 	case len(c) == 5 && c[:2] == sqlIntegrityClass:
 		return sqldb.ClassConstraint
 	case c == sqlSerialization || c == sqlDeadlock || c == sqlLockNotAvailable || c == sqlQueryCanceled,
@@ -214,7 +244,6 @@ func pgCode(err error) string {
 }
 
 func isUnique(err error) bool { return pgCode(err) == sqlUniqueViolation }
-func isFK(err error) bool     { return pgCode(err) == sqlForeignKeyViolation }
 
 // dbErr maps a driver error to a typed error with sqldb.Err and this
 // package's classify: integrity violations are AML_CONFLICT; cancellation,
@@ -229,22 +258,35 @@ func notFound(kind, id string) error {
 
 func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
-// q is what a pool, a connection and a transaction all offer.
-type q interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+// poolDirect runs sqldb's Fast* statements (claims, heartbeats, progress,
+// single-row reads of the shared records) on the pool with pgx itself:
+// database/sql over the pool would acquire and wrap a connection for each
+// statement (OpenDBFromPool keeps none idle, so that it never holds the
+// pool's connections), which costs these hot paths more than the query.
+type poolDirect struct{ pool *pgxpool.Pool }
+
+func (d poolDirect) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := d.pool.Exec(ctx, q, args...)
+	return tag.RowsAffected(), err
 }
 
-// inTx runs fn in a transaction on the pool, committing when fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return dbErr(err, "begin")
-	}
-	defer tx.Rollback(ctx)
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return dbErr(tx.Commit(ctx), "commit")
+func (d poolDirect) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
+	return d.pool.QueryRow(ctx, q, args...)
+}
+
+// pgxConn runs the shared statements of internal/store/records inside an
+// ingest's pgx transaction (records.EnsureNode, records.EnsureRun), with
+// their placeholders rebound.
+type pgxConn struct {
+	tx pgx.Tx
+	db *sqldb.DB
+}
+
+func (c pgxConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := c.tx.Exec(ctx, c.db.Rebind(q), args...)
+	return tag.RowsAffected(), err
+}
+
+func (c pgxConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
+	return c.tx.QueryRow(ctx, c.db.Rebind(q), args...)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/keycache"
+	"github.com/aml-project/aml/internal/store/records"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -102,7 +103,7 @@ func (it *ingestTx) nodePK(n core.Node) (int64, bool, error) {
 	if pk, ok := it.nodes.Get(n.ID); ok {
 		return pk, false, nil
 	}
-	pk, created, err := ensureNode(it.ctx, it.tx, n)
+	pk, created, err := records.EnsureNode(it.ctx, pgxConn{it.tx, it.s.sql}, n)
 	if err != nil {
 		return 0, false, err
 	}
@@ -133,14 +134,7 @@ func (it *ingestTx) EnsureNode(n core.Node) (bool, error) {
 }
 
 func (it *ingestTx) EnsureRun(r core.Run) (bool, error) {
-	var n int
-	if err := it.tx.QueryRow(it.ctx, `SELECT count(*) FROM runs WHERE id=$1`, r.ID).Scan(&n); err != nil {
-		return false, dbErr(err, "read run")
-	}
-	if n > 0 {
-		return false, nil
-	}
-	return createRun(it.ctx, it.tx, r)
+	return records.EnsureRun(it.ctx, pgxConn{it.tx, it.s.sql}, r)
 }
 
 // batch is the scratch memory of one Write, reused across batches and

@@ -1,26 +1,44 @@
-// Package sqldb is the SQL handle shared by the record stores that run the
-// same statements on both back-ends: the audit log (internal/audit), API
+// Package sqldb is the SQL handle shared by the stores that run the same
+// statements on both back-ends: the core records (internal/store/records:
+// metadata, datasets, jobs, models), the audit log (internal/audit), API
 // tokens (internal/auth), connector status (internal/connect) and the twin
 // records (internal/store/twinstore).
 //
-// Why one handle instead of two copies of each store: those stores are
-// small, transactional and audited; keeping one implementation means one set
-// of invariants (hash checks, compare-and-set status changes, audit entries
-// in the same transaction) to review and test. The back-ends differ in three
-// places only, and a Dialect covers them:
+// Why one handle instead of two copies of each store: keeping one
+// implementation means one set of invariants (compare-and-set status
+// changes, hash checks, audit entries in the same transaction) to review
+// and test. The back-ends differ in a few places only, and a Dialect covers
+// them:
 //
 //   - placeholders: statements are written with SQLite's "?" and "?N";
 //     on PostgreSQL they are rewritten once to "$N" (and cached);
-//   - write transactions: SQLite has one writer connection and BEGIN
-//     IMMEDIATE, so a read-then-write transaction never interleaves with
-//     another writer. On PostgreSQL every write transaction first takes one
-//     transaction-scoped advisory lock (Dialect.LockSQL), which gives the same
-//     guarantee across every process sharing the database — the audit chain,
-//     write-interval checks and certificate claims rely on it. These stores
-//     write a few rows per operator action, so one lock costs nothing that
-//     matters; the high-volume paths (samples, jobs) do not use this package;
-//   - error classes: unique/constraint violations and "store unavailable"
-//     are recognised by each driver's own codes (Dialect.Classify).
+//   - serialised write transactions (Begin): SQLite has one writer
+//     connection and BEGIN IMMEDIATE, so a read-then-write transaction
+//     never interleaves with another writer. On PostgreSQL every such
+//     transaction first takes one transaction-scoped advisory lock
+//     (Dialect.LockSQL), which gives the same guarantee across every
+//     process sharing the database — the audit chain, write-interval
+//     checks and certificate claims rely on it. Those stores write a few
+//     rows per operator action, so one lock costs nothing that matters;
+//   - concurrent write transactions (BeginConcurrent): the core records
+//     are written by many workers at once on PostgreSQL (claims,
+//     heartbeats, finishes), so their transactions take no store-wide
+//     lock: each statement is a compare-and-set, and where a transaction
+//     reads before it writes it locks what it read — a row
+//     (Dialect.RowLock, "FOR UPDATE") or a name (Tx.LockName, an advisory
+//     lock). On SQLite both are empty: the single writer already holds
+//     every write transaction apart;
+//   - the hot single statements (Fast*: claims, heartbeats, progress,
+//     reads of one row) take each back-end's fastest path. SQLite's
+//     pure-Go driver prepares a statement on every unprepared call, so
+//     they are prepared once per pool (Dialect.Prepare). On PostgreSQL
+//     they run on pgx's pool directly (a Direct, set by the back-end):
+//     database/sql over pgxpool acquires and wraps a connection for every
+//     statement, since it may keep none idle, and pgx caches prepared
+//     statements per connection by itself;
+//   - error classes: unique, foreign-key and other constraint violations
+//     and "store unavailable" are recognised by each driver's own codes
+//     (Dialect.Classify).
 //
 // The back-ends construct their DB (sqlite.Store.SQL, postgres.Store.SQL);
 // this package imports no driver.
@@ -45,8 +63,9 @@ type Class int
 const (
 	ClassOther       Class = iota
 	ClassUnique            // unique or primary-key violation
-	ClassConstraint        // any other constraint (check, foreign key, trigger refusal)
+	ClassConstraint        // any other constraint (check, trigger refusal)
 	ClassUnavailable       // busy, locked, I/O, connection lost
+	ClassForeignKey        // foreign-key violation
 )
 
 // Dialect describes one back-end.
@@ -55,8 +74,21 @@ type Dialect struct {
 	Name string
 	// Numbered rewrites "?" and "?N" placeholders to "$N".
 	Numbered bool
-	// LockSQL, if set, runs first in every write transaction.
+	// LockSQL, if set, runs first in every serialised write transaction
+	// (Begin).
 	LockSQL string
+	// RowLock is appended to a SELECT in a concurrent write transaction
+	// (BeginConcurrent) that must lock the rows it reads until commit:
+	// " FOR UPDATE" on PostgreSQL, empty where write transactions are
+	// serialised anyway (SQLite).
+	RowLock string
+	// NamedLockSQL, if set, takes a transaction-scoped lock named by its one
+	// argument (?1), for Tx.LockName; empty where write transactions are
+	// serialised anyway.
+	NamedLockSQL string
+	// Prepare makes the Fast* methods prepare their statements once per
+	// pool (drivers that would prepare on every call otherwise).
+	Prepare bool
 	// Classify returns the class of a driver error, ClassOther for errors
 	// that are not its driver's.
 	Classify func(error) Class
@@ -92,9 +124,21 @@ func classify(err error) Class {
 // DB is a writer handle and a reader pool of one database. It is safe for
 // concurrent use.
 type DB struct {
-	w, r *sql.DB
-	d    *Dialect
-	q    sync.Map // statement → rewritten statement
+	w, r   *sql.DB
+	d      *Dialect
+	q      sync.Map // statement → rewritten statement
+	stmts  sync.Map // stmtKey → *sql.Stmt (Dialect.Prepare)
+	direct Direct   // the Fast* path, if the back-end has one
+}
+
+// Direct runs single statements, already rebound, outside any transaction
+// by a back-end's own fastest path (PostgreSQL: pgx's pool, without
+// database/sql in between).
+type Direct interface {
+	// Exec runs a statement and returns the number of rows it affected.
+	Exec(ctx context.Context, q string, args ...any) (int64, error)
+	// QueryRow runs a one-row statement.
+	QueryRow(ctx context.Context, q string, args ...any) Row
 }
 
 // New returns the handle over the writer w and the reader pool r (nil: read
@@ -105,6 +149,13 @@ func New(w, r *sql.DB, d *Dialect) *DB {
 	}
 	Register(d)
 	return &DB{w: w, r: r, d: d}
+}
+
+// WithDirect makes x the path of the Fast* methods (set once, right after
+// New) and returns db.
+func (db *DB) WithDirect(x Direct) *DB {
+	db.direct = x
+	return db
 }
 
 // Dialect is the back-end's dialect.
@@ -223,8 +274,8 @@ type Tx struct {
 	db *DB
 }
 
-// Begin starts a write transaction: on SQLite BEGIN IMMEDIATE on the single
-// writer, on PostgreSQL BEGIN followed by the dialect's lock.
+// Begin starts a serialised write transaction: on SQLite BEGIN IMMEDIATE
+// on the single writer, on PostgreSQL BEGIN followed by the dialect's lock.
 func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -235,6 +286,20 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 			tx.Rollback()
 			return nil, err
 		}
+	}
+	return &Tx{tx: tx, db: db}, nil
+}
+
+// BeginConcurrent starts a write transaction that takes no store-wide lock:
+// on SQLite the same as Begin (the single writer serialises it), on
+// PostgreSQL a plain read-committed transaction running beside other
+// writers. Its statements must be safe under that: compare-and-set
+// updates, or reads that lock what they read (Dialect.RowLock,
+// Tx.LockName).
+func (db *DB) BeginConcurrent(ctx context.Context) (*Tx, error) {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
 	}
 	return &Tx{tx: tx, db: db}, nil
 }
@@ -273,6 +338,115 @@ func (t *Tx) Rollback() error { return t.tx.Rollback() }
 // DB is the handle the transaction belongs to.
 func (t *Tx) DB() *DB { return t.db }
 
+// Raw is the underlying database/sql transaction, for what a back-end does
+// beyond the shared statements (SQLite's prepared multi-row sample
+// inserts). Statements run on it are not rebound.
+func (t *Tx) Raw() *sql.Tx { return t.tx }
+
+// LockName takes the dialect's transaction-scoped lock named name
+// (Dialect.NamedLockSQL), held until the transaction ends; a no-op where
+// write transactions are serialised anyway.
+func (t *Tx) LockName(ctx context.Context, name string) error {
+	if t.db.d.NamedLockSQL == "" {
+		return nil
+	}
+	_, err := t.ExecContext(ctx, t.db.d.NamedLockSQL, name)
+	return err
+}
+
+// Row is what a one-row query returns: *sql.Row, a Direct's row, or a
+// cached statement's row that may carry its prepare error.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+type stmtKey struct {
+	pool *sql.DB
+	q    string
+}
+
+// stmt returns q prepared on pool, preparing it once (Dialect.Prepare).
+func (db *DB) stmt(ctx context.Context, pool *sql.DB, q string) (*sql.Stmt, error) {
+	k := stmtKey{pool, q}
+	if s, ok := db.stmts.Load(k); ok {
+		return s.(*sql.Stmt), nil
+	}
+	s, err := pool.PrepareContext(ctx, db.Rebind(q))
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := db.stmts.LoadOrStore(k, s); loaded {
+		s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+// FastExec runs a single statement of a hot path on the writer, outside
+// any transaction, and returns the number of rows it affected: through the
+// back-end's Direct if it has one, else through a statement prepared once
+// per pool where the dialect asks for it (Dialect.Prepare), else plainly.
+func (db *DB) FastExec(ctx context.Context, q string, args ...any) (int64, error) {
+	var res sql.Result
+	var err error
+	switch {
+	case db.direct != nil:
+		return db.direct.Exec(ctx, db.Rebind(q), args...)
+	case db.d.Prepare:
+		var st *sql.Stmt
+		if st, err = db.stmt(ctx, db.w, q); err != nil {
+			return 0, err
+		}
+		res, err = st.ExecContext(ctx, args...)
+	default:
+		res, err = db.ExecContext(ctx, q, args...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// FastRow is a one-row read of a hot path through the reader pool (see
+// FastExec for the path it takes).
+func (db *DB) FastRow(ctx context.Context, q string, args ...any) Row {
+	return db.fastRow(ctx, db.r, q, args)
+}
+
+// FastWriterRow is FastRow on the writer: an UPDATE … RETURNING, or a read
+// that must see the caller's own writes at once.
+func (db *DB) FastWriterRow(ctx context.Context, q string, args ...any) Row {
+	return db.fastRow(ctx, db.w, q, args)
+}
+
+func (db *DB) fastRow(ctx context.Context, pool *sql.DB, q string, args []any) Row {
+	switch {
+	case db.direct != nil:
+		return db.direct.QueryRow(ctx, db.Rebind(q), args...)
+	case db.d.Prepare:
+		st, err := db.stmt(ctx, pool, q)
+		if err != nil {
+			return errRow{err}
+		}
+		return st.QueryRowContext(ctx, args...)
+	}
+	return pool.QueryRowContext(ctx, db.Rebind(q), args...)
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// CloseStatements closes the cached statements (before the back-end closes
+// its pools).
+func (db *DB) CloseStatements() {
+	db.stmts.Range(func(k, v any) bool {
+		v.(*sql.Stmt).Close()
+		db.stmts.Delete(k)
+		return true
+	})
+}
+
 // ClassOf returns the class of err (any registered dialect).
 func ClassOf(err error) Class {
 	if err == nil {
@@ -284,10 +458,14 @@ func ClassOf(err error) Class {
 // IsUnique reports a unique or primary-key violation.
 func IsUnique(err error) bool { return ClassOf(err) == ClassUnique }
 
-// IsConstraint reports any constraint violation (unique included).
+// IsForeignKey reports a foreign-key violation.
+func IsForeignKey(err error) bool { return ClassOf(err) == ClassForeignKey }
+
+// IsConstraint reports any constraint violation (unique and foreign key
+// included).
 func IsConstraint(err error) bool {
 	c := ClassOf(err)
-	return c == ClassUnique || c == ClassConstraint
+	return c == ClassUnique || c == ClassConstraint || c == ClassForeignKey
 }
 
 // Err maps a driver error to a typed error: typed errors pass through,
@@ -305,7 +483,7 @@ func Err(err error, format string, args ...any) error {
 		return core.Wrap(core.CodeStoreUnavailable, err, format, args...)
 	}
 	switch ClassOf(err) {
-	case ClassUnique, ClassConstraint:
+	case ClassUnique, ClassConstraint, ClassForeignKey:
 		e := core.Errorf(core.CodeConflict, "%s: %v", fmt.Sprintf(format, args...), err)
 		e.Err = err
 		return e

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/storetest"
 )
 
 // Benchmarks of the hot paths next to the raw SQLite limit on the same
@@ -173,4 +174,23 @@ func BenchmarkRawSelect(b *testing.B) {
 		b.Fatalf("read %d samples", n)
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// The record paths (internal/store/storetest's benchmarks, the same ones
+// internal/store/postgres runs).
+func BenchmarkJobCycle(b *testing.B)  { storetest.BenchJobCycle(b, recordStore(b)) }
+func BenchmarkJobClaims(b *testing.B) { storetest.BenchJobClaims(b, recordStore(b)) }
+func BenchmarkMeta(b *testing.B)      { storetest.BenchMeta(b, recordStore(b)) }
+
+func recordStore(b *testing.B) *Store {
+	s, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return s
 }

@@ -2,8 +2,10 @@
 // (aml.db) in the data directory, opened with the pure-Go driver
 // modernc.org/sqlite so the binary stays CGO_ENABLED=0.
 //
-// It implements both ports of internal/core: core.Meta (lines, products,
-// recipes, nodes, runs, context segments) and core.TimeSeries (samples).
+// It implements core.TimeSeries (samples) itself; the metadata, datasets,
+// jobs and models (internal/store/records) and the twin records
+// (internal/store/twinstore) are the code PostgreSQL runs too, over this
+// file's connections (Store.SQL, with SQLite's sqldb.Dialect).
 //
 // Why it looks the way it does:
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/keycache"
+	"github.com/aml-project/aml/internal/store/records"
 	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"modernc.org/sqlite"
@@ -21,15 +22,15 @@ const FileName = "aml.db"
 
 // Store is the embedded back-end. It is safe for concurrent use.
 type Store struct {
-	// Store keeps the twin records (scenes, snapshots, trials,
-	// certificates …) in the same file; its methods are the store's.
+	// Core keeps the metadata, datasets, jobs and models, and Store the
+	// twin records (scenes, snapshots, trials, certificates …), in the
+	// same file; their methods are the store's.
+	*records.Core
 	*twinstore.Store
 
 	path string
 	w    *sql.DB // single writer connection, BEGIN IMMEDIATE
 	r    *sql.DB // readers
-
-	stmts stmtCache
 
 	sql *sqldb.DB // w and r for the stores shared with PostgreSQL
 
@@ -98,6 +99,7 @@ func OpenWith(dir string, opt Options) (*Store, error) {
 	r.SetMaxOpenConns(4)
 	st := &Store{path: path, w: w, r: r, nodes: keycache.New[string](), ctxs: keycache.New[core.ContextFilter]()}
 	st.sql = sqldb.New(w, r, &Dialect)
+	st.Core = records.New(st.sql)
 	st.Store = twinstore.New(st.sql)
 	return st, nil
 }
@@ -110,7 +112,7 @@ func (s *Store) Location() string { return s.path }
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	s.stmts.close()
+	s.sql.CloseStatements()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
@@ -121,14 +123,17 @@ func (s *Store) DB() *sql.DB { return s.w }
 // ReadDB exposes the reader pool.
 func (s *Store) ReadDB() *sql.DB { return s.r }
 
-// SQL is the handle of the record stores shared with PostgreSQL (audit log,
-// tokens, connector status, twin records).
+// SQL is the handle of the record stores shared with PostgreSQL (core
+// records, audit log, tokens, connector status, twin records).
 func (s *Store) SQL() *sqldb.DB { return s.sql }
 
 // Dialect is SQLite's for internal/store/sqldb: "?" placeholders as
-// written, write transactions are BEGIN IMMEDIATE on the single writer
-// connection (no extra lock needed).
-var Dialect = sqldb.Dialect{Name: "sqlite", Classify: classify}
+// written; write transactions are BEGIN IMMEDIATE on the single writer
+// connection, so they need no lock of their own (no LockSQL, RowLock or
+// NamedLockSQL); and hot statements are prepared once per pool, as the
+// pure-Go driver prepares on every unprepared call — preparing dominated
+// the job system's per-job cost (BenchmarkJobsEndToEnd).
+var Dialect = sqldb.Dialect{Name: "sqlite", Classify: classify, Prepare: true}
 
 // Registered at init, so that errors are classified before any store is
 // open (migrations).
@@ -143,6 +148,8 @@ func classify(err error) sqldb.Class {
 	switch {
 	case c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 		return sqldb.ClassUnique
+	case c == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return sqldb.ClassForeignKey
 	case c&0xff == sqlite3.SQLITE_CONSTRAINT:
 		return sqldb.ClassConstraint
 	}
@@ -152,14 +159,6 @@ func classify(err error) sqldb.Class {
 	}
 	return sqldb.ClassOther
 }
-
-// isConstraint reports a SQLite constraint violation (unique, check, FK).
-func isConstraint(err error) bool {
-	c := classify(err)
-	return c == sqldb.ClassUnique || c == sqldb.ClassConstraint
-}
-
-func isUnique(err error) bool { return classify(err) == sqldb.ClassUnique }
 
 // dbErr maps a driver error to a typed error (sqldb.Err: constraint →
 // AML_CONFLICT, busy/locked/I/O/cancelled → AML_STORE_UNAVAILABLE, else

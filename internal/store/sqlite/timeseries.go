@@ -10,6 +10,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/keycache"
+	"github.com/aml-project/aml/internal/store/records"
 )
 
 // rowsPerStmt is how many samples one prepared INSERT carries. 100 rows ×
@@ -39,7 +40,8 @@ type span struct{ lo, hi int64 }
 type ingestTx struct {
 	s     *Store
 	ctx   context.Context
-	tx    *sql.Tx
+	tx    *sql.Tx      // the raw transaction: prepared sample inserts
+	conn  records.Conn // the same transaction for the shared statements (nodes, runs)
 	stmtN *sql.Stmt
 	stmt1 *sql.Stmt
 	nodes *keycache.Tx[string]
@@ -50,11 +52,11 @@ type ingestTx struct {
 
 // Ingest implements core.TimeSeries.
 func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.sql.BeginConcurrent(ctx)
 	if err != nil {
 		return dbErr(err, "begin ingest")
 	}
-	it := &ingestTx{s: s, ctx: ctx, tx: tx, nodes: s.nodes.Begin(), ctxs: s.ctxs.Begin(), spans: map[int64]span{}}
+	it := &ingestTx{s: s, ctx: ctx, tx: tx.Raw(), conn: records.Tx(tx), nodes: s.nodes.Begin(), ctxs: s.ctxs.Begin(), spans: map[int64]span{}}
 	defer func() {
 		if it.stmtN != nil {
 			it.stmtN.Close()
@@ -99,7 +101,7 @@ func (it *ingestTx) nodePK(n core.Node) (int64, bool, error) {
 	if pk, ok := it.nodes.Get(n.ID); ok {
 		return pk, false, nil
 	}
-	pk, created, err := ensureNode(it.ctx, it.tx, n)
+	pk, created, err := records.EnsureNode(it.ctx, it.conn, n)
 	if err != nil {
 		return 0, false, err
 	}
@@ -130,17 +132,7 @@ func (it *ingestTx) EnsureNode(n core.Node) (bool, error) {
 }
 
 func (it *ingestTx) EnsureRun(r core.Run) (bool, error) {
-	var n int
-	if err := it.tx.QueryRowContext(it.ctx, `SELECT count(*) FROM runs WHERE id=?`, r.ID).Scan(&n); err != nil {
-		return false, dbErr(err, "read run")
-	}
-	if n > 0 {
-		return false, nil
-	}
-	if err := createRun(it.ctx, it.tx, r); err != nil {
-		return false, err
-	}
-	return true, nil
+	return records.EnsureRun(it.ctx, it.conn, r)
 }
 
 func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {

@@ -45,6 +45,10 @@ func Run(t *testing.T, h Harness) {
 		{"PromotionRace", testPromotionRace},
 		{"StageReportKeepsProgress", testStageReport},
 		{"OnlyTheAttemptsWorkerMovesTheJob", testOwnerOnly},
+		{"RecipeVersionRace", testRecipeVersionRace},
+		{"QueueLimitRace", testQueueLimitRace},
+		{"DeleteReferenceRace", testDeleteReferenceRace},
+		{"RetentionListings", testRetentionListings},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -68,7 +72,7 @@ func wantCode(t *testing.T, what string, err error, code string) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -629,7 +633,7 @@ func testDatasets(t *testing.T, h Harness) {
 	wantCode(t, "delete twice", s.DeleteDataset(ctx, "ds-1"), core.CodeNotFound)
 }
 
-func seedDataset(t *testing.T, s core.Store, id string) {
+func seedDataset(t testing.TB, s core.Store, id string) {
 	t.Helper()
 	must(t, s.InsertDataset(context.Background(), core.Dataset{ID: id, LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "mpc_surrogate",
 		Path: "datasets/" + id, SHA256: strings.Repeat("b", 64), SpecJSON: "{}", CreatedBy: "t"}))

@@ -1,74 +1,60 @@
-package sqlite
+package records
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
 )
 
-// execer is what both *sql.DB and *sql.Tx offer.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
+// EnsureLine implements core.Meta.
+func (c *Core) EnsureLine(ctx context.Context, l core.Line) error { return ensureLine(ctx, c.w, l) }
 
-func nowMs() int64 { return time.Now().UnixMilli() }
-
-func requireID(field, id string) error {
-	if strings.TrimSpace(id) == "" {
-		return core.FieldErrorf(core.CodeInvalidArgument, field, "%s is required", field)
-	}
-	return nil
-}
-
-func (s *Store) EnsureLine(ctx context.Context, l core.Line) error { return ensureLine(ctx, s.w, l) }
-
-func ensureLine(ctx context.Context, db execer, l core.Line) error {
+func ensureLine(ctx context.Context, db Conn, l core.Line) error {
 	if err := requireID("line", l.ID); err != nil {
 		return err
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO lines(id, name, created_at) VALUES (?,?,?) ON CONFLICT(id) DO NOTHING`, l.ID, l.Name, nowMs())
+	_, err := db.Exec(ctx, `INSERT INTO lines(id, name, created_at) VALUES (?,?,?) ON CONFLICT(id) DO NOTHING`, l.ID, l.Name, nowMs())
 	return dbErr(err, "ensure line %s", l.ID)
 }
 
-func (s *Store) EnsureProduct(ctx context.Context, p core.Product) error {
-	return ensureProduct(ctx, s.w, p)
+// EnsureProduct implements core.Meta.
+func (c *Core) EnsureProduct(ctx context.Context, p core.Product) error {
+	return ensureProduct(ctx, c.w, p)
 }
 
-func ensureProduct(ctx context.Context, db execer, p core.Product) error {
+func ensureProduct(ctx context.Context, db Conn, p core.Product) error {
 	if err := errors.Join(requireID("product", p.ID), requireID("line", p.LineID)); err != nil {
 		return err
 	}
 	if err := ensureLine(ctx, db, core.Line{ID: p.LineID}); err != nil {
 		return err
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO products(id, line_id, name, created_at) VALUES (?,?,?,?) ON CONFLICT(id) DO NOTHING`, p.ID, p.LineID, p.Name, nowMs())
+	_, err := db.Exec(ctx, `INSERT INTO products(id, line_id, name, created_at) VALUES (?,?,?,?) ON CONFLICT(id) DO NOTHING`, p.ID, p.LineID, p.Name, nowMs())
 	return dbErr(err, "ensure product %s", p.ID)
 }
 
-func (s *Store) EnsureRecipe(ctx context.Context, r core.Recipe) error {
-	return ensureRecipe(ctx, s.w, r)
+// EnsureRecipe implements core.Meta.
+func (c *Core) EnsureRecipe(ctx context.Context, r core.Recipe) error {
+	return ensureRecipe(ctx, c.w, r)
 }
 
-func ensureRecipe(ctx context.Context, db execer, r core.Recipe) error {
+func ensureRecipe(ctx context.Context, db Conn, r core.Recipe) error {
 	if err := errors.Join(requireID("recipe", r.ID), requireID("product", r.ProductID), requireID("line", r.LineID)); err != nil {
 		return err
 	}
 	if err := ensureProduct(ctx, db, core.Product{ID: r.ProductID, LineID: r.LineID}); err != nil {
 		return err
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO recipes(id, line_id, product_id, name, created_at) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`, r.ID, r.LineID, r.ProductID, r.Name, nowMs())
+	_, err := db.Exec(ctx, `INSERT INTO recipes(id, line_id, product_id, name, created_at) VALUES (?,?,?,?,?) ON CONFLICT(id) DO NOTHING`, r.ID, r.LineID, r.ProductID, r.Name, nowMs())
 	if err != nil {
 		return dbErr(err, "ensure recipe %s", r.ID)
 	}
 	var line, product string
-	if err := db.QueryRowContext(ctx, `SELECT line_id, product_id FROM recipes WHERE id=?`, r.ID).Scan(&line, &product); err != nil {
+	if err := db.QueryRow(ctx, `SELECT line_id, product_id FROM recipes WHERE id=?`, r.ID).Scan(&line, &product); err != nil {
 		return dbErr(err, "read recipe %s", r.ID)
 	}
 	if line != r.LineID || product != r.ProductID {
@@ -77,8 +63,9 @@ func ensureRecipe(ctx context.Context, db execer, r core.Recipe) error {
 	return nil
 }
 
-func (s *Store) ListLines(ctx context.Context) ([]core.Line, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, name, created_at FROM lines ORDER BY id`)
+// ListLines implements core.Meta.
+func (c *Core) ListLines(ctx context.Context) ([]core.Line, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT id, name, created_at FROM lines ORDER BY id`)
 	if err != nil {
 		return nil, dbErr(err, "list lines")
 	}
@@ -96,7 +83,11 @@ func (s *Store) ListLines(ctx context.Context) ([]core.Line, error) {
 	return out, dbErr(rows.Err(), "list lines")
 }
 
-func (s *Store) PutRecipeVersion(ctx context.Context, recipeID string, params map[string]any) (core.RecipeVersion, error) {
+// PutRecipeVersion implements core.Meta. The recipe row is locked while the
+// next version number is taken (on PostgreSQL: FOR UPDATE, so two
+// processes cannot number the same version; SQLite's single writer does
+// that by itself).
+func (c *Core) PutRecipeVersion(ctx context.Context, recipeID string, params map[string]any) (core.RecipeVersion, error) {
 	if err := requireID("recipe", recipeID); err != nil {
 		return core.RecipeVersion{}, err
 	}
@@ -108,23 +99,26 @@ func (s *Store) PutRecipeVersion(ctx context.Context, recipeID string, params ma
 		return core.RecipeVersion{}, err
 	}
 	hash, _ := core.CanonicalHash(params)
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := c.db.BeginConcurrent(ctx)
 	if err != nil {
 		return core.RecipeVersion{}, dbErr(err, "begin")
 	}
 	defer tx.Rollback()
-	var exists int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM recipes WHERE id=?`, recipeID).Scan(&exists); err != nil {
-		return core.RecipeVersion{}, dbErr(err, "read recipe")
-	}
-	if exists == 0 {
+	var id string
+	err = tx.QueryRowContext(ctx, `SELECT id FROM recipes WHERE id=?`+c.db.Dialect().RowLock, recipeID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
 		return core.RecipeVersion{}, notFound("recipe", recipeID)
+	}
+	if err != nil {
+		return core.RecipeVersion{}, dbErr(err, "read recipe")
 	}
 	var v int
 	err = tx.QueryRowContext(ctx, `SELECT version FROM recipe_versions WHERE recipe_id=? AND content_hash=?`, recipeID, hash).Scan(&v)
 	if err == nil {
-		tx.Rollback()
-		return s.GetRecipeVersion(ctx, recipeID, v)
+		// The same content is already a version: that one is the answer.
+		// Release the transaction first (on SQLite it holds the writer).
+		_ = tx.Rollback() // read only so far; the read below is what matters
+		return c.GetRecipeVersion(ctx, recipeID, v)
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return core.RecipeVersion{}, dbErr(err, "read recipe versions")
 	}
@@ -140,21 +134,18 @@ func (s *Store) PutRecipeVersion(ctx context.Context, recipeID string, params ma
 		return core.RecipeVersion{}, dbErr(err, "commit recipe version")
 	}
 	var p map[string]any
-	_ = json.Unmarshal(canon, &p)
+	_ = json.Unmarshal(canon, &p) // canon was made from a map by CanonicalJSON
 	return core.RecipeVersion{RecipeID: recipeID, Version: v, Params: p, ContentHash: hash, CreatedAt: time.UnixMilli(now).UTC()}, nil
 }
 
-func (s *Store) GetRecipeVersion(ctx context.Context, recipeID string, version int) (core.RecipeVersion, error) {
+const recipeVersionCols = `recipe_id, version, params, content_hash, created_at`
+
+func scanRecipeVersion(sc scanner) (core.RecipeVersion, error) {
 	var rv core.RecipeVersion
 	var params string
 	var at int64
-	err := s.r.QueryRowContext(ctx, `SELECT recipe_id, version, params, content_hash, created_at FROM recipe_versions WHERE recipe_id=? AND version=?`,
-		recipeID, version).Scan(&rv.RecipeID, &rv.Version, &params, &rv.ContentHash, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return rv, core.FieldErrorf(core.CodeNotFound, "recipeVersion", "recipe %q has no version %d", recipeID, version)
-	}
-	if err != nil {
-		return rv, dbErr(err, "read recipe version")
+	if err := sc.Scan(&rv.RecipeID, &rv.Version, &params, &rv.ContentHash, &at); err != nil {
+		return rv, err
 	}
 	rv.CreatedAt = time.UnixMilli(at).UTC()
 	if err := json.Unmarshal([]byte(params), &rv.Params); err != nil {
@@ -163,30 +154,31 @@ func (s *Store) GetRecipeVersion(ctx context.Context, recipeID string, version i
 	return rv, nil
 }
 
-func (s *Store) ListRecipeVersions(ctx context.Context, recipeID string) ([]core.RecipeVersion, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT version FROM recipe_versions WHERE recipe_id=? ORDER BY version`, recipeID)
+// GetRecipeVersion implements core.Meta.
+func (c *Core) GetRecipeVersion(ctx context.Context, recipeID string, version int) (core.RecipeVersion, error) {
+	rv, err := scanRecipeVersion(c.db.FastRow(ctx, `SELECT `+recipeVersionCols+` FROM recipe_versions WHERE recipe_id=? AND version=?`, recipeID, version))
+	if errors.Is(err, sql.ErrNoRows) {
+		return rv, core.FieldErrorf(core.CodeNotFound, "recipeVersion", "recipe %q has no version %d", recipeID, version)
+	}
+	return rv, dbErr(err, "read recipe version")
+}
+
+// ListRecipeVersions implements core.Meta.
+func (c *Core) ListRecipeVersions(ctx context.Context, recipeID string) ([]core.RecipeVersion, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT `+recipeVersionCols+` FROM recipe_versions WHERE recipe_id=? ORDER BY version`, recipeID)
 	if err != nil {
 		return nil, dbErr(err, "list recipe versions")
 	}
-	var vs []int
+	defer rows.Close()
+	out := []core.RecipeVersion{}
 	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return nil, dbErr(err, "list recipe versions")
-		}
-		vs = append(vs, v)
-	}
-	rows.Close()
-	out := make([]core.RecipeVersion, 0, len(vs))
-	for _, v := range vs {
-		rv, err := s.GetRecipeVersion(ctx, recipeID, v)
+		rv, err := scanRecipeVersion(rows)
 		if err != nil {
-			return nil, err
+			return nil, dbErr(err, "list recipe versions")
 		}
 		out = append(out, rv)
 	}
-	return out, nil
+	return out, dbErr(rows.Err(), "list recipe versions")
 }
 
 func validateNode(n core.Node) error {
@@ -202,19 +194,24 @@ func validateNode(n core.Node) error {
 	return nil
 }
 
-func (s *Store) UpsertNode(ctx context.Context, n core.Node) error {
+// UpsertNode implements core.Meta.
+func (c *Core) UpsertNode(ctx context.Context, n core.Node) error {
 	if err := validateNode(n); err != nil {
 		return err
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO nodes(id, line_id, unit, min, max, kind, meaning, created_at) VALUES (?,?,?,?,?,?,?,?)
+	_, err := c.db.FastExec(ctx, `INSERT INTO nodes(id, line_id, unit, min, max, kind, meaning, created_at) VALUES (?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET line_id=excluded.line_id, unit=excluded.unit, min=excluded.min, max=excluded.max, kind=excluded.kind, meaning=excluded.meaning`,
 		n.ID, n.LineID, n.Unit, n.Min, n.Max, n.Kind, n.Meaning, nowMs())
 	return dbErr(err, "upsert node %s", n.ID)
 }
 
-// ensureNode creates the node if absent; it returns the pk and whether it
-// created the row.
-func ensureNode(ctx context.Context, db execer, n core.Node) (int64, bool, error) {
+// EnsureNode creates node n in db if it is absent (kind daq unless given;
+// an existing node keeps its fields) and returns its pk and whether it
+// created the row: what an ingest transaction does for a sample of an
+// unknown node. Two transactions creating the same node queue on the
+// unique index; the loser's ON CONFLICT DO NOTHING then reads the winner's
+// row.
+func EnsureNode(ctx context.Context, db Conn, n core.Node) (int64, bool, error) {
 	if n.Kind == "" {
 		n.Kind = core.NodeDAQ
 	}
@@ -222,24 +219,31 @@ func ensureNode(ctx context.Context, db execer, n core.Node) (int64, bool, error
 		return 0, false, err
 	}
 	var pk int64
-	err := db.QueryRowContext(ctx, `SELECT pk FROM nodes WHERE id=?`, n.ID).Scan(&pk)
+	err := db.QueryRow(ctx, `SELECT pk FROM nodes WHERE id=?`, n.ID).Scan(&pk)
 	if err == nil {
 		return pk, false, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return 0, false, dbErr(err, "read node %s", n.ID)
 	}
-	err = db.QueryRowContext(ctx, `INSERT INTO nodes(id, line_id, unit, min, max, kind, meaning, created_at) VALUES (?,?,?,?,?,?,?,?) RETURNING pk`,
+	err = db.QueryRow(ctx, `INSERT INTO nodes(id, line_id, unit, min, max, kind, meaning, created_at) VALUES (?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO NOTHING RETURNING pk`,
 		n.ID, n.LineID, n.Unit, n.Min, n.Max, n.Kind, n.Meaning, nowMs()).Scan(&pk)
-	if err != nil {
+	if err == nil {
+		return pk, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
 		return 0, false, dbErr(err, "create node %s", n.ID)
 	}
-	return pk, true, nil
+	if err := db.QueryRow(ctx, `SELECT pk FROM nodes WHERE id=?`, n.ID).Scan(&pk); err != nil {
+		return 0, false, dbErr(err, "read node %s", n.ID)
+	}
+	return pk, false, nil
 }
 
 const nodeCols = `id, line_id, unit, min, max, kind, meaning, created_at`
 
-func scanNode(sc interface{ Scan(...any) error }) (core.Node, error) {
+func scanNode(sc scanner) (core.Node, error) {
 	var n core.Node
 	var mn, mx sql.NullFloat64
 	var at int64
@@ -256,16 +260,18 @@ func scanNode(sc interface{ Scan(...any) error }) (core.Node, error) {
 	return n, nil
 }
 
-func (s *Store) GetNode(ctx context.Context, id string) (core.Node, error) {
-	n, err := scanNode(s.r.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE id=?`, id))
+// GetNode implements core.Meta.
+func (c *Core) GetNode(ctx context.Context, id string) (core.Node, error) {
+	n, err := scanNode(c.db.FastRow(ctx, `SELECT `+nodeCols+` FROM nodes WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, notFound("node", id)
 	}
 	return n, dbErr(err, "read node %s", id)
 }
 
-func (s *Store) ListNodes(ctx context.Context, lineID string) ([]core.Node, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE (?='' OR line_id=?) ORDER BY id`, lineID, lineID)
+// ListNodes implements core.Meta.
+func (c *Core) ListNodes(ctx context.Context, lineID string) ([]core.Node, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE (?1='' OR line_id=?1) ORDER BY id`, lineID)
 	if err != nil {
 		return nil, dbErr(err, "list nodes")
 	}
@@ -299,36 +305,61 @@ func validateRun(r core.Run) error {
 	return nil
 }
 
-func createRun(ctx context.Context, db execer, r core.Run) error {
+// createRun inserts the run (and its line, product and recipe) and reports
+// whether it did; false when the id exists. ON CONFLICT DO NOTHING (instead
+// of catching the unique violation) keeps the surrounding transaction
+// usable on PostgreSQL, which an ingest transaction that continues after
+// "already exists" needs.
+func createRun(ctx context.Context, db Conn, r core.Run) (bool, error) {
 	if err := validateRun(r); err != nil {
-		return err
+		return false, err
 	}
 	if err := ensureRecipe(ctx, db, core.Recipe{ID: r.RecipeID, LineID: r.LineID, ProductID: r.ProductID}); err != nil {
-		return err
+		return false, err
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO runs(id, line_id, product_id, recipe_id, recipe_version, started_ms, ended_ms, status, created_at) VALUES (?,?,?,?,?,?,?,?,?)`,
+	n, err := db.Exec(ctx, `INSERT INTO runs(id, line_id, product_id, recipe_id, recipe_version, started_ms, ended_ms, status, created_at)
+		VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`,
 		r.ID, r.LineID, r.ProductID, r.RecipeID, r.RecipeVersion, r.StartedMs, r.EndedMs, r.Status, nowMs())
-	if isUnique(err) {
-		return core.FieldErrorf(core.CodeConflict, "run", "run %q already exists", r.ID)
+	if err != nil {
+		return false, dbErr(err, "create run %s", r.ID)
 	}
-	return dbErr(err, "create run %s", r.ID)
+	return n == 1, nil
 }
 
-func (s *Store) CreateRun(ctx context.Context, r core.Run) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+// CreateRun implements core.Meta.
+func (c *Core) CreateRun(ctx context.Context, r core.Run) error {
+	tx, err := c.db.BeginConcurrent(ctx)
 	if err != nil {
 		return dbErr(err, "begin")
 	}
 	defer tx.Rollback()
-	if err := createRun(ctx, tx, r); err != nil {
+	created, err := createRun(ctx, Tx(tx), r)
+	if err != nil {
 		return err
+	}
+	if !created {
+		return core.FieldErrorf(core.CodeConflict, "run", "run %q already exists", r.ID)
 	}
 	return dbErr(tx.Commit(), "commit run")
 }
 
+// EnsureRun creates run r in db (and its line, product and recipe) if it
+// does not exist, and reports whether it did: what an ingest transaction
+// does for a file's run (core.IngestTx.EnsureRun).
+func EnsureRun(ctx context.Context, db Conn, r core.Run) (bool, error) {
+	var n int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM runs WHERE id=?`, r.ID).Scan(&n); err != nil {
+		return false, dbErr(err, "read run")
+	}
+	if n > 0 {
+		return false, nil
+	}
+	return createRun(ctx, db, r)
+}
+
 const runCols = `id, line_id, product_id, recipe_id, recipe_version, started_ms, ended_ms, status`
 
-func scanRun(sc interface{ Scan(...any) error }) (core.Run, error) {
+func scanRun(sc scanner) (core.Run, error) {
 	var r core.Run
 	var ver, ended sql.NullInt64
 	if err := sc.Scan(&r.ID, &r.LineID, &r.ProductID, &r.RecipeID, &ver, &r.StartedMs, &ended, &r.Status); err != nil {
@@ -344,16 +375,18 @@ func scanRun(sc interface{ Scan(...any) error }) (core.Run, error) {
 	return r, nil
 }
 
-func (s *Store) GetRun(ctx context.Context, id string) (core.Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id=?`, id))
+// GetRun implements core.Meta.
+func (c *Core) GetRun(ctx context.Context, id string) (core.Run, error) {
+	r, err := scanRun(c.db.FastRow(ctx, `SELECT `+runCols+` FROM runs WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, notFound("run", id)
 	}
 	return r, dbErr(err, "read run %s", id)
 }
 
-func (s *Store) ListRuns(ctx context.Context, f core.RunFilter) ([]core.Run, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+runCols+` FROM runs
+// ListRuns implements core.Meta.
+func (c *Core) ListRuns(ctx context.Context, f core.RunFilter) ([]core.Run, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT `+runCols+` FROM runs
 		WHERE (?1='' OR line_id=?1) AND (?2='' OR product_id=?2) AND (?3='' OR recipe_id=?3) AND (?4='' OR status=?4)
 		ORDER BY started_ms, id`, f.Line, f.Product, f.Recipe, f.Status)
 	if err != nil {
@@ -371,13 +404,14 @@ func (s *Store) ListRuns(ctx context.Context, f core.RunFilter) ([]core.Run, err
 	return out, dbErr(rows.Err(), "list runs")
 }
 
-func (s *Store) EndRun(ctx context.Context, id string, endedMs int64) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status='ended', ended_ms=? WHERE id=? AND status='active' AND started_ms<=?`, endedMs, id, endedMs)
+// EndRun implements core.Meta.
+func (c *Core) EndRun(ctx context.Context, id string, endedMs int64) error {
+	n, err := c.db.FastExec(ctx, `UPDATE runs SET status='ended', ended_ms=?1 WHERE id=?2 AND status='active' AND started_ms<=?1`, endedMs, id)
 	if err != nil {
 		return dbErr(err, "end run %s", id)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		r, err := s.GetRun(ctx, id)
+	if n == 0 {
+		r, err := c.GetRun(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -389,7 +423,8 @@ func (s *Store) EndRun(ctx context.Context, id string, endedMs int64) error {
 	return nil
 }
 
-func (s *Store) AddContextSegment(ctx context.Context, seg core.ContextSegment) (core.ContextSegment, error) {
+// AddContextSegment implements core.Meta.
+func (c *Core) AddContextSegment(ctx context.Context, seg core.ContextSegment) (core.ContextSegment, error) {
 	if err := errors.Join(requireID("runId", seg.RunID), requireID("recipeId", seg.RecipeID), requireID("confirmedBy", seg.ConfirmedBy)); err != nil {
 		return seg, err
 	}
@@ -399,23 +434,24 @@ func (s *Store) AddContextSegment(ctx context.Context, seg core.ContextSegment) 
 	if seg.ConfirmedAt.IsZero() {
 		seg.ConfirmedAt = time.Now().UTC()
 	}
-	if _, err := s.GetRun(ctx, seg.RunID); err != nil {
+	if _, err := c.GetRun(ctx, seg.RunID); err != nil {
 		return seg, err
 	}
-	rv, err := s.GetRecipeVersion(ctx, seg.RecipeID, seg.RecipeVersion)
+	rv, err := c.GetRecipeVersion(ctx, seg.RecipeID, seg.RecipeVersion)
 	if err != nil {
 		return seg, err
 	}
 	if seg.ContentHash == "" {
 		seg.ContentHash = rv.ContentHash
 	}
-	err = s.w.QueryRowContext(ctx, `INSERT INTO context_segments(run_id, recipe_id, recipe_version, content_hash, from_ms, to_ms, confirmed_by, confirmed_at)
+	err = c.db.FastWriterRow(ctx, `INSERT INTO context_segments(run_id, recipe_id, recipe_version, content_hash, from_ms, to_ms, confirmed_by, confirmed_at)
 		VALUES (?,?,?,?,?,?,?,?) RETURNING id`, seg.RunID, seg.RecipeID, seg.RecipeVersion, seg.ContentHash, seg.FromMs, seg.ToMs, seg.ConfirmedBy, seg.ConfirmedAt.UnixMilli()).Scan(&seg.ID)
 	return seg, dbErr(err, "add context segment")
 }
 
-func (s *Store) ListContextSegments(ctx context.Context, runID string) ([]core.ContextSegment, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, run_id, recipe_id, recipe_version, content_hash, from_ms, to_ms, confirmed_by, confirmed_at
+// ListContextSegments implements core.Meta.
+func (c *Core) ListContextSegments(ctx context.Context, runID string) ([]core.ContextSegment, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT id, run_id, recipe_id, recipe_version, content_hash, from_ms, to_ms, confirmed_by, confirmed_at
 		FROM context_segments WHERE run_id=? ORDER BY id`, runID)
 	if err != nil {
 		return nil, dbErr(err, "list context segments")
@@ -423,17 +459,17 @@ func (s *Store) ListContextSegments(ctx context.Context, runID string) ([]core.C
 	defer rows.Close()
 	var out []core.ContextSegment
 	for rows.Next() {
-		var c core.ContextSegment
+		var s core.ContextSegment
 		var to sql.NullInt64
 		var at int64
-		if err := rows.Scan(&c.ID, &c.RunID, &c.RecipeID, &c.RecipeVersion, &c.ContentHash, &c.FromMs, &to, &c.ConfirmedBy, &at); err != nil {
+		if err := rows.Scan(&s.ID, &s.RunID, &s.RecipeID, &s.RecipeVersion, &s.ContentHash, &s.FromMs, &to, &s.ConfirmedBy, &at); err != nil {
 			return nil, dbErr(err, "list context segments")
 		}
 		if to.Valid {
-			c.ToMs = &to.Int64
+			s.ToMs = &to.Int64
 		}
-		c.ConfirmedAt = time.UnixMilli(at).UTC()
-		out = append(out, c)
+		s.ConfirmedAt = time.UnixMilli(at).UTC()
+		out = append(out, s)
 	}
 	return out, dbErr(rows.Err(), "list context segments")
 }
