@@ -220,7 +220,7 @@ func TestRemoteCertParity(t *testing.T) {
 	p.bothFail("channel set without a policy", "admin", 2, "AML_USAGE", fixed("channel", "set", "--line", certLine, "--profile", "legacy"))
 	p.bothFail("channel set, bad bound", "admin", 2, "AML_USAGE", fixed("channel", "set", "--line", certLine, "--profile", "hybrid_twin", "--policy", "bounded_auto", "--bound", "x=1"))
 	p.bothFail("cert show unknown", "viewer", 1, "AML_NOT_FOUND", fixed("cert", "show", "no-such-cert"))
-	p.bothFail("cert issue, ttl over 24h", "engineer", 1, "AML_INVALID_ARGUMENT", fixed("cert", "issue", "--trial", "trial-1", "--ttl", "25h", "--as", "erin"))
+	p.bothFail("cert issue, ttl over 24h", "engineer", 2, "AML_USAGE", fixed("cert", "issue", "--trial", "trial-1", "--ttl", "25h", "--as", "erin"))
 	// Locally the person acting is named; over --server the token names them.
 	if _, errs, code := aml(t, "cert", "approve", "x", "--data", local); code != 2 || !strings.Contains(errs, "--as PERSON is required") {
 		t.Fatalf("local approve without --as: %d %s", code, errs)
