@@ -11,13 +11,10 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"reflect"
 	"strings"
 
-	"github.com/aml-project/aml/internal/api"
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
@@ -100,7 +97,7 @@ func (a *app) invoke(cmd *cobra.Command, name, actorFlag string, req, out any) e
 				return err
 			}
 		}
-		return c.call(ctx, name, req, out)
+		return c.Call(ctx, name, req, out)
 	}
 	ap, err := a.application(ctx, name)
 	if err != nil {
@@ -125,66 +122,6 @@ func (a *app) invoke(cmd *cobra.Command, name, actorFlag string, req, out any) e
 		}
 	}
 	return err
-}
-
-// routes indexes the API route table by op (the route of each op).
-var routes = func() map[string]api.Route {
-	m := map[string]api.Route{}
-	for _, r := range api.RouteTable() {
-		if _, dup := m[r.Op]; r.Op != "" && !dup {
-			m[r.Op] = r
-		}
-	}
-	return m
-}()
-
-// call sends in to the route of op name and decodes the answer into out.
-func (c *client) call(ctx context.Context, name string, in, out any) error {
-	rt, ok := routes[name]
-	if !ok {
-		return core.Errorf(CodeRemoteUnsupported, "operation %s has no API route: run it on the server's machine without --server", name)
-	}
-	path, inPath, err := fillPath(rt.Path, in)
-	if err != nil {
-		return err
-	}
-	r := req{method: rt.Method, path: path, result: out}
-	if (rt.Method == http.MethodPost || rt.Method == http.MethodPut) && !rt.Raw {
-		r.body = in
-	} else {
-		r.query = amlapp.ParamValues(in, func(n string) bool { return !inPath[n] })
-	}
-	if f := reflect.Indirect(reflect.ValueOf(in)).FieldByName("Body"); rt.Raw && f.IsValid() {
-		// A streamed upload (CSV): the fields go in the query, Body is the body.
-		r.body, _ = f.Interface().(io.Reader)
-	}
-	return c.do(ctx, r, out)
-}
-
-// fillPath substitutes the route's {name} segments with the request's
-// fields of those json names.
-func fillPath(pattern string, reqv any) (string, map[string]bool, error) {
-	vals := amlapp.ParamValues(reqv, nil)
-	in := map[string]bool{}
-	var b strings.Builder
-	for rest := pattern; rest != ""; {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			b.WriteString(rest)
-			break
-		}
-		j := strings.IndexByte(rest, '}')
-		name := rest[i+1 : j]
-		v := vals.Get(name)
-		if v == "" {
-			return "", nil, core.FieldErrorf(core.CodeInvalidArgument, name, "%s is required", name)
-		}
-		in[name] = true
-		b.WriteString(rest[:i])
-		b.WriteString(url.PathEscape(v))
-		rest = rest[j+1:]
-	}
-	return b.String(), in, nil
 }
 
 // annotOp is the cobra annotation naming the op a command calls.
