@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	amlapp "github.com/aml-project/aml/internal/app"
+	amlmcp "github.com/aml-project/aml/internal/mcp"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -59,7 +61,14 @@ func startServer(t *testing.T, dir string, o api.Options) *testServer {
 	if o.RatePerSec == 0 {
 		o.RatePerSec = -1
 	}
-	s := api.NewServer(&service.Deps{Store: st, DataDir: dir, Runner: runner, Queue: q, Bus: bus, Key: key}, o)
+	deps := &service.Deps{Store: st, DataDir: dir, Runner: runner, Queue: q, Bus: bus, Key: key}
+	if o.App == nil {
+		o.App = amlapp.New(deps, amlapp.Options{Now: o.Now})
+	}
+	if o.MCP == nil {
+		o.MCP = amlmcp.HTTPHandler(o.App) // /mcp, as aml serve mounts it
+	}
+	s := api.NewServer(deps, o)
 	hs := httptest.NewServer(s)
 	t.Cleanup(func() {
 		s.CloseStreams()
