@@ -13,8 +13,8 @@ import (
 	_ "github.com/aml-project/aml/internal/ident/trainers" // registers the native model formats (aml.hybrid/1, …)
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/registry"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	extrun "github.com/aml-project/aml/internal/trainer/exec"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // Store is what Collect reads and writes.
@@ -23,8 +23,8 @@ type Store interface {
 	core.TimeSeries
 	core.Datasets
 	core.Jobs
-	PutShadow(ctx context.Context, r twinstore.ShadowRecord) error
-	ListShadow(ctx context.Context, modelID string) ([]twinstore.ShadowRecord, error)
+	PutShadow(ctx context.Context, r contract.ShadowRecord) error
+	ListShadow(ctx context.Context, modelID string) ([]contract.ShadowRecord, error)
 }
 
 // Defaults of Options.
@@ -299,7 +299,7 @@ func Collect(ctx context.Context, st Store, dataDir, modelID string, opts Option
 		if err != nil {
 			return nil, core.Wrap(core.CodeInternal, err, "encode shadow evidence")
 		}
-		if err := st.PutShadow(ctx, twinstore.ShadowRecord{ModelID: re.ModelID, RunID: re.RunID, CreatedAt: re.CreatedAt, Steps: re.Steps,
+		if err := st.PutShadow(ctx, contract.ShadowRecord{ModelID: re.ModelID, RunID: re.RunID, CreatedAt: re.CreatedAt, Steps: re.Steps,
 			NRMSE: float64(re.NRMSE), Coverage: float64(re.Coverage), Evidence: js}); err != nil {
 			return nil, err
 		}
