@@ -12,7 +12,6 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqldb"
-	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
@@ -31,11 +30,11 @@ const (
 const ExpiryActor = "aml-expiry"
 
 func certInvalid(format string, args ...any) *core.Error {
-	return core.Errorf(cert.CodeCertInvalid, format, args...)
+	return core.Errorf(core.CodeCertInvalid, format, args...)
 }
 
 func refused(field, format string, args ...any) *core.Error {
-	return core.Invalid(cert.CodeCertRefused, []core.Problem{{Field: field, Message: fmt.Sprintf(format, args...)}})
+	return core.Invalid(core.CodeCertRefused, []core.Problem{{Field: field, Message: fmt.Sprintf(format, args...)}})
 }
 
 // IssueCertificate certifies the stored trial trialID for requester: the
@@ -47,11 +46,11 @@ func refused(field, format string, args ...any) *core.Error {
 // frozen scene the snapshot was taken on, the model's registered artifact
 // hash (models.artifact_hash) and the objective's hash (the trial's
 // provenance "objectiveHash" when it recorded one — the profile it was
-// optimised for — else the stored objective profile). cert.Issue signs it
-// with key (ttl 0: cert.DefaultTTL). The row and its audit entry
+// optimised for — else the stored objective profile). key issues and
+// signs it (cert.Issue for a *cert.KeyPair; ttl 0: cert.DefaultTTL). The row and its audit entry
 // ("cert.issue", actor requester) commit together; the entry's seq and
 // hash are stored with the row.
-func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string, key *cert.KeyPair, ttl time.Duration, now time.Time) (*contract.CertRecord, error) {
+func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string, key CertSigner, ttl time.Duration, now time.Time) (*contract.CertRecord, error) {
 	if err := requireID("trial", trialID); err != nil {
 		return nil, err
 	}
@@ -59,6 +58,9 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "requester", "the requester is required")
 	}
 	if key == nil {
+		return nil, core.Errorf(core.CodeInvalidArgument, "issue: no signing key")
+	}
+	if _, pub := key.SigningKey(); pub == nil { // a nil *cert.KeyPair
 		return nil, core.Errorf(core.CodeInvalidArgument, "issue: no signing key")
 	}
 	tx, err := s.db.Begin(ctx)
@@ -105,7 +107,7 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 			return nil, err
 		}
 	}
-	c, err := cert.Issue(cert.IssueInput{CreatedBy: requester, Scene: scene, Trial: t, SnapshotHash: snap.SnapshotHash, ModelHash: modelHash, ObjectiveHash: objHash}, key, now, ttl)
+	c, err := key.IssueCertificate(contract.CertIssueInput{CreatedBy: requester, Scene: scene, Trial: t, SnapshotHash: snap.SnapshotHash, ModelHash: modelHash, ObjectiveHash: objHash}, now, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +145,7 @@ const certCols = `certificate_id, trial_id, line_id, status, hash, created_by, a
 
 // certRow scans one row of certCols and checks that the JSON decodes into
 // a valid certificate agreeing with every column; with pub it also
-// verifies the hash and the signature (cert.Verify). Any disagreement is
+// verifies the hash and the signature (contract.RecommendationCertificate.Verify). Any disagreement is
 // AML_CERT_INVALID. sql.ErrNoRows passes through.
 func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*contract.CertRecord, error) {
 	var (
@@ -182,7 +184,7 @@ func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*contra
 		return nil, certInvalid("stored certificate %s: columns %s disagree with the certificate: the row was edited outside AML", id, strings.Join(bad, ", "))
 	}
 	if pub != nil {
-		if err := cert.Verify(c, pub); err != nil {
+		if err := c.Verify(pub); err != nil {
 			return nil, certInvalid("stored certificate %s fails verification: %s", id, errMessage(err))
 		}
 	}
@@ -241,7 +243,7 @@ func (s *Store) ListCertificates(ctx context.Context, f contract.CertFilter, pub
 		raw := rawCertRow{rows: rows}
 		r, err := certRow(&raw, pub)
 		if err != nil {
-			if core.CodeOf(err) != cert.CodeCertInvalid {
+			if core.CodeOf(err) != core.CodeCertInvalid {
 				return nil, err
 			}
 			out = append(out, contract.CertListItem{CertRecord: contract.CertRecord{LineID: raw.line, Cert: raw.minimal()}, Problem: errMessage(err)})
@@ -346,13 +348,13 @@ func (s *Store) persistCert(ctx context.Context, tx *sqldb.Tx, r *contract.CertR
 }
 
 // ApproveCertificate moves an ISSUED certificate to APPROVED by approver
-// (cert.Approve: the requester can never approve — AML_FORBIDDEN; an
+// (contract.RecommendationCertificate.Approve: the requester can never approve — AML_FORBIDDEN; an
 // expired certificate is marked EXPIRED — AML_CERT_EXPIRED). The status
 // change is a compare-and-set on ISSUED: of two approvers racing, one wins
 // and the other gets AML_CONFLICT. Audited as "cert.approve".
 func (s *Store) ApproveCertificate(ctx context.Context, id, approver string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error) {
 	return s.transition(ctx, id, pub, approver, AuditCertApprove, map[string]any{"approvedBy": approver}, func(c *contract.RecommendationCertificate) error {
-		return cert.Approve(c, approver, "", now)
+		return c.Approve(approver, "", now)
 	})
 }
 
@@ -360,7 +362,7 @@ func (s *Store) ApproveCertificate(ctx context.Context, id, approver string, pub
 // (by and reason required). Audited as "cert.revoke".
 func (s *Store) RevokeCertificate(ctx context.Context, id, by, reason string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error) {
 	return s.transition(ctx, id, pub, by, AuditCertRevoke, map[string]any{"revokedBy": by, "reason": reason}, func(c *contract.RecommendationCertificate) error {
-		return cert.Revoke(c, by, reason, now)
+		return c.Revoke(by, reason, now)
 	})
 }
 
@@ -376,7 +378,7 @@ func (s *Store) MarkCertificateExecuted(ctx context.Context, id, by string, pub 
 		payload[k] = v
 	}
 	return s.transition(ctx, id, pub, by, AuditCertExecute, payload, func(c *contract.RecommendationCertificate) error {
-		return cert.MarkExecuted(c, now)
+		return c.MarkExecuted(now)
 	})
 }
 
@@ -404,7 +406,7 @@ func (s *Store) ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]
 	for rows.Next() {
 		r, err := certRow(rows, nil)
 		if err != nil {
-			if core.CodeOf(err) == cert.CodeCertInvalid {
+			if core.CodeOf(err) == core.CodeCertInvalid {
 				continue
 			}
 			rows.Close()
@@ -423,7 +425,7 @@ func (s *Store) ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]
 	out := []string{}
 	for _, r := range due {
 		prev := r.Cert.Status
-		if !cert.ExpireIfDue(r.Cert, now) {
+		if !r.Cert.ExpireIfDue(now) {
 			continue
 		}
 		if err := s.persistCert(ctx, tx, r, prev, ExpiryActor, AuditCertExpire, map[string]any{"from": string(prev), "expiresAt": r.Cert.ExpiresAt.UnixMilli(), "noticedBy": "sweep"}); err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/store/sqldb"
-	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
@@ -35,7 +34,7 @@ type Records interface {
 	GetSnapshot(ctx context.Context, id string) (*contract.TwinSnapshot, error)
 	GetSnapshotInfo(ctx context.Context, id string) (*contract.TwinSnapshot, contract.SnapshotInfo, error)
 	GetTrial(ctx context.Context, id string) (contract.TrialRecord, error)
-	IssueCertificate(ctx context.Context, trialID, requester string, key *cert.KeyPair, ttl time.Duration, now time.Time) (*contract.CertRecord, error)
+	IssueCertificate(ctx context.Context, trialID, requester string, key CertSigner, ttl time.Duration, now time.Time) (*contract.CertRecord, error)
 	LastWriteID(ctx context.Context, lineID string) (int64, error)
 	LatestGateEval(ctx context.Context, modelID string) (contract.GateEvalRecord, error)
 	ListCalibrations(ctx context.Context, now time.Time) ([]contract.CalibrationRequest, error)
@@ -53,7 +52,7 @@ type Records interface {
 	PutSnapshot(ctx context.Context, t *contract.TwinSnapshot, strict bool) error
 	PutTrial(ctx context.Context, t *contract.VirtualTrial, purpose, gateEvalID string) (contract.TrialRecord, error)
 	Record(ctx context.Context, r contract.WriteRecord) error
-	RegisterSigningKey(ctx context.Context, k *cert.KeyPair, by string) error
+	RegisterSigningKey(ctx context.Context, key CertSigner, by string) error
 	RecordWrite(ctx context.Context, actor string, r contract.WriteRow) (int64, error)
 	RevokeCertificate(ctx context.Context, id, by, reason string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error)
 	SQL() *sqldb.DB
