@@ -73,7 +73,7 @@ calibrated at evaluation; measured values are shown where the run has them.`,
 			if steps <= 0 || steps > man.HorizonSteps {
 				return usagef("--steps must be 1..%d (the model's horizon)", man.HorizonSteps)
 			}
-			p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict})
+			p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers().Formats()})
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/registry"
@@ -684,7 +685,7 @@ func (t *toolbox) modelReference(ctx context.Context, in modelReferenceIn) (mode
 		// for the grid's alignment.
 		at = end - int64(F+1)*beat
 	}
-	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict})
+	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers.Formats()})
 	if err != nil {
 		return modelReferenceOut{}, err
 	}

@@ -103,7 +103,7 @@ func Load(ctx context.Context, st store.Store, dataDir, modelID string) (*Twin, 
 	if err != nil {
 		return nil, err
 	}
-	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{})
+	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{Formats: trainers.Formats()})
 	if err != nil {
 		return nil, err
 	}

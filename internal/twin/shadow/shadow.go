@@ -10,7 +10,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
-	_ "github.com/aml-project/aml/internal/ident/trainers" // registers the native model formats (aml.hybrid/1, …)
+	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/registry"
 	extrun "github.com/aml-project/aml/internal/trainer/exec"
@@ -180,7 +180,7 @@ func Load(ctx context.Context, st Store, dataDir, id string) (*Loaded, error) {
 	if man.Kind != dataset.KindDynamic {
 		return nil, core.Errorf(core.CodeInvalidArgument, "model %s was trained on a %s dataset; shadow evidence needs a dynamic (time-windowed) model", id, man.Kind)
 	}
-	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict})
+	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers.Formats()})
 	if err != nil {
 		return nil, err
 	}
