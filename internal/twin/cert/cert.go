@@ -43,10 +43,6 @@ const (
 	MaxTTL = 24 * time.Hour
 )
 
-func newErr(code, field, format string, args ...any) *core.Error {
-	return core.FieldErrorf(code, field, format, args...)
-}
-
 // IssueInput is what a certificate is issued from (defined with the
 // certificate, in package twin/contract).
 type IssueInput = contract.CertIssueInput

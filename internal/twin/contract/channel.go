@@ -60,7 +60,7 @@ func (c *ChannelRecord) GuardProfile() *ChannelProfile {
 	if len(c.Bounds) > 0 {
 		p.Bounds = make(map[string]Bound, len(c.Bounds))
 		for k, b := range c.Bounds {
-			p.Bounds[k] = Bound{Min: b.Min, Max: b.Max}
+			p.Bounds[k] = Bound(b)
 		}
 	}
 	return p
