@@ -44,7 +44,7 @@ func startServer(t *testing.T, dir string, o api.Options) *testServer {
 	}
 	ctx := context.Background()
 	bus := events.New()
-	tr := jobs.NewTrainers(jobs.NativeTrainers()...)
+	tr := trainers()
 	tr.Add(jobs.TestMeanTrainer{})
 	runner := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: tr, Bus: bus})
 	q, err := jobs.NewQueue(ctx, st.DB(), runner, jobs.QueueOptions{Work: true, MaxConcurrent: 1, PollInterval: 20 * time.Millisecond})

@@ -16,6 +16,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/envlease"
 	"github.com/aml-project/aml/internal/events"
+	nativetrainers "github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/twin/recal"
 	"github.com/spf13/cobra"
@@ -25,7 +26,7 @@ import (
 // test trainer is available only with AML_TEST_TRAINERS=1 (tests and
 // benchmarks); it is not a product feature.
 func trainers() *jobs.Trainers {
-	t := jobs.NewTrainers(jobs.NativeTrainers()...)
+	t := jobs.NewTrainers(nativetrainers.All()...).WithFormats(nativetrainers.Formats())
 	if os.Getenv("AML_TEST_TRAINERS") == "1" {
 		t.Add(jobs.TestMeanTrainer{})
 	}

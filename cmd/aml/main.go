@@ -5,8 +5,6 @@ package main
 
 import (
 	"os"
-
-	_ "github.com/aml-project/aml/internal/ident/trainers"
 )
 
 func main() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/sim"
@@ -50,7 +51,7 @@ func newEnv(t *testing.T, o Options) *env {
 		t.Fatal(err)
 	}
 	bus := events.New()
-	tr := jobs.NewTrainers(jobs.NativeTrainers()...)
+	tr := jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats())
 	tr.Add(jobs.TestMeanTrainer{})
 	runner := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: tr, Bus: bus})
 	q, err := jobs.NewQueue(ctx, st.DB(), runner, jobs.QueueOptions{Work: true, MaxConcurrent: 1, PollInterval: 20 * time.Millisecond})

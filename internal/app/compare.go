@@ -12,6 +12,7 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/registry"
 	extrun "github.com/aml-project/aml/internal/trainer/exec"
@@ -340,7 +341,7 @@ func (a *App) ModelReference(ctx context.Context, p Principal, req ModelReferenc
 			// spare for the grid's alignment.
 			at = end - int64(F+1)*beat
 		}
-		pr, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict})
+		pr, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers.Formats()})
 		if err != nil {
 			return zero, err
 		}

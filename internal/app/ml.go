@@ -14,6 +14,7 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/registry"
@@ -670,7 +671,7 @@ func (a *App) ModelPredict(ctx context.Context, p Principal, req ModelPredictReq
 		if steps > man.HorizonSteps {
 			return zero, core.FieldErrorf(core.CodeInvalidArgument, "steps", "steps must be 1..%d (the model's horizon)", man.HorizonSteps)
 		}
-		pr, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict})
+		pr, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers.Formats()})
 		if err != nil {
 			return zero, err
 		}

@@ -22,7 +22,7 @@ import (
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/events"
-	_ "github.com/aml-project/aml/internal/ident/trainers" // registers the native trainers
+	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/ingest"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
@@ -287,7 +287,7 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 	if rep.Published == nil {
 		rep.Published = []Published{}
 	}
-	r := jobs.NewRunner(st, jobs.Options{DataDir: dataDir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New(),
+	r := jobs.NewRunner(st, jobs.Options{DataDir: dataDir, Trainers: jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats()), Bus: events.New(),
 		Limits: core.JobLimits{MaxQueued: 1000, MaxPerDataset: 1000}})
 	bundle, err := dataset.OpenBundle(filepath.Join(dataDir, ds.Dataset.Path))
 	if err != nil {
@@ -331,7 +331,7 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 			fail(fmt.Sprintf("job %s metrics: %v", j.ID, err))
 			continue
 		}
-		p, err := model.Load(r.JobDir(j.ID)+"/artifacts", bundle.Manifest, model.LoadOptions{ExecPredict: extrun.Predict})
+		p, err := model.Load(r.JobDir(j.ID)+"/artifacts", bundle.Manifest, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers.Formats()})
 		if err != nil {
 			fail(err.Error())
 			continue

@@ -10,17 +10,6 @@ import (
 	"github.com/aml-project/aml/internal/model"
 )
 
-// NativeTrainers lists the shipped native trainers (the modelling package
-// adds one_step@1, linear_state_space@1, static_response@1 and
-// hybrid_residual@1).
-func NativeTrainers() []Trainer { return nativeTrainers }
-
-var nativeTrainers []Trainer
-
-// RegisterNative adds a shipped native trainer (called from init of the
-// trainer packages).
-func RegisterNative(t Trainer) { nativeTrainers = append(nativeTrainers, t) }
-
 // TestMeanTrainer ("test_mean@1") predicts each target's train mean. It
 // exists for tests and benchmarks of the job system (enabled with
 // AML_TEST_TRAINERS=1 in the CLI) and is not a product feature. Params:

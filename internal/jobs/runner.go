@@ -34,7 +34,9 @@ type Store interface {
 
 // Options configure a Runner.
 type Options struct {
-	DataDir  string
+	DataDir string
+	// Trainers are the native trainers offered and the model formats they
+	// write (a trained artifact is evaluated with them); none when nil.
 	Trainers *Trainers
 	Bus      *events.Bus
 	Envs     *envlease.Manager
@@ -679,7 +681,7 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 // evaluate computes the platform's metrics and gates and builds the model
 // row.
 func (a *attempt) evaluate(d core.Dataset, b *dataset.Bundle, art string) (*core.Model, json.RawMessage, json.RawMessage, bool, error) {
-	p, err := model.Load(art, b.Manifest, model.LoadOptions{ExecPredict: extrun.Predict})
+	p, err := model.Load(art, b.Manifest, model.LoadOptions{ExecPredict: extrun.Predict, Formats: a.r.opt.Trainers.Formats()})
 	if err != nil {
 		return nil, nil, nil, false, err
 	}

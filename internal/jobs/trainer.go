@@ -1,46 +1,33 @@
 package jobs
 
 import (
-	"context"
-	"encoding/json"
-	"io"
 	"sort"
 	"strings"
 
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/trainer"
 )
 
-// TrainContext is what a native trainer gets.
-type TrainContext struct {
-	Job          core.Job
-	JobDir       string
-	ArtifactsDir string // write the model artifact (model.json ...) here
-	Dataset      *dataset.Bundle
-	Params       json.RawMessage
-	Seed         int64
-	// Progress reports a fraction in [0,1] and optionally a stage name; it
-	// also feeds the stall watchdog.
-	Progress func(frac float64, stage string)
-	Log      io.Writer
-}
+// TrainContext is what a native trainer gets (trainer.TrainContext).
+type TrainContext = trainer.TrainContext
 
-// Trainer is a native (in-process) trainer registered by reference, such as
-// "linear_state_space@1".
-type Trainer interface {
-	Ref() string
-	// HasTrainingStep is false for trainers that only derive a model from
-	// the data during provisioning (the seed allows done from provisioning).
-	HasTrainingStep() bool
-	Train(ctx context.Context, tc *TrainContext) error
-}
+// Trainer is a native (in-process) trainer (trainer.Trainer).
+type Trainer = trainer.Trainer
 
-// Trainers is a registry of native trainers.
-type Trainers struct{ m map[string]Trainer }
+// Trainers is a registry of native trainers and of the model formats they
+// write: the runner evaluates every trained artifact with these formats
+// besides model's built-in ones. The composition root fills it with an
+// explicit list (cmd/aml: trainers.All() and trainers.Formats()); this
+// package holds no trainer of its own but the test trainer.
+type Trainers struct {
+	m       map[string]Trainer
+	formats map[string]model.FormatLoader
+}
 
 // NewTrainers registers ts.
 func NewTrainers(ts ...Trainer) *Trainers {
-	r := &Trainers{m: map[string]Trainer{}}
+	r := &Trainers{m: map[string]Trainer{}, formats: map[string]model.FormatLoader{}}
 	for _, t := range ts {
 		r.m[t.Ref()] = t
 	}
@@ -49,6 +36,25 @@ func NewTrainers(ts ...Trainer) *Trainers {
 
 // Add registers t.
 func (r *Trainers) Add(t Trainer) { r.m[t.Ref()] = t }
+
+// WithFormats registers the model formats f (name → loader; the native
+// trainers' are trainers.Formats()) and returns r.
+func (r *Trainers) WithFormats(f map[string]model.FormatLoader) *Trainers {
+	for name, l := range f {
+		r.formats[name] = l
+	}
+	return r
+}
+
+// Formats returns the registered model formats, for
+// model.LoadOptions.Formats.
+func (r *Trainers) Formats() map[string]model.FormatLoader {
+	out := make(map[string]model.FormatLoader, len(r.formats))
+	for name, l := range r.formats {
+		out[name] = l
+	}
+	return out
+}
 
 // Get returns the trainer for ref.
 func (r *Trainers) Get(ref string) (Trainer, bool) {

@@ -11,7 +11,12 @@
 //     trivial baseline for tests.
 //   - aml.exec-predictor/1 — prediction is delegated to an executable in
 //     the artifact directory; the caller supplies the function that runs it
-//     ([LoadOptions.Exec]).
+//     ([LoadOptions.ExecPredict]).
+//
+// Every other format (the native trainers' aml.arx/1, aml.hybrid/1, …) is
+// read by a loader the caller passes in [LoadOptions.Formats]: the table
+// is trainers.Formats(), handed down by the composition root, never
+// registered behind the caller's back.
 //
 // [Load] checks an artifact against the dataset it is evaluated on and
 // fails with AML_MODEL_INVALID (HTTP 422) naming every mismatch.
@@ -30,9 +35,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
@@ -86,6 +91,11 @@ type LoadOptions struct {
 	ExecPredict ExecPredictFunc
 	// ExecTimeout bounds one ExecPredict call; 0 means DefaultExecTimeout.
 	ExecTimeout time.Duration
+	// Formats are the formats beyond the built-in ones, by name: the
+	// native trainers' (trainers.Formats()), passed explicitly by whoever
+	// loads their models. A built-in name here is ignored; a format neither
+	// built in nor here is refused (AML_MODEL_INVALID).
+	Formats map[string]FormatLoader
 }
 
 // DefaultExecTimeout bounds one batch of an executable predictor.
@@ -199,58 +209,42 @@ func Load(dir string, m *dataset.Manifest, opts LoadOptions) (Predictor, error) 
 	case FormatExecPredictor:
 		return loadExec(b, dir, d, opts)
 	case "":
-		return nil, invalid(FileName+": format", "missing; one of %s", strings.Join(Formats(), ", "))
+		return nil, invalid(FileName+": format", "missing; one of %s", strings.Join(opts.formatNames(), ", "))
 	default:
-		if l, ok := lookupFormat(h.Format); ok {
+		if l, ok := opts.Formats[h.Format]; ok && l != nil {
 			return l(b, dir, m)
 		}
-		return nil, invalid(FileName+": format", "unknown format %q; one of %s", h.Format, strings.Join(Formats(), ", "))
+		return nil, invalid(FileName+": format", "unknown format %q; one of %s", h.Format, strings.Join(opts.formatNames(), ", "))
 	}
 }
 
-// FormatLoader loads a format registered by another package (native
-// trainers register the formats they write).
+// FormatLoader loads a format that is not built in (native trainers
+// define the formats they write: trainers.Formats()).
 type FormatLoader func(modelJSON []byte, dir string, m *dataset.Manifest) (Predictor, error)
 
-var (
-	formatsMu sync.RWMutex
-	formats   = map[string]FormatLoader{}
-)
+// BuiltinFormats lists the formats Load reads without LoadOptions.Formats.
+func BuiltinFormats() []string { return []string{FormatLinearWindow, FormatMean, FormatExecPredictor} }
 
-// RegisterFormat adds a model format. Registering a name twice panics.
-func RegisterFormat(name string, l FormatLoader) {
-	formatsMu.Lock()
-	defer formatsMu.Unlock()
-	if _, dup := formats[name]; dup || name == FormatLinearWindow || name == FormatMean || name == FormatExecPredictor {
-		panic("model: format registered twice: " + name)
+// formatNames lists every format Load accepts with o: the built-in ones,
+// then o.Formats sorted.
+func (o LoadOptions) formatNames() []string {
+	out := BuiltinFormats()
+	n := len(out)
+	for k, l := range o.Formats {
+		if l != nil && !slices.Contains(out[:n], k) {
+			out = append(out, k)
+		}
 	}
-	formats[name] = l
-}
-
-func lookupFormat(name string) (FormatLoader, bool) {
-	formatsMu.RLock()
-	defer formatsMu.RUnlock()
-	l, ok := formats[name]
-	return l, ok
-}
-
-// Formats lists every known format.
-func Formats() []string {
-	formatsMu.RLock()
-	defer formatsMu.RUnlock()
-	out := []string{FormatLinearWindow, FormatMean, FormatExecPredictor}
-	for k := range formats {
-		out = append(out, k)
-	}
-	sort.Strings(out[3:])
+	sort.Strings(out[n:])
 	return out
 }
 
 // Decode unmarshals model.json into v (unknown fields allowed) with the
-// package's error conventions; for registered formats.
+// package's error conventions; for the loaders of other formats.
 func Decode(b []byte, v any) error { return decode(b, v) }
 
-// Invalid builds an AML_MODEL_INVALID error for registered formats.
+// Invalid builds an AML_MODEL_INVALID error for the loaders of other
+// formats.
 func Invalid(field, format string, args ...any) error { return invalid(field, format, args...) }
 
 // CheckBatch validates a PredictBatch call's lengths against the dataset.

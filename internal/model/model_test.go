@@ -395,3 +395,28 @@ func TestArtifactHash(t *testing.T) {
 		t.Fatal("hash changed after removing the link")
 	}
 }
+
+// TestLoadFormats: a format that is not built in is read by the loader
+// the caller passes (LoadOptions.Formats) and refused without it, the
+// refusal naming every format the call accepts.
+func TestLoadFormats(t *testing.T) {
+	m := dyn(1, 1, []string{"a"}, nil, []string{"z"})
+	dir := writeModel(t, map[string]any{"format": "aml.forest/9"})
+	_, err := Load(dir, m, LoadOptions{})
+	if e := invalidErr(t, err); strings.Contains(e.Message, "aml.tree/1") {
+		t.Fatalf("message %q names a format the call does not accept", e.Message)
+	}
+	var got string
+	forest := func(b []byte, d string, man *dataset.Manifest) (Predictor, error) {
+		got = d
+		return loadMean([]byte(`{"format":"aml.mean/1","horizon":1,"yCols":1,"mean":[1]}`), man.Dims())
+	}
+	p, err := Load(dir, m, LoadOptions{Formats: map[string]FormatLoader{"aml.forest/9": forest}})
+	if err != nil || p == nil || got != dir {
+		t.Fatalf("Load with the loader: %v, %v, dir %q", p, err, got)
+	}
+	_, err = Load(writeModel(t, map[string]any{"format": "aml.bush/2"}), m, LoadOptions{Formats: map[string]FormatLoader{"aml.tree/1": forest}})
+	if e := invalidErr(t, err); !strings.Contains(e.Message, "aml.linear-window/1, aml.mean/1, aml.exec-predictor/1, aml.tree/1") {
+		t.Fatalf("message %q does not list the accepted formats", e.Message)
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // Refusal codes of a twin model's promotion to production.
@@ -32,7 +32,7 @@ func IsTwin(m core.Model) bool { return m.Twin || m.ArtifactKind == FormatHybrid
 // (sqlite.Store implements it): the stored shadow rows and the latest
 // twin gate evaluation of a model.
 type TwinEvidence interface {
-	TwinPromotionEvidence(ctx context.Context, modelID string) (twinstore.TwinPromotionEvidence, error)
+	TwinPromotionEvidence(ctx context.Context, modelID string) (contract.TwinPromotionEvidence, error)
 }
 
 // checkTwinEvidence requires, for a twin model's promotion to production,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
-	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // A twin model in shadow goes to production only with stored shadow
@@ -42,7 +42,7 @@ func TestTwinPromotionNeedsShadowAndGate(t *testing.T) {
 	}{
 		{"no shadow evidence, no gate", func() {}, CodeShadowMissing},
 		{"shadow evidence, no gate", func() {
-			if err := st.PutShadow(ctx, twinstore.ShadowRecord{ModelID: tw.ID, RunID: "r1", Steps: 10, NRMSE: 0.1, Coverage: 0.9, Evidence: json.RawMessage(`{}`)}); err != nil {
+			if err := st.PutShadow(ctx, contract.ShadowRecord{ModelID: tw.ID, RunID: "r1", Steps: 10, NRMSE: 0.1, Coverage: 0.9, Evidence: json.RawMessage(`{}`)}); err != nil {
 				t.Fatal(err)
 			}
 		}, CodeTwinGateFailed},

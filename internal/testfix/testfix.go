@@ -23,6 +23,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store"
@@ -111,7 +112,7 @@ func HybridParams(t testing.TB, dir, extra string) json.RawMessage {
 func TrainHybrid(t testing.TB, st store.Store, dir, dsID string, params json.RawMessage, made time.Time) (core.Job, core.Model, *jobs.Runner) {
 	t.Helper()
 	ctx := context.Background()
-	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New(),
+	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats()), Bus: events.New(),
 		Now: func() time.Time { return made }})
 	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: dsID, TrainerRef: "hybrid_residual@1", Seed: 1, Params: params})
 	if err != nil {

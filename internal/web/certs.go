@@ -10,7 +10,6 @@ import (
 	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
 	"github.com/aml-project/aml/internal/twin/guard"
@@ -23,12 +22,12 @@ func (s *server) certsPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if s.d.Key == nil {
 		return core.Errorf(core.CodeInternal, "the server has no certificate key")
 	}
-	items, err := s.d.Store.ListCertificates(r.Context(), twinstore.CertFilter{Status: contract.CertStatus(strings.ToUpper(r.URL.Query().Get("status"))), Limit: 500}, s.d.Key.Public)
+	items, err := s.d.Store.ListCertificates(r.Context(), contract.CertFilter{Status: contract.CertStatus(strings.ToUpper(r.URL.Query().Get("status"))), Limit: 500}, s.d.Key.Public)
 	if err != nil {
 		return err
 	}
-	items = slices.DeleteFunc(items, func(c twinstore.CertListItem) bool { return !p.InScope(c.LineID) })
-	var inbox, rest []twinstore.CertListItem
+	items = slices.DeleteFunc(items, func(c contract.CertListItem) bool { return !p.InScope(c.LineID) })
+	var inbox, rest []contract.CertListItem
 	for _, it := range items {
 		if it.Cert.Status == contract.CertIssued {
 			inbox = append(inbox, it)

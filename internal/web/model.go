@@ -13,7 +13,6 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/shadow"
 	"github.com/aml-project/aml/internal/web/plot"
@@ -81,7 +80,7 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	var gates eval.GateReport
 	hasGates := len(m.Gates) > 0 && json.Unmarshal(m.Gates, &gates) == nil
 	var twinGate *eval.TwinGateReport
-	var twinGateRec twinstore.GateEvalRecord
+	var twinGateRec contract.GateEvalRecord
 	if g, err := s.d.Store.LatestGateEval(ctx, m.ID); err == nil {
 		var res struct {
 			Report eval.TwinGateReport `json:"report"`

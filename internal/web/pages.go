@@ -14,7 +14,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
-	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/web/plot"
 )
 
@@ -51,7 +51,7 @@ func (s *server) home(w http.ResponseWriter, r *http.Request, p auth.Principal) 
 		}
 		rows = append(rows, lineRow{l, len(runs), len(nodes)})
 	}
-	issued, err := s.d.Store.ListCertificates(ctx, twinstore.CertFilter{Status: "ISSUED"}, nil)
+	issued, err := s.d.Store.ListCertificates(ctx, contract.CertFilter{Status: "ISSUED"}, nil)
 	if err != nil {
 		return err
 	}
@@ -361,7 +361,7 @@ func (s *server) scenePage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	snaps = slices.DeleteFunc(snaps, func(x twinstore.SnapshotInfo) bool {
+	snaps = slices.DeleteFunc(snaps, func(x contract.SnapshotInfo) bool {
 		return x.SceneID != sc.SceneID || x.SceneVersion != sc.SceneVersion
 	})
 	s.render(w, r, http.StatusOK, "scene", &p, map[string]any{"Title": "Scene " + sc.SceneID + "@" + sc.SceneVersion, "S": sc, "Hash": h, "Groups": groups, "Snapshots": snaps})
@@ -370,11 +370,11 @@ func (s *server) scenePage(w http.ResponseWriter, r *http.Request, p auth.Princi
 
 func (s *server) trialsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	q := r.URL.Query()
-	ts, err := s.d.Store.ListTrials(r.Context(), twinstore.TrialFilter{ModelID: q.Get("model"), LineID: q.Get("line"), Limit: 200})
+	ts, err := s.d.Store.ListTrials(r.Context(), contract.TrialFilter{ModelID: q.Get("model"), LineID: q.Get("line"), Limit: 200})
 	if err != nil {
 		return err
 	}
-	ts = slices.DeleteFunc(ts, func(t twinstore.TrialRecord) bool { return !p.InScope(t.LineID) })
+	ts = slices.DeleteFunc(ts, func(t contract.TrialRecord) bool { return !p.InScope(t.LineID) })
 	s.render(w, r, http.StatusOK, "trials", &p, map[string]any{"Title": "Trials", "Trials": ts})
 	return nil
 }

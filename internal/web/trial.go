@@ -8,7 +8,6 @@ import (
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/web/plot"
@@ -53,11 +52,11 @@ func (s *server) trialPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 		scene, _ = s.d.Store.GetScene(ctx, snap.SceneID, snap.SceneVersion)
 	}
 	v := s.trialTraces(ctx, rec, scene)
-	certs, err := s.d.Store.ListCertificates(ctx, twinstore.CertFilter{LineID: rec.LineID}, nil)
+	certs, err := s.d.Store.ListCertificates(ctx, contract.CertFilter{LineID: rec.LineID}, nil)
 	if err != nil {
 		return err
 	}
-	var mine []twinstore.CertListItem
+	var mine []contract.CertListItem
 	for _, c := range certs {
 		if c.Cert.TrialID == t.TrialID {
 			mine = append(mine, c)
@@ -68,7 +67,7 @@ func (s *server) trialPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	return nil
 }
 
-func (s *server) trialTraces(ctx context.Context, rec twinstore.TrialRecord, scene *contract.SceneContract) *trialView {
+func (s *server) trialTraces(ctx context.Context, rec contract.TrialRecord, scene *contract.SceneContract) *trialView {
 	t := rec.Trial
 	key := "trial\x00" + t.TrialID + "\x00" + rec.Hash
 	if v, ok := s.cache.get(key); ok {
@@ -104,7 +103,7 @@ func (s *server) trialTraces(ctx context.Context, rec twinstore.TrialRecord, sce
 	return v
 }
 
-func (s *server) recomputeTrial(ctx context.Context, rec twinstore.TrialRecord) (*engine.TrialResult, *contract.ObjectiveProfile, error) {
+func (s *server) recomputeTrial(ctx context.Context, rec contract.TrialRecord) (*engine.TrialResult, *contract.ObjectiveProfile, error) {
 	t := rec.Trial
 	snap, err := s.d.Store.GetSnapshot(ctx, t.SnapshotID)
 	if err != nil {

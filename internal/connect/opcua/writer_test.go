@@ -12,7 +12,6 @@ import (
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/sim/opcuasrv"
 	"github.com/aml-project/aml/internal/store/sqlite"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
@@ -64,7 +63,7 @@ func newCertFixture(t *testing.T) *certFixture {
 	if _, err := st.PutObjective(ctx, contract.DefaultInjectionObjective()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SetChannel(ctx, twinstore.ChannelRecord{LineID: sim.DefaultLineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned}, "ops"); err != nil {
+	if _, err := st.SetChannel(ctx, contract.ChannelRecord{LineID: sim.DefaultLineID, Profile: contract.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned}, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	return &certFixture{st: st, key: key, scene: sc}
@@ -103,7 +102,7 @@ func (f *certFixture) certify(t *testing.T, name string, approve bool) string {
 		},
 		BaselineComparison: contract.BaselineComparison{BaselineCost: 1, CandidateCost: 0.6, Improvement: 0.4},
 	}
-	if _, err := f.st.PutTrial(ctx, tr, twinstore.TrialManual, ""); err != nil {
+	if _, err := f.st.PutTrial(ctx, tr, contract.TrialManual, ""); err != nil {
 		t.Fatal(err)
 	}
 	r, err := f.st.IssueCertificate(ctx, "trial-"+name, "alice", f.key, 15*time.Minute, t0.Add(-2*time.Second))

@@ -1,8 +1,9 @@
-// Package trainers registers AML's native (in-process, pure Go) trainers
-// with the job system and the model formats they write with the model
-// package. Import it for its side effects:
-//
-//	import _ "github.com/aml-project/aml/internal/ident/trainers"
+// Package trainers holds AML's native (in-process, pure Go) trainers and
+// the model formats they write. Nothing registers itself: the composition
+// root lists them explicitly — All() for the job runner
+// (jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats())) and
+// Formats() for every model.Load of their artifacts
+// (model.LoadOptions.Formats).
 //
 // Every trainer is deterministic for its seed and reports progress; the
 // platform, not the trainer, computes the metrics (internal/eval).

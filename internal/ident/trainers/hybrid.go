@@ -68,18 +68,13 @@ import (
 
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/ident/hybrid"
-	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/physics"
+	"github.com/aml-project/aml/internal/trainer"
 )
 
 // FormatHybrid is the artifact of hybrid_residual@1.
 const FormatHybrid = "aml.hybrid/1"
-
-func init() {
-	jobs.RegisterNative(HybridResidual{})
-	model.RegisterFormat(FormatHybrid, loadHybrid)
-}
 
 // HybridResidual ("hybrid_residual@1") calibrates a physics model's
 // parameters inside their declared bounds on the free-run simulation error
@@ -576,13 +571,13 @@ func (c *hybridCols) segment(run string, vals []float32, nAll, start int) *hybri
 
 func hybFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-func hybridProgress(tc *jobs.TrainContext, f float64, stage string) {
+func hybridProgress(tc *trainer.TrainContext, f float64, stage string) {
 	if tc.Progress != nil {
 		tc.Progress(f, stage)
 	}
 }
 
-func (HybridResidual) Train(ctx context.Context, tc *jobs.TrainContext) error {
+func (HybridResidual) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	const ref = "hybrid_residual@1"
 	t0 := time.Now()
 	secs := map[string]float64{}

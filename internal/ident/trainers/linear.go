@@ -67,8 +67,8 @@ import (
 
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/ident/linear"
-	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/trainer"
 )
 
 // Model formats of the linear trainers.
@@ -76,13 +76,6 @@ const (
 	FormatARX        = "aml.arx/1"
 	FormatStateSpace = "aml.statespace/1"
 )
-
-func init() {
-	jobs.RegisterNative(OneStep{})
-	jobs.RegisterNative(LinearStateSpace{})
-	model.RegisterFormat(FormatARX, loadARX)
-	model.RegisterFormat(FormatStateSpace, loadStateSpace)
-}
 
 const (
 	minSSSegment  = 20   // shortest NaN-free piece a state-space fit uses
@@ -274,7 +267,7 @@ func linDecodeParams(raw json.RawMessage, v any) error {
 	return nil
 }
 
-func linProgress(tc *jobs.TrainContext, f float64, stage string) {
+func linProgress(tc *trainer.TrainContext, f float64, stage string) {
 	if tc.Progress != nil {
 		tc.Progress(f, stage)
 	}
@@ -282,7 +275,7 @@ func linProgress(tc *jobs.TrainContext, f float64, stage string) {
 
 // linSelectionProgress maps the selection's candidates onto [lo, hi] of the
 // job's progress and stops the selection when ctx is done.
-func linSelectionProgress(ctx context.Context, tc *jobs.TrainContext, lo, hi float64, stage string) func(done, total int) error {
+func linSelectionProgress(ctx context.Context, tc *trainer.TrainContext, lo, hi float64, stage string) func(done, total int) error {
 	return func(done, total int) error {
 		if total > 0 {
 			linProgress(tc, lo+(hi-lo)*float64(done)/float64(total), fmt.Sprintf("%s %d/%d", stage, done, total))
@@ -366,7 +359,7 @@ type linTrainingJSON struct {
 	Params      json.RawMessage `json:"params,omitempty"`
 }
 
-func linTrainingInfo(tc *jobs.TrainContext, d *linData, sc []linScoreJSON) *linTrainingJSON {
+func linTrainingInfo(tc *trainer.TrainContext, d *linData, sc []linScoreJSON) *linTrainingJSON {
 	t := &linTrainingJSON{TrainRuns: tc.Dataset.Manifest.Split.Train.RunIDs, Segments: len(d.train.y), Samples: d.train.samples,
 		DroppedRows: d.train.dropped, Validation: d.validation, Refit: d.refit, Scores: sc}
 	if len(bytes.TrimSpace(tc.Params)) > 0 && json.Valid(tc.Params) {
@@ -495,7 +488,7 @@ type arxArtifact struct {
 	Training  *linTrainingJSON `json:"training,omitempty"`
 }
 
-func (OneStep) Train(ctx context.Context, tc *jobs.TrainContext) error {
+func (OneStep) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	const ref = "one_step@1"
 	b := tc.Dataset
 	var p arxParams
@@ -761,7 +754,7 @@ type ssArtifact struct {
 	Training       *linTrainingJSON  `json:"training,omitempty"`
 }
 
-func (LinearStateSpace) Train(ctx context.Context, tc *jobs.TrainContext) error {
+func (LinearStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	const ref = "linear_state_space@1"
 	b := tc.Dataset
 	var p ssParams

@@ -21,6 +21,7 @@ import (
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/trainer"
 )
 
 // ---------------------------------------------------------------- synthetic data
@@ -188,11 +189,11 @@ func linSynRuns(seed uint64, sys func(u [][]float64, r *rand.Rand) [][]float64, 
 	return out
 }
 
-func linTrainNative(t *testing.T, tr jobs.Trainer, b *dataset.Bundle, params string) (dir string, err error) {
+func linTrainNative(t *testing.T, tr trainer.Trainer, b *dataset.Bundle, params string) (dir string, err error) {
 	t.Helper()
 	dir = t.TempDir()
 	var last float64
-	tc := &jobs.TrainContext{ArtifactsDir: dir, Dataset: b, Params: json.RawMessage(params), Seed: 1,
+	tc := &trainer.TrainContext{ArtifactsDir: dir, Dataset: b, Params: json.RawMessage(params), Seed: 1,
 		Progress: func(f float64, stage string) {
 			if f < last {
 				t.Errorf("progress went back from %v to %v (%s)", last, f, stage)
@@ -257,7 +258,7 @@ func TestOneStepExactOnSegmentedARXData(t *testing.T) {
 		if a.Training == nil || a.Training.Segments != 3 || a.Format != FormatARX || a.Inputs[1] != "u2" || a.Outputs[0] != "y1" {
 			t.Fatalf("%s: artifact %s", params, raw[:min(400, len(raw))])
 		}
-		p, err := model.Load(dir, b.Manifest, model.LoadOptions{})
+		p, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +306,7 @@ func TestLinearStateSpaceTrains(t *testing.T) {
 		if (a.Order != 3 && a.Order != 4) || a.Training.Refit == withVal || !a.Refined || a.InitSteps != 5 || len(a.Training.Scores) != 5 {
 			t.Errorf("withVal=%v: order %d, refit %v, refined %v, %d scores; %s", withVal, a.Order, a.Training.Refit, a.Refined, len(a.Training.Scores), a.Training.Validation)
 		}
-		p, err := model.Load(dir, b.Manifest, model.LoadOptions{})
+		p, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +392,7 @@ func TestLinearArtifactsRoundTrip(t *testing.T) {
 		{"arx", arxDir, arx.Simulate(u, y[:6])},
 	} {
 		for _, man := range []*dataset.Manifest{b.Manifest, &perm} {
-			p, err := model.Load(c.dir, man, model.LoadOptions{})
+			p, err := model.Load(c.dir, man, model.LoadOptions{Formats: Formats()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -414,7 +415,7 @@ func TestLinearArtifactsRoundTrip(t *testing.T) {
 	}
 	// ARX with fewer measured steps than its lag (3): the first input and
 	// output are held before the run.
-	pa, err := model.Load(arxDir, b.Manifest, model.LoadOptions{})
+	pa, err := model.Load(arxDir, b.Manifest, model.LoadOptions{Formats: Formats()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +435,7 @@ func TestLinearArtifactsRoundTrip(t *testing.T) {
 	for _, est := range []string{x0Prior, x0LS} {
 		a := newSSArtifact(ss, in, out, 4)
 		a.WindowX0 = est
-		p, err := model.Load(write(a), b.Manifest, model.LoadOptions{})
+		p, err := model.Load(write(a), b.Manifest, model.LoadOptions{Formats: Formats()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -486,18 +487,18 @@ func TestLinearArtifactsRoundTrip(t *testing.T) {
 	short := *b.Manifest
 	short.HistorySteps = 2 // ARX lag 3, SS initSteps 4
 	for _, dir := range []string{ssDir, arxDir} {
-		if _, err := model.Load(dir, &short, model.LoadOptions{}); !model.IsModelInvalid(err) || !strings.Contains(err.Error(), "history") {
+		if _, err := model.Load(dir, &short, model.LoadOptions{Formats: Formats()}); !model.IsModelInvalid(err) || !strings.Contains(err.Error(), "history") {
 			t.Errorf("H=2 accepted: %v", err)
 		}
 	}
 	other := *b.Manifest
 	other.Targets = []string{"y1"}
-	if _, err := model.Load(ssDir, &other, model.LoadOptions{}); !model.IsModelInvalid(err) {
+	if _, err := model.Load(ssDir, &other, model.LoadOptions{Formats: Formats()}); !model.IsModelInvalid(err) {
 		t.Errorf("target mismatch accepted: %v", err)
 	}
 	noCtrl := *b.Manifest
 	noCtrl.Controls = []string{"u1"}
-	if _, err := model.Load(arxDir, &noCtrl, model.LoadOptions{}); !model.IsModelInvalid(err) {
+	if _, err := model.Load(arxDir, &noCtrl, model.LoadOptions{Formats: Formats()}); !model.IsModelInvalid(err) {
 		t.Errorf("missing control accepted: %v", err)
 	}
 }
@@ -517,7 +518,7 @@ func TestLinearTrainerErrors(t *testing.T) {
 		t.Errorf("physics key: %v", err)
 	}
 	for _, c := range []struct {
-		tr     jobs.Trainer
+		tr     trainer.Trainer
 		b      *dataset.Bundle
 		params string
 		want   string
@@ -598,7 +599,7 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 			t.Errorf("run %s: %d grid steps, want 1024", r.RunID, r.GridSteps)
 		}
 	}
-	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New()})
+	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(All()...).WithFormats(Formats()), Bus: events.New()})
 	run := func(ref, params string) (model.Predictor, eval.Metrics, json.RawMessage) {
 		t.Helper()
 		start := time.Now()
@@ -614,7 +615,7 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 			t.Fatalf("%s job %s: %s %s", ref, j.Status, j.ErrorCode, j.Error)
 		}
 		art := filepath.Join(dir, "jobs", j.ID, "artifacts")
-		p, err := model.Load(art, man, model.LoadOptions{})
+		p, err := model.Load(art, man, model.LoadOptions{Formats: Formats()})
 		if err != nil {
 			t.Fatal(err)
 		}

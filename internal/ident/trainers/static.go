@@ -9,17 +9,12 @@ import (
 
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/ident/static"
-	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/trainer"
 )
 
 // FormatStatic is the artifact of static_response@1.
 const FormatStatic = "aml.static-response/1"
-
-func init() {
-	jobs.RegisterNative(StaticResponse{})
-	model.RegisterFormat(FormatStatic, loadStatic)
-}
 
 // StaticResponse ("static_response@1") fits a ridge-regularised polynomial
 // response surface (degree and penalty chosen by cross-validation on the
@@ -50,7 +45,7 @@ type staticArtifact struct {
 	TrainRows int           `json:"trainRows"`
 }
 
-func (StaticResponse) Train(ctx context.Context, tc *jobs.TrainContext) error {
+func (StaticResponse) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	b := tc.Dataset
 	m := b.Manifest
 	if m.Kind != dataset.KindStatic {

@@ -73,7 +73,7 @@ func TestStaticResponseOnLegoThroughJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New()})
+	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(All()...).WithFormats(Formats()), Bus: events.New()})
 	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "static_response@1", Params: json.RawMessage(`{"degrees":[1,2]}`), Seed: 1})
 	if err != nil {
 		t.Fatal(err)

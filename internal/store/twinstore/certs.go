@@ -12,7 +12,6 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqldb"
-	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
@@ -30,39 +29,12 @@ const (
 // sweep, or a transition that found the certificate expired).
 const ExpiryActor = "aml-expiry"
 
-// CertRecord is a stored certificate with its row metadata.
-type CertRecord struct {
-	Cert   *contract.RecommendationCertificate `json:"certificate"`
-	LineID string                              `json:"lineId"`
-	// AuditSeq and AuditHash name the audit entry that recorded the issue:
-	// a head the log must still contain (audit.VerifyHead).
-	AuditSeq  int64     `json:"auditSeq"`
-	AuditHash string    `json:"auditHash"`
-	UpdatedAt time.Time `json:"updatedAt"`
-}
-
-// CertFilter selects stored certificates; empty fields match anything.
-type CertFilter struct {
-	Status contract.CertStatus
-	LineID string
-	// Limit caps the result (≤ 0: 1000).
-	Limit int
-}
-
-// CertListItem is one certificate of a list with its verification result
-// (a list shows tampered rows instead of failing).
-type CertListItem struct {
-	CertRecord
-	Verified bool   `json:"verified"`
-	Problem  string `json:"problem,omitempty"`
-}
-
 func certInvalid(format string, args ...any) *core.Error {
-	return core.Errorf(cert.CodeCertInvalid, format, args...)
+	return core.Errorf(core.CodeCertInvalid, format, args...)
 }
 
 func refused(field, format string, args ...any) *core.Error {
-	return core.Invalid(cert.CodeCertRefused, []core.Problem{{Field: field, Message: fmt.Sprintf(format, args...)}})
+	return core.Invalid(core.CodeCertRefused, []core.Problem{{Field: field, Message: fmt.Sprintf(format, args...)}})
 }
 
 // IssueCertificate certifies the stored trial trialID for requester: the
@@ -74,11 +46,11 @@ func refused(field, format string, args ...any) *core.Error {
 // frozen scene the snapshot was taken on, the model's registered artifact
 // hash (models.artifact_hash) and the objective's hash (the trial's
 // provenance "objectiveHash" when it recorded one — the profile it was
-// optimised for — else the stored objective profile). cert.Issue signs it
-// with key (ttl 0: cert.DefaultTTL). The row and its audit entry
+// optimised for — else the stored objective profile). key issues and
+// signs it (cert.Issue for a *cert.KeyPair; ttl 0: cert.DefaultTTL). The row and its audit entry
 // ("cert.issue", actor requester) commit together; the entry's seq and
 // hash are stored with the row.
-func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string, key *cert.KeyPair, ttl time.Duration, now time.Time) (*CertRecord, error) {
+func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string, key CertSigner, ttl time.Duration, now time.Time) (*contract.CertRecord, error) {
 	if err := requireID("trial", trialID); err != nil {
 		return nil, err
 	}
@@ -86,6 +58,9 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "requester", "the requester is required")
 	}
 	if key == nil {
+		return nil, core.Errorf(core.CodeInvalidArgument, "issue: no signing key")
+	}
+	if _, pub := key.SigningKey(); pub == nil { // a nil *cert.KeyPair
 		return nil, core.Errorf(core.CodeInvalidArgument, "issue: no signing key")
 	}
 	tx, err := s.db.Begin(ctx)
@@ -132,7 +107,7 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 			return nil, err
 		}
 	}
-	c, err := cert.Issue(cert.IssueInput{CreatedBy: requester, Scene: scene, Trial: t, SnapshotHash: snap.SnapshotHash, ModelHash: modelHash, ObjectiveHash: objHash}, key, now, ttl)
+	c, err := key.IssueCertificate(contract.CertIssueInput{CreatedBy: requester, Scene: scene, Trial: t, SnapshotHash: snap.SnapshotHash, ModelHash: modelHash, ObjectiveHash: objHash}, now, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -163,21 +138,21 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 	if err := tx.Commit(); err != nil {
 		return nil, sqldb.Err(err, "commit certificate %s", c.RecommendationID)
 	}
-	return &CertRecord{Cert: c, LineID: scene.LineID, AuditSeq: e.Seq, AuditHash: e.Hash, UpdatedAt: msTime(nowMs)}, nil
+	return &contract.CertRecord{Cert: c, LineID: scene.LineID, AuditSeq: e.Seq, AuditHash: e.Hash, UpdatedAt: msTime(nowMs)}, nil
 }
 
 const certCols = `certificate_id, trial_id, line_id, status, hash, created_by, approved_by, created_at, expires_at, updated_at, cert_json, audit_seq, audit_hash, candidate_executed`
 
 // certRow scans one row of certCols and checks that the JSON decodes into
 // a valid certificate agreeing with every column; with pub it also
-// verifies the hash and the signature (cert.Verify). Any disagreement is
+// verifies the hash and the signature (contract.RecommendationCertificate.Verify). Any disagreement is
 // AML_CERT_INVALID. sql.ErrNoRows passes through.
-func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*CertRecord, error) {
+func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*contract.CertRecord, error) {
 	var (
 		id, trial, status, hash, createdBy, approvedBy, js string
 		created, expires, updated                          int64
 		executed                                           int
-		r                                                  CertRecord
+		r                                                  contract.CertRecord
 	)
 	if err := sc.Scan(&id, &trial, &r.LineID, &status, &hash, &createdBy, &approvedBy, &created, &expires, &updated, &js, &r.AuditSeq, &r.AuditHash, &executed); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -209,7 +184,7 @@ func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*CertRe
 		return nil, certInvalid("stored certificate %s: columns %s disagree with the certificate: the row was edited outside AML", id, strings.Join(bad, ", "))
 	}
 	if pub != nil {
-		if err := cert.Verify(c, pub); err != nil {
+		if err := c.Verify(pub); err != nil {
 			return nil, certInvalid("stored certificate %s fails verification: %s", id, errMessage(err))
 		}
 	}
@@ -217,7 +192,7 @@ func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*CertRe
 	return &r, nil
 }
 
-func getCert(ctx context.Context, db sqldb.Querier, id string, pub ed25519.PublicKey) (*CertRecord, error) {
+func getCert(ctx context.Context, db sqldb.Querier, id string, pub ed25519.PublicKey) (*contract.CertRecord, error) {
 	r, err := certRow(db.QueryRowContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE certificate_id=?`, id), pub)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("certificate", id)
@@ -229,7 +204,7 @@ func getCert(ctx context.Context, db sqldb.Querier, id string, pub ed25519.Publi
 // verifying its hash and signature with pub (AML_CERT_INVALID when
 // tampered or signed by another key; AML_NOT_FOUND when absent). pub is
 // required.
-func (s *Store) GetCertificate(ctx context.Context, id string, pub ed25519.PublicKey) (*CertRecord, error) {
+func (s *Store) GetCertificate(ctx context.Context, id string, pub ed25519.PublicKey) (*contract.CertRecord, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, core.Errorf(core.CodeInvalidArgument, "a certificate verification key is required")
 	}
@@ -240,7 +215,7 @@ func (s *Store) GetCertificate(ctx context.Context, id string, pub ed25519.Publi
 // row agrees with its JSON, without verifying the signature: for callers
 // that verify themselves (the write guard runs cert.Verify as one of its
 // checks and denies with CERT_INVALID).
-func (s *Store) LoadCertificate(ctx context.Context, id string) (*CertRecord, error) {
+func (s *Store) LoadCertificate(ctx context.Context, id string) (*contract.CertRecord, error) {
 	return getCert(ctx, s.db, id, nil)
 }
 
@@ -249,7 +224,7 @@ func (s *Store) LoadCertificate(ctx context.Context, id string) (*CertRecord, er
 // fails is listed with Verified false and the Problem rather than failing
 // the list (a row that does not decode at all is listed with its id and
 // status only).
-func (s *Store) ListCertificates(ctx context.Context, f CertFilter, pub ed25519.PublicKey) ([]CertListItem, error) {
+func (s *Store) ListCertificates(ctx context.Context, f contract.CertFilter, pub ed25519.PublicKey) ([]contract.CertListItem, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 1000
@@ -263,18 +238,18 @@ func (s *Store) ListCertificates(ctx context.Context, f CertFilter, pub ed25519.
 		return nil, sqldb.Err(err, "list certificates")
 	}
 	defer rows.Close()
-	out := []CertListItem{}
+	out := []contract.CertListItem{}
 	for rows.Next() {
 		raw := rawCertRow{rows: rows}
 		r, err := certRow(&raw, pub)
 		if err != nil {
-			if core.CodeOf(err) != cert.CodeCertInvalid {
+			if core.CodeOf(err) != core.CodeCertInvalid {
 				return nil, err
 			}
-			out = append(out, CertListItem{CertRecord: CertRecord{LineID: raw.line, Cert: raw.minimal()}, Problem: errMessage(err)})
+			out = append(out, contract.CertListItem{CertRecord: contract.CertRecord{LineID: raw.line, Cert: raw.minimal()}, Problem: errMessage(err)})
 			continue
 		}
-		out = append(out, CertListItem{CertRecord: *r, Verified: pub != nil})
+		out = append(out, contract.CertListItem{CertRecord: *r, Verified: pub != nil})
 	}
 	return out, sqldb.Err(rows.Err(), "list certificates")
 }
@@ -311,7 +286,7 @@ func (r *rawCertRow) minimal() *contract.RecommendationCertificate {
 // and append the audit entry. If step failed because it found the
 // certificate expired (and marked it EXPIRED), the expiry is persisted and
 // audited ("cert.expire") and step's error returned.
-func (s *Store) transition(ctx context.Context, id string, pub ed25519.PublicKey, actor, action string, payload map[string]any, step func(c *contract.RecommendationCertificate) error) (*CertRecord, error) {
+func (s *Store) transition(ctx context.Context, id string, pub ed25519.PublicKey, actor, action string, payload map[string]any, step func(c *contract.RecommendationCertificate) error) (*contract.CertRecord, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, core.Errorf(core.CodeInvalidArgument, "a certificate verification key is required")
 	}
@@ -352,7 +327,7 @@ func (s *Store) transition(ctx context.Context, id string, pub ed25519.PublicKey
 
 // persistCert writes r's lifecycle record, provided the row still has
 // status prev (compare-and-set), and appends the audit entry.
-func (s *Store) persistCert(ctx context.Context, tx *sqldb.Tx, r *CertRecord, prev contract.CertStatus, actor, action string, payload map[string]any) error {
+func (s *Store) persistCert(ctx context.Context, tx *sqldb.Tx, r *contract.CertRecord, prev contract.CertStatus, actor, action string, payload map[string]any) error {
 	c := r.Cert
 	js, err := core.CanonicalJSON(c)
 	if err != nil {
@@ -373,28 +348,28 @@ func (s *Store) persistCert(ctx context.Context, tx *sqldb.Tx, r *CertRecord, pr
 }
 
 // ApproveCertificate moves an ISSUED certificate to APPROVED by approver
-// (cert.Approve: the requester can never approve — AML_FORBIDDEN; an
+// (contract.RecommendationCertificate.Approve: the requester can never approve — AML_FORBIDDEN; an
 // expired certificate is marked EXPIRED — AML_CERT_EXPIRED). The status
 // change is a compare-and-set on ISSUED: of two approvers racing, one wins
 // and the other gets AML_CONFLICT. Audited as "cert.approve".
-func (s *Store) ApproveCertificate(ctx context.Context, id, approver string, pub ed25519.PublicKey, now time.Time) (*CertRecord, error) {
+func (s *Store) ApproveCertificate(ctx context.Context, id, approver string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error) {
 	return s.transition(ctx, id, pub, approver, AuditCertApprove, map[string]any{"approvedBy": approver}, func(c *contract.RecommendationCertificate) error {
-		return cert.Approve(c, approver, "", now)
+		return c.Approve(approver, "", now)
 	})
 }
 
 // RevokeCertificate moves an ISSUED or APPROVED certificate to REVOKED
 // (by and reason required). Audited as "cert.revoke".
-func (s *Store) RevokeCertificate(ctx context.Context, id, by, reason string, pub ed25519.PublicKey, now time.Time) (*CertRecord, error) {
+func (s *Store) RevokeCertificate(ctx context.Context, id, by, reason string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error) {
 	return s.transition(ctx, id, pub, by, AuditCertRevoke, map[string]any{"revokedBy": by, "reason": reason}, func(c *contract.RecommendationCertificate) error {
-		return cert.Revoke(c, by, reason, now)
+		return c.Revoke(by, reason, now)
 	})
 }
 
 // MarkCertificateExecuted moves an APPROVED, unexpired certificate to
 // EXECUTED on behalf of by (after a readback-verified write). Audited as
 // "cert.execute" with payload extra (e.g. the write outcome).
-func (s *Store) MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*CertRecord, error) {
+func (s *Store) MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*contract.CertRecord, error) {
 	if strings.TrimSpace(by) == "" {
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "by", "who executes is required")
 	}
@@ -403,7 +378,7 @@ func (s *Store) MarkCertificateExecuted(ctx context.Context, id, by string, pub 
 		payload[k] = v
 	}
 	return s.transition(ctx, id, pub, by, AuditCertExecute, payload, func(c *contract.RecommendationCertificate) error {
-		return cert.MarkExecuted(c, now)
+		return c.MarkExecuted(now)
 	})
 }
 
@@ -427,11 +402,11 @@ func (s *Store) ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]
 	for _, id := range ids {
 		want[id] = true
 	}
-	var due []*CertRecord
+	var due []*contract.CertRecord
 	for rows.Next() {
 		r, err := certRow(rows, nil)
 		if err != nil {
-			if core.CodeOf(err) == cert.CodeCertInvalid {
+			if core.CodeOf(err) == core.CodeCertInvalid {
 				continue
 			}
 			rows.Close()
@@ -450,7 +425,7 @@ func (s *Store) ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]
 	out := []string{}
 	for _, r := range due {
 		prev := r.Cert.Status
-		if !cert.ExpireIfDue(r.Cert, now) {
+		if !r.Cert.ExpireIfDue(now) {
 			continue
 		}
 		if err := s.persistCert(ctx, tx, r, prev, ExpiryActor, AuditCertExpire, map[string]any{"from": string(prev), "expiresAt": r.Cert.ExpiresAt.UnixMilli(), "noticedBy": "sweep"}); err != nil {

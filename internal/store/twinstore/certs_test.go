@@ -13,7 +13,6 @@ import (
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/guard"
 )
 
 var twT0 = time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
@@ -103,10 +102,10 @@ func twTrial(id string) *contract.VirtualTrial {
 	}
 }
 
-func twIssue(t *testing.T, s store.Store, k *cert.KeyPair, trialID string) *twinstore.CertRecord {
+func twIssue(t *testing.T, s store.Store, k *cert.KeyPair, trialID string) *contract.CertRecord {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.PutTrial(ctx, twTrial(trialID), twinstore.TrialManual, ""); err != nil {
+	if _, err := s.PutTrial(ctx, twTrial(trialID), contract.TrialManual, ""); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.IssueCertificate(ctx, trialID, "alice", k, time.Hour, twT0.Add(time.Second))
@@ -166,7 +165,7 @@ func TestCertificateIssueRefusals(t *testing.T) {
 		noModel := twTrial("trial-nomodel")
 		noModel.ModelID = "ghost"
 		for _, tr := range []*contract.VirtualTrial{failed, noGain, ood, noModel} {
-			rec, err := s.PutTrial(ctx, tr, twinstore.TrialOptimize, "")
+			rec, err := s.PutTrial(ctx, tr, contract.TrialOptimize, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +215,7 @@ func TestCertificateLifecycle(t *testing.T) {
 		if _, err := s.SQL().ExecContext(ctx, `UPDATE twin_certificates SET status='APPROVED' WHERE certificate_id=?`, id); !sqldb.IsConstraint(err) {
 			t.Fatalf("a terminal certificate changed in SQL: %v", err)
 		}
-		items, err := s.ListCertificates(ctx, twinstore.CertFilter{Status: contract.CertExecuted, LineID: twLine}, k.Public)
+		items, err := s.ListCertificates(ctx, contract.CertFilter{Status: contract.CertExecuted, LineID: twLine}, k.Public)
 		if err != nil || len(items) != 1 || !items[0].Verified {
 			t.Fatalf("%v %+v", err, items)
 		}
@@ -321,7 +320,7 @@ func TestCertificateTamperDetectedOnRead(t *testing.T) {
 					return
 				}
 				wantCode(t, err, cert.CodeCertInvalid)
-				items, err := s.ListCertificates(ctx, twinstore.CertFilter{}, k.Public)
+				items, err := s.ListCertificates(ctx, contract.CertFilter{}, k.Public)
 				if err != nil || len(items) != 1 || items[0].Verified || items[0].Problem == "" {
 					t.Fatalf("%v %+v", err, items)
 				}
@@ -336,23 +335,23 @@ func TestTrialStore(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		s, _ := twFixture(t, b)
 		ctx := context.Background()
-		rec, err := s.PutTrial(ctx, twTrial("trial-1"), twinstore.TrialGate, "gate-7")
+		rec, err := s.PutTrial(ctx, twTrial("trial-1"), contract.TrialGate, "gate-7")
 		if err != nil || !rec.Passed || rec.RejectCode != "" || rec.LineID != twLine || rec.Improvement != 0.4 {
 			t.Fatalf("%v %+v", err, rec)
 		}
-		_, err = s.PutTrial(ctx, twTrial("trial-1"), twinstore.TrialGate, "gate-7")
+		_, err = s.PutTrial(ctx, twTrial("trial-1"), contract.TrialGate, "gate-7")
 		wantCode(t, err, core.CodeConflict)
 		_, err = s.PutTrial(ctx, twTrial("trial-2"), "bogus", "")
 		wantCode(t, err, core.CodeInvalidArgument)
 		got, err := s.GetTrial(ctx, "trial-1")
-		if err != nil || got.Hash != rec.Hash || got.GateEvalID != "gate-7" || got.Purpose != twinstore.TrialGate {
+		if err != nil || got.Hash != rec.Hash || got.GateEvalID != "gate-7" || got.Purpose != contract.TrialGate {
 			t.Fatalf("%v %+v", err, got)
 		}
-		l, err := s.ListTrials(ctx, twinstore.TrialFilter{GateEvalID: "gate-7"})
+		l, err := s.ListTrials(ctx, contract.TrialFilter{GateEvalID: "gate-7"})
 		if err != nil || len(l) != 1 {
 			t.Fatalf("%v %d", err, len(l))
 		}
-		if l, _ := s.ListTrials(ctx, twinstore.TrialFilter{ModelID: "other"}); len(l) != 0 {
+		if l, _ := s.ListTrials(ctx, contract.TrialFilter{ModelID: "other"}); len(l) != 0 {
 			t.Fatal("filter")
 		}
 		// candidate_executed can never be 1, and trials never change.
@@ -411,11 +410,11 @@ func TestChannelsAndWrites(t *testing.T) {
 		if p, err := s.Channel(ctx, twLine); p != nil || err != nil {
 			t.Fatalf("%+v %v", p, err)
 		}
-		bad := []twinstore.ChannelRecord{
+		bad := []contract.ChannelRecord{
 			{LineID: twLine, Profile: "auto", ControlPolicy: "hitl_governed"},
 			{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "yolo"},
 			{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "bounded_auto"},
-			{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "bounded_auto", Bounds: map[string]twinstore.ChannelBound{"hold_pressure": {Min: 70, Max: 60}}},
+			{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "bounded_auto", Bounds: map[string]contract.ChannelBound{"hold_pressure": {Min: 70, Max: 60}}},
 			{LineID: "", Profile: "hybrid_twin", ControlPolicy: "hitl_governed"},
 			{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "hitl_governed", SceneID: "injection-hold-control"},
 		}
@@ -424,18 +423,18 @@ func TestChannelsAndWrites(t *testing.T) {
 				t.Fatalf("%d: %v", i, err)
 			}
 		}
-		_, err := s.SetChannel(ctx, twinstore.ChannelRecord{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "bounded_auto", SceneID: "injection-hold-control", SceneVersion: "1.0.0",
-			Bounds: map[string]twinstore.ChannelBound{"not_a_control": {Min: 0, Max: 1}}}, "ops")
+		_, err := s.SetChannel(ctx, contract.ChannelRecord{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "bounded_auto", SceneID: "injection-hold-control", SceneVersion: "1.0.0",
+			Bounds: map[string]contract.ChannelBound{"not_a_control": {Min: 0, Max: 1}}}, "ops")
 		wantCode(t, err, core.CodeInvalidArgument)
-		_, err = s.SetChannel(ctx, twinstore.ChannelRecord{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "hitl_governed", SceneID: "nope", SceneVersion: "1.0.0"}, "ops")
+		_, err = s.SetChannel(ctx, contract.ChannelRecord{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "hitl_governed", SceneID: "nope", SceneVersion: "1.0.0"}, "ops")
 		wantCode(t, err, core.CodeNotFound)
-		c, err := s.SetChannel(ctx, twinstore.ChannelRecord{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "bounded_auto", SceneID: "injection-hold-control", SceneVersion: "1.0.0",
-			Bounds: map[string]twinstore.ChannelBound{"hold_pressure": {Min: 55, Max: 70}}}, "ops")
+		c, err := s.SetChannel(ctx, contract.ChannelRecord{LineID: twLine, Profile: "hybrid_twin", ControlPolicy: "bounded_auto", SceneID: "injection-hold-control", SceneVersion: "1.0.0",
+			Bounds: map[string]contract.ChannelBound{"hold_pressure": {Min: 55, Max: 70}}}, "ops")
 		if err != nil || c.ChannelID != "ch-"+twLine {
 			t.Fatalf("%v %+v", err, c)
 		}
 		p, err := s.Channel(ctx, twLine)
-		if err != nil || p.Profile != guard.ProfileHybridTwin || p.ControlPolicy != "bounded_auto" || p.Bounds["hold_pressure"] != (guard.Bound{Min: 55, Max: 70}) {
+		if err != nil || p.Profile != contract.ProfileHybridTwin || p.ControlPolicy != "bounded_auto" || p.Bounds["hold_pressure"] != (contract.Bound{Min: 55, Max: 70}) {
 			t.Fatalf("%v %+v", err, p)
 		}
 		// Corrupt stored bounds: an error (the guard denies CHANNEL_ERROR).
@@ -446,7 +445,7 @@ func TestChannelsAndWrites(t *testing.T) {
 
 		// Writes: recorded, read back by line and time, append-only.
 		for i := range 3 {
-			if _, err := s.RecordWrite(ctx, "ops", twinstore.WriteRow{WriteRecord: guard.WriteRecord{LineID: twLine, NodeID: "hold_pressure", CertificateID: "rec-1", RunID: "r",
+			if _, err := s.RecordWrite(ctx, "ops", contract.WriteRow{WriteRecord: contract.WriteRecord{LineID: twLine, NodeID: "hold_pressure", CertificateID: "rec-1", RunID: "r",
 				At: twT0.Add(time.Duration(i) * time.Minute), Value: 64 + float64(i), Delta: 1}, VariableID: "hold_pressure"}); err != nil {
 				t.Fatal(err)
 			}
@@ -483,9 +482,9 @@ func TestChannelsAndWrites(t *testing.T) {
 		}
 		// A claim fails when the history grew since the check.
 		last, _ := s.LastWriteID(ctx, twLine)
-		_, err = s.ClaimWrite(ctx, twinstore.WriteClaimRequest{LineID: twLine, CertificateID: "rec-2", Actor: "carol", At: twT0.Add(time.Hour), ExpectLastWriteID: last - 1})
+		_, err = s.ClaimWrite(ctx, contract.WriteClaimRequest{LineID: twLine, CertificateID: "rec-2", Actor: "carol", At: twT0.Add(time.Hour), ExpectLastWriteID: last - 1})
 		wantCode(t, err, core.CodeConflict)
-		if _, err := s.ClaimWrite(ctx, twinstore.WriteClaimRequest{LineID: twLine, CertificateID: "rec-2", Actor: "carol", At: twT0.Add(time.Hour), ExpectLastWriteID: last}); err != nil {
+		if _, err := s.ClaimWrite(ctx, contract.WriteClaimRequest{LineID: twLine, CertificateID: "rec-2", Actor: "carol", At: twT0.Add(time.Hour), ExpectLastWriteID: last}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.AuditLog().Verify(ctx); err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/guard"
 )
 
 // Audit actions of channels and guarded writes.
@@ -31,48 +30,6 @@ const (
 	AuditWriteFailed   = "write.failed"
 )
 
-// Outcomes of rows of the write history.
-const (
-	// WriteClaim marks the start of a governed action (no node written):
-	// it makes the line busy for concurrent guards at once.
-	WriteClaim = "claim"
-	// WriteAttempted: a node write was attempted; its verified result is
-	// in the audit log ("write.executed" / "write.failed").
-	WriteAttempted = "attempted"
-)
-
-// ChannelRecord is the stored channel profile of one line.
-type ChannelRecord struct {
-	LineID        string                  `json:"lineId"`
-	ChannelID     string                  `json:"channelId"`
-	Profile       string                  `json:"profile"`
-	ControlPolicy string                  `json:"controlPolicy"`
-	SceneID       string                  `json:"sceneId,omitempty"`
-	SceneVersion  string                  `json:"sceneVersion,omitempty"`
-	Bounds        map[string]ChannelBound `json:"bounds,omitempty"`
-	UpdatedBy     string                  `json:"updatedBy"`
-	CreatedAt     time.Time               `json:"createdAt"`
-	UpdatedAt     time.Time               `json:"updatedAt"`
-}
-
-// ChannelBound is an absolute range of one control (bounded_auto).
-type ChannelBound struct {
-	Min float64 `json:"min"`
-	Max float64 `json:"max"`
-}
-
-// GuardProfile is the channel as the write guard sees it.
-func (c *ChannelRecord) GuardProfile() *guard.ChannelProfile {
-	p := &guard.ChannelProfile{ChannelID: c.ChannelID, LineID: c.LineID, Profile: c.Profile, ControlPolicy: c.ControlPolicy}
-	if len(c.Bounds) > 0 {
-		p.Bounds = make(map[string]guard.Bound, len(c.Bounds))
-		for k, b := range c.Bounds {
-			p.Bounds[k] = guard.Bound{Min: b.Min, Max: b.Max}
-		}
-	}
-	return p
-}
-
 // SetChannel stores the channel profile of c.LineID on behalf of by,
 // replacing an earlier one (a line has at most one channel). Checks:
 // profile legacy or hybrid_twin; control policy recommendation_only,
@@ -81,7 +38,7 @@ func (c *ChannelRecord) GuardProfile() *guard.ChannelProfile {
 // this line, and every bound names one of its controls. ChannelID
 // defaults to "ch-" + line. The row and its audit entry ("channel.set",
 // with the previous profile) commit together.
-func (s *Store) SetChannel(ctx context.Context, c ChannelRecord, by string) (*ChannelRecord, error) {
+func (s *Store) SetChannel(ctx context.Context, c contract.ChannelRecord, by string) (*contract.ChannelRecord, error) {
 	var p []core.Problem
 	add := func(field, msg string) { p = append(p, core.Problem{Field: field, Message: msg}) }
 	if strings.TrimSpace(c.LineID) == "" {
@@ -94,7 +51,7 @@ func (s *Store) SetChannel(ctx context.Context, c ChannelRecord, by string) (*Ch
 		c.ChannelID = "ch-" + c.LineID
 	}
 	switch c.Profile {
-	case guard.ProfileLegacy, guard.ProfileHybridTwin:
+	case contract.ProfileLegacy, contract.ProfileHybridTwin:
 	default:
 		add("profile", "must be legacy or hybrid_twin, not "+quote(c.Profile))
 	}
@@ -183,7 +140,7 @@ func (s *Store) SetChannel(ctx context.Context, c ChannelRecord, by string) (*Ch
 
 func quote(s string) string { return "\"" + s + "\"" }
 
-func sortedBoundKeys(m map[string]ChannelBound) []string {
+func sortedBoundKeys(m map[string]contract.ChannelBound) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
@@ -192,8 +149,8 @@ func sortedBoundKeys(m map[string]ChannelBound) []string {
 	return ks
 }
 
-func getChannel(ctx context.Context, db sqldb.Querier, lineID string) (*ChannelRecord, error) {
-	var c ChannelRecord
+func getChannel(ctx context.Context, db sqldb.Querier, lineID string) (*contract.ChannelRecord, error) {
+	var c contract.ChannelRecord
 	var bj string
 	var created, updated int64
 	err := db.QueryRowContext(ctx, `SELECT line_id, channel_id, profile, control_policy, scene_id, scene_version, bounds_json, updated_by, created_at, updated_at
@@ -216,7 +173,7 @@ func getChannel(ctx context.Context, db sqldb.Querier, lineID string) (*ChannelR
 
 // GetChannel returns the stored channel of a line (AML_NOT_FOUND when the
 // line has none).
-func (s *Store) GetChannel(ctx context.Context, lineID string) (*ChannelRecord, error) {
+func (s *Store) GetChannel(ctx context.Context, lineID string) (*contract.ChannelRecord, error) {
 	return getChannel(ctx, s.db, lineID)
 }
 
@@ -224,7 +181,7 @@ func (s *Store) GetChannel(ctx context.Context, lineID string) (*ChannelRecord, 
 // nil) when the line has none — the legacy default "no channel", which
 // the guard denies (NO_CHANNEL). Any read error is returned (the guard
 // denies with CHANNEL_ERROR).
-func (s *Store) Channel(ctx context.Context, lineID string) (*guard.ChannelProfile, error) {
+func (s *Store) Channel(ctx context.Context, lineID string) (*contract.ChannelProfile, error) {
 	c, err := getChannel(ctx, s.db, lineID)
 	if core.CodeOf(err) == core.CodeNotFound {
 		return nil, nil
@@ -235,31 +192,15 @@ func (s *Store) Channel(ctx context.Context, lineID string) (*guard.ChannelProfi
 	return c.GuardProfile(), nil
 }
 
-var (
-	_ guard.Channels = (*Store)(nil)
-	_ guard.History  = (*Store)(nil)
-	_ guard.Recorder = (*Store)(nil)
-)
-
-// WriteRow is one row of the write history: a guard.WriteRecord plus the
-// scene variable written and the row's outcome (WriteClaim,
-// WriteAttempted).
-type WriteRow struct {
-	guard.WriteRecord
-	ID         int64  `json:"writeId"`
-	VariableID string `json:"variableId,omitempty"`
-	Outcome    string `json:"outcome"`
-}
-
 // Writes implements guard.History: the rows of the line's write history
 // at or after since, oldest first (claims included: they make the line
 // busy and count the action).
-func (s *Store) Writes(ctx context.Context, lineID string, since time.Time) ([]guard.WriteRecord, error) {
+func (s *Store) Writes(ctx context.Context, lineID string, since time.Time) ([]contract.WriteRecord, error) {
 	rows, err := s.WriteRows(ctx, lineID, since)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]guard.WriteRecord, len(rows))
+	out := make([]contract.WriteRecord, len(rows))
 	for i, r := range rows {
 		out[i] = r.WriteRecord
 	}
@@ -267,16 +208,16 @@ func (s *Store) Writes(ctx context.Context, lineID string, since time.Time) ([]g
 }
 
 // WriteRows is Writes with the full rows.
-func (s *Store) WriteRows(ctx context.Context, lineID string, since time.Time) ([]WriteRow, error) {
+func (s *Store) WriteRows(ctx context.Context, lineID string, since time.Time) ([]contract.WriteRow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT write_id, line_id, node_id, variable_id, certificate_id, run_id, at, value, delta, outcome
 		FROM twin_writes WHERE line_id=? AND at >= ? ORDER BY at, write_id`, lineID, since.UnixMilli())
 	if err != nil {
 		return nil, sqldb.Err(err, "read write history of line %s", lineID)
 	}
 	defer rows.Close()
-	out := []WriteRow{}
+	out := []contract.WriteRow{}
 	for rows.Next() {
-		var r WriteRow
+		var r contract.WriteRow
 		var at int64
 		if err := rows.Scan(&r.ID, &r.LineID, &r.NodeID, &r.VariableID, &r.CertificateID, &r.RunID, &at, &r.Value, &r.Delta, &r.Outcome); err != nil {
 			return nil, sqldb.Err(err, "read write history of line %s", lineID)
@@ -289,8 +230,8 @@ func (s *Store) WriteRows(ctx context.Context, lineID string, since time.Time) (
 
 // Record implements guard.Recorder: RecordWrite with actor "twin-guard"
 // and no variable.
-func (s *Store) Record(ctx context.Context, r guard.WriteRecord) error {
-	_, err := s.RecordWrite(ctx, "twin-guard", WriteRow{WriteRecord: r, Outcome: WriteAttempted})
+func (s *Store) Record(ctx context.Context, r contract.WriteRecord) error {
+	_, err := s.RecordWrite(ctx, "twin-guard", contract.WriteRow{WriteRecord: r, Outcome: contract.WriteAttempted})
 	return err
 }
 
@@ -298,7 +239,7 @@ func (s *Store) Record(ctx context.Context, r guard.WriteRecord) error {
 // audit entry ("write.attempt", subject the certificate) in one
 // transaction, and returns the row id. The row is written before its
 // readback is known; the verified outcome is audited by the caller.
-func (s *Store) RecordWrite(ctx context.Context, actor string, r WriteRow) (int64, error) {
+func (s *Store) RecordWrite(ctx context.Context, actor string, r contract.WriteRow) (int64, error) {
 	if err := errors.Join(requireID("lineId", r.LineID), requireID("certificateId", r.CertificateID), requireID("actor", actor)); err != nil {
 		return 0, err
 	}
@@ -306,7 +247,7 @@ func (s *Store) RecordWrite(ctx context.Context, actor string, r WriteRow) (int6
 		return 0, core.FieldErrorf(core.CodeInvalidArgument, "at", "a write needs its time")
 	}
 	if r.Outcome == "" {
-		r.Outcome = WriteAttempted
+		r.Outcome = contract.WriteAttempted
 	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
@@ -324,7 +265,7 @@ func (s *Store) RecordWrite(ctx context.Context, actor string, r WriteRow) (int6
 	return id, sqldb.Err(tx.Commit(), "commit write")
 }
 
-func insertWrite(ctx context.Context, tx *sqldb.Tx, r WriteRow) (int64, error) {
+func insertWrite(ctx context.Context, tx *sqldb.Tx, r contract.WriteRow) (int64, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO twin_writes(line_id, node_id, variable_id, certificate_id, run_id, at, value, delta, outcome) VALUES (?,?,?,?,?,?,?,?,?)
 		RETURNING write_id`,
@@ -341,15 +282,6 @@ func (s *Store) LastWriteID(ctx context.Context, lineID string) (int64, error) {
 	return id, sqldb.Err(err, "read write history of line %s", lineID)
 }
 
-// WriteClaimRequest is a governed action about to write.
-type WriteClaimRequest struct {
-	LineID, CertificateID, RunID, Actor string
-	At                                  time.Time
-	// ExpectLastWriteID is LastWriteID as read before the guard checked
-	// the history.
-	ExpectLastWriteID int64
-}
-
 // ClaimWrite serialises governed writes per line across processes: in one
 // write transaction it checks that the line's history has not grown since
 // the guard read it (newest row id still ExpectLastWriteID; otherwise
@@ -358,7 +290,7 @@ type WriteClaimRequest struct {
 // other guard sees the line busy (the line interval) and the certificate
 // used, so the history this guard checked stays the history its writes
 // follow. A claim is never undone: an action that fails still counts.
-func (s *Store) ClaimWrite(ctx context.Context, c WriteClaimRequest) (int64, error) {
+func (s *Store) ClaimWrite(ctx context.Context, c contract.WriteClaimRequest) (int64, error) {
 	if err := errors.Join(requireID("lineId", c.LineID), requireID("certificateId", c.CertificateID), requireID("actor", c.Actor)); err != nil {
 		return 0, err
 	}
@@ -377,7 +309,7 @@ func (s *Store) ClaimWrite(ctx context.Context, c WriteClaimRequest) (int64, err
 	if last != c.ExpectLastWriteID {
 		return 0, core.Errorf(core.CodeConflict, "line %s was written concurrently (history grew from row %d to %d since the guard's check)", c.LineID, c.ExpectLastWriteID, last)
 	}
-	id, err := insertWrite(ctx, tx, WriteRow{WriteRecord: guard.WriteRecord{LineID: c.LineID, CertificateID: c.CertificateID, RunID: c.RunID, At: c.At}, Outcome: WriteClaim})
+	id, err := insertWrite(ctx, tx, contract.WriteRow{WriteRecord: contract.WriteRecord{LineID: c.LineID, CertificateID: c.CertificateID, RunID: c.RunID, At: c.At}, Outcome: contract.WriteClaim})
 	if err != nil {
 		return 0, err
 	}

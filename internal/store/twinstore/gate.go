@@ -10,28 +10,16 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqldb"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // AuditTwinGate is the audit action of a stored twin gate evaluation.
 const AuditTwinGate = "twin.gate"
 
-// GateEvalRecord is one twin gate evaluation (table twin_gate_evals): the
-// twin acceptance profile applied to inputs the platform measured for
-// model ModelID. Report is the full result as JSON (internal/twin/gate).
-type GateEvalRecord struct {
-	GateEvalID string
-	ModelID    string
-	CreatedAt  time.Time
-	CreatedBy  string
-	Passed     bool
-	TuningMode string
-	Report     json.RawMessage
-}
-
 // PutGateEval stores a gate evaluation and its audit entry ("twin.gate",
 // subject the model id) in one transaction. Evaluations are never
 // changed: a new evaluation is a new row, the latest one counts.
-func (s *Store) PutGateEval(ctx context.Context, r GateEvalRecord) error {
+func (s *Store) PutGateEval(ctx context.Context, r contract.GateEvalRecord) error {
 	if r.GateEvalID == "" || r.ModelID == "" || len(r.Report) == 0 || !json.Valid(r.Report) {
 		return core.Errorf(core.CodeInvalidArgument, "gate evaluation: id, model id and a JSON report are required")
 	}
@@ -60,8 +48,8 @@ func (s *Store) PutGateEval(ctx context.Context, r GateEvalRecord) error {
 
 // LatestGateEval returns the newest gate evaluation of a model;
 // AML_NOT_FOUND when it has none.
-func (s *Store) LatestGateEval(ctx context.Context, modelID string) (GateEvalRecord, error) {
-	var r GateEvalRecord
+func (s *Store) LatestGateEval(ctx context.Context, modelID string) (contract.GateEvalRecord, error) {
+	var r contract.GateEvalRecord
 	var at int64
 	var passed int
 	var rep string

@@ -13,7 +13,6 @@ import (
 	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/guard"
 )
 
 // Two handles on one database are what two AML processes sharing a
@@ -93,7 +92,7 @@ func TestTwoHandlesClaimWriteRace(t *testing.T) {
 		s, _ := twFixture(t, b)
 		s2 := b.again(t, s)
 		ctx := context.Background()
-		if _, err := s.RecordWrite(ctx, "ops", twinstore.WriteRow{WriteRecord: twinWrite(0)}); err != nil {
+		if _, err := s.RecordWrite(ctx, "ops", contract.WriteRow{WriteRecord: twinWrite(0)}); err != nil {
 			t.Fatal(err)
 		}
 		last, err := s2.LastWriteID(ctx, twLine)
@@ -106,7 +105,7 @@ func TestTwoHandlesClaimWriteRace(t *testing.T) {
 		ids := make([]int64, racers)
 		errs := make([]error, racers)
 		race([2]store.Store{s, s2}, func(i int, st store.Store) {
-			ids[i], errs[i] = st.ClaimWrite(ctx, twinstore.WriteClaimRequest{LineID: twLine, CertificateID: fmt.Sprintf("rec-%d", i),
+			ids[i], errs[i] = st.ClaimWrite(ctx, contract.WriteClaimRequest{LineID: twLine, CertificateID: fmt.Sprintf("rec-%d", i),
 				RunID: "r", Actor: "carol", At: twT0.Add(time.Hour), ExpectLastWriteID: last})
 		})
 		winner := -1
@@ -127,7 +126,7 @@ func TestTwoHandlesClaimWriteRace(t *testing.T) {
 		}
 		rows, err := s.WriteRows(ctx, twLine, time.Time{})
 		if err != nil || len(rows) != 2 || rows[1].ID != ids[winner] || rows[1].ID <= last ||
-			rows[1].Outcome != twinstore.WriteClaim || rows[1].CertificateID != fmt.Sprintf("rec-%d", winner) {
+			rows[1].Outcome != contract.WriteClaim || rows[1].CertificateID != fmt.Sprintf("rec-%d", winner) {
 			t.Fatalf("history after the race (winner %d, id %d): %v %+v", winner, ids[winner], err, rows)
 		}
 		// One write.start entry, the winner's; the chain verifies.
@@ -151,8 +150,8 @@ func TestTwoHandlesClaimWriteRace(t *testing.T) {
 }
 
 // twinWrite is the i-th write of a test history on twLine.
-func twinWrite(i int) guard.WriteRecord {
-	return guard.WriteRecord{LineID: twLine, NodeID: "hold_pressure", CertificateID: "rec-0", RunID: "r",
+func twinWrite(i int) contract.WriteRecord {
+	return contract.WriteRecord{LineID: twLine, NodeID: "hold_pressure", CertificateID: "rec-0", RunID: "r",
 		At: twT0.Add(time.Duration(i) * time.Minute), Value: 64 + float64(i), Delta: 1}
 }
 

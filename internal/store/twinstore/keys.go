@@ -11,7 +11,7 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqldb"
-	"github.com/aml-project/aml/internal/twin/cert"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // CodeKeyMismatch refuses a process whose signing key is not the
@@ -22,13 +22,29 @@ const CodeKeyMismatch = core.CodeCertKeyMismatch
 // registration (subject: the key id).
 const AuditKeyRegister = "cert.key.register"
 
-// RegisterSigningKey checks that k is the deployment's signing key,
+// CertSigner is the certificate signing key as the store uses it — a
+// *cert.KeyPair: its id and public half (RegisterSigningKey), and the
+// issuing of a signed certificate from the rows IssueCertificate reads.
+type CertSigner interface {
+	// SigningKey is the key's id and public half ("" and nil for a nil
+	// key).
+	SigningKey() (id string, pub ed25519.PublicKey)
+	// IssueCertificate builds and signs the certificate of in (cert.Issue;
+	// ttl 0: cert.DefaultTTL).
+	IssueCertificate(in contract.CertIssueInput, now time.Time, ttl time.Duration) (*contract.RecommendationCertificate, error)
+}
+
+// RegisterSigningKey checks that key is the deployment's signing key,
 // registering it (with an audit entry) when the database has none yet.
 // Every process that signs or verifies certificates calls it first, so a
 // machine holding another key fails at once with the fix in the message
 // instead of issuing certificates nobody else can verify.
-func (s *Store) RegisterSigningKey(ctx context.Context, k *cert.KeyPair, by string) error {
-	if k == nil || len(k.Public) != ed25519.PublicKeySize {
+func (s *Store) RegisterSigningKey(ctx context.Context, key CertSigner, by string) error {
+	if key == nil {
+		return core.Errorf(core.CodeInvalidArgument, "a certificate signing key is required")
+	}
+	keyID, pub := key.SigningKey()
+	if len(pub) != ed25519.PublicKeySize {
 		return core.Errorf(core.CodeInvalidArgument, "a certificate signing key is required")
 	}
 	tx, err := s.db.Begin(ctx)
@@ -41,11 +57,11 @@ func (s *Store) RegisterSigningKey(ctx context.Context, k *cert.KeyPair, by stri
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
 		return sqldb.Err(err, "read the deployment's signing key")
-	case id == k.ID:
+	case id == keyID:
 		return nil
 	default:
 		return &core.Error{Code: CodeKeyMismatch, Field: "keyId",
-			Message: "this data directory's certificate signing key " + k.ID + " is not the deployment's key " + id +
+			Message: "this data directory's certificate signing key " + keyID + " is not the deployment's key " + id +
 				" registered in the database: every process sharing the database must sign with the same key — copy cert-key.json from a data directory holding key " + id + " into this one (aml cert key shows the id)"}
 	}
 	if by == "" {
@@ -53,14 +69,14 @@ func (s *Store) RegisterSigningKey(ctx context.Context, k *cert.KeyPair, by stri
 	}
 	now := time.Now().UnixMilli()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO twin_signing_keys(key_id, public_key, registered_by, registered_at) VALUES (?,?,?,?)`,
-		k.ID, base64.StdEncoding.EncodeToString(k.Public), by, now); err != nil {
-		return sqldb.Err(err, "register signing key %s", k.ID)
+		keyID, base64.StdEncoding.EncodeToString(pub), by, now); err != nil {
+		return sqldb.Err(err, "register signing key %s", keyID)
 	}
-	if _, err := audit.New(s.db).AppendTx(ctx, tx, by, AuditKeyRegister, k.ID, "", map[string]any{"keyId": k.ID,
-		"publicKey": base64.StdEncoding.EncodeToString(k.Public)}); err != nil {
+	if _, err := audit.New(s.db).AppendTx(ctx, tx, by, AuditKeyRegister, keyID, "", map[string]any{"keyId": keyID,
+		"publicKey": base64.StdEncoding.EncodeToString(pub)}); err != nil {
 		return err
 	}
-	return sqldb.Err(tx.Commit(), "commit signing key %s", k.ID)
+	return sqldb.Err(tx.Commit(), "commit signing key %s", keyID)
 }
 
 // DeploymentKeyID is the id of the registered deployment signing key, ""

@@ -10,15 +10,7 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqldb"
-)
-
-// Recalibration request states (table twin_calibrations).
-const (
-	CalibrationQueued   = "queued"
-	CalibrationRunning  = "running"
-	CalibrationCooldown = "cooldown"
-	CalibrationDone     = "done"
-	CalibrationFailed   = "failed"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // Audit actions of recalibration requests.
@@ -33,39 +25,11 @@ const (
 // CalibrationSubject is the audit subject of a recalibration request.
 func CalibrationSubject(id string) string { return "calibration:" + id }
 
-// CalibrationRequest is one recalibration request (internal/twin/recal).
-// At most one request per DedupKey is queued, running or cooling down; the
-// partial unique index twin_calibrations_active enforces it in SQL.
-type CalibrationRequest struct {
-	RequestID  string          `json:"requestId"`
-	DedupKey   string          `json:"dedupKey"`
-	SceneID    string          `json:"sceneId"`
-	LineID     string          `json:"lineId"`
-	RecipeID   string          `json:"recipeId"`
-	ModelID    string          `json:"modelId"`
-	State      string          `json:"state"`
-	Reason     string          `json:"reason"`
-	Signals    json.RawMessage `json:"signals"`
-	Policy     json.RawMessage `json:"policy"`
-	DatasetID  string          `json:"datasetId,omitempty"`
-	JobID      string          `json:"jobId,omitempty"`
-	NewModelID string          `json:"newModelId,omitempty"`
-	Error      string          `json:"error,omitempty"`
-	CreatedBy  string          `json:"createdBy"`
-	CreatedAt  time.Time       `json:"createdAt"`
-	StartedAt  *time.Time      `json:"startedAt,omitempty"`
-	// CompletedAt is when the request ended (done or failed);
-	// CooldownUntil = CompletedAt + the policy's cooldown for a request
-	// that completed: the key stays taken until then.
-	CompletedAt   *time.Time `json:"completedAt,omitempty"`
-	CooldownUntil *time.Time `json:"cooldownUntil,omitempty"`
-}
-
 const calibrationCols = `request_id, dedup_key, scene_id, line_id, recipe_id, model_id, state, reason, signals_json, policy_json,
 	dataset_id, job_id, new_model_id, error, created_by, created_at, started_at, completed_at, cooldown_until`
 
-func calibrationRow(sc interface{ Scan(...any) error }) (CalibrationRequest, error) {
-	var r CalibrationRequest
+func calibrationRow(sc interface{ Scan(...any) error }) (contract.CalibrationRequest, error) {
+	var r contract.CalibrationRequest
 	var sig, pol string
 	var created int64
 	var started, completed, cooldown sql.NullInt64
@@ -106,7 +70,7 @@ func expireCooldowns(ctx context.Context, tx *sqldb.Tx, now time.Time) error {
 // unique index refuses a second active request even from another process.
 // An accepted request is audited ("calibration.request", actor
 // r.CreatedBy) in the same transaction.
-func (s *Store) CreateCalibration(ctx context.Context, r CalibrationRequest, now time.Time) (created *CalibrationRequest, active *CalibrationRequest, err error) {
+func (s *Store) CreateCalibration(ctx context.Context, r contract.CalibrationRequest, now time.Time) (created *contract.CalibrationRequest, active *contract.CalibrationRequest, err error) {
 	for _, f := range []struct{ name, v string }{{"requestId", r.RequestID}, {"dedupKey", r.DedupKey}, {"sceneId", r.SceneID}, {"lineId", r.LineID}, {"createdBy", r.CreatedBy}} {
 		if err := requireID(f.name, f.v); err != nil {
 			return nil, nil, err
@@ -166,7 +130,7 @@ func (s *Store) CreateCalibration(ctx context.Context, r CalibrationRequest, now
 	return &got, nil, nil
 }
 
-func (s *Store) activeCalibration(ctx context.Context, key string) (*CalibrationRequest, error) {
+func (s *Store) activeCalibration(ctx context.Context, key string) (*contract.CalibrationRequest, error) {
 	r, err := calibrationRow(s.db.QueryRowContext(ctx, `SELECT `+calibrationCols+` FROM twin_calibrations
 		WHERE dedup_key=? AND state IN ('queued','running','cooldown')`, key))
 	if err != nil {
@@ -176,7 +140,7 @@ func (s *Store) activeCalibration(ctx context.Context, key string) (*Calibration
 }
 
 // GetCalibration returns one request.
-func (s *Store) GetCalibration(ctx context.Context, id string) (CalibrationRequest, error) {
+func (s *Store) GetCalibration(ctx context.Context, id string) (contract.CalibrationRequest, error) {
 	r, err := calibrationRow(s.db.QueryRowContext(ctx, `SELECT `+calibrationCols+` FROM twin_calibrations WHERE request_id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, notFound("recalibration request", id)
@@ -186,7 +150,7 @@ func (s *Store) GetCalibration(ctx context.Context, id string) (CalibrationReque
 
 // ListCalibrations ends expired cooldowns at now and returns every request,
 // newest first.
-func (s *Store) ListCalibrations(ctx context.Context, now time.Time) ([]CalibrationRequest, error) {
+func (s *Store) ListCalibrations(ctx context.Context, now time.Time) ([]contract.CalibrationRequest, error) {
 	if err := s.calibrationTx(ctx, func(tx *sqldb.Tx) error { return expireCooldowns(ctx, tx, now) }); err != nil {
 		return nil, err
 	}
@@ -195,7 +159,7 @@ func (s *Store) ListCalibrations(ctx context.Context, now time.Time) ([]Calibrat
 		return nil, sqldb.Err(err, "list recalibration requests")
 	}
 	defer rows.Close()
-	var out []CalibrationRequest
+	var out []contract.CalibrationRequest
 	for rows.Next() {
 		r, err := calibrationRow(rows)
 		if err != nil {
@@ -224,7 +188,7 @@ func (s *Store) calibrationTx(ctx context.Context, fn func(*sqldb.Tx) error) err
 // running requests before the claim. Count, pick and update run in one
 // serialised write transaction (with the audit entry "calibration.start"), so two
 // workers never exceed maxConcurrent together.
-func (s *Store) ClaimCalibration(ctx context.Context, maxConcurrent int, by string, now time.Time) (claimed *CalibrationRequest, running int, err error) {
+func (s *Store) ClaimCalibration(ctx context.Context, maxConcurrent int, by string, now time.Time) (claimed *contract.CalibrationRequest, running int, err error) {
 	if err := requireID("by", by); err != nil {
 		return nil, 0, err
 	}
@@ -264,7 +228,7 @@ func (s *Store) ClaimCalibration(ctx context.Context, maxConcurrent int, by stri
 		return nil, running, sqldb.Err(err, "commit claim of %s", r.RequestID)
 	}
 	t := now.UTC().Truncate(time.Millisecond)
-	r.State, r.StartedAt = CalibrationRunning, &t
+	r.State, r.StartedAt = contract.CalibrationRunning, &t
 	return &r, running, nil
 }
 

@@ -7,9 +7,7 @@ import (
 
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/store/sqldb"
-	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/guard"
 )
 
 // Records is the method set of *Store: what the twin packages, the API and
@@ -17,52 +15,52 @@ import (
 // it by embedding a *Store (see internal/store.Store).
 type Records interface {
 	AppendAudit(ctx context.Context, actor, action, subject, lineID string, payload any) (audit.Entry, error)
-	ApproveCertificate(ctx context.Context, id, approver string, pub ed25519.PublicKey, now time.Time) (*CertRecord, error)
+	ApproveCertificate(ctx context.Context, id, approver string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error)
 	AuditLog() *audit.Log
-	Channel(ctx context.Context, lineID string) (*guard.ChannelProfile, error)
-	ClaimCalibration(ctx context.Context, maxConcurrent int, by string, now time.Time) (claimed *CalibrationRequest, running int, err error)
-	ClaimWrite(ctx context.Context, c WriteClaimRequest) (int64, error)
+	Channel(ctx context.Context, lineID string) (*contract.ChannelProfile, error)
+	ClaimCalibration(ctx context.Context, maxConcurrent int, by string, now time.Time) (claimed *contract.CalibrationRequest, running int, err error)
+	ClaimWrite(ctx context.Context, c contract.WriteClaimRequest) (int64, error)
 	CompleteCalibration(ctx context.Context, id, newModelID string, now time.Time, cooldown time.Duration, by string) error
 	DeploymentKeyID(ctx context.Context) (string, error)
-	CreateCalibration(ctx context.Context, r CalibrationRequest, now time.Time) (created *CalibrationRequest, active *CalibrationRequest, err error)
+	CreateCalibration(ctx context.Context, r contract.CalibrationRequest, now time.Time) (created *contract.CalibrationRequest, active *contract.CalibrationRequest, err error)
 	ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]string, error)
 	FailCalibration(ctx context.Context, id, msg string, now time.Time, by string) error
 	FreezeScene(ctx context.Context, id, version, by, expectHash string) (*contract.SceneContract, error)
-	GetCalibration(ctx context.Context, id string) (CalibrationRequest, error)
-	GetCertificate(ctx context.Context, id string, pub ed25519.PublicKey) (*CertRecord, error)
-	GetChannel(ctx context.Context, lineID string) (*ChannelRecord, error)
+	GetCalibration(ctx context.Context, id string) (contract.CalibrationRequest, error)
+	GetCertificate(ctx context.Context, id string, pub ed25519.PublicKey) (*contract.CertRecord, error)
+	GetChannel(ctx context.Context, lineID string) (*contract.ChannelRecord, error)
 	GetObjective(ctx context.Context, id string) (*contract.ObjectiveProfile, string, error)
 	GetScene(ctx context.Context, id, version string) (*contract.SceneContract, error)
 	GetSnapshot(ctx context.Context, id string) (*contract.TwinSnapshot, error)
-	GetSnapshotInfo(ctx context.Context, id string) (*contract.TwinSnapshot, SnapshotInfo, error)
-	GetTrial(ctx context.Context, id string) (TrialRecord, error)
-	IssueCertificate(ctx context.Context, trialID, requester string, key *cert.KeyPair, ttl time.Duration, now time.Time) (*CertRecord, error)
+	GetSnapshotInfo(ctx context.Context, id string) (*contract.TwinSnapshot, contract.SnapshotInfo, error)
+	GetTrial(ctx context.Context, id string) (contract.TrialRecord, error)
+	IssueCertificate(ctx context.Context, trialID, requester string, key CertSigner, ttl time.Duration, now time.Time) (*contract.CertRecord, error)
 	LastWriteID(ctx context.Context, lineID string) (int64, error)
-	LatestGateEval(ctx context.Context, modelID string) (GateEvalRecord, error)
-	ListCalibrations(ctx context.Context, now time.Time) ([]CalibrationRequest, error)
-	ListCertificates(ctx context.Context, f CertFilter, pub ed25519.PublicKey) ([]CertListItem, error)
+	LatestGateEval(ctx context.Context, modelID string) (contract.GateEvalRecord, error)
+	ListCalibrations(ctx context.Context, now time.Time) ([]contract.CalibrationRequest, error)
+	ListCertificates(ctx context.Context, f contract.CertFilter, pub ed25519.PublicKey) ([]contract.CertListItem, error)
 	ListScenes(ctx context.Context, lineID string) ([]*contract.SceneContract, error)
-	ListShadow(ctx context.Context, modelID string) ([]ShadowRecord, error)
-	ListSnapshots(ctx context.Context, lineID string, limit int) ([]SnapshotInfo, error)
-	ListTrials(ctx context.Context, f TrialFilter) ([]TrialRecord, error)
-	LoadCertificate(ctx context.Context, id string) (*CertRecord, error)
-	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*CertRecord, error)
-	PutGateEval(ctx context.Context, r GateEvalRecord) error
+	ListShadow(ctx context.Context, modelID string) ([]contract.ShadowRecord, error)
+	ListSnapshots(ctx context.Context, lineID string, limit int) ([]contract.SnapshotInfo, error)
+	ListTrials(ctx context.Context, f contract.TrialFilter) ([]contract.TrialRecord, error)
+	LoadCertificate(ctx context.Context, id string) (*contract.CertRecord, error)
+	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*contract.CertRecord, error)
+	PutGateEval(ctx context.Context, r contract.GateEvalRecord) error
 	PutObjective(ctx context.Context, o *contract.ObjectiveProfile) (string, error)
 	PutScene(ctx context.Context, c *contract.SceneContract) error
-	PutShadow(ctx context.Context, r ShadowRecord) error
+	PutShadow(ctx context.Context, r contract.ShadowRecord) error
 	PutSnapshot(ctx context.Context, t *contract.TwinSnapshot, strict bool) error
-	PutTrial(ctx context.Context, t *contract.VirtualTrial, purpose, gateEvalID string) (TrialRecord, error)
-	Record(ctx context.Context, r guard.WriteRecord) error
-	RegisterSigningKey(ctx context.Context, k *cert.KeyPair, by string) error
-	RecordWrite(ctx context.Context, actor string, r WriteRow) (int64, error)
-	RevokeCertificate(ctx context.Context, id, by, reason string, pub ed25519.PublicKey, now time.Time) (*CertRecord, error)
+	PutTrial(ctx context.Context, t *contract.VirtualTrial, purpose, gateEvalID string) (contract.TrialRecord, error)
+	Record(ctx context.Context, r contract.WriteRecord) error
+	RegisterSigningKey(ctx context.Context, key CertSigner, by string) error
+	RecordWrite(ctx context.Context, actor string, r contract.WriteRow) (int64, error)
+	RevokeCertificate(ctx context.Context, id, by, reason string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error)
 	SQL() *sqldb.DB
 	SetCalibrationJob(ctx context.Context, id, datasetID, jobID, by string) error
-	SetChannel(ctx context.Context, c ChannelRecord, by string) (*ChannelRecord, error)
-	TwinPromotionEvidence(ctx context.Context, modelID string) (TwinPromotionEvidence, error)
-	WriteRows(ctx context.Context, lineID string, since time.Time) ([]WriteRow, error)
-	Writes(ctx context.Context, lineID string, since time.Time) ([]guard.WriteRecord, error)
+	SetChannel(ctx context.Context, c contract.ChannelRecord, by string) (*contract.ChannelRecord, error)
+	TwinPromotionEvidence(ctx context.Context, modelID string) (contract.TwinPromotionEvidence, error)
+	WriteRows(ctx context.Context, lineID string, since time.Time) ([]contract.WriteRow, error)
+	Writes(ctx context.Context, lineID string, since time.Time) ([]contract.WriteRecord, error)
 }
 
 var _ Records = (*Store)(nil)

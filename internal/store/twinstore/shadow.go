@@ -10,30 +10,12 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqldb"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
-
-// ShadowRecord is one row of shadow evidence (table twin_shadow): model
-// ModelID's predictions compared with what the line did on run RunID, a run
-// that ended after the model was made and is not in its dataset. The
-// platform computes it (internal/twin/shadow) from the store; neither a
-// gate nor a trainer writes it.
-type ShadowRecord struct {
-	ModelID   string
-	RunID     string
-	CreatedAt time.Time
-	// Steps is the number of scored grid steps of the run.
-	Steps int
-	// NRMSE and Coverage are the headline figures (see shadow.RunEvidence);
-	// NaN is stored as NULL and read back as NaN.
-	NRMSE    float64
-	Coverage float64
-	// Evidence is the full per-run evidence as JSON.
-	Evidence json.RawMessage
-}
 
 // PutShadow stores (or replaces: evidence recomputed for the same model and
 // run supersedes the old row) one shadow evidence row.
-func (s *Store) PutShadow(ctx context.Context, r ShadowRecord) error {
+func (s *Store) PutShadow(ctx context.Context, r contract.ShadowRecord) error {
 	if err := requireID("modelId", r.ModelID); err != nil {
 		return err
 	}
@@ -63,16 +45,16 @@ func (s *Store) PutShadow(ctx context.Context, r ShadowRecord) error {
 
 // ListShadow returns the shadow evidence rows of a model, oldest first
 // (by creation time, then run id).
-func (s *Store) ListShadow(ctx context.Context, modelID string) ([]ShadowRecord, error) {
+func (s *Store) ListShadow(ctx context.Context, modelID string) ([]contract.ShadowRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT model_id, run_id, created_at, steps, nrmse, coverage, evidence_json
 		FROM twin_shadow WHERE model_id=? ORDER BY created_at, run_id`, modelID)
 	if err != nil {
 		return nil, sqldb.Err(err, "list shadow evidence of model %s", modelID)
 	}
 	defer rows.Close()
-	var out []ShadowRecord
+	var out []contract.ShadowRecord
 	for rows.Next() {
-		var r ShadowRecord
+		var r contract.ShadowRecord
 		var created int64
 		var nrmse, cov sql.NullFloat64
 		var ev string
@@ -87,22 +69,10 @@ func (s *Store) ListShadow(ctx context.Context, modelID string) ([]ShadowRecord,
 	return out, sqldb.Err(rows.Err(), "list shadow evidence of model %s", modelID)
 }
 
-// TwinPromotionEvidence is what promoting a twin model to production needs
-// to know (registry.Move): how many shadow runs are stored for it, and its
-// latest twin gate evaluation (table twin_gate_evals).
-type TwinPromotionEvidence struct {
-	ShadowRuns int
-	// GateEvalID is the latest gate evaluation's id ("" when there is
-	// none); GatePassed its verdict.
-	GateEvalID string
-	GatePassed bool
-	GateAt     time.Time
-}
-
-// TwinPromotionEvidence reads the shadow row count and the latest twin
+// contract.TwinPromotionEvidence reads the shadow row count and the latest twin
 // gate evaluation of model id in one read transaction.
-func (s *Store) TwinPromotionEvidence(ctx context.Context, modelID string) (TwinPromotionEvidence, error) {
-	var ev TwinPromotionEvidence
+func (s *Store) TwinPromotionEvidence(ctx context.Context, modelID string) (contract.TwinPromotionEvidence, error) {
+	var ev contract.TwinPromotionEvidence
 	tx, err := s.db.BeginRead(ctx)
 	if err != nil {
 		return ev, sqldb.Err(err, "begin")

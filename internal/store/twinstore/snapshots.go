@@ -25,19 +25,6 @@ const CodeSnapshotTampered = core.CodeSnapshotTampered
 // MaxSnapshotList caps ListSnapshots.
 const MaxSnapshotList = 10_000
 
-// SnapshotInfo is one stored snapshot's row, without its body.
-type SnapshotInfo struct {
-	SnapshotID   string    `json:"snapshotId"`
-	SceneID      string    `json:"sceneId"`
-	SceneVersion string    `json:"sceneVersion"`
-	LineID       string    `json:"lineId"`
-	CapturedAt   time.Time `json:"capturedAt"`
-	CreatedAt    time.Time `json:"createdAt"`
-	CreatedBy    string    `json:"createdBy"`
-	Strict       bool      `json:"strict"`
-	Hash         string    `json:"hash"`
-}
-
 // PutSnapshot stores a sealed snapshot (SnapshotHash set and equal to its
 // content hash) once: the row is immutable (a trigger refuses updates) and
 // a second snapshot with the same id is AML_CONFLICT. strict records
@@ -93,8 +80,8 @@ func boolInt(b bool) int {
 
 const snapshotCols = `snapshot_id, scene_id, scene_version, line_id, captured_at, created_at, created_by, strict, hash`
 
-func scanSnapshotInfo(sc interface{ Scan(...any) error }, extra ...any) (SnapshotInfo, error) {
-	var i SnapshotInfo
+func scanSnapshotInfo(sc interface{ Scan(...any) error }, extra ...any) (contract.SnapshotInfo, error) {
+	var i contract.SnapshotInfo
 	var captured, created int64
 	var strict int
 	err := sc.Scan(append([]any{&i.SnapshotID, &i.SceneID, &i.SceneVersion, &i.LineID, &captured, &created, &i.CreatedBy, &strict, &i.Hash}, extra...)...)
@@ -123,13 +110,13 @@ func (s *Store) GetSnapshot(ctx context.Context, id string) (*contract.TwinSnaps
 
 // GetSnapshotInfo returns GetSnapshot's snapshot and its row (strict flag,
 // author), verified the same way.
-func (s *Store) GetSnapshotInfo(ctx context.Context, id string) (*contract.TwinSnapshot, SnapshotInfo, error) {
+func (s *Store) GetSnapshotInfo(ctx context.Context, id string) (*contract.TwinSnapshot, contract.SnapshotInfo, error) {
 	return s.getSnapshot(ctx, id)
 }
 
-func (s *Store) getSnapshot(ctx context.Context, id string) (*contract.TwinSnapshot, SnapshotInfo, error) {
+func (s *Store) getSnapshot(ctx context.Context, id string) (*contract.TwinSnapshot, contract.SnapshotInfo, error) {
 	if err := requireID("snapshotId", id); err != nil {
-		return nil, SnapshotInfo{}, err
+		return nil, contract.SnapshotInfo{}, err
 	}
 	var js string
 	info, err := scanSnapshotInfo(s.db.QueryRowContext(ctx, `SELECT `+snapshotCols+`, snapshot_json FROM twin_snapshots WHERE snapshot_id=?`, id), &js)
@@ -161,7 +148,7 @@ func (s *Store) getSnapshot(ctx context.Context, id string) (*contract.TwinSnaps
 // ListSnapshots returns the rows of the newest limit snapshots (by capture
 // time) of line lineID ("" = all lines), newest first. limit 0 means 100;
 // at most MaxSnapshotList. Bodies are not read (GetSnapshot verifies one).
-func (s *Store) ListSnapshots(ctx context.Context, lineID string, limit int) ([]SnapshotInfo, error) {
+func (s *Store) ListSnapshots(ctx context.Context, lineID string, limit int) ([]contract.SnapshotInfo, error) {
 	if limit == 0 {
 		limit = 100
 	}
@@ -174,7 +161,7 @@ func (s *Store) ListSnapshots(ctx context.Context, lineID string, limit int) ([]
 		return nil, sqldb.Err(err, "list snapshots")
 	}
 	defer rows.Close()
-	out := []SnapshotInfo{}
+	out := []contract.SnapshotInfo{}
 	for rows.Next() {
 		i, err := scanSnapshotInfo(rows)
 		if err != nil {

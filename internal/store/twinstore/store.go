@@ -16,6 +16,12 @@
 // behind the store's back is reported (AML_SNAPSHOT_TAMPERED,
 // AML_TRIAL_TAMPERED, AML_CERT_TAMPERED …), never used.
 //
+// The records themselves (CertRecord, TrialRecord, …) are types of package
+// twin/contract, and the package imports nothing of the twin but contract:
+// the certificate rules are methods of contract.RecommendationCertificate
+// and the signing key comes in as a CertSigner (a *cert.KeyPair), so the
+// domain packages depend on contract, never the store on them.
+//
 // sqlite.Store and postgres.Store embed a *Store, so the methods are called
 // on the back-end's store directly.
 package twinstore

@@ -30,42 +30,8 @@ const (
 	AuditObjectivePut = "objective.put"
 )
 
-// Trial purposes (column twin_trials.purpose).
-const (
-	TrialManual   = "manual"
-	TrialOptimize = "optimize"
-	TrialGate     = "gate"
-	TrialDemo     = "demo"
-)
-
 func tampered(code, format string, args ...any) *core.Error {
 	return core.Errorf(code, format, args...)
-}
-
-// TrialRecord is a stored virtual trial with the columns derived from it.
-type TrialRecord struct {
-	Trial      *contract.VirtualTrial `json:"trial"`
-	LineID     string                 `json:"lineId"`
-	Purpose    string                 `json:"purpose"`
-	GateEvalID string                 `json:"gateEvalId,omitempty"`
-	// Passed: every constraint passed and the candidate was accepted as in
-	// distribution (contract.VirtualTrial.Passed). Improvement is not part
-	// of passing; certificates require it separately.
-	Passed bool `json:"passed"`
-	// RejectCode is empty when passed; else the trial's reject code
-	// (contract.Reject*), derived for a trial that recorded none.
-	RejectCode     string  `json:"rejectCode,omitempty"`
-	HardViolations int     `json:"hardViolations"`
-	OODAccepted    bool    `json:"oodAccepted"`
-	Improvement    float64 `json:"improvement"`
-	Hash           string  `json:"hash"`
-}
-
-// TrialFilter selects stored trials; empty fields match anything.
-type TrialFilter struct {
-	ModelID, GateEvalID, LineID string
-	// Limit caps the result (≤ 0: 1000).
-	Limit int
 }
 
 // deriveTrial computes the derived columns of a trial: passed as
@@ -95,58 +61,58 @@ func deriveTrial(t *contract.VirtualTrial) (passed bool, reject string, hard int
 // trial to its evaluation. The line is the line of the trial's snapshot
 // when that snapshot is stored, else the trial's provenance "lineId". The
 // row and its audit entry ("trial.put", actor t.CreatedBy) commit together.
-func (s *Store) PutTrial(ctx context.Context, t *contract.VirtualTrial, purpose, gateEvalID string) (TrialRecord, error) {
+func (s *Store) PutTrial(ctx context.Context, t *contract.VirtualTrial, purpose, gateEvalID string) (contract.TrialRecord, error) {
 	if t == nil {
-		return TrialRecord{}, core.Errorf(core.CodeInvalidArgument, "trial is required")
+		return contract.TrialRecord{}, core.Errorf(core.CodeInvalidArgument, "trial is required")
 	}
 	if purpose == "" {
-		purpose = TrialManual
+		purpose = contract.TrialManual
 	}
 	switch purpose {
-	case TrialManual, TrialOptimize, TrialGate, TrialDemo:
+	case contract.TrialManual, contract.TrialOptimize, contract.TrialGate, contract.TrialDemo:
 	default:
-		return TrialRecord{}, core.FieldErrorf(core.CodeInvalidArgument, "purpose", "purpose must be manual, optimize, gate or demo, not %q", purpose)
+		return contract.TrialRecord{}, core.FieldErrorf(core.CodeInvalidArgument, "purpose", "purpose must be manual, optimize, gate or demo, not %q", purpose)
 	}
 	if err := t.Validate(); err != nil {
-		return TrialRecord{}, err
+		return contract.TrialRecord{}, err
 	}
 	hash, err := t.Hash()
 	if err != nil {
-		return TrialRecord{}, err
+		return contract.TrialRecord{}, err
 	}
 	js, err := core.CanonicalJSON(t)
 	if err != nil {
-		return TrialRecord{}, err
+		return contract.TrialRecord{}, err
 	}
 	passed, reject, hard := deriveTrial(t)
-	rec := TrialRecord{Trial: t, Purpose: purpose, GateEvalID: gateEvalID, Passed: passed, RejectCode: reject, HardViolations: hard,
+	rec := contract.TrialRecord{Trial: t, Purpose: purpose, GateEvalID: gateEvalID, Passed: passed, RejectCode: reject, HardViolations: hard,
 		OODAccepted: t.OutOfDistribution.Accepted, Improvement: t.BaselineComparison.Improvement, Hash: hash}
 
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return TrialRecord{}, sqldb.Err(err, "begin")
+		return contract.TrialRecord{}, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
 	switch err := tx.QueryRowContext(ctx, `SELECT line_id FROM twin_snapshots WHERE snapshot_id=?`, t.SnapshotID).Scan(&rec.LineID); {
 	case errors.Is(err, sql.ErrNoRows):
 		rec.LineID = t.Provenance["lineId"]
 	case err != nil:
-		return TrialRecord{}, sqldb.Err(err, "read snapshot %s", t.SnapshotID)
+		return contract.TrialRecord{}, sqldb.Err(err, "read snapshot %s", t.SnapshotID)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO twin_trials(trial_id, snapshot_id, model_id, objective_id, line_id, created_at, created_by, purpose, gate_eval_id,
 		passed, reject_code, hard_violations, ood_accepted, improvement, hash, trial_json, candidate_executed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)`,
 		t.TrialID, t.SnapshotID, t.ModelID, t.ObjectiveID, rec.LineID, t.CreatedAt.UnixMilli(), t.CreatedBy, purpose, gateEvalID,
 		b2i(passed), reject, hard, b2i(rec.OODAccepted), rec.Improvement, hash, string(js))
 	if sqldb.IsUnique(err) {
-		return TrialRecord{}, core.FieldErrorf(core.CodeConflict, "trialId", "trial %q already exists (trials are immutable)", t.TrialID)
+		return contract.TrialRecord{}, core.FieldErrorf(core.CodeConflict, "trialId", "trial %q already exists (trials are immutable)", t.TrialID)
 	}
 	if err != nil {
-		return TrialRecord{}, sqldb.Err(err, "insert trial %s", t.TrialID)
+		return contract.TrialRecord{}, sqldb.Err(err, "insert trial %s", t.TrialID)
 	}
 	payload := map[string]any{"trialId": t.TrialID, "hash": hash, "snapshotId": t.SnapshotID, "modelId": t.ModelID, "objectiveId": t.ObjectiveID,
 		"purpose": purpose, "gateEvalId": gateEvalID, "passed": passed, "rejectCode": reject, "improvement": rec.Improvement, "candidateExecuted": false}
 	if _, err := audit.New(s.db).AppendTx(ctx, tx, t.CreatedBy, AuditTrialPut, t.TrialID, rec.LineID, payload); err != nil {
-		return TrialRecord{}, err
+		return contract.TrialRecord{}, err
 	}
 	return rec, sqldb.Err(tx.Commit(), "commit trial %s", t.TrialID)
 }
@@ -156,10 +122,10 @@ const trialCols = `trial_id, snapshot_id, model_id, objective_id, line_id, purpo
 // trialRow scans one row of trialCols and checks it: the JSON decodes and
 // validates, hashes to the stored hash, and agrees with every derived
 // column; otherwise AML_TRIAL_TAMPERED. sql.ErrNoRows passes through.
-func trialRow(sc interface{ Scan(...any) error }) (TrialRecord, error) {
+func trialRow(sc interface{ Scan(...any) error }) (contract.TrialRecord, error) {
 	var (
 		id, snap, model, obj, js string
-		r                        TrialRecord
+		r                        contract.TrialRecord
 		passed, ood, executed    int
 		impr                     sql.NullFloat64
 	)
@@ -206,11 +172,11 @@ func trialRow(sc interface{ Scan(...any) error }) (TrialRecord, error) {
 
 // GetTrial returns a stored trial, verifying its hash and derived columns
 // (AML_TRIAL_TAMPERED when they disagree, AML_NOT_FOUND when absent).
-func (s *Store) GetTrial(ctx context.Context, id string) (TrialRecord, error) {
+func (s *Store) GetTrial(ctx context.Context, id string) (contract.TrialRecord, error) {
 	return getTrial(ctx, s.db, id)
 }
 
-func getTrial(ctx context.Context, db sqldb.Querier, id string) (TrialRecord, error) {
+func getTrial(ctx context.Context, db sqldb.Querier, id string) (contract.TrialRecord, error) {
 	r, err := trialRow(db.QueryRowContext(ctx, `SELECT `+trialCols+` FROM twin_trials WHERE trial_id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, notFound("trial", id)
@@ -220,7 +186,7 @@ func getTrial(ctx context.Context, db sqldb.Querier, id string) (TrialRecord, er
 
 // ListTrials returns stored trials, newest first, each verified as in
 // GetTrial (one tampered row fails the list).
-func (s *Store) ListTrials(ctx context.Context, f TrialFilter) ([]TrialRecord, error) {
+func (s *Store) ListTrials(ctx context.Context, f contract.TrialFilter) ([]contract.TrialRecord, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 1000
@@ -231,7 +197,7 @@ func (s *Store) ListTrials(ctx context.Context, f TrialFilter) ([]TrialRecord, e
 		return nil, sqldb.Err(err, "list trials")
 	}
 	defer rows.Close()
-	out := []TrialRecord{}
+	out := []contract.TrialRecord{}
 	for rows.Next() {
 		r, err := trialRow(rows)
 		if err != nil {

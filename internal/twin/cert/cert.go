@@ -3,8 +3,6 @@ package cert
 import (
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -45,29 +43,9 @@ const (
 	MaxTTL = 24 * time.Hour
 )
 
-func newErr(code, field, format string, args ...any) *core.Error {
-	return core.FieldErrorf(code, field, format, args...)
-}
-
-// IssueInput is what a certificate is issued from.
-type IssueInput struct {
-	// RecommendationID names the certificate; a random "rec-…" id when
-	// empty.
-	RecommendationID string
-	// CreatedBy is the requester: the identity that asked for the
-	// recommendation. The requester can never approve it.
-	CreatedBy string
-	// Scene is the frozen scene the trial ran on.
-	Scene *contract.SceneContract
-	// Trial is the virtual trial whose candidate is certified. It must
-	// validate against Scene, pass (every constraint passed, accepted as
-	// in distribution) and improve on the baseline (improvement > 0).
-	Trial *contract.VirtualTrial
-	// SnapshotHash, ModelHash and ObjectiveHash (required) and RecipeHash
-	// (optional) are hex sha256 of the twin snapshot, the (hybrid) model
-	// artifact or manifest, the objective profile and the recipe version.
-	SnapshotHash, ModelHash, ObjectiveHash, RecipeHash string
-}
+// IssueInput is what a certificate is issued from (defined with the
+// certificate, in package twin/contract).
+type IssueInput = contract.CertIssueInput
 
 // Issue certifies a passed, improving virtual trial: it builds the
 // certificate (status ISSUED, issuedAt = createdAt = now truncated to the
@@ -233,87 +211,31 @@ func isHexHash(s string) bool {
 	return true
 }
 
-// Verify checks that c is well formed (contract Validate), that its
-// certificateHash is the hash of its signed body, that keyId is the id of
-// pub and that the signature is pub's Ed25519 signature of the 32 hash
-// bytes. Any change to a signed field, the hash, the signature or the key
-// id fails with AML_CERT_INVALID. Verify does not look at status or the
-// clock (see CanWrite, Authorize).
+// Verify checks that c is well formed, that its certificateHash is the
+// hash of its signed body, that keyId is the id of pub and that the
+// signature is pub's Ed25519 signature of the 32 hash bytes
+// (contract.RecommendationCertificate.Verify). Any change to a signed
+// field, the hash, the signature or the key id fails with
+// AML_CERT_INVALID. Verify does not look at status or the clock (see
+// CanWrite, Authorize).
 func Verify(c *contract.RecommendationCertificate, pub ed25519.PublicKey) error {
-	if c == nil {
-		return newErr(CodeCertInvalid, "", "no certificate")
-	}
-	if len(pub) != ed25519.PublicKeySize {
-		return newErr(CodeCertInvalid, "keyId", "verification key is not an Ed25519 public key")
-	}
-	if err := c.Validate(); err != nil {
-		e := core.Invalid(CodeCertInvalid, contract.ProblemsOf(err))
-		if e == nil {
-			return newErr(CodeCertInvalid, "", "%v", err)
-		}
-		return e
-	}
-	if id := KeyID(pub); c.KeyID != id {
-		return newErr(CodeCertInvalid, "keyId", "certificate names key %s, verifying with key %s", c.KeyID, id)
-	}
-	h, err := c.BodyHash()
-	if err != nil {
-		return newErr(CodeCertInvalid, "certificateHash", "cannot hash the signed body: %v", err)
-	}
-	if h != c.CertificateHash {
-		return newErr(CodeCertInvalid, "certificateHash", "the signed body hashes to %s, the certificate says %s: a signed field was changed", h, c.CertificateHash)
-	}
-	digest, _ := hex.DecodeString(h)
-	sig, err := base64.StdEncoding.DecodeString(c.Signature)
-	if err != nil || len(sig) != ed25519.SignatureSize || len(digest) != sha256.Size || !ed25519.Verify(pub, digest, sig) {
-		return newErr(CodeCertInvalid, "signature", "signature does not verify with key %s", c.KeyID)
-	}
-	return nil
+	return c.Verify(pub)
 }
 
-// transitions is the certificate state machine: from → allowed targets.
-// Final statuses have no entry.
-var transitions = map[contract.CertStatus][]contract.CertStatus{
-	contract.CertIssued:   {contract.CertApproved, contract.CertRevoked, contract.CertExpired},
-	contract.CertApproved: {contract.CertExecuted, contract.CertRevoked, contract.CertExpired},
-}
+// The lifecycle rules are methods of the certificate
+// (contract.RecommendationCertificate); the functions below apply them.
 
 // Allowed reports whether the state machine has the transition from → to.
-func Allowed(from, to contract.CertStatus) bool {
-	for _, s := range transitions[from] {
-		if s == to {
-			return true
-		}
-	}
-	return false
-}
+func Allowed(from, to contract.CertStatus) bool { return from.CanMoveTo(to) }
 
 // Expired reports whether c's expiry has passed at now (now ≥ expiresAt).
-func Expired(c *contract.RecommendationCertificate, now time.Time) bool {
-	return !now.Before(c.ExpiresAt)
-}
+func Expired(c *contract.RecommendationCertificate, now time.Time) bool { return c.Expired(now) }
 
 // ExpireIfDue marks an ISSUED or APPROVED certificate whose expiry has
 // passed EXPIRED (expiredAt = now) and reports whether it did. A sweeper
 // calls it; the transitions call it themselves.
 func ExpireIfDue(c *contract.RecommendationCertificate, now time.Time) bool {
-	if !Allowed(c.Status, contract.CertExpired) || !Expired(c, now) {
-		return false
-	}
-	c.Status, c.ExpiredAt = contract.CertExpired, now.UTC()
-	return true
-}
-
-func expiredErr(c *contract.RecommendationCertificate) error {
-	return newErr(CodeCertExpired, "expiresAt", "certificate %s expired at %s", c.RecommendationID, c.ExpiresAt.UTC().Format(time.RFC3339Nano))
-}
-
-func conflict(c *contract.RecommendationCertificate, action string, want ...contract.CertStatus) error {
-	ws := make([]string, len(want))
-	for i, w := range want {
-		ws[i] = string(w)
-	}
-	return core.FieldErrorf(core.CodeConflict, "status", "cannot %s certificate %s: it is %s (must be %s)", action, c.RecommendationID, c.Status, strings.Join(ws, " or "))
+	return c.ExpireIfDue(now)
 }
 
 // Approve moves an ISSUED certificate to APPROVED, recording approvedBy =
@@ -325,23 +247,7 @@ func conflict(c *contract.RecommendationCertificate, action string, want ...cont
 // An expired certificate is marked EXPIRED and refused with
 // AML_CERT_EXPIRED. Callers verify the signature first (Verify).
 func Approve(c *contract.RecommendationCertificate, by, requester string, now time.Time) error {
-	if strings.TrimSpace(by) == "" {
-		return core.FieldErrorf(core.CodeInvalidArgument, "approvedBy", "the approver is required")
-	}
-	if c.Status != contract.CertIssued {
-		return conflict(c, "approve", contract.CertIssued)
-	}
-	if ExpireIfDue(c, now) {
-		return expiredErr(c)
-	}
-	if contract.SameIdentity(by, c.CreatedBy) || (strings.TrimSpace(requester) != "" && contract.SameIdentity(by, requester)) {
-		return core.FieldErrorf(core.CodeForbidden, "approvedBy", "%s requested this recommendation and cannot approve it; another person must", by)
-	}
-	if now.Before(c.IssuedAt) {
-		return core.FieldErrorf(core.CodeInvalidArgument, "approvedAt", "approval time is before issuedAt")
-	}
-	c.Status, c.ApprovedBy, c.ApprovedAt = contract.CertApproved, by, now.UTC()
-	return nil
+	return c.Approve(by, requester, now)
 }
 
 // Revoke moves an ISSUED or APPROVED certificate to REVOKED, recording
@@ -349,57 +255,21 @@ func Approve(c *contract.RecommendationCertificate, by, requester string, now ti
 // a certificate that has lapsed but was not yet marked EXPIRED records why
 // it must not be used.
 func Revoke(c *contract.RecommendationCertificate, by, reason string, now time.Time) error {
-	if strings.TrimSpace(by) == "" {
-		return core.FieldErrorf(core.CodeInvalidArgument, "revokedBy", "who revokes is required")
-	}
-	if strings.TrimSpace(reason) == "" {
-		return core.FieldErrorf(core.CodeInvalidArgument, "revokeReason", "a reason is required")
-	}
-	if !Allowed(c.Status, contract.CertRevoked) {
-		return conflict(c, "revoke", contract.CertIssued, contract.CertApproved)
-	}
-	if now.Before(c.IssuedAt) {
-		return core.FieldErrorf(core.CodeInvalidArgument, "revokedAt", "revocation time is before issuedAt")
-	}
-	c.Status, c.RevokedBy, c.RevokedAt, c.RevokeReason = contract.CertRevoked, by, now.UTC(), reason
-	return nil
+	return c.Revoke(by, reason, now)
 }
 
 // MarkExecuted moves an APPROVED, unexpired certificate to EXECUTED
 // (executedAt = now). An expired one is marked EXPIRED and refused with
 // AML_CERT_EXPIRED.
 func MarkExecuted(c *contract.RecommendationCertificate, now time.Time) error {
-	if c.Status != contract.CertApproved {
-		return conflict(c, "execute", contract.CertApproved)
-	}
-	if ExpireIfDue(c, now) {
-		return expiredErr(c)
-	}
-	if now.Before(c.ApprovedAt) {
-		return core.FieldErrorf(core.CodeInvalidArgument, "executedAt", "execution time is before approvedAt")
-	}
-	c.Status, c.ExecutedAt = contract.CertExecuted, now.UTC()
-	return nil
+	return c.MarkExecuted(now)
 }
 
 // CanWrite reports whether c authorises a write at now: only an APPROVED
 // certificate before its expiry does. It changes nothing (a guard, not a
 // transition): expired → AML_CERT_EXPIRED, any other status →
 // AML_CONFLICT. It does not verify the signature; Authorize does both.
-func CanWrite(c *contract.RecommendationCertificate, now time.Time) error {
-	if c == nil {
-		return core.Errorf(core.CodeForbidden, "no certificate: writes need an approved certificate")
-	}
-	switch {
-	case c.Status == contract.CertExpired:
-		return expiredErr(c)
-	case c.Status != contract.CertApproved:
-		return conflict(c, "write with", contract.CertApproved)
-	case Expired(c, now):
-		return expiredErr(c)
-	}
-	return nil
-}
+func CanWrite(c *contract.RecommendationCertificate, now time.Time) error { return c.CanWrite(now) }
 
 // Authorize is Verify followed by CanWrite: the check a write guard runs.
 func Authorize(c *contract.RecommendationCertificate, pub ed25519.PublicKey, now time.Time) error {

@@ -15,5 +15,9 @@
 // signs the certificate hash with an Ed25519 key kept in
 // <dir>/cert-key.json; approvals and the rest of the lifecycle record are
 // not signed. Only an APPROVED, unexpired certificate authorises a write
-// (CanWrite, Authorize). See docs/twin-contracts.md.
+// (CanWrite, Authorize). The verification and lifecycle rules are methods
+// of the certificate itself (contract.RecommendationCertificate.Verify,
+// Approve, …), which this package's functions of the same names apply, so
+// that the record store can apply them without importing the issuer. See
+// docs/twin-contracts.md.
 package cert

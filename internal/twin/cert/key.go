@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // KeyFileName is the name of the signing key file inside the key
@@ -53,10 +54,7 @@ type keyFile struct {
 
 // KeyID returns the id of a public key: the first 16 hex characters of its
 // sha256.
-func KeyID(pub ed25519.PublicKey) string {
-	sum := sha256.Sum256(pub)
-	return hex.EncodeToString(sum[:])[:16]
-}
+func KeyID(pub ed25519.PublicKey) string { return contract.CertKeyID(pub) }
 
 // GenerateKey makes a new key pair from crypto/rand (not stored).
 func GenerateKey() (*KeyPair, error) {
@@ -277,4 +275,19 @@ func (k *KeyPair) sign(hexHash string) (string, error) {
 		return "", core.Errorf(core.CodeInternal, "certificate hash %q is not a sha256", hexHash)
 	}
 	return base64.StdEncoding.EncodeToString(ed25519.Sign(k.private, digest)), nil
+}
+
+// SigningKey is the key's id and public half ("" and nil for a nil key):
+// with IssueCertificate, what the record store asks of the key it issues
+// and registers with (twinstore.CertSigner).
+func (k *KeyPair) SigningKey() (id string, pub ed25519.PublicKey) {
+	if k == nil {
+		return "", nil
+	}
+	return k.ID, k.Public
+}
+
+// IssueCertificate is Issue with this key.
+func (k *KeyPair) IssueCertificate(in IssueInput, now time.Time, ttl time.Duration) (*contract.RecommendationCertificate, error) {
+	return Issue(in, k, now, ttl)
 }

@@ -7,8 +7,9 @@
 //
 // # Loading
 //
-// [Load] reads the model row, verifies the artifact's hash, loads the
-// dataset manifest and the predictor, and takes from the model's metrics
+// [LoadFrom] reads the model row, verifies the artifact's hash and loads
+// the dataset manifest through a [ModelSource] ([StoreSource] over a
+// back-end's store; [Load] is the shorthand), loads the predictor, and takes from the model's metrics
 // what its evaluation measured: the split-conformal half-widths W[f][k]
 // (val split, coverage level q), the coverage measured on the test split
 // and the OOD training envelope (eval.FitOOD). Any other format is refused

@@ -19,7 +19,7 @@ import (
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/twin/contract"
 
-	_ "github.com/aml-project/aml/internal/ident/trainers" // registers hybrid_residual@1 and aml.hybrid/1
+	"github.com/aml-project/aml/internal/ident/trainers"
 )
 
 // fixture is one trained hybrid model of the simulated injection line,
@@ -105,7 +105,7 @@ func buildFixture(f *fixture) error {
 		return err
 	}
 	physics, _ := filepath.Abs("../../../examples/physics/injection.aml")
-	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(jobs.NativeTrainers()...), Bus: events.New()})
+	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats()), Bus: events.New()})
 	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1,
 		Params: json.RawMessage(`{"physics":"` + physics + `","mapping":{"outputs":{"weight":"part_weight"}}}`)})
 	if err != nil {

@@ -13,8 +13,6 @@ import (
 	"github.com/aml-project/aml/internal/ident/hybrid"
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/model"
-	"github.com/aml-project/aml/internal/registry"
-	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
@@ -78,32 +76,34 @@ type qcol struct {
 	fallback float64
 }
 
-// Load loads registered model modelID from the store for the twin: its
-// artifact (hash verified), its dataset's manifest and the conformal
-// calibration, test coverage and OOD envelope its evaluation stored in the
-// model's metrics. Models of other formats than aml.hybrid/1 are refused
-// with AML_TWIN_MODEL_UNSUPPORTED.
-func Load(ctx context.Context, st store.Store, dataDir, modelID string) (*Twin, error) {
-	m, err := st.GetModel(ctx, modelID)
+// Load loads registered model modelID from store st (artifacts and
+// datasets under dataDir) for the twin: [LoadFrom] over [StoreSource].
+func Load(ctx context.Context, st ModelStore, dataDir, modelID string) (*Twin, error) {
+	return LoadFrom(ctx, StoreSource(st, dataDir), modelID)
+}
+
+// LoadFrom loads model modelID of src for the twin: its artifact (hash
+// verified by src), its dataset's manifest and the conformal calibration,
+// test coverage and OOD envelope its evaluation stored in the model's
+// metrics. Models of other formats than aml.hybrid/1 are refused with
+// AML_TWIN_MODEL_UNSUPPORTED before their artifact is read.
+func LoadFrom(ctx context.Context, src ModelSource, modelID string) (*Twin, error) {
+	m, err := src.Model(ctx, modelID)
 	if err != nil {
 		return nil, err
 	}
 	if m.ArtifactKind != trainers.FormatHybrid {
 		return nil, errf(CodeModelUnsupported, "artifactKind", "model %s is %s; the twin runs %s models (hybrid_residual@1)", m.ID, m.ArtifactKind, trainers.FormatHybrid)
 	}
-	reg := registry.New(st, dataDir, nil)
-	if err := reg.VerifyArtifact(ctx, m); err != nil {
-		return nil, err
-	}
-	d, err := st.GetDataset(ctx, m.DatasetID)
+	dir, err := src.ArtifactDir(ctx, m)
 	if err != nil {
 		return nil, err
 	}
-	man, err := dataset.FetchManifest(ctx, st, dataDir, d)
+	man, err := src.Manifest(ctx, m)
 	if err != nil {
 		return nil, err
 	}
-	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{})
+	p, err := model.Load(dir, man, model.LoadOptions{Formats: trainers.Formats()})
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,6 @@ import (
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/store"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/twin/shadow"
@@ -228,7 +227,7 @@ func Evaluate(ctx context.Context, st store.Store, dataDir, modelID string, o Op
 			r.NoRecommendation = append(r.NoRecommendation, SnapshotFailure{RunID: p.run, AtMs: p.atMs, Code: "NO_PASSING_CANDIDATE", Error: res.NoPass})
 			continue
 		}
-		if _, err := st.PutTrial(ctx, trial, twinstore.TrialGate, r.GateEvalID); err != nil {
+		if _, err := st.PutTrial(ctx, trial, contract.TrialGate, r.GateEvalID); err != nil {
 			return nil, err
 		}
 		r.Trials = append(r.Trials, TrialRef{TrialID: trial.TrialID, SnapshotID: snap.SnapshotID, RunID: p.run, AtMs: p.atMs,
@@ -272,7 +271,7 @@ func Evaluate(ctx context.Context, st store.Store, dataDir, modelID string, o Op
 	if err != nil {
 		return nil, core.Errorf(core.CodeInternal, "gate report: %v", err)
 	}
-	if err := st.PutGateEval(ctx, twinstore.GateEvalRecord{GateEvalID: r.GateEvalID, ModelID: modelID, CreatedAt: o.Now,
+	if err := st.PutGateEval(ctx, contract.GateEvalRecord{GateEvalID: r.GateEvalID, ModelID: modelID, CreatedAt: o.Now,
 		CreatedBy: o.By, Passed: r.Report.Passed, TuningMode: r.TuningMode, Report: rep}); err != nil {
 		return nil, err
 	}

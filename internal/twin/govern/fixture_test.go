@@ -9,7 +9,6 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
@@ -66,12 +65,12 @@ func newFixture(t *testing.T, noChannel bool) *fixture {
 	}
 	f := &fixture{st: st, key: key, dir: dir, scene: sc}
 	if !noChannel {
-		f.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyHITLGoverned})
+		f.channel(t, contract.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyHITLGoverned})
 	}
 	return f
 }
 
-func (f *fixture) channel(t *testing.T, c twinstore.ChannelRecord) {
+func (f *fixture) channel(t *testing.T, c contract.ChannelRecord) {
 	t.Helper()
 	if _, err := f.st.SetChannel(context.Background(), c, "ops"); err != nil {
 		t.Fatal(err)
@@ -121,7 +120,7 @@ func (f *fixture) certify(t *testing.T, name string, controls, first map[string]
 	t.Helper()
 	ctx := context.Background()
 	f.snapshot(t, "snap-"+name, t0.Add(-5*time.Second), controls)
-	if _, err := f.st.PutTrial(ctx, trial("trial-"+name, "snap-"+name, first), twinstore.TrialManual, ""); err != nil {
+	if _, err := f.st.PutTrial(ctx, trial("trial-"+name, "snap-"+name, first), contract.TrialManual, ""); err != nil {
 		t.Fatal(err)
 	}
 	r, err := f.st.IssueCertificate(ctx, "trial-"+name, "alice", f.key, 15*time.Minute, t0.Add(-2*time.Second))

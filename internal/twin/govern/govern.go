@@ -48,14 +48,14 @@ const (
 type Store interface {
 	guard.Channels
 	guard.History
-	LoadCertificate(ctx context.Context, id string) (*twinstore.CertRecord, error)
-	GetTrial(ctx context.Context, id string) (twinstore.TrialRecord, error)
+	LoadCertificate(ctx context.Context, id string) (*contract.CertRecord, error)
+	GetTrial(ctx context.Context, id string) (contract.TrialRecord, error)
 	GetSnapshot(ctx context.Context, id string) (*contract.TwinSnapshot, error)
 	GetScene(ctx context.Context, id, version string) (*contract.SceneContract, error)
 	LastWriteID(ctx context.Context, lineID string) (int64, error)
-	ClaimWrite(ctx context.Context, c twinstore.WriteClaimRequest) (int64, error)
-	RecordWrite(ctx context.Context, actor string, r twinstore.WriteRow) (int64, error)
-	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*twinstore.CertRecord, error)
+	ClaimWrite(ctx context.Context, c contract.WriteClaimRequest) (int64, error)
+	RecordWrite(ctx context.Context, actor string, r contract.WriteRow) (int64, error)
+	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*contract.CertRecord, error)
 	ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]string, error)
 	AppendAudit(ctx context.Context, actor, action, subject, lineID string, payload any) (audit.Entry, error)
 }
@@ -232,7 +232,7 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		return deny(d.Reason, "%s", d.Detail)
 	}
 
-	if _, err := st.ClaimWrite(ctx, twinstore.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: now, ExpectLastWriteID: lastID}); err != nil {
+	if _, err := st.ClaimWrite(ctx, contract.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: now, ExpectLastWriteID: lastID}); err != nil {
 		if core.CodeOf(err) == core.CodeConflict {
 			return deny(ReasonConcurrentWrite, "%v", err)
 		}
@@ -311,7 +311,7 @@ type recorder struct {
 	varOf map[string]string
 }
 
-func (r *recorder) Record(ctx context.Context, w guard.WriteRecord) error {
-	_, err := r.st.RecordWrite(ctx, r.actor, twinstore.WriteRow{WriteRecord: w, VariableID: r.varOf[w.NodeID], Outcome: twinstore.WriteAttempted})
+func (r *recorder) Record(ctx context.Context, w contract.WriteRecord) error {
+	_, err := r.st.RecordWrite(ctx, r.actor, contract.WriteRow{WriteRecord: w, VariableID: r.varOf[w.NodeID], Outcome: contract.WriteAttempted})
 	return err
 }

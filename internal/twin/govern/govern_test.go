@@ -45,7 +45,7 @@ func TestExecuteVerified(t *testing.T) {
 	}
 	// History: one claim and three attempted writes, with variables.
 	rows, err := f.st.WriteRows(ctx, line, t0.Add(-time.Hour))
-	if err != nil || len(rows) != 4 || rows[0].Outcome != twinstore.WriteClaim || rows[1].VariableID == "" || rows[1].CertificateID != id || rows[1].RunID != "run-1" {
+	if err != nil || len(rows) != 4 || rows[0].Outcome != contract.WriteClaim || rows[1].VariableID == "" || rows[1].CertificateID != id || rows[1].RunID != "run-1" {
 		t.Fatalf("%v %+v", err, rows)
 	}
 	got := actions(entries(t, f.st, id))
@@ -72,14 +72,14 @@ func TestExecuteVerified(t *testing.T) {
 // failingHistory is the real store whose write history cannot be read.
 type failingHistory struct{ *sqlite.Store }
 
-func (failingHistory) Writes(context.Context, string, time.Time) ([]guard.WriteRecord, error) {
+func (failingHistory) Writes(context.Context, string, time.Time) ([]contract.WriteRecord, error) {
 	return nil, errors.New("disk I/O error")
 }
 
 // failingChannels is the real store whose channel lookup fails.
 type failingChannels struct{ *sqlite.Store }
 
-func (failingChannels) Channel(context.Context, string) (*guard.ChannelProfile, error) {
+func (failingChannels) Channel(context.Context, string) (*contract.ChannelProfile, error) {
 	return nil, errors.New("database is locked")
 }
 
@@ -125,7 +125,7 @@ func TestExecuteDenyPaths(t *testing.T) {
 		}, guard.ReasonSnapshotStale},
 		{"node interval (recorded history)", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
 			id := fx.certify(t, "a", baseline, step0, true)
-			if _, err := fx.st.RecordWrite(context.Background(), "ops", twinstore.WriteRow{WriteRecord: guard.WriteRecord{LineID: line, NodeID: "hold_time",
+			if _, err := fx.st.RecordWrite(context.Background(), "ops", contract.WriteRow{WriteRecord: contract.WriteRecord{LineID: line, NodeID: "hold_time",
 				CertificateID: "rec-earlier", RunID: "run-1", At: t0.Add(-30 * time.Second), Value: 8, Delta: 0.2}}); err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestExecuteDenyPaths(t *testing.T) {
 		}, guard.ReasonNodeInterval},
 		{"line interval (recorded history)", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
 			id := fx.certify(t, "a", baseline, step0, true)
-			if _, err := fx.st.RecordWrite(context.Background(), "ops", twinstore.WriteRow{WriteRecord: guard.WriteRecord{LineID: line, NodeID: "other_node",
+			if _, err := fx.st.RecordWrite(context.Background(), "ops", contract.WriteRow{WriteRecord: contract.WriteRecord{LineID: line, NodeID: "other_node",
 				CertificateID: "rec-earlier", RunID: "run-1", At: t0.Add(-30 * time.Second), Value: 1, Delta: 0.1}}); err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestExecuteDenyPaths(t *testing.T) {
 		{"too many actions per run", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
 			id := fx.certify(t, "a", baseline, step0, true)
 			for i, c := range []string{"rec-1", "rec-2", "rec-3"} { // MaxActionsPerRun is 3
-				if _, err := fx.st.RecordWrite(context.Background(), "ops", twinstore.WriteRow{WriteRecord: guard.WriteRecord{LineID: line, NodeID: "hold_pressure",
+				if _, err := fx.st.RecordWrite(context.Background(), "ops", contract.WriteRow{WriteRecord: contract.WriteRecord{LineID: line, NodeID: "hold_pressure",
 					CertificateID: c, RunID: "run-1", At: t0.Add(-time.Duration(3-i) * time.Hour / 2), Value: 64, Delta: 1}}); err != nil {
 					t.Fatal(err)
 				}
@@ -154,20 +154,20 @@ func TestExecuteDenyPaths(t *testing.T) {
 			return fx.certify(t, "a", far, step0, true), fx.st, t0
 		}, guard.ReasonDeltaTooLarge},
 		{"recommendation_only", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
-			fx.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyRecommendationOnly})
+			fx.channel(t, contract.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyRecommendationOnly})
 			return fx.certify(t, "a", baseline, step0, true), fx.st, t0
 		}, guard.ReasonPolicyRecommendationOnly},
 		{"legacy profile", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
-			fx.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "legacy", ControlPolicy: contract.PolicyHITLGoverned})
+			fx.channel(t, contract.ChannelRecord{LineID: line, Profile: "legacy", ControlPolicy: contract.PolicyHITLGoverned})
 			return fx.certify(t, "a", baseline, step0, true), fx.st, t0
 		}, guard.ReasonProfileNotTwin},
 		{"bounded_auto out of bounds", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
-			fx.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]twinstore.ChannelBound{
+			fx.channel(t, contract.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]contract.ChannelBound{
 				"hold_pressure": {Min: 55, Max: 64.5}, "hold_time": {Min: 4, Max: 14}, "melt_temperature_setpoint": {Min: 235, Max: 260}}})
 			return fx.certify(t, "a", baseline, step0, true), fx.st, t0
 		}, guard.ReasonOutOfBounds},
 		{"bounded_auto control without bounds", false, func(t *testing.T, fx *fixture) (string, govern.Store, time.Time) {
-			fx.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]twinstore.ChannelBound{
+			fx.channel(t, contract.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]contract.ChannelBound{
 				"hold_pressure": {Min: 55, Max: 70}}})
 			return fx.certify(t, "a", baseline, step0, true), fx.st, t0
 		}, guard.ReasonOutOfBounds},
@@ -234,7 +234,7 @@ func TestExecuteDenyPaths(t *testing.T) {
 
 func TestExecuteBoundedAutoWithinBounds(t *testing.T) {
 	fx := newFixture(t, false)
-	fx.channel(t, twinstore.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]twinstore.ChannelBound{
+	fx.channel(t, contract.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: map[string]contract.ChannelBound{
 		"hold_pressure": {Min: 55, Max: 70}, "hold_time": {Min: 4, Max: 14}, "melt_temperature_setpoint": {Min: 235, Max: 260}}})
 	id := fx.certify(t, "a", baseline, step0, true)
 	res, err := govern.Execute(context.Background(), fx.st, fx.key.Public, id, writer(), opts(t0))

@@ -146,7 +146,7 @@ func payloadOf(e audit.Entry) map[string]any {
 	return m
 }
 
-func checkIssue(rec *twinstore.CertRecord, es []audit.Entry) error {
+func checkIssue(rec *contract.CertRecord, es []audit.Entry) error {
 	for _, e := range es {
 		if e.Action != twinstore.AuditCertIssue {
 			continue

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // Writer is the port to a line's writable nodes.
@@ -16,7 +18,7 @@ type Writer interface {
 
 // Recorder records a write in the history Check reads.
 type Recorder interface {
-	Record(ctx context.Context, r WriteRecord) error
+	Record(ctx context.Context, r contract.WriteRecord) error
 }
 
 // Outcome statuses.
@@ -107,7 +109,7 @@ func Execute(ctx context.Context, w Writer, rec Recorder, d Decision, req Reques
 		if at.IsZero() {
 			at = time.Now()
 		}
-		if err := rec.Record(ctx, WriteRecord{LineID: req.LineID, NodeID: m.NodeID, CertificateID: req.Cert.RecommendationID, RunID: req.RunID, At: at, Value: m.To, Delta: m.Delta()}); err != nil {
+		if err := rec.Record(ctx, contract.WriteRecord{LineID: req.LineID, NodeID: m.NodeID, CertificateID: req.Cert.RecommendationID, RunID: req.RunID, At: at, Value: m.To, Delta: m.Delta()}); err != nil {
 			return fail(r, "record write: %v", err)
 		}
 		if werr != nil {
@@ -167,7 +169,7 @@ func refusal(d Decision, req Request) string {
 type RecordingWriter struct {
 	mu        sync.Mutex
 	Values    map[string]float64
-	Writes    []WriteRecord // NodeID and Value of every accepted write, in order
+	Writes    []contract.WriteRecord // NodeID and Value of every accepted write, in order
 	Distort   func(nodeID string, v float64) float64
 	FailWrite func(nodeID string) error
 }
@@ -197,7 +199,7 @@ func (w *RecordingWriter) Write(_ context.Context, nodeID string, value float64)
 		w.Values = map[string]float64{}
 	}
 	w.Values[nodeID] = value
-	w.Writes = append(w.Writes, WriteRecord{NodeID: nodeID, Value: value})
+	w.Writes = append(w.Writes, contract.WriteRecord{NodeID: nodeID, Value: value})
 	return nil
 }
 
@@ -215,14 +217,14 @@ func (w *RecordingWriter) Read(_ context.Context, nodeID string) (float64, error
 // MemoryHistory is an in-memory History and Recorder.
 type MemoryHistory struct {
 	mu      sync.Mutex
-	Records []WriteRecord
+	Records []contract.WriteRecord
 }
 
 // Writes returns the records of the line at or after since.
-func (h *MemoryHistory) Writes(_ context.Context, lineID string, since time.Time) ([]WriteRecord, error) {
+func (h *MemoryHistory) Writes(_ context.Context, lineID string, since time.Time) ([]contract.WriteRecord, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []WriteRecord
+	var out []contract.WriteRecord
 	for _, r := range h.Records {
 		if r.LineID == lineID && !r.At.Before(since) {
 			out = append(out, r)
@@ -232,7 +234,7 @@ func (h *MemoryHistory) Writes(_ context.Context, lineID string, since time.Time
 }
 
 // Record appends r.
-func (h *MemoryHistory) Record(_ context.Context, r WriteRecord) error {
+func (h *MemoryHistory) Record(_ context.Context, r contract.WriteRecord) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.Records = append(h.Records, r)

@@ -12,12 +12,6 @@ import (
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
-// Channel profiles (upstream channel-profile.ts).
-const (
-	ProfileLegacy     = "legacy"
-	ProfileHybridTwin = "hybrid_twin"
-)
-
 // Reason codes of a denied Decision. They are a public contract: never
 // rename one, only add.
 const (
@@ -71,40 +65,16 @@ const (
 	Tolerance = 1e-9
 )
 
-// Bound is an absolute range [Min, Max] for one control.
-type Bound struct{ Min, Max float64 }
-
-// ChannelProfile is the twin profile of a line's channel.
-type ChannelProfile struct {
-	ChannelID, LineID string
-	// Profile is legacy or hybrid_twin.
-	Profile string
-	// ControlPolicy is recommendation_only, hitl_governed or bounded_auto
-	// (contract.Policy*).
-	ControlPolicy string
-	// Bounds (bounded_auto) holds the absolute bounds of each control,
-	// keyed by scene variable id; a control without bounds is never
-	// written automatically.
-	Bounds map[string]Bound
-}
-
-// WriteRecord is one recorded write to a node.
-type WriteRecord struct {
-	LineID, NodeID, CertificateID, RunID string
-	At                                   time.Time
-	Value, Delta                         float64
-}
-
 // History is the recorded write history.
 type History interface {
 	// Writes returns the writes on the line at or after since.
-	Writes(ctx context.Context, lineID string, since time.Time) ([]WriteRecord, error)
+	Writes(ctx context.Context, lineID string, since time.Time) ([]contract.WriteRecord, error)
 }
 
 // Channels looks up the channel profile of a line; (nil, nil) means the
 // line has no channel.
 type Channels interface {
-	Channel(ctx context.Context, lineID string) (*ChannelProfile, error)
+	Channel(ctx context.Context, lineID string) (*contract.ChannelProfile, error)
 }
 
 // Move sets one control (VariableID) on one node from its current value
@@ -203,8 +173,8 @@ func check(ctx context.Context, ch Channels, hist History, req Request) Decision
 	if prof.LineID != req.LineID {
 		return deny(ReasonLineMismatch, "channel %s belongs to line %q, not %q", prof.ChannelID, prof.LineID, req.LineID)
 	}
-	if prof.Profile != ProfileHybridTwin {
-		return deny(ReasonProfileNotTwin, "channel %s has profile %q, not %s", prof.ChannelID, prof.Profile, ProfileHybridTwin)
+	if prof.Profile != contract.ProfileHybridTwin {
+		return deny(ReasonProfileNotTwin, "channel %s has profile %q, not %s", prof.ChannelID, prof.Profile, contract.ProfileHybridTwin)
 	}
 	switch prof.ControlPolicy {
 	case contract.PolicyHITLGoverned, contract.PolicyBoundedAuto:

@@ -77,7 +77,7 @@ func newFixture(t testing.TB) *fixture {
 	now := t0.Add(5 * time.Minute)
 	return &fixture{
 		key:  k,
-		ch:   &stubChannels{p: &ChannelProfile{ChannelID: "ch-1", LineID: line, Profile: ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned}},
+		ch:   &stubChannels{p: &contract.ChannelProfile{ChannelID: "ch-1", LineID: line, Profile: contract.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned}},
 		hist: &MemoryHistory{},
 		req: Request{
 			LineID: line, RunID: "run-1", Scene: s, Cert: c, PublicKey: k.Public,
@@ -97,16 +97,16 @@ func (f *fixture) check() Decision {
 }
 
 func (f *fixture) rec(node, certID, run string, ago time.Duration) {
-	f.hist.Records = append(f.hist.Records, WriteRecord{LineID: line, NodeID: node, CertificateID: certID, RunID: run, At: f.req.Now.Add(-ago), Value: 1})
+	f.hist.Records = append(f.hist.Records, contract.WriteRecord{LineID: line, NodeID: node, CertificateID: certID, RunID: run, At: f.req.Now.Add(-ago), Value: 1})
 }
 
 type stubChannels struct {
-	p     *ChannelProfile
+	p     *contract.ChannelProfile
 	err   error
 	panic bool
 }
 
-func (s *stubChannels) Channel(_ context.Context, lineID string) (*ChannelProfile, error) {
+func (s *stubChannels) Channel(_ context.Context, lineID string) (*contract.ChannelProfile, error) {
 	if s.panic {
 		panic("driver exploded")
 	}
@@ -122,19 +122,19 @@ func (s *stubChannels) Channel(_ context.Context, lineID string) (*ChannelProfil
 
 type errHistory struct{}
 
-func (errHistory) Writes(context.Context, string, time.Time) ([]WriteRecord, error) {
+func (errHistory) Writes(context.Context, string, time.Time) ([]contract.WriteRecord, error) {
 	return nil, errors.New("database is locked")
 }
 
-type historyFunc func() []WriteRecord
+type historyFunc func() []contract.WriteRecord
 
-func (h historyFunc) Writes(context.Context, string, time.Time) ([]WriteRecord, error) {
+func (h historyFunc) Writes(context.Context, string, time.Time) ([]contract.WriteRecord, error) {
 	return h(), nil
 }
 
 type panicHistory struct{}
 
-func (panicHistory) Writes(context.Context, string, time.Time) ([]WriteRecord, error) {
+func (panicHistory) Writes(context.Context, string, time.Time) ([]contract.WriteRecord, error) {
 	panic("panicHistory: simulated bug in the write history")
 }
 
@@ -157,7 +157,7 @@ func TestDenyReasons(t *testing.T) {
 		{"no channel", ReasonNoChannel, func(_ *testing.T, f *fixture) { f.ch.p = nil }},
 		{"channel error", ReasonChannelError, func(_ *testing.T, f *fixture) { f.ch.err = errors.New("SQLITE_BUSY") }},
 		{"channel of another line", ReasonLineMismatch, func(_ *testing.T, f *fixture) { f.ch.p.LineID = "line-2" }},
-		{"legacy profile", ReasonProfileNotTwin, func(_ *testing.T, f *fixture) { f.ch.p.Profile = ProfileLegacy }},
+		{"legacy profile", ReasonProfileNotTwin, func(_ *testing.T, f *fixture) { f.ch.p.Profile = contract.ProfileLegacy }},
 		{"empty profile", ReasonProfileNotTwin, func(_ *testing.T, f *fixture) { f.ch.p.Profile = "" }},
 		{"recommendation only", ReasonPolicyRecommendationOnly, func(_ *testing.T, f *fixture) { f.ch.p.ControlPolicy = contract.PolicyRecommendationOnly }},
 		{"empty policy", ReasonPolicyUnknown, func(_ *testing.T, f *fixture) { f.ch.p.ControlPolicy = "" }},
@@ -216,12 +216,12 @@ func TestDenyReasons(t *testing.T) {
 		{"delta too large", ReasonDeltaTooLarge, func(_ *testing.T, f *fixture) { f.req.Moves[0].From = 62.9 }},
 		{"bounded_auto outside bounds", ReasonOutOfBounds, func(_ *testing.T, f *fixture) {
 			f.ch.p.ControlPolicy = contract.PolicyBoundedAuto
-			f.ch.p.Bounds = map[string]Bound{"hold_pressure": {60, 64.5}, "hold_time": {4, 14}, "melt_temperature_setpoint": {235, 260}}
+			f.ch.p.Bounds = map[string]contract.Bound{"hold_pressure": {Min: 60, Max: 64.5}, "hold_time": {Min: 4, Max: 14}, "melt_temperature_setpoint": {Min: 235, Max: 260}}
 		}},
 		{"bounded_auto without bounds", ReasonOutOfBounds, func(_ *testing.T, f *fixture) { f.ch.p.ControlPolicy = contract.PolicyBoundedAuto }},
 		{"bounded_auto inverted bounds", ReasonOutOfBounds, func(_ *testing.T, f *fixture) {
 			f.ch.p.ControlPolicy = contract.PolicyBoundedAuto
-			f.ch.p.Bounds = map[string]Bound{"hold_pressure": {90, 50}, "hold_time": {4, 14}, "melt_temperature_setpoint": {235, 260}}
+			f.ch.p.Bounds = map[string]contract.Bound{"hold_pressure": {Min: 90, Max: 50}, "hold_time": {Min: 4, Max: 14}, "melt_temperature_setpoint": {Min: 235, Max: 260}}
 		}},
 		{"history error", ReasonHistoryError, func(_ *testing.T, f *fixture) { f.hist = nil }},
 		{"node written recently", ReasonNodeInterval, func(_ *testing.T, f *fixture) { f.rec("n-ht", "rec-0", "run-0", 30*time.Second) }},
@@ -278,13 +278,13 @@ func TestNilPortsDeny(t *testing.T) {
 	if d := Check(context.Background(), f.ch, errHistory{}, f.req); d.Allowed || d.Reason != ReasonHistoryError {
 		t.Fatalf("history error: %+v", d)
 	}
-	bad := historyFunc(func() []WriteRecord {
-		return []WriteRecord{{LineID: "line-2", NodeID: "n-x", At: f.req.Now.Add(-time.Hour)}}
+	bad := historyFunc(func() []contract.WriteRecord {
+		return []contract.WriteRecord{{LineID: "line-2", NodeID: "n-x", At: f.req.Now.Add(-time.Hour)}}
 	})
 	if d := Check(context.Background(), f.ch, bad, f.req); d.Allowed || d.Reason != ReasonHistoryError {
 		t.Fatalf("history of another line: %+v", d)
 	}
-	undated := historyFunc(func() []WriteRecord { return []WriteRecord{{LineID: line, NodeID: "n-x"}} })
+	undated := historyFunc(func() []contract.WriteRecord { return []contract.WriteRecord{{LineID: line, NodeID: "n-x"}} })
 	if d := Check(context.Background(), f.ch, undated, f.req); d.Allowed || d.Reason != ReasonHistoryError {
 		t.Fatalf("undated history: %+v", d)
 	}
@@ -296,18 +296,18 @@ func TestNilPortsDeny(t *testing.T) {
 func TestBoundedAuto(t *testing.T) {
 	f := newFixture(t)
 	f.ch.p.ControlPolicy = contract.PolicyBoundedAuto
-	f.ch.p.Bounds = map[string]Bound{"hold_pressure": {60, 65}, "hold_time": {4, 14}, "melt_temperature_setpoint": {235, 260}}
+	f.ch.p.Bounds = map[string]contract.Bound{"hold_pressure": {Min: 60, Max: 65}, "hold_time": {Min: 4, Max: 14}, "melt_temperature_setpoint": {Min: 235, Max: 260}}
 	if d := f.check(); !d.Allowed {
 		t.Fatalf("inside bounds (target on the edge): %+v", d)
 	}
-	f.ch.p.Bounds["melt_temperature_setpoint"] = Bound{248, 260}
+	f.ch.p.Bounds["melt_temperature_setpoint"] = contract.Bound{Min: 248, Max: 260}
 	if d := f.check(); d.Allowed || d.Reason != ReasonOutOfBounds {
 		t.Fatalf("outside bounds: %+v", d)
 	}
 	// bounded_auto still needs an approved certificate.
 	f = newFixture(t)
 	f.ch.p.ControlPolicy = contract.PolicyBoundedAuto
-	f.ch.p.Bounds = map[string]Bound{"hold_pressure": {60, 65}, "hold_time": {4, 14}, "melt_temperature_setpoint": {235, 260}}
+	f.ch.p.Bounds = map[string]contract.Bound{"hold_pressure": {Min: 60, Max: 65}, "hold_time": {Min: 4, Max: 14}, "melt_temperature_setpoint": {Min: 235, Max: 260}}
 	f.req.Cert.Status, f.req.Cert.ApprovedBy, f.req.Cert.ApprovedAt = contract.CertIssued, "", time.Time{}
 	if d := f.check(); d.Allowed || d.Reason != ReasonCertNotApproved {
 		t.Fatalf("bounded_auto with issued certificate: %+v", d)

@@ -11,8 +11,8 @@ import (
 	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/postgres"
 	"github.com/aml-project/aml/internal/store/postgres/pgtest"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/testfix"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // End to end on a real store: a cheap hybrid model trained on 12
@@ -114,7 +114,7 @@ func signalsRequestAndRunNext(t *testing.T, st store.Store, dir string) {
 		t.Fatal(err)
 	}
 	c := step.Claimed
-	if c == nil || c.RequestID != d1.RequestID || c.State != twinstore.CalibrationCooldown || c.Error != "" {
+	if c == nil || c.RequestID != d1.RequestID || c.State != contract.CalibrationCooldown || c.Error != "" {
 		t.Fatalf("step: %+v", step)
 	}
 	if c.CompletedAt == nil || !c.CompletedAt.Equal(clock) || c.CooldownUntil == nil || !c.CooldownUntil.Equal(clock.Add(time.Hour)) {
@@ -134,7 +134,7 @@ func signalsRequestAndRunNext(t *testing.T, st store.Store, dir string) {
 	}
 	// Cooling down: a new request for the key is refused until
 	// completion + 1 h, then accepted.
-	if d, _ := RequestAt(ctx, st, *s1, DefaultPolicy(), "ann", clock.Add(59*time.Minute)); d.Accepted || d.State != twinstore.CalibrationCooldown {
+	if d, _ := RequestAt(ctx, st, *s1, DefaultPolicy(), "ann", clock.Add(59*time.Minute)); d.Accepted || d.State != contract.CalibrationCooldown {
 		t.Fatalf("during cooldown: %+v", d)
 	}
 	if d, _ := RequestAt(ctx, st, *s1, DefaultPolicy(), "ann", clock.Add(time.Hour)); !d.Accepted {

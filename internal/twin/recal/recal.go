@@ -13,7 +13,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/jobs"
-	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/shadow"
 )
 
@@ -122,13 +122,13 @@ type Signal struct {
 // Store is what the scheduler reads and writes.
 type Store interface {
 	shadow.Store
-	CreateCalibration(ctx context.Context, r twinstore.CalibrationRequest, now time.Time) (created, active *twinstore.CalibrationRequest, err error)
-	ClaimCalibration(ctx context.Context, maxConcurrent int, by string, now time.Time) (*twinstore.CalibrationRequest, int, error)
+	CreateCalibration(ctx context.Context, r contract.CalibrationRequest, now time.Time) (created, active *contract.CalibrationRequest, err error)
+	ClaimCalibration(ctx context.Context, maxConcurrent int, by string, now time.Time) (*contract.CalibrationRequest, int, error)
 	SetCalibrationJob(ctx context.Context, id, datasetID, jobID, by string) error
 	CompleteCalibration(ctx context.Context, id, newModelID string, now time.Time, cooldown time.Duration, by string) error
 	FailCalibration(ctx context.Context, id, msg string, now time.Time, by string) error
-	GetCalibration(ctx context.Context, id string) (twinstore.CalibrationRequest, error)
-	ListCalibrations(ctx context.Context, now time.Time) ([]twinstore.CalibrationRequest, error)
+	GetCalibration(ctx context.Context, id string) (contract.CalibrationRequest, error)
+	ListCalibrations(ctx context.Context, now time.Time) ([]contract.CalibrationRequest, error)
 }
 
 // SignalOptions tune ComputeSignals; the zero value is the default.
@@ -312,7 +312,7 @@ func RequestAt(ctx context.Context, st Store, sig Signal, p Policy, by string, n
 	if err != nil {
 		return nil, err
 	}
-	req := twinstore.CalibrationRequest{RequestID: newID(now), DedupKey: d.DedupKey, SceneID: sig.SceneID, LineID: sig.LineID, RecipeID: sig.RecipeID,
+	req := contract.CalibrationRequest{RequestID: newID(now), DedupKey: d.DedupKey, SceneID: sig.SceneID, LineID: sig.LineID, RecipeID: sig.RecipeID,
 		ModelID: sig.ModelID, Reason: "triggers: " + strings.Join(d.Triggers, ", ") + "; " + sig.Reason, Signals: sj, Policy: pj, CreatedBy: by}
 	created, active, err := st.CreateCalibration(ctx, req, now)
 	if err != nil {
@@ -354,10 +354,10 @@ type RunOptions struct {
 type Step struct {
 	// Settled are the requests whose job had ended and that were marked
 	// done (cooldown) or failed.
-	Settled []twinstore.CalibrationRequest `json:"settled"`
+	Settled []contract.CalibrationRequest `json:"settled"`
 	// Claimed is the request claimed in this step (nil: none queued, or
 	// Running ≥ MaxConcurrent).
-	Claimed *twinstore.CalibrationRequest `json:"claimed,omitempty"`
+	Claimed *contract.CalibrationRequest `json:"claimed,omitempty"`
 	// Running is the number of running requests before the claim.
 	Running int `json:"running"`
 }
@@ -378,7 +378,7 @@ func RunNext(ctx context.Context, st Store, runner *jobs.Runner, opts RunOptions
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = DefaultPolicy().MaxConcurrentRuns
 	}
-	step := &Step{Settled: []twinstore.CalibrationRequest{}}
+	step := &Step{Settled: []contract.CalibrationRequest{}}
 	if err := settle(ctx, st, step, opts); err != nil {
 		return nil, err
 	}
@@ -415,7 +415,7 @@ func settle(ctx context.Context, st Store, step *Step, opts RunOptions) error {
 		return err
 	}
 	for _, r := range all {
-		if r.State != twinstore.CalibrationRunning || r.JobID == "" {
+		if r.State != contract.CalibrationRunning || r.JobID == "" {
 			continue
 		}
 		j, err := st.GetJob(ctx, r.JobID)
@@ -453,7 +453,7 @@ func settle(ctx context.Context, st Store, step *Step, opts RunOptions) error {
 }
 
 // start rebuilds the dataset of claimed request r and submits its job.
-func start(ctx context.Context, st Store, runner *jobs.Runner, r *twinstore.CalibrationRequest, opts RunOptions) (string, error) {
+func start(ctx context.Context, st Store, runner *jobs.Runner, r *contract.CalibrationRequest, opts RunOptions) (string, error) {
 	l, err := shadow.Load(ctx, st, opts.DataDir, r.ModelID)
 	if err != nil {
 		return "", err
@@ -538,6 +538,6 @@ func appendNew(list, add []string) []string {
 
 // List returns every recalibration request, newest first (expired
 // cooldowns shown as done).
-func List(ctx context.Context, st Store, now time.Time) ([]twinstore.CalibrationRequest, error) {
+func List(ctx context.Context, st Store, now time.Time) ([]contract.CalibrationRequest, error) {
 	return st.ListCalibrations(ctx, now)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/testfix"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 func openStore(t *testing.T) (*sqlite.Store, string) {
@@ -110,7 +111,7 @@ func TestDedupAndCooldownAfterCompletion(t *testing.T) {
 			t.Fatalf("at %v: %+v, want refused by %s in state %s", at, d, d1.RequestID, state)
 		}
 	}
-	refused(t0.Add(time.Minute), twinstore.CalibrationQueued)
+	refused(t0.Add(time.Minute), contract.CalibrationQueued)
 	// Another line is not blocked.
 	if d, _ := RequestAt(ctx, st, sig("L2", "R", 3), p, "ann", t0.Add(time.Second)); !d.Accepted {
 		t.Fatalf("other key: %+v", d)
@@ -120,7 +121,7 @@ func TestDedupAndCooldownAfterCompletion(t *testing.T) {
 	if err != nil || c == nil || c.RequestID != d1.RequestID {
 		t.Fatalf("claim: %+v %v", c, err)
 	}
-	refused(t0.Add(2*time.Hour), twinstore.CalibrationRunning)
+	refused(t0.Add(2*time.Hour), contract.CalibrationRunning)
 	done := t0.Add(3 * time.Hour)
 	if err := st.CompleteCalibration(ctx, d1.RequestID, "m2", done, time.Duration(p.CooldownSec)*time.Second, "w"); err != nil {
 		t.Fatal(err)
@@ -130,12 +131,12 @@ func TestDedupAndCooldownAfterCompletion(t *testing.T) {
 		t.Fatalf("cooldown until %v (want completion + 1 h = %v), %+v", got.CooldownUntil, done.Add(time.Hour), got)
 	}
 	// Upstream's cooldown (creation + 1 h) would be over here; ours is not.
-	refused(done.Add(59*time.Minute), twinstore.CalibrationCooldown)
+	refused(done.Add(59*time.Minute), contract.CalibrationCooldown)
 	d3, err := RequestAt(ctx, st, s, p, "bob", done.Add(time.Hour))
 	if err != nil || !d3.Accepted {
 		t.Fatalf("after the cooldown: %+v %v", d3, err)
 	}
-	if got, _ := st.GetCalibration(ctx, d1.RequestID); got.State != twinstore.CalibrationDone {
+	if got, _ := st.GetCalibration(ctx, d1.RequestID); got.State != contract.CalibrationDone {
 		t.Fatalf("expired cooldown is %s", got.State)
 	}
 	// A failed request frees its key at once.

@@ -10,11 +10,11 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
-	_ "github.com/aml-project/aml/internal/ident/trainers" // registers the native model formats (aml.hybrid/1, …)
+	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/registry"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	extrun "github.com/aml-project/aml/internal/trainer/exec"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // Store is what Collect reads and writes.
@@ -23,8 +23,8 @@ type Store interface {
 	core.TimeSeries
 	core.Datasets
 	core.Jobs
-	PutShadow(ctx context.Context, r twinstore.ShadowRecord) error
-	ListShadow(ctx context.Context, modelID string) ([]twinstore.ShadowRecord, error)
+	PutShadow(ctx context.Context, r contract.ShadowRecord) error
+	ListShadow(ctx context.Context, modelID string) ([]contract.ShadowRecord, error)
 }
 
 // Defaults of Options.
@@ -180,7 +180,7 @@ func Load(ctx context.Context, st Store, dataDir, id string) (*Loaded, error) {
 	if man.Kind != dataset.KindDynamic {
 		return nil, core.Errorf(core.CodeInvalidArgument, "model %s was trained on a %s dataset; shadow evidence needs a dynamic (time-windowed) model", id, man.Kind)
 	}
-	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict})
+	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers.Formats()})
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func Collect(ctx context.Context, st Store, dataDir, modelID string, opts Option
 		if err != nil {
 			return nil, core.Wrap(core.CodeInternal, err, "encode shadow evidence")
 		}
-		if err := st.PutShadow(ctx, twinstore.ShadowRecord{ModelID: re.ModelID, RunID: re.RunID, CreatedAt: re.CreatedAt, Steps: re.Steps,
+		if err := st.PutShadow(ctx, contract.ShadowRecord{ModelID: re.ModelID, RunID: re.RunID, CreatedAt: re.CreatedAt, Steps: re.Steps,
 			NRMSE: float64(re.NRMSE), Coverage: float64(re.Coverage), Evidence: js}); err != nil {
 			return nil, err
 		}

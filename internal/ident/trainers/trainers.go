@@ -1,0 +1,24 @@
+package trainers
+
+import (
+	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/trainer"
+)
+
+// All returns the native trainers: one_step@1, linear_state_space@1,
+// static_response@1 and hybrid_residual@1.
+func All() []trainer.Trainer {
+	return []trainer.Trainer{OneStep{}, LinearStateSpace{}, StaticResponse{}, HybridResidual{}}
+}
+
+// Formats returns the model formats the native trainers write, by name,
+// with the loader of each: the table model.Load is given
+// (model.LoadOptions.Formats) to read their artifacts.
+func Formats() map[string]model.FormatLoader {
+	return map[string]model.FormatLoader{
+		FormatARX:        loadARX,
+		FormatStateSpace: loadStateSpace,
+		FormatStatic:     loadStatic,
+		FormatHybrid:     loadHybrid,
+	}
+}
