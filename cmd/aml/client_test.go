@@ -282,6 +282,7 @@ func TestRemoteParity(t *testing.T) {
 	both("job list --status", "viewer", fixed("job", "list", "--status", "done", "--limit", "5"))
 	both("model list", "viewer", fixed("model", "list"))
 	both("model list --stage", "viewer", fixed("model", "list", "--stage", "candidate"))
+	both("model compare", "viewer", fixed("model", "compare", "--limit", "5"))
 	both("model show", "viewer", with(func(m map[string]string) []string { return []string{"model", "show", m["model"]} }))
 	var runs []struct {
 		ID      string `json:"id"`

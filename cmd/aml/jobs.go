@@ -330,8 +330,32 @@ func newModelCmd(a *app) *cobra.Command {
 	retire := opCommand(a, one("retire ID", "Retire a model"), "model.retire", "", &rr, arg0(&rr.ID), printMoved)
 	retire.Flags().StringVar(&rr.Reason, "reason", "", "why")
 	retire.Flags().StringVar(&rr.Expect, "expect", "", "the stage you believe the model is in")
-	cmd.AddCommand(list, show, promote, retire, newPredictCmd(a))
+	var cr amlapp.ModelCompareRequest
+	compare := opCommand(a, &cobra.Command{Use: "compare", Short: "Rank models by the platform's test metrics (gates passed first, then test NRMSE), with each experiment's parent and note", Args: argsExact(0)},
+		"model.compare", "", &cr, nil, printCompare)
+	for name, p := range map[string]*string{"line": &cr.Line, "product": &cr.Product, "recipe": &cr.Recipe, "purpose": &cr.Purpose, "dataset": &cr.Dataset, "stage": &cr.Stage} {
+		compare.Flags().StringVar(p, name, "", "only models of this "+name)
+	}
+	compare.Flags().IntVar(&cr.Limit, "limit", 0, "at most this many (default 20, at most 200)")
+	cmd.AddCommand(list, show, promote, retire, compare, newPredictCmd(a))
 	return cmd
+}
+
+func fmt4(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.4g", *p)
+}
+
+func printCompare(w io.Writer, r amlapp.ModelCompareResponse) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANK\tMODEL\tTRAINER\tSTAGE\tGATES\tTEST NRMSE\tONE-STEP\tCOVERAGE\tNOTE")
+	for _, e := range r.Entries {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", e.Rank, e.ModelID, e.Trainer, e.Stage, e.GatePassed, fmt4(e.TestNRMSE), fmt4(e.TestOneStep), fmt4(e.Coverage), e.ChangeNote)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "%d of %d model(s), ranked by %s\n", len(r.Entries), r.Total, r.RankedBy)
 }
 
 func printModel(w io.Writer, sh amlapp.ModelShowResponse) {

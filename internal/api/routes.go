@@ -89,6 +89,8 @@ func table() []route {
 
 		// Models.
 		{Method: G, Path: "/models", Op: "model.list", Tag: "models"},
+		{Method: G, Path: "/models/compare", Op: "model.compare", Tag: "models"},
+		{Method: P, Path: "/models/reference", Op: "model.reference", Tag: "models"},
 		{Method: G, Path: "/models/{id}", Op: "model.show", Tag: "models"},
 		{Method: P, Path: "/models/{id}/promote", Op: "model.promote", Tag: "models"},
 		{Method: P, Path: "/models/{id}/retire", Op: "model.retire", Tag: "models"},
