@@ -133,7 +133,7 @@ the token's owner), who can never approve the certificate. It expires after
 			return usagef("%s: --trial is required", issue.CommandPath())
 		}
 		return a.requireActor(issue)
-	}, func(w io.Writer, r *twinstore.CertRecord) {
+	}, func(w io.Writer, r *contract.CertRecord) {
 		fmt.Fprintf(w, "certificate %s issued for trial %s (status %s, expires %s)\nhash %s\nsigned by key %s; another person approves: aml cert approve %s --as PERSON\n",
 			r.Cert.RecommendationID, r.Cert.TrialID, r.Cert.Status, certTime(r.Cert.ExpiresAt), r.Cert.CertificateHash, r.Cert.KeyID, r.Cert.RecommendationID)
 	})
@@ -244,7 +244,7 @@ these flags cannot be combined with --server.`,
 	return execute
 }
 
-func printTransition(w io.Writer, r *twinstore.CertRecord) {
+func printTransition(w io.Writer, r *contract.CertRecord) {
 	c := r.Cert
 	fmt.Fprintf(w, "certificate %s is %s", c.RecommendationID, c.Status)
 	switch c.Status {
@@ -279,7 +279,7 @@ func printExecution(w io.Writer, r govern.Result) {
 	}
 }
 
-func printCert(w io.Writer, r *twinstore.CertRecord) {
+func printCert(w io.Writer, r *contract.CertRecord) {
 	c := r.Cert
 	fmt.Fprintf(w, "certificate %s  status %s  line %s\n", c.RecommendationID, c.Status, r.LineID)
 	fmt.Fprintf(w, "requested by %s at %s; expires %s\n", c.CreatedBy, certTime(c.CreatedAt), certTime(c.ExpiresAt))
@@ -312,7 +312,7 @@ func printCert(w io.Writer, r *twinstore.CertRecord) {
 	}
 }
 
-func printCerts(w io.Writer, items []twinstore.CertListItem) {
+func printCerts(w io.Writer, items []contract.CertListItem) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tLINE\tTRIAL\tREQUESTED BY\tAPPROVED BY\tEXPIRES\tIMPROVEMENT\tVERIFIED")
 	for _, it := range items {

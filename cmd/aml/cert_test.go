@@ -11,7 +11,6 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
@@ -107,7 +106,7 @@ func seedTwinAt(t *testing.T, d string, n int, now time.Time) {
 			},
 			BaselineComparison: contract.BaselineComparison{BaselineCost: 1, CandidateCost: 0.6, Improvement: 0.4},
 		}
-		if _, err := s.PutTrial(ctx, tr, twinstore.TrialManual, ""); err != nil {
+		if _, err := s.PutTrial(ctx, tr, contract.TrialManual, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,7 +124,7 @@ func issueCLI(t *testing.T, d, trial string) string {
 	if err != nil {
 		t.Fatalf("issue: %v", err)
 	}
-	var r twinstore.CertRecord
+	var r contract.CertRecord
 	mustJSON(t, out, &r)
 	if r.Cert == nil || r.Cert.Status != contract.CertIssued {
 		t.Fatalf("issue: %s", out)
@@ -150,7 +149,7 @@ func TestCertAndChannelCLI(t *testing.T) {
 		t.Fatalf("channel set: %v\n%s", err, out)
 	}
 	out, _, err = subCLI(t, d, newChannelCmd, "--json", "show", "--line", certLine)
-	var ch twinstore.ChannelRecord
+	var ch contract.ChannelRecord
 	mustJSON(t, out, &ch)
 	if err != nil || ch.Profile != "hybrid_twin" || ch.SceneID != "injection-hold-control" || ch.UpdatedBy != "ops" {
 		t.Fatalf("channel show: %v %+v", err, ch)

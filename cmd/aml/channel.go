@@ -9,23 +9,23 @@ import (
 	"strings"
 
 	amlapp "github.com/aml-project/aml/internal/app"
-	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/spf13/cobra"
 )
 
 // channelBound parses "var=lo:hi".
-func channelBound(s string) (string, twinstore.ChannelBound, error) {
+func channelBound(s string) (string, contract.ChannelBound, error) {
 	name, rng, ok := strings.Cut(s, "=")
 	lo, hi, ok2 := strings.Cut(rng, ":")
 	if !ok || !ok2 || strings.TrimSpace(name) == "" {
-		return "", twinstore.ChannelBound{}, usagef("--bound %q: want VARIABLE=MIN:MAX", s)
+		return "", contract.ChannelBound{}, usagef("--bound %q: want VARIABLE=MIN:MAX", s)
 	}
 	a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
 	b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
 	if err1 != nil || err2 != nil {
-		return "", twinstore.ChannelBound{}, usagef("--bound %q: MIN and MAX must be numbers", s)
+		return "", contract.ChannelBound{}, usagef("--bound %q: MIN and MAX must be numbers", s)
 	}
-	return strings.TrimSpace(name), twinstore.ChannelBound{Min: a, Max: b}, nil
+	return strings.TrimSpace(name), contract.ChannelBound{Min: a, Max: b}, nil
 }
 
 func newChannelCmd(a *app) *cobra.Command {
@@ -71,12 +71,12 @@ the line (bounds must name its controls).`,
 				return usagef("--bound: %s given twice", name)
 			}
 			if req.Bounds == nil {
-				req.Bounds = map[string]twinstore.ChannelBound{}
+				req.Bounds = map[string]contract.ChannelBound{}
 			}
 			req.Bounds[name] = r
 		}
 		return nil
-	}, func(w io.Writer, r *twinstore.ChannelRecord) { fmt.Fprint(w, "channel set\n"); printChannel(w, r) })
+	}, func(w io.Writer, r *contract.ChannelRecord) { fmt.Fprint(w, "channel set\n"); printChannel(w, r) })
 	f := set.Flags()
 	f.StringVar(&req.Line, "line", "", "the line")
 	f.StringVar(&req.Profile, "profile", "", "legacy or hybrid_twin")
@@ -100,7 +100,7 @@ the line (bounds must name its controls).`,
 	return cmd
 }
 
-func printChannel(w io.Writer, c *twinstore.ChannelRecord) {
+func printChannel(w io.Writer, c *contract.ChannelRecord) {
 	fmt.Fprintf(w, "line %s  channel %s\nprofile %s  policy %s\n", c.LineID, c.ChannelID, c.Profile, c.ControlPolicy)
 	if c.SceneID != "" {
 		fmt.Fprintf(w, "scene %s@%s\n", c.SceneID, c.SceneVersion)

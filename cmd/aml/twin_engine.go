@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	amlapp "github.com/aml-project/aml/internal/app"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/twin/gate"
@@ -119,7 +118,7 @@ a range or step limit is recorded as rejected (CONTROL_SAFETY).`,
 	return cmd
 }
 
-func printTrial(w io.Writer, rec twinstore.TrialRecord, d *engine.TrialDetail) {
+func printTrial(w io.Writer, rec contract.TrialRecord, d *engine.TrialDetail) {
 	t := rec.Trial
 	verdict := "PASSED"
 	if !rec.Passed {

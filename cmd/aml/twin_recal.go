@@ -8,7 +8,7 @@ import (
 	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
-	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/shadow"
 	"github.com/spf13/cobra"
 )
@@ -156,7 +156,7 @@ func printCalibrate(w io.Writer, res amlapp.CalibrateResponse) {
 	}
 }
 
-func printCalibrations(w io.Writer, rs []twinstore.CalibrationRequest) {
+func printCalibrations(w io.Writer, rs []contract.CalibrationRequest) {
 	if len(rs) == 0 {
 		fmt.Fprintln(w, "no recalibration requests")
 		return

@@ -169,7 +169,7 @@ func printSnapshotValues(w io.Writer, s *contract.TwinSnapshot) {
 	group("disturbances", s.Disturbances)
 }
 
-func printSnapshots(w io.Writer, l []twinstore.SnapshotInfo) {
+func printSnapshots(w io.Writer, l []contract.SnapshotInfo) {
 	if len(l) == 0 {
 		fmt.Fprintln(w, "no snapshots")
 		return

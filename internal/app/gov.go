@@ -11,7 +11,6 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/retention"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
@@ -72,7 +71,7 @@ func (a *App) key() (*cert.KeyPair, error) {
 	return a.d.Key, nil
 }
 
-func (a *App) certEvent(r *twinstore.CertRecord) {
+func (a *App) certEvent(r *contract.CertRecord) {
 	if r == nil || r.Cert == nil {
 		return
 	}
@@ -108,13 +107,13 @@ func (r *CertListRequest) Validate() error {
 }
 
 // CertList lists the certificates of p's lines, each verified.
-func (a *App) CertList(ctx context.Context, p Principal, req CertListRequest) (List[twinstore.CertListItem], error) {
-	return run(ctx, a, p, &opCertList, req, func(ctx context.Context, p Principal, req CertListRequest) (List[twinstore.CertListItem], error) {
-		var zero List[twinstore.CertListItem]
+func (a *App) CertList(ctx context.Context, p Principal, req CertListRequest) (List[contract.CertListItem], error) {
+	return run(ctx, a, p, &opCertList, req, func(ctx context.Context, p Principal, req CertListRequest) (List[contract.CertListItem], error) {
+		var zero List[contract.CertListItem]
 		if err := scope(p, auth.ActRead, req.Line); err != nil {
 			return zero, err
 		}
-		f := twinstore.CertFilter{LineID: req.Line, Limit: req.Limit}
+		f := contract.CertFilter{LineID: req.Line, Limit: req.Limit}
 		if f.Limit == 0 {
 			f.Limit = 100
 		}
@@ -129,7 +128,7 @@ func (a *App) CertList(ctx context.Context, p Principal, req CertListRequest) (L
 		if err != nil {
 			return zero, err
 		}
-		return ListOf(filter(p, items, func(i twinstore.CertListItem) string { return i.LineID })), nil
+		return ListOf(filter(p, items, func(i contract.CertListItem) string { return i.LineID })), nil
 	})
 }
 
@@ -169,8 +168,8 @@ func (r *CertIssueRequest) Validate() error {
 }
 
 // CertIssue issues a signed certificate, queued for a person to approve.
-func (a *App) CertIssue(ctx context.Context, p Principal, req CertIssueRequest) (*twinstore.CertRecord, error) {
-	return run(ctx, a, p, &opCertIssue, req, func(ctx context.Context, p Principal, req CertIssueRequest) (*twinstore.CertRecord, error) {
+func (a *App) CertIssue(ctx context.Context, p Principal, req CertIssueRequest) (*contract.CertRecord, error) {
+	return run(ctx, a, p, &opCertIssue, req, func(ctx context.Context, p Principal, req CertIssueRequest) (*contract.CertRecord, error) {
 		t, err := a.d.Store.GetTrial(ctx, req.Trial)
 		if err != nil {
 			return nil, err
@@ -200,8 +199,8 @@ type CertRequest struct {
 func (r *CertRequest) Validate() error { return required("id", r.ID) }
 
 // CertShow returns a certificate, verified.
-func (a *App) CertShow(ctx context.Context, p Principal, req CertRequest) (*twinstore.CertRecord, error) {
-	return run(ctx, a, p, &opCertShow, req, func(ctx context.Context, p Principal, req CertRequest) (*twinstore.CertRecord, error) {
+func (a *App) CertShow(ctx context.Context, p Principal, req CertRequest) (*contract.CertRecord, error) {
+	return run(ctx, a, p, &opCertShow, req, func(ctx context.Context, p Principal, req CertRequest) (*contract.CertRecord, error) {
 		if err := a.certLine(ctx, p, auth.ActRead, req.ID); err != nil {
 			return nil, err
 		}
@@ -214,8 +213,8 @@ func (a *App) CertShow(ctx context.Context, p Principal, req CertRequest) (*twin
 }
 
 // CertApprove approves an ISSUED certificate; its requester never can.
-func (a *App) CertApprove(ctx context.Context, p Principal, req CertRequest) (*twinstore.CertRecord, error) {
-	return run(ctx, a, p, &opCertApprove, req, func(ctx context.Context, p Principal, req CertRequest) (*twinstore.CertRecord, error) {
+func (a *App) CertApprove(ctx context.Context, p Principal, req CertRequest) (*contract.CertRecord, error) {
+	return run(ctx, a, p, &opCertApprove, req, func(ctx context.Context, p Principal, req CertRequest) (*contract.CertRecord, error) {
 		if err := a.certLine(ctx, p, auth.ActCertApprove, req.ID); err != nil {
 			return nil, err
 		}
@@ -244,8 +243,8 @@ func (r *CertRevokeRequest) Validate() error {
 }
 
 // CertRevoke revokes an ISSUED or APPROVED certificate.
-func (a *App) CertRevoke(ctx context.Context, p Principal, req CertRevokeRequest) (*twinstore.CertRecord, error) {
-	return run(ctx, a, p, &opCertRevoke, req, func(ctx context.Context, p Principal, req CertRevokeRequest) (*twinstore.CertRecord, error) {
+func (a *App) CertRevoke(ctx context.Context, p Principal, req CertRevokeRequest) (*contract.CertRecord, error) {
+	return run(ctx, a, p, &opCertRevoke, req, func(ctx context.Context, p Principal, req CertRevokeRequest) (*contract.CertRecord, error) {
 		if err := a.certLine(ctx, p, auth.ActCertApprove, req.ID); err != nil {
 			return nil, err
 		}
@@ -354,8 +353,8 @@ type ChannelShowRequest struct {
 func (r *ChannelShowRequest) Validate() error { return required("line", r.Line) }
 
 // ChannelShow returns a line's channel profile.
-func (a *App) ChannelShow(ctx context.Context, p Principal, req ChannelShowRequest) (*twinstore.ChannelRecord, error) {
-	return run(ctx, a, p, &opChannelShow, req, func(ctx context.Context, p Principal, req ChannelShowRequest) (*twinstore.ChannelRecord, error) {
+func (a *App) ChannelShow(ctx context.Context, p Principal, req ChannelShowRequest) (*contract.ChannelRecord, error) {
+	return run(ctx, a, p, &opChannelShow, req, func(ctx context.Context, p Principal, req ChannelShowRequest) (*contract.ChannelRecord, error) {
 		if err := p.Allow(auth.ActRead, req.Line); err != nil {
 			return nil, err
 		}
@@ -365,25 +364,25 @@ func (a *App) ChannelShow(ctx context.Context, p Principal, req ChannelShowReque
 
 // ChannelSetRequest sets a line's channel profile.
 type ChannelSetRequest struct {
-	Line          string                            `json:"line" jsonschema:"line id"`
-	Profile       string                            `json:"profile" jsonschema:"legacy or hybrid_twin"`
-	ControlPolicy string                            `json:"controlPolicy" jsonschema:"recommendation_only, hitl_governed or bounded_auto"`
-	ChannelID     string                            `json:"channelId,omitempty"`
-	SceneID       string                            `json:"sceneId,omitempty"`
-	SceneVersion  string                            `json:"sceneVersion,omitempty"`
-	Bounds        map[string]twinstore.ChannelBound `json:"bounds,omitempty" jsonschema:"bounded_auto: node → bounds"`
+	Line          string                           `json:"line" jsonschema:"line id"`
+	Profile       string                           `json:"profile" jsonschema:"legacy or hybrid_twin"`
+	ControlPolicy string                           `json:"controlPolicy" jsonschema:"recommendation_only, hitl_governed or bounded_auto"`
+	ChannelID     string                           `json:"channelId,omitempty"`
+	SceneID       string                           `json:"sceneId,omitempty"`
+	SceneVersion  string                           `json:"sceneVersion,omitempty"`
+	Bounds        map[string]contract.ChannelBound `json:"bounds,omitempty" jsonschema:"bounded_auto: node → bounds"`
 }
 
 // Validate requires the line.
 func (r *ChannelSetRequest) Validate() error { return required("line", r.Line) }
 
 // ChannelSet sets a line's channel profile (audited).
-func (a *App) ChannelSet(ctx context.Context, p Principal, req ChannelSetRequest) (*twinstore.ChannelRecord, error) {
-	return run(ctx, a, p, &opChannelSet, req, func(ctx context.Context, p Principal, req ChannelSetRequest) (*twinstore.ChannelRecord, error) {
+func (a *App) ChannelSet(ctx context.Context, p Principal, req ChannelSetRequest) (*contract.ChannelRecord, error) {
+	return run(ctx, a, p, &opChannelSet, req, func(ctx context.Context, p Principal, req ChannelSetRequest) (*contract.ChannelRecord, error) {
 		if err := p.Allow(auth.ActWrite, req.Line); err != nil {
 			return nil, err
 		}
-		return a.d.Store.SetChannel(ctx, twinstore.ChannelRecord{LineID: req.Line, ChannelID: req.ChannelID, Profile: req.Profile, ControlPolicy: req.ControlPolicy,
+		return a.d.Store.SetChannel(ctx, contract.ChannelRecord{LineID: req.Line, ChannelID: req.ChannelID, Profile: req.Profile, ControlPolicy: req.ControlPolicy,
 			SceneID: req.SceneID, SceneVersion: req.SceneVersion, Bounds: req.Bounds}, p.Name)
 	})
 }

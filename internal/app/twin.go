@@ -11,7 +11,6 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/events"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/twin/gate"
@@ -394,10 +393,10 @@ type SnapshotListRequest struct {
 func (r *SnapshotListRequest) Validate() error { return limitIn("limit", r.Limit, 1, 10_000) }
 
 // SnapshotList lists snapshots of p's lines, newest first.
-func (a *App) SnapshotList(ctx context.Context, p Principal, req SnapshotListRequest) (List[twinstore.SnapshotInfo], error) {
-	return run(ctx, a, p, &opSnapshotList, req, func(ctx context.Context, p Principal, req SnapshotListRequest) (List[twinstore.SnapshotInfo], error) {
+func (a *App) SnapshotList(ctx context.Context, p Principal, req SnapshotListRequest) (List[contract.SnapshotInfo], error) {
+	return run(ctx, a, p, &opSnapshotList, req, func(ctx context.Context, p Principal, req SnapshotListRequest) (List[contract.SnapshotInfo], error) {
 		if err := scope(p, auth.ActRead, req.Line); err != nil {
-			return List[twinstore.SnapshotInfo]{}, err
+			return List[contract.SnapshotInfo]{}, err
 		}
 		limit := req.Limit
 		if limit == 0 {
@@ -405,9 +404,9 @@ func (a *App) SnapshotList(ctx context.Context, p Principal, req SnapshotListReq
 		}
 		l, err := a.d.Store.ListSnapshots(ctx, req.Line, limit)
 		if err != nil {
-			return List[twinstore.SnapshotInfo]{}, err
+			return List[contract.SnapshotInfo]{}, err
 		}
-		return ListOf(filter(p, l, func(i twinstore.SnapshotInfo) string { return i.LineID })), nil
+		return ListOf(filter(p, l, func(i contract.SnapshotInfo) string { return i.LineID })), nil
 	})
 }
 
@@ -422,7 +421,7 @@ func (r *SnapshotShowRequest) Validate() error { return required("id", r.ID) }
 // SnapshotShowResponse is a stored snapshot with its record.
 type SnapshotShowResponse struct {
 	Snapshot *contract.TwinSnapshot `json:"snapshot"`
-	Info     twinstore.SnapshotInfo `json:"info"`
+	Info     contract.SnapshotInfo  `json:"info"`
 }
 
 // SnapshotShow returns a stored snapshot, verified against its hash.
@@ -471,7 +470,7 @@ func (a *App) twinInputs(ctx context.Context, p Principal, modelID, snapID, objI
 	return snap, scene, obj, nil
 }
 
-func (a *App) trialDone(rec twinstore.TrialRecord, kind string) {
+func (a *App) trialDone(rec contract.TrialRecord, kind string) {
 	a.publish(events.Event{Kind: events.TrialDone, Line: rec.LineID, ID: rec.Trial.TrialID, Data: map[string]any{
 		"kind": kind, "purpose": rec.Purpose, "passed": rec.Passed, "rejectCode": rec.RejectCode, "improvement": rec.Improvement, "modelId": rec.Trial.ModelID}})
 }
@@ -499,7 +498,7 @@ func (r *TrialRunRequest) Validate() error {
 
 // TrialRunResponse is the stored trial with its detail.
 type TrialRunResponse struct {
-	Record twinstore.TrialRecord  `json:"record"`
+	Record contract.TrialRecord   `json:"record"`
 	Detail *engine.TrialDetail    `json:"detail"`
 	Trial  *contract.VirtualTrial `json:"trial"`
 }
@@ -540,7 +539,7 @@ func (a *App) TrialRun(ctx context.Context, p Principal, req TrialRunRequest) (T
 		if err != nil {
 			return TrialRunResponse{}, err
 		}
-		rec, err := a.d.Store.PutTrial(ctx, res.Trial, twinstore.TrialManual, "")
+		rec, err := a.d.Store.PutTrial(ctx, res.Trial, contract.TrialManual, "")
 		if err != nil {
 			return TrialRunResponse{}, err
 		}
@@ -561,20 +560,20 @@ type TrialListRequest struct {
 func (r *TrialListRequest) Validate() error { return limitIn("limit", r.Limit, 1, 10_000) }
 
 // TrialList lists stored trials of p's lines.
-func (a *App) TrialList(ctx context.Context, p Principal, req TrialListRequest) (List[twinstore.TrialRecord], error) {
-	return run(ctx, a, p, &opTrialList, req, func(ctx context.Context, p Principal, req TrialListRequest) (List[twinstore.TrialRecord], error) {
+func (a *App) TrialList(ctx context.Context, p Principal, req TrialListRequest) (List[contract.TrialRecord], error) {
+	return run(ctx, a, p, &opTrialList, req, func(ctx context.Context, p Principal, req TrialListRequest) (List[contract.TrialRecord], error) {
 		if err := scope(p, auth.ActRead, req.Line); err != nil {
-			return List[twinstore.TrialRecord]{}, err
+			return List[contract.TrialRecord]{}, err
 		}
 		limit := req.Limit
 		if limit == 0 {
 			limit = 100
 		}
-		ts, err := a.d.Store.ListTrials(ctx, twinstore.TrialFilter{ModelID: req.Model, GateEvalID: req.GateEval, LineID: req.Line, Limit: limit})
+		ts, err := a.d.Store.ListTrials(ctx, contract.TrialFilter{ModelID: req.Model, GateEvalID: req.GateEval, LineID: req.Line, Limit: limit})
 		if err != nil {
-			return List[twinstore.TrialRecord]{}, err
+			return List[contract.TrialRecord]{}, err
 		}
-		return ListOf(filter(p, ts, func(t twinstore.TrialRecord) string { return t.LineID })), nil
+		return ListOf(filter(p, ts, func(t contract.TrialRecord) string { return t.LineID })), nil
 	})
 }
 
@@ -587,8 +586,8 @@ type TrialShowRequest struct {
 func (r *TrialShowRequest) Validate() error { return required("id", r.ID) }
 
 // TrialShow returns a stored trial.
-func (a *App) TrialShow(ctx context.Context, p Principal, req TrialShowRequest) (twinstore.TrialRecord, error) {
-	return run(ctx, a, p, &opTrialShow, req, func(ctx context.Context, p Principal, req TrialShowRequest) (twinstore.TrialRecord, error) {
+func (a *App) TrialShow(ctx context.Context, p Principal, req TrialShowRequest) (contract.TrialRecord, error) {
+	return run(ctx, a, p, &opTrialShow, req, func(ctx context.Context, p Principal, req TrialShowRequest) (contract.TrialRecord, error) {
 		t, err := a.d.Store.GetTrial(ctx, req.ID)
 		if err != nil {
 			return t, err
@@ -628,7 +627,7 @@ func (r *OptimizeRequest) Validate() error {
 // stored trial.
 type OptimizeResponse struct {
 	Result *engine.OptimizeResult `json:"result"`
-	Record *twinstore.TrialRecord `json:"record,omitempty" jsonschema:"the stored best trial (certify it); absent when no candidate passed"`
+	Record *contract.TrialRecord  `json:"record,omitempty" jsonschema:"the stored best trial (certify it); absent when no candidate passed"`
 }
 
 // ResolveMode turns auto into precise_search when the model's latest twin
@@ -662,7 +661,7 @@ func (a *App) Optimize(ctx context.Context, p Principal, req OptimizeRequest) (O
 		}
 		out := OptimizeResponse{Result: res}
 		if res.Best != nil {
-			rec, err := a.d.Store.PutTrial(ctx, res.Best, twinstore.TrialOptimize, "")
+			rec, err := a.d.Store.PutTrial(ctx, res.Best, contract.TrialOptimize, "")
 			if err != nil {
 				return OptimizeResponse{}, err
 			}
@@ -799,15 +798,15 @@ type ShadowListRequest struct {
 func (r *ShadowListRequest) Validate() error { return required("model", r.Model) }
 
 // ShadowList returns a model's stored shadow evidence.
-func (a *App) ShadowList(ctx context.Context, p Principal, req ShadowListRequest) (List[twinstore.ShadowRecord], error) {
-	return run(ctx, a, p, &opShadowList, req, func(ctx context.Context, p Principal, req ShadowListRequest) (List[twinstore.ShadowRecord], error) {
+func (a *App) ShadowList(ctx context.Context, p Principal, req ShadowListRequest) (List[contract.ShadowRecord], error) {
+	return run(ctx, a, p, &opShadowList, req, func(ctx context.Context, p Principal, req ShadowListRequest) (List[contract.ShadowRecord], error) {
 		m, err := a.model(ctx, p, auth.ActRead, req.Model)
 		if err != nil {
-			return List[twinstore.ShadowRecord]{}, err
+			return List[contract.ShadowRecord]{}, err
 		}
 		rs, err := a.d.Store.ListShadow(ctx, m.ID)
 		if err != nil {
-			return List[twinstore.ShadowRecord]{}, err
+			return List[contract.ShadowRecord]{}, err
 		}
 		return ListOf(rs), nil
 	})
@@ -891,16 +890,16 @@ type CalibrationListRequest struct {
 }
 
 // CalibrationList lists recalibration requests of p's lines, newest first.
-func (a *App) CalibrationList(ctx context.Context, p Principal, req CalibrationListRequest) (List[twinstore.CalibrationRequest], error) {
-	return run(ctx, a, p, &opCalibrationLst, req, func(ctx context.Context, p Principal, req CalibrationListRequest) (List[twinstore.CalibrationRequest], error) {
+func (a *App) CalibrationList(ctx context.Context, p Principal, req CalibrationListRequest) (List[contract.CalibrationRequest], error) {
+	return run(ctx, a, p, &opCalibrationLst, req, func(ctx context.Context, p Principal, req CalibrationListRequest) (List[contract.CalibrationRequest], error) {
 		if err := scope(p, auth.ActRead, req.Line); err != nil {
-			return List[twinstore.CalibrationRequest]{}, err
+			return List[contract.CalibrationRequest]{}, err
 		}
 		rs, err := recal.List(ctx, a.d.Store, a.o.Now())
 		if err != nil {
-			return List[twinstore.CalibrationRequest]{}, err
+			return List[contract.CalibrationRequest]{}, err
 		}
-		out := []twinstore.CalibrationRequest{}
+		out := []contract.CalibrationRequest{}
 		for _, r := range rs {
 			if p.InScope(r.LineID) && (req.Line == "" || r.LineID == req.Line) {
 				out = append(out, r)

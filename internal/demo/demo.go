@@ -20,7 +20,6 @@ import (
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/guard"
@@ -331,7 +330,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		var req *twinstore.CalibrationRequest
+		var req *contract.CalibrationRequest
 		for i := range reqs.Items {
 			if reqs.Items[i].RequestID == dec.RequestID {
 				req = &reqs.Items[i]
@@ -435,7 +434,7 @@ func recommend(ctx context.Context, ap *amlapp.App, res *Result, in recommendInp
 	if _, err := ap.CertApprove(ctx, appr, amlapp.CertRequest{ID: id}); err != nil {
 		return false, err
 	}
-	if _, err := ap.ChannelSet(ctx, appr, amlapp.ChannelSetRequest{Line: in.scene.LineID, Profile: guard.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
+	if _, err := ap.ChannelSet(ctx, appr, amlapp.ChannelSetRequest{Line: in.scene.LineID, Profile: contract.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned,
 		SceneID: in.scene.SceneID, SceneVersion: in.scene.SceneVersion}); err != nil {
 		return false, err
 	}

@@ -29,7 +29,6 @@ import (
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/sqlite"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/gate"
@@ -674,7 +673,7 @@ func TestStdioAgent(t *testing.T) {
 	if !(opt.Record.Improvement > 0) {
 		t.Fatalf("the best trial does not improve (%.4g): nothing to certify", opt.Record.Improvement)
 	}
-	var cr twinstore.CertRecord
+	var cr contract.CertRecord
 	call(t, cs, "twin_certificate_request", map[string]any{"trial": opt.Record.Trial.TrialID}, &cr)
 	if cr.Cert == nil || cr.Cert.Status != contract.CertIssued || cr.Cert.CreatedBy != "agent-7" || cr.Cert.Signature == "" {
 		t.Fatalf("certificate: %+v", cr)
@@ -949,7 +948,7 @@ func TestHTTP(t *testing.T) {
 	}
 
 	// Whatever the agents did, no certificate of theirs moved past ISSUED.
-	items, err := d.Store.ListCertificates(ctx, twinstore.CertFilter{}, d.Key.Public)
+	items, err := d.Store.ListCertificates(ctx, contract.CertFilter{}, d.Key.Public)
 	if err != nil {
 		t.Fatal(err)
 	}
