@@ -140,3 +140,16 @@ func (a *App) done(op string, d time.Duration, out any, err error) {
 		f(op, d, out, err)
 	}
 }
+
+// listIn is the shape of every line-scoped list: an explicit line filter
+// must be in p's scope, the items read are filtered to p's lines.
+func listIn[T any](p Principal, line string, read func() ([]T, error), lineOf func(T) string) (List[T], error) {
+	if err := scope(p, auth.ActRead, line); err != nil {
+		return List[T]{}, err
+	}
+	items, err := read()
+	if err != nil {
+		return List[T]{}, err
+	}
+	return ListOf(filter(p, items, lineOf)), nil
+}

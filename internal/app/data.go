@@ -90,14 +90,9 @@ type RunListRequest struct {
 // RunList lists runs in p's scope.
 func (a *App) RunList(ctx context.Context, p Principal, req RunListRequest) (List[core.Run], error) {
 	return run(ctx, a, p, &opRunList, req, func(ctx context.Context, p Principal, req RunListRequest) (List[core.Run], error) {
-		if err := scope(p, auth.ActRead, req.Line); err != nil {
-			return List[core.Run]{}, err
-		}
-		runs, err := a.d.Store.ListRuns(ctx, core.RunFilter{Line: req.Line, Product: req.Product, Recipe: req.Recipe, Status: req.Status})
-		if err != nil {
-			return List[core.Run]{}, err
-		}
-		return ListOf(filter(p, runs, func(r core.Run) string { return r.LineID })), nil
+		return listIn(p, req.Line, func() ([]core.Run, error) {
+			return a.d.Store.ListRuns(ctx, core.RunFilter{Line: req.Line, Product: req.Product, Recipe: req.Recipe, Status: req.Status})
+		}, func(r core.Run) string { return r.LineID })
 	})
 }
 
@@ -149,14 +144,7 @@ type NodeListRequest struct {
 // NodeList lists the nodes of the lines in p's scope.
 func (a *App) NodeList(ctx context.Context, p Principal, req NodeListRequest) (List[core.Node], error) {
 	return run(ctx, a, p, &opNodeList, req, func(ctx context.Context, p Principal, req NodeListRequest) (List[core.Node], error) {
-		if err := scope(p, auth.ActRead, req.Line); err != nil {
-			return List[core.Node]{}, err
-		}
-		ns, err := a.d.Store.ListNodes(ctx, req.Line)
-		if err != nil {
-			return List[core.Node]{}, err
-		}
-		return ListOf(filter(p, ns, func(n core.Node) string { return n.LineID })), nil
+		return listIn(p, req.Line, func() ([]core.Node, error) { return a.d.Store.ListNodes(ctx, req.Line) }, func(n core.Node) string { return n.LineID })
 	})
 }
 

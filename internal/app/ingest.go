@@ -277,13 +277,8 @@ type ConnectorListRequest struct {
 // staleness at the application's clock.
 func (a *App) ConnectorList(ctx context.Context, p Principal, req ConnectorListRequest) (List[connect.Status], error) {
 	return run(ctx, a, p, &opConnectors, req, func(ctx context.Context, p Principal, req ConnectorListRequest) (List[connect.Status], error) {
-		if err := scope(p, auth.ActRead, req.Line); err != nil {
-			return List[connect.Status]{}, err
-		}
-		all, err := connect.NewStatusStore(a.d.Store.SQL()).List(ctx, req.Line, a.o.Now())
-		if err != nil {
-			return List[connect.Status]{}, err
-		}
-		return ListOf(filter(p, all, func(s connect.Status) string { return s.Line })), nil
+		return listIn(p, req.Line, func() ([]connect.Status, error) {
+			return connect.NewStatusStore(a.d.Store.SQL()).List(ctx, req.Line, a.o.Now())
+		}, func(s connect.Status) string { return s.Line })
 	})
 }

@@ -129,14 +129,9 @@ type DatasetListRequest struct {
 // DatasetList lists the datasets of p's lines.
 func (a *App) DatasetList(ctx context.Context, p Principal, req DatasetListRequest) (List[core.Dataset], error) {
 	return run(ctx, a, p, &opDatasetList, req, func(ctx context.Context, p Principal, req DatasetListRequest) (List[core.Dataset], error) {
-		if err := scope(p, auth.ActRead, req.Line); err != nil {
-			return List[core.Dataset]{}, err
-		}
-		ds, err := a.d.Store.ListDatasets(ctx, core.DatasetFilter{Line: req.Line, Product: req.Product, Recipe: req.Recipe})
-		if err != nil {
-			return List[core.Dataset]{}, err
-		}
-		return ListOf(filter(p, ds, func(d core.Dataset) string { return d.LineID })), nil
+		return listIn(p, req.Line, func() ([]core.Dataset, error) {
+			return a.d.Store.ListDatasets(ctx, core.DatasetFilter{Line: req.Line, Product: req.Product, Recipe: req.Recipe})
+		}, func(d core.Dataset) string { return d.LineID })
 	})
 }
 
@@ -494,14 +489,9 @@ type ModelListRequest struct {
 // ModelList lists the models of p's lines, newest first.
 func (a *App) ModelList(ctx context.Context, p Principal, req ModelListRequest) (List[core.Model], error) {
 	return run(ctx, a, p, &opModelList, req, func(ctx context.Context, p Principal, req ModelListRequest) (List[core.Model], error) {
-		if err := scope(p, auth.ActRead, req.Line); err != nil {
-			return List[core.Model]{}, err
-		}
-		ms, err := a.d.Store.ListModels(ctx, core.ModelFilter{Line: req.Line, Stage: req.Stage, Recipe: req.Recipe, Purpose: req.Purpose, DatasetID: req.Dataset})
-		if err != nil {
-			return List[core.Model]{}, err
-		}
-		return ListOf(filter(p, ms, func(m core.Model) string { return m.LineID })), nil
+		return listIn(p, req.Line, func() ([]core.Model, error) {
+			return a.d.Store.ListModels(ctx, core.ModelFilter{Line: req.Line, Stage: req.Stage, Recipe: req.Recipe, Purpose: req.Purpose, DatasetID: req.Dataset})
+		}, func(m core.Model) string { return m.LineID })
 	})
 }
 
