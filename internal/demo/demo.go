@@ -70,8 +70,8 @@ type Result struct {
 	// "opcua" (the live line, --live).
 	Writer string `json:"writer"`
 	// DemoClock is the simulated line's clock at the recommendation (the
-	// demo's own clock, in the past: see demoAnchor).
-	DemoClock time.Time `json:"lineClock"`
+	// demo's own clock, in the past: see Anchor).
+	DemoClock time.Time `json:"demoClock"`
 	Seconds   float64   `json:"seconds"`
 	Note      string    `json:"note,omitempty"`
 }
@@ -139,7 +139,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	eng, appr, oper := Engineer, Approver, Operator
 
-	// 1. The line's history: nRuns runs on the demo's own clock (lineNow,
+	// 1. The line's history: nRuns runs on the demo's own clock (line,
 	// demoAnchor), which every later step reads.
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed = nRuns, seed
