@@ -140,7 +140,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	eng, appr, oper := Engineer, Approver, Operator
 
 	// 1. The line's history: nRuns runs on the demo's own clock (line,
-	// demoAnchor), which every later step reads.
+	// Anchor), which every later step reads.
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed = nRuns, seed
 	span := time.Duration(nRuns) * (cfg.RunDuration + cfg.GapBetweenRuns)
