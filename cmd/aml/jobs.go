@@ -291,7 +291,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 			if recalEvery > 0 {
 				go a.recalibrationLoop(wctx, r, recalEvery)
 			}
-			if a.usesPostgres() {
+			if q.Shared() {
 				go r.WatchLost(wctx, jobs.LostEvery(a.rescueAfter), jobs.LostAfter(a.rescueAfter))
 			}
 			<-wctx.Done()

@@ -124,7 +124,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		if err := q.Start(sctx); err != nil {
 			return err
 		}
-		if a.usesPostgres() {
+		if q.Shared() {
 			go r.WatchLost(sctx, jobs.LostEvery(a.rescueAfter), jobs.LostAfter(a.rescueAfter))
 		}
 	}

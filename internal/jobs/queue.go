@@ -170,3 +170,10 @@ func (q *Queue) Reconcile(ctx context.Context, st core.Jobs) error {
 }
 
 var _ = rivertype.JobStateAvailable
+
+// Shared reports whether the queue's database is shared by processes on
+// several machines (PostgreSQL): a worker that dies there is noticed only
+// by the others, so their runners watch for lost jobs (Runner.WatchLost).
+// With the embedded store one machine runs the jobs and recovers them at
+// start.
+func (q *Queue) Shared() bool { return q != nil && q.pg != nil }
