@@ -238,8 +238,10 @@ func (g *schemaGen) schema(t reflect.Type) any {
 func (g *schemaGen) structSchema(t reflect.Type) map[string]any {
 	props := map[string]any{}
 	var required []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
+	// Fields promoted from an embedded pointer are there only when it is
+	// set (a page or a bucket list): never required.
+	var walk func(t reflect.Type, optional bool)
+	walk = func(t reflect.Type, optional bool) {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			tag := f.Tag.Get("json")
@@ -253,7 +255,7 @@ func (g *schemaGen) structSchema(t reflect.Type) map[string]any {
 					ft = ft.Elem()
 				}
 				if ft.Kind() == reflect.Struct {
-					walk(ft)
+					walk(ft, optional || f.Type.Kind() == reflect.Pointer)
 					continue
 				}
 			}
@@ -270,12 +272,12 @@ func (g *schemaGen) structSchema(t reflect.Type) map[string]any {
 				}
 			}
 			props[name] = ps
-			if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
+			if !optional && !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
 				required = append(required, name)
 			}
 		}
 	}
-	walk(t)
+	walk(t, false)
 	sort.Strings(required)
 	out := map[string]any{"type": "object", "properties": props}
 	if len(required) > 0 {
