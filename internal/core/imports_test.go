@@ -13,6 +13,7 @@ import (
 // (auth.HTTPStatus). Everything else reports errors by code and kind.
 var httpTransports = []string{
 	"internal/api/",
+	"internal/apiclient/", // the HTTP client of the API
 	"internal/web/",
 	"internal/mcp/",
 	"internal/auth/middleware.go",
