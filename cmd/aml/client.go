@@ -20,11 +20,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/url"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/aml-project/aml/internal/apiclient"
 	amlapp "github.com/aml-project/aml/internal/app"
@@ -134,85 +132,10 @@ func (a *app) remoteActor(ctx context.Context, c *apiclient.Client, cmd *cobra.C
 	return nil
 }
 
-// pollEvery is how often a job is re-read when the event stream is gone;
-// recheckEvery how often while the stream is open (a safety net).
-const (
-	pollEvery    = 500 * time.Millisecond
-	recheckEvery = 5 * time.Second
-)
-
-// waitJob returns job id once it is terminal: it follows the job's events
-// on /api/v1/events (progress bar on a terminal) and falls back to polling
-// the job when the stream cannot be opened or drops.
+// waitJob returns job id once it is terminal on the server, with a
+// progress bar fed by the job's events (apiclient.WaitJob).
 func (a *app) waitJob(ctx context.Context, c *apiclient.Client, id string) (core.Job, error) {
-	get := func() (core.Job, error) {
-		var j core.Job
-		err := c.Call(ctx, "job.show", &amlapp.JobRequest{ID: id}, &j)
-		return j, err
-	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	// Subscribe first, then read the state: an end between the submit and
-	// the subscription is seen by the read, every later one by the stream.
-	evs, serr := c.Events(sctx, url.Values{"kinds": {"job.state,job.progress"}, "id": {id}})
-	if serr != nil {
-		a.log.Debug("event stream unavailable; polling", "err", serr)
-	}
-	j, err := get()
-	if err != nil {
-		return j, err
-	}
-	bar := a.newProgress(100, string(j.Status), false)
+	bar := a.newProgress(100, "queued", false)
 	defer bar.finish()
-	bar.set(int64(100 * j.Progress))
-	// The stream carries the events of the serve's own process (and, on
-	// PostgreSQL, those its relay receives from workers elsewhere); a job
-	// run by a worker whose events do not reach the serve (another process
-	// on the embedded store) is still seen to end: the job is re-read now
-	// and then while waiting on the stream.
-	recheck := time.NewTicker(recheckEvery)
-	defer recheck.Stop()
-	for evs != nil && !j.Status.Terminal() {
-		select {
-		case <-ctx.Done():
-			return j, ctx.Err()
-		case <-recheck.C:
-			if j, err = get(); err != nil {
-				return j, err
-			}
-			bar.set(int64(100 * j.Progress))
-		case ev, ok := <-evs:
-			if !ok {
-				a.log.Debug("event stream ended; polling", "job", id)
-				evs = nil
-				break
-			}
-			var e struct {
-				Data map[string]any `json:"data"`
-			}
-			if ev.Kind == "overflow" || ev.Kind == "shutdown" {
-				evs = nil
-				break
-			}
-			if json.Unmarshal(ev.Data, &e) != nil {
-				continue
-			}
-			if core.JobStatus(bar.job(e.Data)).Terminal() {
-				return get()
-			}
-		}
-	}
-	for !j.Status.Terminal() {
-		select {
-		case <-ctx.Done():
-			return j, ctx.Err()
-		case <-time.After(pollEvery):
-		}
-		if j, err = get(); err != nil {
-			return j, err
-		}
-		bar.describe(string(j.Status))
-		bar.set(int64(100 * j.Progress))
-	}
-	return j, nil
+	return c.WaitJob(ctx, id, func(data map[string]any) { bar.job(data) }, a.log)
 }

@@ -17,10 +17,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/aml-project/aml/internal/api"
 	amlapp "github.com/aml-project/aml/internal/app"
@@ -271,4 +273,84 @@ func fillPath(pattern string, reqv any) (string, map[string]bool, error) {
 		rest = rest[j+1:]
 	}
 	return b.String(), in, nil
+}
+
+// Job-following intervals: how often a job is re-read when the event
+// stream is gone (PollEvery), and while it is open (RecheckEvery, a safety
+// net for a worker whose events do not reach the server).
+const (
+	PollEvery    = 500 * time.Millisecond
+	RecheckEvery = 5 * time.Second
+)
+
+// WaitJob returns job id once it is terminal: it follows the job's events
+// on /api/v1/events (each event's data, and the job's state on each
+// re-read, go to progress: "progress", "status", "stage") and falls back
+// to polling the job when the stream cannot be opened or drops.
+func (c *Client) WaitJob(ctx context.Context, id string, progress func(data map[string]any), log *slog.Logger) (core.Job, error) {
+	if progress == nil {
+		progress = func(map[string]any) {}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	get := func() (core.Job, error) {
+		var j core.Job
+		err := c.Call(ctx, "job.show", &amlapp.JobRequest{ID: id}, &j)
+		if err == nil {
+			progress(map[string]any{"progress": j.Progress, "status": string(j.Status)})
+		}
+		return j, err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// Subscribe first, then read the state: an end between the submit and
+	// the subscription is seen by the read, every later one by the stream.
+	evs, serr := c.Events(sctx, url.Values{"kinds": {"job.state,job.progress"}, "id": {id}})
+	if serr != nil {
+		log.Debug("event stream unavailable; polling", "err", serr)
+	}
+	j, err := get()
+	if err != nil {
+		return j, err
+	}
+	recheck := time.NewTicker(RecheckEvery)
+	defer recheck.Stop()
+	for evs != nil && !j.Status.Terminal() {
+		select {
+		case <-ctx.Done():
+			return j, ctx.Err()
+		case <-recheck.C:
+			if j, err = get(); err != nil {
+				return j, err
+			}
+		case ev, ok := <-evs:
+			if !ok || ev.Kind == "overflow" || ev.Kind == "shutdown" {
+				log.Debug("event stream ended; polling", "job", id)
+				evs = nil
+				break
+			}
+			var e struct {
+				Data map[string]any `json:"data"`
+			}
+			if json.Unmarshal(ev.Data, &e) != nil {
+				continue
+			}
+			progress(e.Data)
+			if st, _ := e.Data["status"].(string); core.JobStatus(st).Terminal() {
+				return get()
+			}
+		}
+	}
+	for !j.Status.Terminal() {
+		select {
+		case <-ctx.Done():
+			return j, ctx.Err()
+		case <-time.After(PollEvery):
+		}
+		if j, err = get(); err != nil {
+			return j, err
+		}
+	}
+	return j, nil
 }
