@@ -219,45 +219,8 @@ func (a *App) IngestCSV(ctx context.Context, p Principal, req IngestCSVRequest) 
 			name = "upload:" + o.Run
 		}
 		body := &countReader{r: req.Body, f: req.Progress}
-		var rep ingest.FileReport
-		err := a.d.Store.Ingest(ctx, func(tx core.IngestTx) error {
-			seen := map[string]bool{}
-			newNodes := 0
-			var perr error
-			rep, perr = ingest.ParseCSV(body, name, o, func(batch []core.Sample) error {
-				for i := range batch {
-					id := batch[i].Node
-					if seen[id] {
-						continue
-					}
-					seen[id] = true
-					if err := a.checkNodes(ctx, p, o.Line, map[string]bool{id: true}); err != nil {
-						return err
-					}
-					created, err := tx.EnsureNode(core.Node{ID: id, LineID: o.Line, Unit: o.Units[id], Kind: core.NodeDAQ})
-					if err != nil {
-						return err
-					}
-					if created {
-						newNodes++
-					}
-				}
-				_, err := tx.Write(batch)
-				return err
-			})
-			rep.NewNodes = newNodes
-			if perr != nil {
-				return perr
-			}
-			if rep.Samples > 0 {
-				last := rep.LastTs
-				created, err := tx.EnsureRun(core.Run{ID: o.Run, LineID: o.Line, ProductID: o.Product, RecipeID: o.Recipe, StartedMs: rep.FirstTs, EndedMs: &last, Status: core.RunEnded})
-				if err != nil {
-					return err
-				}
-				rep.RunCreated = created
-			}
-			return nil
+		rep, err := ingest.Stream(ctx, a.d.Store, body, name, o, func(id string) error {
+			return a.checkNodes(ctx, p, o.Line, map[string]bool{id: true})
 		})
 		if err != nil {
 			return ingest.FileReport{}, err

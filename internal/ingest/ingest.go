@@ -81,34 +81,20 @@ func fileError(file string, err error) error {
 	return &core.Error{Code: ae.Code, Message: msg, Field: ae.Field, Err: err}
 }
 
-func ingestFile(ctx context.Context, ts core.TimeSeries, file string, opts CSVOptions, progress func(string, int64, int64)) (FileReport, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		code := core.CodeInternal
-		if errors.Is(err, fs.ErrNotExist) {
-			code = core.CodeNotFound
-		}
-		e := core.FieldErrorf(code, file, "open %s: %v", file, err)
-		e.Err = err
-		return FileReport{File: file}, e
-	}
-	defer f.Close()
-	var size int64
-	if st, err := f.Stat(); err == nil {
-		size = st.Size()
-	}
-	if opts.Run == "" {
-		opts.Run = RunIDFromFile(file)
-	}
-	cr := &countingReader{r: f, file: file, total: size, progress: progress}
-	cr.report(true)
-
+// Stream parses one CSV stream (named name in reports and errors) into one
+// ingest transaction: nodes are created as they first appear (checkNode,
+// when set, may refuse one first — a node of another line), and the run
+// opts.Run is created from the first and last sample unless it exists.
+// Nothing is buffered beyond a parser batch; on any error nothing of the
+// stream is written. Every CSV ingest — files from the CLI, uploads to the
+// API — takes this one path.
+func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, opts CSVOptions, checkNode func(id string) error) (FileReport, error) {
 	var rep FileReport
-	err = ts.Ingest(ctx, func(tx core.IngestTx) error {
+	err := ts.Ingest(ctx, func(tx core.IngestTx) error {
 		seen := make(map[string]bool)
 		newNodes := 0
 		var perr error
-		rep, perr = ParseCSV(cr, file, opts, func(batch []core.Sample) error {
+		rep, perr = ParseCSV(r, name, opts, func(batch []core.Sample) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -118,6 +104,11 @@ func ingestFile(ctx context.Context, ts core.TimeSeries, file string, opts CSVOp
 					continue
 				}
 				seen[id] = true
+				if checkNode != nil {
+					if err := checkNode(id); err != nil {
+						return err
+					}
+				}
 				created, err := tx.EnsureNode(core.Node{ID: id, LineID: opts.Line, Unit: opts.Units[id], Kind: core.NodeDAQ})
 				if err != nil {
 					return err
@@ -149,6 +140,34 @@ func ingestFile(ctx context.Context, ts core.TimeSeries, file string, opts CSVOp
 	})
 	if err != nil {
 		rep.RunCreated, rep.NewNodes = false, 0
+	}
+	return rep, err
+}
+
+func ingestFile(ctx context.Context, ts core.TimeSeries, file string, opts CSVOptions, progress func(string, int64, int64)) (FileReport, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		code := core.CodeInternal
+		if errors.Is(err, fs.ErrNotExist) {
+			code = core.CodeNotFound
+		}
+		e := core.FieldErrorf(code, file, "open %s: %v", file, err)
+		e.Err = err
+		return FileReport{File: file}, e
+	}
+	defer f.Close()
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	if opts.Run == "" {
+		opts.Run = RunIDFromFile(file)
+	}
+	cr := &countingReader{r: f, file: file, total: size, progress: progress}
+	cr.report(true)
+
+	rep, err := Stream(ctx, ts, cr, file, opts, nil)
+	if err != nil {
 		return rep, err
 	}
 	cr.done = cr.total
