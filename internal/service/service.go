@@ -1,8 +1,8 @@
-// Package service bundles what the interfaces (internal/api, internal/mcp,
-// internal/web and the CLI's "aml serve") share in one process: the store,
+// Package service bundles the shared resources of one process: the store,
 // the data directory, the job runner and queue, the event bus and the
-// certificate key. It holds no logic of its own; each interface calls the
-// domain packages (dataset, jobs, registry, twin/...) with these.
+// certificate key. It holds no logic: the application layer
+// (internal/app) runs every use case on these, and the interfaces
+// (internal/api, internal/mcp, internal/web, cmd/aml) call the application.
 package service
 
 import (
