@@ -40,3 +40,37 @@ func TestNoHTTPOutsideTransports(t *testing.T) {
 		}
 	})
 }
+
+// interfacePkgs may be imported only by the interfaces above them: data
+// flows one way (ingest → dataset → jobs → ident/eval → registry → twin →
+// application → interfaces), so no domain package knows of the application
+// layer, HTTP, MCP, the web UI or cobra.
+var interfacePkgs = map[string][]string{
+	"github.com/aml-project/aml/internal/app":       {"internal/api/", "internal/apiclient/", "internal/mcp/", "internal/web/", "internal/demo/", "cmd/"},
+	"github.com/aml-project/aml/internal/api":       {"internal/apiclient/", "cmd/"},
+	"github.com/aml-project/aml/internal/apiclient": {"cmd/"},
+	"github.com/aml-project/aml/internal/mcp":       {"cmd/"},
+	"github.com/aml-project/aml/internal/web":       {"cmd/"},
+	"github.com/aml-project/aml/internal/demo":      {"cmd/"},
+	"github.com/spf13/cobra":                        {"cmd/"},
+}
+
+// TestLayers fails when a non-test file imports a layer above its own.
+func TestLayers(t *testing.T) {
+	goFiles(t, func(rel string, fset *token.FileSet, file *ast.File) {
+		for _, im := range file.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			allowed, ok := interfacePkgs[p]
+			if !ok {
+				continue
+			}
+			fine := false
+			for _, a := range allowed {
+				fine = fine || strings.HasPrefix(rel, a)
+			}
+			if !fine {
+				t.Errorf("%s:%d imports %s: only %v may", rel, fset.Position(im.Pos()).Line, p, allowed)
+			}
+		}
+	})
+}
