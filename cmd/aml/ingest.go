@@ -73,7 +73,8 @@ skipped and counted by reason. Re-ingesting a file is idempotent. With
 						s := amlapp.Instant(next)
 						req.Start = &s
 					} else {
-						req.TimeOffset += amlapp.Duration(time.Duration(next-first) * time.Millisecond)
+						// Each file's own placement (not added to the last one's).
+						req.TimeOffset = amlapp.Duration(time.Duration(next-first) * time.Millisecond)
 					}
 				}
 				f, err := os.Open(p)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -264,6 +265,12 @@ func (c *call) request(rt route, op *app.Op) (any, error) {
 	req := op.NewRequest()
 	switch rt.Method {
 	case http.MethodPost, http.MethodPut:
+		// Every field of a body route is in the body: a query parameter
+		// would be ignored, so it is refused (a limit such as maxWindows
+		// must not be lost silently).
+		for name := range c.r.URL.Query() {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, name, "%s belongs in the JSON body of %s %s, not in the query string", name, rt.Method, rt.Path)
+		}
 		if err := c.decode(req); err != nil {
 			return nil, err
 		}
@@ -348,7 +355,7 @@ func (s *Server) handle(rt route) http.HandlerFunc {
 			return
 		}
 		if err != nil {
-			if rt.ErrResult && out != nil {
+			if rt.ErrResult && out != nil && !reflect.ValueOf(out).IsZero() {
 				writeJSON(w, auth.StatusOf(err), errorWithResult(err, out))
 				return
 			}

@@ -225,6 +225,17 @@ func TestErrorsAndLimits(t *testing.T) {
 	e.want(e.do("engineer", "POST", "/api/v1/ingest/csv?line=L9&product=P&recipe=R&run=r1", strings.NewReader(csv)), 413, core.CodeQuotaExceeded)
 	// Nothing of the refused upload was written.
 	e.want(e.do("engineer", "GET", "/api/v1/runs/r1", nil), 404, core.CodeNotFound)
+	// A field in the query string of a body route is refused, never
+	// dropped (a limit must not be lost).
+	if b := e.want(e.do("engineer", "POST", "/api/v1/datasets?maxWindows=1", map[string]any{"spec": json.RawMessage(spec(t))}), 400, core.CodeInvalidArgument).errBody(t); b.Field != "maxWindows" {
+		t.Fatalf("query on a body route: %+v", b)
+	}
+	// A spec's unknown field is the spec parser's error, with its field.
+	if b := e.want(e.do("engineer", "POST", "/api/v1/datasets", []byte(`{"spec":{"lineId":"`+simLine+`","bogus":1}}`)), 422, core.CodeSpecInvalid).errBody(t); b.Field != "bogus" {
+		t.Fatalf("unknown spec field: %+v", b)
+	}
+	// Empty query values are parameters not given.
+	e.want(e.do("viewer", "GET", "/api/v1/ts?node=part_weight&from=&to=&limit=&bucket=", nil), 200, "")
 	// 422: a spec the dataset parser refuses.
 	e.want(e.do("engineer", "POST", "/api/v1/datasets", []byte(`{"spec":{"lineId":"`+simLine+`"}}`)), 422, core.CodeSpecInvalid)
 	// A non-finite value (JSON cannot carry NaN; the decoder refuses).

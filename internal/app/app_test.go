@@ -317,6 +317,8 @@ func TestParamsRoundTrip(t *testing.T) {
 		&AuditListRequest{After: 7, Limit: 2, Subject: "s"},
 		&JobLogsRequest{ID: "j", Offset: 10, MaxBytes: 100},
 		&SceneShowRequest{ID: "s", Version: "1.0.0"},
+		// One value per repetition, commas and all.
+		&IngestCSVRequest{Line: "L", IgnoreCol: []string{"temp, C", "x"}, Unit: []string{"flow=m3/h,std"}},
 	}
 	for _, r := range reqs {
 		vals := ParamValues(r, nil)
@@ -331,10 +333,50 @@ func TestParamsRoundTrip(t *testing.T) {
 		}
 	}
 	var r TSQueryRequest
+	// An empty value is a parameter not given (…&from=&limit=).
+	for _, name := range []string{"from", "limit", "bucket"} {
+		if err := SetParam(&r, name, ""); err != nil {
+			t.Errorf("empty %s: %v", name, err)
+		}
+	}
+	if r.From != nil || r.Limit != 0 || r.Bucket != 0 {
+		t.Errorf("empty values set %+v", r)
+	}
 	if err := SetParam(&r, "limit", "ten"); core.CodeOf(err) != core.CodeInvalidArgument {
 		t.Errorf("bad integer: %v", err)
 	}
 	if err := SetParam(&r, "nope", "1"); core.CodeOf(err) != core.CodeInvalidArgument {
 		t.Errorf("unknown parameter: %v", err)
+	}
+}
+
+// TestStoredGateReport: the latest gate evaluation answers the stored
+// result's report, not an empty one.
+func TestStoredGateReport(t *testing.T) {
+	raw := json.RawMessage(`{"gateEvalId":"g1","modelId":"m","report":{"profile":"twin-v2","version":2,"passed":true,"checks":[{"id":"G0_ROWS","passed":true}]}}`)
+	rep, err := storedGateReport(raw)
+	if err != nil || rep.Profile != "twin-v2" || !rep.Passed || len(rep.Checks) != 1 {
+		t.Fatalf("%+v %v", rep, err)
+	}
+}
+
+// TestDocumentsParsedStrictly: a dataset spec and a scene in a request go
+// through their own parsers, so their errors keep their codes and fields.
+func TestDocumentsParsedStrictly(t *testing.T) {
+	var d DatasetBuildRequest
+	err := json.Unmarshal([]byte(`{"spec":{"lineId":"L","bogus":1}}`), &d)
+	var ae *core.Error
+	if !errors.As(err, &ae) || ae.Code != core.CodeSpecInvalid {
+		t.Fatalf("spec with an unknown field: %v", err)
+	}
+	if err := json.Unmarshal([]byte(`{"spec":{},"extra":1}`), &d); err == nil {
+		t.Fatal("unknown envelope field accepted")
+	}
+	var s ScenePutRequest
+	if err := json.Unmarshal([]byte(`{"scene":{"sceneId":"s","bogus":true}}`), &s); core.CodeOf(err) != core.CodeContractInvalid {
+		t.Fatalf("scene with an unknown field: %v", err)
+	}
+	if err := json.Unmarshal([]byte(`{"preset":"default-injection"}`), &s); err != nil || s.Preset != PresetDefaultInjection || s.Scene != nil {
+		t.Fatalf("preset: %+v %v", s, err)
 	}
 }

@@ -77,6 +77,29 @@ type DatasetBuildRequest struct {
 	MaxBytesMiB int          `json:"maxBytesMiB,omitempty" jsonschema:"refuse a larger dataset (MiB; default 4096)"`
 }
 
+// UnmarshalJSON reads the spec through the dataset's own strict parser
+// (AML_SPEC_INVALID with the spec's field paths, duplicate keys refused,
+// the size limit applied), as a spec file is read.
+func (r *DatasetBuildRequest) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Spec        json.RawMessage `json:"spec"`
+		MaxWindows  int             `json:"maxWindows"`
+		MaxBytesMiB int             `json:"maxBytesMiB"`
+	}
+	if err := strictDecode(b, &raw); err != nil {
+		return err
+	}
+	r.MaxWindows, r.MaxBytesMiB, r.Spec = raw.MaxWindows, raw.MaxBytesMiB, dataset.Spec{}
+	if len(raw.Spec) > 0 && string(raw.Spec) != "null" {
+		sp, err := dataset.ParseSpec(raw.Spec)
+		if err != nil {
+			return err
+		}
+		r.Spec = *sp
+	}
+	return nil
+}
+
 // Validate normalises and validates the spec and the limits.
 func (r *DatasetBuildRequest) Validate() error {
 	if err := firstErr(limitIn("maxWindows", r.MaxWindows, 1, math.MaxInt32), limitIn("maxBytesMiB", r.MaxBytesMiB, 1, 1<<20)); err != nil {

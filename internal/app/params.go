@@ -87,12 +87,12 @@ func setValue(fv reflect.Value, raw []string) error {
 		return nil
 	}
 	if fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String {
+		// One value per repetition of the parameter (a value may hold
+		// a comma: a column "temp, C", a unit "m3/h,std").
 		vals := []string{}
 		for _, r := range raw {
-			for _, part := range strings.Split(r, ",") {
-				if part = strings.TrimSpace(part); part != "" {
-					vals = append(vals, part)
-				}
+			if r != "" {
+				vals = append(vals, r)
 			}
 		}
 		sv := reflect.MakeSlice(fv.Type(), len(vals), len(vals))
@@ -103,6 +103,9 @@ func setValue(fv reflect.Value, raw []string) error {
 		return nil
 	}
 	s := raw[len(raw)-1]
+	if s == "" && fv.Kind() != reflect.String {
+		return nil // an empty value is a parameter not given
+	}
 	if fv.Kind() == reflect.Pointer {
 		nv := reflect.New(fv.Type().Elem())
 		if err := setValue(nv.Elem(), raw); err != nil {

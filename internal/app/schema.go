@@ -69,7 +69,8 @@ func collectOverrides(t reflect.Type, over map[reflect.Type]*jsonschema.Schema, 
 		return
 	}
 	if t != timeType && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
-		(t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType) || reflect.PointerTo(t).Implements(unmarshalerType)) {
+		(t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType) ||
+			(t.Kind() != reflect.Struct && reflect.PointerTo(t).Implements(unmarshalerType))) {
 		over[t] = &jsonschema.Schema{}
 		return
 	}

@@ -135,6 +135,28 @@ type ScenePutRequest struct {
 	Scene  *contract.SceneContract `json:"scene,omitempty" jsonschema:"the scene contract (docs/twin.md)"`
 }
 
+// UnmarshalJSON reads the scene through the contract's own strict parser
+// (AML_CONTRACT_INVALID with the document's field paths), as a scene file
+// is read.
+func (r *ScenePutRequest) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Preset string          `json:"preset"`
+		Scene  json.RawMessage `json:"scene"`
+	}
+	if err := strictDecode(b, &raw); err != nil {
+		return err
+	}
+	r.Preset, r.Scene = raw.Preset, nil
+	if len(raw.Scene) > 0 && string(raw.Scene) != "null" {
+		sc, err := contract.ParseScene(raw.Scene)
+		if err != nil {
+			return err
+		}
+		r.Scene = sc
+	}
+	return nil
+}
+
 // Validate requires exactly one of preset and scene.
 func (r *ScenePutRequest) Validate() error {
 	switch {
@@ -164,6 +186,15 @@ func (a *App) ScenePut(ctx context.Context, p Principal, req ScenePutRequest) (S
 			}
 		}
 		if err := p.Allow(auth.ActTrial, sc.LineID); err != nil {
+			return SceneSummary{}, err
+		}
+		// A draft of the same id and version is replaced: it must be in
+		// p's lines too (no taking over another line's draft).
+		if old, err := a.d.Store.GetScene(ctx, sc.SceneID, sc.SceneVersion); err == nil {
+			if err := p.Allow(auth.ActTrial, old.LineID); err != nil {
+				return SceneSummary{}, err
+			}
+		} else if core.CodeOf(err) != core.CodeNotFound {
 			return SceneSummary{}, err
 		}
 		sc.CreatedBy = p.Name
@@ -753,9 +784,11 @@ func (a *App) GateLatest(ctx context.Context, p Principal, req GateLatestRequest
 			return GateLatestResponse{}, err
 		}
 		out := GateLatestResponse{GateEvalID: g.GateEvalID, ModelID: g.ModelID, CreatedAt: g.CreatedAt, CreatedBy: g.CreatedBy, Passed: g.Passed, TuningMode: g.TuningMode}
-		if err := json.Unmarshal(g.Report, &out.Report); err != nil {
+		rep, err := storedGateReport(g.Report)
+		if err != nil {
 			return GateLatestResponse{}, core.Wrap(core.CodeInternal, err, "gate evaluation %s: report", g.GateEvalID)
 		}
+		out.Report = rep
 		return out, nil
 	})
 }
@@ -907,4 +940,14 @@ func (a *App) CalibrationList(ctx context.Context, p Principal, req CalibrationL
 		}
 		return ListOf(out), nil
 	})
+}
+
+// storedGateReport is the report of a stored gate evaluation (the record
+// holds the whole gate.Result; the report is its field).
+func storedGateReport(raw json.RawMessage) (eval.TwinGateReport, error) {
+	var stored struct {
+		Report eval.TwinGateReport `json:"report"`
+	}
+	err := json.Unmarshal(raw, &stored)
+	return stored.Report, err
 }

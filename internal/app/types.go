@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -124,4 +125,12 @@ func limitIn(field string, v, lo, hi int) error {
 		return core.FieldErrorf(core.CodeInvalidArgument, field, "%s must be an integer in %d..%d, got %d", field, lo, hi, v)
 	}
 	return nil
+}
+
+// strictDecode decodes one JSON object into v, refusing unknown fields (the
+// envelope of a request whose documents have their own parsers).
+func strictDecode(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }

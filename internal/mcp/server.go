@@ -244,6 +244,9 @@ func argError(op *app.Op, raw json.RawMessage, err error) error {
 		return core.FieldErrorf(core.CodeInvalidArgument, te.Field, "want %s, got %s", jsonKind(te.Type), te.Value)
 	}
 	var ae *core.Error
+	if errors.As(err, &ae) && ae.Field != "" {
+		return err // a document's own parser named the field (a spec, a scene)
+	}
 	if errors.As(err, &ae) {
 		// A value's own decoder (a duration, an instant, a contract type)
 		// does not name its field: find it by decoding field by field.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -85,7 +86,7 @@ func (s *server) certRevoke(w http.ResponseWriter, r *http.Request, p auth.Princ
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
 	return s.certStep(w, r, p, "revoked", func(id string) error {
 		_, err := s.app.CertRevoke(r.Context(), p, app.CertRevokeRequest{ID: id, Reason: reason})
-		if core.CodeOf(err) == core.CodeInvalidArgument {
+		if ae := (*core.Error)(nil); errors.As(err, &ae) && ae.Code == core.CodeInvalidArgument && ae.Field == "reason" {
 			return core.FieldErrorf(core.CodeInvalidArgument, "reason", "say why the certificate is revoked")
 		}
 		return err
