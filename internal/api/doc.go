@@ -4,25 +4,28 @@
 //
 // Design:
 //
-//   - One route table (routes.go) is the truth. Each row names the method,
-//     path, the auth.Action it takes, its documented query parameters and
-//     request body type, and the handler. The chi router, the OpenAPI 3
-//     document (/api/v1/openapi.json) and the role checks are all built from
-//     it, so the document cannot list a route the server lacks or miss one
-//     it has (a test walks the chi tree against the document).
-//   - Authorisation happens twice, both through auth.Principal.Allow: the
-//     role check before the handler runs (a viewer asking to build a
-//     dataset is refused before anything is read), and the line check once
-//     the handler knows the resource's line (call.line). Lists are
-//     filtered to the caller's lines instead. Handlers never decide roles.
-//   - Handlers call the same domain functions as the CLI (dataset.Build,
-//     jobs.Runner, registry, snapshot.Take, engine.RunTrial, gate.Evaluate,
-//     the store's certificate and channel methods, govern.Execute, shadow,
-//     recal) with the caller's Principal.Name as the actor, so the audit
-//     log and "the requester cannot approve" hold for API callers too.
-//   - Errors are {code, message, field} with the status of the core.Error
-//     code; bodies are size-limited (413), callers rate-limited per token
-//     (429), and a panic in a handler becomes a 500 for that request only.
+//   - The API is an adapter over the application layer (internal/app). One
+//     route table (routes.go) is the truth: each row names the method, the
+//     path and the app op it calls. The chi router, the OpenAPI 3 document
+//     (/api/v1/openapi.json, generated from the ops' request and response
+//     types) and the CLI's --server client (internal/apiclient) are all
+//     built from it; tests walk it against the ops and the document.
+//   - One handler serves every JSON route: it refuses a caller whose role
+//     may never take the op's action before the body is read, decodes the
+//     request type from the path ("{id}" is the field named id), the query
+//     string (GET, DELETE) or the JSON body (POST, PUT; a query parameter
+//     there is refused), calls the op and encodes its answer. The op checks
+//     the role again, validates, checks the line scope of what it touches,
+//     takes the heavy-operation slots and publishes events — once, for every
+//     interface. Handlers decide nothing.
+//   - Three routes stream: the CSV upload (the options are query
+//     parameters, the body goes to the ingest.csv op as a stream, limited),
+//     the event stream and the public document and liveness probe.
+//   - Errors are {code, message, field} with the status of the code's kind
+//     (auth.HTTPStatus; docs/errors.md); a denied write or a failed
+//     verification also carries its report as "result". Bodies are
+//     size-limited (413), callers rate-limited per token (429), and a panic
+//     in a handler becomes a 500 for that request only.
 //   - Events: the bus never blocks publishers; an SSE client whose buffer
 //     overflows is told so and disconnected (it must re-read the state it
 //     follows), instead of slowing the job that publishes.
