@@ -235,6 +235,9 @@ type call struct {
 	p     auth.Principal
 	ctx   context.Context
 	wrote bool // the handler wrote the response itself (streams)
+	// invoked: the op ran (its outcome reached the metrics through
+	// App.OnDone); a request refused before is counted by handle.
+	invoked bool
 }
 
 // param is a path parameter.
@@ -348,11 +351,15 @@ func (s *Server) handle(rt route) http.HandlerFunc {
 		default:
 			var req any
 			if req, err = c.request(rt, op); err == nil {
+				c.invoked = true
 				out, err = op.Invoke(c.ctx, s.app, p, req)
 			}
 		}
 		if c.wrote {
 			return
+		}
+		if err != nil && !c.invoked && op != nil {
+			s.metrics.refused(op.Name, err)
 		}
 		if err != nil {
 			if rt.ErrResult && out != nil && !reflect.ValueOf(out).IsZero() {

@@ -21,6 +21,7 @@ func rawIngestCSV(c *call, op *app.Op) (any, error) {
 		}
 	}
 	req.Body = http.MaxBytesReader(c.w, c.r.Body, c.s.o.MaxCSVBytes)
+	c.invoked = true
 	out, err := op.Invoke(c.ctx, c.s.app, c.p, &req)
 	if err != nil {
 		return nil, bodyError(err, c.s.o.MaxCSVBytes)

@@ -167,3 +167,14 @@ func (m *metrics) observeOp(op string, d time.Duration, out any, err error) {
 		}
 	}
 }
+
+// refused counts a request refused before its op ran (role, a body or
+// parameter that does not decode) where the metrics follow the op.
+func (m *metrics) refused(op string, err error) {
+	switch op {
+	case "ingest.samples":
+		m.countIngest("json", err)
+	case "ingest.csv":
+		m.countIngest("csv", err)
+	}
+}

@@ -124,8 +124,9 @@ func filter[T any](p Principal, items []T, line func(T) string) []T {
 	return out
 }
 
-// OnDone registers f to be told of every finished use case (its name, how
-// long it ran, its answer and its error): metrics of the serving process.
+// OnDone registers f to be told of every finished call of a use case,
+// refused ones included (its name, how long it took, its answer and its
+// error): metrics of the serving process.
 func (a *App) OnDone(f func(op string, d time.Duration, out any, err error)) {
 	a.obsMu.Lock()
 	defer a.obsMu.Unlock()

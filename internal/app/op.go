@@ -32,27 +32,27 @@ type Validator interface{ Validate() error }
 
 // run is the one path every use case takes: role check, validation, heavy
 // slot, then the use case itself.
-func run[Req, Resp any](ctx context.Context, a *App, p Principal, op *Op, req Req, fn func(context.Context, Principal, Req) (Resp, error)) (Resp, error) {
-	var zero Resp
+func run[Req, Resp any](ctx context.Context, a *App, p Principal, op *Op, req Req, fn func(context.Context, Principal, Req) (Resp, error)) (out Resp, err error) {
+	// Every outcome reaches the observers, refusals included (with the
+	// time spent, a slot wait included).
+	t0 := time.Now()
+	defer func() { a.done(op.Name, time.Since(t0), out, err) }()
 	if err := p.Allow(op.Act, ""); err != nil {
-		return zero, err
+		return out, err
 	}
 	if v, ok := any(&req).(Validator); ok {
 		if err := v.Validate(); err != nil {
-			return zero, err
+			return out, err
 		}
 	}
 	if op.Heavy {
 		release, err := a.acquire(ctx)
 		if err != nil {
-			return zero, err
+			return out, err
 		}
 		defer release()
 	}
-	t0 := time.Now()
-	out, err := fn(ctx, p, req)
-	a.done(op.Name, time.Since(t0), out, err)
-	return out, err
+	return fn(ctx, p, req)
 }
 
 // bind fills op's types and its reflective entry point from the method
