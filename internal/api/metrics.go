@@ -43,7 +43,7 @@ func newMetrics(d *service.Deps) *metrics {
 	}, []string{"kind", "outcome"})
 	m.trials = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "aml_twin_trial_duration_seconds",
-		Help:    "Latency of virtual trials, optimisations and gate evaluations run in this process (API, MCP, UI).",
+		Help:    "Latency of virtual trials, optimisations and gate evaluations run in this process (API, MCP, UI), refused calls included.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"kind"})
 	m.sseDropped = prometheus.NewCounter(prometheus.CounterOpts{
