@@ -170,6 +170,26 @@ func TestRemoteCertificateFlow(t *testing.T) {
 	if c1.Cert.Status != "ISSUED" || c1.Cert.CreatedBy != "erin" {
 		t.Fatalf("issued %+v", c1.Cert)
 	}
+	// What the approver reviews: the first step's moves, from the
+	// snapshot's values to the certificate's.
+	var mv struct {
+		Items []struct {
+			NodeID string   `json:"nodeId"`
+			From   *float64 `json:"from"`
+			To     float64  `json:"to"`
+			Delta  *float64 `json:"delta"`
+		} `json:"items"`
+	}
+	st, b = call("viewer", "GET", "/certificates/"+id+"/moves", nil)
+	want(st, b, 200, "", &mv)
+	if len(mv.Items) == 0 {
+		t.Fatalf("no moves: %s", b)
+	}
+	for _, m := range mv.Items {
+		if m.NodeID == "" || m.From == nil || m.Delta == nil || *m.Delta != m.To-*m.From {
+			t.Fatalf("move %+v", m)
+		}
+	}
 	// Refused: the engineer (role), an agent (role, never approves).
 	st, b = call("engineer", "POST", "/certificates/"+id+"/approve", nil)
 	want(st, b, 403, core.CodeForbidden, nil)

@@ -126,6 +126,7 @@ func table() []route {
 		{Method: G, Path: "/certificates/{id}", Op: "cert.show", Tag: "governance"},
 		{Method: P, Path: "/certificates/{id}/approve", Op: "cert.approve", Tag: "governance"},
 		{Method: P, Path: "/certificates/{id}/revoke", Op: "cert.revoke", Tag: "governance"},
+		{Method: G, Path: "/certificates/{id}/moves", Op: "cert.moves", Tag: "governance"},
 		{Method: G, Path: "/certificates/{id}/verify", Op: "cert.verify", Tag: "governance", ErrResult: true},
 		{Method: P, Path: "/certificates/{id}/execute", Op: "cert.execute", Tag: "governance", ErrResult: true},
 		{Method: G, Path: "/channels/{line}", Op: "channel.show", Tag: "governance"},

@@ -30,6 +30,7 @@ var (
 	opCertShow    = Op{Name: "cert.show", Act: auth.ActRead, Summary: "A certificate (verified)"}
 	opCertApprove = Op{Name: "cert.approve", Act: auth.ActCertApprove, Summary: "Approve an ISSUED certificate (never by its requester)"}
 	opCertRevoke  = Op{Name: "cert.revoke", Act: auth.ActCertApprove, Summary: "Revoke an ISSUED or APPROVED certificate"}
+	opCertMoves   = Op{Name: "cert.moves", Act: auth.ActRead, Summary: "What executing a certificate would write at its first step (node, from, to): what an approver reviews"}
 	opCertVerify  = Op{Name: "cert.verify", Act: auth.ActRead, Summary: "Verify row, hash, signature, audit trail and chain"}
 	opCertExecute = Op{Name: "cert.execute", Act: auth.ActWrite, Summary: "Write an APPROVED certificate's first step through the fail-closed write guard"}
 	opChannelShow = Op{Name: "channel.show", Act: auth.ActRead, Summary: "The channel profile of a line"}
@@ -51,6 +52,7 @@ func govOps() []*Op {
 		bind(&opCertShow, (*App).CertShow),
 		bind(&opCertApprove, (*App).CertApprove),
 		bind(&opCertRevoke, (*App).CertRevoke),
+		bind(&opCertMoves, (*App).CertMoves),
 		bind(&opCertVerify, (*App).CertVerify),
 		bind(&opCertExecute, (*App).CertExecute),
 		bind(&opChannelShow, (*App).ChannelShow),
@@ -325,21 +327,61 @@ func (a *App) seedValues(ctx context.Context, id string) map[string]float64 {
 	if err != nil {
 		return out
 	}
-	tr, err := a.d.Store.GetTrial(ctx, r.Cert.TrialID)
-	if err != nil {
-		return out
-	}
-	snap, err := a.d.Store.GetSnapshot(ctx, tr.Trial.SnapshotID)
-	if err != nil {
-		return out
-	}
-	scene, _ := a.d.Store.GetScene(ctx, r.Cert.SceneID, r.Cert.SceneVersion)
-	for _, m := range govern.FirstStepMoves(r.Cert, scene, snap) {
+	for _, m := range a.firstStep(ctx, r) {
 		if !math.IsNaN(m.From) {
 			out[m.NodeID] = m.From
 		}
 	}
 	return out
+}
+
+// firstStep is what the write guard would write for a certificate: its
+// first step's moves from the trial's snapshot (none when the trial or
+// snapshot is gone).
+func (a *App) firstStep(ctx context.Context, r *contract.CertRecord) []guard.Move {
+	tr, err := a.d.Store.GetTrial(ctx, r.Cert.TrialID)
+	if err != nil {
+		return nil
+	}
+	snap, err := a.d.Store.GetSnapshot(ctx, tr.Trial.SnapshotID)
+	if err != nil {
+		return nil
+	}
+	scene, _ := a.d.Store.GetScene(ctx, r.Cert.SceneID, r.Cert.SceneVersion)
+	return govern.FirstStepMoves(r.Cert, scene, snap)
+}
+
+// CertMove is one setpoint move of a certificate's first step.
+type CertMove struct {
+	VariableID string   `json:"variableId"`
+	NodeID     string   `json:"nodeId"`
+	From       *float64 `json:"from" jsonschema:"the snapshot's value (null when it had none)"`
+	To         float64  `json:"to"`
+	Delta      *float64 `json:"delta" jsonschema:"to − from (null without a from)"`
+}
+
+// CertMoves lists what executing a certificate would write at its first
+// step — what an approver reviews before approving.
+func (a *App) CertMoves(ctx context.Context, p Principal, req CertRequest) (List[CertMove], error) {
+	return run(ctx, a, p, &opCertMoves, req, func(ctx context.Context, p Principal, req CertRequest) (List[CertMove], error) {
+		r, err := a.d.Store.LoadCertificate(ctx, req.ID)
+		if err != nil {
+			return List[CertMove]{}, err
+		}
+		if err := p.Allow(auth.ActRead, r.LineID); err != nil {
+			return List[CertMove]{}, err
+		}
+		var out []CertMove
+		for _, m := range a.firstStep(ctx, r) {
+			cm := CertMove{VariableID: m.VariableID, NodeID: m.NodeID, To: m.To}
+			if !math.IsNaN(m.From) {
+				from, d := m.From, m.Delta()
+				cm.From, cm.Delta = &from, &d
+			}
+			out = append(out, cm)
+		}
+		return ListOf(out), nil
+	})
 }
 
 // ---- channels

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 	"sort"
 	"strings"
 
@@ -12,24 +11,18 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/govern"
-	"github.com/aml-project/aml/internal/twin/guard"
 )
 
 // certsPage is the certificate inbox: certificates waiting for a person
 // (ISSUED) first, then the rest, newest first. Approve and revoke buttons
 // are shown to roles that may use them; the POST handlers check again.
 func (s *server) certsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	if s.d.Key == nil {
-		return core.Errorf(core.CodeInternal, "the server has no certificate key")
-	}
-	items, err := s.d.Store.ListCertificates(r.Context(), contract.CertFilter{Status: contract.CertStatus(strings.ToUpper(r.URL.Query().Get("status"))), Limit: 500}, s.d.Key.Public)
+	l, err := s.app.CertList(r.Context(), p, app.CertListRequest{Status: strings.ToUpper(r.URL.Query().Get("status")), Limit: 500})
 	if err != nil {
 		return err
 	}
-	items = slices.DeleteFunc(items, func(c contract.CertListItem) bool { return !p.InScope(c.LineID) })
 	var inbox, rest []contract.CertListItem
-	for _, it := range items {
+	for _, it := range l.Items {
 		if it.Cert.Status == contract.CertIssued {
 			inbox = append(inbox, it)
 		} else {
@@ -41,30 +34,24 @@ func (s *server) certsPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	return nil
 }
 
+// certPage is one certificate with what its execution would write and its
+// audit trail, all read through the application layer.
 func (s *server) certPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	if s.d.Key == nil {
-		return core.Errorf(core.CodeInternal, "the server has no certificate key")
-	}
 	ctx := r.Context()
-	rec, err := s.d.Store.GetCertificate(ctx, r.PathValue("id"), s.d.Key.Public)
+	id := app.CertRequest{ID: r.PathValue("id")}
+	rec, err := s.app.CertShow(ctx, p, id)
 	if err != nil {
 		return err
 	}
-	if err := p.Allow(auth.ActRead, rec.LineID); err != nil {
-		return err
-	}
-	var moves []guard.Move
-	if tr, err := s.d.Store.GetTrial(ctx, rec.Cert.TrialID); err == nil {
-		if snap, err := s.d.Store.GetSnapshot(ctx, tr.Trial.SnapshotID); err == nil {
-			scene, _ := s.d.Store.GetScene(ctx, rec.Cert.SceneID, rec.Cert.SceneVersion)
-			moves = govern.FirstStepMoves(rec.Cert, scene, snap)
-		}
-	}
-	trail, err := s.d.Store.AuditLog().List(ctx, 0, 100, rec.Cert.RecommendationID)
+	moves, err := s.app.CertMoves(ctx, p, id)
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, "cert", &p, map[string]any{"Title": "Certificate " + rec.Cert.RecommendationID, "Rec": rec, "C": rec.Cert, "Moves": moves, "Trail": trail,
+	trail, err := s.app.AuditList(ctx, p, app.AuditListRequest{Subject: rec.Cert.RecommendationID, Limit: 100})
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "cert", &p, map[string]any{"Title": "Certificate " + rec.Cert.RecommendationID, "Rec": rec, "C": rec.Cert, "Moves": moves.Items, "Trail": trail.Items,
 		"CanApprove": auth.RoleAllows(p.Role, auth.ActCertApprove), "Flash": r.URL.Query().Get("done")})
 	return nil
 }

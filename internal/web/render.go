@@ -42,6 +42,11 @@ var funcs = template.FuncMap{
 		switch x := v.(type) {
 		case float64:
 			return fmtNum(x)
+		case *float64:
+			if x == nil {
+				return "–"
+			}
+			return fmtNum(*x)
 		case float32:
 			return fmtNum(float64(x))
 		case int:
