@@ -12,10 +12,6 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
-	"github.com/aml-project/aml/internal/ident/trainers"
-	"github.com/aml-project/aml/internal/model"
-	"github.com/aml-project/aml/internal/registry"
-	extrun "github.com/aml-project/aml/internal/trainer/exec"
 )
 
 // The model comparison use cases: the leaderboard of a line's experiments
@@ -259,15 +255,7 @@ func (a *App) ModelReference(ctx context.Context, p Principal, req ModelReferenc
 		if err != nil {
 			return zero, err
 		}
-		reg := registry.New(a.d.Store, a.d.DataDir, nil)
-		if err := reg.VerifyArtifact(ctx, m); err != nil {
-			return zero, err
-		}
-		d, err := a.d.Store.GetDataset(ctx, m.DatasetID)
-		if err != nil {
-			return zero, err
-		}
-		man, err := dataset.FetchManifest(ctx, a.d.Store, a.d.DataDir, d)
+		d, man, load, err := a.servingModel(ctx, m)
 		if err != nil {
 			return zero, err
 		}
@@ -341,7 +329,7 @@ func (a *App) ModelReference(ctx context.Context, p Principal, req ModelReferenc
 			// spare for the grid's alignment.
 			at = end - int64(F+1)*beat
 		}
-		pr, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers.Formats()})
+		pr, err := load()
 		if err != nil {
 			return zero, err
 		}

@@ -665,15 +665,7 @@ func (a *App) ModelPredict(ctx context.Context, p Principal, req ModelPredictReq
 		if err != nil {
 			return zero, err
 		}
-		reg := registry.New(a.d.Store, a.d.DataDir, nil)
-		if err := reg.VerifyArtifact(ctx, m); err != nil {
-			return zero, err
-		}
-		d, err := a.d.Store.GetDataset(ctx, m.DatasetID)
-		if err != nil {
-			return zero, err
-		}
-		man, err := dataset.FetchManifest(ctx, a.d.Store, a.d.DataDir, d)
+		d, man, load, err := a.servingModel(ctx, m)
 		if err != nil {
 			return zero, err
 		}
@@ -684,7 +676,7 @@ func (a *App) ModelPredict(ctx context.Context, p Principal, req ModelPredictReq
 		if steps > man.HorizonSteps {
 			return zero, core.FieldErrorf(core.CodeInvalidArgument, "steps", "steps must be 1..%d (the model's horizon)", man.HorizonSteps)
 		}
-		pr, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers.Formats()})
+		pr, err := load()
 		if err != nil {
 			return zero, err
 		}
@@ -734,4 +726,25 @@ func ConformalWidths(metrics json.RawMessage) [][]float64 {
 		return nil
 	}
 	return m.Conformal.Widths
+}
+
+// servingModel verifies a model's artifact and reads its dataset and
+// manifest; load opens its predictor (after the caller's own checks).
+func (a *App) servingModel(ctx context.Context, m core.Model) (core.Dataset, *dataset.Manifest, func() (model.Predictor, error), error) {
+	reg := registry.New(a.d.Store, a.d.DataDir, nil)
+	if err := reg.VerifyArtifact(ctx, m); err != nil {
+		return core.Dataset{}, nil, nil, err
+	}
+	d, err := a.d.Store.GetDataset(ctx, m.DatasetID)
+	if err != nil {
+		return d, nil, nil, err
+	}
+	man, err := dataset.FetchManifest(ctx, a.d.Store, a.d.DataDir, d)
+	if err != nil {
+		return d, nil, nil, err
+	}
+	load := func() (model.Predictor, error) {
+		return model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers.Formats()})
+	}
+	return d, man, load, nil
 }
