@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -16,42 +13,14 @@ import (
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/connect/opcua"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
 	"github.com/spf13/cobra"
 )
 
-// certKey loads (creating at first use) the data directory's signing key
-// and checks it is the deployment's (registering it in the database when
-// none is): processes sharing a PostgreSQL database on several machines
-// must sign with one key (twinstore.RegisterSigningKey).
-func (a *app) certKey() (*cert.KeyPair, error) {
-	st, err := a.openStore()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(filepath.Join(a.dataDir, cert.KeyFileName)); errors.Is(err, fs.ErrNotExist) {
-		// No key here yet: if the deployment has one, making a new key
-		// would only make one that is refused.
-		id, err := st.DeploymentKeyID(a.context())
-		if err != nil {
-			return nil, err
-		}
-		if id != "" {
-			return nil, twinstore.MissingKeyError(id)
-		}
-	}
-	k, err := cert.LoadOrCreateKey(a.dataDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.RegisterSigningKey(a.context(), k, "aml"); err != nil {
-		return nil, err
-	}
-	return k, nil
-}
+// certKey is the deployment's signing key (service.Process.Key).
+func (a *app) certKey() (*cert.KeyPair, error) { return a.process().Key(a.context()) }
 
 // requireActor: on a local data directory the certificate and channel
 // commands name the person acting (recorded in the audit log); with

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	amlapp "github.com/aml-project/aml/internal/app"
-	amlmcp "github.com/aml-project/aml/internal/mcp"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -17,6 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	amlapp "github.com/aml-project/aml/internal/app"
+	amlmcp "github.com/aml-project/aml/internal/mcp"
 
 	"github.com/aml-project/aml/internal/api"
 	"github.com/aml-project/aml/internal/auth"

@@ -18,7 +18,6 @@ import (
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/service"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -44,39 +43,27 @@ func opNeeds(name string) (runner, key bool) {
 	return runner, strings.HasPrefix(name, "cert.")
 }
 
-// application is the App over the local data directory, built once with
-// what the first op needs (the job system and the signing key are opened
-// only for the ops that use them).
+// application is the App over the local data directory, with what op
+// needs opened (the job system and the signing key only for the ops that
+// use them).
 func (a *app) application(ctx context.Context, op string) (*amlapp.App, error) {
 	runner, key := opNeeds(op)
-	if a.appl != nil && (!runner || a.appDeps.Runner != nil) && (!key || a.appDeps.Key != nil) {
-		return a.appl, nil
-	}
-	st, err := a.openStore()
-	if err != nil {
+	p := a.process()
+	if _, err := p.Store(ctx); err != nil {
 		return nil, err
 	}
-	d := a.appDeps
-	if d == nil {
-		d = &service.Deps{Store: st, DataDir: a.dataDir, Log: a.log}
-	}
-	if runner && d.Runner == nil {
-		r, q, bus, err := a.services(ctx, false, 1)
-		if err != nil {
+	if runner {
+		if _, err := p.Jobs(ctx, false, 1); err != nil {
 			return nil, err
 		}
-		d.Runner, d.Queue, d.Bus = r, q, bus
 	}
-	if key && d.Key == nil {
-		k, err := a.certKey()
-		if err != nil {
+	if key {
+		if _, err := p.Key(ctx); err != nil {
 			return nil, err
 		}
-		d.Key = k
 	}
-	a.appDeps = d
 	if a.appl == nil {
-		a.appl = amlapp.New(d, amlapp.Options{Now: a.now, Version: version})
+		a.appl = amlapp.New(p.Opened(), amlapp.Options{Now: a.now, Version: version})
 	}
 	return a.appl, nil
 }

@@ -14,11 +14,9 @@ import (
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/envlease"
 	"github.com/aml-project/aml/internal/events"
 	nativetrainers "github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
-	"github.com/aml-project/aml/internal/twin/recal"
 	"github.com/spf13/cobra"
 )
 
@@ -31,29 +29,6 @@ func trainers() *jobs.Trainers {
 		t.Add(jobs.TestMeanTrainer{})
 	}
 	return t
-}
-
-// services opens what the job commands need.
-func (a *app) services(ctx context.Context, work bool, concurrency int) (*jobs.Runner, *jobs.Queue, *events.Bus, error) {
-	s, err := a.openStore()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	arts, err := a.artifacts()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	envs, err := envlease.Open(a.dataDir)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	bus := events.New()
-	r := jobs.NewRunner(s, jobs.Options{DataDir: a.dataDir, Trainers: trainers(), Bus: bus, Envs: envs, Logger: a.log, Artifacts: arts})
-	q, err := jobs.NewQueueFor(ctx, s, r, jobs.QueueOptions{Work: work, MaxConcurrent: concurrency, Logger: a.log, RescueAfter: a.rescueAfter})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return r, q, bus, nil
 }
 
 func printJob(w io.Writer, j core.Job) {
@@ -238,7 +213,8 @@ func (a *app) awaitJob(c *cobra.Command, id string) error {
 // runJob runs a queued job with the local App's runner, with a progress
 // bar fed by its events.
 func (a *app) runJob(ctx context.Context, id string) error {
-	r, bus := a.appDeps.Runner, a.appDeps.Bus
+	d := a.process().Opened()
+	r, bus := d.Runner, d.Bus
 	sub := bus.Subscribe(256, func(e events.Event) bool { return e.ID == id })
 	defer sub.Close()
 	bar := a.newProgress(100, "queued", false)
@@ -263,41 +239,27 @@ func newWorkerCmd(a *app) *cobra.Command {
 		Short: "Run job workers until interrupted (Ctrl-C hands running jobs back)",
 		Args:  argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			r, q, bus, err := a.services(ctx, true, concurrency)
-			if err != nil {
+			p := a.process()
+			if _, err := p.Jobs(cmd.Context(), true, concurrency); err != nil {
 				return err
 			}
-			if err := a.relayEvents(ctx, bus); err != nil {
+			if err := p.RelayEvents(cmd.Context()); err != nil {
 				return err
 			}
-			s, err := a.openBackend()
-			if err != nil {
-				return err
-			}
-			rq, in, err := r.Recover(ctx, 30*time.Second)
-			if err != nil {
-				return err
-			}
-			if err := q.Reconcile(ctx, s); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "worker %s: %d concurrent job(s); recovered %d (requeued) and %d (interrupted) job(s)\n", r.Worker(), concurrency, rq, in)
-			wctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), os.Interrupt, syscall.SIGTERM)
+			wctx, stop := signal.NotifyContext(context.WithoutCancel(cmd.Context()), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if err := q.Start(wctx); err != nil {
+			w, err := p.StartWorkers(wctx)
+			if err != nil {
 				return err
 			}
+			fmt.Fprintf(a.stderr, "worker %s: %d concurrent job(s); recovered %d (requeued) and %d (interrupted) job(s)\n", w.Worker, concurrency, w.Requeued, w.Interrupt)
 			if recalEvery > 0 {
-				go a.recalibrationLoop(wctx, r, recalEvery)
-			}
-			if q.Shared() {
-				go r.WatchLost(wctx, jobs.LostEvery(a.rescueAfter), jobs.LostAfter(a.rescueAfter))
+				go p.Recalibrate(wctx, recalEvery)
 			}
 			<-wctx.Done()
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			return q.Stop(sctx)
+			return w.Stop(sctx)
 		},
 	}
 	cmd.Flags().IntVar(&concurrency, "concurrency", 2, "jobs run at once")
@@ -431,37 +393,6 @@ func printModel(w io.Writer, sh amlapp.ModelShowResponse) {
 	}
 	for _, c := range h {
 		fmt.Fprintf(w, "history   %s %s → %s by %s %s\n", c.At.Format(time.RFC3339), c.From, c.To, c.By, strings.TrimSpace(c.Reason))
-	}
-}
-
-// recalibrationLoop is the worker's share of twin recalibration: every
-// interval one recal.RunNext step settles requests whose retraining job
-// ended and claims the next queued request (dataset rebuilt with the new
-// runs, hybrid_residual job submitted to this worker's queue). The new
-// model arrives as a candidate; nothing is promoted here.
-func (a *app) recalibrationLoop(ctx context.Context, r *jobs.Runner, every time.Duration) {
-	s, err := a.openStore()
-	if err != nil {
-		a.log.Warn("recalibration disabled", "err", err)
-		return
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		step, err := recal.RunNext(ctx, s, r, recal.RunOptions{DataDir: a.dataDir})
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			a.log.Warn("recalibration step failed", "err", err)
-		case step.Claimed != nil || len(step.Settled) > 0:
-			a.log.Info("recalibration step", "claimed", step.Claimed != nil, "settled", len(step.Settled), "running", step.Running)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
 }
 

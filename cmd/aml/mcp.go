@@ -7,7 +7,6 @@ import (
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	amlmcp "github.com/aml-project/aml/internal/mcp"
-	"github.com/aml-project/aml/internal/service"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
@@ -57,15 +56,10 @@ data directory runs them. Logs go to stderr; stdout carries only the protocol.`,
 					return err
 				}
 			}
-			r, q, bus, err := a.services(ctx, false, 1)
+			d, err := a.process().Deps(ctx, false, 1)
 			if err != nil {
 				return err
 			}
-			key, err := a.certKey()
-			if err != nil {
-				return err
-			}
-			d := &service.Deps{Store: s, DataDir: a.dataDir, Runner: r, Queue: q, Bus: bus, Key: key, Log: a.log}
 			amlmcp.Version = version
 			a.log.Info("mcp: serving on stdio", "principal", p.Name, "role", p.Role, "lines", p.Lines)
 			return amlmcp.NewServer(amlapp.New(d, amlapp.Options{Now: a.now, Version: version}), p).Run(ctx, &sdk.StdioTransport{})

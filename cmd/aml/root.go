@@ -14,12 +14,9 @@ import (
 	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
-	"github.com/aml-project/aml/internal/artifact"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/store"
-	"github.com/aml-project/aml/internal/store/postgres"
-	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 )
@@ -36,13 +33,11 @@ type app struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	log      *slog.Logger
-	store    store.Store
-
-	// --db (backend.go): a postgres:// URL, or empty for SQLite; arts is
-	// the store's shared artifact store once asked for.
+	// --db: a postgres:// URL, or empty for SQLite in --data.
 	dbURL string
-	arts  artifact.Store
 	ctx   context.Context
+	// proc opens the deployment's resources on first use (openProc).
+	proc *service.Process
 	// rescueAfter is aml worker --rescue-after (PostgreSQL queue).
 	rescueAfter time.Duration
 	// remote is --server/--token: the CLI as a client (client.go).
@@ -51,8 +46,7 @@ type app struct {
 	// revoke, execute); nil is the wall clock. Tests inject a fixed one.
 	clock func() time.Time
 	// appl runs the use cases on the local data directory (invoke.go).
-	appl    *amlapp.App
-	appDeps *service.Deps
+	appl *amlapp.App
 }
 
 // now is the CLI's clock (app.clock, else the wall clock).
@@ -81,25 +75,16 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-func (a *app) openStore() (store.Store, error) {
-	if a.store != nil {
-		return a.store, nil
+// process is the deployment named by --data and --db; its resources
+// open on first use and close when the command ends.
+func (a *app) process() *service.Process {
+	if a.proc == nil {
+		a.proc = service.New(service.Config{DataDir: a.dataDir, DBURL: a.dbURL, Trainers: trainers(), RescueAfter: a.rescueAfter, Log: a.log})
 	}
-	if a.usesPostgres() {
-		s, err := postgres.Open(a.context(), a.dbURL)
-		if err != nil {
-			return nil, err
-		}
-		a.store = s
-		return s, nil
-	}
-	s, err := sqlite.Open(a.dataDir)
-	if err != nil {
-		return nil, err
-	}
-	a.store = s
-	return s, nil
+	return a.proc
 }
+
+func (a *app) openStore() (store.Store, error) { return a.process().Store(a.context()) }
 
 // emit prints v as JSON in --json mode, otherwise calls human.
 func (a *app) emit(v any, human func(w io.Writer)) error {
@@ -135,7 +120,7 @@ func newRoot(a *app) *cobra.Command {
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
 			a.ctx = cmd.Context()
-			return a.checkDB()
+			return service.CheckDB(a.dbURL)
 		},
 	}
 	defData := os.Getenv("AML_DATA")
@@ -168,8 +153,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := root.ExecuteContext(ctx)
-	if a.store != nil {
-		if cerr := a.store.Close(); err == nil && cerr != nil {
+	if a.proc != nil {
+		if cerr := a.proc.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/aml-project/aml/internal/api"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/spf13/cobra"
 )
@@ -71,33 +70,15 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if o.maxCSVMiB <= 0 || o.maxBodyMiB <= 0 {
 		return usagef("--max-csv-mib and --max-body-mib must be positive")
 	}
-	st, err := a.openStore()
+	work, p := o.workers > 0, a.process()
+	d, err := p.Deps(ctx, work, max(o.workers, 1))
 	if err != nil {
 		return err
 	}
-	key, err := a.certKey()
-	if err != nil {
+	if err := p.RelayEvents(ctx); err != nil {
 		return err
 	}
-	work := o.workers > 0
-	r, q, bus, err := a.services(ctx, work, max(o.workers, 1))
-	if err != nil {
-		return err
-	}
-	if err := a.relayEvents(ctx, bus); err != nil {
-		return err
-	}
-	d := &service.Deps{Store: st, DataDir: a.dataDir, Runner: r, Queue: q, Bus: bus, Key: key, Log: a.log}
-	if work {
-		rq, in, err := r.Recover(ctx, 30*time.Second)
-		if err != nil {
-			return err
-		}
-		if err := q.Reconcile(ctx, st); err != nil {
-			return err
-		}
-		a.log.Info("serve: workers", "worker", r.Worker(), "concurrency", o.workers, "requeued", rq, "interrupted", in)
-	}
+	st := d.Store
 	api.Version = version
 	// One application for every front door: the API, the MCP tools and
 	// the UI share its clock and its heavy-operation slots.
@@ -120,15 +101,14 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	// the HTTP server drains.
 	sctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var workers *service.Workers
 	if work {
-		if err := q.Start(sctx); err != nil {
+		if workers, err = p.StartWorkers(sctx); err != nil {
 			return err
 		}
-		if q.Shared() {
-			go r.WatchLost(sctx, jobs.LostEvery(a.rescueAfter), jobs.LostAfter(a.rescueAfter))
-		}
+		a.log.Info("serve: workers", "worker", workers.Worker, "concurrency", o.workers, "requeued", workers.Requeued, "interrupted", workers.Interrupt)
 	}
-	watchConnectors(sctx, st, bus, a.log)
+	watchConnectors(sctx, st, d.Bus, a.log)
 	mounted := "api, metrics"
 	if opts.MCP != nil {
 		mounted += ", mcp"
@@ -153,8 +133,8 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		shutErr = errors.Join(shutErr, srv.Close())
 	}
 	var stopErr error
-	if work {
-		stopErr = q.Stop(gctx)
+	if workers != nil {
+		stopErr = workers.Stop(gctx)
 	}
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil

@@ -30,8 +30,8 @@ func subCLI(t *testing.T, d string, mk func(*app) *cobra.Command, args ...string
 	root.SetOut(&out)
 	root.SetErr(&errb)
 	err := root.ExecuteContext(context.Background())
-	if a.store != nil {
-		if err := a.store.Close(); err != nil {
+	if a.proc != nil {
+		if err := a.proc.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,8 +1,11 @@
-// Package service bundles the shared resources of one process: the store,
-// the data directory, the job runner and queue, the event bus and the
-// certificate key. It holds no logic: the application layer
-// (internal/app) runs every use case on these, and the interfaces
-// (internal/api, internal/mcp, internal/web, cmd/aml) call the application.
+// Package service opens the shared resources of one process and bundles
+// them: the store of the selected back-end, the data directory, the job
+// runner and queue, the event bus and the certificate key (Process opens
+// each on first use; Deps carries them). It runs no use case: the
+// application layer (internal/app) runs every use case on these, and the
+// interfaces (internal/api, internal/mcp, internal/web, cmd/aml) call the
+// application. A process's workers (StartWorkers, Recalibrate) are the
+// one loop it runs.
 package service
 
 import (
