@@ -51,6 +51,7 @@ func newTwinObjectiveCmd(a *app) *cobra.Command {
 	})
 	put.Flags().BoolVar(&defInj, "default-injection", false, "store the built-in injection objective (weight-quality)")
 	put.Flags().String("by", "", "author (default $USER)")
+	put.Flags().StringVar(&pr.Line, "line", "", "the line the profile belongs to (sets lineId; without one a profile is global, admin only)")
 	var sr amlapp.ObjectiveShowRequest
 	show := opCommand(a, &cobra.Command{Use: "show ID", Short: "Show an objective profile with its hash", Args: argsExact(1)}, "objective.show", "", &sr,
 		func(args []string) error { sr.ID = args[0]; return nil },

@@ -221,7 +221,12 @@ func TestErrorsAndLimits(t *testing.T) {
 		many = append(many, map[string]any{"node": "a", "ts": i, "value": 1})
 	}
 	e.want(e.do("engineer", "POST", "/api/v1/ingest/samples", map[string]any{"line": simLine, "samples": many}), 413, core.CodeQuotaExceeded)
-	csv := "time_ms,n1\n" + strings.Repeat("1000,1\n", 400)
+	var csvb strings.Builder
+	csvb.WriteString("time_ms,n1\n")
+	for i := range 400 {
+		fmt.Fprintf(&csvb, "%d,1\n", 1000+i)
+	}
+	csv := csvb.String()
 	e.want(e.do("engineer", "POST", "/api/v1/ingest/csv?line=L9&product=P&recipe=R&run=r1", strings.NewReader(csv)), 413, core.CodeQuotaExceeded)
 	// Nothing of the refused upload was written.
 	e.want(e.do("engineer", "GET", "/api/v1/runs/r1", nil), 404, core.CodeNotFound)

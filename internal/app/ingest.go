@@ -34,7 +34,8 @@ type IngestSample struct {
 	State string  `json:"state,omitempty" jsonschema:"ok (default) or another state"`
 }
 
-// Validate checks the batch shape.
+// Validate checks the batch shape and every id, state and time with the
+// rules every ingest path shares (core.CheckID and its siblings).
 func (r *IngestSamplesRequest) Validate() error {
 	if err := required("line", r.Line); err != nil {
 		return err
@@ -45,9 +46,41 @@ func (r *IngestSamplesRequest) Validate() error {
 	if r.Run != "" && (r.Product == "" || r.Recipe == "") {
 		return core.FieldErrorf(core.CodeInvalidArgument, "run", "a run needs product and recipe")
 	}
+	if err := checkContext(r.Line, r.Product, r.Recipe, r.Run); err != nil {
+		return err
+	}
 	for i, x := range r.Samples {
+		f := "samples[" + strconv.Itoa(i) + "]"
 		if x.Node == "" {
-			return core.FieldErrorf(core.CodeInvalidArgument, "samples["+strconv.Itoa(i)+"].node", "sample has no node")
+			return core.FieldErrorf(core.CodeInvalidArgument, f+".node", "sample has no node")
+		}
+		if err := core.CheckNodeID(f+".node", x.Node); err != nil {
+			return err
+		}
+		if _, err := core.CheckState(f+".state", x.State); err != nil {
+			return err
+		}
+		if err := core.CheckTs(f+".ts", x.TsMs); err != nil {
+			return err
+		}
+	}
+	for n := range r.Units {
+		if err := core.CheckNodeID("units", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkContext checks the ids a batch or file is stamped with (empty ones
+// are not given).
+func checkContext(line, product, recipe, run string) error {
+	for _, f := range [...][2]string{{"line", line}, {"product", product}, {"recipe", recipe}, {"run", run}} {
+		if f[1] == "" {
+			continue
+		}
+		if err := core.CheckID(f[0], f[1]); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -82,6 +115,29 @@ func (a *App) checkNodes(ctx context.Context, p Principal, line string, nodes ma
 	return nil
 }
 
+// checkRun refuses samples stamped with an existing run of another line:
+// a caller of line B must not add samples to line A's run (its datasets,
+// shadow evidence and write history are line A's).
+func (a *App) checkRun(ctx context.Context, p Principal, line, run string) error {
+	if run == "" {
+		return nil
+	}
+	r, err := a.d.Store.GetRun(ctx, run)
+	if core.CodeOf(err) == core.CodeNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if r.LineID != line {
+		if err := p.Allow(auth.ActIngest, r.LineID); err != nil {
+			return err
+		}
+		return core.FieldErrorf(core.CodeConflict, "run", "run %q belongs to line %q, not %q", run, r.LineID, line)
+	}
+	return nil
+}
+
 // IngestSamples writes a batch in one transaction.
 func (a *App) IngestSamples(ctx context.Context, p Principal, req IngestSamplesRequest) (IngestSamplesResponse, error) {
 	return run(ctx, a, p, &opIngest, req, func(ctx context.Context, p Principal, b IngestSamplesRequest) (IngestSamplesResponse, error) {
@@ -96,15 +152,15 @@ func (a *App) IngestSamples(ctx context.Context, p Principal, req IngestSamplesR
 		nodes := map[string]bool{}
 		first := b.Samples[0].TsMs
 		for i, x := range b.Samples {
-			st := x.State
-			if st == "" {
-				st = core.StateOK
-			}
+			st, _ := core.CheckState("", x.State) // checked by Validate
 			nodes[x.Node] = true
 			first = min(first, x.TsMs)
 			samples[i] = core.Sample{Node: x.Node, TsMs: x.TsMs, Value: x.Value, State: st, Line: b.Line, Product: b.Product, Recipe: b.Recipe, Run: b.Run}
 		}
 		if err := a.checkNodes(ctx, p, b.Line, nodes); err != nil {
+			return res, err
+		}
+		if err := a.checkRun(ctx, p, b.Line, b.Run); err != nil {
 			return res, err
 		}
 		err := a.d.Store.Ingest(ctx, func(tx core.IngestTx) error {
@@ -214,6 +270,9 @@ func (a *App) IngestCSV(ctx context.Context, p Principal, req IngestCSVRequest) 
 			return ingest.FileReport{}, err
 		}
 		o := req.Options()
+		if err := a.checkRun(ctx, p, o.Line, o.Run); err != nil {
+			return ingest.FileReport{}, err
+		}
 		name := req.Name
 		if name == "" {
 			name = "upload:" + o.Run

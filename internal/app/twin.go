@@ -280,11 +280,14 @@ func (a *App) SceneFreeze(ctx context.Context, p Principal, req SceneFreezeReque
 type ObjectivePutRequest struct {
 	Preset    string                     `json:"preset,omitempty" jsonschema:"default-injection: the built-in objective (no objective)"`
 	Objective *contract.ObjectiveProfile `json:"objective,omitempty" jsonschema:"the objective profile"`
+	Line      string                     `json:"line,omitempty" jsonschema:"the line the profile belongs to (sets objective.lineId; a preset's default is its scene's line)"`
 }
 
-// Validate requires exactly one of preset and objective.
+// Validate requires exactly one of preset and objective, and one line.
 func (r *ObjectivePutRequest) Validate() error {
 	switch {
+	case r.Line != "" && r.Objective != nil && r.Objective.LineID != "" && r.Objective.LineID != r.Line:
+		return core.FieldErrorf(core.CodeInvalidArgument, "line", "line %q and objective.lineId %q differ", r.Line, r.Objective.LineID)
 	case r.Preset != "" && r.Preset != PresetDefaultInjection:
 		return core.FieldErrorf(core.CodeInvalidArgument, "preset", "unknown preset %q (default-injection)", r.Preset)
 	case (r.Preset == "") == (r.Objective == nil):
@@ -306,6 +309,17 @@ func (a *App) ObjectivePut(ctx context.Context, p Principal, req ObjectivePutReq
 		o := req.Objective
 		if req.Preset != "" {
 			o = contract.DefaultInjectionObjective()
+		}
+		if req.Line != "" {
+			o.LineID = req.Line
+		}
+		// A line's profile is its engineers'; a global one steers every
+		// line's optimiser and is an admin's.
+		if o.LineID == "" && p.Role != auth.RoleAdmin {
+			return ObjectivePutResponse{}, core.FieldErrorf(core.CodeForbidden, "line", "a global objective (no line) is admin-only: give line")
+		}
+		if err := p.Allow(auth.ActTrial, o.LineID); err != nil {
+			return ObjectivePutResponse{}, err
 		}
 		o.CreatedBy = p.Name
 		h, err := a.d.Store.PutObjective(ctx, o)
@@ -336,6 +350,11 @@ func (a *App) ObjectiveShow(ctx context.Context, p Principal, req ObjectiveShowR
 		o, h, err := a.d.Store.GetObjective(ctx, req.ID)
 		if err != nil {
 			return ObjectiveShowResponse{}, err
+		}
+		if o.LineID != "" {
+			if err := p.Allow(auth.ActRead, o.LineID); err != nil {
+				return ObjectiveShowResponse{}, err
+			}
 		}
 		return ObjectiveShowResponse{Objective: o, Hash: h}, nil
 	})
@@ -474,9 +493,6 @@ func (a *App) SnapshotShow(ctx context.Context, p Principal, req SnapshotShowReq
 // twinInputs loads a snapshot with its scene and objective and checks p's
 // scope on the model's and the snapshot's lines.
 func (a *App) twinInputs(ctx context.Context, p Principal, modelID, snapID, objID string) (*contract.TwinSnapshot, *contract.SceneContract, *contract.ObjectiveProfile, error) {
-	if _, err := a.model(ctx, p, auth.ActTrial, modelID); err != nil {
-		return nil, nil, nil, err
-	}
 	snap, err := a.d.Store.GetSnapshot(ctx, snapID)
 	if err != nil {
 		return nil, nil, nil, err
@@ -496,6 +512,12 @@ func (a *App) twinInputs(ctx context.Context, p Principal, modelID, snapID, objI
 	}
 	obj, _, err := a.d.Store.GetObjective(ctx, objID)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	if obj.LineID != "" && obj.LineID != snap.LineID {
+		return nil, nil, nil, core.FieldErrorf(core.CodeConflict, "objective", "objective %s belongs to line %s; the snapshot is of line %s", obj.ObjectiveID, obj.LineID, snap.LineID)
+	}
+	if _, err := a.model(ctx, p, auth.ActTrial, modelID); err != nil {
 		return nil, nil, nil, err
 	}
 	return snap, scene, obj, nil

@@ -173,9 +173,20 @@ func (s *Sink) DeclareNode(ctx context.Context, n core.Node) error {
 
 // Add buffers one received value. It flushes when the buffer is full.
 func (s *Sink) Add(ctx context.Context, node string, tsMs int64, value float64, state string) error {
-	if state == "" {
-		state = core.StateOK
+	st, err := core.CheckState("state", state)
+	if err == nil {
+		err = core.CheckNodeID("node", node)
 	}
+	if err == nil {
+		err = core.CheckTs("ts", tsMs)
+	}
+	if err != nil {
+		// What every other ingest path refuses is malformed here too: counted,
+		// not stored.
+		s.CountMalformed()
+		return nil
+	}
+	state = st
 	s.mu.Lock()
 	smp := core.Sample{Node: node, TsMs: tsMs, Value: value, State: state, Line: s.opts.Line, Product: s.opts.Product, Recipe: s.opts.Recipe}
 	if s.run != "" && tsMs >= s.runStart {

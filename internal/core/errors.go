@@ -89,3 +89,13 @@ func CodeOf(err error) string {
 	}
 	return CodeInternal
 }
+
+// MessageOf is err's human message: an *Error's Message (without its code
+// and field), else err.Error().
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}

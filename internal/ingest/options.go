@@ -84,6 +84,7 @@ const (
 	ReasonBadNode     = "bad node"
 	ReasonBadState    = "bad state"
 	ReasonBadQuote    = "bad quote"
+	ReasonDupTime     = "duplicate time"
 )
 
 // validate checks options that do not depend on a file and returns the
@@ -102,6 +103,14 @@ func (o *CSVOptions) validate() (timeUnit, int64, error) {
 	default:
 		return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "time-unit",
 			"time unit %q: want ms, s or rfc3339", o.TimeUnit)
+	}
+	for _, f := range [...][2]string{{"line", o.Line}, {"product", o.Product}, {"recipe", o.Recipe}, {"run", o.Run}} {
+		if f[1] == "" {
+			continue
+		}
+		if err := core.CheckID(f[0], f[1]); err != nil {
+			return 0, 0, err
+		}
 	}
 	if o.BatchSize < 0 {
 		return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "batch-size", "batch size %d is negative", o.BatchSize)

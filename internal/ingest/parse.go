@@ -58,6 +58,10 @@ type parser struct {
 	buf   []core.Sample
 	batch int
 	anyTs bool
+	// wideLast is the time of the last wide row with a sample (wideAny:
+	// there is one): a row at the same time would overwrite its samples.
+	wideLast int64
+	wideAny  bool
 }
 
 type nodeCol struct {
@@ -69,6 +73,7 @@ type nodeCol struct {
 type longNode struct {
 	name string
 	has  bool
+	last int64 // time of the node's last sample (when has)
 }
 
 // badRow is one bad data row: reason is a Reason* constant, col 1-based.
@@ -215,8 +220,8 @@ func (p *parser) readHeader(fields [][]byte, line int) error {
 		if name == "" {
 			return p.headerErr(line, i+1, "empty column name in the header")
 		}
-		if !validName(name) {
-			return p.headerErr(line, i+1, "column name %s has control characters or is not UTF-8", quote(name))
+		if err := core.CheckNodeID("column", name); err != nil {
+			return p.headerErr(line, i+1, "%s", core.MessageOf(err))
 		}
 		if j, dup := seen[name]; dup {
 			return p.headerErr(line, i+1, "duplicate column %q (also column %d)", name, j+1)
@@ -345,7 +350,11 @@ func (p *parser) rowTime(fields [][]byte) (int64, *badRow) {
 	if !ok {
 		return 0, &badRow{ReasonBadTime, p.timeIdx + 1, fmt.Sprintf("%s is not %s", quote(string(cell)), p.tp.want())}
 	}
-	return ts + p.opts.TimeOffsetMs, nil
+	ts += p.opts.TimeOffsetMs
+	if err := core.CheckTs("time", ts); err != nil {
+		return 0, &badRow{ReasonBadTime, p.timeIdx + 1, core.MessageOf(err)}
+	}
+	return ts, nil
 }
 
 func (p *parser) columnCount(got int) *badRow {
@@ -363,6 +372,9 @@ func (p *parser) wideRow(fields [][]byte) *badRow {
 	ts, bad := p.rowTime(fields)
 	if bad != nil {
 		return bad
+	}
+	if p.wideAny && ts == p.wideLast {
+		return &badRow{ReasonDupTime, p.timeIdx + 1, fmt.Sprintf("time %d ms repeats the previous row's (its samples would overwrite those)", ts)}
 	}
 	mark := len(p.buf)
 	missing := 0
@@ -394,6 +406,7 @@ func (p *parser) wideRow(fields [][]byte) *badRow {
 	if n := len(p.buf) - mark; n > 0 {
 		p.rep.Samples += n
 		p.seeTs(ts)
+		p.wideLast, p.wideAny = ts, true
 	}
 	return nil
 }
@@ -413,8 +426,8 @@ func (p *parser) longRow(fields [][]byte) *badRow {
 	node := p.longNodes[string(nb)]
 	if node == nil {
 		name := string(nb)
-		if !validName(name) {
-			return &badRow{ReasonBadNode, p.nodeIdx + 1, fmt.Sprintf("node name %s has control characters or is not UTF-8", quote(name))}
+		if err := core.CheckNodeID("node", name); err != nil {
+			return &badRow{ReasonBadNode, p.nodeIdx + 1, core.MessageOf(err)}
 		}
 		node = &longNode{name: name}
 		p.longNodes[name] = node
@@ -433,19 +446,17 @@ func (p *parser) longRow(fields [][]byte) *badRow {
 		if len(sb) > 0 {
 			s, ok := p.states[string(sb)]
 			if !ok {
-				s = string(sb)
-				if !validName(s) {
-					return &badRow{ReasonBadState, p.stateIdx + 1, fmt.Sprintf("state %s has control characters or is not UTF-8", quote(s))}
+				var err error
+				if s, err = core.CheckState("state", string(sb)); err != nil {
+					return &badRow{ReasonBadState, p.stateIdx + 1, core.MessageOf(err)}
 				}
-				if strings.EqualFold(s, core.StateOK) {
-					p.states[s] = core.StateOK
-					s = core.StateOK
-				} else {
-					p.states[s] = s
-				}
+				p.states[string(sb)] = s
 			}
 			state = s
 		}
+	}
+	if node.has && ts == node.last {
+		return &badRow{ReasonDupTime, p.timeIdx + 1, fmt.Sprintf("node %s has a sample at %d ms already (it would be overwritten)", quote(node.name), ts)}
 	}
 	o := &p.opts
 	p.buf = append(p.buf, core.Sample{Node: node.name, TsMs: ts, Value: v, State: state,
@@ -454,6 +465,7 @@ func (p *parser) longRow(fields [][]byte) *badRow {
 		node.has = true
 		p.longOrder = append(p.longOrder, node.name)
 	}
+	node.last = ts
 	p.rep.Samples++
 	p.seeTs(ts)
 	return nil
@@ -526,20 +538,6 @@ func isMissingWord(b []byte) bool {
 		return b[0]|0x20 == 'n' && b[1]|0x20 == 'u' && b[2]|0x20 == 'l' && b[3]|0x20 == 'l'
 	}
 	return false
-}
-
-// validName reports whether s is usable as a node id or state: UTF-8
-// without control characters.
-func validName(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return false
-		}
-	}
-	return true
 }
 
 // quote quotes s for a message, shortened to 40 bytes.

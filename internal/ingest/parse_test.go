@@ -309,7 +309,7 @@ func TestParseBad(t *testing.T) {
 		{name: "duplicate header after trim", in: "time,x, x\n1,2,3\n", field: "a.csv:1:3", msg: []string{`duplicate column "x"`}},
 		{name: "empty header name", in: "time,,x\n1,2,3\n", field: "a.csv:1:2", msg: []string{"empty column name"}},
 		{name: "trailing comma in header", in: "time,x,\n1,2,\n", field: "a.csv:1:3", msg: []string{"empty column name"}},
-		{name: "header with control character", in: "time,\"a\x01\"\n1,2\n", field: "a.csv:1:2", msg: []string{"control characters"}},
+		{name: "header with control character", in: "time,\"a\x01\"\n1,2\n", field: "a.csv:1:2", msg: []string{"control or invisible character"}},
 		{name: "header bad quote", in: "time,\"a\"b\n1,2\n", field: "a.csv:1:2", msg: []string{"closing quote"}},
 		{name: "only time column", in: "time\n1\n", field: "a.csv:1", msg: []string{"no value columns"}},
 		{name: "only time and ignored", in: "time,k\n1,2\n", opts: CSVOptions{IgnoreCols: []string{"k"}}, field: "a.csv:1", msg: []string{"no value columns"}},

@@ -232,11 +232,23 @@ func (s *Store) PutObjective(ctx context.Context, o *contract.ObjectiveProfile) 
 		return "", sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
-	var old string
-	switch err := tx.QueryRowContext(ctx, `SELECT hash FROM twin_objectives WHERE objective_id=?`, o.ObjectiveID).Scan(&old); {
+	var old, oldJS string
+	switch err := tx.QueryRowContext(ctx, `SELECT hash, objective_json FROM twin_objectives WHERE objective_id=?`, o.ObjectiveID).Scan(&old, &oldJS); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
 		return "", sqldb.Err(err, "read objective %s", o.ObjectiveID)
+	default:
+		// A profile stays on its line: another line's engineer cannot
+		// redefine it under the same id (and no one can move it).
+		var prev struct {
+			LineID string `json:"lineId"`
+		}
+		if err := json.Unmarshal([]byte(oldJS), &prev); err != nil {
+			return "", tampered(CodeObjectiveTampered, "stored objective %s does not decode: %v", o.ObjectiveID, err)
+		}
+		if prev.LineID != o.LineID {
+			return "", core.FieldErrorf(core.CodeConflict, "objectiveId", "objective %s belongs to %s, not %s: store it under another id", o.ObjectiveID, lineText(prev.LineID), lineText(o.LineID))
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO twin_objectives(objective_id, hash, objective_json, created_by, created_at) VALUES (?,?,?,?,?)
 		ON CONFLICT(objective_id) DO UPDATE SET hash=excluded.hash, objective_json=excluded.objective_json, created_by=excluded.created_by, created_at=excluded.created_at`,
@@ -281,3 +293,11 @@ func getObjective(ctx context.Context, db sqldb.Querier, id string) (*contract.O
 
 // msTime converts epoch milliseconds to UTC time.
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// lineText names a profile's line in a message.
+func lineText(line string) string {
+	if line == "" {
+		return "every line (global)"
+	}
+	return "line " + line
+}

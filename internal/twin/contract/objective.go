@@ -25,7 +25,11 @@ type ObjectiveProfile struct {
 	CreatedAt     time.Time `json:"createdAt"`
 	CreatedBy     string    `json:"createdBy"`
 	ObjectiveID   string    `json:"objectiveId"`
-	TwinModelID   string    `json:"twinModelId,omitempty"`
+	// LineID is the line whose twin may optimise for the profile; empty
+	// is a global profile (any line's; only an admin stores one). A
+	// stored profile's line never changes.
+	LineID      string `json:"lineId,omitempty"`
+	TwinModelID string `json:"twinModelId,omitempty"`
 	// Targets: setpoint per target variable.
 	Targets map[string]float64 `json:"targets"`
 	// Weights: weight (≥ 0) per target; a target without a weight is
@@ -52,6 +56,7 @@ func (o *ObjectiveProfile) check(p *problems) {
 	checkTime(p, "createdAt", o.CreatedAt, true)
 	checkRef(p, "createdBy", o.CreatedBy)
 	checkRef(p, "objectiveId", o.ObjectiveID)
+	checkOptRef(p, "lineId", o.LineID)
 	checkOptRef(p, "twinModelId", o.TwinModelID)
 	if len(o.Targets) == 0 {
 		p.add("targets", "at least one target is required")
@@ -175,6 +180,7 @@ func DefaultInjectionObjective() *ObjectiveProfile {
 		CreatedAt:     DefaultSceneCreatedAt,
 		CreatedBy:     "aml-twin-runtime",
 		ObjectiveID:   "weight-quality",
+		LineID:        DefaultInjectionScene().LineID,
 		Targets:       map[string]float64{"weight": 32.0},
 		Weights:       map[string]float64{"weight": 1},
 		ControlCosts:  map[string]float64{"hold_pressure": 0.01, "hold_time": 0.01, "melt_temperature_setpoint": 0.01},
