@@ -114,7 +114,7 @@ func BenchmarkRawCopy(b *testing.B) {
 		pks := map[string]int64{}
 		for n := 0; n < benchNodes; n++ {
 			id := fmt.Sprintf("node%02d", n)
-			pk, err := s.lookupNode(ctx, id)
+			pk, err := s.Node(ctx, id)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -177,4 +177,11 @@ func BenchmarkJobClaims(b *testing.B) {
 func BenchmarkMeta(b *testing.B) {
 	s, _ := openTest(b)
 	storetest.BenchMeta(b, s)
+}
+
+// BenchmarkQueries is storetest.BenchQueries on PostgreSQL.
+func BenchmarkQueries(b *testing.B) {
+	s, _ := openTest(b)
+	defer func() { _ = s.Close() }()
+	storetest.BenchQueries(b, s)
 }

@@ -198,7 +198,7 @@ func TestWriteAppendRace(t *testing.T) {
 			if _, err := s.WriteSamples(ctx, []core.Sample{smp("a", 100, 1, "", run("r1")), smp("b", 1, 1, "", run("r2"))}); err != nil {
 				t.Fatal(err)
 			}
-			pk, err := s.lookupNode(ctx, "a")
+			pk, err := s.Node(ctx, "a")
 			if err != nil {
 				t.Fatal(err)
 			}

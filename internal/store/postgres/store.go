@@ -15,6 +15,7 @@ import (
 	"github.com/aml-project/aml/internal/events/pgrelay"
 	"github.com/aml-project/aml/internal/store/keycache"
 	"github.com/aml-project/aml/internal/store/records"
+	"github.com/aml-project/aml/internal/store/samples"
 	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/jackc/pgx/v5"
@@ -31,6 +32,8 @@ type Store struct {
 	// same database; their methods are the store's.
 	*records.Core
 	*twinstore.Store
+	// Reader is the read path both back-ends share (internal/store/samples).
+	*samples.Reader
 
 	pool     *pgxpool.Pool
 	location string
@@ -96,6 +99,7 @@ func OpenWith(ctx context.Context, url string, opt Options) (*Store, error) {
 	s := &Store{location: redact(cfg), pool: pool, nodes: keycache.New[string](), ctxs: keycache.New[core.ContextFilter](), parts: map[int64]bool{}}
 	db := stdlib.OpenDBFromPool(pool)
 	s.sql = sqldb.New(db, db, &Dialect).WithDirect(poolDirect{pool})
+	s.Reader = &samples.Reader{DB: readDB{pool}, Nodes: s.nodes, ArrayIn: true}
 	s.Core = records.New(s.sql)
 	s.Store = twinstore.New(s.sql)
 	var kind string
@@ -251,10 +255,6 @@ func isUnique(err error) bool { return pgCode(err) == sqlUniqueViolation }
 // are AML_STORE_UNAVAILABLE (worth a retry); anything else AML_INTERNAL —
 // the same mapping as SQLite's.
 func dbErr(err error, format string, args ...any) error { return sqldb.Err(err, format, args...) }
-
-func notFound(kind, id string) error {
-	return core.FieldErrorf(core.CodeNotFound, kind, "%s %q not found", kind, id)
-}
 
 func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 

@@ -7,14 +7,16 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/keycache"
 	"github.com/aml-project/aml/internal/store/records"
+	"github.com/aml-project/aml/internal/store/samples"
+	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The query limits are core's (the same on both back-ends).
@@ -486,318 +488,18 @@ func (it *ingestTx) flushSpans() error {
 	return nil
 }
 
-// ctxSel is a resolved context filter: all=true means no restriction;
-// otherwise pks lists the matching contexts (maybe none) and lo/hi bound
-// their timestamps.
-type ctxSel struct {
-	all    bool
-	pks    []int64
-	lo, hi int64
-}
-
-func (s *Store) resolveCtx(ctx context.Context, f core.ContextFilter) (ctxSel, error) {
-	if f == (core.ContextFilter{}) {
-		return ctxSel{all: true}, nil
-	}
-	rows, err := s.pool.Query(ctx, `SELECT pk, coalesce(min_ts, 0), coalesce(max_ts, -1) FROM sample_ctx
-		WHERE ($1='' OR line=$1) AND ($2='' OR product=$2) AND ($3='' OR recipe=$3) AND ($4='' OR run=$4)`, f.Line, f.Product, f.Recipe, f.Run)
-	if err != nil {
-		return ctxSel{}, dbErr(err, "resolve context")
-	}
-	defer rows.Close()
-	sel := ctxSel{lo: math.MaxInt64, hi: math.MinInt64}
-	for rows.Next() {
-		var pk, lo, hi int64
-		if err := rows.Scan(&pk, &lo, &hi); err != nil {
-			return ctxSel{}, dbErr(err, "resolve context")
-		}
-		if hi < lo {
-			continue
-		}
-		sel.pks = append(sel.pks, pk)
-		sel.lo, sel.hi = min(sel.lo, lo), max(sel.hi, hi)
-	}
-	return sel, dbErr(rows.Err(), "resolve context")
-}
-
-// args numbers query parameters ($1, $2, ...) as they are added.
-type args []any
-
-func (a *args) add(v any) string {
-	*a = append(*a, v)
-	return "$" + strconv.Itoa(len(*a))
-}
-
-// where renders the time and context conditions shared by the queries. The
-// context's time bounds let partition pruning skip months outside it.
-func (sel ctxSel) where(a *args, from, to *int64) string {
-	var b strings.Builder
-	if from != nil {
-		b.WriteString(" AND ts >= " + a.add(*from))
-	}
-	if to != nil {
-		b.WriteString(" AND ts <= " + a.add(*to))
-	}
-	if !sel.all {
-		b.WriteString(" AND ts >= " + a.add(sel.lo) + " AND ts <= " + a.add(sel.hi))
-		b.WriteString(" AND ctx = ANY(" + a.add(sel.pks) + ")")
-	}
-	return b.String()
-}
-
-func (s *Store) lookupNode(ctx context.Context, id string) (int64, error) {
-	pk, ok := s.nodes.Get(id)
-	if ok {
-		return pk, nil
-	}
-	err := s.pool.QueryRow(ctx, `SELECT pk FROM nodes WHERE id=$1`, id).Scan(&pk)
-	if noRows(err) {
-		return 0, notFound("node", id)
-	}
-	if err != nil {
-		return 0, dbErr(err, "read node")
-	}
-	s.nodes.Put(id, pk)
-	return pk, nil
-}
-
-func stateOf(st *string) string {
-	if st != nil {
-		return *st
-	}
-	return core.StateOK
-}
-
-// QueryPage implements core.TimeSeries.
-func (s *Store) QueryPage(ctx context.Context, q core.PageQuery) (core.Page, error) {
-	page := core.Page{Node: q.Node, Points: []core.Point{}}
-	limit, err := q.PageLimit()
-	if err != nil {
-		return page, err
-	}
-	pk, err := s.lookupNode(ctx, q.Node)
-	if err != nil {
-		return page, err
-	}
-	sel, err := s.resolveCtx(ctx, q.Filter)
-	if err != nil {
-		return page, err
-	}
-	if !sel.all && len(sel.pks) == 0 {
-		return page, nil
-	}
-	a := args{}
-	cond := "node = " + a.add(pk)
-	if q.AfterTs != nil {
-		cond += " AND ts > " + a.add(*q.AfterTs)
-	}
-	cond += sel.where(&a, q.FromMs, q.ToMs)
-	rows, err := s.pool.Query(ctx, `SELECT ts, value, state FROM samples WHERE `+cond+` ORDER BY ts LIMIT `+a.add(limit+1), a...)
-	if err != nil {
-		return page, dbErr(err, "query page")
-	}
-	defer rows.Close()
-	page.Points = make([]core.Point, 0, min(limit, 4096))
-	for rows.Next() {
-		var p core.Point
-		var st *string
-		if err := rows.Scan(&p.TsMs, &p.Value, &st); err != nil {
-			return page, dbErr(err, "query page")
-		}
-		if len(page.Points) == limit {
-			page.HasMore = true
-			break
-		}
-		p.State = stateOf(st)
-		page.Points = append(page.Points, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return page, dbErr(err, "query page")
-	}
-	if n := len(page.Points); n > 0 {
-		page.NextAfterTs = page.Points[n-1].TsMs
-	}
-	return page, nil
-}
-
-func (s *Store) ctxTuples(ctx context.Context) (map[int64]core.ContextFilter, error) {
-	rows, err := s.pool.Query(ctx, `SELECT pk, line, product, recipe, run FROM sample_ctx`)
-	if err != nil {
-		return nil, dbErr(err, "read contexts")
-	}
-	defer rows.Close()
-	out := map[int64]core.ContextFilter{}
-	for rows.Next() {
-		var pk int64
-		var c core.ContextFilter
-		if err := rows.Scan(&pk, &c.Line, &c.Product, &c.Recipe, &c.Run); err != nil {
-			return nil, dbErr(err, "read contexts")
-		}
-		out[pk] = c
-	}
-	return out, dbErr(rows.Err(), "read contexts")
-}
-
-// QueryMulti implements core.TimeSeries.
-func (s *Store) QueryMulti(ctx context.Context, q core.MultiQuery) (core.MultiResult, error) {
-	res := core.MultiResult{Samples: []core.Sample{}}
-	limit, err := q.Check()
-	if err != nil {
-		return res, err
-	}
-	sel, err := s.resolveCtx(ctx, q.Filter)
-	if err != nil {
-		return res, err
-	}
-	tuples, err := s.ctxTuples(ctx)
-	if err != nil {
-		return res, err
-	}
-	for _, id := range q.Nodes {
-		pk, err := s.lookupNode(ctx, id)
-		if err != nil {
-			return res, err
-		}
-		if !sel.all && len(sel.pks) == 0 {
-			continue
-		}
-		remaining := limit - len(res.Samples)
-		a := args{}
-		cond := "node = " + a.add(pk) + sel.where(&a, q.FromMs, q.ToMs)
-		rows, err := s.pool.Query(ctx, `SELECT ts, value, state, ctx FROM samples WHERE `+cond+` ORDER BY ts LIMIT `+a.add(remaining+1), a...)
-		if err != nil {
-			return res, dbErr(err, "query samples")
-		}
-		n := 0
-		for rows.Next() {
-			var sm core.Sample
-			var st *string
-			var c int64
-			if err := rows.Scan(&sm.TsMs, &sm.Value, &st, &c); err != nil {
-				rows.Close()
-				return res, dbErr(err, "query samples")
-			}
-			if n == remaining {
-				res.Truncated = true
-				break
-			}
-			n++
-			sm.Node, sm.State = id, stateOf(st)
-			t := tuples[c]
-			sm.Line, sm.Product, sm.Recipe, sm.Run = t.Line, t.Product, t.Recipe, t.Run
-			res.Samples = append(res.Samples, sm)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return res, dbErr(err, "query samples")
-		}
-		if res.Truncated {
-			break
-		}
-	}
-	return res, nil
-}
-
-// Latest implements core.TimeSeries.
-func (s *Store) Latest(ctx context.Context, nodes []string, f core.ContextFilter) ([]core.Sample, error) {
-	sel, err := s.resolveCtx(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	tuples, err := s.ctxTuples(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := []core.Sample{}
-	for _, id := range nodes {
-		pk, err := s.lookupNode(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if !sel.all && len(sel.pks) == 0 {
-			continue
-		}
-		a := args{}
-		cond := "node = " + a.add(pk) + sel.where(&a, nil, nil)
-		var sm core.Sample
-		var st *string
-		var c int64
-		err = s.pool.QueryRow(ctx, `SELECT ts, value, state, ctx FROM samples WHERE `+cond+` ORDER BY ts DESC LIMIT 1`, a...).
-			Scan(&sm.TsMs, &sm.Value, &st, &c)
-		if noRows(err) {
-			continue
-		}
-		if err != nil {
-			return nil, dbErr(err, "latest sample")
-		}
-		sm.Node, sm.State = id, stateOf(st)
-		t := tuples[c]
-		sm.Line, sm.Product, sm.Recipe, sm.Run = t.Line, t.Product, t.Recipe, t.Run
-		out = append(out, sm)
-	}
-	return out, nil
-}
-
-// Buckets implements core.TimeSeries.
-func (s *Store) Buckets(ctx context.Context, q core.BucketQuery) ([]core.Bucket, error) {
-	if err := q.Check(); err != nil {
-		return nil, err
-	}
-	pk, err := s.lookupNode(ctx, q.Node)
-	if err != nil {
-		return nil, err
-	}
-	sel, err := s.resolveCtx(ctx, q.Filter)
-	if err != nil {
-		return nil, err
-	}
-	out := []core.Bucket{}
-	if !sel.all && len(sel.pks) == 0 {
-		return out, nil
-	}
-	a := args{}
-	w := a.add(q.BucketMs)
-	cond := "node = " + a.add(pk) + sel.where(&a, q.FromMs, q.ToMs)
-	// Floor division so negative timestamps land in the right bucket.
-	rows, err := s.pool.Query(ctx, `SELECT ts - ((ts % `+w+`) + `+w+`) % `+w+` AS b,
-			avg(value) FILTER (WHERE state IS NULL), min(value) FILTER (WHERE state IS NULL), max(value) FILTER (WHERE state IS NULL),
-			count(*) FILTER (WHERE state IS NULL), count(*) FILTER (WHERE state IS NOT NULL)
-		FROM samples WHERE `+cond+` GROUP BY b ORDER BY b LIMIT `+a.add(MaxBuckets+1), a...)
-	if err != nil {
-		return nil, dbErr(err, "bucket query")
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var b core.Bucket
-		var avg, mn, mx *float64
-		if err := rows.Scan(&b.StartMs, &avg, &mn, &mx, &b.Count, &b.Bad); err != nil {
-			return nil, dbErr(err, "bucket query")
-		}
-		if avg != nil {
-			b.Avg, b.Min, b.Max = *avg, *mn, *mx
-		}
-		if len(out) == MaxBuckets {
-			return nil, core.ErrTooManyBuckets()
-		}
-		out = append(out, b)
-	}
-	return out, dbErr(rows.Err(), "bucket query")
-}
-
 // CountRunSamples implements core.TimeSeries.
 func (s *Store) CountRunSamples(ctx context.Context, runID string) (map[string]int64, error) {
-	sel, err := s.resolveCtx(ctx, core.ContextFilter{Run: runID})
+	sel, err := s.Resolve(ctx, core.ContextFilter{Run: runID})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]int64{}
-	if len(sel.pks) == 0 {
+	if len(sel.PKs) == 0 {
 		return out, nil
 	}
-	a := args{}
-	cond := sel.where(&a, nil, nil)
-	rows, err := s.pool.Query(ctx, `SELECT n.id, count(*) FROM samples s JOIN nodes n ON n.pk = s.node WHERE true`+cond+` GROUP BY n.id`, a...)
+	cond, args := s.Where(sel, nil, nil, nil)
+	rows, err := s.pool.Query(ctx, sqldb.Rebind(`SELECT n.id, count(*) FROM samples s JOIN nodes n ON n.pk = s.node WHERE true`+cond+` GROUP BY n.id`), args...)
 	if err != nil {
 		return nil, dbErr(err, "count samples")
 	}
@@ -812,3 +514,21 @@ func (s *Store) CountRunSamples(ctx context.Context, runID string) (map[string]i
 	}
 	return out, dbErr(rows.Err(), "count samples")
 }
+
+// readDB runs the shared read path (internal/store/samples) on the pool
+// with pgx itself, its placeholders rebound.
+type readDB struct{ pool *pgxpool.Pool }
+
+func (d readDB) Query(ctx context.Context, q string, args ...any) (samples.Rows, error) {
+	rows, err := d.pool.Query(ctx, sqldb.Rebind(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (d readDB) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
+	return d.pool.QueryRow(ctx, sqldb.Rebind(q), args...)
+}
+
+func (readDB) NoRows(err error) bool { return noRows(err) }

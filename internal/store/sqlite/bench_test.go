@@ -194,3 +194,10 @@ func recordStore(b *testing.B) *Store {
 	})
 	return s
 }
+
+// BenchmarkQueries is storetest.BenchQueries on SQLite.
+func BenchmarkQueries(b *testing.B) {
+	s, _ := openTest(b)
+	defer func() { _ = s.Close() }()
+	storetest.BenchQueries(b, s)
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/keycache"
 	"github.com/aml-project/aml/internal/store/records"
+	"github.com/aml-project/aml/internal/store/samples"
 	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"modernc.org/sqlite"
@@ -27,6 +28,8 @@ type Store struct {
 	// same file; their methods are the store's.
 	*records.Core
 	*twinstore.Store
+	// Reader is the read path both back-ends share (internal/store/samples).
+	*samples.Reader
 
 	path string
 	w    *sql.DB // single writer connection, BEGIN IMMEDIATE
@@ -99,6 +102,7 @@ func OpenWith(dir string, opt Options) (*Store, error) {
 	r.SetMaxOpenConns(4)
 	st := &Store{path: path, w: w, r: r, nodes: keycache.New[string](), ctxs: keycache.New[core.ContextFilter]()}
 	st.sql = sqldb.New(w, r, &Dialect)
+	st.Reader = &samples.Reader{DB: readDB{r}, Nodes: st.nodes}
 	st.Core = records.New(st.sql)
 	st.Store = twinstore.New(st.sql)
 	return st, nil
@@ -164,7 +168,3 @@ func classify(err error) sqldb.Class {
 // AML_CONFLICT, busy/locked/I/O/cancelled → AML_STORE_UNAVAILABLE, else
 // AML_INTERNAL), the same mapping as the shared stores'.
 func dbErr(err error, format string, args ...any) error { return sqldb.Err(err, format, args...) }
-
-func notFound(kind, id string) error {
-	return core.FieldErrorf(core.CodeNotFound, kind, "%s %q not found", kind, id)
-}
