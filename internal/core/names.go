@@ -34,7 +34,7 @@ func CheckID(field, s string) error {
 		return err
 	}
 	if strings.ContainsAny(s, `/\`) || s == "." || s == ".." {
-		return FieldErrorf(CodeInvalidArgument, field, "%s %s contains a path separator or is a dot name", field, quoteShort(s))
+		return FieldErrorf(CodeInvalidArgument, field, "%s %s contains a path separator or is a dot name", field, Quote(s))
 	}
 	return nil
 }
@@ -51,11 +51,11 @@ func CheckState(field, s string) (string, error) {
 		return StateOK, nil
 	}
 	if len(s) > MaxStateBytes {
-		return "", FieldErrorf(CodeInvalidArgument, field, "state %s is longer than %d bytes", quoteShort(s), MaxStateBytes)
+		return "", FieldErrorf(CodeInvalidArgument, field, "state %s is longer than %d bytes", Quote(s), MaxStateBytes)
 	}
 	for _, r := range s {
 		if !(r < utf8.RuneSelf && (r == '_' || r == '-' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r))) {
-			return "", FieldErrorf(CodeInvalidArgument, field, "state %s: want letters, digits, '_', '-' or '.'", quoteShort(s))
+			return "", FieldErrorf(CodeInvalidArgument, field, "state %s: want letters, digits, '_', '-' or '.'", Quote(s))
 		}
 	}
 	return s, nil
@@ -74,20 +74,20 @@ func checkText(field, s string, max int) error {
 	case s == "":
 		return FieldErrorf(CodeInvalidArgument, field, "%s is empty", field)
 	case len(s) > max:
-		return FieldErrorf(CodeInvalidArgument, field, "%s %s is longer than %d bytes", field, quoteShort(s), max)
+		return FieldErrorf(CodeInvalidArgument, field, "%s %s is longer than %d bytes", field, Quote(s), max)
 	case !utf8.ValidString(s):
-		return FieldErrorf(CodeInvalidArgument, field, "%s %s is not UTF-8", field, quoteShort(s))
+		return FieldErrorf(CodeInvalidArgument, field, "%s %s is not UTF-8", field, Quote(s))
 	}
 	for _, r := range s {
 		if Invisible(r) {
-			return FieldErrorf(CodeInvalidArgument, field, "%s %s has a control or invisible character (U+%04X)", field, quoteShort(s), r)
+			return FieldErrorf(CodeInvalidArgument, field, "%s %s has a control or invisible character (U+%04X)", field, Quote(s), r)
 		}
 	}
 	if r, _ := utf8.DecodeRuneInString(s); unicode.IsSpace(r) {
-		return FieldErrorf(CodeInvalidArgument, field, "%s %s starts with a space", field, quoteShort(s))
+		return FieldErrorf(CodeInvalidArgument, field, "%s %s starts with a space", field, Quote(s))
 	}
 	if r, _ := utf8.DecodeLastRuneInString(s); unicode.IsSpace(r) {
-		return FieldErrorf(CodeInvalidArgument, field, "%s %s ends with a space", field, quoteShort(s))
+		return FieldErrorf(CodeInvalidArgument, field, "%s %s ends with a space", field, Quote(s))
 	}
 	return nil
 }
@@ -109,8 +109,8 @@ func Invisible(r rune) bool {
 	return false
 }
 
-// quoteShort quotes s for a message, cut to 40 bytes.
-func quoteShort(s string) string {
+// Quote quotes s for a message, cut to 40 bytes (at a rune boundary).
+func Quote(s string) string {
 	if len(s) > 40 {
 		cut := 40
 		for cut > 0 && !utf8.RuneStart(s[cut]) {

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/aml-project/aml/internal/core"
 )
@@ -348,7 +346,7 @@ func (p *parser) rowTime(fields [][]byte) (int64, *badRow) {
 	cell := trimSpace(fields[p.timeIdx])
 	ts, ok := p.tp.parse(cell)
 	if !ok {
-		return 0, &badRow{ReasonBadTime, p.timeIdx + 1, fmt.Sprintf("%s is not %s", quote(string(cell)), p.tp.want())}
+		return 0, &badRow{ReasonBadTime, p.timeIdx + 1, fmt.Sprintf("%s is not %s", core.Quote(string(cell)), p.tp.want())}
 	}
 	ts += p.opts.TimeOffsetMs
 	if err := core.CheckTs("time", ts); err != nil {
@@ -392,7 +390,7 @@ func (p *parser) wideRow(fields [][]byte) *badRow {
 			for _, j := range newCols {
 				p.nodeCols[j].has = false
 			}
-			return &badRow{ReasonBadValue, c.idx + 1, fmt.Sprintf("%s is not a finite number", quote(string(trimSpace(fields[c.idx]))))}
+			return &badRow{ReasonBadValue, c.idx + 1, fmt.Sprintf("%s is not a finite number", core.Quote(string(trimSpace(fields[c.idx]))))}
 		}
 		p.buf = append(p.buf, core.Sample{Node: c.name, TsMs: ts, Value: v, State: core.StateOK,
 			Line: o.Line, Product: o.Product, Recipe: o.Recipe, Run: o.Run})
@@ -438,7 +436,7 @@ func (p *parser) longRow(fields [][]byte) *badRow {
 		p.rep.Missing++
 		return nil
 	case valBad:
-		return &badRow{ReasonBadValue, p.valueIdx + 1, fmt.Sprintf("%s is not a finite number", quote(string(trimSpace(fields[p.valueIdx]))))}
+		return &badRow{ReasonBadValue, p.valueIdx + 1, fmt.Sprintf("%s is not a finite number", core.Quote(string(trimSpace(fields[p.valueIdx]))))}
 	}
 	state := core.StateOK
 	if p.stateIdx >= 0 {
@@ -456,7 +454,7 @@ func (p *parser) longRow(fields [][]byte) *badRow {
 		}
 	}
 	if node.has && ts == node.last {
-		return &badRow{ReasonDupTime, p.timeIdx + 1, fmt.Sprintf("node %s has a sample at %d ms already (it would be overwritten)", quote(node.name), ts)}
+		return &badRow{ReasonDupTime, p.timeIdx + 1, fmt.Sprintf("node %s has a sample at %d ms already (it would be overwritten)", core.Quote(node.name), ts)}
 	}
 	o := &p.opts
 	p.buf = append(p.buf, core.Sample{Node: node.name, TsMs: ts, Value: v, State: state,
@@ -538,16 +536,4 @@ func isMissingWord(b []byte) bool {
 		return b[0]|0x20 == 'n' && b[1]|0x20 == 'u' && b[2]|0x20 == 'l' && b[3]|0x20 == 'l'
 	}
 	return false
-}
-
-// quote quotes s for a message, shortened to 40 bytes.
-func quote(s string) string {
-	if len(s) > 40 {
-		cut := 40
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return strconv.Quote(s[:cut]) + "..."
-	}
-	return strconv.Quote(s)
 }
