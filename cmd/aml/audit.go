@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
+
+	"github.com/aml-project/aml/internal/render"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/audit"
@@ -29,13 +29,7 @@ here somewhere else (certificates record it at issue) and pass it later with
 --expect-head SEQ:HASH: verification then also fails unless the log still
 holds exactly that entry.`,
 		Args: argsExact(0),
-	}, "audit.verify", "", &vr, nil, func(w io.Writer, res audit.VerifyResult) {
-		fmt.Fprintf(w, "audit log verified: %d entr%s checked", res.Entries, auditPlural(res.Entries, "y", "ies"))
-		if seq, _, ok := strings.Cut(vr.ExpectHead, ":"); ok {
-			fmt.Fprintf(w, ", recorded head %s present", seq)
-		}
-		fmt.Fprintf(w, "\nhead %d:%s\n", res.HeadSeq, res.Head)
-	})
+	}, "audit.verify", "", &vr, nil)
 	verify.Flags().StringVar(&vr.ExpectHead, "expect-head", "", "also require this head recorded earlier (SEQ:HASH); detects a truncated or rewritten tail")
 
 	lr := amlapp.AuditListRequest{Limit: audit.DefaultListLimit}
@@ -59,7 +53,7 @@ holds exactly that entry.`,
 			if res.Items == nil {
 				res.Items = []audit.Entry{}
 			}
-			return a.emit(res.Items, func(w io.Writer) { printAudit(w, res) })
+			return a.emit(res.Items, func(w io.Writer) { render.Text(w, "audit.list", &lr, res) })
 		},
 	}, "audit.list")
 	fl := list.Flags()
@@ -69,39 +63,4 @@ holds exactly that entry.`,
 
 	cmd.AddCommand(verify, list)
 	return cmd
-}
-
-func auditPlural(n int64, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// auditEllipsis shortens s to at most n runes.
-func auditEllipsis(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
-func printAudit(w io.Writer, res amlapp.AuditListResponse) {
-	es := res.Items
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tAT\tACTOR\tACTION\tSUBJECT\tLINE\tHASH\tPAYLOAD")
-	for _, e := range es {
-		line := e.LineID
-		if line == "" {
-			line = "-"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.12s…\t%s\n", e.Seq, e.At.Format("2006-01-02T15:04:05.000Z"), e.Actor, e.Action, e.Subject, line, e.Hash, auditEllipsis(string(e.Payload), 60))
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "%d entr%s", len(es), auditPlural(int64(len(es)), "y", "ies"))
-	if res.NextAfter > 0 {
-		fmt.Fprintf(w, "; more may exist: continue with --after %d", res.NextAfter)
-	}
-	fmt.Fprintln(w)
 }

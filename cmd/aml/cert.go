@@ -2,14 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/connect/opcua"
@@ -32,34 +27,24 @@ func (a *app) requireActor(cmd *cobra.Command) error {
 	return nil
 }
 
-func certTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
 // reportCommand is opCommand for the ops that answer with their report
 // beside a failure (verify, execute): a report that says anything (has)
-// is printed before the error is returned. run wraps the call (execute
-// over OPC UA opens the writer around it).
-func reportCommand[Req, Resp any](a *app, cmd *cobra.Command, op, actorFlag string, req *Req, build func([]string) error, has func(Resp) bool, print func(io.Writer, Resp)) *cobra.Command {
-	cmd.Annotations = map[string]string{annotOp: op}
+// is printed before the error is returned.
+func reportCommand(a *app, cmd *cobra.Command, op, actorFlag string, req any, build func([]string) error, has func(resp any) bool) *cobra.Command {
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if err := build(args); err != nil {
 			return err
 		}
-		var resp Resp
-		err := a.invoke(c, op, actorFlag, req, &resp)
+		resp, err := a.call(c, op, actorFlag, req)
 		if !has(resp) {
 			return err
 		}
-		if perr := a.emit(resp, func(w io.Writer) { print(w, resp) }); perr != nil {
+		if perr := a.show(op, req, resp); perr != nil {
 			return perr
 		}
 		return err
 	}
-	return cmd
+	return routed(cmd, op)
 }
 
 func newCertCmd(a *app) *cobra.Command {
@@ -67,23 +52,23 @@ func newCertCmd(a *app) *cobra.Command {
 	id := func(p *string) func([]string) error { return func(args []string) error { *p = args[0]; return nil } }
 
 	key := opCommand(a, &cobra.Command{Use: "key", Short: "Print the server's certificate public key (PEM) for verifiers outside AML", Args: argsExact(0)},
-		"cert.key", "", &amlapp.CertKeyRequest{}, nil, func(w io.Writer, k amlapp.CertKeyResponse) { fmt.Fprint(w, k.PublicKeyPEM) })
+		"cert.key", "", &amlapp.CertKeyRequest{}, nil)
 
 	lr := amlapp.CertListRequest{Limit: 100}
-	list := listCommand(a, &cobra.Command{Use: "list [--status S] [--line L]", Short: "List certificates, newest first, each verified with the server key", Args: argsExact(0)},
-		"cert.list", &lr, func([]string) error {
+	list := opCommand(a, &cobra.Command{Use: "list [--status S] [--line L]", Short: "List certificates, newest first, each verified with the server key", Args: argsExact(0)},
+		"cert.list", "", &lr, func([]string) error {
 			if _, err := contract.ParseCertStatus(strings.ToUpper(lr.Status)); lr.Status != "" && err != nil {
 				return usagef("--status: %q is not ISSUED, APPROVED, EXECUTED, EXPIRED or REVOKED", lr.Status)
 			}
 			return nil
-		}, printCerts)
+		})
 	list.Flags().StringVar(&lr.Status, "status", "", "only certificates with this status")
 	list.Flags().StringVar(&lr.Line, "line", "", "only certificates of this line")
 	list.Flags().IntVar(&lr.Limit, "limit", lr.Limit, "at most this many")
 
 	var sr amlapp.CertRequest
 	show := opCommand(a, &cobra.Command{Use: "show ID", Short: "Show a certificate (verified with the server key; AML_CERT_INVALID when tampered)", Args: argsExact(1)},
-		"cert.show", "", &sr, id(&sr.ID), printCert)
+		"cert.show", "", &sr, id(&sr.ID))
 
 	ir := amlapp.CertIssueRequest{TTL: amlapp.Duration(cert.DefaultTTL)}
 	issue := &cobra.Command{
@@ -102,9 +87,6 @@ the token's owner), who can never approve the certificate. It expires after
 			return usagef("%s: --trial is required", issue.CommandPath())
 		}
 		return a.requireActor(issue)
-	}, func(w io.Writer, r *contract.CertRecord) {
-		fmt.Fprintf(w, "certificate %s issued for trial %s (status %s, expires %s)\nhash %s\nsigned by key %s; another person approves: aml cert approve %s --as PERSON\n",
-			r.Cert.RecommendationID, r.Cert.TrialID, r.Cert.Status, certTime(r.Cert.ExpiresAt), r.Cert.CertificateHash, r.Cert.KeyID, r.Cert.RecommendationID)
 	})
 	issue.Flags().StringVar(&ir.Trial, "trial", "", "the stored trial to certify")
 	issue.Flags().String("as", "", "the requester")
@@ -112,7 +94,7 @@ the token's owner), who can never approve the certificate. It expires after
 
 	var ar amlapp.CertRequest
 	approve := &cobra.Command{Use: "approve ID --as PERSON", Short: "Approve an ISSUED certificate (never by its requester)", Args: argsExact(1)}
-	opCommand(a, approve, "cert.approve", "as", &ar, func(args []string) error { ar.ID = args[0]; return a.requireActor(approve) }, printTransition)
+	opCommand(a, approve, "cert.approve", "as", &ar, func(args []string) error { ar.ID = args[0]; return a.requireActor(approve) })
 	approve.Flags().String("as", "", "the approver")
 
 	var rr amlapp.CertRevokeRequest
@@ -123,7 +105,7 @@ the token's owner), who can never approve the certificate. It expires after
 			return usagef("%s: --reason is required", revoke.CommandPath())
 		}
 		return a.requireActor(revoke)
-	}, printTransition)
+	})
 	revoke.Flags().String("as", "", "who revokes")
 	revoke.Flags().StringVar(&rr.Reason, "reason", "", "why")
 
@@ -138,7 +120,7 @@ at the head recorded with it and a lifecycle that replays to its status and
 approver, and the whole audit log verifies (aml audit verify). Any failure
 exits 1 with AML_CERT_INVALID naming the check.`,
 		Args: argsExact(1),
-	}, "cert.verify", "", &vr, id(&vr.ID), func(r govern.VerifyReport) bool { return len(r.Checks) > 0 }, printCertVerify)
+	}, "cert.verify", "", &vr, id(&vr.ID), func(r any) bool { return len(r.(govern.VerifyReport).Checks) > 0 })
 
 	cmd.AddCommand(key, list, show, issue, approve, revoke, verify, newCertExecuteCmd(a))
 	return cmd
@@ -187,7 +169,7 @@ these flags cannot be combined with --server.`,
 			req.Writer = w
 		}
 		return err
-	}, func(r govern.Result) bool { return r.CertificateID != "" }, printExecution)
+	}, func(r any) bool { return r.(govern.Result).CertificateID != "" })
 	// The OPC UA writer is closed once the op has run: every write is read
 	// back before it counts, so closing loses nothing.
 	run := execute.RunE
@@ -211,99 +193,6 @@ these flags cannot be combined with --server.`,
 	f.StringVar(&o.sec.CertFile, "cert", "", "OPC UA client certificate file")
 	f.StringVar(&o.sec.KeyFile, "key", "", "OPC UA client private key file")
 	return execute
-}
-
-func printTransition(w io.Writer, r *contract.CertRecord) {
-	c := r.Cert
-	fmt.Fprintf(w, "certificate %s is %s", c.RecommendationID, c.Status)
-	switch c.Status {
-	case contract.CertApproved:
-		fmt.Fprintf(w, " (approved by %s at %s, expires %s)", c.ApprovedBy, certTime(c.ApprovedAt), certTime(c.ExpiresAt))
-	case contract.CertRevoked:
-		fmt.Fprintf(w, " (revoked by %s: %s)", c.RevokedBy, c.RevokeReason)
-	}
-	fmt.Fprintln(w)
-}
-
-func printExecution(w io.Writer, r govern.Result) {
-	if !r.Allowed {
-		fmt.Fprintf(w, "write under certificate %s DENIED: %s\n%s\n", r.CertificateID, r.Reason, r.Detail)
-		return
-	}
-	fmt.Fprintf(w, "certificate %s on line %s, run %s (snapshot %s): %s\n", r.CertificateID, r.LineID, dash(r.RunID), r.SnapshotID, r.Status)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tVARIABLE\tFROM\tTO\tREADBACK\tRESULT")
-	for _, m := range r.Writes {
-		res := "verified"
-		if !m.Verified {
-			res = "FAILED: " + m.Error
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%g\t%g\t%g\t%s\n", m.NodeID, m.VariableID, m.From, m.To, m.Readback, res)
-	}
-	tw.Flush()
-	if r.Executed {
-		fmt.Fprintf(w, "%d move(s) written and read back; certificate EXECUTED\n", r.Written())
-	} else {
-		fmt.Fprintf(w, "%s\n", r.Detail)
-	}
-}
-
-func printCert(w io.Writer, r *contract.CertRecord) {
-	c := r.Cert
-	fmt.Fprintf(w, "certificate %s  status %s  line %s\n", c.RecommendationID, c.Status, r.LineID)
-	fmt.Fprintf(w, "requested by %s at %s; expires %s\n", c.CreatedBy, certTime(c.CreatedAt), certTime(c.ExpiresAt))
-	if c.ApprovedBy != "" {
-		fmt.Fprintf(w, "approved by %s at %s\n", c.ApprovedBy, certTime(c.ApprovedAt))
-	}
-	if c.RevokedBy != "" {
-		fmt.Fprintf(w, "revoked by %s at %s: %s\n", c.RevokedBy, certTime(c.RevokedAt), c.RevokeReason)
-	}
-	if !c.ExecutedAt.IsZero() {
-		fmt.Fprintf(w, "executed at %s\n", certTime(c.ExecutedAt))
-	}
-	if !c.ExpiredAt.IsZero() {
-		fmt.Fprintf(w, "marked expired at %s\n", certTime(c.ExpiredAt))
-	}
-	fmt.Fprintf(w, "trial %s  scene %s@%s\n", c.TrialID, c.SceneID, c.SceneVersion)
-	fmt.Fprintf(w, "hashes: certificate %s\n        trial %s\n        scene %s\n        snapshot %s\n        model %s\n        objective %s\n",
-		c.CertificateHash, c.TrialHash, c.SceneHash, c.SnapshotHash, c.ModelHash, c.ObjectiveHash)
-	fmt.Fprintf(w, "signed by key %s; issue recorded in audit entry %d\n", c.KeyID, r.AuditSeq)
-	b := c.BaselineComparison
-	fmt.Fprintf(w, "improvement %.4g (baseline cost %.4g → candidate %.4g); uncertainty max std %.3g, coverage %.3g; OOD distance %.3g\n",
-		b.Improvement, b.BaselineCost, b.CandidateCost, c.Uncertainty.MaxStd, c.Uncertainty.Coverage, c.OutOfDistribution.Distance)
-	if len(c.CandidateControlTrajectory) > 0 {
-		step := c.CandidateControlTrajectory[0]
-		parts := []string{}
-		for _, k := range slices.Sorted(maps.Keys(step)) {
-			parts = append(parts, fmt.Sprintf("%s=%g", k, step[k]))
-		}
-		fmt.Fprintf(w, "first step (what a write applies): %s  (%d steps certified)\n", strings.Join(parts, " "), len(c.CandidateControlTrajectory))
-	}
-}
-
-func printCerts(w io.Writer, items []contract.CertListItem) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tLINE\tTRIAL\tREQUESTED BY\tAPPROVED BY\tEXPIRES\tIMPROVEMENT\tVERIFIED")
-	for _, it := range items {
-		c := it.Cert
-		v := "yes"
-		if !it.Verified {
-			v = "NO: " + it.Problem
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.4g\t%s\n", c.RecommendationID, c.Status, it.LineID, dash(c.TrialID), c.CreatedBy, dash(c.ApprovedBy),
-			certTime(c.ExpiresAt), c.BaselineComparison.Improvement, v)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "%d certificate(s)\n", len(items))
-}
-
-func printCertVerify(w io.Writer, rep govern.VerifyReport) {
-	for _, ch := range rep.Checks {
-		fmt.Fprintf(w, "%s %-16s %s\n", okMark(ch.OK), ch.Name, ch.Detail)
-	}
-	if rep.OK {
-		fmt.Fprintf(w, "certificate %s verified (status %s, key %s, %d audit entries)\n", rep.CertificateID, rep.Status, rep.KeyID, rep.AuditEntries)
-	}
 }
 
 // certOPCUA are the execute command's OPC UA flags.

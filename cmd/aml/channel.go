@@ -1,10 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -76,7 +72,7 @@ the line (bounds must name its controls).`,
 			req.Bounds[name] = r
 		}
 		return nil
-	}, func(w io.Writer, r *contract.ChannelRecord) { fmt.Fprint(w, "channel set\n"); printChannel(w, r) })
+	})
 	f := set.Flags()
 	f.StringVar(&req.Line, "line", "", "the line")
 	f.StringVar(&req.Profile, "profile", "", "legacy or hybrid_twin")
@@ -93,20 +89,9 @@ the line (bounds must name its controls).`,
 			return usagef("%s: --line is required", show.CommandPath())
 		}
 		return nil
-	}, printChannel)
+	})
 	show.Flags().StringVar(&sr.Line, "line", "", "the line")
 
 	cmd.AddCommand(set, show)
 	return cmd
-}
-
-func printChannel(w io.Writer, c *contract.ChannelRecord) {
-	fmt.Fprintf(w, "line %s  channel %s\nprofile %s  policy %s\n", c.LineID, c.ChannelID, c.Profile, c.ControlPolicy)
-	if c.SceneID != "" {
-		fmt.Fprintf(w, "scene %s@%s\n", c.SceneID, c.SceneVersion)
-	}
-	for _, k := range slices.Sorted(maps.Keys(c.Bounds)) {
-		fmt.Fprintf(w, "  bound %-26s [%g, %g]\n", k, c.Bounds[k].Min, c.Bounds[k].Max)
-	}
-	fmt.Fprintf(w, "set by %s at %s\n", c.UpdatedBy, certTime(c.UpdatedAt))
 }

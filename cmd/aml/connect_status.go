@@ -4,11 +4,6 @@ package main
 // does (docs/connectors.md, "Connector status").
 
 import (
-	"fmt"
-	"io"
-	"text/tabwriter"
-	"time"
-
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/connect"
 	"github.com/aml-project/aml/internal/store"
@@ -22,7 +17,7 @@ func statusStore(s store.Store) *connect.StatusStore {
 
 func newConnectStatusCmd(a *app) *cobra.Command {
 	var req amlapp.ConnectorListRequest
-	cmd := listCommand(a, &cobra.Command{
+	cmd := opCommand(a, &cobra.Command{
 		Use:   "status [--line L]",
 		Short: "List the connectors that report to this data dir: state, counters, gaps, staleness",
 		Long: `Lists the connector status rows (aml connect opcua|mqtt and aml demo --live
@@ -32,25 +27,7 @@ running connector has not written for 3 of its intervals — its process is
 gone), values received and stored, malformed payloads, gaps, the source
 time of the newest value and the last error.`,
 		Args: argsExact(0),
-	}, "connector.list", &req, nil, printConnectorStatus)
+	}, "connector.list", "", &req, nil)
 	cmd.Flags().StringVar(&req.Line, "line", "", "only this line")
 	return cmd
-}
-
-func printConnectorStatus(w io.Writer, list []connect.Status) {
-	if len(list) == 0 {
-		fmt.Fprintln(w, "no connector has reported to this data dir")
-		return
-	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CONNECTOR\tLINE\tSTATE\tRECEIVED\tSTORED\tMALFORMED\tGAPS\tLAST SAMPLE\tUPDATED\tLAST ERROR")
-	for _, s := range list {
-		last := "–"
-		if s.LastSampleMs > 0 {
-			last = time.UnixMilli(s.LastSampleMs).UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Line, s.Shown(), s.Received, s.Stored, s.Malformed, s.Gaps,
-			last, s.UpdatedAt.Format(time.RFC3339), s.LastError)
-	}
-	tw.Flush()
 }

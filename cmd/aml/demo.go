@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/aml-project/aml/internal/render"
+
 	"github.com/aml-project/aml/internal/demo"
 	"github.com/spf13/cobra"
 )
@@ -89,7 +91,7 @@ func printDemo(w io.Writer, r *demo.Result) {
 	fmt.Fprintf(w, "  dataset      %s\n  model        %s (stage %s)\n  twin gate    %s passed=%v %v\n", r.DatasetID, r.ModelID, r.Stage, r.GateEvalID, r.GatePassed, r.GateRejects)
 	if r.TrialID != "" {
 		fmt.Fprintf(w, "  trial        %s improvement %.4g (cost %.4g → %.4g)\n", r.TrialID, r.Improvement, r.BaselineCost, r.CandidateCost)
-		fmt.Fprintf(w, "  setpoints    %s\n            →  %s\n", fmtControls(r.SetpointsBefore), fmtControls(r.SetpointsAfter))
+		fmt.Fprintf(w, "  setpoints    %s\n            →  %s\n", render.Controls(r.SetpointsBefore), render.Controls(r.SetpointsAfter))
 	}
 	if r.CertificateID != "" {
 		fmt.Fprintf(w, "  certificate  %s %s (verify: aml cert verify %s)\n  written      %d (%s, %s writer)\n", r.CertificateID, r.CertStatus, r.CertificateID, r.Written, r.WriteOutcome, r.Writer)

@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aml-project/aml/internal/render"
+
 	"github.com/aml-project/aml/internal/envlease"
 	"github.com/spf13/cobra"
 )
@@ -163,7 +165,7 @@ func envLast(l *envlease.LastRebuild) string {
 		return "never"
 	}
 	if l.OK {
-		return fmt.Sprintf("%s ok %.1fs", fmtMs(l.FinishedAt), l.Seconds)
+		return fmt.Sprintf("%s ok %.1fs", render.Millis(l.FinishedAt), l.Seconds)
 	}
-	return fmt.Sprintf("%s failed (exit %d)", fmtMs(l.FinishedAt), l.ExitCode)
+	return fmt.Sprintf("%s failed (exit %d)", render.Millis(l.FinishedAt), l.ExitCode)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aml-project/aml/internal/render"
+
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/ingest"
@@ -176,25 +178,7 @@ type ingestOutput struct {
 
 func printIngest(w io.Writer, out ingestOutput) {
 	for _, r := range out.Files {
-		created := ""
-		if r.RunCreated {
-			created = " (created)"
-		}
-		fmt.Fprintf(w, "%s: %s CSV, %d rows, %d samples of %d node(s) (%d new) → run %s%s, %s … %s\n",
-			r.File, r.Shape, r.Rows, r.Samples, len(r.Nodes), r.NewNodes, r.Run, created, fmtMs(r.FirstTs), fmtMs(r.LastTs))
-		if r.Missing > 0 {
-			fmt.Fprintf(w, "  %d empty/NaN cell(s) skipped\n", r.Missing)
-		}
-		if r.Skipped > 0 {
-			fmt.Fprintf(w, "  skipped %d bad row(s):", r.Skipped)
-			for reason, n := range r.SkipReasons {
-				fmt.Fprintf(w, " %s %d;", reason, n)
-			}
-			fmt.Fprintln(w)
-			for _, l := range r.FirstSkipped {
-				fmt.Fprintf(w, "    %s\n", l)
-			}
-		}
+		render.PrintFileReport(w, r)
 	}
 	rate := 0.0
 	if out.Seconds > 0 {

@@ -18,6 +18,7 @@ import (
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/render"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -160,39 +161,48 @@ func arg0(p *string) func([]string) error {
 }
 
 // opCommand is a command that builds the request of op from its flags and
-// arguments (build), invokes it and prints the answer (print). actorFlag is
-// the command's actor flag ("" for none).
-func opCommand[Req, Resp any](a *app, cmd *cobra.Command, op, actorFlag string, req *Req, build func(args []string) error, print func(w io.Writer, resp Resp)) *cobra.Command {
+// arguments (build), invokes it and prints the answer: the op's rendering
+// (internal/render, the text an MCP tool returns too), or with --json the
+// answer (a list op's items). actorFlag is the command's actor flag (""
+// for none).
+func opCommand(a *app, cmd *cobra.Command, op, actorFlag string, req any, build func(args []string) error) *cobra.Command {
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if err := prepare(c, req, build, args); err != nil {
 			return err
 		}
-		var resp Resp
-		if err := a.invoke(c, op, actorFlag, req, &resp); err != nil {
+		resp, err := a.call(c, op, actorFlag, req)
+		if err != nil {
 			return err
 		}
-		return a.emit(resp, func(w io.Writer) { print(w, resp) })
+		return a.show(op, req, resp)
 	}
 	return routed(cmd, op)
 }
 
-// listCommand is opCommand for a list op: the JSON document is the list's
-// items (an array), the human output print's.
-func listCommand[Req, T any](a *app, cmd *cobra.Command, op string, req *Req, build func(args []string) error, print func(w io.Writer, items []T)) *cobra.Command {
-	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if err := prepare(c, req, build, args); err != nil {
-			return err
-		}
-		var resp amlapp.List[T]
-		if err := a.invoke(c, op, "", req, &resp); err != nil {
-			return err
-		}
-		if resp.Items == nil {
-			resp.Items = []T{}
-		}
-		return a.emit(resp.Items, func(w io.Writer) { print(w, resp.Items) })
+// call invokes op and returns its answer, a value of the op's response
+// type (filled in part beside some errors: a denied write's result).
+func (a *app) call(cmd *cobra.Command, op, actorFlag string, req any) (any, error) {
+	o, ok := amlapp.Lookup(op)
+	if !ok {
+		return nil, core.Errorf(core.CodeInternal, "no op %q", op)
 	}
-	return routed(cmd, op)
+	p := reflect.New(o.Resp)
+	err := a.invoke(cmd, op, actorFlag, req, p.Interface())
+	return p.Elem().Interface(), err
+}
+
+// show prints op's answer: with --json the answer itself (a list op's
+// items, [] for none), else its rendering.
+func (a *app) show(op string, req, resp any) error {
+	doc := resp
+	if v := reflect.ValueOf(resp); v.Kind() == reflect.Struct && strings.HasPrefix(v.Type().Name(), "List[") {
+		if items := v.FieldByName("Items"); items.IsNil() {
+			doc = reflect.MakeSlice(items.Type(), 0, 0).Interface()
+		} else {
+			doc = items.Interface()
+		}
+	}
+	return a.emit(doc, func(w io.Writer) { render.Text(w, op, req, resp) })
 }
 
 // instantFlag declares an optional time flag (epoch ms or RFC 3339).

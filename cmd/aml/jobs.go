@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
+
+	"github.com/aml-project/aml/internal/render"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
@@ -29,38 +29,6 @@ func trainers() *jobs.Trainers {
 		t.Add(jobs.TestMeanTrainer{})
 	}
 	return t
-}
-
-func printJob(w io.Writer, j core.Job) {
-	fmt.Fprintf(w, "job       %s\nstatus    %s", j.ID, j.Status)
-	if j.Stage != "" && j.Stage != string(j.Status) {
-		fmt.Fprintf(w, " (%s)", j.Stage)
-	}
-	fmt.Fprintf(w, "  progress %.0f%%\ndataset   %s (sha256 %.12s…)\ntrainer   %s\nseed      %d\nparams    %s\n", 100*j.Progress, j.DatasetID, j.DatasetSHA256, j.TrainerRef, j.Seed, string(j.Params))
-	if j.ParentID != "" {
-		fmt.Fprintf(w, "parent    %s\n", j.ParentID)
-	}
-	if j.ChangeNote != "" {
-		fmt.Fprintf(w, "note      %s\n", j.ChangeNote)
-	}
-	fmt.Fprintf(w, "attempt   %d (retries %d of %d)  timeout %ds  stall %ds\n", j.Attempt, j.RetryCount, j.MaxRetries, j.TimeoutSec, j.StallSec)
-	if j.ModelID != "" {
-		fmt.Fprintf(w, "model     %s (gates passed: %v)\n", j.ModelID, j.GatePassed)
-	}
-	if j.Error != "" {
-		fmt.Fprintf(w, "error     %s: %s\n", j.ErrorCode, j.Error)
-	}
-	if len(j.Metrics) > 0 {
-		var m struct {
-			Test struct {
-				MeanNRMSE        float64 `json:"meanNrmse"`
-				MeanOneStepNRMSE float64 `json:"meanOneStepNrmse"`
-			} `json:"test"`
-		}
-		if json.Unmarshal(j.Metrics, &m) == nil {
-			fmt.Fprintf(w, "test      mean NRMSE %.4f (one-step %.4f), computed by the platform\n", m.Test.MeanNRMSE, m.Test.MeanOneStepNRMSE)
-		}
-	}
 }
 
 func newJobCmd(a *app) *cobra.Command {
@@ -105,7 +73,7 @@ on its event stream.`,
 			}, args); err != nil {
 				return err
 			}
-			return submitted(c, "job.submit", &sr, printQueued)
+			return submitted(c, "job.submit", &sr, nil)
 		},
 	}, "job.submit")
 	fl := submit.Flags()
@@ -124,8 +92,8 @@ on its event stream.`,
 	one := func(use, short string) *cobra.Command {
 		return &cobra.Command{Use: use + " ID", Short: short, Args: argsExact(1)}
 	}
-	status := opCommand(a, one("status", "Show a job"), "job.show", "", &jr, arg0(&jr.ID), printJob)
-	cancel := opCommand(a, one("cancel", "Cancel a queued or running job (its process tree is killed)"), "job.cancel", "", &jr, arg0(&jr.ID), printCancel)
+	status := opCommand(a, one("status", "Show a job"), "job.show", "", &jr, arg0(&jr.ID))
+	cancel := opCommand(a, one("cancel", "Cancel a queued or running job (its process tree is killed)"), "job.cancel", "", &jr, arg0(&jr.ID))
 	retry := routed(one("retry", "Retry a finished job as a new experiment (parent = ID)"), "job.retry")
 	retry.RunE = func(c *cobra.Command, args []string) error {
 		jr.ID = args[0]
@@ -134,7 +102,7 @@ on its event stream.`,
 	retry.Flags().BoolVar(&wait, "wait", false, "run the retry here and wait (with --server: follow it on the server)")
 
 	var lr amlapp.JobListRequest
-	list := listCommand(a, &cobra.Command{Use: "list", Short: "List jobs, newest first", Args: argsExact(0)}, "job.list", &lr, nil, printJobs)
+	list := opCommand(a, &cobra.Command{Use: "list", Short: "List jobs, newest first", Args: argsExact(0)}, "job.list", "", &lr, nil)
 	list.Flags().StringVar(&lr.Status, "status", "", "only jobs in this status")
 	list.Flags().StringVar(&lr.Dataset, "dataset", "", "only jobs of this dataset")
 	list.Flags().IntVar(&lr.Limit, "limit", 0, "at most this many (default 1000)")
@@ -197,7 +165,7 @@ func (a *app) awaitJob(c *cobra.Command, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := a.emit(j, func(w io.Writer) { printJob(w, j) }); err != nil {
+	if err := a.emit(j, func(w io.Writer) { render.Text(w, "job.show", nil, j) }); err != nil {
 		return err
 	}
 	if j.Status != core.JobDone {
@@ -271,7 +239,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 func newModelCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "model", Short: "List, inspect, promote and retire models"}
 	var lr amlapp.ModelListRequest
-	list := listCommand(a, &cobra.Command{Use: "list", Short: "List models, newest first", Args: argsExact(0)}, "model.list", &lr, nil, printModels)
+	list := opCommand(a, &cobra.Command{Use: "list", Short: "List models, newest first", Args: argsExact(0)}, "model.list", "", &lr, nil)
 	for name, p := range map[string]*string{"line": &lr.Line, "stage": &lr.Stage, "recipe": &lr.Recipe, "purpose": &lr.Purpose, "dataset": &lr.Dataset} {
 		list.Flags().StringVar(p, name, "", "only models of this "+name)
 	}
@@ -283,18 +251,18 @@ func newModelCmd(a *app) *cobra.Command {
 	one := func(use, short string) *cobra.Command {
 		return &cobra.Command{Use: use, Short: short, Args: argsExact(1)}
 	}
-	show := opCommand(a, one("show ID", "Model card: metrics, gates, lineage, stage history"), "model.show", "", &sr, arg0(&sr.ID), printModel)
-	promote := opCommand(a, one("promote ID --to shadow|production", "Move a model to shadow or production"), "model.promote", "", &pr, arg0(&pr.ID), printMoved)
+	show := opCommand(a, one("show ID", "Model card: metrics, gates, lineage, stage history"), "model.show", "", &sr, arg0(&sr.ID))
+	promote := opCommand(a, one("promote ID --to shadow|production", "Move a model to shadow or production"), "model.promote", "", &pr, arg0(&pr.ID))
 	promote.Flags().StringVar(&pr.To, "to", "", "target stage: shadow or production")
 	_ = promote.MarkFlagRequired("to")
 	promote.Flags().StringVar(&pr.Expect, "expect", "", "the stage you believe the model is in (refused with AML_STAGE_RACE otherwise)")
 	promote.Flags().StringVar(&pr.Reason, "reason", "", "why")
-	retire := opCommand(a, one("retire ID", "Retire a model"), "model.retire", "", &rr, arg0(&rr.ID), printMoved)
+	retire := opCommand(a, one("retire ID", "Retire a model"), "model.retire", "", &rr, arg0(&rr.ID))
 	retire.Flags().StringVar(&rr.Reason, "reason", "", "why")
 	retire.Flags().StringVar(&rr.Expect, "expect", "", "the stage you believe the model is in")
 	var cr amlapp.ModelCompareRequest
 	compare := opCommand(a, &cobra.Command{Use: "compare", Short: "Rank models by the platform's test metrics (gates passed first, then test NRMSE), with each experiment's parent and note", Args: argsExact(0)},
-		"model.compare", "", &cr, nil, printCompare)
+		"model.compare", "", &cr, nil)
 	for name, p := range map[string]*string{"line": &cr.Line, "product": &cr.Product, "recipe": &cr.Recipe, "purpose": &cr.Purpose, "dataset": &cr.Dataset, "stage": &cr.Stage} {
 		compare.Flags().StringVar(p, name, "", "only models of this "+name)
 	}
@@ -302,130 +270,3 @@ func newModelCmd(a *app) *cobra.Command {
 	cmd.AddCommand(list, show, promote, retire, compare, newPredictCmd(a))
 	return cmd
 }
-
-func fmt4(p *float64) string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.4g", *p)
-}
-
-func printCompare(w io.Writer, r amlapp.ModelCompareResponse) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RANK\tMODEL\tTRAINER\tSTAGE\tGATES\tTEST NRMSE\tONE-STEP\tCOVERAGE\tNOTE")
-	for _, e := range r.Entries {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", e.Rank, e.ModelID, e.Trainer, e.Stage, e.GatePassed, fmt4(e.TestNRMSE), fmt4(e.TestOneStep), fmt4(e.Coverage), e.ChangeNote)
-	}
-	_ = tw.Flush()
-	fmt.Fprintf(w, "%d of %d model(s), ranked by %s\n", len(r.Entries), r.Total, r.RankedBy)
-}
-
-func printModel(w io.Writer, sh amlapp.ModelShowResponse) {
-	m, h := sh.Model, sh.History
-	fmt.Fprintf(w, "model     %s (%s)\nstage     %s\ntrainer   %s (job %s)\ndataset   %s\nrecipe    %s / %s / %s, purpose %s\n", m.ID, m.ArtifactKind, m.Stage, m.TrainerRef, m.JobID, m.DatasetID, m.LineID, m.ProductID, m.RecipeID, m.Purpose)
-	fmt.Fprintf(w, "artifact  %s (sha256 %.16s…)\nlineage   verified=%v", m.ArtifactPath, m.ArtifactHash, m.LineageVerified)
-	if !m.LineageVerified {
-		fmt.Fprint(w, " — may not drive optimisation")
-	}
-	fmt.Fprintln(w)
-	var met struct {
-		Val, Test struct {
-			Targets []struct {
-				Target                                     string
-				RMSE, NRMSE, OneStepRMSE, OneStepNRMSE, R2 float64
-			} `json:"targets"`
-			MeanNRMSE float64 `json:"meanNrmse"`
-		}
-		ValTestGap float64 `json:"valTestGap"`
-	}
-	if json.Unmarshal(m.Metrics, &met) == nil && len(met.Test.Targets) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "test target\tRMSE\tNRMSE\tone-step RMSE\tone-step NRMSE\tR²\t")
-		for _, t := range met.Test.Targets {
-			fmt.Fprintf(tw, "%s\t%.5g\t%.4f\t%.5g\t%.4f\t%.4f\t\n", t.Target, t.RMSE, t.NRMSE, t.OneStepRMSE, t.OneStepNRMSE, t.R2)
-		}
-		tw.Flush()
-		fmt.Fprintf(w, "mean NRMSE val %.4f test %.4f (gap %.3f)\n", met.Val.MeanNRMSE, met.Test.MeanNRMSE, met.ValTestGap)
-	}
-	var unc struct {
-		Conformal *struct {
-			Coverage           float64 `json:"coverage"`
-			CalibrationWindows int     `json:"calibrationWindows"`
-		} `json:"conformal"`
-		Coverage *struct {
-			Measured    float64 `json:"measured"`
-			TestWindows int     `json:"testWindows"`
-		} `json:"coverage"`
-		ConformalSkipped string `json:"conformalSkipped"`
-		OOD              *struct {
-			Threshold float64 `json:"threshold"`
-			Shrinkage float64 `json:"shrinkage"`
-		} `json:"ood"`
-	}
-	if json.Unmarshal(m.Metrics, &unc) == nil {
-		if unc.Conformal != nil && unc.Coverage != nil {
-			fmt.Fprintf(w, "intervals split conformal, target coverage %.2f from %d val windows; measured on %d test windows: %.4f\n", unc.Conformal.Coverage, unc.Conformal.CalibrationWindows, unc.Coverage.TestWindows, unc.Coverage.Measured)
-		} else if unc.ConformalSkipped != "" {
-			fmt.Fprintf(w, "intervals not calibrated: %s\n", unc.ConformalSkipped)
-		}
-		if unc.OOD != nil {
-			fmt.Fprintf(w, "OOD       Mahalanobis (Ledoit–Wolf shrinkage %.3g), threshold %.3g from the train windows\n", unc.OOD.Shrinkage, unc.OOD.Threshold)
-		}
-	}
-	var g struct {
-		Profile string
-		Passed  bool
-		Checks  []struct {
-			ID, Name, Op, Detail string
-			Value, Threshold     float64
-			Passed               bool
-		}
-	}
-	if json.Unmarshal(m.Gates, &g) == nil && g.Profile != "" {
-		fmt.Fprintf(w, "gates     %s: passed=%v\n", g.Profile, g.Passed)
-		for _, c := range g.Checks {
-			mark := "pass"
-			if !c.Passed {
-				mark = "FAIL"
-			}
-			fmt.Fprintf(w, "  %-4s %-4s %-40s %.4g %s %.4g %s\n", mark, c.ID, c.Name, c.Value, c.Op, c.Threshold, c.Detail)
-		}
-	}
-	for _, c := range h {
-		fmt.Fprintf(w, "history   %s %s → %s by %s %s\n", c.At.Format(time.RFC3339), c.From, c.To, c.By, strings.TrimSpace(c.Reason))
-	}
-}
-
-func printQueued(w io.Writer, j core.Job) {
-	fmt.Fprintf(w, "queued job %s (%s on %s)\nrun 'aml worker' (or 'aml serve') to execute it, or submit with --wait\n", j.ID, j.TrainerRef, j.DatasetID)
-}
-
-func printJobs(w io.Writer, js []core.Job) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tSTATUS\tPROGRESS\tTRAINER\tDATASET\tMODEL\tCREATED")
-	for _, j := range js {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f%%\t%s\t%s\t%s\t%s\n", j.ID, j.Status, 100*j.Progress, j.TrainerRef, j.DatasetID, j.ModelID, j.CreatedAt.Format(time.RFC3339))
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "%d job(s)\n", len(js))
-}
-
-func printCancel(w io.Writer, j core.Job) {
-	if j.Status == core.JobCancelled {
-		fmt.Fprintf(w, "cancelled job %s\n", j.ID)
-	} else {
-		fmt.Fprintf(w, "cancel requested for running job %s; its worker stops it within a second\n", j.ID)
-	}
-}
-
-func printModels(w io.Writer, ms []core.Model) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tSTAGE\tGATES\tTRAINER\tRECIPE\tPURPOSE\tLINEAGE\tCREATED")
-	for _, m := range ms {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%v\t%s\n", m.ID, m.Stage, m.GatePassed, m.TrainerRef, m.RecipeID, m.Purpose, m.LineageVerified, m.CreatedAt.Format(time.RFC3339))
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "%d model(s)\n", len(ms))
-}
-
-func printMoved(w io.Writer, m core.Model) { fmt.Fprintf(w, "model %s is now %s\n", m.ID, m.Stage) }

@@ -1,11 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"text/tabwriter"
-	"time"
-
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/spf13/cobra"
 )
@@ -27,37 +22,11 @@ calibrated at evaluation; measured values are shown where the run has them.`,
 			return usagef("--steps must be ≥ 1")
 		}
 		return nil
-	}, printPrediction)
+	})
 	cmd.Flags().StringVar(&req.Run, "run", "", "run id (required)")
 	cmd.Flags().Var(&req.From, "from", "time of the first predicted step (epoch ms or RFC 3339; required)")
 	cmd.Flags().IntVar(&req.Steps, "steps", 1, "steps to predict (≤ the dataset's horizon)")
 	_ = cmd.MarkFlagRequired("run")
 	_ = cmd.MarkFlagRequired("from")
 	return cmd
-}
-
-func printPrediction(wr io.Writer, res amlapp.ModelPredictResponse) {
-	fmt.Fprintf(wr, "model %s on run %s from %s (%s)\n", res.Model, res.Run, fmtMs(res.From), time.Duration(res.BeatMs)*time.Millisecond)
-	tw := tabwriter.NewWriter(wr, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "time\t")
-	for _, t := range res.Targets {
-		fmt.Fprintf(tw, "%s\tinterval\tmeasured\t", t)
-	}
-	fmt.Fprintln(tw)
-	for _, pr := range res.Steps {
-		fmt.Fprintf(tw, "%s\t", fmtMs(pr.TsMs))
-		for k := range res.Targets {
-			iv := "-"
-			if len(pr.Lo) > k {
-				iv = fmt.Sprintf("[%.4g, %.4g]", pr.Lo[k], pr.Hi[k])
-			}
-			ms := "-"
-			if pr.Measured[k] != nil {
-				ms = fmt.Sprintf("%.5g", *pr.Measured[k])
-			}
-			fmt.Fprintf(tw, "%.5g\t%s\t%s\t", pr.Pred[k], iv, ms)
-		}
-		fmt.Fprintln(tw)
-	}
-	tw.Flush()
 }

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"sort"
 	"strconv"
-	"text/tabwriter"
 	"time"
+
+	"github.com/aml-project/aml/internal/render"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 
@@ -30,27 +29,18 @@ func parseTime(flag, s string) (*int64, error) {
 	return &v, nil
 }
 
-func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
-
-func fmtOpt(p *float64) string {
-	if p == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(*p, 'g', -1, 64)
-}
-
 func newRunsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "runs", Short: "List and show batch runs"}
 	var lr amlapp.RunListRequest
-	list := listCommand(a, &cobra.Command{Use: "list", Short: "List runs (filter by line, product, recipe, status)", Args: argsExact(0)},
-		"run.list", &lr, nil, printRuns)
+	list := opCommand(a, &cobra.Command{Use: "list", Short: "List runs (filter by line, product, recipe, status)", Args: argsExact(0)},
+		"run.list", "", &lr, nil)
 	list.Flags().StringVar(&lr.Line, "line", "", "only runs of this line")
 	list.Flags().StringVar(&lr.Product, "product", "", "only runs of this product")
 	list.Flags().StringVar(&lr.Recipe, "recipe", "", "only runs of this recipe")
 	list.Flags().StringVar(&lr.Status, "status", "", "only runs with this status (active, ended, aborted)")
 	var sr amlapp.RunShowRequest
 	show := opCommand(a, &cobra.Command{Use: "show RUN", Short: "Show a run with its context segments and sample counts per node", Args: argsExact(1)},
-		"run.show", "", &sr, func(args []string) error { sr.ID = args[0]; return nil }, printRunDetail)
+		"run.show", "", &sr, func(args []string) error { sr.ID = args[0]; return nil })
 	cmd.AddCommand(list, show)
 	return cmd
 }
@@ -58,7 +48,7 @@ func newRunsCmd(a *app) *cobra.Command {
 func newNodesCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "nodes", Short: "List signals (nodes)"}
 	var req amlapp.NodeListRequest
-	list := listCommand(a, &cobra.Command{Use: "list", Short: "List nodes with unit, range and kind", Args: argsExact(0)}, "node.list", &req, nil, printNodes)
+	list := opCommand(a, &cobra.Command{Use: "list", Short: "List nodes with unit, range and kind", Args: argsExact(0)}, "node.list", "", &req, nil)
 	list.Flags().StringVar(&req.Line, "line", "", "only nodes of this line")
 	cmd.AddCommand(list)
 	return cmd
@@ -98,7 +88,7 @@ buckets of avg/min/max/count (non-ok samples are counted in "bad").`,
 				if out.TSBuckets == nil {
 					out.TSBuckets = &amlapp.TSBuckets{Buckets: []core.Bucket{}}
 				}
-				return a.emit(out, func(w io.Writer) { printBuckets(w, out.Buckets) })
+				return a.emit(out, func(w io.Writer) { render.Text(w, "ts.query", &req, out) })
 			}
 			out := core.Page{Node: req.Node, Points: []core.Point{}}
 			for {
@@ -124,7 +114,7 @@ buckets of avg/min/max/count (non-ok samples are counted in "bad").`,
 			if !out.HasMore {
 				out.NextAfterTs = 0
 			}
-			return a.emit(out, func(w io.Writer) { printPage(w, out) })
+			return a.emit(out, func(w io.Writer) { render.Text(w, "ts.query", &req, amlapp.TSQueryResponse{Page: &out}) })
 		},
 	}
 	fl := query.Flags()
@@ -146,93 +136,9 @@ func newDBCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "db", Short: "Data directory and schema"}
 	var req amlapp.InfoRequest
 	info := opCommand(a, &cobra.Command{Use: "info", Short: "Show the data directory, database file and schema version", Args: argsExact(0)},
-		"info", "", &req, nil, printDBInfo)
+		"info", "", &req, nil)
 	cmd.AddCommand(info)
 	return cmd
 }
 
 // The printers below print the answers of the ops, local or --server.
-
-func printRuns(w io.Writer, runs []core.Run) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tLINE\tPRODUCT\tRECIPE\tVER\tSTARTED\tENDED\tSTATUS")
-	for _, r := range runs {
-		ver, end := "-", "-"
-		if r.RecipeVersion != nil {
-			ver = strconv.Itoa(*r.RecipeVersion)
-		}
-		if r.EndedMs != nil {
-			end = fmtMs(*r.EndedMs)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.LineID, r.ProductID, r.RecipeID, ver, fmtMs(r.StartedMs), end, r.Status)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "%d run(s)\n", len(runs))
-}
-
-func printRunDetail(w io.Writer, d amlapp.RunShowResponse) {
-	r, segs, counts := d.Run, d.Segments, d.Samples
-	fmt.Fprintf(w, "run       %s (%s)\nline      %s\nproduct   %s\nrecipe    %s", r.ID, r.Status, r.LineID, r.ProductID, r.RecipeID)
-	if r.RecipeVersion != nil {
-		fmt.Fprintf(w, " v%d", *r.RecipeVersion)
-	}
-	fmt.Fprintf(w, "\nstarted   %s\n", fmtMs(r.StartedMs))
-	if r.EndedMs != nil {
-		fmt.Fprintf(w, "ended     %s (%s)\n", fmtMs(*r.EndedMs), time.Duration(*r.EndedMs-r.StartedMs)*time.Millisecond)
-	}
-	fmt.Fprintf(w, "context segments: %d\n", len(segs))
-	for _, sg := range segs {
-		fmt.Fprintf(w, "  #%d recipe %s v%d hash %.12s… confirmed by %s at %s\n", sg.ID, sg.RecipeID, sg.RecipeVersion, sg.ContentHash, sg.ConfirmedBy, sg.ConfirmedAt.Format(time.RFC3339))
-	}
-	names := make([]string, 0, len(counts))
-	var total int64
-	for n, c := range counts {
-		names = append(names, n)
-		total += c
-	}
-	sort.Strings(names)
-	fmt.Fprintf(w, "samples: %d over %d node(s)\n", total, len(names))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, n := range names {
-		fmt.Fprintf(tw, "  %s\t%d\n", n, counts[n])
-	}
-	tw.Flush()
-}
-
-func printNodes(w io.Writer, nodes []core.Node) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tLINE\tKIND\tUNIT\tMIN\tMAX\tMEANING")
-	for _, n := range nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.LineID, n.Kind, n.Unit, fmtOpt(n.Min), fmtOpt(n.Max), n.Meaning)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "%d node(s)\n", len(nodes))
-}
-
-func printBuckets(w io.Writer, bs []core.Bucket) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "START\tAVG\tMIN\tMAX\tCOUNT\tBAD")
-	for _, b := range bs {
-		fmt.Fprintf(tw, "%s\t%.6g\t%.6g\t%.6g\t%d\t%d\n", fmtMs(b.StartMs), b.Avg, b.Min, b.Max, b.Count, b.Bad)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "%d bucket(s)\n", len(bs))
-}
-
-func printPage(w io.Writer, out core.Page) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tTS_MS\tVALUE\tSTATE")
-	for _, p := range out.Points {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", fmtMs(p.TsMs), p.TsMs, strconv.FormatFloat(p.Value, 'g', -1, 64), p.State)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "%d sample(s)", len(out.Points))
-	if out.HasMore {
-		fmt.Fprintf(w, "; more exist: continue with --after %d", out.NextAfterTs)
-	}
-	fmt.Fprintln(w)
-}
-
-func printDBInfo(w io.Writer, i amlapp.InfoResponse) {
-	fmt.Fprintf(w, "data dir        %s\ndatabase        %s\nschema version  %d\naml version     %s\n", i.DataDir, i.Database, i.SchemaVersion, i.Version)
-}

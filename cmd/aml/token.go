@@ -1,14 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"strings"
-	"text/tabwriter"
-	"time"
-
 	amlapp "github.com/aml-project/aml/internal/app"
-	"github.com/aml-project/aml/internal/auth"
 	"github.com/spf13/cobra"
 )
 
@@ -26,7 +19,7 @@ approver (approve/revoke certificates, promote to production, freeze scenes,
 execute), admin (everything) and agent (an engineer that can never approve,
 promote to production, freeze or write). Creation is audited.`,
 		Args: argsExact(0),
-	}, "token.create", "as", &cr, nil, printTokenCreated)
+	}, "token.create", "as", &cr, nil)
 	fl := create.Flags()
 	fl.StringVar((*string)(&cr.Role), "role", "", "viewer, engineer, approver, admin or agent")
 	fl.StringVar(&cr.Name, "name", "", "person or agent the token is for (the actor of their audited actions)")
@@ -35,43 +28,10 @@ promote to production, freeze or write). Creation is audited.`,
 	fl.String("as", "", "who creates it (audit actor; default the OS user)")
 
 	var lr amlapp.TokenListRequest
-	list := listCommand(a, &cobra.Command{Use: "list", Short: "List tokens (never their secrets)", Args: argsExact(0)}, "token.list", &lr, nil, printTokens)
+	list := opCommand(a, &cobra.Command{Use: "list", Short: "List tokens (never their secrets)", Args: argsExact(0)}, "token.list", "", &lr, nil)
 	var rr amlapp.TokenRevokeRequest
-	revoke := opCommand(a, &cobra.Command{Use: "revoke ID", Short: "Revoke a token at once (audited)", Args: argsExact(1)}, "token.revoke", "as", &rr, arg0(&rr.ID),
-		func(w io.Writer, info auth.TokenInfo) { fmt.Fprintf(w, "token %s (%s) revoked\n", info.ID, info.Name) })
+	revoke := opCommand(a, &cobra.Command{Use: "revoke ID", Short: "Revoke a token at once (audited)", Args: argsExact(1)}, "token.revoke", "as", &rr, arg0(&rr.ID))
 	revoke.Flags().String("as", "", "who revokes it (audit actor; default the OS user)")
 	cmd.AddCommand(create, list, revoke)
 	return cmd
-}
-
-func tokenLines(l []string) string {
-	if len(l) == 0 {
-		return "all"
-	}
-	return strings.Join(l, ",")
-}
-
-func printTokenCreated(w io.Writer, out amlapp.TokenCreateResponse) {
-	fmt.Fprintf(w, "token %s for %s (role %s, lines %s)\n", out.ID, out.Name, out.Role, tokenLines(out.Lines))
-	fmt.Fprintln(w, out.Token)
-	fmt.Fprintln(w, "store it now: it cannot be shown again")
-}
-
-func printTokens(w io.Writer, items []auth.TokenInfo) {
-	now := time.Now()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tROLE\tLINES\tCREATED\tSTATE")
-	for _, t := range items {
-		state := "active"
-		switch {
-		case t.RevokedAt != nil:
-			state = "revoked " + t.RevokedAt.Format(time.RFC3339) + " by " + t.RevokedBy
-		case !t.Active(now):
-			state = "expired " + t.ExpiresAt.Format(time.RFC3339)
-		case t.ExpiresAt != nil:
-			state = "active until " + t.ExpiresAt.Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Role, tokenLines(t.Lines), t.CreatedAt.Format(time.RFC3339), state)
-	}
-	tw.Flush()
 }

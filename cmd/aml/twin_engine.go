@@ -6,10 +6,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -46,19 +42,13 @@ func newTwinObjectiveCmd(a *app) *cobra.Command {
 			return contract.Invalidf("objective", "not a valid objective profile: %v", err)
 		}
 		return nil
-	}, func(w io.Writer, o amlapp.ObjectivePutResponse) {
-		fmt.Fprintf(w, "stored objective %s (hash %s)\n", o.ObjectiveID, o.Hash)
 	})
 	put.Flags().BoolVar(&defInj, "default-injection", false, "store the built-in injection objective (weight-quality)")
 	put.Flags().String("by", "", "author (default $USER)")
 	put.Flags().StringVar(&pr.Line, "line", "", "the line the profile belongs to (sets lineId; without one a profile is global, admin only)")
 	var sr amlapp.ObjectiveShowRequest
 	show := opCommand(a, &cobra.Command{Use: "show ID", Short: "Show an objective profile with its hash", Args: argsExact(1)}, "objective.show", "", &sr,
-		func(args []string) error { sr.ID = args[0]; return nil },
-		func(w io.Writer, o amlapp.ObjectiveShowResponse) {
-			b, _ := json.MarshalIndent(o.Objective, "", "  ")
-			fmt.Fprintf(w, "%s\nhash %s\n", b, o.Hash)
-		})
+		func(args []string) error { sr.ID = args[0]; return nil })
 	cmd.AddCommand(put, show)
 	return cmd
 }
@@ -108,7 +98,7 @@ a range or step limit is recorded as rejected (CONTROL_SAFETY).`,
 			req.Set[k] = x
 		}
 		return nil
-	}, func(w io.Writer, r amlapp.TrialRunResponse) { printTrial(w, r.Record, r.Detail) })
+	})
 	f := cmd.Flags()
 	f.StringVar(&req.Model, "model", "", "twin model (format aml.hybrid/1)")
 	f.StringVar(&req.Snapshot, "snapshot", "", "snapshot to start from (aml twin snapshot take)")
@@ -117,58 +107,6 @@ a range or step limit is recorded as rejected (CONTROL_SAFETY).`,
 	f.StringVar(&candidates, "candidate", "", "JSON file with the full control trajectory")
 	f.String("by", "", "author (default $USER)")
 	return cmd
-}
-
-func printTrial(w io.Writer, rec contract.TrialRecord, d *engine.TrialDetail) {
-	t := rec.Trial
-	verdict := "PASSED"
-	if !rec.Passed {
-		verdict = "REJECTED " + rec.RejectCode
-	}
-	fmt.Fprintf(w, "trial %s  %s  (model %s, snapshot %s; never executed)\n", t.TrialID, verdict, t.ModelID, t.SnapshotID)
-	if len(t.CandidateControlTrajectory) > 0 {
-		fmt.Fprintf(w, "candidate (step 0): %s\n", fmtControls(t.CandidateControlTrajectory[0]))
-	}
-	bc := t.BaselineComparison
-	fmt.Fprintf(w, "cost %.4g vs holding %.4g: improvement %.4g\n", bc.CandidateCost, bc.BaselineCost, bc.Improvement)
-	fmt.Fprintf(w, "uncertainty: coverage %.3f, max std %.4g, %d ensemble members; OOD distance %.3g accepted %v %s\n",
-		t.Uncertainty.Coverage, t.Uncertainty.MaxStd, t.Uncertainty.EnsembleSize, t.OutOfDistribution.Distance, t.OutOfDistribution.Accepted, t.OutOfDistribution.RejectCode)
-	for _, c := range t.ConstraintResults {
-		fmt.Fprintf(w, "  %s %-14s %s\n", okMark(c.Passed), c.ID, c.Detail)
-	}
-	for i, r := range t.Rejections {
-		if i == 5 {
-			fmt.Fprintf(w, "  … %d more findings (--json lists them all)\n", len(t.Rejections)-i)
-			break
-		}
-		fmt.Fprintf(w, "  rejected at step %d: %s: %s\n", r.Step, r.Field, r.Message)
-	}
-	if d != nil {
-		for _, tr := range d.Traces {
-			if tr.Kind != "output" || len(tr.Mean) == 0 {
-				continue
-			}
-			n := len(tr.Mean) - 1
-			fmt.Fprintf(w, "  %-12s end of horizon %.4g [%.4g, %.4g]  (holding: %.4g)%s\n", tr.ID, tr.Mean[n], tr.Lower[n], tr.Upper[n], tr.Baseline[n],
-				map[bool]string{true: "", false: "  physics only"}[tr.Calibrated])
-		}
-	}
-}
-
-// okMark is the mark of a check in the printers.
-func okMark(ok bool) string {
-	if ok {
-		return "ok  "
-	}
-	return "FAIL"
-}
-
-func fmtControls(m map[string]float64) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s=%.4g", k, m[k]))
-	}
-	return strings.Join(parts, " ")
 }
 
 func newTwinOptimizeCmd(a *app) *cobra.Command {
@@ -193,14 +131,6 @@ stored (aml cert issue --trial ID makes it a certificate).`,
 			return nil
 		}
 		return usagef("--mode %q: want auto, %s or %s", req.Mode, engine.ModeSafeSmallStep, engine.ModePreciseSearch)
-	}, func(w io.Writer, out amlapp.OptimizeResponse) {
-		res := out.Result
-		fmt.Fprintf(w, "mode %s: %d candidates evaluated (moves at steps %v)\n", res.Mode, res.Evaluated, res.MoveSteps)
-		if out.Record == nil {
-			fmt.Fprintf(w, "no candidate passes: %s\n", res.NoPass)
-			return
-		}
-		printTrial(w, *out.Record, res.BestDetail)
 	})
 	f := cmd.Flags()
 	f.StringVar(&req.Model, "model", "", "twin model (format aml.hybrid/1)")
@@ -234,7 +164,7 @@ precise_search once it passes.`,
 		}
 		req.Scene, req.SceneVersion, _ = strings.Cut(scene, "@")
 		return nil
-	}, printGate)
+	})
 	f := cmd.Flags()
 	f.StringVar(&req.Model, "model", "", "twin model")
 	f.StringVar(&scene, "scene", "", "scene id, optionally @version")
@@ -244,23 +174,4 @@ precise_search once it passes.`,
 	f.String("by", "", "actor (default $USER)")
 	f.Uint64Var(&req.Seed, "seed", req.Seed, "seed of the optimiser's search order")
 	return cmd
-}
-
-func printGate(w io.Writer, r *gate.Result) {
-	verdict := "FAILED"
-	if r.Report.Passed {
-		verdict = "PASSED"
-	}
-	fmt.Fprintf(w, "twin gate %s for model %s: %s (profile %s, stage %s, tuning mode %s)\n", r.GateEvalID, r.ModelID, verdict, r.Report.Profile, r.Report.Stage, r.TuningMode)
-	for _, c := range r.Report.Checks {
-		fmt.Fprintf(w, "  %s %-20s %s\n", okMark(c.Passed), c.ID, c.Detail)
-	}
-	fmt.Fprintf(w, "%d gate trials", len(r.Trials))
-	if n := len(r.NoRecommendation); n > 0 {
-		fmt.Fprintf(w, ", %d points without a passing candidate (not trials)", n)
-	}
-	if len(r.Failures) > 0 {
-		fmt.Fprintf(w, ", %d snapshots could not be taken (first: %s)", len(r.Failures), r.Failures[0].Error)
-	}
-	fmt.Fprintln(w)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/render"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/sqlite"
@@ -248,6 +249,49 @@ func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any,
 		if err := json.Unmarshal(b, out); err != nil {
 			t.Fatalf("%s: structured content %s: %v", name, b, err)
 		}
+	}
+	checkSummary(t, name, args, b, res)
+}
+
+// checkSummary: a tool's second text block is its op's rendering
+// (internal/render) of the answer — the lines the CLI prints.
+func checkSummary(t *testing.T, name string, args map[string]any, structured []byte, res *sdk.CallToolResult) {
+	t.Helper()
+	var opName string
+	for _, tl := range tools {
+		if tl.name == name {
+			opName = tl.op
+		}
+	}
+	op, ok := app.Lookup(opName)
+	if !ok {
+		t.Fatalf("%s: no op %q", name, opName)
+	}
+	if !render.Has(opName) {
+		if len(res.Content) != 1 {
+			t.Errorf("%s: %d content blocks for an op without a rendering", name, len(res.Content))
+		}
+		return
+	}
+	if len(res.Content) != 2 {
+		t.Fatalf("%s: %d content blocks, want the JSON and the summary", name, len(res.Content))
+	}
+	req, resp := reflect.New(op.Req), reflect.New(op.Resp)
+	if ab, err := json.Marshal(args); err == nil && args != nil {
+		_ = json.Unmarshal(ab, req.Interface())
+	}
+	var wrapped struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(structured, &wrapped) == nil && wrapped.Result != nil && op.Resp.Kind() != reflect.Struct {
+		structured = wrapped.Result
+	}
+	if err := json.Unmarshal(structured, resp.Interface()); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	want := render.String(opName, req.Interface(), resp.Elem().Interface())
+	if got := res.Content[1].(*sdk.TextContent).Text; got != want || got == "" {
+		t.Errorf("%s: summary\n%s\nwant\n%s", name, got, want)
 	}
 }
 

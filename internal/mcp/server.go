@@ -15,6 +15,7 @@ import (
 	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/render"
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -182,7 +183,9 @@ func OutputSchema(op *app.Op) (s *jsonschema.Schema, wrapped bool, err error) {
 }
 
 // handler decodes the arguments into the op's request type, calls the op
-// as p and returns its response as the structured content.
+// as p and returns its response as the structured content, that JSON as
+// the first text block and, where the op has one, its rendering for
+// people (internal/render: what the CLI prints) as the second.
 func handler(a *app.App, p auth.Principal, d toolDef) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		in, err := decodeArgs(d.op, req.Params.Arguments)
@@ -197,6 +200,8 @@ func handler(a *app.App, p auth.Principal, d toolDef) sdk.ToolHandler {
 		if v := reflect.ValueOf(out); v.Kind() == reflect.Pointer && v.IsNil() {
 			out = reflect.Zero(v.Type().Elem()).Interface()
 		}
+		// The summary a person sees in the CLI, for the agent to quote.
+		summary := render.String(d.op.Name, in, out)
 		if d.wrapped {
 			out = map[string]any{"result": out}
 		}
@@ -204,7 +209,11 @@ func handler(a *app.App, p auth.Principal, d toolDef) sdk.ToolHandler {
 		if err != nil {
 			return failed(core.Wrap(core.CodeInternal, err, "%s: encode the result", d.tool.Name)), nil
 		}
-		return &sdk.CallToolResult{StructuredContent: json.RawMessage(b), Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}, nil
+		res := &sdk.CallToolResult{StructuredContent: json.RawMessage(b), Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
+		if summary != "" {
+			res.Content = append(res.Content, &sdk.TextContent{Text: summary})
+		}
+		return res, nil
 	}
 }
 

@@ -1,0 +1,315 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
+)
+
+func printBuild(w io.Writer, out app.DatasetBuildResponse) {
+	d := out.Dataset
+	fmt.Fprintf(w, "built dataset %s in %.2fs\n", d.ID, out.Seconds)
+	fmt.Fprintf(w, "  sha256   %s\n  windows  train %d, val %d, test %d (from %d runs)\n  size     %.1f MiB at %s\n",
+		d.SHA256, d.TrainWindows, d.ValWindows, d.TestWindows, d.Runs, float64(d.Bytes)/(1<<20), d.Path)
+	fmt.Fprintf(w, "  lineage  %s\n", lineageText(out.Lineage))
+	for _, r := range out.Dropped {
+		fmt.Fprintf(w, "  dropped  %s: %s\n", r.RunID, r.Reason)
+	}
+}
+
+func lineageText(l dataset.Lineage) string {
+	s := fmt.Sprintf("verified=%v (%d verified, %d unknown, %d mismatched, %d excluded)", l.LineageVerified, len(l.Verified), len(l.Unknown), len(l.Mismatched), len(l.Excluded))
+	if !l.LineageVerified {
+		s += ": models from this dataset may not drive optimisation"
+	}
+	return s
+}
+
+func printDatasets(w io.Writer, ds []core.Dataset) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRECIPE\tPURPOSE\tTRAIN\tVAL\tTEST\tRUNS\tLINEAGE\tSHA256\tCREATED")
+	for _, d := range ds {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%v\t%.12s\t%s\n", d.ID, d.RecipeID, d.Purpose, d.TrainWindows, d.ValWindows, d.TestWindows, d.Runs, d.LineageVerified, d.SHA256, d.CreatedAt.Format(time.RFC3339))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d dataset(s)\n", len(ds))
+}
+
+func printDatasetVerify(w io.Writer, res dataset.VerifyResult) {
+	fmt.Fprintf(w, "dataset %s verified: %d artifact(s), %.1f MiB, sha256 %s\n", res.ID, res.Artifacts, float64(res.Bytes)/(1<<20), res.SHA256)
+}
+
+func printReport(w io.Writer, id string, r *dataset.Report) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(w, "dataset %s (%s): windows train %d, val %d, test %d; lineage verified %v\n\n", id, r.Kind, r.Windows.Train, r.Windows.Val, r.Windows.Test, r.LineageVerified)
+	fmt.Fprintln(w, "per node, over all train runs (model units):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "NODE\tROLE\tUNIT\tCOUNT\tMEAN\tSTD\tMIN\tP05\tP50\tP95\tMAX\t")
+	for _, n := range r.Nodes {
+		s := n.Summary
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.5g\t%.4g\t%.5g\t%.5g\t%.5g\t%.5g\t%.5g\t\n", n.NodeID, n.Role, n.ModelUnit, s.Count, s.Mean, s.Std, s.Min, s.P05, s.P50, s.P95, s.Max)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\ncleaning, summed over every used run (samples dropped by rule; grid steps interpolated/missing):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "NODE\tRAW\tSTATE\tRANGE\tHAMPEL\tKEPT\tCLEANED%\tINTERP\tMISSING\tMISSING%\t")
+	for _, n := range r.Nodes {
+		c, al := n.Cleaning, n.Align
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%d\t%d\t%.2f\t\n", n.NodeID, c.Raw, c.State, c.Range, c.Hampel, c.Kept, 100*n.CleanedRatio, al.Interpolated, al.Missing, 100*n.MissingRatio)
+	}
+	tw.Flush()
+	if len(r.Lags) > 0 {
+		fmt.Fprintln(w, "\nlag cross-correlation input → target over train runs (best lag in beats; + = target follows):")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "INPUT\tTARGET\tBEST LAG\tCORR\t")
+		for _, l := range r.Lags {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t\n", l.Input, l.Target, l.BestLag, l.BestCorr)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w, "\nruns:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RUN\tSPLIT\tSTEPS\tMISSING%\tTARGET MEANS")
+	for _, run := range r.Runs {
+		var tm []string
+		for _, t := range run.Targets {
+			tm = append(tm, fmt.Sprintf("%s=%.4g", t.NodeID, t.Summary.Mean))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%.2f\t%s\n", run.RunID, run.Split, run.Steps, 100*run.MissingRatio, strings.Join(tm, " "))
+	}
+	tw.Flush()
+	if len(r.Dropped) > 0 {
+		fmt.Fprintln(w, "\ndropped runs:")
+		for _, x := range r.Dropped {
+			fmt.Fprintf(w, "  %s: %s\n", x.RunID, x.Reason)
+		}
+	}
+}
+
+func printDatasetDetail(w io.Writer, out app.DatasetShowResponse) {
+	if out.Manifest == nil {
+		return
+	}
+	d, m, refs := out.Dataset, out.Manifest, out.References
+	fmt.Fprintf(w, "dataset  %s (%s, %s)\nrecipe   %s / %s / %s\nsha256   %s\ncreated  %s by %s\n", d.ID, m.Kind, d.Purpose, d.LineID, d.ProductID, d.RecipeID, d.SHA256, d.CreatedAt.Format(time.RFC3339), d.CreatedBy)
+	if d.Note != "" {
+		fmt.Fprintf(w, "note     %s\n", d.Note)
+	}
+	fmt.Fprintf(w, "beat     %d ms, history %d, horizon %d, stride %d\n", m.BeatMs, m.HistorySteps, m.HorizonSteps, m.Stride)
+	fmt.Fprintf(w, "columns  %s\n", strings.Join(m.AllNodes, ", "))
+	fmt.Fprintf(w, "controls %s\ntargets  %s\n", strings.Join(m.Controls, ", "), strings.Join(m.Targets, ", "))
+	for _, k := range []string{"x", "u", "y", "timestamps", "mask", "grid"} {
+		if sh, ok := m.Shapes[k]; ok {
+			fmt.Fprintf(w, "  %-10s %v\n", k, sh)
+		}
+	}
+	fmt.Fprintf(w, "split    %s (seed %d): train %d [%s]  val %d [%s]  test %d [%s]\n", m.Split.Mode, m.Split.Seed,
+		m.Split.Train.Count, strings.Join(m.Split.Train.RunIDs, " "), m.Split.Val.Count, strings.Join(m.Split.Val.RunIDs, " "), m.Split.Test.Count, strings.Join(m.Split.Test.RunIDs, " "))
+	fmt.Fprintf(w, "lineage  %s\n", lineageText(m.Lineage))
+	fmt.Fprintf(w, "norm     %s\n", m.Norm.Rule)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  COLUMN\tROLE\tUNIT\tMEAN\tSTD")
+	for j, n := range m.Nodes {
+		if j < len(m.Norm.X.Mean) {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%.6g\t%.6g\n", n.NodeID, n.Role, n.ModelUnit, m.Norm.X.Mean[j], m.Norm.X.Std[j])
+		}
+	}
+	tw.Flush()
+	if len(refs) > 0 {
+		fmt.Fprintf(w, "used by  %d reference(s)\n", len(refs))
+	}
+}
+
+func printJob(w io.Writer, j core.Job) {
+	fmt.Fprintf(w, "job       %s\nstatus    %s", j.ID, j.Status)
+	if j.Stage != "" && j.Stage != string(j.Status) {
+		fmt.Fprintf(w, " (%s)", j.Stage)
+	}
+	fmt.Fprintf(w, "  progress %.0f%%\ndataset   %s (sha256 %.12s…)\ntrainer   %s\nseed      %d\nparams    %s\n", 100*j.Progress, j.DatasetID, j.DatasetSHA256, j.TrainerRef, j.Seed, string(j.Params))
+	if j.ParentID != "" {
+		fmt.Fprintf(w, "parent    %s\n", j.ParentID)
+	}
+	if j.ChangeNote != "" {
+		fmt.Fprintf(w, "note      %s\n", j.ChangeNote)
+	}
+	fmt.Fprintf(w, "attempt   %d (retries %d of %d)  timeout %ds  stall %ds\n", j.Attempt, j.RetryCount, j.MaxRetries, j.TimeoutSec, j.StallSec)
+	if j.ModelID != "" {
+		fmt.Fprintf(w, "model     %s (gates passed: %v)\n", j.ModelID, j.GatePassed)
+	}
+	if j.Error != "" {
+		fmt.Fprintf(w, "error     %s: %s\n", j.ErrorCode, j.Error)
+	}
+	if len(j.Metrics) > 0 {
+		var m struct {
+			Test struct {
+				MeanNRMSE        float64 `json:"meanNrmse"`
+				MeanOneStepNRMSE float64 `json:"meanOneStepNrmse"`
+			} `json:"test"`
+		}
+		if json.Unmarshal(j.Metrics, &m) == nil {
+			fmt.Fprintf(w, "test      mean NRMSE %.4f (one-step %.4f), computed by the platform\n", m.Test.MeanNRMSE, m.Test.MeanOneStepNRMSE)
+		}
+	}
+}
+
+func printMoved(w io.Writer, m core.Model) { fmt.Fprintf(w, "model %s is now %s\n", m.ID, m.Stage) }
+
+func printJobs(w io.Writer, js []core.Job) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSTATUS\tPROGRESS\tTRAINER\tDATASET\tMODEL\tCREATED")
+	for _, j := range js {
+		fmt.Fprintf(tw, "%s\t%s\t%.0f%%\t%s\t%s\t%s\t%s\n", j.ID, j.Status, 100*j.Progress, j.TrainerRef, j.DatasetID, j.ModelID, j.CreatedAt.Format(time.RFC3339))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d job(s)\n", len(js))
+}
+
+func printModel(w io.Writer, sh app.ModelShowResponse) {
+	m, h := sh.Model, sh.History
+	fmt.Fprintf(w, "model     %s (%s)\nstage     %s\ntrainer   %s (job %s)\ndataset   %s\nrecipe    %s / %s / %s, purpose %s\n", m.ID, m.ArtifactKind, m.Stage, m.TrainerRef, m.JobID, m.DatasetID, m.LineID, m.ProductID, m.RecipeID, m.Purpose)
+	fmt.Fprintf(w, "artifact  %s (sha256 %.16s…)\nlineage   verified=%v", m.ArtifactPath, m.ArtifactHash, m.LineageVerified)
+	if !m.LineageVerified {
+		fmt.Fprint(w, " — may not drive optimisation")
+	}
+	fmt.Fprintln(w)
+	var met struct {
+		Val, Test struct {
+			Targets []struct {
+				Target                                     string
+				RMSE, NRMSE, OneStepRMSE, OneStepNRMSE, R2 float64
+			} `json:"targets"`
+			MeanNRMSE float64 `json:"meanNrmse"`
+		}
+		ValTestGap float64 `json:"valTestGap"`
+	}
+	if json.Unmarshal(m.Metrics, &met) == nil && len(met.Test.Targets) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "test target\tRMSE\tNRMSE\tone-step RMSE\tone-step NRMSE\tR²\t")
+		for _, t := range met.Test.Targets {
+			fmt.Fprintf(tw, "%s\t%.5g\t%.4f\t%.5g\t%.4f\t%.4f\t\n", t.Target, t.RMSE, t.NRMSE, t.OneStepRMSE, t.OneStepNRMSE, t.R2)
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "mean NRMSE val %.4f test %.4f (gap %.3f)\n", met.Val.MeanNRMSE, met.Test.MeanNRMSE, met.ValTestGap)
+	}
+	var unc struct {
+		Conformal *struct {
+			Coverage           float64 `json:"coverage"`
+			CalibrationWindows int     `json:"calibrationWindows"`
+		} `json:"conformal"`
+		Coverage *struct {
+			Measured    float64 `json:"measured"`
+			TestWindows int     `json:"testWindows"`
+		} `json:"coverage"`
+		ConformalSkipped string `json:"conformalSkipped"`
+		OOD              *struct {
+			Threshold float64 `json:"threshold"`
+			Shrinkage float64 `json:"shrinkage"`
+		} `json:"ood"`
+	}
+	if json.Unmarshal(m.Metrics, &unc) == nil {
+		if unc.Conformal != nil && unc.Coverage != nil {
+			fmt.Fprintf(w, "intervals split conformal, target coverage %.2f from %d val windows; measured on %d test windows: %.4f\n", unc.Conformal.Coverage, unc.Conformal.CalibrationWindows, unc.Coverage.TestWindows, unc.Coverage.Measured)
+		} else if unc.ConformalSkipped != "" {
+			fmt.Fprintf(w, "intervals not calibrated: %s\n", unc.ConformalSkipped)
+		}
+		if unc.OOD != nil {
+			fmt.Fprintf(w, "OOD       Mahalanobis (Ledoit–Wolf shrinkage %.3g), threshold %.3g from the train windows\n", unc.OOD.Shrinkage, unc.OOD.Threshold)
+		}
+	}
+	var g struct {
+		Profile string
+		Passed  bool
+		Checks  []struct {
+			ID, Name, Op, Detail string
+			Value, Threshold     float64
+			Passed               bool
+		}
+	}
+	if json.Unmarshal(m.Gates, &g) == nil && g.Profile != "" {
+		fmt.Fprintf(w, "gates     %s: passed=%v\n", g.Profile, g.Passed)
+		for _, c := range g.Checks {
+			mark := "pass"
+			if !c.Passed {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(w, "  %-4s %-4s %-40s %.4g %s %.4g %s\n", mark, c.ID, c.Name, c.Value, c.Op, c.Threshold, c.Detail)
+		}
+	}
+	for _, c := range h {
+		fmt.Fprintf(w, "history   %s %s → %s by %s %s\n", c.At.Format(time.RFC3339), c.From, c.To, c.By, strings.TrimSpace(c.Reason))
+	}
+}
+
+func fmt4(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.4g", *p)
+}
+
+func printQueued(w io.Writer, j core.Job) {
+	fmt.Fprintf(w, "queued job %s (%s on %s)\nrun 'aml worker' (or 'aml serve') to execute it, or submit with --wait\n", j.ID, j.TrainerRef, j.DatasetID)
+}
+
+func printCancel(w io.Writer, j core.Job) {
+	if j.Status == core.JobCancelled {
+		fmt.Fprintf(w, "cancelled job %s\n", j.ID)
+	} else {
+		fmt.Fprintf(w, "cancel requested for running job %s; its worker stops it within a second\n", j.ID)
+	}
+}
+
+func printModels(w io.Writer, ms []core.Model) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tSTAGE\tGATES\tTRAINER\tRECIPE\tPURPOSE\tLINEAGE\tCREATED")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%v\t%s\n", m.ID, m.Stage, m.GatePassed, m.TrainerRef, m.RecipeID, m.Purpose, m.LineageVerified, m.CreatedAt.Format(time.RFC3339))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d model(s)\n", len(ms))
+}
+
+func printCompare(w io.Writer, r app.ModelCompareResponse) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANK\tMODEL\tTRAINER\tSTAGE\tGATES\tTEST NRMSE\tONE-STEP\tCOVERAGE\tNOTE")
+	for _, e := range r.Entries {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", e.Rank, e.ModelID, e.Trainer, e.Stage, e.GatePassed, fmt4(e.TestNRMSE), fmt4(e.TestOneStep), fmt4(e.Coverage), e.ChangeNote)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "%d of %d model(s), ranked by %s\n", len(r.Entries), r.Total, r.RankedBy)
+}
+
+func printPrediction(wr io.Writer, res app.ModelPredictResponse) {
+	fmt.Fprintf(wr, "model %s on run %s from %s (%s)\n", res.Model, res.Run, fmtMs(res.From), time.Duration(res.BeatMs)*time.Millisecond)
+	tw := tabwriter.NewWriter(wr, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "time\t")
+	for _, t := range res.Targets {
+		fmt.Fprintf(tw, "%s\tinterval\tmeasured\t", t)
+	}
+	fmt.Fprintln(tw)
+	for _, pr := range res.Steps {
+		fmt.Fprintf(tw, "%s\t", fmtMs(pr.TsMs))
+		for k := range res.Targets {
+			iv := "-"
+			if len(pr.Lo) > k {
+				iv = fmt.Sprintf("[%.4g, %.4g]", pr.Lo[k], pr.Hi[k])
+			}
+			ms := "-"
+			if pr.Measured[k] != nil {
+				ms = fmt.Sprintf("%.5g", *pr.Measured[k])
+			}
+			fmt.Fprintf(tw, "%.5g\t%s\t%s\t", pr.Pred[k], iv, ms)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
