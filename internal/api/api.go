@@ -42,8 +42,15 @@ const CodeRateLimited = core.CodeRateLimited
 type Options struct {
 	// Verifier checks tokens (default: the store's API tokens).
 	Verifier auth.Verifier
-	// Dev lets tokenless loopback requests run as the dev admin.
+	// Dev lets tokenless loopback requests run as the dev admin — only
+	// when their Host is a loopback name or address or one of
+	// AllowedHosts, and they come from no other origin (DNS rebinding).
 	Dev bool
+	// AllowedHosts are further names this server is reached by (host, any
+	// port, or host:port): dev mode accepts them as Host, and a browser
+	// page served from one of them on the same port is not a foreign
+	// origin. aml serve adds its listen address (--allowed-host).
+	AllowedHosts []string
 	// MCP is mounted at /mcp and UI at / (pages under /ui/) when non-nil.
 	MCP http.Handler
 	UI  http.Handler
@@ -149,7 +156,12 @@ func (s *Server) build() chi.Router {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		auth.WriteErrorStatus(w, http.StatusMethodNotAllowed, core.Errorf(core.CodeUsage, "method %s not allowed on %s", r.Method, r.URL.Path))
 	})
-	authn := auth.Middleware(s.o.Verifier, s.o.Dev)
+	// Bearer tokens are checked as given; the session cookie and dev
+	// mode's tokenless admin — credentials a browser adds by itself — also
+	// need this server's Host and Origin, and the cookie a CSRF token on
+	// every state-changing call (auth.CheckCSRF, the UI's check).
+	hosts := auth.NewHosts(s.o.AllowedHosts...)
+	authn := auth.MiddlewareWith(s.o.Verifier, auth.Options{Dev: s.o.Dev, Hosts: hosts, CSRF: true})
 
 	r.Route(Prefix, func(api chi.Router) {
 		// Public: the API description and a liveness probe.
@@ -183,7 +195,7 @@ func (s *Server) build() chi.Router {
 		// The UI authenticates softly: a page without a principal sends
 		// the browser to its login page (which, with its static assets,
 		// needs none).
-		ui := auth.OptionalMiddleware(s.o.Verifier, s.o.Dev)(s.o.UI)
+		ui := auth.OptionalMiddlewareWith(s.o.Verifier, auth.Options{Dev: s.o.Dev, Hosts: hosts})(s.o.UI)
 		r.Handle("/", ui)
 		r.Handle("/ui", ui)
 		r.Handle("/ui/*", ui)

@@ -200,7 +200,7 @@ var registry = []CodeInfo{
 	{CodeJobStalled, KindFailed, "a job reported no progress for longer than its stall limit"},
 	{CodeTrainerFailed, KindFailed, "the trainer of a job failed (non-zero exit, protocol error, bad output)"},
 	{CodeWorkerLost, KindFailed, "the worker running a job stopped or lost its resources; the job is retried or interrupted"},
-	{CodeForbidden, KindForbidden, "the caller's role or line scope does not allow the action"},
+	{CodeForbidden, KindForbidden, "the caller's role or line scope does not allow the action, or a browser request was refused: a foreign Host in dev mode, another origin, a missing or wrong CSRF token (Field host, origin or csrf)"},
 	{CodePhysicsInvalid, KindUnprocessable, "a physics model source does not parse or fails a static check; each Field is file:line:col"},
 	{CodePhysicsNonFinite, KindUnprocessable, "a physics simulation step produced NaN or ±Inf; Field names the variable"},
 	{CodeModelInvalid, KindUnprocessable, "a model artifact is missing, unreadable, of an unknown format or does not fit the dataset"},
