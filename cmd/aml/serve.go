@@ -33,6 +33,7 @@ type serveOptions struct {
 	maxBodyMiB int64
 	grace      time.Duration
 	hosts      []string
+	maxStreams int
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -63,6 +64,7 @@ interrupted when out of retries) exactly as "aml worker" does.`,
 	f.Int64Var(&o.maxCSVMiB, "max-csv-mib", api.DefaultMaxCSVBytes>>20, "largest CSV upload")
 	f.Int64Var(&o.maxBodyMiB, "max-body-mib", api.DefaultMaxBodyBytes>>20, "largest JSON request body")
 	f.StringArrayVar(&o.hosts, "allowed-host", nil, "a further name this server is reached by (host or host:port; repeatable): accepted as Host of --dev tokenless requests and as a browser Origin (loopback names and the listen address always are)")
+	f.IntVar(&o.maxStreams, "max-streams", api.DefaultMaxStreams, "event streams (/api/v1/events) one token may hold open at once (negative: no limit)")
 	f.DurationVar(&o.grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests and running jobs")
 	return cmd
 }
@@ -70,6 +72,9 @@ interrupted when out of retries) exactly as "aml worker" does.`,
 func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if o.workers < 0 {
 		return usagef("--workers must be ≥ 0")
+	}
+	if o.maxStreams == 0 {
+		return usagef("--max-streams must not be 0 (negative: no limit)")
 	}
 	if o.maxCSVMiB <= 0 || o.maxBodyMiB <= 0 {
 		return usagef("--max-csv-mib and --max-body-mib must be positive")
@@ -95,7 +100,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	// The names this server answers to: the listen address as given and as
 	// bound (port 0 resolved), and --allowed-host.
 	hosts := append([]string{o.addr, ln.Addr().String()}, o.hosts...)
-	opts := api.Options{Dev: o.dev, AllowedHosts: hosts, RatePerSec: o.rate, RateBurst: o.burst, MaxCSVBytes: o.maxCSVMiB << 20, MaxBodyBytes: o.maxBodyMiB << 20,
+	opts := api.Options{Dev: o.dev, AllowedHosts: hosts, MaxStreams: o.maxStreams, RatePerSec: o.rate, RateBurst: o.burst, MaxCSVBytes: o.maxCSVMiB << 20, MaxBodyBytes: o.maxBodyMiB << 20,
 		Verifier: auth.NewTokens(st.SQL()), App: ap, MCP: amlmcp.HTTPHandler(ap), UI: web.New(d, web.Options{App: ap, Now: a.now, AllowedHosts: hosts})}
 	h := api.NewServer(d, opts)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}

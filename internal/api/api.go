@@ -33,6 +33,8 @@ const (
 	DefaultRatePerSec      = 100       // requests per second per token
 	DefaultRateBurst       = 200
 	DefaultHeavyConcurrent = app.DefaultHeavyConcurrent // trials, optimise, gate, dataset builds at once
+	DefaultMaxStreams      = 8                          // event streams one token holds open at once
+	DefaultStreamRecheck   = 30 * time.Second           // how often an open event stream re-verifies its token
 )
 
 // CodeRateLimited is a caller over its request rate (HTTP 429).
@@ -62,6 +64,15 @@ type Options struct {
 	RatePerSec      float64
 	RateBurst       int
 	HeavyConcurrent int
+	// MaxStreams bounds the event streams (/events) one token (or the
+	// dev admin) holds open at once: one more is 429 AML_STREAM_LIMIT.
+	// < 0: no limit.
+	MaxStreams int
+	// StreamRecheck is how often an open event stream re-verifies its
+	// token: one revoked by another process, or expired, ends its streams
+	// within this time. A revoke through this server's App (API, MCP)
+	// ends them at once.
+	StreamRecheck time.Duration
 	// Now is the clock of certificates and trials (default time.Now);
 	// used when App is nil.
 	Now func() time.Time
@@ -80,6 +91,7 @@ type Server struct {
 	routes  []route
 	metrics *metrics
 	limiter *limiter
+	streams *streams
 	log     *slog.Logger
 
 	closing   chan struct{}
@@ -115,6 +127,12 @@ func NewServer(d *service.Deps, o Options) *Server {
 	if o.HeavyConcurrent <= 0 {
 		o.HeavyConcurrent = DefaultHeavyConcurrent
 	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
+	}
+	if o.StreamRecheck <= 0 {
+		o.StreamRecheck = DefaultStreamRecheck
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -125,9 +143,10 @@ func NewServer(d *service.Deps, o Options) *Server {
 	if o.App == nil {
 		o.App = app.New(d, app.Options{Now: o.Now, HeavyConcurrent: o.HeavyConcurrent, MaxBatchSamples: o.MaxBatchSamples, Version: Version})
 	}
-	s := &Server{d: d, app: o.App, o: o, log: log, closing: make(chan struct{})}
+	s := &Server{d: d, app: o.App, o: o, log: log, streams: newStreams(), closing: make(chan struct{})}
 	s.metrics = newMetrics(d)
 	s.app.OnDone(s.metrics.observeOp)
+	s.app.OnDone(s.tokenRevoked)
 	if o.RatePerSec > 0 {
 		s.limiter = newLimiter(o.RatePerSec, o.RateBurst)
 	}
@@ -410,6 +429,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, err error) { auth.WriteError(w, err) }
+
+// tokenRevoked ends the event streams of a token revoked through the App
+// (any front door of this process) at once.
+func (s *Server) tokenRevoked(op string, _ time.Duration, out any, err error) {
+	if op != "token.revoke" || err != nil {
+		return
+	}
+	if ti, ok := out.(auth.TokenInfo); ok {
+		s.streams.endToken(ti.ID, "revoked")
+	}
+}
 
 // CloseStreams ends every open event stream and refuses new ones, so a
 // graceful http.Server.Shutdown does not wait for SSE clients that never
