@@ -34,6 +34,8 @@ type serveOptions struct {
 	grace      time.Duration
 	hosts      []string
 	maxStreams int
+	bodyTO     time.Duration
+	csvTO      time.Duration
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -64,6 +66,8 @@ interrupted when out of retries) exactly as "aml worker" does.`,
 	f.Int64Var(&o.maxCSVMiB, "max-csv-mib", api.DefaultMaxCSVBytes>>20, "largest CSV upload")
 	f.Int64Var(&o.maxBodyMiB, "max-body-mib", api.DefaultMaxBodyBytes>>20, "largest JSON request body")
 	f.StringArrayVar(&o.hosts, "allowed-host", nil, "a further name this server is reached by (host or host:port; repeatable): accepted as Host of --dev tokenless requests and as a browser Origin (loopback names and the listen address always are)")
+	f.DurationVar(&o.bodyTO, "body-timeout", api.DefaultBodyTimeout, "how long a request body (JSON, form, MCP) may take to arrive (late: 408)")
+	f.DurationVar(&o.csvTO, "csv-timeout", api.DefaultCSVTimeout, "how long a CSV upload's body may take to arrive")
 	f.IntVar(&o.maxStreams, "max-streams", api.DefaultMaxStreams, "event streams (/api/v1/events) one token may hold open at once (negative: no limit)")
 	f.DurationVar(&o.grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests and running jobs")
 	return cmd
@@ -72,6 +76,9 @@ interrupted when out of retries) exactly as "aml worker" does.`,
 func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if o.workers < 0 {
 		return usagef("--workers must be ≥ 0")
+	}
+	if o.bodyTO <= 0 || o.csvTO <= 0 {
+		return usagef("--body-timeout and --csv-timeout must be positive")
 	}
 	if o.maxStreams == 0 {
 		return usagef("--max-streams must not be 0 (negative: no limit)")
@@ -100,10 +107,15 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	// The names this server answers to: the listen address as given and as
 	// bound (port 0 resolved), and --allowed-host.
 	hosts := append([]string{o.addr, ln.Addr().String()}, o.hosts...)
-	opts := api.Options{Dev: o.dev, AllowedHosts: hosts, MaxStreams: o.maxStreams, RatePerSec: o.rate, RateBurst: o.burst, MaxCSVBytes: o.maxCSVMiB << 20, MaxBodyBytes: o.maxBodyMiB << 20,
+	opts := api.Options{Dev: o.dev, AllowedHosts: hosts, MaxStreams: o.maxStreams, BodyTimeout: o.bodyTO, CSVTimeout: o.csvTO, RatePerSec: o.rate, RateBurst: o.burst, MaxCSVBytes: o.maxCSVMiB << 20, MaxBodyBytes: o.maxBodyMiB << 20,
 		Verifier: auth.NewTokens(st.SQL()), App: ap, MCP: amlmcp.HTTPHandler(ap), UI: web.New(d, web.Options{App: ap, Now: a.now, AllowedHosts: hosts})}
 	h := api.NewServer(d, opts)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
+	// Headers must arrive within 10 s; a body within --body-timeout
+	// (--csv-timeout for CSV uploads), set per request by the API so that
+	// event streams and long calls after their body are not cut (no
+	// server-wide ReadTimeout or WriteTimeout; an event stream bounds
+	// each of its writes).
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: nil}
 	srv.RegisterOnShutdown(h.CloseStreams)
 
 	// As in "aml worker": the queue runs under the signal context, so the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"reflect"
 	"runtime/debug"
 	"strconv"
@@ -33,6 +34,8 @@ const (
 	DefaultRatePerSec      = 100       // requests per second per token
 	DefaultRateBurst       = 200
 	DefaultHeavyConcurrent = app.DefaultHeavyConcurrent // trials, optimise, gate, dataset builds at once
+	DefaultBodyTimeout     = time.Minute                // a JSON (or form, MCP) request body must arrive within
+	DefaultCSVTimeout      = 30 * time.Minute           // a CSV upload must arrive within
 	DefaultMaxStreams      = 8                          // event streams one token holds open at once
 	DefaultStreamRecheck   = 30 * time.Second           // how often an open event stream re-verifies its token
 )
@@ -64,6 +67,13 @@ type Options struct {
 	RatePerSec      float64
 	RateBurst       int
 	HeavyConcurrent int
+	// BodyTimeout bounds how long a request body may take to arrive
+	// (slow clients must not hold a connection and a handler forever);
+	// CSVTimeout replaces it for CSV uploads (POST /ingest/csv). A body
+	// late is 408 AML_BODY_TIMEOUT. The deadline is lifted once the body
+	// is read, so a long call after it is not cut.
+	BodyTimeout time.Duration
+	CSVTimeout  time.Duration
 	// MaxStreams bounds the event streams (/events) one token (or the
 	// dev admin) holds open at once: one more is 429 AML_STREAM_LIMIT.
 	// < 0: no limit.
@@ -127,6 +137,12 @@ func NewServer(d *service.Deps, o Options) *Server {
 	if o.HeavyConcurrent <= 0 {
 		o.HeavyConcurrent = DefaultHeavyConcurrent
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.CSVTimeout <= 0 {
+		o.CSVTimeout = DefaultCSVTimeout
+	}
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxStreams
 	}
@@ -168,7 +184,7 @@ func (s *Server) Routes() [][2]string {
 
 func (s *Server) build() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.recoverer)
+	r.Use(s.recoverer, s.bodyDeadline)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.Errorf(core.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
@@ -236,6 +252,47 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyDeadline gives a request with a body until BodyTimeout (CSV
+// uploads: CSVTimeout) to send it: the connection's read deadline, which
+// net/http lifts once the body has been read to its end, so the call that
+// follows (a trial, an optimisation) is not cut. Requests without a body
+// (event streams) have none.
+func (s *Server) bodyDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		d := s.o.BodyTimeout
+		if r.URL.Path == Prefix+"/ingest/csv" {
+			d = s.o.CSVTimeout
+		}
+		if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(d)); err == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, timeout: d}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody turns a missed body deadline into AML_BODY_TIMEOUT.
+type deadlineBody struct {
+	io.ReadCloser
+	timeout time.Duration
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, bodyTimeout(b.timeout)
+	}
+	return n, err
+}
+
+func bodyTimeout(d time.Duration) error {
+	return &core.Error{Code: core.CodeBodyTimeout, Field: "body",
+		Message: fmt.Sprintf("the request body did not arrive within %s", d)}
 }
 
 // rateLimit refuses a caller over its rate with 429 AML_RATE_LIMITED.
@@ -330,6 +387,9 @@ func TooLarge(limit int64) *core.Error {
 }
 
 func bodyError(err error, limit int64) error {
+	if t := timeoutIn(err); t != nil {
+		return t
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return TooLarge(mbe.Limit)
@@ -428,7 +488,29 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write([]byte("\n"))
 }
 
-func writeError(w http.ResponseWriter, err error) { auth.WriteError(w, err) }
+// timeoutIn is the AML_BODY_TIMEOUT error anywhere in err's chain (an op
+// reading a body may wrap it in its own code).
+func timeoutIn(err error) *core.Error {
+	for err != nil {
+		var ae *core.Error
+		if !errors.As(err, &ae) {
+			return nil
+		}
+		if ae.Code == core.CodeBodyTimeout {
+			return ae
+		}
+		err = ae.Err
+	}
+	return nil
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	if core.CodeOf(err) == core.CodeBodyTimeout {
+		auth.WriteErrorStatus(w, http.StatusRequestTimeout, err)
+		return
+	}
+	auth.WriteError(w, err)
+}
 
 // tokenRevoked ends the event streams of a token revoked through the App
 // (any front door of this process) at once.

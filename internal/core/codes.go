@@ -145,6 +145,7 @@ const (
 	CodeUnauthenticated      = "AML_UNAUTHENTICATED"        // auth
 	CodeRateLimited          = "AML_RATE_LIMITED"           // api
 	CodeStreamLimit          = "AML_STREAM_LIMIT"           // api
+	CodeBodyTimeout          = "AML_BODY_TIMEOUT"           // api
 	CodeRemoteUnsupported    = "AML_REMOTE_UNSUPPORTED"     // cmd/aml
 	CodeArtifactTampered     = "AML_ARTIFACT_TAMPERED"      // artifact
 	CodeEnvRebuildFailed     = "ENV_REBUILD_FAILED"         // envlease
@@ -213,6 +214,7 @@ var registry = []CodeInfo{
 	{CodeCertExpired, KindExpired, "the certificate's expiresAt has passed"},
 	{CodeUnauthenticated, KindUnauthenticated, "a missing, malformed, unknown or revoked token"},
 	{CodeRateLimited, KindRateLimited, "the caller is over its request rate; retry after the Retry-After delay"},
+	{CodeBodyTimeout, KindInvalid, "the request body did not arrive within the server's body timeout (answered 408; aml serve --body-timeout, --csv-timeout)"},
 	{CodeStreamLimit, KindRateLimited, "the token already holds the most event streams (/api/v1/events) open at once that one token may; close one first"},
 	{CodeRemoteUnsupported, KindInternal, "the CLI command has no API route and cannot run with --server (raised by the CLI only)"},
 	{CodeArtifactTampered, KindInternal, "a stored artifact's bytes (a chunk, a file or the tree) do not match their recorded sha256"},
