@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -391,11 +393,25 @@ func (h *Hosts) CheckDevHost(r *http.Request) error {
 // CSRFToken is the token that proves a form or call came from a page
 // served to the holder of the session: a hash of the session's token (the
 // cookie, or a bearer token), which a page on another site cannot know.
+// Without a token (dev mode) it is keyed by a random secret of the process
+// instead, so it is not a constant anyone could compute.
 func CSRFToken(r *http.Request) string {
 	tok, _ := Token(r)
+	if tok == "" {
+		m := hmac.New(sha256.New, devCSRFKey)
+		m.Write([]byte("aml-ui-csrf-dev"))
+		return hex.EncodeToString(m.Sum(nil)[:16])
+	}
 	s := sha256.Sum256([]byte("aml-ui-csrf\x00" + tok))
 	return hex.EncodeToString(s[:16])
 }
+
+// devCSRFKey keys the CSRF token of tokenless (dev mode) sessions.
+var devCSRFKey = func() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k) // crypto/rand.Read never fails (Go 1.24+)
+	return k
+}()
 
 // CheckCSRF refuses a state-changing request of a browser session: one
 // from another origin (CheckOrigin) or whose token got is not the

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http/httptest"
 	"testing"
 )
@@ -41,5 +43,23 @@ func TestSec3_HostsAndOrigins(t *testing.T) {
 	r.Header.Set("Sec-Fetch-Site", "none") // typed into the address bar
 	if err := h.CheckOrigin(r); err != nil {
 		t.Errorf("Sec-Fetch-Site none: %v", err)
+	}
+}
+
+// TestSec3_DevCSRFTokenNotGuessable: in dev mode there is no session
+// token, so the CSRF token of the UI's forms must not be a constant anyone
+// can compute (it is keyed by a secret of the process); with a session it
+// is the session's and differs per token.
+func TestSec3_DevCSRFTokenNotGuessable(t *testing.T) {
+	r := httptest.NewRequest("GET", "/", nil)
+	public := sha256.Sum256([]byte("aml-ui-csrf\x00"))
+	if got := CSRFToken(r); got == hex.EncodeToString(public[:16]) || got != CSRFToken(r) {
+		t.Fatalf("tokenless CSRF token %q is the public constant or unstable", got)
+	}
+	a, b := httptest.NewRequest("GET", "/", nil), httptest.NewRequest("GET", "/", nil)
+	a.Header.Set("Authorization", "Bearer aml_a")
+	b.Header.Set("Authorization", "Bearer aml_b")
+	if CSRFToken(a) == CSRFToken(b) || CSRFToken(a) == CSRFToken(r) {
+		t.Fatal("CSRF tokens of different sessions coincide")
 	}
 }
