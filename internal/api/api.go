@@ -80,8 +80,8 @@ type Options struct {
 	MaxStreams int
 	// StreamRecheck is how often an open event stream re-verifies its
 	// token: one revoked by another process, or expired, ends its streams
-	// within this time. A revoke through this server's App (API, MCP)
-	// ends them at once.
+	// within this time. A revoke through this server's App (DELETE
+	// /tokens/{id}) ends them at once.
 	StreamRecheck time.Duration
 	// Now is the clock of certificates and trials (default time.Now);
 	// used when App is nil.
