@@ -32,6 +32,10 @@ type serveOptions struct {
 	maxCSVMiB  int64
 	maxBodyMiB int64
 	grace      time.Duration
+	hosts      []string
+	maxStreams int
+	bodyTO     time.Duration
+	csvTO      time.Duration
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -44,7 +48,9 @@ live events at /api/v1/events), MCP over streamable HTTP at /mcp, the web UI
 at /ui/ and Prometheus metrics at /metrics, and running --workers job workers.
 
 Every request needs a token (aml token create); with --dev, requests from a
-loopback address without a token run as an admin named "dev". On SIGINT or
+loopback address without a token run as an admin named "dev" — only when
+their Host is a loopback name or address, the listen address or an
+--allowed-host, and no browser sent them from another origin. On SIGINT or
 SIGTERM the listener closes, in-flight requests finish (up to --grace), event
 streams end, and running jobs are handed back to the queue (or marked
 interrupted when out of retries) exactly as "aml worker" does.`,
@@ -59,6 +65,10 @@ interrupted when out of retries) exactly as "aml worker" does.`,
 	f.IntVar(&o.burst, "rate-burst", api.DefaultRateBurst, "requests a token may make at once above the rate")
 	f.Int64Var(&o.maxCSVMiB, "max-csv-mib", api.DefaultMaxCSVBytes>>20, "largest CSV upload")
 	f.Int64Var(&o.maxBodyMiB, "max-body-mib", api.DefaultMaxBodyBytes>>20, "largest JSON request body")
+	f.StringArrayVar(&o.hosts, "allowed-host", nil, "a further name this server is reached by (host or host:port; repeatable): accepted as Host of --dev tokenless requests and as a browser Origin (loopback names and the listen address always are)")
+	f.DurationVar(&o.bodyTO, "body-timeout", api.DefaultBodyTimeout, "how long a request body (JSON, form, MCP) may take to arrive (late: 408)")
+	f.DurationVar(&o.csvTO, "csv-timeout", api.DefaultCSVTimeout, "how long a CSV upload's body may take to arrive")
+	f.IntVar(&o.maxStreams, "max-streams", api.DefaultMaxStreams, "event streams (/api/v1/events) one token may hold open at once (negative: no limit)")
 	f.DurationVar(&o.grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests and running jobs")
 	return cmd
 }
@@ -66,6 +76,12 @@ interrupted when out of retries) exactly as "aml worker" does.`,
 func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if o.workers < 0 {
 		return usagef("--workers must be ≥ 0")
+	}
+	if o.bodyTO <= 0 || o.csvTO <= 0 {
+		return usagef("--body-timeout and --csv-timeout must be positive")
+	}
+	if o.maxStreams == 0 {
+		return usagef("--max-streams must not be 0 (negative: no limit)")
 	}
 	if o.maxCSVMiB <= 0 || o.maxBodyMiB <= 0 {
 		return usagef("--max-csv-mib and --max-body-mib must be positive")
@@ -84,15 +100,22 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	// the UI share its clock and its heavy-operation slots.
 	ap := amlapp.New(d, amlapp.Options{Now: a.now, Version: version})
 	amlmcp.Version = version
-	opts := api.Options{Dev: o.dev, RatePerSec: o.rate, RateBurst: o.burst, MaxCSVBytes: o.maxCSVMiB << 20, MaxBodyBytes: o.maxBodyMiB << 20,
-		Verifier: auth.NewTokens(st.SQL()), App: ap, MCP: amlmcp.HTTPHandler(ap), UI: web.New(d, web.Options{App: ap, Now: a.now})}
-	h := api.NewServer(d, opts)
-
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return core.Wrap(core.CodeUsage, err, "listen on %s", o.addr)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
+	// The names this server answers to: the listen address as given and as
+	// bound (port 0 resolved), and --allowed-host.
+	hosts := append([]string{o.addr, ln.Addr().String()}, o.hosts...)
+	opts := api.Options{Dev: o.dev, AllowedHosts: hosts, MaxStreams: o.maxStreams, BodyTimeout: o.bodyTO, CSVTimeout: o.csvTO, RatePerSec: o.rate, RateBurst: o.burst, MaxCSVBytes: o.maxCSVMiB << 20, MaxBodyBytes: o.maxBodyMiB << 20,
+		Verifier: auth.NewTokens(st.SQL()), App: ap, MCP: amlmcp.HTTPHandler(ap), UI: web.New(d, web.Options{App: ap, Now: a.now, AllowedHosts: hosts})}
+	h := api.NewServer(d, opts)
+	// Headers must arrive within 10 s; a body within --body-timeout
+	// (--csv-timeout for CSV uploads), set per request by the API so that
+	// event streams and long calls after their body are not cut (no
+	// server-wide ReadTimeout or WriteTimeout; an event stream bounds
+	// each of its writes).
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: nil}
 	srv.RegisterOnShutdown(h.CloseStreams)
 
 	// As in "aml worker": the queue runs under the signal context, so the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"reflect"
 	"runtime/debug"
 	"strconv"
@@ -33,6 +34,10 @@ const (
 	DefaultRatePerSec      = 100       // requests per second per token
 	DefaultRateBurst       = 200
 	DefaultHeavyConcurrent = app.DefaultHeavyConcurrent // trials, optimise, gate, dataset builds at once
+	DefaultBodyTimeout     = time.Minute                // a JSON (or form, MCP) request body must arrive within
+	DefaultCSVTimeout      = 30 * time.Minute           // a CSV upload must arrive within
+	DefaultMaxStreams      = 8                          // event streams one token holds open at once
+	DefaultStreamRecheck   = 30 * time.Second           // how often an open event stream re-verifies its token
 )
 
 // CodeRateLimited is a caller over its request rate (HTTP 429).
@@ -42,8 +47,15 @@ const CodeRateLimited = core.CodeRateLimited
 type Options struct {
 	// Verifier checks tokens (default: the store's API tokens).
 	Verifier auth.Verifier
-	// Dev lets tokenless loopback requests run as the dev admin.
+	// Dev lets tokenless loopback requests run as the dev admin — only
+	// when their Host is a loopback name or address or one of
+	// AllowedHosts, and they come from no other origin (DNS rebinding).
 	Dev bool
+	// AllowedHosts are further names this server is reached by (host, any
+	// port, or host:port): dev mode accepts them as Host, and a browser
+	// page served from one of them on the same port is not a foreign
+	// origin. aml serve adds its listen address (--allowed-host).
+	AllowedHosts []string
 	// MCP is mounted at /mcp and UI at / (pages under /ui/) when non-nil.
 	MCP http.Handler
 	UI  http.Handler
@@ -55,6 +67,22 @@ type Options struct {
 	RatePerSec      float64
 	RateBurst       int
 	HeavyConcurrent int
+	// BodyTimeout bounds how long a request body may take to arrive
+	// (slow clients must not hold a connection and a handler forever);
+	// CSVTimeout replaces it for CSV uploads (POST /ingest/csv). A body
+	// late is 408 AML_BODY_TIMEOUT. The deadline is lifted once the body
+	// is read, so a long call after it is not cut.
+	BodyTimeout time.Duration
+	CSVTimeout  time.Duration
+	// MaxStreams bounds the event streams (/events) one token (or the
+	// dev admin) holds open at once: one more is 429 AML_STREAM_LIMIT.
+	// < 0: no limit.
+	MaxStreams int
+	// StreamRecheck is how often an open event stream re-verifies its
+	// token: one revoked by another process, or expired, ends its streams
+	// within this time. A revoke through this server's App (DELETE
+	// /tokens/{id}) ends them at once.
+	StreamRecheck time.Duration
 	// Now is the clock of certificates and trials (default time.Now);
 	// used when App is nil.
 	Now func() time.Time
@@ -73,6 +101,7 @@ type Server struct {
 	routes  []route
 	metrics *metrics
 	limiter *limiter
+	streams *streams
 	log     *slog.Logger
 
 	closing   chan struct{}
@@ -108,6 +137,18 @@ func NewServer(d *service.Deps, o Options) *Server {
 	if o.HeavyConcurrent <= 0 {
 		o.HeavyConcurrent = DefaultHeavyConcurrent
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.CSVTimeout <= 0 {
+		o.CSVTimeout = DefaultCSVTimeout
+	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
+	}
+	if o.StreamRecheck <= 0 {
+		o.StreamRecheck = DefaultStreamRecheck
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -118,9 +159,10 @@ func NewServer(d *service.Deps, o Options) *Server {
 	if o.App == nil {
 		o.App = app.New(d, app.Options{Now: o.Now, HeavyConcurrent: o.HeavyConcurrent, MaxBatchSamples: o.MaxBatchSamples, Version: Version})
 	}
-	s := &Server{d: d, app: o.App, o: o, log: log, closing: make(chan struct{})}
+	s := &Server{d: d, app: o.App, o: o, log: log, streams: newStreams(), closing: make(chan struct{})}
 	s.metrics = newMetrics(d)
 	s.app.OnDone(s.metrics.observeOp)
+	s.app.OnDone(s.tokenRevoked)
 	if o.RatePerSec > 0 {
 		s.limiter = newLimiter(o.RatePerSec, o.RateBurst)
 	}
@@ -142,14 +184,19 @@ func (s *Server) Routes() [][2]string {
 
 func (s *Server) build() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.recoverer)
+	r.Use(s.recoverer, s.bodyDeadline)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, core.Errorf(core.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		auth.WriteErrorStatus(w, http.StatusMethodNotAllowed, core.Errorf(core.CodeUsage, "method %s not allowed on %s", r.Method, r.URL.Path))
 	})
-	authn := auth.Middleware(s.o.Verifier, s.o.Dev)
+	// Bearer tokens are checked as given; the session cookie and dev
+	// mode's tokenless admin — credentials a browser adds by itself — also
+	// need this server's Host and Origin, and the cookie a CSRF token on
+	// every state-changing call (auth.CheckCSRF, the UI's check).
+	hosts := auth.NewHosts(s.o.AllowedHosts...)
+	authn := auth.MiddlewareWith(s.o.Verifier, auth.Options{Dev: s.o.Dev, Hosts: hosts, CSRF: true})
 
 	r.Route(Prefix, func(api chi.Router) {
 		// Public: the API description and a liveness probe.
@@ -183,7 +230,7 @@ func (s *Server) build() chi.Router {
 		// The UI authenticates softly: a page without a principal sends
 		// the browser to its login page (which, with its static assets,
 		// needs none).
-		ui := auth.OptionalMiddleware(s.o.Verifier, s.o.Dev)(s.o.UI)
+		ui := auth.OptionalMiddlewareWith(s.o.Verifier, auth.Options{Dev: s.o.Dev, Hosts: hosts})(s.o.UI)
 		r.Handle("/", ui)
 		r.Handle("/ui", ui)
 		r.Handle("/ui/*", ui)
@@ -205,6 +252,47 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyDeadline gives a request with a body until BodyTimeout (CSV
+// uploads: CSVTimeout) to send it: the connection's read deadline, which
+// net/http lifts once the body has been read to its end, so the call that
+// follows (a trial, an optimisation) is not cut. Requests without a body
+// (event streams) have none.
+func (s *Server) bodyDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		d := s.o.BodyTimeout
+		if r.URL.Path == Prefix+"/ingest/csv" {
+			d = s.o.CSVTimeout
+		}
+		if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(d)); err == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, timeout: d}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody turns a missed body deadline into AML_BODY_TIMEOUT.
+type deadlineBody struct {
+	io.ReadCloser
+	timeout time.Duration
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, bodyTimeout(b.timeout)
+	}
+	return n, err
+}
+
+func bodyTimeout(d time.Duration) error {
+	return &core.Error{Code: core.CodeBodyTimeout, Field: "body",
+		Message: fmt.Sprintf("the request body did not arrive within %s", d)}
 }
 
 // rateLimit refuses a caller over its rate with 429 AML_RATE_LIMITED.
@@ -299,6 +387,9 @@ func TooLarge(limit int64) *core.Error {
 }
 
 func bodyError(err error, limit int64) error {
+	if t := timeoutIn(err); t != nil {
+		return t
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return TooLarge(mbe.Limit)
@@ -397,7 +488,40 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write([]byte("\n"))
 }
 
-func writeError(w http.ResponseWriter, err error) { auth.WriteError(w, err) }
+// timeoutIn is the AML_BODY_TIMEOUT error anywhere in err's chain (an op
+// reading a body may wrap it in its own code).
+func timeoutIn(err error) *core.Error {
+	for err != nil {
+		var ae *core.Error
+		if !errors.As(err, &ae) {
+			return nil
+		}
+		if ae.Code == core.CodeBodyTimeout {
+			return ae
+		}
+		err = ae.Err
+	}
+	return nil
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	if core.CodeOf(err) == core.CodeBodyTimeout {
+		auth.WriteErrorStatus(w, http.StatusRequestTimeout, err)
+		return
+	}
+	auth.WriteError(w, err)
+}
+
+// tokenRevoked ends the event streams of a token revoked through the App
+// (any front door of this process) at once.
+func (s *Server) tokenRevoked(op string, _ time.Duration, out any, err error) {
+	if op != "token.revoke" || err != nil {
+		return
+	}
+	if ti, ok := out.(auth.TokenInfo); ok {
+		s.streams.endToken(ti.ID, "revoked")
+	}
+}
 
 // CloseStreams ends every open event stream and refuses new ones, so a
 // graceful http.Server.Shutdown does not wait for SSE clients that never

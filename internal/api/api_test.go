@@ -269,7 +269,7 @@ func TestSlowConsumerDropped(t *testing.T) {
 	req := httptest.NewRequest("GET", "/api/v1/events", nil)
 	done := make(chan struct{})
 	go func() {
-		e.s.stream(w, req, auth.Principal{Name: "x", Role: auth.RoleViewer}, 4)
+		e.s.stream(w, req, auth.Principal{Name: "x", Role: auth.RoleViewer}, 4, nil)
 		close(done)
 	}()
 	<-w.entered // subscribed, blocked writing the first line

@@ -37,7 +37,12 @@ func rawEvents(c *call, _ *app.Op) (any, error) {
 	if c.s.d.Bus == nil {
 		return nil, core.Errorf(core.CodeStoreUnavailable, "this server has no event bus")
 	}
+	o, err := c.s.streams.open(c.p, c.s.o.MaxStreams)
+	if err != nil {
+		return nil, err
+	}
+	defer c.s.streams.close(o)
 	c.wrote = true
-	c.s.stream(c.w, c.r, c.p, EventBuffer)
+	c.s.stream(c.w, c.r, c.p, EventBuffer, o)
 	return nil, nil
 }

@@ -27,8 +27,10 @@ const (
 )
 
 // stream serves one SSE client until it hangs up, the server shuts down,
-// or the client falls behind by more than buf events.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, p auth.Principal, buf int) {
+// the client falls behind by more than buf events, or its token stops
+// verifying (revoked, expired: re-checked every Options.StreamRecheck, and
+// at once through reg when revoked by this process).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, p auth.Principal, buf int, reg *openStream) {
 	kinds := map[string]bool{}
 	for _, k := range strings.Split(r.URL.Query().Get("kinds"), ",") {
 		if k = strings.TrimSpace(k); k != "" {
@@ -72,6 +74,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p auth.Principal
 	}
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	// The token is re-verified as long as the stream is open (the dev
+	// admin has none).
+	var recheck <-chan time.Time
+	var ended <-chan struct{}
+	if reg != nil {
+		ended = reg.done
+	}
+	tok, _ := auth.Token(r)
+	if tok != "" && s.o.Verifier != nil {
+		t := time.NewTicker(s.o.StreamRecheck)
+		defer t.Stop()
+		recheck = t.C
+	}
 	for {
 		select {
 		case <-r.Context().Done():
@@ -79,6 +94,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p auth.Principal
 		case <-s.closing:
 			send("event: shutdown\ndata: {}\n\n")
 			return
+		case <-ended:
+			send("event: " + reg.why + "\ndata: {}\n\n")
+			return
+		case <-recheck:
+			if _, err := s.o.Verifier.VerifyToken(r.Context(), tok); err != nil {
+				// Revoked, expired, or the store cannot say: fail closed
+				// (a browser's EventSource reconnects and is told why).
+				send("event: revoked\ndata: {}\n\n")
+				return
+			}
 		case <-tick.C:
 			if !send(": ping\n\n") {
 				return
@@ -86,6 +111,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p auth.Principal
 		case e, ok := <-sub.C:
 			if !ok {
 				return
+			}
+			select {
+			case <-ended: // ended while events were waiting: none is sent
+				send("event: " + reg.why + "\ndata: {}\n\n")
+				return
+			default:
 			}
 			if n := sub.Dropped(); n > 0 {
 				s.metrics.sseDropped.Inc()

@@ -220,6 +220,7 @@ func TestMiddleware(t *testing.T) {
 		h := Middleware(tk, c.dev)(echo)
 		r := httptest.NewRequest("GET", "/x", nil)
 		r.RemoteAddr = c.remote
+		r.Host = "localhost:8080" // dev mode accepts only this server's names
 		if c.header != "" {
 			r.Header.Set("Authorization", c.header)
 		}

@@ -14,6 +14,7 @@ var wantStatus = map[string]int{
 	"AML_ARTIFACT_TAMPERED":      500,
 	"AML_AUDIT_TAMPERED":         409,
 	"AML_BINDING_MISMATCH":       422,
+	"AML_BODY_TIMEOUT":           400, // the API answers a late body 408, as it answers AML_USAGE 405 for a method
 	"AML_CERT_EXPIRED":           410,
 	"AML_CERT_INVALID":           422,
 	"AML_CERT_KEY_MISMATCH":      409,
@@ -42,6 +43,7 @@ var wantStatus = map[string]int{
 	"AML_QUEUE_FULL":             429,
 	"AML_QUOTA_EXCEEDED":         413,
 	"AML_RATE_LIMITED":           429,
+	"AML_STREAM_LIMIT":           429,
 	"AML_REMOTE_UNSUPPORTED":     500,
 	"AML_SCENE_FROZEN":           409,
 	"AML_SCHEMA_MISMATCH":        503,

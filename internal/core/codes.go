@@ -144,6 +144,8 @@ const (
 
 	CodeUnauthenticated      = "AML_UNAUTHENTICATED"        // auth
 	CodeRateLimited          = "AML_RATE_LIMITED"           // api
+	CodeStreamLimit          = "AML_STREAM_LIMIT"           // api
+	CodeBodyTimeout          = "AML_BODY_TIMEOUT"           // api
 	CodeRemoteUnsupported    = "AML_REMOTE_UNSUPPORTED"     // cmd/aml
 	CodeArtifactTampered     = "AML_ARTIFACT_TAMPERED"      // artifact
 	CodeEnvRebuildFailed     = "ENV_REBUILD_FAILED"         // envlease
@@ -200,7 +202,7 @@ var registry = []CodeInfo{
 	{CodeJobStalled, KindFailed, "a job reported no progress for longer than its stall limit"},
 	{CodeTrainerFailed, KindFailed, "the trainer of a job failed (non-zero exit, protocol error, bad output)"},
 	{CodeWorkerLost, KindFailed, "the worker running a job stopped or lost its resources; the job is retried or interrupted"},
-	{CodeForbidden, KindForbidden, "the caller's role or line scope does not allow the action"},
+	{CodeForbidden, KindForbidden, "the caller's role or line scope does not allow the action, or a browser request was refused: a foreign Host in dev mode, another origin, a missing or wrong CSRF token (Field host, origin or csrf)"},
 	{CodePhysicsInvalid, KindUnprocessable, "a physics model source does not parse or fails a static check; each Field is file:line:col"},
 	{CodePhysicsNonFinite, KindUnprocessable, "a physics simulation step produced NaN or ±Inf; Field names the variable"},
 	{CodeModelInvalid, KindUnprocessable, "a model artifact is missing, unreadable, of an unknown format or does not fit the dataset"},
@@ -212,6 +214,8 @@ var registry = []CodeInfo{
 	{CodeCertExpired, KindExpired, "the certificate's expiresAt has passed"},
 	{CodeUnauthenticated, KindUnauthenticated, "a missing, malformed, unknown or revoked token"},
 	{CodeRateLimited, KindRateLimited, "the caller is over its request rate; retry after the Retry-After delay"},
+	{CodeBodyTimeout, KindInvalid, "the request body did not arrive within the server's body timeout (answered 408; aml serve --body-timeout, --csv-timeout)"},
+	{CodeStreamLimit, KindRateLimited, "the token already holds the most event streams (/api/v1/events) open at once that one token may; close one first"},
 	{CodeRemoteUnsupported, KindInternal, "the CLI command has no API route and cannot run with --server (raised by the CLI only)"},
 	{CodeArtifactTampered, KindInternal, "a stored artifact's bytes (a chunk, a file or the tree) do not match their recorded sha256"},
 	{CodeEnvRebuildFailed, KindFailed, "a trainer environment's rebuild command could not be started or exited non-zero"},

@@ -51,6 +51,9 @@
 // then applies its own rules (a requester never approves their own
 // certificate, expiry) with the principal's name as the audited actor.
 // Forms carry a token derived from the session's token and cross-origin
-// posts are refused (CSRF), on top of the SameSite cookie. Every page is
+// posts are refused (CSRF), on top of the SameSite cookie; the login and
+// logout forms pass the same Origin rule. The check is auth's
+// (auth.Hosts.CheckCSRF), shared with the API, which applies it to
+// state-changing calls authenticated by the session cookie. Every page is
 // also line scoped: lists hide other lines, detail pages refuse them.
 package web

@@ -2,9 +2,6 @@ package web
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
@@ -31,6 +28,10 @@ type Options struct {
 	Now func() time.Time
 	// SecureCookie marks the session cookie Secure (serve over TLS).
 	SecureCookie bool
+	// AllowedHosts are further names of this server whose pages are not a
+	// foreign origin (as api.Options.AllowedHosts; aml serve passes the
+	// same list).
+	AllowedHosts []string
 	// App runs the UI's actions (default: app.New over the deps with
 	// Now). Pass the process's App to share its heavy slots.
 	App *app.App
@@ -52,7 +53,7 @@ func New(d *service.Deps, o Options) http.Handler {
 	if o.App == nil {
 		o.App = app.New(d, app.Options{Now: o.Now})
 	}
-	s := &server{d: d, app: o.App, o: o, cache: newCache(32)}
+	s := &server{d: d, app: o.App, o: o, hosts: auth.NewHosts(o.AllowedHosts...), cache: newCache(32)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusSeeOther) })
 	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusSeeOther) })
@@ -92,6 +93,7 @@ type server struct {
 	d     *service.Deps
 	app   *app.App
 	o     Options
+	hosts *auth.Hosts
 	cache *cache
 }
 
@@ -136,29 +138,16 @@ func (s *server) authed(h func(w http.ResponseWriter, r *http.Request, p auth.Pr
 }
 
 // csrfToken is what forms carry to prove they were served to the holder
-// of the session: a hash of the session token (the cookie, or the bearer
-// token of a script), which a page on another site cannot know.
-func csrfToken(r *http.Request) string {
-	tok, _ := auth.Token(r)
-	h := sha256.Sum256([]byte("aml-ui-csrf\x00" + tok))
-	return hex.EncodeToString(h[:16])
-}
+// of the session (auth.CSRFToken: a hash of the session's token, which a
+// page on another site cannot know).
+func csrfToken(r *http.Request) string { return auth.CSRFToken(r) }
 
-// checkCSRF refuses a POST whose form token is not the session's or whose
-// Origin is another site. The cookie is SameSite=Strict as well; the token
-// also covers dev mode, where no cookie is involved.
+// checkCSRF refuses a POST whose form token is not the session's or that
+// a browser sent from another origin (auth.Hosts.CheckCSRF, the check the
+// API applies to cookie-authenticated calls). The cookie is SameSite=Strict
+// as well; the token also covers dev mode, where no cookie is involved.
 func (s *server) checkCSRF(r *http.Request) error {
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return core.FieldErrorf(core.CodeForbidden, "origin", "request from another origin (%s) refused", o)
-		}
-	}
-	got := r.PostFormValue("csrf")
-	if subtle.ConstantTimeCompare([]byte(got), []byte(csrfToken(r))) != 1 {
-		return core.FieldErrorf(core.CodeForbidden, "csrf", "the form is stale or did not come from this UI: reload the page and try again")
-	}
-	return nil
+	return s.hosts.CheckCSRF(r, r.PostFormValue("csrf"))
 }
 
 func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +156,17 @@ func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
 
 // login checks the token and stores it in the HttpOnly session cookie the
 // auth middleware reads.
+//
+// A login posted from another origin is refused before the token is read
+// (login CSRF: a page elsewhere must not log the browser in as the
+// attacker's token): the same Origin / Sec-Fetch-Site / Referer rule as
+// every other form (auth.Hosts.CheckOrigin). There is no session yet, so
+// there is no CSRF token to check.
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	if err := s.hosts.CheckOrigin(r); err != nil {
+		s.errorPage(w, r, nil, err)
+		return
+	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	next := safeNext(r.PostFormValue("next"))
 	fail := func(status int, msg string) {
@@ -200,6 +199,10 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) logout(w http.ResponseWriter, r *http.Request) {
+	if err := s.hosts.CheckOrigin(r); err != nil {
+		s.errorPage(w, r, nil, err)
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: auth.CookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 }

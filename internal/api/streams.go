@@ -1,0 +1,99 @@
+package api
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+)
+
+// CodeStreamLimit is a caller with the most event streams open at once
+// that a token may hold (HTTP 429).
+const CodeStreamLimit = core.CodeStreamLimit
+
+// streams is the registry of open event streams by caller (token id, or
+// the principal's name for the tokenless dev admin): it bounds how many
+// one caller holds and ends a token's streams when the token is revoked.
+type streams struct {
+	mu    sync.Mutex
+	byKey map[string]map[*openStream]struct{}
+}
+
+// openStream is one registered stream; done is closed (once) to end it.
+type openStream struct {
+	key     string
+	done    chan struct{}
+	once    sync.Once
+	why     string // the event sent before closing ("revoked", …)
+	tokenID string
+}
+
+func (o *openStream) end(why string) {
+	o.once.Do(func() {
+		o.why = why
+		close(o.done)
+	})
+}
+
+func newStreams() *streams { return &streams{byKey: map[string]map[*openStream]struct{}{}} }
+
+// streamKey is the caller a stream counts against.
+func streamKey(p auth.Principal) string {
+	if p.TokenID != "" {
+		return p.TokenID
+	}
+	return "name:" + p.Name
+}
+
+// open registers a stream of p, or refuses it with 429 AML_STREAM_LIMIT
+// when p already holds limit (limit ≤ 0: no limit).
+func (s *streams) open(p auth.Principal, limit int) (*openStream, error) {
+	key := streamKey(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := s.byKey[key]
+	if limit > 0 && len(set) >= limit {
+		who := p.Name
+		if p.TokenID != "" {
+			who = fmt.Sprintf("%s (token %s)", p.Name, p.TokenID)
+		}
+		return nil, &core.Error{Code: CodeStreamLimit, Field: "events",
+			Message: fmt.Sprintf("%s already has %d open event streams, the limit per token (aml serve --max-streams); close one first", who, limit)}
+	}
+	if set == nil {
+		set = map[*openStream]struct{}{}
+		s.byKey[key] = set
+	}
+	o := &openStream{key: key, done: make(chan struct{}), tokenID: p.TokenID}
+	set[o] = struct{}{}
+	return o, nil
+}
+
+// close unregisters o.
+func (s *streams) close(o *openStream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if set := s.byKey[o.key]; set != nil {
+		delete(set, o)
+		if len(set) == 0 {
+			delete(s.byKey, o.key)
+		}
+	}
+}
+
+// endToken ends every stream of token id with event why; it returns how
+// many it ended.
+func (s *streams) endToken(id, why string) int {
+	if id == "" {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for o := range s.byKey[id] {
+		o.end(why)
+		n++
+	}
+	return n
+}
