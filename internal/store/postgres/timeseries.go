@@ -10,8 +10,6 @@ import (
 	"sync"
 
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/store/keycache"
-	"github.com/aml-project/aml/internal/store/records"
 	"github.com/aml-project/aml/internal/store/samples"
 	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/jackc/pgx/v5"
@@ -56,10 +54,10 @@ type ingestTx struct {
 	ctx    context.Context
 	tx     pgx.Tx
 	staged bool // temp table created on this connection
-	nodes  *keycache.Tx[string]
-	ctxs   *keycache.Tx[core.ContextFilter]
-	spans  map[int64]span
-	b      *batch // scratch of Write, from batchPool
+	// Keys interns nodes and contexts in the same transaction.
+	samples.Keys
+	spans map[int64]span
+	b     *batch // scratch of Write, from batchPool
 }
 
 // Ingest implements core.TimeSeries.
@@ -69,7 +67,8 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 		return dbErr(err, "begin ingest")
 	}
 	defer tx.Rollback(ctx)
-	it := &ingestTx{s: s, ctx: ctx, tx: tx, nodes: s.nodes.Begin(), ctxs: s.ctxs.Begin(), spans: map[int64]span{}}
+	it := &ingestTx{s: s, ctx: ctx, tx: tx, spans: map[int64]span{},
+		Keys: samples.Keys{Ctx: ctx, Conn: pgxConn{tx, s.sql}, Nodes: s.nodes.Begin(), Ctxs: s.ctxs.Begin()}}
 	defer it.release()
 	if err := fn(it); err != nil {
 		return err
@@ -82,61 +81,14 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 	}
 	// Only now are the new keys real; a rolled-back transaction must not
 	// leave them in the caches.
-	it.nodes.Commit()
-	it.ctxs.Commit()
+	it.Nodes.Commit()
+	it.Ctxs.Commit()
 	return nil
 }
 
 // WriteSamples implements core.TimeSeries.
-func (s *Store) WriteSamples(ctx context.Context, samples []core.Sample) (core.WriteStats, error) {
-	var st core.WriteStats
-	err := s.Ingest(ctx, func(tx core.IngestTx) error {
-		var err error
-		st, err = tx.Write(samples)
-		return err
-	})
-	if err != nil {
-		return core.WriteStats{}, err
-	}
-	return st, nil
-}
-
-func (it *ingestTx) nodePK(n core.Node) (int64, bool, error) {
-	if pk, ok := it.nodes.Get(n.ID); ok {
-		return pk, false, nil
-	}
-	pk, created, err := records.EnsureNode(it.ctx, pgxConn{it.tx, it.s.sql}, n)
-	if err != nil {
-		return 0, false, err
-	}
-	it.nodes.Add(n.ID, pk)
-	return pk, created, nil
-}
-
-func (it *ingestTx) ctxPK(c core.ContextFilter) (int64, error) {
-	pk, ok := it.ctxs.Get(c)
-	if ok {
-		return pk, nil
-	}
-	if _, err := it.tx.Exec(it.ctx, `INSERT INTO sample_ctx(line, product, recipe, run) VALUES ($1,$2,$3,$4) ON CONFLICT DO NOTHING`,
-		c.Line, c.Product, c.Recipe, c.Run); err != nil {
-		return 0, dbErr(err, "intern sample context")
-	}
-	if err := it.tx.QueryRow(it.ctx, `SELECT pk FROM sample_ctx WHERE line=$1 AND product=$2 AND recipe=$3 AND run=$4`,
-		c.Line, c.Product, c.Recipe, c.Run).Scan(&pk); err != nil {
-		return 0, dbErr(err, "intern sample context")
-	}
-	it.ctxs.Add(c, pk)
-	return pk, nil
-}
-
-func (it *ingestTx) EnsureNode(n core.Node) (bool, error) {
-	_, created, err := it.nodePK(n)
-	return created, err
-}
-
-func (it *ingestTx) EnsureRun(r core.Run) (bool, error) {
-	return records.EnsureRun(it.ctx, pgxConn{it.tx, it.s.sql}, r)
+func (s *Store) WriteSamples(ctx context.Context, batch []core.Sample) (core.WriteStats, error) {
+	return samples.WriteSamples(ctx, s, batch)
 }
 
 // batch is the scratch memory of one Write, reused across batches and
@@ -240,7 +192,7 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 		}
 		ni, ok := b.byID[sm.Node]
 		if !ok {
-			pk, created, err := it.nodePK(core.Node{ID: sm.Node, LineID: sm.Line, Kind: core.NodeDAQ})
+			pk, created, err := it.NodePK(core.Node{ID: sm.Node, LineID: sm.Line, Kind: core.NodeDAQ})
 			if err != nil {
 				return st, err
 			}
@@ -261,7 +213,7 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 		b.nodes[ni].n++
 		c := core.ContextFilter{Line: sm.Line, Product: sm.Product, Recipe: sm.Recipe, Run: sm.Run}
 		if c != lastCtx || lastCtxPK < 0 {
-			pk, err := it.ctxPK(c)
+			pk, err := it.CtxPK(c)
 			if err != nil {
 				return st, err
 			}

@@ -1,12 +1,14 @@
-// Package samples is the time-series read path shared by both back-ends:
-// pages of one node, several nodes at once, the latest sample of each
-// node and bucketed aggregates, all restricted by a sample context (line,
-// product, recipe, run). The statements are the same on SQLite and
-// PostgreSQL — written with "?" and "?N" placeholders, which a back-end's
-// DB rewrites where it numbers them — so they are written once; each
-// back-end keeps only what differs: its write path (COPY and partitions on
-// PostgreSQL, prepared batches on SQLite), the driver that runs these
-// statements (DB), and how it counts a run's samples.
+// Package samples is what the time-series path of both back-ends shares:
+// the reads — pages of one node, several nodes at once, the latest sample
+// of each node and bucketed aggregates, all restricted by a sample context
+// (line, product, recipe, run) — and, on the write side, the interning of
+// the nodes and contexts an ingest transaction refers to (Keys). The
+// statements are the same on SQLite and PostgreSQL — written with "?" and
+// "?N" placeholders, which a back-end's DB rewrites where it numbers them
+// — so they are written once; each back-end keeps only what differs: how
+// it writes the samples themselves (COPY and partitions on PostgreSQL,
+// prepared batches on SQLite), the driver that runs these statements (DB),
+// and how it counts a run's samples.
 package samples
 
 import (

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/store/keycache"
 	"github.com/aml-project/aml/internal/store/records"
 	"github.com/aml-project/aml/internal/store/samples"
 	"github.com/aml-project/aml/internal/store/sqldb"
@@ -42,12 +41,11 @@ type span struct{ lo, hi int64 }
 type ingestTx struct {
 	s     *Store
 	ctx   context.Context
-	tx    *sql.Tx      // the raw transaction: prepared sample inserts
-	conn  records.Conn // the same transaction for the shared statements (nodes, runs)
+	tx    *sql.Tx // the raw transaction: prepared sample inserts
 	stmtN *sql.Stmt
 	stmt1 *sql.Stmt
-	nodes *keycache.Tx[string]
-	ctxs  *keycache.Tx[core.ContextFilter]
+	// Keys interns nodes and contexts with the same transaction (Conn).
+	samples.Keys
 	spans map[int64]span
 	args  []any
 }
@@ -58,7 +56,8 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 	if err != nil {
 		return dbErr(err, "begin ingest")
 	}
-	it := &ingestTx{s: s, ctx: ctx, tx: tx.Raw(), conn: records.Tx(tx), nodes: s.nodes.Begin(), ctxs: s.ctxs.Begin(), spans: map[int64]span{}}
+	it := &ingestTx{s: s, ctx: ctx, tx: tx.Raw(), spans: map[int64]span{},
+		Keys: samples.Keys{Ctx: ctx, Conn: records.Tx(tx), Nodes: s.nodes.Begin(), Ctxs: s.ctxs.Begin()}}
 	defer func() {
 		if it.stmtN != nil {
 			it.stmtN.Close()
@@ -80,61 +79,14 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 	}
 	// Only now are the new keys real; a rolled-back transaction must not
 	// leave them in the caches.
-	it.nodes.Commit()
-	it.ctxs.Commit()
+	it.Nodes.Commit()
+	it.Ctxs.Commit()
 	return nil
 }
 
 // WriteSamples implements core.TimeSeries.
-func (s *Store) WriteSamples(ctx context.Context, samples []core.Sample) (core.WriteStats, error) {
-	var st core.WriteStats
-	err := s.Ingest(ctx, func(tx core.IngestTx) error {
-		var err error
-		st, err = tx.Write(samples)
-		return err
-	})
-	if err != nil {
-		return core.WriteStats{}, err
-	}
-	return st, nil
-}
-
-func (it *ingestTx) nodePK(n core.Node) (int64, bool, error) {
-	if pk, ok := it.nodes.Get(n.ID); ok {
-		return pk, false, nil
-	}
-	pk, created, err := records.EnsureNode(it.ctx, it.conn, n)
-	if err != nil {
-		return 0, false, err
-	}
-	it.nodes.Add(n.ID, pk)
-	return pk, created, nil
-}
-
-func (it *ingestTx) ctxPK(c core.ContextFilter) (int64, error) {
-	pk, ok := it.ctxs.Get(c)
-	if ok {
-		return pk, nil
-	}
-	if _, err := it.tx.ExecContext(it.ctx, `INSERT INTO sample_ctx(line, product, recipe, run) VALUES (?,?,?,?) ON CONFLICT DO NOTHING`,
-		c.Line, c.Product, c.Recipe, c.Run); err != nil {
-		return 0, dbErr(err, "intern sample context")
-	}
-	if err := it.tx.QueryRowContext(it.ctx, `SELECT pk FROM sample_ctx WHERE line=? AND product=? AND recipe=? AND run=?`,
-		c.Line, c.Product, c.Recipe, c.Run).Scan(&pk); err != nil {
-		return 0, dbErr(err, "intern sample context")
-	}
-	it.ctxs.Add(c, pk)
-	return pk, nil
-}
-
-func (it *ingestTx) EnsureNode(n core.Node) (bool, error) {
-	_, created, err := it.nodePK(n)
-	return created, err
-}
-
-func (it *ingestTx) EnsureRun(r core.Run) (bool, error) {
-	return records.EnsureRun(it.ctx, it.conn, r)
+func (s *Store) WriteSamples(ctx context.Context, batch []core.Sample) (core.WriteStats, error) {
+	return samples.WriteSamples(ctx, s, batch)
 }
 
 func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
@@ -156,7 +108,7 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 			return st, core.FieldErrorf(core.CodeNonFinite, "samples["+strconv.Itoa(i)+"].value", "node %q at %d: value %v is not finite", sm.Node, sm.TsMs, sm.Value)
 		}
 		if sm.Node != lastNode || lastNodePK < 0 {
-			pk, created, err := it.nodePK(core.Node{ID: sm.Node, LineID: sm.Line, Kind: core.NodeDAQ})
+			pk, created, err := it.NodePK(core.Node{ID: sm.Node, LineID: sm.Line, Kind: core.NodeDAQ})
 			if err != nil {
 				return st, err
 			}
@@ -167,7 +119,7 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 		}
 		c := core.ContextFilter{Line: sm.Line, Product: sm.Product, Recipe: sm.Recipe, Run: sm.Run}
 		if c != lastCtx || lastCtxPK < 0 {
-			pk, err := it.ctxPK(c)
+			pk, err := it.CtxPK(c)
 			if err != nil {
 				return st, err
 			}
