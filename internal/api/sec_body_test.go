@@ -31,8 +31,10 @@ func slowBodyTo(t *testing.T, base, method, path, token, ctype, first string, n 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s", method, path, u.Host, token, ctype, n, first)
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s", method, path, u.Host, token, ctype, n, first); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -40,7 +42,9 @@ func slowBodyTo(t *testing.T, base, method, path, token, ctype, first string, n 
 // answers fails the test rather than hanging it).
 func answer(t *testing.T, c net.Conn) resp {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	res, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatalf("no answer to a stalled body: %v", err)
@@ -78,7 +82,7 @@ func TestSec7_SlowBodyTimesOut(t *testing.T) {
 func TestSec7_DeadlineLiftedAfterBody(t *testing.T) {
 	outcome := make(chan string, 1)
 	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
+		_, _ = io.ReadAll(r.Body) // the outcome says whether the read ended
 		select {
 		case <-r.Context().Done():
 			outcome <- "canceled"
@@ -144,7 +148,9 @@ func TestSec7_SlowBodiesDoNotTakeHeavySlots(t *testing.T) {
 		t.Fatal("a heavy call is blocked by stalled request bodies")
 	}
 	for _, c := range stalled {
-		io.WriteString(c, body[4:])
+		if _, err := io.WriteString(c, body[4:]); err != nil {
+			t.Fatal(err)
+		}
 		if r := answer(t, c); r.status != http.StatusNotFound {
 			t.Fatalf("stalled call once complete: %d %s", r.status, r.body)
 		}

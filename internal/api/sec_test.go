@@ -75,7 +75,7 @@ func (e *env) tokenCount() int {
 func TestSec3_DevModeRefusesForeignHostAndOrigin(t *testing.T) {
 	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := auth.FromContext(r.Context())
-		io.WriteString(w, p.Name)
+		_, _ = io.WriteString(w, p.Name)
 	})
 	e := newEnv(t, Options{Dev: true, UI: ui})
 	port := e.port()
