@@ -89,7 +89,7 @@ skipped and counted by reason. Re-ingesting a file is idempotent. With
 				}
 				base := done
 				bar.describe("ingesting " + p)
-				r.Name, r.Body = p, &progressReader{r: f, tick: func(n int64) { bar.set(base + n) }}
+				r.Name, r.Body, r.Progress = p, f, func(n int64) { bar.set(base + n) }
 				var rep ingest.FileReport
 				err = a.invoke(cmd, "ingest.csv", "", &r, &rep)
 				_ = f.Close()
@@ -126,20 +126,6 @@ skipped and counted by reason. Re-ingesting a file is idempotent. With
 	fl.BoolVar(&req.SkipBad, "skip-bad", false, "skip bad rows (reported with reasons) instead of failing the file")
 	cmd.AddCommand(csvCmd)
 	return cmd
-}
-
-// progressReader tells tick how many bytes were read so far.
-type progressReader struct {
-	r    io.Reader
-	n    int64
-	tick func(int64)
-}
-
-func (c *progressReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	c.tick(c.n)
-	return n, err
 }
 
 // firstTime parses a file (without writing) and returns its first sample
