@@ -1,0 +1,158 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/service"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/testfix"
+	"github.com/aml-project/aml/internal/twin/cert"
+	"github.com/aml-project/aml/internal/twin/contract"
+)
+
+// The security fixture (issue #16): a store with a frozen default scene, a
+// model, the default objective, a hybrid_twin/hitl_governed channel and
+// an active run, and an app over it on the fixed clock with the key.
+
+const secLine = "line-injection-01"
+
+var (
+	secBaseline = map[string]float64{"hold_pressure": 64, "hold_time": 8, "melt_temperature_setpoint": 246}
+	secStep     = map[string]float64{"hold_pressure": 65, "hold_time": 8.5, "melt_temperature_setpoint": 247}
+)
+
+type secFixture struct {
+	a     *App
+	st    *sqlite.Store
+	key   *cert.KeyPair
+	scene *contract.SceneContract
+	now   time.Time
+}
+
+func newSecFixture(t *testing.T) *secFixture {
+	t.Helper()
+	ctx := context.Background()
+	st, dir := testfix.SQLite(t)
+	key, err := cert.LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RegisterSigningKey(ctx, key, "test"); err != nil {
+		t.Fatal(err)
+	}
+	sc := contract.DefaultInjectionScene()
+	if err := st.PutScene(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := sc.Hash()
+	if sc, err = st.FreezeScene(ctx, sc.SceneID, sc.SceneVersion, "quality-lead", h); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.InsertDataset(ctx, core.Dataset{ID: "ds", LineID: secLine, ProductID: "P", RecipeID: "R", Purpose: "mpc_surrogate",
+		Path: "datasets/ds", SHA256: strings.Repeat("b", 64), SpecJSON: "{}", CreatedBy: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec(`INSERT INTO models(id, job_id, dataset_id, line_id, product_id, recipe_id, purpose, trainer_ref, stage, artifact_kind, artifact_path, artifact_hash, created_at, stage_changed_at)
+		VALUES ('hybrid-1','job-1','ds',?, 'P','R','mpc_surrogate','hybrid_residual@1','candidate','aml.hybrid/1','models/hybrid-1',?,1,1)`, secLine, strings.Repeat("c", 64)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutObjective(ctx, contract.DefaultInjectionObjective()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetChannel(ctx, contract.ChannelRecord{LineID: secLine, Profile: "hybrid_twin", ControlPolicy: contract.PolicyHITLGoverned}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	f := &secFixture{st: st, key: key, scene: sc, now: fixed}
+	f.a = New(&service.Deps{Store: st, DataDir: dir, Key: key}, Options{Now: func() time.Time { return f.now }})
+	return f
+}
+
+// trial stores a snapshot captured 5 s before the fixture's clock (window
+// run runID, none when empty) and a passing trial moving to first; it
+// returns the trial id.
+func (f *secFixture) trial(t *testing.T, name, runID string, first map[string]float64) string {
+	t.Helper()
+	ctx := context.Background()
+	at := f.now.Add(-5 * time.Second)
+	s := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: at, CreatedBy: "twin-runtime", SnapshotID: "snap-" + name,
+		SceneID: f.scene.SceneID, SceneVersion: f.scene.SceneVersion, LineID: secLine, Phase: "holding", CapturedAt: at,
+		DAQWatermark: at.UnixMilli(), ControlValues: secBaseline, DataQuality: contract.DataQuality{Fresh: true, Completeness: 1}, EstimatorVersion: "last-valid@1"}
+	if runID != "" {
+		s.Window = &contract.SnapshotWindow{BeatMs: 1000, EndMs: at.UnixMilli(), Steps: 1, Values: map[string][]*float64{}, RunID: runID}
+	}
+	if err := s.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.PutSnapshot(ctx, s, false); err != nil {
+		t.Fatal(err)
+	}
+	second := map[string]float64{}
+	for k, v := range first {
+		second[k] = v
+	}
+	second["hold_pressure"]++
+	tr := &contract.VirtualTrial{
+		SchemaVersion: contract.TrialSchemaVersion, CreatedAt: at, CreatedBy: "twin-runtime",
+		TrialID: "trial-" + name, SnapshotID: "snap-" + name, ModelID: "hybrid-1", ObjectiveID: "weight-quality",
+		CandidateControlTrajectory: []map[string]float64{first, second},
+		Uncertainty:                contract.Uncertainty{MaxStd: 0.1, Coverage: 0.92, EnsembleSize: 5},
+		OutOfDistribution:          contract.OutOfDistribution{Distance: 0.4, Disagreement: 0.05, Accepted: true},
+		ConstraintResults: []contract.ConstraintResult{
+			{ID: "weight", Passed: true, Detail: "ok"}, {ID: "flash_rate", Passed: true, Detail: "ok"},
+			{ID: "sink_rate", Passed: true, Detail: "ok"}, {ID: "pressure", Passed: true, Detail: "ok"},
+			{ID: "temperature", Passed: true, Detail: "ok"},
+		},
+		BaselineComparison: contract.BaselineComparison{BaselineCost: 1, CandidateCost: 0.6, Improvement: 0.4},
+	}
+	if _, err := f.st.PutTrial(ctx, tr, contract.TrialManual, ""); err != nil {
+		t.Fatal(err)
+	}
+	return tr.TrialID
+}
+
+// TestSec12_FourEyesNormalisedNames: the four-eyes rule compares names
+// after NFC normalisation and case folding, and a name with a
+// default-ignorable or control character never enters (principal of an
+// op, token name).
+func TestSec12_FourEyesNormalisedNames(t *testing.T) {
+	f := newSecFixture(t)
+	ctx := context.Background()
+	requester := Principal{Name: "josé", Role: auth.RoleEngineer} // NFC é
+	r, err := f.a.CertIssue(ctx, requester, CertIssueRequest{Trial: f.trial(t, "a", "", secStep)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Cert.RecommendationID
+	// The same person, spelt differently.
+	for _, name := range []string{"jose\u0301", "JOSÉ", "Jose\u0301"} {
+		_, err := f.a.CertApprove(ctx, Principal{Name: name, Role: auth.RoleApprover}, CertRequest{ID: id})
+		if core.CodeOf(err) != core.CodeForbidden {
+			t.Fatalf("approval by %q (%+q): %v", name, name, err)
+		}
+	}
+	// A name hiding a zero-width, bidi or control character is refused
+	// wherever it enters: as an op's principal …
+	for _, name := range []string{"jos\u00e9\u200b", "\u200bjosé", "jo\u00adsé", "josé\u202e", "jos\u00e9\x00", "jos\u00e9\ufeff", "jos\u00e9\u2060"} {
+		_, err := f.a.CertApprove(ctx, Principal{Name: name, Role: auth.RoleApprover}, CertRequest{ID: id})
+		if core.CodeOf(err) != core.CodeInvalidArgument {
+			t.Fatalf("approval by %+q: %v", name, err)
+		}
+		// … and as a token's name.
+		_, err = f.a.TokenCreate(ctx, admin, TokenCreateRequest{Name: name, Role: auth.RoleApprover})
+		if core.CodeOf(err) != core.CodeInvalidArgument {
+			t.Fatalf("token %+q: %v", name, err)
+		}
+	}
+	if got, err := f.st.GetCertificate(ctx, id, f.key.Public); err != nil || got.Cert.Status != contract.CertIssued {
+		t.Fatalf("after refused approvals: %v %+v", err, got)
+	}
+	// Another person still can.
+	if r, err := f.a.CertApprove(ctx, Principal{Name: "erin", Role: auth.RoleApprover}, CertRequest{ID: id}); err != nil || r.Cert.Status != contract.CertApproved {
+		t.Fatalf("approval by erin: %v", err)
+	}
+}
