@@ -158,8 +158,9 @@ unexpired, signature), the snapshot's freshness and the recorded write
 history; a denial exits 1 with AML_WRITE_DENIED and its reason code. An
 allowed write goes to the recording writer (seeded with the snapshot's
 control values; a machine connector comes later), is read back, recorded
-and audited, and the certificate becomes EXECUTED. --run is the batch run
-the action counts against (default: the snapshot's run).
+and audited, and the certificate becomes EXECUTED. The action counts
+against the run of the certified snapshot (else the line's active run);
+--run R only checks it: any other run is refused (RUN_MISMATCH).
 
 With --opcua-endpoint URL --map FILE the write goes to the line's OPC UA
 server instead (the governed OPC UA writer; FILE is an aml connect opcua
@@ -201,7 +202,7 @@ these flags cannot be combined with --server.`,
 	}
 	f := execute.Flags()
 	f.String("as", "", "who executes")
-	f.StringVar(&req.Run, "run", "", "the batch run the action counts against (default: the snapshot's run)")
+	f.StringVar(&req.Run, "run", "", "check that the action counts against this run (the certified snapshot's, else the line's active run); any other is refused")
 	f.StringVar(&o.endpoint, "opcua-endpoint", "", "write over OPC UA to this server (opc.tcp://...) instead of the recording writer; needs --map")
 	f.StringVar(&o.mapFile, "map", "", "OPC UA map file (as for aml connect opcua): which OPC UA node each AML node is")
 	f.StringVar(&o.sec.Policy, "security-policy", "None", "OPC UA security policy")

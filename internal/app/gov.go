@@ -281,9 +281,11 @@ func (a *App) CertVerify(ctx context.Context, p Principal, req CertRequest) (gov
 // CertExecuteRequest executes an approved certificate's first step.
 type CertExecuteRequest struct {
 	ID string `json:"id" jsonschema:"certificate id"`
-	// Run is the batch run the action counts against (default: the
-	// snapshot's run).
-	Run string `json:"run,omitempty" jsonschema:"the batch run the action counts against (default: the snapshot's run)"`
+	// Run, when given, must be the run the action counts against — the
+	// certified snapshot's run, else the line's active run — or the write
+	// is denied RUN_MISMATCH: the caller never chooses the run that
+	// maxActionsPerRun counts.
+	Run string `json:"run,omitempty" jsonschema:"optional check: the run the action counts against (the certified snapshot's run, else the line's active run); any other is refused"`
 
 	// Writer writes to the machine (default: a recording writer seeded
 	// with the snapshot's values). Only in-process callers set it.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
+	"github.com/aml-project/aml/internal/twin/govern"
+	"github.com/aml-project/aml/internal/twin/guard"
 )
 
 // The security fixture (issue #16): a store with a frozen default scene, a
@@ -154,5 +157,80 @@ func TestSec12_FourEyesNormalisedNames(t *testing.T) {
 	// Another person still can.
 	if r, err := f.a.CertApprove(ctx, Principal{Name: "erin", Role: auth.RoleApprover}, CertRequest{ID: id}); err != nil || r.Cert.Status != contract.CertApproved {
 		t.Fatalf("approval by erin: %v", err)
+	}
+}
+
+// certified issues a certificate for a new trial (by eve) and approves it
+// (by erin) on the fixture's clock; it returns the certificate id.
+func (f *secFixture) certified(t *testing.T, name, runID string) string {
+	t.Helper()
+	ctx := context.Background()
+	r, err := f.a.CertIssue(ctx, Principal{Name: "eve", Role: auth.RoleEngineer}, CertIssueRequest{Trial: f.trial(t, name, runID, secStep)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Cert.RecommendationID
+	if _, err := f.a.CertApprove(ctx, Principal{Name: "erin", Role: auth.RoleApprover}, CertRequest{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+var operator = Principal{Name: "olga", Role: auth.RoleApprover}
+
+// TestSec5_MadeUpRunIDs: the run an action counts against is the run the
+// certified snapshot was taken in (else the line's active run), never the
+// caller's: a made-up run id is refused, and the scene's
+// maxActionsPerRun (3) holds.
+func TestSec5_MadeUpRunIDs(t *testing.T) {
+	f := newSecFixture(t)
+	ctx := context.Background()
+	executed := 0
+	for i := range 5 {
+		f.now = fixed.Add(time.Duration(i) * 2 * time.Minute) // past both write intervals
+		id := f.certified(t, fmt.Sprintf("r%d", i), "run-1")
+		res, err := f.a.CertExecute(ctx, operator, CertExecuteRequest{ID: id, Run: fmt.Sprintf("invented-%d", i)})
+		if core.CodeOf(err) != govern.CodeWriteDenied || res.Reason != "RUN_MISMATCH" || res.Executed {
+			t.Fatalf("execution %d under a made-up run: %v %+v", i, err, res)
+		}
+		res, err = f.a.CertExecute(ctx, operator, CertExecuteRequest{ID: id, Run: "run-1"}) // the real run may be named
+		if i < 3 {
+			if err != nil || !res.Executed || res.RunID != "run-1" {
+				t.Fatalf("execution %d: %v %+v", i, err, res)
+			}
+			executed++
+			continue
+		}
+		if core.CodeOf(err) != govern.CodeWriteDenied || res.Reason != guard.ReasonTooManyActions {
+			t.Fatalf("execution %d beyond maxActionsPerRun: %v %+v", i, err, res)
+		}
+	}
+	if executed != 3 {
+		t.Fatalf("%d executions", executed)
+	}
+}
+
+// TestSec5_RunFromStore: a snapshot without a run counts against the
+// line's active run in the store; with none, the write is denied.
+func TestSec5_RunFromStore(t *testing.T) {
+	f := newSecFixture(t)
+	ctx := context.Background()
+	id := f.certified(t, "norun", "")
+	res, err := f.a.CertExecute(ctx, operator, CertExecuteRequest{ID: id, Run: "invented"})
+	if core.CodeOf(err) != govern.CodeWriteDenied || res.Executed {
+		t.Fatalf("no run anywhere, a made-up one given: %v %+v", err, res)
+	}
+	if err := f.st.CreateRun(ctx, core.Run{ID: "run-active", LineID: secLine, ProductID: "P", RecipeID: "R", StartedMs: 1, Status: core.RunActive}); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(time.Second)
+	id = f.certified(t, "active", "")
+	res, err = f.a.CertExecute(ctx, operator, CertExecuteRequest{ID: id, Run: "invented"})
+	if core.CodeOf(err) != govern.CodeWriteDenied || res.Reason != "RUN_MISMATCH" {
+		t.Fatalf("made-up run beside the active run: %v %+v", err, res)
+	}
+	res, err = f.a.CertExecute(ctx, operator, CertExecuteRequest{ID: id})
+	if err != nil || res.RunID != "run-active" {
+		t.Fatalf("active run: %v %+v", err, res)
 	}
 }

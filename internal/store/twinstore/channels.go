@@ -282,6 +282,18 @@ func (s *Store) LastWriteID(ctx context.Context, lineID string) (int64, error) {
 	return id, sqldb.Err(err, "read write history of line %s", lineID)
 }
 
+// ActiveRun returns the id of the line's newest active run (runs table;
+// "" when none): the run a governed write counts against when its
+// snapshot names none.
+func (s *Store) ActiveRun(ctx context.Context, lineID string) (string, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM runs WHERE line_id=? AND status='active' ORDER BY started_ms DESC, id DESC LIMIT 1`, lineID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, sqldb.Err(err, "read the active run of line %s", lineID)
+}
+
 // ClaimWrite serialises governed writes per line across processes: in one
 // write transaction it checks that the line's history has not grown since
 // the guard read it (newest row id still ExpectLastWriteID; otherwise

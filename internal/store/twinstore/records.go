@@ -14,6 +14,7 @@ import (
 // the CLI ask of a back-end's twin records. Both back-ends' stores satisfy
 // it by embedding a *Store (see internal/store.Store).
 type Records interface {
+	ActiveRun(ctx context.Context, lineID string) (string, error)
 	AppendAudit(ctx context.Context, actor, action, subject, lineID string, payload any) (audit.Entry, error)
 	ApproveCertificate(ctx context.Context, id, approver string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error)
 	AuditLog() *audit.Log

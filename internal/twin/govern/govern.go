@@ -42,6 +42,13 @@ const (
 	// ReasonConcurrentWrite: another governed write claimed the line
 	// between this one's check and its claim.
 	ReasonConcurrentWrite = "CONCURRENT_WRITE"
+	// ReasonRunMismatch: the caller named a run other than the one the
+	// action counts against (the certified snapshot's run, else the line's
+	// active run): a made-up run would escape maxActionsPerRun.
+	ReasonRunMismatch = "RUN_MISMATCH"
+	// ReasonNoRun: neither the certified snapshot nor the store names a
+	// run the action could count against.
+	ReasonNoRun = "NO_RUN"
 )
 
 // Store is what Execute needs of the store; store.Store implements it.
@@ -53,6 +60,7 @@ type Store interface {
 	GetSnapshot(ctx context.Context, id string) (*contract.TwinSnapshot, error)
 	GetScene(ctx context.Context, id, version string) (*contract.SceneContract, error)
 	LastWriteID(ctx context.Context, lineID string) (int64, error)
+	ActiveRun(ctx context.Context, lineID string) (string, error)
 	ClaimWrite(ctx context.Context, c contract.WriteClaimRequest) (int64, error)
 	RecordWrite(ctx context.Context, actor string, r contract.WriteRow) (int64, error)
 	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*contract.CertRecord, error)
@@ -68,8 +76,11 @@ type Options struct {
 	Now time.Time
 	// Actor is who executes (required): the audit actor of every entry.
 	Actor string
-	// RunID is the batch run the action counts against (empty: the run
-	// of the snapshot's window).
+	// RunID, when set, must name the run the action counts against —
+	// the run of the certified snapshot's window, else the line's newest
+	// active run in the store — or the write is denied RUN_MISMATCH. It
+	// never chooses the run: maxActionsPerRun counts the actions of the
+	// line's real run.
 	RunID string
 	// SnapshotMaxAge is the snapshot age limit (0: guard default, 60 s).
 	SnapshotMaxAge time.Duration
@@ -206,9 +217,22 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		return deny(classify(err), "scene %s@%s of the certificate: %v", c.SceneID, c.SceneVersion, err)
 	}
 
-	res.RunID = opts.RunID
-	if res.RunID == "" && snap.Window != nil {
+	// The run the action counts against: the snapshot's (signed into its
+	// hash, which the certificate signed), else the line's active run.
+	if snap.Window != nil {
 		res.RunID = snap.Window.RunID
+	}
+	if res.RunID == "" {
+		if res.RunID, err = st.ActiveRun(ctx, res.LineID); err != nil {
+			return deny(ReasonStoreError, "active run of line %s: %v", res.LineID, err)
+		}
+	}
+	if res.RunID == "" {
+		return deny(ReasonNoRun, "the certified snapshot %s names no run and line %s has no active run: the action could not be counted against maxActionsPerRun", snap.SnapshotID, res.LineID)
+	}
+	if opts.RunID != "" && opts.RunID != res.RunID {
+		given := opts.RunID
+		return deny(ReasonRunMismatch, "run %q was given, but the action counts against run %s (the certified snapshot's, else the line's active run)", given, res.RunID)
 	}
 	res.Moves = FirstStepMoves(c, scene, snap)
 	varOf := map[string]string{}
