@@ -23,6 +23,13 @@ deleted or reordered entry fails with AML_AUDIT_TAMPERED naming the first bad
 seq (exit status 1). On success prints the number of entries checked and the
 head (the last entry's seq and hash).
 
+The log is also checked against its signed checkpoints: heads signed with
+the deployment key (cert-key.json, outside the database) at every
+certificate lifecycle step and every 64 entries. Someone with write access
+to the database can rewrite entries and recompute every hash after them;
+the rewrite then no longer matches a signed checkpoint, and a checkpoint
+cannot be forged without the key.
+
 Removing the newest entries leaves a shorter chain that is valid in itself;
 no log can show on its own that it was once longer. Keep the head printed
 here somewhere else (certificates record it at issue) and pass it later with
@@ -35,6 +42,9 @@ holds exactly that entry.`,
 			fmt.Fprintf(w, ", recorded head %s present", seq)
 		}
 		fmt.Fprintf(w, "\nhead %d:%s\n", res.HeadSeq, res.Head)
+		if res.Checkpoints > 0 {
+			fmt.Fprintf(w, "%d signed checkpoint(s), newest at entry %d\n", res.Checkpoints, res.SignedSeq)
+		}
 	})
 	verify.Flags().StringVar(&vr.ExpectHead, "expect-head", "", "also require this head recorded earlier (SEQ:HASH); detects a truncated or rewritten tail")
 

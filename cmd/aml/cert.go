@@ -133,10 +133,13 @@ the token's owner), who can never approve the certificate. It expires after
 		Short: "Verify a certificate: row, hash, Ed25519 signature, its audit trail and the audit chain",
 		Long: `Check certificate ID end to end with the server key in the data directory:
 the stored row agrees with the certificate, certificateHash is the hash of
-the signed body, the signature verifies, the audit log holds its issue entry
-at the head recorded with it and a lifecycle that replays to its status and
-approver, and the whole audit log verifies (aml audit verify). Any failure
-exits 1 with AML_CERT_INVALID naming the check.`,
+the signed body, the signature verifies, its approval (and execution claim)
+is a statement signed with the deployment key that matches the row, the
+audit entry recorded with it (its anchor) is a signed audit checkpoint, the
+audit log holds its issue entry at that anchor and a lifecycle that replays
+to its status and approver, and the whole audit log verifies with its
+signed checkpoints (aml audit verify). Any failure exits 1 with
+AML_CERT_INVALID naming the check.`,
 		Args: argsExact(1),
 	}, "cert.verify", "", &vr, id(&vr.ID), func(r govern.VerifyReport) bool { return len(r.Checks) > 0 }, printCertVerify)
 

@@ -11,6 +11,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/retention"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
@@ -224,7 +225,10 @@ func (a *App) CertApprove(ctx context.Context, p Principal, req CertRequest) (*c
 		if err != nil {
 			return nil, err
 		}
-		r, err := a.d.Store.ApproveCertificate(ctx, req.ID, p.Name, k.Public, a.o.Now())
+		// The approval is signed with the deployment key, naming the
+		// approver and their role: the write guard trusts the signature,
+		// not the row.
+		r, err := a.d.Store.ApproveCertificateAs(ctx, req.ID, twinstore.Approver{Name: p.Name, Role: string(p.Role)}, k, a.o.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -433,7 +437,15 @@ func (a *App) ChannelSet(ctx context.Context, p Principal, req ChannelSetRequest
 
 // ---- audit
 
-func (a *App) auditLog() *audit.Log { return audit.New(a.d.Store.SQL()) }
+// auditLog is the audit log, verified with its signed checkpoints when
+// this process has the deployment key.
+func (a *App) auditLog() *audit.Log {
+	l := audit.New(a.d.Store.SQL())
+	if a.d.Key != nil {
+		l = l.WithKeys(twinstore.KeysOf(a.d.Key.Public))
+	}
+	return l
+}
 
 // AuditListRequest pages through the audit log.
 type AuditListRequest struct {

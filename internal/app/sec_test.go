@@ -2,11 +2,13 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/service"
@@ -233,4 +235,88 @@ func TestSec5_RunFromStore(t *testing.T) {
 	if err != nil || res.RunID != "run-active" {
 		t.Fatalf("active run: %v %+v", err, res)
 	}
+}
+
+// TestSec11_RewrittenChainAndAnchor: a rewritten audit log whose hashes
+// were recomputed, with the certificate's (unsigned) audit anchor edited
+// to match, fails audit verify and cert verify, each naming the check —
+// the signed checkpoints and the signed anchor keep the original hashes.
+func TestSec11_RewrittenChainAndAnchor(t *testing.T) {
+	f := newSecFixture(t)
+	ctx := context.Background()
+	id := f.certified(t, "a", "run-1")
+	if _, err := f.a.AuditVerify(ctx, viewer, AuditVerifyRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := f.a.CertVerify(ctx, viewer, CertRequest{ID: id}); err != nil || !rep.OK {
+		t.Fatalf("%v %+v", err, rep)
+	}
+	rec, err := f.st.LoadCertificate(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The attacker: rewrite the issue entry (a better improvement) and
+	// every entry after it, recomputing the chain; point the anchor at
+	// the rewritten issue entry.
+	db := f.st.DB()
+	for _, q := range []string{`DROP TRIGGER audit_log_no_update`, `DROP TRIGGER twin_certificates_hash_fixed`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, err := f.st.AuditLog().List(ctx, 0, audit.MaxListLimit, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, anchor := audit.GenesisHash, ""
+	for _, e := range es {
+		if e.Seq < rec.AuditSeq {
+			prev = e.Hash
+			continue
+		}
+		if e.Seq == rec.AuditSeq {
+			var p map[string]any
+			if err := json.Unmarshal(e.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			p["improvement"] = 0.9
+			if e.Payload, err = core.CanonicalJSON(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.PrevHash = prev
+		if e.Hash, err = audit.ComputeHash(e); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`UPDATE audit_log SET payload=?, prev_hash=?, hash=? WHERE seq=?`, string(e.Payload), e.PrevHash, e.Hash, e.Seq); err != nil {
+			t.Fatal(err)
+		}
+		if e.Seq == rec.AuditSeq {
+			anchor = e.Hash
+		}
+		prev = e.Hash
+	}
+	if _, err := db.Exec(`UPDATE twin_certificates SET audit_hash=? WHERE certificate_id=?`, anchor, id); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := f.a.AuditVerify(ctx, viewer, AuditVerifyRequest{})
+	if core.CodeOf(err) != audit.CodeAuditTampered || res.OK || !strings.Contains(res.Problem, "checkpoint") {
+		t.Fatalf("audit verify of the rewritten log: %v %+v", err, res)
+	}
+	t.Logf("audit verify: %v", err)
+	rep, err := f.a.CertVerify(ctx, viewer, CertRequest{ID: id})
+	if core.CodeOf(err) != core.CodeCertInvalid || rep.OK || !strings.Contains(err.Error(), "audit-anchor") {
+		t.Fatalf("cert verify of the rewritten log: %v %+v", err, rep)
+	}
+	failed := map[string]bool{}
+	for _, ch := range rep.Checks {
+		if !ch.OK {
+			failed[ch.Name] = true
+		}
+	}
+	if !failed["audit-anchor"] || !failed["audit-chain"] {
+		t.Fatalf("failed checks %v: %+v", failed, rep.Checks)
+	}
+	t.Logf("cert verify: %v", err)
 }

@@ -3,6 +3,7 @@ package govern
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -49,6 +50,22 @@ const (
 	// ReasonNoRun: neither the certified snapshot nor the store names a
 	// run the action could count against.
 	ReasonNoRun = "NO_RUN"
+	// ReasonApprovalUnsigned: the certificate's row says APPROVED but no
+	// approval signed with the deployment key exists: the row was edited
+	// outside AML.
+	ReasonApprovalUnsigned = "APPROVAL_UNSIGNED"
+	// ReasonApprovalInvalid: the signed approval does not verify, belongs
+	// to another certificate or approval, or names an approver who may
+	// not approve (not the approver or admin role, an agent, the
+	// requester).
+	ReasonApprovalInvalid = "APPROVAL_INVALID"
+	// ReasonAuditIncomplete: the audit log lacks the certificate's issue
+	// or approval entry as recorded.
+	ReasonAuditIncomplete = "AUDIT_INCOMPLETE"
+	// ReasonAuditTampered: the audit log does not verify (hash chain,
+	// signed checkpoints), or the certificate's issue or approval entry
+	// is not covered by a signed checkpoint.
+	ReasonAuditTampered = "AUDIT_TAMPERED"
 )
 
 // Store is what Execute needs of the store; store.Store implements it.
@@ -61,7 +78,11 @@ type Store interface {
 	GetScene(ctx context.Context, id, version string) (*contract.SceneContract, error)
 	LastWriteID(ctx context.Context, lineID string) (int64, error)
 	ActiveRun(ctx context.Context, lineID string) (string, error)
-	ClaimWrite(ctx context.Context, c contract.WriteClaimRequest) (int64, error)
+	ClaimCertificateWrite(ctx context.Context, c contract.WriteClaimRequest, pub ed25519.PublicKey) (int64, error)
+	GetAttestation(ctx context.Context, subject, kind string) (*twinstore.Attestation, error)
+	AuditWrites(ctx context.Context, lineID string, since time.Time) ([]contract.WriteRow, error)
+	AuditLog() *audit.Log
+	NameRoles(ctx context.Context, name string) ([]string, error)
 	RecordWrite(ctx context.Context, actor string, r contract.WriteRow) (int64, error)
 	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*contract.CertRecord, error)
 	ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]string, error)
@@ -240,13 +261,22 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		varOf[m.NodeID] = m.VariableID
 	}
 
+	// The certificate's authority, from what is signed rather than from
+	// its row: the signed approval, no signed or audited use, the audit
+	// trail of its issue and approval under signed checkpoints.
+	if c.Status == contract.CertApproved {
+		if reason, detail := authority(ctx, st, pub, rec); reason != "" {
+			return deny(reason, "%s", detail)
+		}
+	}
+
 	lastID, err := st.LastWriteID(ctx, res.LineID)
 	if err != nil {
 		return deny(ReasonStoreError, "write history of line %s: %v", res.LineID, err)
 	}
 	req := guard.Request{LineID: res.LineID, RunID: res.RunID, Scene: scene, Cert: c, PublicKey: pub, Moves: res.Moves,
 		SnapshotAt: snap.CapturedAt, SnapshotMaxAge: opts.SnapshotMaxAge, Now: now}
-	d := guard.Check(ctx, st, st, req)
+	d := guard.Check(ctx, st, auditedHistory{st}, req)
 	if !d.Allowed {
 		if d.Reason == guard.ReasonCertExpired && (c.Status == contract.CertIssued || c.Status == contract.CertApproved) {
 			if _, err := st.ExpireDue(ctx, now, certID); err != nil {
@@ -256,7 +286,11 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		return deny(d.Reason, "%s", d.Detail)
 	}
 
-	if _, err := st.ClaimWrite(ctx, contract.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: now, ExpectLastWriteID: lastID}); err != nil {
+	if _, err := st.ClaimCertificateWrite(ctx, contract.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: now, ExpectLastWriteID: lastID}, pub); err != nil {
+		var ae *core.Error
+		if errors.As(err, &ae) && ae.Code == core.CodeConflict && ae.Field == "certificateId" {
+			return deny(guard.ReasonCertAlreadyUsed, "%v", err)
+		}
 		if core.CodeOf(err) == core.CodeConflict {
 			return deny(ReasonConcurrentWrite, "%v", err)
 		}
