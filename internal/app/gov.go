@@ -442,7 +442,7 @@ func (a *App) ChannelSet(ctx context.Context, p Principal, req ChannelSetRequest
 func (a *App) auditLog() *audit.Log {
 	l := audit.New(a.d.Store.SQL())
 	if a.d.Key != nil {
-		l = l.WithKeys(twinstore.KeysOf(a.d.Key.Public))
+		l = twinstore.KeyedLog(l, a.d.Key.Public)
 	}
 	return l
 }

@@ -66,6 +66,9 @@ type Log struct {
 	now    func() time.Time
 	signer Signer // signs a checkpoint every CheckpointEvery entries (nil: none)
 	keys   Keys   // verify checks the signed checkpoints (nil: not)
+	// signed are the actions always checkpointed at their own entry
+	// (RequireSigned).
+	signed map[string]bool
 }
 
 // New returns the log in the database behind db (a store's SQL()).
@@ -300,6 +303,12 @@ func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (Verif
 			cps[c.Seq] = c
 		}
 	}
+	firstCP := int64(-1)
+	for s := range cps {
+		if firstCP < 0 || s < firstCP {
+			firstCP = s
+		}
+	}
 	// One SELECT reads one snapshot (WAL), so concurrent appends do not
 	// confuse the walk.
 	rows, err := l.db.QueryContext(ctx, `SELECT seq, at, actor, action, subject, line_id, payload, prev_hash, hash FROM audit_log ORDER BY seq`)
@@ -344,6 +353,9 @@ func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (Verif
 			} else if h != hash {
 				probs = append(probs, fmt.Sprintf("entry %d's content does not match its hash (recomputed %.12s…, stored %.12s…): it was changed", seq, h, hash))
 			}
+		}
+		if _, ok := cps[seq]; !ok && firstCP >= 0 && seq > firstCP && l.signed[action] {
+			probs = append(probs, fmt.Sprintf("entry %d (%s) has no signed checkpoint, though every %s after the first checkpoint (entry %d) is signed at its entry: checkpoints were removed (signed checkpoint check)", seq, action, action, firstCP))
 		}
 		if c, ok := cps[seq]; ok {
 			if hash != c.Hash {

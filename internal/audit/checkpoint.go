@@ -106,6 +106,21 @@ func (l *Log) WithKeys(keys Keys) *Log {
 	return &c
 }
 
+// RequireSigned returns a copy of the log whose keyed Verify also requires
+// a signed checkpoint at every entry of one of actions after the first
+// verified checkpoint (entries before it predate checkpointing): the
+// actions the writer always checkpoints at their own entry, so that
+// removing the checkpoints of a rewritten stretch is detected as long as
+// an earlier checkpoint remains.
+func (l *Log) RequireSigned(actions ...string) *Log {
+	c := *l
+	c.signed = map[string]bool{}
+	for _, a := range actions {
+		c.signed[a] = true
+	}
+	return &c
+}
+
 // CheckpointTx signs the log's current head with s inside the caller's
 // write transaction and stores it (a head already checkpointed is kept).
 // An empty log has nothing to sign: it returns a zero Checkpoint.

@@ -275,6 +275,14 @@ func KeysOf(pubs ...ed25519.PublicKey) audit.Keys {
 	return func(id string) ed25519.PublicKey { return m[id] }
 }
 
+// KeyedLog is l verified with the trusted keys pubs: its signed
+// checkpoints checked (audit.Log.WithKeys), and one required at every
+// certificate issue and approval entry after the first checkpoint — the
+// steps this store always checkpoints (audit.Log.RequireSigned).
+func KeyedLog(l *audit.Log, pubs ...ed25519.PublicKey) *audit.Log {
+	return l.WithKeys(KeysOf(pubs...)).RequireSigned(AuditCertIssue, AuditCertApprove)
+}
+
 // checkpointTx signs the audit head with the process's key of keyID, when
 // it holds it (a process without the key cannot sign; its steps are
 // covered by the next checkpoint).

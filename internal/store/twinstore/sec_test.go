@@ -126,3 +126,56 @@ func TestSec11_CheckpointsExposeRewrite(t *testing.T) {
 		}
 	})
 }
+
+// TestSec11_RemovedCheckpoints: rewriting a later certificate's entries
+// and deleting the checkpoints from there on is detected while an earlier
+// checkpoint remains: every issue and approval after it is signed.
+func TestSec11_RemovedCheckpoints(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, k := twFixture(t, b)
+		ctx := context.Background()
+		a := twIssue(t, s, k, "trial-1").Cert.RecommendationID
+		if _, err := s.ApproveCertificate(ctx, a, "bob", k.Public, twT0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		rb := twIssue(t, s, k, "trial-2")
+		if _, err := s.ApproveCertificate(ctx, rb.Cert.RecommendationID, "bob", k.Public, twT0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		log := s.AuditLog()
+		keyed := twinstore.KeyedLog(log, k.Public)
+		if _, err := keyed.Verify(ctx); err != nil {
+			t.Fatal(err)
+		}
+		es, err := log.List(ctx, 0, audit.MaxListLimit, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, s, b.dropTrigger("audit_log_no_update", "audit_log"))
+		prev := audit.GenesisHash
+		for _, e := range es {
+			if e.Seq < rb.AuditSeq {
+				prev = e.Hash
+				continue
+			}
+			if e.Seq == rb.AuditSeq {
+				e.Actor = "mallory"
+			}
+			e.PrevHash = prev
+			if e.Hash, err = audit.ComputeHash(e); err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, s, `UPDATE audit_log SET actor=?, prev_hash=?, hash=? WHERE seq=?`, e.Actor, e.PrevHash, e.Hash, e.Seq)
+			prev = e.Hash
+		}
+		mustExec(t, s, `DELETE FROM audit_checkpoints WHERE seq >= ?`, rb.AuditSeq)
+		if _, err := log.WithKeys(twinstore.KeysOf(k.Public)).Verify(ctx); err != nil {
+			t.Fatalf("without the rule the remaining checkpoints pass: %v", err)
+		}
+		res, err := keyed.Verify(ctx)
+		wantCode(t, err, audit.CodeAuditTampered)
+		if !strings.Contains(res.Problem, "checkpoints were removed") || res.FirstBad != rb.AuditSeq {
+			t.Fatalf("%+v", res)
+		}
+	})
+}

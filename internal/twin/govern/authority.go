@@ -113,7 +113,7 @@ func authority(ctx context.Context, st Store, pub ed25519.PublicKey, rec *contra
 		return ReasonAuditIncomplete, fmt.Sprintf("the audit log has no approval entry of certificate %s naming its signed approval", id)
 	}
 	keys := twinstore.KeysOf(pub)
-	if _, err := log.WithKeys(keys).Verify(ctx); err != nil {
+	if _, err := twinstore.KeyedLog(log, pub).Verify(ctx); err != nil {
 		return ReasonAuditTampered, errText(err)
 	}
 	for _, e := range []*audit.Entry{issue, approve} {

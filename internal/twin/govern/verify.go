@@ -131,6 +131,7 @@ func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKe
 	}
 	rep.AuditEntries = len(entries)
 	keys := twinstore.KeysOf(pub)
+	keyed := twinstore.KeyedLog(log, pub)
 	if rec != nil {
 		ok, err := log.SignedAt(ctx, keys, rec.AuditSeq, rec.AuditHash)
 		if err == nil && !ok {
@@ -139,10 +140,10 @@ func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKe
 		add(CheckAnchor, err, fmt.Sprintf("audit anchor entry %d is signed", rec.AuditSeq))
 		add(CheckIssue, checkIssue(rec, entries), fmt.Sprintf("issue recorded in audit entry %d", rec.AuditSeq))
 		add(CheckLifecycle, checkLifecycle(c, entries), "the audit trail replays to status "+string(c.Status))
-		res, err := log.WithKeys(keys).VerifyHead(ctx, rec.AuditSeq, rec.AuditHash)
+		res, err := keyed.VerifyHead(ctx, rec.AuditSeq, rec.AuditHash)
 		add(CheckChain, err, fmt.Sprintf("audit log verified: %d entries, head %d:%s, %d signed checkpoints up to entry %d", res.Entries, res.HeadSeq, res.Head, res.Checkpoints, res.SignedSeq))
 	} else {
-		res, err := log.WithKeys(keys).Verify(ctx)
+		res, err := keyed.Verify(ctx)
 		add(CheckChain, err, fmt.Sprintf("audit log verified: %d entries, head %d:%s, %d signed checkpoints up to entry %d", res.Entries, res.HeadSeq, res.Head, res.Checkpoints, res.SignedSeq))
 	}
 	rep.OK = true
