@@ -23,6 +23,13 @@ deleted or reordered entry fails with AML_AUDIT_TAMPERED naming the first bad
 seq (exit status 1). On success prints the number of entries checked and the
 head (the last entry's seq and hash).
 
+The log is also checked against its signed checkpoints: heads signed with
+the deployment key (cert-key.json, outside the database) at every
+certificate lifecycle step and every 64 entries. Someone with write access
+to the database can rewrite entries and recompute every hash after them;
+the rewrite then no longer matches a signed checkpoint, and a checkpoint
+cannot be forged without the key.
+
 Removing the newest entries leaves a shorter chain that is valid in itself;
 no log can show on its own that it was once longer. Keep the head printed
 here somewhere else (certificates record it at issue) and pass it later with

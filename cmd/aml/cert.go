@@ -115,10 +115,13 @@ the token's owner), who can never approve the certificate. It expires after
 		Short: "Verify a certificate: row, hash, Ed25519 signature, its audit trail and the audit chain",
 		Long: `Check certificate ID end to end with the server key in the data directory:
 the stored row agrees with the certificate, certificateHash is the hash of
-the signed body, the signature verifies, the audit log holds its issue entry
-at the head recorded with it and a lifecycle that replays to its status and
-approver, and the whole audit log verifies (aml audit verify). Any failure
-exits 1 with AML_CERT_INVALID naming the check.`,
+the signed body, the signature verifies, its approval (and execution claim)
+is a statement signed with the deployment key that matches the row, the
+audit entry recorded with it (its anchor) is a signed audit checkpoint, the
+audit log holds its issue entry at that anchor and a lifecycle that replays
+to its status and approver, and the whole audit log verifies with its
+signed checkpoints (aml audit verify). Any failure exits 1 with
+AML_CERT_INVALID naming the check.`,
 		Args: argsExact(1),
 	}, "cert.verify", "", &vr, id(&vr.ID), func(r any) bool { return len(r.(govern.VerifyReport).Checks) > 0 })
 
@@ -140,8 +143,9 @@ unexpired, signature), the snapshot's freshness and the recorded write
 history; a denial exits 1 with AML_WRITE_DENIED and its reason code. An
 allowed write goes to the recording writer (seeded with the snapshot's
 control values; a machine connector comes later), is read back, recorded
-and audited, and the certificate becomes EXECUTED. --run is the batch run
-the action counts against (default: the snapshot's run).
+and audited, and the certificate becomes EXECUTED. The action counts
+against the run of the certified snapshot (else the line's active run);
+--run R only checks it: any other run is refused (RUN_MISMATCH).
 
 With --opcua-endpoint URL --map FILE the write goes to the line's OPC UA
 server instead (the governed OPC UA writer; FILE is an aml connect opcua
@@ -183,7 +187,7 @@ these flags cannot be combined with --server.`,
 	}
 	f := execute.Flags()
 	f.String("as", "", "who executes")
-	f.StringVar(&req.Run, "run", "", "the batch run the action counts against (default: the snapshot's run)")
+	f.StringVar(&req.Run, "run", "", "check that the action counts against this run (the certified snapshot's, else the line's active run); any other is refused")
 	f.StringVar(&o.endpoint, "opcua-endpoint", "", "write over OPC UA to this server (opc.tcp://...) instead of the recording writer; needs --map")
 	f.StringVar(&o.mapFile, "map", "", "OPC UA map file (as for aml connect opcua): which OPC UA node each AML node is")
 	f.StringVar(&o.sec.Policy, "security-policy", "None", "OPC UA security policy")

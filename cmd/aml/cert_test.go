@@ -189,7 +189,7 @@ func TestCertAndChannelCLI(t *testing.T) {
 	out, err = certCLI(t, d, "--json", "verify", id)
 	var rep govern.VerifyReport
 	mustJSON(t, out, &rep)
-	if err != nil || !rep.OK || rep.Status != "EXECUTED" || len(rep.Checks) != 6 {
+	if err != nil || !rep.OK || rep.Status != "EXECUTED" || len(rep.Checks) != 9 {
 		t.Fatalf("verify: %v\n%s", err, out)
 	}
 
@@ -222,7 +222,7 @@ func TestCertVerifyDetectsTampering(t *testing.T) {
 	}{
 		{"signed field in the row", govern.CheckHash, []string{
 			`UPDATE twin_certificates SET cert_json = replace(cert_json, '"hold_pressure":65', '"hold_pressure":67')`}},
-		{"approval written behind the store's back", govern.CheckLifecycle, []string{
+		{"approval written behind the store's back", govern.CheckApproval, []string{
 			`UPDATE twin_certificates SET approved_by='mallory', status='APPROVED',
 			cert_json = replace(cert_json, '"status":"ISSUED"', '"status":"APPROVED","approvedBy":"mallory","approvedAt":"` + certBase.Add(time.Minute).Format(time.RFC3339) + `"')`}},
 		{"audit entry edited", govern.CheckChain, []string{

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"reflect"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/render"
+	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -61,6 +63,20 @@ func (a *app) application(ctx context.Context, op string) (*amlapp.App, error) {
 	if key {
 		if _, err := p.Key(ctx); err != nil {
 			return nil, err
+		}
+	}
+	if op == "audit.verify" {
+		// The signed checkpoints are checked with the data directory's
+		// key when it has one (read, never created: verifying writes
+		// nothing).
+		if d := p.Opened(); d.Key == nil {
+			k, err := cert.LoadKey(a.dataDir)
+			switch {
+			case err == nil:
+				d.Key = k
+			case !errors.Is(err, fs.ErrNotExist):
+				return nil, err
+			}
 		}
 	}
 	if a.appl == nil {

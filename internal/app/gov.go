@@ -11,6 +11,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/retention"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/govern"
@@ -224,7 +225,10 @@ func (a *App) CertApprove(ctx context.Context, p Principal, req CertRequest) (*c
 		if err != nil {
 			return nil, err
 		}
-		r, err := a.d.Store.ApproveCertificate(ctx, req.ID, p.Name, k.Public, a.o.Now())
+		// The approval is signed with the deployment key, naming the
+		// approver and their role: the write guard trusts the signature,
+		// not the row.
+		r, err := a.d.Store.ApproveCertificateAs(ctx, req.ID, twinstore.Approver{Name: p.Name, Role: string(p.Role)}, k, a.o.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -281,9 +285,11 @@ func (a *App) CertVerify(ctx context.Context, p Principal, req CertRequest) (gov
 // CertExecuteRequest executes an approved certificate's first step.
 type CertExecuteRequest struct {
 	ID string `json:"id" jsonschema:"certificate id"`
-	// Run is the batch run the action counts against (default: the
-	// snapshot's run).
-	Run string `json:"run,omitempty" jsonschema:"the batch run the action counts against (default: the snapshot's run)"`
+	// Run, when given, must be the run the action counts against — the
+	// certified snapshot's run, else the line's active run — or the write
+	// is denied RUN_MISMATCH: the caller never chooses the run that
+	// maxActionsPerRun counts.
+	Run string `json:"run,omitempty" jsonschema:"optional check: the run the action counts against (the certified snapshot's run, else the line's active run); any other is refused"`
 
 	// Writer writes to the machine (default: a recording writer seeded
 	// with the snapshot's values). Only in-process callers set it.
@@ -431,7 +437,15 @@ func (a *App) ChannelSet(ctx context.Context, p Principal, req ChannelSetRequest
 
 // ---- audit
 
-func (a *App) auditLog() *audit.Log { return audit.New(a.d.Store.SQL()) }
+// auditLog is the audit log, verified with its signed checkpoints when
+// this process has the deployment key.
+func (a *App) auditLog() *audit.Log {
+	l := audit.New(a.d.Store.SQL())
+	if a.d.Key != nil {
+		l = twinstore.KeyedLog(l, a.d.Key.Public)
+	}
+	return l
+}
 
 // AuditListRequest pages through the audit log.
 type AuditListRequest struct {

@@ -40,6 +40,11 @@ func run[Req, Resp any](ctx context.Context, a *App, p Principal, op *Op, req Re
 	if err := p.Allow(op.Act, ""); err != nil {
 		return out, err
 	}
+	// A name with an invisible character could pass for another person's
+	// (four-eyes): it never acts (the CLI's --as, a token's name).
+	if err := core.CheckName("actor", p.Name); err != nil {
+		return out, err
+	}
 	if v, ok := any(&req).(Validator); ok {
 		if err := v.Validate(); err != nil {
 			return out, err

@@ -52,13 +52,23 @@ type VerifyResult struct {
 	OK       bool   `json:"ok"`
 	FirstBad int64  `json:"firstBad,omitempty"`
 	Problem  string `json:"problem,omitempty"`
+	// Checkpoints is how many signed checkpoints were verified (a log
+	// with keys, WithKeys); SignedSeq the newest one's seq: the entries up
+	// to it are as the deployment signed them.
+	Checkpoints int64 `json:"checkpoints"`
+	SignedSeq   int64 `json:"signedSeq,omitempty"`
 }
 
 // Log is the audit log in one database; appends run in the handle's write
 // transactions (serialised on both back-ends, see internal/store/sqldb). It is safe for concurrent use.
 type Log struct {
-	db  *sqldb.DB
-	now func() time.Time
+	db     *sqldb.DB
+	now    func() time.Time
+	signer Signer // signs a checkpoint every CheckpointEvery entries (nil: none)
+	keys   Keys   // verify checks the signed checkpoints (nil: not)
+	// signed are the actions always checkpointed at their own entry
+	// (RequireSigned).
+	signed map[string]bool
 }
 
 // New returns the log in the database behind db (a store's SQL()).
@@ -124,6 +134,11 @@ func (l *Log) appendTx(ctx context.Context, tx *sqldb.Tx, actor, action, subject
 	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log(seq, at, actor, action, subject, line_id, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)`,
 		e.Seq, at, actor, action, subject, lineID, string(p), e.PrevHash, e.Hash); err != nil {
 		return Entry{}, sqldb.Err(err, "audit: append seq %d", e.Seq)
+	}
+	if l.signer != nil && e.Seq%CheckpointEvery == 0 {
+		if err := l.signTx(ctx, tx, l.signer, &Checkpoint{Seq: e.Seq, Hash: e.Hash}); err != nil {
+			return Entry{}, err
+		}
 	}
 	return e, nil
 }
@@ -272,6 +287,28 @@ func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (Verif
 			res.FirstBad, res.Problem = seq, fmt.Sprintf(format, args...)
 		}
 	}
+	// The signed checkpoints, read before the entries (so every entry
+	// they name is among the entries read).
+	cps := map[int64]Checkpoint{}
+	if l.keys != nil {
+		list, err := l.Checkpoints(ctx)
+		if err != nil {
+			return res, err
+		}
+		for _, c := range list {
+			if err := c.Verify(l.keys); err != nil {
+				fail(c.Seq, "%v (signed checkpoint)", err)
+				continue
+			}
+			cps[c.Seq] = c
+		}
+	}
+	firstCP := int64(-1)
+	for s := range cps {
+		if firstCP < 0 || s < firstCP {
+			firstCP = s
+		}
+	}
 	// One SELECT reads one snapshot (WAL), so concurrent appends do not
 	// confuse the walk.
 	rows, err := l.db.QueryContext(ctx, `SELECT seq, at, actor, action, subject, line_id, payload, prev_hash, hash FROM audit_log ORDER BY seq`)
@@ -317,6 +354,17 @@ func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (Verif
 				probs = append(probs, fmt.Sprintf("entry %d's content does not match its hash (recomputed %.12s…, stored %.12s…): it was changed", seq, h, hash))
 			}
 		}
+		if _, ok := cps[seq]; !ok && firstCP >= 0 && seq > firstCP && l.signed[action] {
+			probs = append(probs, fmt.Sprintf("entry %d (%s) has no signed checkpoint, though every %s after the first checkpoint (entry %d) is signed at its entry: checkpoints were removed (signed checkpoint check)", seq, action, action, firstCP))
+		}
+		if c, ok := cps[seq]; ok {
+			if hash != c.Hash {
+				probs = append(probs, fmt.Sprintf("entry %d's hash %.12s… is not the hash %.12s… of the signed checkpoint at entry %d: the log was rewritten at or before entry %d (signed checkpoint check)", seq, hash, c.Hash, seq, seq))
+			} else {
+				res.Checkpoints++
+				res.SignedSeq = seq
+			}
+		}
 		if wantSeq > 0 && seq == wantSeq && hash != wantHash {
 			probs = append(probs, fmt.Sprintf("entry %d's hash is %.12s… but the recorded head is %.12s…: the log was rewritten from entry %d or earlier", seq, hash, wantHash, seq))
 		}
@@ -328,6 +376,12 @@ func (l *Log) verify(ctx context.Context, wantSeq int64, wantHash string) (Verif
 	}
 	if err := rows.Err(); err != nil {
 		return res, sqldb.Err(err, "audit: verify")
+	}
+	for _, c := range cps {
+		if c.Seq > res.HeadSeq {
+			fail(res.HeadSeq+1, "a signed checkpoint names entry %d but the log ends at entry %d: entries were removed (signed checkpoint check)", c.Seq, res.HeadSeq)
+			break
+		}
 	}
 	if wantSeq > res.HeadSeq {
 		fail(res.HeadSeq+1, "the log ends at entry %d but the recorded head is entry %d (%.12s…): entries %d..%d were removed", res.HeadSeq, wantSeq, wantHash, res.HeadSeq+1, wantSeq)

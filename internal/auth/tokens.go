@@ -84,6 +84,9 @@ func validateNew(n NewToken) (NewToken, error) {
 	if n.Name == "" {
 		return n, core.FieldErrorf(core.CodeInvalidArgument, "name", "a token needs a name (the person or agent it is for)")
 	}
+	if err := core.CheckName("name", n.Name); err != nil {
+		return n, err
+	}
 	if len(n.Name) > 200 {
 		return n, core.FieldErrorf(core.CodeInvalidArgument, "name", "name longer than 200 characters")
 	}

@@ -157,6 +157,10 @@ func deps(t *testing.T, dir string) *service.Deps {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A serving process registers the key it signs with (service.Process).
+	if err := s.RegisterSigningKey(context.Background(), key, "aml"); err != nil {
+		t.Fatal(err)
+	}
 	return &service.Deps{Store: s, DataDir: dir, Runner: r, Bus: bus, Key: key}
 }
 

@@ -249,6 +249,9 @@ func printAuditVerify(w io.Writer, req app.AuditVerifyRequest, res audit.VerifyR
 		fmt.Fprintf(w, ", recorded head %s present", seq)
 	}
 	fmt.Fprintf(w, "\nhead %d:%s\n", res.HeadSeq, res.Head)
+	if res.Checkpoints > 0 {
+		fmt.Fprintf(w, "%d signed checkpoint(s), newest at entry %d\n", res.Checkpoints, res.SignedSeq)
+	}
 }
 
 // PrintFileReport is one ingested CSV stream (the CLI prints one per

@@ -66,6 +66,10 @@ func newCertFixture(t *testing.T) *certFixture {
 	if _, err := st.SetChannel(ctx, contract.ChannelRecord{LineID: sim.DefaultLineID, Profile: contract.ProfileHybridTwin, ControlPolicy: contract.PolicyHITLGoverned}, "ops"); err != nil {
 		t.Fatal(err)
 	}
+	// The line's active run, which a governed write counts against.
+	if err := st.CreateRun(ctx, core.Run{ID: "run-1", LineID: sim.DefaultLineID, ProductID: "P", RecipeID: "R", StartedMs: 1, Status: core.RunActive}); err != nil {
+		t.Fatal(err)
+	}
 	return &certFixture{st: st, key: key, scene: sc}
 }
 

@@ -63,6 +63,7 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 	if _, pub := key.SigningKey(); pub == nil { // a nil *cert.KeyPair
 		return nil, core.Errorf(core.CodeInvalidArgument, "issue: no signing key")
 	}
+	s.useSigner(key)
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return nil, sqldb.Err(err, "begin")
@@ -121,7 +122,7 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 		"modelHash": c.ModelHash, "objectiveHash": c.ObjectiveHash, "expiresAt": c.ExpiresAt.UnixMilli(), "status": string(c.Status),
 		"improvement": c.BaselineComparison.Improvement,
 	}
-	e, err := audit.New(s.db).AppendTx(ctx, tx, requester, AuditCertIssue, c.RecommendationID, scene.LineID, payload)
+	e, err := s.auditLog().AppendTx(ctx, tx, requester, AuditCertIssue, c.RecommendationID, scene.LineID, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +135,11 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 	}
 	if err != nil {
 		return nil, sqldb.Err(err, "insert certificate %s", c.RecommendationID)
+	}
+	// The anchor (the issue entry's seq and hash) is signed: a checkpoint
+	// of the head it is.
+	if _, err := audit.New(s.db).CheckpointTx(ctx, tx, key); err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, sqldb.Err(err, "commit certificate %s", c.RecommendationID)
@@ -287,6 +293,20 @@ func (r *rawCertRow) minimal() *contract.RecommendationCertificate {
 // certificate expired (and marked it EXPIRED), the expiry is persisted and
 // audited ("cert.expire") and step's error returned.
 func (s *Store) transition(ctx context.Context, id string, pub ed25519.PublicKey, actor, action string, payload map[string]any, step func(c *contract.RecommendationCertificate) error) (*contract.CertRecord, error) {
+	return s.signedTransition(ctx, id, pub, actor, action, payload, step, nil)
+}
+
+// statementSigner signs the statement of a lifecycle step (an approval).
+type statementSigner struct {
+	key       CertSigner
+	kind      string
+	statement func(c *contract.RecommendationCertificate, keyID string) any
+}
+
+// signedTransition is transition that, when sign is given, also stores
+// the step's signed statement (twin_attestations) in the same
+// transaction, named by its hash in the audit entry ("statementHash").
+func (s *Store) signedTransition(ctx context.Context, id string, pub ed25519.PublicKey, actor, action string, payload map[string]any, step func(c *contract.RecommendationCertificate) error, sign *statementSigner) (*contract.CertRecord, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, core.Errorf(core.CodeInvalidArgument, "a certificate verification key is required")
 	}
@@ -316,6 +336,17 @@ func (s *Store) transition(ctx context.Context, id string, pub ed25519.PublicKey
 		payload = map[string]any{}
 	}
 	payload["from"], payload["to"], payload["certificateHash"] = string(prev), string(c.Status), c.CertificateHash
+	if sign != nil {
+		keyID, _ := sign.key.SigningKey()
+		a, err := signStatement(sign.key, c.RecommendationID, sign.kind, sign.statement(c, keyID), time.Now())
+		if err != nil {
+			return nil, err
+		}
+		if err := insertAttestation(ctx, tx, a); err != nil {
+			return nil, err
+		}
+		payload["statementHash"] = a.Hash
+	}
 	if err := s.persistCert(ctx, tx, r, prev, actor, action, payload); err != nil {
 		return nil, err
 	}
@@ -343,8 +374,12 @@ func (s *Store) persistCert(ctx context.Context, tx *sqldb.Tx, r *contract.CertR
 		return core.FieldErrorf(core.CodeConflict, "status", "certificate %s is no longer %s", c.RecommendationID, prev)
 	}
 	r.UpdatedAt = msTime(now)
-	_, err = audit.New(s.db).AppendTx(ctx, tx, actor, action, c.RecommendationID, r.LineID, payload)
-	return err
+	if _, err = s.auditLog().AppendTx(ctx, tx, actor, action, c.RecommendationID, r.LineID, payload); err != nil {
+		return err
+	}
+	// Every lifecycle step signs the audit head (when this process holds
+	// the certificate's key).
+	return checkpointTx(ctx, tx, s.db, c.KeyID)
 }
 
 // ApproveCertificate moves an ISSUED certificate to APPROVED by approver
@@ -352,10 +387,51 @@ func (s *Store) persistCert(ctx context.Context, tx *sqldb.Tx, r *contract.CertR
 // expired certificate is marked EXPIRED — AML_CERT_EXPIRED). The status
 // change is a compare-and-set on ISSUED: of two approvers racing, one wins
 // and the other gets AML_CONFLICT. Audited as "cert.approve".
+//
+// The approval is signed (ApproveCertificateAs) with the process's signing
+// key of pub, as by a person with the approver role: the caller has
+// checked the approver's role.
 func (s *Store) ApproveCertificate(ctx context.Context, id, approver string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error) {
-	return s.transition(ctx, id, pub, approver, AuditCertApprove, map[string]any{"approvedBy": approver}, func(c *contract.RecommendationCertificate) error {
-		return c.Approve(approver, "", now)
-	})
+	if len(pub) != ed25519.PublicKeySize {
+		return nil, core.Errorf(core.CodeInvalidArgument, "a certificate verification key is required")
+	}
+	key, err := needSigner(contract.CertKeyID(pub))
+	if err != nil {
+		return nil, err
+	}
+	return s.ApproveCertificateAs(ctx, id, Approver{Name: approver, Role: RoleApprover}, key, now)
+}
+
+// ApproveCertificateAs is ApproveCertificate by the person by (their name
+// and role) that also signs the approval with key: the statement
+// {certificate id and hash, approver, role, approval time}
+// (ApprovalStatement) is stored in the same transaction as the status
+// change and named by its hash in the "cert.approve" entry, whose head is
+// signed too (an audit checkpoint). Only the approver and admin roles
+// approve (AML_FORBIDDEN otherwise); the name must be one that may enter
+// AML (core.CheckName). The write guard executes only a certificate whose
+// signed approval matches its row (CheckApproval).
+func (s *Store) ApproveCertificateAs(ctx context.Context, id string, by Approver, key CertSigner, now time.Time) (*contract.CertRecord, error) {
+	if key == nil {
+		return nil, core.Errorf(core.CodeInvalidArgument, "approve: no signing key")
+	}
+	_, pub := key.SigningKey()
+	if len(pub) != ed25519.PublicKeySize {
+		return nil, core.Errorf(core.CodeInvalidArgument, "approve: no signing key")
+	}
+	if err := core.CheckName("approvedBy", by.Name); err != nil {
+		return nil, err
+	}
+	if by.Role != RoleApprover && by.Role != RoleAdmin {
+		return nil, core.FieldErrorf(core.CodeForbidden, "approvedBy", "%s (role %q) may not approve a certificate: only a person with the approver or admin role", by.Name, by.Role)
+	}
+	s.useSigner(key)
+	role := by.Role
+	return s.signedTransition(ctx, id, pub, by.Name, AuditCertApprove, map[string]any{"approvedBy": by.Name, "approverRole": role}, func(c *contract.RecommendationCertificate) error {
+		return c.Approve(by.Name, "", now)
+	}, &statementSigner{key: key, kind: AttestApprove, statement: func(c *contract.RecommendationCertificate, keyID string) any {
+		return approvalStatement(c, role, keyID)
+	}})
 }
 
 // RevokeCertificate moves an ISSUED or APPROVED certificate to REVOKED

@@ -2,6 +2,7 @@ package twinstore
 
 import (
 	"context"
+	"crypto/ed25519"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -259,7 +260,7 @@ func (s *Store) RecordWrite(ctx context.Context, actor string, r contract.WriteR
 		return 0, err
 	}
 	payload := map[string]any{"writeId": id, "nodeId": r.NodeID, "variableId": r.VariableID, "value": r.Value, "delta": r.Delta, "runId": r.RunID, "at": r.At.UnixMilli()}
-	if _, err := audit.New(s.db).AppendTx(ctx, tx, actor, AuditWriteAttempt, r.CertificateID, r.LineID, payload); err != nil {
+	if _, err := s.auditLog().AppendTx(ctx, tx, actor, AuditWriteAttempt, r.CertificateID, r.LineID, payload); err != nil {
 		return 0, err
 	}
 	return id, sqldb.Err(tx.Commit(), "commit write")
@@ -282,6 +283,18 @@ func (s *Store) LastWriteID(ctx context.Context, lineID string) (int64, error) {
 	return id, sqldb.Err(err, "read write history of line %s", lineID)
 }
 
+// ActiveRun returns the id of the line's newest active run (runs table;
+// "" when none): the run a governed write counts against when its
+// snapshot names none.
+func (s *Store) ActiveRun(ctx context.Context, lineID string) (string, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM runs WHERE line_id=? AND status='active' ORDER BY started_ms DESC, id DESC LIMIT 1`, lineID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, sqldb.Err(err, "read the active run of line %s", lineID)
+}
+
 // ClaimWrite serialises governed writes per line across processes: in one
 // write transaction it checks that the line's history has not grown since
 // the guard read it (newest row id still ExpectLastWriteID; otherwise
@@ -291,6 +304,25 @@ func (s *Store) LastWriteID(ctx context.Context, lineID string) (int64, error) {
 // used, so the history this guard checked stays the history its writes
 // follow. A claim is never undone: an action that fails still counts.
 func (s *Store) ClaimWrite(ctx context.Context, c contract.WriteClaimRequest) (int64, error) {
+	return s.claimWrite(ctx, c, nil)
+}
+
+// ClaimCertificateWrite is ClaimWrite for the governed write of a stored
+// certificate, which it also marks used, signed: in the same transaction
+// it reads and verifies the certificate (pub; it must be APPROVED), signs
+// the execution statement {certificate id and hash, line, run, actor,
+// claim time} (ExecutionStatement) with the process's key of the
+// certificate, stores it — at most one per certificate, so a second claim
+// is AML_CONFLICT (field certificateId) even with the row reset — names
+// it in the "write.start" entry and signs the audit head.
+func (s *Store) ClaimCertificateWrite(ctx context.Context, c contract.WriteClaimRequest, pub ed25519.PublicKey) (int64, error) {
+	if len(pub) != ed25519.PublicKeySize {
+		return 0, core.Errorf(core.CodeInvalidArgument, "a certificate verification key is required")
+	}
+	return s.claimWrite(ctx, c, pub)
+}
+
+func (s *Store) claimWrite(ctx context.Context, c contract.WriteClaimRequest, pub ed25519.PublicKey) (int64, error) {
 	if err := errors.Join(requireID("lineId", c.LineID), requireID("certificateId", c.CertificateID), requireID("actor", c.Actor)); err != nil {
 		return 0, err
 	}
@@ -302,6 +334,29 @@ func (s *Store) ClaimWrite(ctx context.Context, c contract.WriteClaimRequest) (i
 		return 0, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
+	var att *Attestation
+	var keyID string
+	if pub != nil {
+		r, err := getCert(ctx, tx, c.CertificateID, pub)
+		if err != nil {
+			return 0, err
+		}
+		if r.Cert.Status != contract.CertApproved || r.LineID != c.LineID {
+			return 0, core.FieldErrorf(core.CodeConflict, "status", "certificate %s is %s on line %s: only an APPROVED certificate of line %s claims it", c.CertificateID, r.Cert.Status, r.LineID, c.LineID)
+		}
+		keyID = r.Cert.KeyID
+		key, err := needSigner(keyID)
+		if err != nil {
+			return 0, err
+		}
+		if att, err = signStatement(key, c.CertificateID, AttestExecute, ExecutionStatement{Kind: ExecutionKind, CertificateID: c.CertificateID,
+			CertificateHash: r.Cert.CertificateHash, LineID: c.LineID, RunID: c.RunID, Actor: c.Actor, At: c.At.UnixMilli(), KeyID: keyID}, time.Now()); err != nil {
+			return 0, err
+		}
+		if err := insertAttestation(ctx, tx, att); err != nil {
+			return 0, err
+		}
+	}
 	var last int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(write_id), 0) FROM twin_writes WHERE line_id=?`, c.LineID).Scan(&last); err != nil {
 		return 0, sqldb.Err(err, "read write history of line %s", c.LineID)
@@ -314,8 +369,16 @@ func (s *Store) ClaimWrite(ctx context.Context, c contract.WriteClaimRequest) (i
 		return 0, err
 	}
 	payload := map[string]any{"writeId": id, "runId": c.RunID, "at": c.At.UnixMilli()}
-	if _, err := audit.New(s.db).AppendTx(ctx, tx, c.Actor, AuditWriteStart, c.CertificateID, c.LineID, payload); err != nil {
+	if att != nil {
+		payload["statementHash"] = att.Hash
+	}
+	if _, err := s.auditLog().AppendTx(ctx, tx, c.Actor, AuditWriteStart, c.CertificateID, c.LineID, payload); err != nil {
 		return 0, err
+	}
+	if att != nil {
+		if err := checkpointTx(ctx, tx, s.db, keyID); err != nil {
+			return 0, err
+		}
 	}
 	return id, sqldb.Err(tx.Commit(), "commit claim")
 }

@@ -32,6 +32,9 @@ type CertSigner interface {
 	// IssueCertificate builds and signs the certificate of in (cert.Issue;
 	// ttl 0: cert.DefaultTTL).
 	IssueCertificate(in contract.CertIssueInput, now time.Time, ttl time.Duration) (*contract.RecommendationCertificate, error)
+	// SignDigest signs the 32 raw bytes of a hex sha256 (base64
+	// Ed25519): signed statements and audit checkpoints.
+	SignDigest(hexHash string) (string, error)
 }
 
 // RegisterSigningKey checks that key is the deployment's signing key,
@@ -47,6 +50,7 @@ func (s *Store) RegisterSigningKey(ctx context.Context, key CertSigner, by strin
 	if len(pub) != ed25519.PublicKeySize {
 		return core.Errorf(core.CodeInvalidArgument, "a certificate signing key is required")
 	}
+	s.useSigner(key)
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return sqldb.Err(err, "begin")
@@ -58,7 +62,11 @@ func (s *Store) RegisterSigningKey(ctx context.Context, key CertSigner, by strin
 	case err != nil:
 		return sqldb.Err(err, "read the deployment's signing key")
 	case id == keyID:
-		return nil
+		// A process start signs the audit head (a checkpoint).
+		if _, err := audit.New(s.db).CheckpointTx(ctx, tx, key); err != nil {
+			return err
+		}
+		return sqldb.Err(tx.Commit(), "commit audit checkpoint")
 	default:
 		return &core.Error{Code: CodeKeyMismatch, Field: "keyId",
 			Message: "this data directory's certificate signing key " + keyID + " is not the deployment's key " + id +
@@ -74,6 +82,9 @@ func (s *Store) RegisterSigningKey(ctx context.Context, key CertSigner, by strin
 	}
 	if _, err := audit.New(s.db).AppendTx(ctx, tx, by, AuditKeyRegister, keyID, "", map[string]any{"keyId": keyID,
 		"publicKey": base64.StdEncoding.EncodeToString(pub)}); err != nil {
+		return err
+	}
+	if _, err := audit.New(s.db).CheckpointTx(ctx, tx, key); err != nil {
 		return err
 	}
 	return sqldb.Err(tx.Commit(), "commit signing key %s", keyID)

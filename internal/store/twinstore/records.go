@@ -14,12 +14,16 @@ import (
 // the CLI ask of a back-end's twin records. Both back-ends' stores satisfy
 // it by embedding a *Store (see internal/store.Store).
 type Records interface {
+	ActiveRun(ctx context.Context, lineID string) (string, error)
 	AppendAudit(ctx context.Context, actor, action, subject, lineID string, payload any) (audit.Entry, error)
 	ApproveCertificate(ctx context.Context, id, approver string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error)
+	ApproveCertificateAs(ctx context.Context, id string, by Approver, key CertSigner, now time.Time) (*contract.CertRecord, error)
+	AuditWrites(ctx context.Context, lineID string, since time.Time) ([]contract.WriteRow, error)
 	AuditLog() *audit.Log
 	Channel(ctx context.Context, lineID string) (*contract.ChannelProfile, error)
 	ClaimCalibration(ctx context.Context, maxConcurrent int, by string, now time.Time) (claimed *contract.CalibrationRequest, running int, err error)
 	ClaimWrite(ctx context.Context, c contract.WriteClaimRequest) (int64, error)
+	ClaimCertificateWrite(ctx context.Context, c contract.WriteClaimRequest, pub ed25519.PublicKey) (int64, error)
 	CompleteCalibration(ctx context.Context, id, newModelID string, now time.Time, cooldown time.Duration, by string) error
 	DeploymentKeyID(ctx context.Context) (string, error)
 	CreateCalibration(ctx context.Context, r contract.CalibrationRequest, now time.Time) (created *contract.CalibrationRequest, active *contract.CalibrationRequest, err error)
@@ -27,6 +31,7 @@ type Records interface {
 	FailCalibration(ctx context.Context, id, msg string, now time.Time, by string) error
 	FreezeScene(ctx context.Context, id, version, by, expectHash string) (*contract.SceneContract, error)
 	GetCalibration(ctx context.Context, id string) (contract.CalibrationRequest, error)
+	GetAttestation(ctx context.Context, subject, kind string) (*Attestation, error)
 	GetCertificate(ctx context.Context, id string, pub ed25519.PublicKey) (*contract.CertRecord, error)
 	GetChannel(ctx context.Context, lineID string) (*contract.ChannelRecord, error)
 	GetObjective(ctx context.Context, id string) (*contract.ObjectiveProfile, string, error)
@@ -45,6 +50,7 @@ type Records interface {
 	ListTrials(ctx context.Context, f contract.TrialFilter) ([]contract.TrialRecord, error)
 	LoadCertificate(ctx context.Context, id string) (*contract.CertRecord, error)
 	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*contract.CertRecord, error)
+	NameRoles(ctx context.Context, name string) ([]string, error)
 	PutGateEval(ctx context.Context, r contract.GateEvalRecord) error
 	PutObjective(ctx context.Context, o *contract.ObjectiveProfile) (string, error)
 	PutScene(ctx context.Context, c *contract.SceneContract) error

@@ -28,6 +28,7 @@ package twinstore
 
 import (
 	"strings"
+	"sync/atomic"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqldb"
@@ -37,6 +38,9 @@ import (
 // concurrent use.
 type Store struct {
 	db *sqldb.DB
+	// signer is the signing key this handle last registered or used
+	// (a signerBox): it signs the periodic audit checkpoints.
+	signer atomic.Value
 }
 
 // New returns the twin record store in the database behind db.

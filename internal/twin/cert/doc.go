@@ -13,8 +13,10 @@
 // the scene evaluated and passed, candidate in distribution) and improves
 // on the baseline; it expires after a TTL (at most MaxTTL). The issuer
 // signs the certificate hash with an Ed25519 key kept in
-// <dir>/cert-key.json; approvals and the rest of the lifecycle record are
-// not signed. Only an APPROVED, unexpired certificate authorises a write
+// <dir>/cert-key.json. The lifecycle record in the certificate is not
+// covered by that signature; the record store signs approvals, execution
+// claims and audit checkpoints with the same key (SignDigest; see
+// twinstore.ApproveCertificateAs), and the write guard trusts those. Only an APPROVED, unexpired certificate authorises a write
 // (CanWrite, Authorize). The verification and lifecycle rules are methods
 // of the certificate itself (contract.RecommendationCertificate.Verify,
 // Approve, …), which this package's functions of the same names apply, so

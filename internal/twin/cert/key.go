@@ -183,6 +183,11 @@ func syncDir(dir string) {
 	}
 }
 
+// LoadKey loads the signing key from <dir>/cert-key.json without ever
+// creating one (an error wrapping fs.ErrNotExist when there is none): for
+// a process that only verifies.
+func LoadKey(dir string) (*KeyPair, error) { return loadKey(filepath.Join(dir, KeyFileName)) }
+
 // loadKey reads and checks a key file. A missing file is an error
 // wrapping fs.ErrNotExist.
 func loadKey(path string) (*KeyPair, error) {
@@ -286,6 +291,11 @@ func (k *KeyPair) SigningKey() (id string, pub ed25519.PublicKey) {
 	}
 	return k.ID, k.Public
 }
+
+// SignDigest signs the 32 raw bytes of a hex sha256 with this key
+// (base64 Ed25519): the signature of the record store's signed statements
+// (approvals, executions) and audit checkpoints.
+func (k *KeyPair) SignDigest(hexHash string) (string, error) { return k.sign(hexHash) }
 
 // IssueCertificate is Issue with this key.
 func (k *KeyPair) IssueCertificate(in IssueInput, now time.Time, ttl time.Duration) (*contract.RecommendationCertificate, error) {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/aml-project/aml/internal/core"
 )
 
 // CertificateSchemaVersion is the certificate schema this package writes
@@ -296,7 +298,10 @@ func (c *RecommendationCertificate) Validate() error {
 }
 
 // SameIdentity compares two user identities as the four-eyes rule does:
-// ignoring surrounding white space and letter case.
+// ignoring surrounding white space, after Unicode NFC normalisation and
+// case folding (core.SameName), so that "José" spelt with a combining
+// accent or in capitals is still José. Names holding invisible characters
+// are refused where they enter (core.CheckName).
 func SameIdentity(a, b string) bool {
-	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
+	return core.SameName(a, b)
 }

@@ -22,16 +22,28 @@
 //     snapshot's value and the guard's freshness check on the snapshot's
 //     capture time bounds how far the line may have drifted since; the
 //     executor then refuses to write a node that no longer holds From;
-//  3. reads the newest row id of the line's write history, runs
-//     guard.Check over the store (channel, history), and on a denial
+//  3. for an APPROVED row, checks what it cannot trust the row for
+//     (authority): the signed approval matches the row and names a person
+//     with the approver or admin role who is not the requester
+//     (APPROVAL_UNSIGNED, APPROVAL_INVALID); no signed execution and no
+//     audited claim, write or execution of it exists (CERT_ALREADY_USED);
+//     the audit log holds its issue entry at the anchor and its approval
+//     entry (AUDIT_INCOMPLETE), verifies with its signed checkpoints and
+//     has both entries signed (AUDIT_TAMPERED). The run the action counts
+//     against is the certified snapshot's, else the line's active run; a
+//     caller naming another is denied RUN_MISMATCH (none: NO_RUN);
+//  4. reads the newest row id of the line's write history, runs
+//     guard.Check over the store (channel, history — twin_writes and the
+//     writes the audit log recorded), and on a denial
 //     appends "write.denied" with the reason code and returns
 //     AML_WRITE_DENIED (an expired certificate is also marked EXPIRED);
-//  4. claims the line (sqlite.Store.ClaimWrite: the history must not have
+//  5. claims the line (ClaimCertificateWrite, which also signs the
+//     execution claim, once per certificate; the history must not have
 //     grown since step 3, so two executors racing cannot both act on the
 //     same history — the loser is denied CONCURRENT_WRITE);
-//  5. runs guard.Execute through the Writer, recording every attempted
+//  6. runs guard.Execute through the Writer, recording every attempted
 //     write (twin_writes and "write.attempt") before its readback;
-//  6. on a readback-verified outcome appends "write.executed" and marks the
+//  7. on a readback-verified outcome appends "write.executed" and marks the
 //     certificate EXECUTED ("cert.execute"); otherwise appends
 //     "write.failed" and returns AML_WRITE_FAILED. The certificate of a
 //     failed write stays APPROVED but cannot be used again: its writes are

@@ -63,6 +63,11 @@ func newFixture(t *testing.T, noChannel bool) *fixture {
 	if _, err := st.PutObjective(ctx, contract.DefaultInjectionObjective()); err != nil {
 		t.Fatal(err)
 	}
+	// The line's active run: the run its actions count against (the
+	// fixture's snapshots name none).
+	if err := st.CreateRun(ctx, core.Run{ID: "run-1", LineID: line, ProductID: "P", RecipeID: "R", StartedMs: 1, Status: core.RunActive}); err != nil {
+		t.Fatal(err)
+	}
 	f := &fixture{st: st, key: key, dir: dir, scene: sc}
 	if !noChannel {
 		f.channel(t, contract.ChannelRecord{LineID: line, Profile: "hybrid_twin", ControlPolicy: contract.PolicyHITLGoverned})

@@ -3,6 +3,7 @@ package govern
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -42,6 +43,29 @@ const (
 	// ReasonConcurrentWrite: another governed write claimed the line
 	// between this one's check and its claim.
 	ReasonConcurrentWrite = "CONCURRENT_WRITE"
+	// ReasonRunMismatch: the caller named a run other than the one the
+	// action counts against (the certified snapshot's run, else the line's
+	// active run): a made-up run would escape maxActionsPerRun.
+	ReasonRunMismatch = "RUN_MISMATCH"
+	// ReasonNoRun: neither the certified snapshot nor the store names a
+	// run the action could count against.
+	ReasonNoRun = "NO_RUN"
+	// ReasonApprovalUnsigned: the certificate's row says APPROVED but no
+	// approval signed with the deployment key exists: the row was edited
+	// outside AML.
+	ReasonApprovalUnsigned = "APPROVAL_UNSIGNED"
+	// ReasonApprovalInvalid: the signed approval does not verify, belongs
+	// to another certificate or approval, or names an approver who may
+	// not approve (not the approver or admin role, an agent, the
+	// requester).
+	ReasonApprovalInvalid = "APPROVAL_INVALID"
+	// ReasonAuditIncomplete: the audit log lacks the certificate's issue
+	// or approval entry as recorded.
+	ReasonAuditIncomplete = "AUDIT_INCOMPLETE"
+	// ReasonAuditTampered: the audit log does not verify (hash chain,
+	// signed checkpoints), or the certificate's issue or approval entry
+	// is not covered by a signed checkpoint.
+	ReasonAuditTampered = "AUDIT_TAMPERED"
 )
 
 // Store is what Execute needs of the store; store.Store implements it.
@@ -53,7 +77,12 @@ type Store interface {
 	GetSnapshot(ctx context.Context, id string) (*contract.TwinSnapshot, error)
 	GetScene(ctx context.Context, id, version string) (*contract.SceneContract, error)
 	LastWriteID(ctx context.Context, lineID string) (int64, error)
-	ClaimWrite(ctx context.Context, c contract.WriteClaimRequest) (int64, error)
+	ActiveRun(ctx context.Context, lineID string) (string, error)
+	ClaimCertificateWrite(ctx context.Context, c contract.WriteClaimRequest, pub ed25519.PublicKey) (int64, error)
+	GetAttestation(ctx context.Context, subject, kind string) (*twinstore.Attestation, error)
+	AuditWrites(ctx context.Context, lineID string, since time.Time) ([]contract.WriteRow, error)
+	AuditLog() *audit.Log
+	NameRoles(ctx context.Context, name string) ([]string, error)
 	RecordWrite(ctx context.Context, actor string, r contract.WriteRow) (int64, error)
 	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*contract.CertRecord, error)
 	ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]string, error)
@@ -68,8 +97,11 @@ type Options struct {
 	Now time.Time
 	// Actor is who executes (required): the audit actor of every entry.
 	Actor string
-	// RunID is the batch run the action counts against (empty: the run
-	// of the snapshot's window).
+	// RunID, when set, must name the run the action counts against —
+	// the run of the certified snapshot's window, else the line's newest
+	// active run in the store — or the write is denied RUN_MISMATCH. It
+	// never chooses the run: maxActionsPerRun counts the actions of the
+	// line's real run.
 	RunID string
 	// SnapshotMaxAge is the snapshot age limit (0: guard default, 60 s).
 	SnapshotMaxAge time.Duration
@@ -206,14 +238,36 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		return deny(classify(err), "scene %s@%s of the certificate: %v", c.SceneID, c.SceneVersion, err)
 	}
 
-	res.RunID = opts.RunID
-	if res.RunID == "" && snap.Window != nil {
+	// The run the action counts against: the snapshot's (signed into its
+	// hash, which the certificate signed), else the line's active run.
+	if snap.Window != nil {
 		res.RunID = snap.Window.RunID
+	}
+	if res.RunID == "" {
+		if res.RunID, err = st.ActiveRun(ctx, res.LineID); err != nil {
+			return deny(ReasonStoreError, "active run of line %s: %v", res.LineID, err)
+		}
+	}
+	if res.RunID == "" {
+		return deny(ReasonNoRun, "the certified snapshot %s names no run and line %s has no active run: the action could not be counted against maxActionsPerRun", snap.SnapshotID, res.LineID)
+	}
+	if opts.RunID != "" && opts.RunID != res.RunID {
+		given := opts.RunID
+		return deny(ReasonRunMismatch, "run %q was given, but the action counts against run %s (the certified snapshot's, else the line's active run)", given, res.RunID)
 	}
 	res.Moves = FirstStepMoves(c, scene, snap)
 	varOf := map[string]string{}
 	for _, m := range res.Moves {
 		varOf[m.NodeID] = m.VariableID
+	}
+
+	// The certificate's authority, from what is signed rather than from
+	// its row: the signed approval, no signed or audited use, the audit
+	// trail of its issue and approval under signed checkpoints.
+	if c.Status == contract.CertApproved {
+		if reason, detail := authority(ctx, st, pub, rec); reason != "" {
+			return deny(reason, "%s", detail)
+		}
 	}
 
 	lastID, err := st.LastWriteID(ctx, res.LineID)
@@ -222,7 +276,7 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 	}
 	req := guard.Request{LineID: res.LineID, RunID: res.RunID, Scene: scene, Cert: c, PublicKey: pub, Moves: res.Moves,
 		SnapshotAt: snap.CapturedAt, SnapshotMaxAge: opts.SnapshotMaxAge, Now: now}
-	d := guard.Check(ctx, st, st, req)
+	d := guard.Check(ctx, st, auditedHistory{st}, req)
 	if !d.Allowed {
 		if d.Reason == guard.ReasonCertExpired && (c.Status == contract.CertIssued || c.Status == contract.CertApproved) {
 			if _, err := st.ExpireDue(ctx, now, certID); err != nil {
@@ -232,7 +286,11 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		return deny(d.Reason, "%s", d.Detail)
 	}
 
-	if _, err := st.ClaimWrite(ctx, contract.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: now, ExpectLastWriteID: lastID}); err != nil {
+	if _, err := st.ClaimCertificateWrite(ctx, contract.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: now, ExpectLastWriteID: lastID}, pub); err != nil {
+		var ae *core.Error
+		if errors.As(err, &ae) && ae.Code == core.CodeConflict && ae.Field == "certificateId" {
+			return deny(guard.ReasonCertAlreadyUsed, "%v", err)
+		}
 		if core.CodeOf(err) == core.CodeConflict {
 			return deny(ReasonConcurrentWrite, "%v", err)
 		}

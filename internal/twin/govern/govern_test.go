@@ -284,9 +284,10 @@ func TestExecuteReadbackMismatch(t *testing.T) {
 	if r.Cert.Status != contract.CertApproved {
 		t.Fatalf("status %s", r.Cert.Status)
 	}
-	// Its writes are in the history: it cannot be retried.
+	// It was claimed (a signed execution statement) and its writes are in
+	// the history: it cannot be retried.
 	res, err = govern.Execute(ctx, fx.st, fx.key.Public, id, writer(), opts(t0.Add(30*time.Second)))
-	if core.CodeOf(err) != govern.CodeWriteDenied || res.Reason != guard.ReasonNodeInterval {
+	if core.CodeOf(err) != govern.CodeWriteDenied || res.Reason != guard.ReasonCertAlreadyUsed {
 		t.Fatalf("retry: %v %+v", err, res)
 	}
 }

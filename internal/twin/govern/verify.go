@@ -18,12 +18,15 @@ import (
 
 // Names of the checks of VerifyCertificate, in order.
 const (
-	CheckRow       = "row"         // the stored JSON decodes, validates and agrees with its columns
-	CheckHash      = "hash"        // certificateHash is the hash of the signed body
-	CheckSignature = "signature"   // the Ed25519 signature verifies with the server key
-	CheckIssue     = "audit-issue" // the issue entry is in the log at the head recorded with the row
+	CheckRow       = "row"                 // the stored JSON decodes, validates and agrees with its columns
+	CheckHash      = "hash"                // certificateHash is the hash of the signed body
+	CheckSignature = "signature"           // the Ed25519 signature verifies with the server key
+	CheckApproval  = "approval-signature"  // an approved certificate's approval is signed and matches the row
+	CheckExecution = "execution-signature" // an executed certificate's execution claim is signed
+	CheckAnchor    = "audit-anchor"        // the row's audit anchor is a signed audit checkpoint
+	CheckIssue     = "audit-issue"         // the issue entry is in the log at the head recorded with the row
 	CheckLifecycle = "audit-lifecycle"
-	CheckChain     = "audit-chain" // audit.VerifyHead over the whole log
+	CheckChain     = "audit-chain" // audit.VerifyHead over the whole log, with its signed checkpoints
 )
 
 // VerifyCheck is one check of a certificate verification.
@@ -51,14 +54,25 @@ type VerifyReport struct {
 //     the row's columns;
 //   - hash: certificateHash is the sha256 of the signed body;
 //   - signature: the signature verifies with pub and keyId is pub's id;
+//   - approval-signature (a certificate that records an approval): the
+//     approval statement signed with pub exists and matches the row — a
+//     person with the approver or admin role, not the requester
+//     (twinstore.CheckApproval);
+//   - execution-signature (EXECUTED): the signed execution claim exists
+//     and names the certificate's hash;
+//   - audit-anchor: the audit entry recorded with the row (seq, hash) is
+//     a checkpoint signed with pub, so an anchor edited to match a
+//     rewritten log is detected;
 //   - audit-issue: the log holds a "cert.issue" entry for it at the seq
 //     and hash recorded with the row, naming the same certificateHash;
 //   - audit-lifecycle: its cert.* entries replay (issue, then approve /
 //     revoke / expire / execute, each from the status the previous left)
 //     to the row's status and approver;
-//   - audit-chain: the whole audit log verifies and still contains the
-//     issue entry as recorded (audit.VerifyHead), so a truncated or
-//     rewritten log is detected too.
+//   - audit-chain: the whole audit log verifies, with every signed
+//     checkpoint (a rewrite that recomputed the hashes no longer matches
+//     them), and still contains the issue entry as recorded
+//     (audit.VerifyHead), so a truncated or rewritten log is detected
+//     too.
 //
 // It returns the report and, when any check fails, an AML_CERT_INVALID
 // error naming the first failed check (AML_NOT_FOUND for an unknown id).
@@ -94,6 +108,12 @@ func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKe
 			add(CheckHash, nil, "certificateHash "+h+" is the hash of the signed body")
 		}
 		add(CheckSignature, cert.Verify(c, pub), "Ed25519 signature verifies with key "+cert.KeyID(pub))
+		if c.ApprovedBy != "" || c.Status == contract.CertApproved || c.Status == contract.CertExecuted {
+			add(CheckApproval, checkSignedApproval(ctx, st, pub, c), "the approval by "+c.ApprovedBy+" is signed with the deployment key")
+		}
+		if c.Status == contract.CertExecuted {
+			add(CheckExecution, checkSignedExecution(ctx, st, pub, c), "the execution claim is signed with the deployment key")
+		}
 	}
 
 	log := st.AuditLog()
@@ -110,14 +130,21 @@ func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKe
 		after = page[len(page)-1].Seq
 	}
 	rep.AuditEntries = len(entries)
+	keys := twinstore.KeysOf(pub)
+	keyed := twinstore.KeyedLog(log, pub)
 	if rec != nil {
+		ok, err := log.SignedAt(ctx, keys, rec.AuditSeq, rec.AuditHash)
+		if err == nil && !ok {
+			err = fmt.Errorf("the row's audit anchor (entry %d, %.12s…) is not a checkpoint signed with key %s: the anchor or the log was changed", rec.AuditSeq, rec.AuditHash, cert.KeyID(pub))
+		}
+		add(CheckAnchor, err, fmt.Sprintf("audit anchor entry %d is signed", rec.AuditSeq))
 		add(CheckIssue, checkIssue(rec, entries), fmt.Sprintf("issue recorded in audit entry %d", rec.AuditSeq))
 		add(CheckLifecycle, checkLifecycle(c, entries), "the audit trail replays to status "+string(c.Status))
-		res, err := log.VerifyHead(ctx, rec.AuditSeq, rec.AuditHash)
-		add(CheckChain, err, fmt.Sprintf("audit log verified: %d entries, head %d:%s", res.Entries, res.HeadSeq, res.Head))
+		res, err := keyed.VerifyHead(ctx, rec.AuditSeq, rec.AuditHash)
+		add(CheckChain, err, fmt.Sprintf("audit log verified: %d entries, head %d:%s, %d signed checkpoints up to entry %d", res.Entries, res.HeadSeq, res.Head, res.Checkpoints, res.SignedSeq))
 	} else {
-		res, err := log.Verify(ctx)
-		add(CheckChain, err, fmt.Sprintf("audit log verified: %d entries, head %d:%s", res.Entries, res.HeadSeq, res.Head))
+		res, err := keyed.Verify(ctx)
+		add(CheckChain, err, fmt.Sprintf("audit log verified: %d entries, head %d:%s, %d signed checkpoints up to entry %d", res.Entries, res.HeadSeq, res.Head, res.Checkpoints, res.SignedSeq))
 	}
 	rep.OK = true
 	for _, ch := range rep.Checks {
@@ -127,6 +154,38 @@ func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKe
 		}
 	}
 	return rep, nil
+}
+
+func checkSignedApproval(ctx context.Context, st store.Store, pub ed25519.PublicKey, c *contract.RecommendationCertificate) error {
+	a, err := st.GetAttestation(ctx, c.RecommendationID, twinstore.AttestApprove)
+	if core.CodeOf(err) == core.CodeNotFound {
+		return fmt.Errorf("the certificate records an approval by %s but no approval signed with the deployment key exists: it was approved outside AML", orNone(c.ApprovedBy))
+	}
+	if err != nil {
+		return err
+	}
+	return twinstore.CheckApproval(c, a, pub)
+}
+
+func checkSignedExecution(ctx context.Context, st store.Store, pub ed25519.PublicKey, c *contract.RecommendationCertificate) error {
+	a, err := st.GetAttestation(ctx, c.RecommendationID, twinstore.AttestExecute)
+	if core.CodeOf(err) == core.CodeNotFound {
+		return fmt.Errorf("the certificate is EXECUTED but no signed execution claim exists: it was marked outside AML")
+	}
+	if err != nil {
+		return err
+	}
+	if err := a.Verify(pub); err != nil {
+		return err
+	}
+	x, err := a.Execution()
+	if err != nil {
+		return err
+	}
+	if x.Kind != twinstore.ExecutionKind || x.CertificateID != c.RecommendationID || x.CertificateHash != c.CertificateHash {
+		return fmt.Errorf("the signed execution claim belongs to another certificate")
+	}
+	return nil
 }
 
 func errText(err error) string {
