@@ -254,13 +254,13 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 
 	// 4. Write into a temporary directory, then rename into place.
 	root := filepath.Join(opt.DataDir, "datasets")
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "create %s", root)
 	}
 	cleanStaleTemps(root)
 	id := newID()
 	tmp := filepath.Join(root, ".tmp-"+id)
-	if err := os.Mkdir(tmp, 0o755); err != nil {
+	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "create %s", tmp)
 	}
 	// The owner file lets a later build tell a crashed build's leftovers
@@ -273,7 +273,7 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	}()
 	// Without it a concurrent build would take the directory for a crashed
 	// one and remove it.
-	if err := os.WriteFile(filepath.Join(tmp, ".owner"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, ".owner"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "create %s", filepath.Join(tmp, ".owner"))
 	}
 	progress(Progress{Stage: "write", Done: 0, Total: 1})

@@ -96,6 +96,13 @@ func NewRunner(st Store, opt Options) *Runner {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	// Job directories are handed to child processes (cwd, AML_JOB_DIR):
+	// they must not depend on this process's working directory.
+	if opt.DataDir != "" {
+		if abs, err := filepath.Abs(opt.DataDir); err == nil {
+			opt.DataDir = abs
+		}
+	}
 	host, _ := os.Hostname()
 	var b [3]byte
 	rand.Read(b[:])
@@ -466,7 +473,7 @@ func (a *attempt) execute() error {
 		return a.end(core.JobFailed, core.CodeInternal, err.Error())
 	}
 	for _, p := range []string{art, filepath.Join(dir, "tmp"), filepath.Join(dir, "logs")} {
-		if err := os.MkdirAll(p, 0o755); err != nil {
+		if err := os.MkdirAll(p, 0o700); err != nil {
 			return a.end(core.JobFailed, core.CodeInternal, err.Error())
 		}
 	}
@@ -479,7 +486,7 @@ func (a *attempt) execute() error {
 		"params": j.Params, "seed": j.Seed, "artifactsDir": art, "attempt": j.Attempt, "purpose": d.Purpose}
 	b, err := json.MarshalIndent(jobJSON, "", "  ")
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "job.json"), b, 0o644)
+		err = os.WriteFile(filepath.Join(dir, "job.json"), b, 0o600)
 	}
 	if err != nil {
 		return a.end(core.JobFailed, core.CodeInternal, "write job.json: "+err.Error())
@@ -607,7 +614,7 @@ func (a *attempt) watchdogs() func() {
 func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *dataset.Bundle) error {
 	j := a.job
 	if isNative {
-		logf, err := os.OpenFile(filepath.Join(dir, "logs", "trainer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		logf, err := os.OpenFile(filepath.Join(dir, "logs", "trainer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return fmt.Errorf("open trainer log: %w", err)
 		}
@@ -651,7 +658,7 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 	}
 	rb, err := json.MarshalIndent(res, "", "  ")
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "trainer-result.json"), rb, 0o644)
+		err = os.WriteFile(filepath.Join(dir, "trainer-result.json"), rb, 0o600)
 	}
 	if err != nil {
 		return fmt.Errorf("write trainer-result.json: %w", err)

@@ -77,6 +77,13 @@ func New(cfg Config) *Process {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	// An absolute data dir: job directories handed to trainer processes,
+	// artifact paths and the key must not depend on the working directory.
+	if cfg.DataDir != "" {
+		if abs, err := filepath.Abs(cfg.DataDir); err == nil {
+			cfg.DataDir = abs
+		}
+	}
 	return &Process{cfg: cfg, deps: Deps{DataDir: cfg.DataDir, Log: cfg.Log}}
 }
 

@@ -221,7 +221,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 		return fail(core.FieldErrorf(core.CodeInvalidArgument, "jobDir", "%s is not a directory", jobDir))
 	}
 	for _, d := range []string{"logs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(jobDir, d), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(jobDir, d), 0o700); err != nil {
 			return fail(core.Wrap(core.CodeInternal, err, "job directory"))
 		}
 	}

@@ -90,7 +90,7 @@ func (l *launch) execute(ctx context.Context) (Result, error) {
 		// A worker that dies without cleaning up (kill -9) leaves this file;
 		// recovery uses it to kill the orphaned process group. Without it
 		// the trainer still runs; the log says what recovery will lack.
-		if err := os.WriteFile(l.pidFile, []byte(strconv.Itoa(proc.Pid)), 0o644); err != nil {
+		if err := os.WriteFile(l.pidFile, []byte(strconv.Itoa(proc.Pid)), 0o600); err != nil {
 			c.note(fmt.Sprintf("[aml-runner] cannot record the trainer's pid (%v): if this worker dies, recovery cannot stop the trainer", err))
 		}
 		defer func() { _ = os.Remove(l.pidFile) }() // best effort: gone already if the write failed

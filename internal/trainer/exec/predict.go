@@ -127,11 +127,11 @@ func PredictWith(ctx context.Context, opt PredictOptions, command []string, arti
 		name string
 		b    []byte
 	}{{"request.json", append(req, '\n')}, {"x.f32", f32Bytes(x)}, {"u.f32", f32Bytes(u)}} {
-		if err := os.WriteFile(filepath.Join(predDir, w.name), w.b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(predDir, w.name), w.b, 0o600); err != nil {
 			return nil, core.Wrap(core.CodeInternal, err, "prediction request")
 		}
 	}
-	if err := os.Mkdir(filepath.Join(predDir, "tmp"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(predDir, "tmp"), 0o700); err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "prediction directory")
 	}
 	lg, err := openRotLog(filepath.Join(predDir, "logs"), "predict.log", predictLogMax, LogKeep)

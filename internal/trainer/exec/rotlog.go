@@ -36,14 +36,14 @@ func openRotLog(dir, name string, max int64, keep int) (*rotLog, error) {
 	if keep < 2 {
 		keep = 2
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	l := &rotLog{dir: dir, name: name, max: max, keep: keep, segs: 1}
 	if err := l.moveOld(); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(l.path(0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(l.path(0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (l *rotLog) moveOld() error {
 	var dst string
 	for k := 1; ; k++ {
 		dst = filepath.Join(l.dir, "prev-"+strconv.Itoa(k))
-		if err := os.Mkdir(dst, 0o755); err == nil {
+		if err := os.Mkdir(dst, 0o700); err == nil {
 			break
 		} else if !os.IsExist(err) {
 			return err
@@ -163,7 +163,7 @@ func (l *rotLog) rotate() error {
 	if err := os.Rename(l.path(0), l.path(1)); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(l.path(0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(l.path(0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
