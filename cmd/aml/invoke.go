@@ -96,7 +96,7 @@ func (a *app) invoke(cmd *cobra.Command, name, actorFlag string, req, out any) e
 			by = f.Value.String()
 		}
 	}
-	p := auth.Principal{Name: localActor(by), Role: auth.RoleAdmin}
+	p := auth.Principal{Name: localActor(by), Role: auth.RoleAdmin, Local: true}
 	res, err := ap.Call(ctx, p, name, req)
 	if res != nil {
 		if rv := reflect.ValueOf(res); out != nil && rv.IsValid() {

@@ -250,7 +250,7 @@ func (a *App) DatasetDelete(ctx context.Context, p Principal, req DatasetRequest
 // JobSubmitRequest is one training experiment.
 type JobSubmitRequest struct {
 	DatasetID string          `json:"datasetId" jsonschema:"dataset id"`
-	Trainer   string          `json:"trainer" jsonschema:"trainer reference: a native trainer (e.g. linear_state_space@1, hybrid_residual@1) or exec:PATH"`
+	Trainer   string          `json:"trainer" jsonschema:"trainer reference: a native trainer (e.g. linear_state_space@1, hybrid_residual@1) or a registered external one, ext:NAME (exec:PATH only from the local CLI)"`
 	Params    json.RawMessage `json:"params,omitempty" jsonschema:"trainer parameters (a JSON object; see docs/trainers.md)"`
 	Seed      int64           `json:"seed,omitempty" jsonschema:"random seed (default 1)"`
 	ParentID  string          `json:"parentId,omitempty" jsonschema:"the experiment this one derives from"`
@@ -312,6 +312,14 @@ func (a *App) JobSubmit(ctx context.Context, p Principal, req JobSubmitRequest) 
 		r, err := a.runner()
 		if err != nil {
 			return core.Job{}, err
+		}
+		if err := checkTrainerRef(p, req.Trainer); err != nil {
+			return core.Job{}, err
+		}
+		if r.IsNative(req.Trainer) {
+			if req.Params, err = a.checkPhysicsParam(ctx, req.Params); err != nil {
+				return core.Job{}, err
+			}
 		}
 		return r.Submit(ctx, jobs.SubmitRequest{DatasetID: req.DatasetID, TrainerRef: req.Trainer, Params: req.Params, Seed: req.Seed,
 			ParentID: req.ParentID, ChangeNote: req.Note, EnvName: req.Env, Timeout: req.Timeout.D(), Stall: req.Stall.D(), CreatedBy: p.Name})
@@ -406,6 +414,16 @@ func (a *App) JobRetry(ctx context.Context, p Principal, req JobRequest) (core.J
 		r, err := a.runner()
 		if err != nil {
 			return j, err
+		}
+		// A retry re-runs the job's trainer and params: the submit rules
+		// hold for it too (a job queued before them may name a path).
+		if err := checkTrainerRef(p, j.TrainerRef); err != nil {
+			return j, err
+		}
+		if r.IsNative(j.TrainerRef) {
+			if _, err := a.checkPhysicsParam(ctx, j.Params); err != nil {
+				return j, err
+			}
 		}
 		return r.Retry(ctx, j.ID, p.Name)
 	})

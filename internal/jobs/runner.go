@@ -143,10 +143,48 @@ func newJobID() string {
 	return "job-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
+// IsNative reports whether ref names one of the runner's native trainers.
+func (r *Runner) IsNative(ref string) bool {
+	_, ok := r.opt.Trainers.Get(ref)
+	return ok
+}
+
+// TrainerRefs lists the native trainers' references.
+func (r *Runner) TrainerRefs() []string { return r.opt.Trainers.Refs() }
+
+// extTrainer returns the registration of ext:NAME.
+func (r *Runner) extTrainer(ctx context.Context, name string) (core.ExtTrainer, error) {
+	s, ok := r.st.(core.ExtTrainers)
+	if !ok {
+		return core.ExtTrainer{}, core.Errorf(core.CodeStoreUnavailable, "this store keeps no trainer registrations")
+	}
+	t, err := s.GetTrainer(ctx, name)
+	if core.CodeOf(err) == core.CodeNotFound {
+		return t, core.FieldErrorf(core.CodeInvalidArgument, "trainer", "no external trainer is registered as %q (aml trainer list; an admin registers one with aml trainer register)", name)
+	}
+	return t, err
+}
+
+// physics reads a stored physics model (TrainContext.Physics).
+func (r *Runner) physics(ctx context.Context, id string) (core.PhysicsModel, error) {
+	s, ok := r.st.(core.PhysicsModels)
+	if !ok {
+		return core.PhysicsModel{}, core.Errorf(core.CodeStoreUnavailable, "this store keeps no physics models")
+	}
+	return s.GetPhysics(ctx, id)
+}
+
 // Submit validates and inserts a queued job, then dispatches it.
 func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (core.Job, error) {
 	if err := r.opt.Trainers.ValidateRef(req.TrainerRef); err != nil {
 		return core.Job{}, err
+	}
+	var ext core.ExtTrainer
+	if name, ok := IsExt(req.TrainerRef); ok {
+		var err error
+		if ext, err = r.extTrainer(ctx, name); err != nil {
+			return core.Job{}, err
+		}
 	}
 	if len(req.Params) == 0 {
 		req.Params = json.RawMessage("{}")
@@ -170,6 +208,9 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (core.Job, error
 	}
 	if req.EnvName == "" {
 		if p, ok := IsExec(req.TrainerRef); ok && strings.HasSuffix(p, ".py") && r.opt.Envs != nil {
+			req.EnvName = "python"
+		}
+		if strings.HasSuffix(ext.Command, ".py") && r.opt.Envs != nil {
 			req.EnvName = "python"
 		}
 	}
@@ -512,7 +553,7 @@ func (a *attempt) execute() error {
 			return a.end(core.JobFailed, core.CodeTrainerFailed, terr.Error())
 		}
 	} else {
-		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: bundle, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: os.Stderr}
+		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: bundle, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: os.Stderr, Physics: r.physics}
 		if err := native.Train(ctx, tc); err != nil {
 			if stop, serr := a.stopped(ctx); stop {
 				return serr
@@ -618,14 +659,24 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 		if err != nil {
 			return fmt.Errorf("open trainer log: %w", err)
 		}
-		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: b, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: logf}
+		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: b, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: logf, Physics: a.r.physics}
 		terr := native.Train(a.ctx, tc)
 		if err := logf.Close(); err != nil {
 			terr = errors.Join(terr, fmt.Errorf("close trainer log: %w", err))
 		}
 		return terr
 	}
-	path, _ := IsExec(j.TrainerRef)
+	allow := []string{"VIRTUAL_ENV", "PYTHONPATH"}
+	path, isExec := IsExec(j.TrainerRef)
+	if name, ok := IsExt(j.TrainerRef); ok {
+		t, err := a.r.extTrainer(a.ctx, name)
+		if err != nil {
+			return err
+		}
+		path, allow = t.Command, append(allow, t.Env...)
+	} else if !isExec {
+		return fmt.Errorf("unknown trainer %q", j.TrainerRef)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return err
@@ -635,7 +686,7 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 		cmd = []string{"python3", abs}
 	}
 	spec := extrun.Spec{Command: cmd, JobDir: dir, Env: map[string]string{"AML_SEED": strconv.FormatInt(j.Seed, 10), "AML_JOB_ID": j.ID},
-		AllowEnv: []string{"VIRTUAL_ENV", "PYTHONPATH"}}
+		AllowEnv: allow}
 	if j.EnvName != "" && a.r.opt.Envs != nil {
 		if envDir, ok := a.r.opt.Envs.Dir(j.EnvName); ok {
 			if _, err := os.Stat(filepath.Join(envDir, "bin", "python3")); err == nil && strings.HasSuffix(abs, ".py") {
