@@ -37,7 +37,7 @@ func localActor(by string) string {
 // needs lists what an op needs beyond the store.
 func opNeeds(name string) (runner, key bool) {
 	switch name {
-	case "job.submit", "job.cancel", "job.retry", "calibrate":
+	case "job.submit", "job.cancel", "job.retry", "calibrate", "trainer.list":
 		runner = true
 	}
 	return runner, strings.HasPrefix(name, "cert.")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -86,8 +87,10 @@ func newJobCmd(a *app) *cobra.Command {
 		Use:   "submit --dataset ID --trainer REF",
 		Short: "Submit a training job (one experiment)",
 		Long: `Submit a training job on a verified dataset. REF is a native trainer
-(e.g. linear_state_space@1) or an external one, exec:PATH (see
-docs/external-trainer.md). Without --wait the job is queued for a worker
+(e.g. linear_state_space@1), a registered external one, ext:NAME (aml trainer
+list), or — from this machine only, not with --server — exec:PATH (see
+docs/external-trainer.md). A params "physics" naming a local file is
+uploaded first (aml physics put) and replaced by the stored model's id. Without --wait the job is queued for a worker
 ('aml worker' or 'aml serve'); with --wait it runs in this process with a live
 progress bar and the command ends when the job does (exit 1 unless done).
 With --server and --wait the job runs on the server's workers and is followed
@@ -105,12 +108,26 @@ on its event stream.`,
 			}, args); err != nil {
 				return err
 			}
+			// A person at the machine may name local files: the physics
+			// file is uploaded (physics.put) and named by id; an exec:
+			// program path is made absolute (a worker runs elsewhere).
+			var err error
+			if sr.Params, err = a.uploadPhysicsParam(c, sr.Params); err != nil {
+				return err
+			}
+			if p, ok := strings.CutPrefix(sr.Trainer, "exec:"); ok && p != "" && a.remote.server == "" {
+				abs, err := filepath.Abs(p)
+				if err != nil {
+					return err
+				}
+				sr.Trainer = "exec:" + abs
+			}
 			return submitted(c, "job.submit", &sr, printQueued)
 		},
 	}, "job.submit")
 	fl := submit.Flags()
 	fl.StringVar(&sr.DatasetID, "dataset", "", "dataset id (required)")
-	fl.StringVar(&sr.Trainer, "trainer", "", "trainer reference, e.g. linear_state_space@1 or exec:examples/trainers/ridge_arx.py (required)")
+	fl.StringVar(&sr.Trainer, "trainer", "", "trainer reference, e.g. linear_state_space@1, ext:NAME, or (local only) exec:examples/trainers/ridge_arx.py (required)")
 	fl.StringVar(&params, "params", "", "trainer parameters as a JSON object")
 	fl.Int64Var(&sr.Seed, "seed", 0, "random seed")
 	fl.StringVar(&sr.ParentID, "parent", "", "parent experiment (job id)")

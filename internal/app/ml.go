@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/registry"
+	"github.com/aml-project/aml/internal/safefile"
 	extrun "github.com/aml-project/aml/internal/trainer/exec"
 )
 
@@ -461,13 +463,21 @@ type JobLogsResponse struct {
 	Text       string         `json:"text"`
 }
 
-// logParts lists a job's log files oldest first: trainer.log.N … .1, then
-// trainer.log (the rotation of internal/trainer/exec).
-func logParts(dir string) []string {
-	base := filepath.Join(dir, "logs", extrun.LogName)
-	m, _ := filepath.Glob(base + ".*")
+// logParts lists a job's log files in the open logs directory d oldest
+// first: trainer.log.N … .1, then trainer.log (the rotation of
+// internal/trainer/exec).
+func logParts(d *safefile.Dir) []string {
+	names, _ := d.Names() // an unreadable directory has no parts
+	var m []string
+	for _, n := range names {
+		if s, ok := strings.CutPrefix(n, extrun.LogName+"."); ok {
+			if _, err := strconv.Atoi(s); err == nil {
+				m = append(m, n)
+			}
+		}
+	}
 	sort.Slice(m, func(i, j int) bool { return len(m[i]) > len(m[j]) || (len(m[i]) == len(m[j]) && m[i] > m[j]) })
-	return append(m, base)
+	return append(m, extrun.LogName)
 }
 
 // JobLogs reads up to MaxBytes of a job's log from Offset.
@@ -484,26 +494,36 @@ func (a *App) JobLogs(ctx context.Context, p Principal, req JobLogsRequest) (Job
 		out := JobLogsResponse{JobID: j.ID, Status: j.Status, Offset: req.Offset}
 		var buf []byte
 		var pos int64
-		for _, part := range logParts(filepath.Join(a.d.DataDir, "jobs", j.ID)) {
-			st, err := os.Lstat(part)
-			if err != nil || !st.Mode().IsRegular() {
-				continue // never follow a link or block on a FIFO a trainer left
-			}
-			size := st.Size()
-			if lo := max(req.Offset+int64(len(buf)), pos); len(buf) < n && lo < pos+size {
-				f, err := os.Open(part)
+		// The trainer can change its logs folder: it is opened without
+		// following a link, and each part in it without following a link
+		// and without blocking (O_NOFOLLOW, O_NONBLOCK, then fstat: regular
+		// files only). What the trainer left in their place is skipped.
+		d, derr := safefile.OpenDir(filepath.Join(a.d.DataDir, "jobs", j.ID, "logs"))
+		if derr == nil {
+			defer func() { _ = d.Close() }() // a directory opened read-only
+			for _, part := range logParts(d) {
+				f, err := d.OpenFile(part, os.O_RDONLY, 0)
 				if err != nil {
-					return JobLogsResponse{}, core.Wrap(core.CodeInternal, err, "job %s log", j.ID)
+					continue
 				}
-				chunk := make([]byte, min(int64(n-len(buf)), pos+size-lo))
-				k, err := f.ReadAt(chunk, lo-pos)
+				st, err := f.Stat()
+				if err != nil {
+					_ = f.Close()
+					continue
+				}
+				size := st.Size()
+				if lo := max(req.Offset+int64(len(buf)), pos); len(buf) < n && lo < pos+size {
+					chunk := make([]byte, min(int64(n-len(buf)), pos+size-lo))
+					k, err := f.ReadAt(chunk, lo-pos)
+					if err != nil && err != io.EOF {
+						_ = f.Close()
+						return JobLogsResponse{}, core.Wrap(core.CodeInternal, err, "job %s log", j.ID)
+					}
+					buf = append(buf, chunk[:k]...)
+				}
 				_ = f.Close()
-				if err != nil && err != io.EOF {
-					return JobLogsResponse{}, core.Wrap(core.CodeInternal, err, "job %s log", j.ID)
-				}
-				buf = append(buf, chunk[:k]...)
+				pos += size
 			}
-			pos += size
 		}
 		out.Size = pos
 		out.Text = strings.ToValidUTF8(string(buf), "\uFFFD")

@@ -23,6 +23,7 @@ import (
 	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/safefile"
 	extrun "github.com/aml-project/aml/internal/trainer/exec"
 )
 
@@ -655,7 +656,7 @@ func (a *attempt) watchdogs() func() {
 func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *dataset.Bundle) error {
 	j := a.job
 	if isNative {
-		logf, err := os.OpenFile(filepath.Join(dir, "logs", "trainer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		logf, err := safefile.OpenFile(filepath.Join(dir, "logs", "trainer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return fmt.Errorf("open trainer log: %w", err)
 		}
@@ -937,7 +938,7 @@ func workerLost(j core.Job, self, host string, staleAfter time.Duration, now tim
 
 // killOrphan kills the process group of a trainer whose worker died.
 func (r *Runner) killOrphan(id string) {
-	b, err := os.ReadFile(extrun.PidFile(r.JobDir(id)))
+	b, err := safefile.ReadFileNoFollow(extrun.PidFile(r.JobDir(id)), 32)
 	if err != nil {
 		return
 	}

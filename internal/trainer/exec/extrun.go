@@ -262,6 +262,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	l := &launch{argv: argv, dir: jobDir, env: env, writable: writable, sandbox: spec.Sandbox, pidFile: PidFile(jobDir),
 		wall: spec.WallTimeout, stall: spec.StallTimeout, log: lg, onEvent: onEvent}
 	res, err = l.execute(ctx)
+	defer lg.release()
 	if cerr := lg.Close(); cerr != nil && err == nil && res.Reason != ReasonStartFailed {
 		// A log that could not be written is reported but does not hide the
 		// run's outcome.
@@ -451,5 +452,7 @@ func changedFiles(dir string, before map[string]fileStamp) []string {
 }
 
 // PidFile is where Run records the running trainer's pid (its process
-// group id) under jobDir.
-func PidFile(jobDir string) string { return filepath.Join(jobDir, "logs", "trainer.pid") }
+// group id): beside jobDir, not in it, so that a trainer (whose writes the
+// sandbox confines to jobDir) cannot name another process group for
+// recovery to kill.
+func PidFile(jobDir string) string { return filepath.Clean(jobDir) + ".trainer.pid" }

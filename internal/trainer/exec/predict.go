@@ -141,6 +141,7 @@ func PredictWith(ctx context.Context, opt PredictOptions, command []string, arti
 	l := &launch{argv: argv, dir: artifactDir, env: env, writable: []string{predDir}, sandbox: opt.Sandbox, wall: timeout, log: lg}
 	res, err := l.execute(ctx)
 	_ = lg.Close() // the log only feeds the messages' tail; predDir goes on return
+	defer lg.release()
 	tail := func() string {
 		t := strings.TrimSpace(lg.tail(2048))
 		if t == "" {

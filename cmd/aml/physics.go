@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	amlapp "github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/physics"
+	"github.com/aml-project/aml/internal/safefile"
+	"github.com/spf13/cobra"
+)
+
+// readPhysicsFile reads a physics model file on this machine (the person
+// running the CLI names it): a regular file of at most the source limit.
+func readPhysicsFile(path string) ([]byte, error) {
+	b, err := safefile.ReadFile(path, physics.MaxSourceBytes)
+	if err != nil {
+		return nil, safefile.Refusal(core.CodeInvalidArgument, err, "physics model file")
+	}
+	return b, nil
+}
+
+func newPhysicsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "physics", Short: "Stored physics models (.aml): put, list, show"}
+	var pr amlapp.PhysicsPutRequest
+	put := opCommand(a, &cobra.Command{
+		Use:   "put FILE",
+		Short: "Store a physics model: validated, hashed; trainer params name it by id",
+		Long: `Read FILE (a .aml physics model, at most 1 MiB) on this machine and store
+its content: the server validates it, hashes it and answers its id
+(phys-…), which trainer params name ({"physics":"phys-…"}). With --server
+the content is sent; the server never opens a file named in a request.`,
+		Args: argsExact(1),
+	}, "physics.put", "", &pr, func(args []string) error {
+		b, err := readPhysicsFile(args[0])
+		if err != nil {
+			return err
+		}
+		pr.Source, pr.FileName = string(b), filepath.Base(args[0])
+		return nil
+	}, printPhysics)
+	var lr amlapp.PhysicsListRequest
+	list := listCommand(a, &cobra.Command{Use: "list", Short: "List stored physics models", Args: argsExact(0)}, "physics.list", &lr, nil, printPhysicsList)
+	var sr amlapp.PhysicsRequest
+	show := opCommand(a, &cobra.Command{Use: "show ID", Short: "A stored physics model with its source", Args: argsExact(1)}, "physics.show", "", &sr, arg0(&sr.ID),
+		func(w io.Writer, m core.PhysicsModel) {
+			printPhysics(w, m)
+			fmt.Fprintln(w)
+			fmt.Fprint(w, m.Source)
+		})
+	cmd.AddCommand(put, list, show)
+	return cmd
+}
+
+func printPhysics(w io.Writer, m core.PhysicsModel) {
+	fmt.Fprintf(w, "physics  %s\nmodel    %s (%s)\nsha256   %s\nsize     %d bytes\nby       %s at %s\n", m.ID, m.Name, m.FileName, m.SHA256, m.Size, m.CreatedBy, m.CreatedAt.Format(time.RFC3339))
+}
+
+func printPhysicsList(w io.Writer, items []core.PhysicsModel) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tMODEL\tFILE\tSIZE\tCREATED")
+	for _, m := range items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", m.ID, m.Name, m.FileName, m.Size, m.CreatedAt.Format(time.RFC3339))
+	}
+	_ = tw.Flush()
+}
+
+// uploadPhysicsParam replaces a physics parameter naming a file on this
+// machine by the id of its stored content (physics.put): a person at the
+// machine may keep naming a local file, which goes through the upload.
+func (a *app) uploadPhysicsParam(cmd *cobra.Command, params json.RawMessage) (json.RawMessage, error) {
+	if len(params) == 0 {
+		return params, nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil {
+		return params, nil
+	}
+	var ref string
+	if raw, ok := m["physics"]; !ok || json.Unmarshal(raw, &ref) != nil || ref == "" || strings.HasPrefix(ref, core.PhysicsIDPrefix) {
+		return params, nil
+	}
+	b, err := readPhysicsFile(ref)
+	if err != nil {
+		return nil, err
+	}
+	var pm core.PhysicsModel
+	if err := a.invoke(cmd, "physics.put", "", &amlapp.PhysicsPutRequest{Source: string(b), FileName: filepath.Base(ref)}, &pm); err != nil {
+		return nil, err
+	}
+	m["physics"], _ = json.Marshal(pm.ID)
+	return json.Marshal(m)
+}
+
+func newTrainerCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "trainer", Short: "Trainers: list them; register an external trainer (admin)"}
+	var rr amlapp.TrainerRegisterRequest
+	register := opCommand(a, &cobra.Command{
+		Use:   "register NAME --exec PATH [--env VAR]...",
+		Short: "Register an external trainer program under NAME (admin; audited); jobs name it ext:NAME",
+		Long: `Register the program PATH (absolute, on the machines that run the
+workers; a *.py script runs with python3) as the external trainer NAME.
+Jobs submitted over the API or MCP name it ext:NAME: a request cannot name
+a program by path (exec:PATH works only from the local CLI). --env names
+parent environment variables passed through to the program. Registering
+is admin-only and recorded in the audit log; registering NAME again
+replaces it.`,
+		Args: argsExact(1),
+	}, "trainer.register", "", &rr, func(args []string) error {
+		rr.Name = args[0]
+		if rr.Exec != "" && !filepath.IsAbs(rr.Exec) && a.remote.server == "" {
+			abs, err := filepath.Abs(rr.Exec)
+			if err != nil {
+				return err
+			}
+			rr.Exec = abs
+		}
+		return nil
+	}, printTrainer)
+	fl := register.Flags()
+	fl.StringVar(&rr.Exec, "exec", "", "the program's path (required; made absolute locally)")
+	fl.StringSliceVar(&rr.Env, "env", nil, "parent environment variables passed to the program (repeatable)")
+	var lr amlapp.TrainerListRequest
+	list := opCommand(a, &cobra.Command{Use: "list", Short: "List native and registered external trainers", Args: argsExact(0)}, "trainer.list", "", &lr, nil,
+		func(w io.Writer, out amlapp.TrainerListResponse) {
+			for _, n := range out.Native {
+				fmt.Fprintf(w, "%s\tnative\n", n)
+			}
+			for _, t := range out.External {
+				fmt.Fprintf(w, "ext:%s\t%s (env %s; registered by %s at %s)\n", t.Name, t.Command, strings.Join(t.Env, ","), t.RegisteredBy, t.RegisteredAt.Format(time.RFC3339))
+			}
+		})
+	cmd.AddCommand(register, list)
+	return cmd
+}
+
+func printTrainer(w io.Writer, t core.ExtTrainer) {
+	fmt.Fprintf(w, "trainer ext:%s → %s (env %s), registered by %s\n", t.Name, t.Command, strings.Join(t.Env, ","), t.RegisteredBy)
+}
