@@ -77,6 +77,7 @@ type DatasetBuildRequest struct {
 	Spec        dataset.Spec `json:"spec" jsonschema:"the dataset spec (docs/dataset-format.md)"`
 	MaxWindows  int          `json:"maxWindows,omitempty" jsonschema:"refuse more windows than this (default 5000000)"`
 	MaxBytesMiB int          `json:"maxBytesMiB,omitempty" jsonschema:"refuse a larger dataset (MiB; default 4096)"`
+	MaxCells    int64        `json:"maxCells,omitempty" jsonschema:"work budget: refuse a build aligning more grid cells (points × nodes) than this (default and maximum: the server's, 50000000 unless configured)"`
 }
 
 // UnmarshalJSON reads the spec through the dataset's own strict parser
@@ -87,11 +88,12 @@ func (r *DatasetBuildRequest) UnmarshalJSON(b []byte) error {
 		Spec        json.RawMessage `json:"spec"`
 		MaxWindows  int             `json:"maxWindows"`
 		MaxBytesMiB int             `json:"maxBytesMiB"`
+		MaxCells    int64           `json:"maxCells"`
 	}
 	if err := strictDecode(b, &raw); err != nil {
 		return err
 	}
-	r.MaxWindows, r.MaxBytesMiB, r.Spec = raw.MaxWindows, raw.MaxBytesMiB, dataset.Spec{}
+	r.MaxWindows, r.MaxBytesMiB, r.MaxCells, r.Spec = raw.MaxWindows, raw.MaxBytesMiB, raw.MaxCells, dataset.Spec{}
 	if len(raw.Spec) > 0 && string(raw.Spec) != "null" {
 		sp, err := dataset.ParseSpec(raw.Spec)
 		if err != nil {
@@ -106,6 +108,9 @@ func (r *DatasetBuildRequest) UnmarshalJSON(b []byte) error {
 func (r *DatasetBuildRequest) Validate() error {
 	if err := firstErr(limitIn("maxWindows", r.MaxWindows, 1, math.MaxInt32), limitIn("maxBytesMiB", r.MaxBytesMiB, 1, 1<<20)); err != nil {
 		return err
+	}
+	if r.MaxCells < 0 {
+		return core.FieldErrorf(core.CodeInvalidArgument, "maxCells", "maxCells must not be negative")
 	}
 	r.Spec.Normalize()
 	return r.Spec.Validate()
@@ -133,9 +138,15 @@ func (a *App) DatasetBuild(ctx context.Context, p Principal, req DatasetBuildReq
 		if maxB == 0 {
 			maxB = dataset.DefaultMaxBytes
 		}
+		cells := a.o.MaxDatasetCells
+		if req.MaxCells > cells {
+			return DatasetBuildResponse{}, core.FieldErrorf(core.CodeQuotaExceeded, "maxCells", "maxCells %d is over this server's work budget of %d cells", req.MaxCells, cells)
+		} else if req.MaxCells > 0 {
+			cells = req.MaxCells
+		}
 		t0 := time.Now()
 		spec := req.Spec
-		res, err := dataset.Build(ctx, a.d.Store, &spec, dataset.Options{DataDir: a.d.DataDir, MaxWindows: int(maxW), MaxBytes: maxB, CreatedBy: p.Name, Bus: a.d.Bus})
+		res, err := dataset.Build(ctx, a.d.Store, &spec, dataset.Options{DataDir: a.d.DataDir, MaxWindows: int(maxW), MaxBytes: maxB, MaxCells: cells, CreatedBy: p.Name, Bus: a.d.Bus})
 		if err != nil {
 			return DatasetBuildResponse{}, err
 		}

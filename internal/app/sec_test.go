@@ -156,3 +156,43 @@ func TestSec2_ExecOnlyLocal(t *testing.T) {
 		t.Fatalf("the registered trainer did not run: %s %s", j.ErrorCode, j.Error)
 	}
 }
+
+// TestSec10a_DatasetBuildBudget: dataset.build refuses a spec whose grid
+// is over the work budget (configurable, default 50 M cells) at once,
+// naming the limit and the computed size; a request cannot raise it.
+func TestSec10a_DatasetBuildBudget(t *testing.T) {
+	st, dir := testfix.SQLite(t)
+	cfg := sim.DefaultInjectionConfig()
+	cfg.Runs, cfg.Seed, cfg.RunDuration = 4, 3, 10*time.Minute
+	if _, err := testfix.Injection(t, cfg).Write(context.Background(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := fs.ReadFile(examples.FS, "specs/injection.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(a *App, extra string) error {
+		var req DatasetBuildRequest
+		if err := json.Unmarshal([]byte(`{"spec":`+string(raw)+extra+`}`), &req); err != nil {
+			t.Fatal(err)
+		}
+		req.Spec.BeatMs = 1
+		_, err := a.DatasetBuild(context.Background(), engineer, req)
+		return err
+	}
+	a := New(&service.Deps{Store: st, DataDir: dir}, Options{MaxDatasetCells: 1_000_000})
+	t0 := time.Now()
+	err = build(a, "")
+	if core.CodeOf(err) != core.CodeQuotaExceeded || !strings.Contains(err.Error(), "1000000 cells") || !strings.Contains(err.Error(), "grid cells") {
+		t.Fatalf("beatMs 1: %v", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("refused after %s", d)
+	}
+	if err := build(a, `,"maxCells":2000000`); core.CodeOf(err) != core.CodeQuotaExceeded || !strings.Contains(err.Error(), "maxCells") {
+		t.Fatalf("a request raising the budget: %v", err)
+	}
+	if New(&service.Deps{}, Options{}).o.MaxDatasetCells != 50_000_000 {
+		t.Fatal("default budget")
+	}
+}
