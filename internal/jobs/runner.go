@@ -686,10 +686,14 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 	if strings.HasSuffix(abs, ".py") {
 		cmd = []string{"python3", abs}
 	}
+	// Under Landlock the trainer reads its job directory, the dataset, its
+	// program and environment and the system's libraries — not the rest of
+	// the data directory (the database, the signing key, other jobs).
 	spec := extrun.Spec{Command: cmd, JobDir: dir, Env: map[string]string{"AML_SEED": strconv.FormatInt(j.Seed, 10), "AML_JOB_ID": j.ID},
-		AllowEnv: allow}
+		AllowEnv: allow, Readable: []string{filepath.Join(a.r.opt.DataDir, filepath.FromSlash(a.ds.Path))}, Protect: []string{a.r.opt.DataDir}}
 	if j.EnvName != "" && a.r.opt.Envs != nil {
 		if envDir, ok := a.r.opt.Envs.Dir(j.EnvName); ok {
+			spec.Readable = append(spec.Readable, envDir)
 			if _, err := os.Stat(filepath.Join(envDir, "bin", "python3")); err == nil && strings.HasSuffix(abs, ".py") {
 				spec.Command = []string{filepath.Join(envDir, "bin", "python3"), abs}
 			}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +107,41 @@ func TestSec12_RelativeDataDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "jobs", j.ID, "ran")); err != nil {
 		j, _ = st.GetJob(context.Background(), j.ID)
 		t.Fatalf("the trainer did not run: %s %s", j.ErrorCode, j.Error)
+	}
+}
+
+// TestSec8_TrainerReadsConfined: an exec: trainer run by the job runner
+// reads its job directory and its dataset, not the database or the other
+// files of the data directory (on a kernel with Landlock; elsewhere the
+// job log says reads are not restricted).
+func TestSec8_TrainerReadsConfined(t *testing.T) {
+	h := newHarness(t, 1)
+	h.start(t)
+	if err := os.WriteFile(filepath.Join(h.dir, "cert-key.json"), []byte("PRIVATE"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := writeScript(t, `ds=$(sed -n 's/.*"datasetPath": "\(.*\)",/\1/p' job.json)
+cat "$ds/manifest.json" >/dev/null && echo "dataset ok"
+cat "$AML_JOB_DIR/../../aml.db" >/dev/null 2>&1 && echo "db READ" || echo "db refused"
+cat "$AML_JOB_DIR/../../cert-key.json" >/dev/null 2>&1 && echo "key READ" || echo "key refused"
+echo '##AML {"type":"done"}'
+`)
+	j, err := h.r.Submit(context.Background(), SubmitRequest{DatasetID: h.ds, TrainerRef: "exec:" + s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(t, j.ID, terminal, 60*time.Second)
+	b, err := os.ReadFile(filepath.Join(h.r.JobDir(j.ID), "logs", "trainer.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	if strings.Contains(log, "Landlock is not available") {
+		t.Skip("no Landlock on this kernel; the job log says reads are not restricted")
+	}
+	for _, want := range []string{"dataset ok", "db refused", "key refused"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("%q missing from the job log:\n%s", want, log)
+		}
 	}
 }

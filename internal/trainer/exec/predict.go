@@ -138,7 +138,12 @@ func PredictWith(ctx context.Context, opt PredictOptions, command []string, arti
 	if err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "predictor log")
 	}
-	l := &launch{argv: argv, dir: artifactDir, env: env, writable: []string{predDir}, sandbox: opt.Sandbox, wall: timeout, log: lg}
+	// Under Landlock the predictor (a program the trainer wrote) reads only
+	// its artifact directory, PRED_DIR, its interpreter and the system's
+	// libraries.
+	readable, _ := readablePaths(argv, env, []string{artifactDir}, nil)
+	l := &launch{argv: argv, dir: artifactDir, env: env, writable: []string{predDir}, sandbox: opt.Sandbox, wall: timeout, log: lg,
+		readable: readable, restrictReads: true}
 	res, err := l.execute(ctx)
 	_ = lg.Close() // the log only feeds the messages' tail; predDir goes on return
 	defer lg.release()
