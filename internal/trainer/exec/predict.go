@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/safefile"
 )
 
 // PredictFormat is the "format" of request.json.
@@ -179,7 +180,7 @@ func PredictWith(ctx context.Context, opt PredictOptions, command []string, arti
 	if want := int64(ny) * 4; st.Size() != want {
 		return nil, predictInvalid("yhat.f32 has %d bytes, need %d (n·F·nTgt = %d·%d·%d float32)", st.Size(), want, n, F, nTgt)
 	}
-	b, err := os.ReadFile(yPath)
+	b, err := safefile.ReadFileNoFollow(yPath, int64(ny)*4)
 	if err != nil {
 		return nil, predictInvalid("reading yhat.f32: %v", err)
 	}
