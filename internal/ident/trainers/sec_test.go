@@ -90,3 +90,17 @@ func TestSec1_PhysicsByID(t *testing.T) {
 		t.Fatalf("unknown id: %v", err)
 	}
 }
+
+// TestSec1_LinearAcceptPinnedHash: job.submit pins physicsSha256 beside a
+// physics id, which the linear trainers accept and ignore like physics.
+func TestSec1_LinearAcceptPinnedHash(t *testing.T) {
+	raw := json.RawMessage(`{"physics":"phys-000000000000000000000000","physicsSha256":"` + strings.Repeat("0", 64) + `"}`)
+	var a arxParams
+	if err := linDecodeParams(raw, &a); err != nil {
+		t.Fatalf("one_step: %v", err)
+	}
+	var s ssParams
+	if err := linDecodeParams(raw, &s); err != nil {
+		t.Fatalf("linear_state_space: %v", err)
+	}
+}
