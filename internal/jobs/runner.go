@@ -528,7 +528,7 @@ func (a *attempt) execute() error {
 		"params": j.Params, "seed": j.Seed, "artifactsDir": art, "attempt": j.Attempt, "purpose": d.Purpose}
 	b, err := json.MarshalIndent(jobJSON, "", "  ")
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "job.json"), b, 0o600)
+		err = writeJobFile(filepath.Join(dir, "job.json"), b)
 	}
 	if err != nil {
 		return a.end(core.JobFailed, core.CodeInternal, "write job.json: "+err.Error())
@@ -714,7 +714,7 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 	}
 	rb, err := json.MarshalIndent(res, "", "  ")
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "trainer-result.json"), rb, 0o600)
+		err = writeJobFile(filepath.Join(dir, "trainer-result.json"), rb)
 	}
 	if err != nil {
 		return fmt.Errorf("write trainer-result.json: %w", err)
@@ -950,4 +950,22 @@ func (r *Runner) killOrphan(id string) {
 		_ = syscall.Kill(-pid, syscall.SIGKILL) // best effort: the group may already be gone (ESRCH)
 	}
 	_ = os.Remove(extrun.PidFile(r.JobDir(id))) // best effort: the next launch of the job overwrites it
+}
+
+// writeJobFile writes a runner file into a job directory, which a trainer
+// can change: whatever is at path (a link the trainer left, a FIFO) is
+// removed and the file created anew, without following a link (mode 0600).
+func writeJobFile(path string, b []byte) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := safefile.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close() // the write error is the one to report
+		return err
+	}
+	return f.Close()
 }

@@ -145,3 +145,30 @@ echo '##AML {"type":"done"}'
 		}
 	}
 }
+
+// TestSec8_RunnerWritesNotFollowed: files the runner writes into the job
+// directory after (or before a retry of) the trainer — trainer-result.json,
+// job.json — are not written through links the trainer left there.
+func TestSec8_RunnerWritesNotFollowed(t *testing.T) {
+	h := newHarness(t, 1)
+	h.start(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("KEEP"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := writeScript(t, `ln -sf "`+victim+`" trainer-result.json
+echo '##AML {"type":"done"}'
+`)
+	j, err := h.r.Submit(context.Background(), SubmitRequest{DatasetID: h.ds, TrainerRef: "exec:" + s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(t, j.ID, terminal, 60*time.Second)
+	if b, _ := os.ReadFile(victim); string(b) != "KEEP" {
+		t.Fatalf("the runner wrote through the trainer's link: %q", b)
+	}
+	st, err := os.Lstat(filepath.Join(h.r.JobDir(j.ID), "trainer-result.json"))
+	if err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("trainer-result.json: %v %v", st, err)
+	}
+}
