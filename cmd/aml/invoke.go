@@ -63,7 +63,7 @@ func (a *app) application(ctx context.Context, op string) (*amlapp.App, error) {
 		}
 	}
 	if a.appl == nil {
-		a.appl = amlapp.New(p.Opened(), amlapp.Options{Now: a.now, Version: version})
+		a.appl = amlapp.New(p.Opened(), a.appOptions())
 	}
 	return a.appl, nil
 }

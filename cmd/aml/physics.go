@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -142,4 +144,17 @@ replaces it.`,
 
 func printTrainer(w io.Writer, t core.ExtTrainer) {
 	fmt.Fprintf(w, "trainer ext:%s → %s (env %s), registered by %s\n", t.Name, t.Command, strings.Join(t.Env, ","), t.RegisteredBy)
+}
+
+// appOptions are the application's options for this process. The work
+// budget of dataset builds is AML_MAX_DATASET_CELLS when set (grid cells,
+// default 50 000 000).
+func (a *app) appOptions() amlapp.Options {
+	o := amlapp.Options{Now: a.now, Version: version}
+	if v := os.Getenv("AML_MAX_DATASET_CELLS"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+			o.MaxDatasetCells = n
+		}
+	}
+	return o
 }

@@ -82,7 +82,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	api.Version = version
 	// One application for every front door: the API, the MCP tools and
 	// the UI share its clock and its heavy-operation slots.
-	ap := amlapp.New(d, amlapp.Options{Now: a.now, Version: version})
+	ap := amlapp.New(d, a.appOptions())
 	amlmcp.Version = version
 	opts := api.Options{Dev: o.dev, RatePerSec: o.rate, RateBurst: o.burst, MaxCSVBytes: o.maxCSVMiB << 20, MaxBodyBytes: o.maxBodyMiB << 20,
 		Verifier: auth.NewTokens(st.SQL()), App: ap, MCP: amlmcp.HTTPHandler(ap), UI: web.New(d, web.Options{App: ap, Now: a.now})}
