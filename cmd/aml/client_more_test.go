@@ -622,3 +622,69 @@ func TestClientMoreAdmin(t *testing.T) {
 		t.Fatalf("bad role: %d %q", code, errs)
 	}
 }
+
+// TestSec1_CLIPhysicsAndTrainers: physics models and registered external
+// trainers through the CLI, locally and with --server alike. A physics
+// file named by the person at the machine is read by the CLI and uploaded
+// (aml physics put, or a job's params naming a local file); exec:PATH is
+// refused over the API (AML_FORBIDDEN) and ext:NAME, registered by an
+// admin, accepted.
+func TestSec1_CLIPhysicsAndTrainers(t *testing.T) {
+	t.Setenv("AML_TEST_TRAINERS", "1")
+	local, remoteDir := simDir(t), simDir(t)
+	srv := startServer(t, remoteDir, api.Options{})
+	p := newParity(t, local, srv)
+	phys := filepath.Join(t.TempDir(), "injection.aml")
+	src, err := os.ReadFile("../../examples/physics/injection.aml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(phys, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lo, ro := p.both("physics put", "engineer", fixedArgs("physics", "put", phys))
+	var pm struct{ ID, SHA256 string }
+	if mustJSON(t, lo, &pm); !strings.HasPrefix(pm.ID, "phys-") || !strings.Contains(ro, pm.ID) {
+		t.Fatalf("physics put: %s / %s", lo, ro)
+	}
+	p.both("physics list", "viewer", fixedArgs("physics", "list"))
+	p.both("physics show", "viewer", fixedArgs("physics", "show", pm.ID))
+	if _, errs, code := srv.as(t, "engineer", "physics", "put", "/dev/zero"); code == 0 || !strings.Contains(errs, "not a regular file") {
+		t.Fatalf("physics put /dev/zero: exit %d %s", code, errs)
+	}
+
+	script := filepath.Join(t.TempDir(), "trainer.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho '##AML {\"type\":\"done\"}'\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p.both("trainer register", "admin", fixedArgs("trainer", "register", "touch", "--exec", script, "--env", "MY_VAR"))
+	p.both("trainer list", "viewer", fixedArgs("trainer", "list"))
+	if _, errs, code := srv.as(t, "engineer", "trainer", "register", "x", "--exec", script); code == 0 || !strings.Contains(errs, "AML_FORBIDDEN") {
+		t.Fatalf("engineer registered a trainer: exit %d %s", code, errs)
+	}
+
+	p.ids[false]["dir"], p.ids[true]["dir"] = local, remoteDir
+	lo, ro = p.both("dataset build", "engineer", func(ids map[string]string) []string {
+		return []string{"dataset", "build", "--spec", filepath.Join(ids["dir"], "spec.json")}
+	})
+	p.learn("ds", lo, ro, func(t *testing.T, s string) string {
+		var v struct{ Dataset struct{ ID string } }
+		mustJSON(t, s, &v)
+		return v.Dataset.ID
+	})
+	ds := p.ids[true]["ds"]
+	if _, errs, code := srv.as(t, "engineer", "job", "submit", "--dataset", ds, "--trainer", "exec:/usr/bin/id"); code == 0 || !strings.Contains(errs, "AML_FORBIDDEN") {
+		t.Fatalf("exec over the API: exit %d %s", code, errs)
+	}
+	if out, errs, code := srv.as(t, "agent", "job", "submit", "--dataset", ds, "--trainer", "ext:touch", "--json"); code != 0 || !strings.Contains(out, "ext:touch") {
+		t.Fatalf("ext over the API: exit %d %s %s", code, errs, out)
+	}
+	lo, ro = p.both("job submit (local physics file)", "engineer", func(ids map[string]string) []string {
+		return []string{"job", "submit", "--dataset", ids["ds"], "--trainer", "hybrid_residual@1", "--params", `{"physics":"` + phys + `","ensemble":0}`}
+	})
+	for _, out := range []string{lo, ro} {
+		if !strings.Contains(out, pm.ID) || !strings.Contains(out, pm.SHA256) || strings.Contains(out, phys) {
+			t.Fatalf("the job does not name the stored model: %s", out)
+		}
+	}
+}

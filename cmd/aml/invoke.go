@@ -40,7 +40,7 @@ func localActor(by string) string {
 // needs lists what an op needs beyond the store.
 func opNeeds(name string) (runner, key bool) {
 	switch name {
-	case "job.submit", "job.cancel", "job.retry", "calibrate":
+	case "job.submit", "job.cancel", "job.retry", "calibrate", "trainer.list":
 		runner = true
 	}
 	return runner, strings.HasPrefix(name, "cert.")
@@ -80,7 +80,7 @@ func (a *app) application(ctx context.Context, op string) (*amlapp.App, error) {
 		}
 	}
 	if a.appl == nil {
-		a.appl = amlapp.New(p.Opened(), amlapp.Options{Now: a.now, Version: version})
+		a.appl = amlapp.New(p.Opened(), a.appOptions())
 	}
 	return a.appl, nil
 }
@@ -113,7 +113,7 @@ func (a *app) invoke(cmd *cobra.Command, name, actorFlag string, req, out any) e
 			by = f.Value.String()
 		}
 	}
-	p := auth.Principal{Name: localActor(by), Role: auth.RoleAdmin}
+	p := auth.Principal{Name: localActor(by), Role: auth.RoleAdmin, Local: true}
 	res, err := ap.Call(ctx, p, name, req)
 	if res != nil {
 		if rv := reflect.ValueOf(res); out != nil && rv.IsValid() {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,7 +42,7 @@ func newJobCmd(a *app) *cobra.Command {
 	)
 	// submitted calls op (job.submit, job.retry) and prints the queued job
 	// or, with --wait, waits for its end.
-	submitted := func(c *cobra.Command, op string, req any, print func(io.Writer, core.Job)) error {
+	submitted := func(c *cobra.Command, op string, req any) error {
 		var j core.Job
 		if err := a.invoke(c, op, "", req, &j); err != nil {
 			return err
@@ -48,14 +50,16 @@ func newJobCmd(a *app) *cobra.Command {
 		if wait {
 			return a.awaitJob(c, j.ID)
 		}
-		return a.emit(j, func(w io.Writer) { print(w, j) })
+		return a.emit(j, func(w io.Writer) { render.Text(w, op, req, j) })
 	}
 	submit := routed(&cobra.Command{
 		Use:   "submit --dataset ID --trainer REF",
 		Short: "Submit a training job (one experiment)",
 		Long: `Submit a training job on a verified dataset. REF is a native trainer
-(e.g. linear_state_space@1) or an external one, exec:PATH (see
-docs/external-trainer.md). Without --wait the job is queued for a worker
+(e.g. linear_state_space@1), a registered external one, ext:NAME (aml trainer
+list), or — from this machine only, not with --server — exec:PATH (see
+docs/external-trainer.md). A params "physics" naming a local file is
+uploaded first (aml physics put) and replaced by the stored model's id. Without --wait the job is queued for a worker
 ('aml worker' or 'aml serve'); with --wait it runs in this process with a live
 progress bar and the command ends when the job does (exit 1 unless done).
 With --server and --wait the job runs on the server's workers and is followed
@@ -73,12 +77,26 @@ on its event stream.`,
 			}, args); err != nil {
 				return err
 			}
-			return submitted(c, "job.submit", &sr, nil)
+			// A person at the machine may name local files: the physics
+			// file is uploaded (physics.put) and named by id; an exec:
+			// program path is made absolute (a worker runs elsewhere).
+			var err error
+			if sr.Params, err = a.uploadPhysicsParam(c, sr.Params); err != nil {
+				return err
+			}
+			if p, ok := strings.CutPrefix(sr.Trainer, "exec:"); ok && p != "" && a.remote.server == "" {
+				abs, err := filepath.Abs(p)
+				if err != nil {
+					return err
+				}
+				sr.Trainer = "exec:" + abs
+			}
+			return submitted(c, "job.submit", &sr)
 		},
 	}, "job.submit")
 	fl := submit.Flags()
 	fl.StringVar(&sr.DatasetID, "dataset", "", "dataset id (required)")
-	fl.StringVar(&sr.Trainer, "trainer", "", "trainer reference, e.g. linear_state_space@1 or exec:examples/trainers/ridge_arx.py (required)")
+	fl.StringVar(&sr.Trainer, "trainer", "", "trainer reference, e.g. linear_state_space@1, ext:NAME, or (local only) exec:examples/trainers/ridge_arx.py (required)")
 	fl.StringVar(&params, "params", "", "trainer parameters as a JSON object")
 	fl.Int64Var(&sr.Seed, "seed", 0, "random seed")
 	fl.StringVar(&sr.ParentID, "parent", "", "parent experiment (job id)")
@@ -97,7 +115,7 @@ on its event stream.`,
 	retry := routed(one("retry", "Retry a finished job as a new experiment (parent = ID)"), "job.retry")
 	retry.RunE = func(c *cobra.Command, args []string) error {
 		jr.ID = args[0]
-		return submitted(c, "job.retry", &jr, func(w io.Writer, j core.Job) { fmt.Fprintf(w, "queued job %s (retry of %s)\n", j.ID, args[0]) })
+		return submitted(c, "job.retry", &jr)
 	}
 	retry.Flags().BoolVar(&wait, "wait", false, "run the retry here and wait (with --server: follow it on the server)")
 

@@ -62,7 +62,7 @@ data directory runs them. Logs go to stderr; stdout carries only the protocol.`,
 			}
 			amlmcp.Version = version
 			a.log.Info("mcp: serving on stdio", "principal", p.Name, "role", p.Role, "lines", p.Lines)
-			return amlmcp.NewServer(amlapp.New(d, amlapp.Options{Now: a.now, Version: version}), p).Run(ctx, &sdk.StdioTransport{})
+			return amlmcp.NewServer(amlapp.New(d, a.appOptions()), p).Run(ctx, &sdk.StdioTransport{})
 		},
 	}
 	cmd.Flags().StringVar(&token, "token", "", "API token whose principal the tools act as (env AML_TOKEN)")

@@ -137,6 +137,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(newMCPCmd(a))
 	root.AddCommand(newConnectCmd(a))
 	root.AddCommand(newTokenCmd(a), newServeCmd(a))
+	root.AddCommand(newPhysicsCmd(a), newTrainerCmd(a))
 	a.bindRemote(root) // last: wraps every command added above
 	return root
 }

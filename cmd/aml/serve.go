@@ -98,7 +98,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	api.Version = version
 	// One application for every front door: the API, the MCP tools and
 	// the UI share its clock and its heavy-operation slots.
-	ap := amlapp.New(d, amlapp.Options{Now: a.now, Version: version})
+	ap := amlapp.New(d, a.appOptions())
 	amlmcp.Version = version
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

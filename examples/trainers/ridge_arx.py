@@ -2,7 +2,9 @@
 """Ridge ARX trainer for AML — an external trainer using only the Python
 standard library (no numpy).
 
-Run by the platform as `--trainer exec:examples/trainers/ridge_arx.py`
+Run by the platform as `--trainer exec:examples/trainers/ridge_arx.py` from the
+local CLI, or — over the API or MCP — registered by an admin
+(`aml trainer register ridge --exec /abs/path/ridge_arx.py`) and named `ext:ridge`
 (protocol: docs/external-trainer.md). It
 
   * reads $AML_JOB_DIR/job.json: jobId, datasetPath (absolute dataset

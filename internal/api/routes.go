@@ -86,6 +86,11 @@ func table() []route {
 		{Method: G, Path: "/jobs/{id}/logs", Op: "job.logs", Tag: "jobs"},
 		{Method: P, Path: "/jobs/{id}/cancel", Op: "job.cancel", Tag: "jobs"},
 		{Method: P, Path: "/jobs/{id}/retry", Op: "job.retry", Tag: "jobs", Status: C},
+		{Method: P, Path: "/physics", Op: "physics.put", Tag: "jobs", Status: C},
+		{Method: G, Path: "/physics", Op: "physics.list", Tag: "jobs"},
+		{Method: G, Path: "/physics/{id}", Op: "physics.show", Tag: "jobs"},
+		{Method: P, Path: "/trainers", Op: "trainer.register", Tag: "jobs", Status: C},
+		{Method: G, Path: "/trainers", Op: "trainer.list", Tag: "jobs"},
 
 		// Models.
 		{Method: G, Path: "/models", Op: "model.list", Tag: "models"},

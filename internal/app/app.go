@@ -10,6 +10,7 @@ import (
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/service"
 )
@@ -37,6 +38,10 @@ type Options struct {
 	MaxBatchSamples int
 	// Version is reported by Info.
 	Version string
+	// MaxDatasetCells is the work budget of a dataset build (grid points ×
+	// nodes, computed before any sample is read; default
+	// dataset.DefaultMaxCells). A request may ask for less, never more.
+	MaxDatasetCells int64
 }
 
 // App runs AML's use cases on one set of resources.
@@ -65,6 +70,9 @@ func New(d *service.Deps, o Options) *App {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.MaxDatasetCells <= 0 {
+		o.MaxDatasetCells = dataset.DefaultMaxCells
 	}
 	log := d.Log
 	if log == nil {

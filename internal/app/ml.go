@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/registry"
+	"github.com/aml-project/aml/internal/safefile"
 	extrun "github.com/aml-project/aml/internal/trainer/exec"
 )
 
@@ -75,6 +77,7 @@ type DatasetBuildRequest struct {
 	Spec        dataset.Spec `json:"spec" jsonschema:"the dataset spec (docs/dataset-format.md)"`
 	MaxWindows  int          `json:"maxWindows,omitempty" jsonschema:"refuse more windows than this (default 5000000)"`
 	MaxBytesMiB int          `json:"maxBytesMiB,omitempty" jsonschema:"refuse a larger dataset (MiB; default 4096)"`
+	MaxCells    int64        `json:"maxCells,omitempty" jsonschema:"work budget: refuse a build aligning more grid cells (points × nodes) than this (default and maximum: the server's, 50000000 unless configured)"`
 }
 
 // UnmarshalJSON reads the spec through the dataset's own strict parser
@@ -85,11 +88,12 @@ func (r *DatasetBuildRequest) UnmarshalJSON(b []byte) error {
 		Spec        json.RawMessage `json:"spec"`
 		MaxWindows  int             `json:"maxWindows"`
 		MaxBytesMiB int             `json:"maxBytesMiB"`
+		MaxCells    int64           `json:"maxCells"`
 	}
 	if err := strictDecode(b, &raw); err != nil {
 		return err
 	}
-	r.MaxWindows, r.MaxBytesMiB, r.Spec = raw.MaxWindows, raw.MaxBytesMiB, dataset.Spec{}
+	r.MaxWindows, r.MaxBytesMiB, r.MaxCells, r.Spec = raw.MaxWindows, raw.MaxBytesMiB, raw.MaxCells, dataset.Spec{}
 	if len(raw.Spec) > 0 && string(raw.Spec) != "null" {
 		sp, err := dataset.ParseSpec(raw.Spec)
 		if err != nil {
@@ -104,6 +108,9 @@ func (r *DatasetBuildRequest) UnmarshalJSON(b []byte) error {
 func (r *DatasetBuildRequest) Validate() error {
 	if err := firstErr(limitIn("maxWindows", r.MaxWindows, 1, math.MaxInt32), limitIn("maxBytesMiB", r.MaxBytesMiB, 1, 1<<20)); err != nil {
 		return err
+	}
+	if r.MaxCells < 0 {
+		return core.FieldErrorf(core.CodeInvalidArgument, "maxCells", "maxCells must not be negative")
 	}
 	r.Spec.Normalize()
 	return r.Spec.Validate()
@@ -131,9 +138,15 @@ func (a *App) DatasetBuild(ctx context.Context, p Principal, req DatasetBuildReq
 		if maxB == 0 {
 			maxB = dataset.DefaultMaxBytes
 		}
+		cells := a.o.MaxDatasetCells
+		if req.MaxCells > cells {
+			return DatasetBuildResponse{}, core.FieldErrorf(core.CodeQuotaExceeded, "maxCells", "maxCells %d is over this server's work budget of %d cells", req.MaxCells, cells)
+		} else if req.MaxCells > 0 {
+			cells = req.MaxCells
+		}
 		t0 := time.Now()
 		spec := req.Spec
-		res, err := dataset.Build(ctx, a.d.Store, &spec, dataset.Options{DataDir: a.d.DataDir, MaxWindows: int(maxW), MaxBytes: maxB, CreatedBy: p.Name, Bus: a.d.Bus})
+		res, err := dataset.Build(ctx, a.d.Store, &spec, dataset.Options{DataDir: a.d.DataDir, MaxWindows: int(maxW), MaxBytes: maxB, MaxCells: cells, CreatedBy: p.Name, Bus: a.d.Bus})
 		if err != nil {
 			return DatasetBuildResponse{}, err
 		}
@@ -250,7 +263,7 @@ func (a *App) DatasetDelete(ctx context.Context, p Principal, req DatasetRequest
 // JobSubmitRequest is one training experiment.
 type JobSubmitRequest struct {
 	DatasetID string          `json:"datasetId" jsonschema:"dataset id"`
-	Trainer   string          `json:"trainer" jsonschema:"trainer reference: a native trainer (e.g. linear_state_space@1, hybrid_residual@1) or exec:PATH"`
+	Trainer   string          `json:"trainer" jsonschema:"trainer reference: a native trainer (e.g. linear_state_space@1, hybrid_residual@1) or a registered external one, ext:NAME (exec:PATH only from the local CLI)"`
 	Params    json.RawMessage `json:"params,omitempty" jsonschema:"trainer parameters (a JSON object; see docs/trainers.md)"`
 	Seed      int64           `json:"seed,omitempty" jsonschema:"random seed (default 1)"`
 	ParentID  string          `json:"parentId,omitempty" jsonschema:"the experiment this one derives from"`
@@ -312,6 +325,14 @@ func (a *App) JobSubmit(ctx context.Context, p Principal, req JobSubmitRequest) 
 		r, err := a.runner()
 		if err != nil {
 			return core.Job{}, err
+		}
+		if err := checkTrainerRef(p, req.Trainer); err != nil {
+			return core.Job{}, err
+		}
+		if r.IsNative(req.Trainer) {
+			if req.Params, err = a.checkPhysicsParam(ctx, req.Params); err != nil {
+				return core.Job{}, err
+			}
 		}
 		return r.Submit(ctx, jobs.SubmitRequest{DatasetID: req.DatasetID, TrainerRef: req.Trainer, Params: req.Params, Seed: req.Seed,
 			ParentID: req.ParentID, ChangeNote: req.Note, EnvName: req.Env, Timeout: req.Timeout.D(), Stall: req.Stall.D(), CreatedBy: p.Name})
@@ -407,6 +428,16 @@ func (a *App) JobRetry(ctx context.Context, p Principal, req JobRequest) (core.J
 		if err != nil {
 			return j, err
 		}
+		// A retry re-runs the job's trainer and params: the submit rules
+		// hold for it too (a job queued before them may name a path).
+		if err := checkTrainerRef(p, j.TrainerRef); err != nil {
+			return j, err
+		}
+		if r.IsNative(j.TrainerRef) {
+			if _, err := a.checkPhysicsParam(ctx, j.Params); err != nil {
+				return j, err
+			}
+		}
 		return r.Retry(ctx, j.ID, p.Name)
 	})
 }
@@ -443,13 +474,21 @@ type JobLogsResponse struct {
 	Text       string         `json:"text"`
 }
 
-// logParts lists a job's log files oldest first: trainer.log.N … .1, then
-// trainer.log (the rotation of internal/trainer/exec).
-func logParts(dir string) []string {
-	base := filepath.Join(dir, "logs", extrun.LogName)
-	m, _ := filepath.Glob(base + ".*")
+// logParts lists a job's log files in the open logs directory d oldest
+// first: trainer.log.N … .1, then trainer.log (the rotation of
+// internal/trainer/exec).
+func logParts(d *safefile.Dir) []string {
+	names, _ := d.Names() // an unreadable directory has no parts
+	var m []string
+	for _, n := range names {
+		if s, ok := strings.CutPrefix(n, extrun.LogName+"."); ok {
+			if _, err := strconv.Atoi(s); err == nil {
+				m = append(m, n)
+			}
+		}
+	}
 	sort.Slice(m, func(i, j int) bool { return len(m[i]) > len(m[j]) || (len(m[i]) == len(m[j]) && m[i] > m[j]) })
-	return append(m, base)
+	return append(m, extrun.LogName)
 }
 
 // JobLogs reads up to MaxBytes of a job's log from Offset.
@@ -466,26 +505,36 @@ func (a *App) JobLogs(ctx context.Context, p Principal, req JobLogsRequest) (Job
 		out := JobLogsResponse{JobID: j.ID, Status: j.Status, Offset: req.Offset}
 		var buf []byte
 		var pos int64
-		for _, part := range logParts(filepath.Join(a.d.DataDir, "jobs", j.ID)) {
-			st, err := os.Lstat(part)
-			if err != nil || !st.Mode().IsRegular() {
-				continue // never follow a link or block on a FIFO a trainer left
-			}
-			size := st.Size()
-			if lo := max(req.Offset+int64(len(buf)), pos); len(buf) < n && lo < pos+size {
-				f, err := os.Open(part)
+		// The trainer can change its logs folder: it is opened without
+		// following a link, and each part in it without following a link
+		// and without blocking (O_NOFOLLOW, O_NONBLOCK, then fstat: regular
+		// files only). What the trainer left in their place is skipped.
+		d, derr := safefile.OpenDir(filepath.Join(a.d.DataDir, "jobs", j.ID, "logs"))
+		if derr == nil {
+			defer func() { _ = d.Close() }() // a directory opened read-only
+			for _, part := range logParts(d) {
+				f, err := d.OpenFile(part, os.O_RDONLY, 0)
 				if err != nil {
-					return JobLogsResponse{}, core.Wrap(core.CodeInternal, err, "job %s log", j.ID)
+					continue
 				}
-				chunk := make([]byte, min(int64(n-len(buf)), pos+size-lo))
-				k, err := f.ReadAt(chunk, lo-pos)
+				st, err := f.Stat()
+				if err != nil {
+					_ = f.Close()
+					continue
+				}
+				size := st.Size()
+				if lo := max(req.Offset+int64(len(buf)), pos); len(buf) < n && lo < pos+size {
+					chunk := make([]byte, min(int64(n-len(buf)), pos+size-lo))
+					k, err := f.ReadAt(chunk, lo-pos)
+					if err != nil && err != io.EOF {
+						_ = f.Close()
+						return JobLogsResponse{}, core.Wrap(core.CodeInternal, err, "job %s log", j.ID)
+					}
+					buf = append(buf, chunk[:k]...)
+				}
 				_ = f.Close()
-				if err != nil && err != io.EOF {
-					return JobLogsResponse{}, core.Wrap(core.CodeInternal, err, "job %s log", j.ID)
-				}
-				buf = append(buf, chunk[:k]...)
+				pos += size
 			}
-			pos += size
 		}
 		out.Size = pos
 		out.Text = strings.ToValidUTF8(string(buf), "\uFFFD")

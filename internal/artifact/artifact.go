@@ -265,7 +265,7 @@ func copyTree(src, dst string, files []File) error {
 // system, so the final rename is atomic).
 func tempBeside(dst string) (string, error) {
 	parent := filepath.Dir(dst)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return "", core.Wrap(core.CodeInternal, err, "create %s", parent)
 	}
 	tmp, err := os.MkdirTemp(parent, ".tmp-art-")
@@ -281,10 +281,10 @@ func copyFile(from, to string) error {
 		return core.Wrap(core.CodeInternal, err, "open %s", from)
 	}
 	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
 		return core.Wrap(core.CodeInternal, err, "create dir")
 	}
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return core.Wrap(core.CodeInternal, err, "create %s", to)
 	}

@@ -312,10 +312,10 @@ func (p *Postgres) getFile(ctx context.Context, f File, to string) error {
 	if size != f.Bytes {
 		return tampered(f.Path, "stored size %d, tree says %d", size, f.Bytes)
 	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
 		return core.Wrap(core.CodeInternal, err, "create dir")
 	}
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return core.Wrap(core.CodeInternal, err, "create %s", f.Path)
 	}

@@ -43,6 +43,12 @@ type Principal struct {
 	// Lines is the line scope; empty means all lines.
 	Lines   []string `json:"lines,omitempty"`
 	TokenID string   `json:"tokenId,omitempty"`
+	// Local is true only for a person at the machine: the local CLI
+	// (cmd/aml, without --server) sets it for the OS user. The API and MCP
+	// never do (it is not in the JSON form and no token carries it), so
+	// what only a person at the machine may do — run a program named by
+	// path (trainer "exec:PATH") — is refused over them.
+	Local bool `json:"-"`
 }
 
 type ctxKey struct{}

@@ -27,6 +27,10 @@ import (
 const (
 	DefaultMaxWindows = 200_000
 	DefaultMaxBytes   = int64(4) << 30
+	// DefaultMaxCells is the default work budget of a build: grid points
+	// (run length / beatMs, summed over the selected runs) × nodes,
+	// computed from the plan before any sample is read.
+	DefaultMaxCells = 50_000_000
 	// pageLimit is the page size used to read each node's samples.
 	pageLimit = 20_000
 )
@@ -36,6 +40,7 @@ type Options struct {
 	DataDir    string // the data directory; datasets go to DataDir/datasets/<id>
 	MaxWindows int    // quota on windows (rows for static datasets); 0 = DefaultMaxWindows
 	MaxBytes   int64  // quota on the dataset's size on disk; 0 = DefaultMaxBytes
+	MaxCells   int64  // work budget: grid points × nodes over the runs; 0 = DefaultMaxCells
 	CreatedBy  string
 	// Progress, if set, is called after each run is read and cleaned and
 	// at each later stage.
@@ -134,6 +139,9 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	}
 	runs, err := resolveRuns(ctx, st, spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkWork(spec, runs, len(nodes), opt.MaxCells); err != nil {
 		return nil, err
 	}
 	static := spec.Purpose == PurposeStaticResponse
@@ -254,13 +262,13 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 
 	// 4. Write into a temporary directory, then rename into place.
 	root := filepath.Join(opt.DataDir, "datasets")
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "create %s", root)
 	}
 	cleanStaleTemps(root)
 	id := newID()
 	tmp := filepath.Join(root, ".tmp-"+id)
-	if err := os.Mkdir(tmp, 0o755); err != nil {
+	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "create %s", tmp)
 	}
 	// The owner file lets a later build tell a crashed build's leftovers
@@ -273,7 +281,7 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	}()
 	// Without it a concurrent build would take the directory for a crashed
 	// one and remove it.
-	if err := os.WriteFile(filepath.Join(tmp, ".owner"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, ".owner"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "create %s", filepath.Join(tmp, ".owner"))
 	}
 	progress(Progress{Stage: "write", Done: 0, Total: 1})
@@ -741,4 +749,52 @@ func sidecar(nodes []node, p *planned, m *Manifest) map[string]any {
 		"availabilityWatermark": m.Provenance.AvailabilityWatermark,
 		"splitRunIds":           map[string][]string{"train": m.Split.Train.RunIDs, "val": m.Split.Val.RunIDs, "test": m.Split.Test.RunIDs},
 	}
+}
+
+// checkWork refuses a build whose aligned grids — one point per beat over
+// each selected run's window (clipped to fromMs/toMs), times the nodes —
+// exceed the work budget maxCells (0: DefaultMaxCells). It runs on the
+// plan, before any sample is read: a beat of 1 ms over hours of runs would
+// otherwise take many minutes and gigabytes before any later quota applies.
+func checkWork(spec *Spec, runs []core.Run, nodes int, maxCells int64) error {
+	if maxCells <= 0 {
+		maxCells = DefaultMaxCells
+	}
+	if spec.BeatMs < 1 {
+		return nil // Validate refuses it
+	}
+	var points int64
+	for _, r := range runs {
+		if r.EndedMs == nil {
+			continue
+		}
+		from, to := r.StartedMs, *r.EndedMs
+		if spec.FromMs != nil {
+			from = max(from, *spec.FromMs)
+		}
+		if spec.ToMs != nil {
+			to = min(to, *spec.ToMs)
+		}
+		if from > to {
+			continue
+		}
+		n := (to-from)/spec.BeatMs + 1
+		if points > math.MaxInt64/4-n {
+			points = math.MaxInt64 / 4
+			break
+		}
+		points += n
+	}
+	cells := points
+	if nodes > 0 && points <= math.MaxInt64/int64(nodes) {
+		cells = points * int64(nodes)
+	} else if nodes > 0 {
+		cells = math.MaxInt64
+	}
+	if cells > maxCells {
+		return core.FieldErrorf(core.CodeQuotaExceeded, "beatMs",
+			"the build would align %d grid cells (%d points at beatMs %d over %d run(s) × %d nodes), over the work budget of %d cells: raise beatMs, shorten fromMs/toMs, pick fewer runs or nodes",
+			cells, points, spec.BeatMs, len(runs), nodes, maxCells)
+	}
+	return nil
 }

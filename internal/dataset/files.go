@@ -31,10 +31,10 @@ type arrayFile struct {
 
 func createArray(dir, name, dtype string, shape []int) (*arrayFile, error) {
 	path := filepath.Join(dir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "create %s", name)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "create %s", name)
 	}
@@ -102,10 +102,10 @@ func (a *arrayFile) abort() { a.f.Close() }
 // writeBlob writes a whole small file (JSON) and returns its artifact entry.
 func writeBlob(dir, name string, b []byte) (Artifact, error) {
 	path := filepath.Join(dir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return Artifact{}, core.Wrap(core.CodeInternal, err, "create %s", name)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return Artifact{}, core.Wrap(core.CodeInternal, err, "create %s", name)
 	}

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/aml-project/aml/examples"
@@ -178,23 +176,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.DatasetID, res.DatasetSHA256 = built.Dataset.ID, built.Dataset.SHA256
 	logf("2. built dataset %s (sha256 %.12s…)", res.DatasetID, res.DatasetSHA256)
 
-	// 3. Hybrid model. The physics file goes into the data dir so the job
-	// and later recalibrations find it.
+	// 3. Hybrid model. The physics model is stored content (physics.put):
+	// the job and later recalibrations name it by id.
 	phys, err := fs.ReadFile(examples.FS, "physics/injection.aml")
 	if err != nil {
 		return nil, err
 	}
-	physPath := filepath.Join(o.DataDir, "physics", "injection.aml")
-	if err := os.MkdirAll(filepath.Dir(physPath), 0o755); err != nil {
+	pm, err := ap.PhysicsPut(ctx, eng, amlapp.PhysicsPutRequest{Source: string(phys), FileName: "injection.aml"})
+	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(physPath, phys, 0o644); err != nil {
-		return nil, err
-	}
-	if physPath, err = filepath.Abs(physPath); err != nil {
-		return nil, err
-	}
-	params, _ := json.Marshal(map[string]any{"physics": physPath, "mapping": map[string]any{"outputs": map[string]string{"weight": "part_weight"}}})
+	params, _ := json.Marshal(map[string]any{"physics": pm.ID, "mapping": map[string]any{"outputs": map[string]string{"weight": "part_weight"}}})
 	job, err := ap.JobSubmit(ctx, eng, amlapp.JobSubmitRequest{DatasetID: built.Dataset.ID, Trainer: "hybrid_residual@1", Seed: 1, Params: params})
 	if err != nil {
 		return nil, err

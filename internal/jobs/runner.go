@@ -23,6 +23,7 @@ import (
 	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/safefile"
 	extrun "github.com/aml-project/aml/internal/trainer/exec"
 )
 
@@ -96,6 +97,13 @@ func NewRunner(st Store, opt Options) *Runner {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	// Job directories are handed to child processes (cwd, AML_JOB_DIR):
+	// they must not depend on this process's working directory.
+	if opt.DataDir != "" {
+		if abs, err := filepath.Abs(opt.DataDir); err == nil {
+			opt.DataDir = abs
+		}
+	}
 	host, _ := os.Hostname()
 	var b [3]byte
 	rand.Read(b[:])
@@ -136,10 +144,48 @@ func newJobID() string {
 	return "job-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
+// IsNative reports whether ref names one of the runner's native trainers.
+func (r *Runner) IsNative(ref string) bool {
+	_, ok := r.opt.Trainers.Get(ref)
+	return ok
+}
+
+// TrainerRefs lists the native trainers' references.
+func (r *Runner) TrainerRefs() []string { return r.opt.Trainers.Refs() }
+
+// extTrainer returns the registration of ext:NAME.
+func (r *Runner) extTrainer(ctx context.Context, name string) (core.ExtTrainer, error) {
+	s, ok := r.st.(core.ExtTrainers)
+	if !ok {
+		return core.ExtTrainer{}, core.Errorf(core.CodeStoreUnavailable, "this store keeps no trainer registrations")
+	}
+	t, err := s.GetTrainer(ctx, name)
+	if core.CodeOf(err) == core.CodeNotFound {
+		return t, core.FieldErrorf(core.CodeInvalidArgument, "trainer", "no external trainer is registered as %q (aml trainer list; an admin registers one with aml trainer register)", name)
+	}
+	return t, err
+}
+
+// physics reads a stored physics model (TrainContext.Physics).
+func (r *Runner) physics(ctx context.Context, id string) (core.PhysicsModel, error) {
+	s, ok := r.st.(core.PhysicsModels)
+	if !ok {
+		return core.PhysicsModel{}, core.Errorf(core.CodeStoreUnavailable, "this store keeps no physics models")
+	}
+	return s.GetPhysics(ctx, id)
+}
+
 // Submit validates and inserts a queued job, then dispatches it.
 func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (core.Job, error) {
 	if err := r.opt.Trainers.ValidateRef(req.TrainerRef); err != nil {
 		return core.Job{}, err
+	}
+	var ext core.ExtTrainer
+	if name, ok := IsExt(req.TrainerRef); ok {
+		var err error
+		if ext, err = r.extTrainer(ctx, name); err != nil {
+			return core.Job{}, err
+		}
 	}
 	if len(req.Params) == 0 {
 		req.Params = json.RawMessage("{}")
@@ -163,6 +209,9 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (core.Job, error
 	}
 	if req.EnvName == "" {
 		if p, ok := IsExec(req.TrainerRef); ok && strings.HasSuffix(p, ".py") && r.opt.Envs != nil {
+			req.EnvName = "python"
+		}
+		if strings.HasSuffix(ext.Command, ".py") && r.opt.Envs != nil {
 			req.EnvName = "python"
 		}
 	}
@@ -466,7 +515,7 @@ func (a *attempt) execute() error {
 		return a.end(core.JobFailed, core.CodeInternal, err.Error())
 	}
 	for _, p := range []string{art, filepath.Join(dir, "tmp"), filepath.Join(dir, "logs")} {
-		if err := os.MkdirAll(p, 0o755); err != nil {
+		if err := os.MkdirAll(p, 0o700); err != nil {
 			return a.end(core.JobFailed, core.CodeInternal, err.Error())
 		}
 	}
@@ -479,7 +528,7 @@ func (a *attempt) execute() error {
 		"params": j.Params, "seed": j.Seed, "artifactsDir": art, "attempt": j.Attempt, "purpose": d.Purpose}
 	b, err := json.MarshalIndent(jobJSON, "", "  ")
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "job.json"), b, 0o644)
+		err = writeJobFile(filepath.Join(dir, "job.json"), b)
 	}
 	if err != nil {
 		return a.end(core.JobFailed, core.CodeInternal, "write job.json: "+err.Error())
@@ -505,7 +554,7 @@ func (a *attempt) execute() error {
 			return a.end(core.JobFailed, core.CodeTrainerFailed, terr.Error())
 		}
 	} else {
-		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: bundle, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: os.Stderr}
+		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: bundle, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: os.Stderr, Physics: r.physics}
 		if err := native.Train(ctx, tc); err != nil {
 			if stop, serr := a.stopped(ctx); stop {
 				return serr
@@ -607,18 +656,28 @@ func (a *attempt) watchdogs() func() {
 func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *dataset.Bundle) error {
 	j := a.job
 	if isNative {
-		logf, err := os.OpenFile(filepath.Join(dir, "logs", "trainer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		logf, err := safefile.OpenFile(filepath.Join(dir, "logs", "trainer.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return fmt.Errorf("open trainer log: %w", err)
 		}
-		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: b, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: logf}
+		tc := &TrainContext{Job: j, JobDir: dir, ArtifactsDir: art, Dataset: b, Params: j.Params, Seed: j.Seed, Progress: a.report, Log: logf, Physics: a.r.physics}
 		terr := native.Train(a.ctx, tc)
 		if err := logf.Close(); err != nil {
 			terr = errors.Join(terr, fmt.Errorf("close trainer log: %w", err))
 		}
 		return terr
 	}
-	path, _ := IsExec(j.TrainerRef)
+	allow := []string{"VIRTUAL_ENV", "PYTHONPATH"}
+	path, isExec := IsExec(j.TrainerRef)
+	if name, ok := IsExt(j.TrainerRef); ok {
+		t, err := a.r.extTrainer(a.ctx, name)
+		if err != nil {
+			return err
+		}
+		path, allow = t.Command, append(allow, t.Env...)
+	} else if !isExec {
+		return fmt.Errorf("unknown trainer %q", j.TrainerRef)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return err
@@ -627,10 +686,14 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 	if strings.HasSuffix(abs, ".py") {
 		cmd = []string{"python3", abs}
 	}
+	// Under Landlock the trainer reads its job directory, the dataset, its
+	// program and environment and the system's libraries — not the rest of
+	// the data directory (the database, the signing key, other jobs).
 	spec := extrun.Spec{Command: cmd, JobDir: dir, Env: map[string]string{"AML_SEED": strconv.FormatInt(j.Seed, 10), "AML_JOB_ID": j.ID},
-		AllowEnv: []string{"VIRTUAL_ENV", "PYTHONPATH"}}
+		AllowEnv: allow, Readable: []string{filepath.Join(a.r.opt.DataDir, filepath.FromSlash(a.ds.Path))}, Protect: []string{a.r.opt.DataDir}}
 	if j.EnvName != "" && a.r.opt.Envs != nil {
 		if envDir, ok := a.r.opt.Envs.Dir(j.EnvName); ok {
+			spec.Readable = append(spec.Readable, envDir)
 			if _, err := os.Stat(filepath.Join(envDir, "bin", "python3")); err == nil && strings.HasSuffix(abs, ".py") {
 				spec.Command = []string{filepath.Join(envDir, "bin", "python3"), abs}
 			}
@@ -651,7 +714,7 @@ func (a *attempt) train(native Trainer, isNative bool, dir, art string, b *datas
 	}
 	rb, err := json.MarshalIndent(res, "", "  ")
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "trainer-result.json"), rb, 0o644)
+		err = writeJobFile(filepath.Join(dir, "trainer-result.json"), rb)
 	}
 	if err != nil {
 		return fmt.Errorf("write trainer-result.json: %w", err)
@@ -879,7 +942,7 @@ func workerLost(j core.Job, self, host string, staleAfter time.Duration, now tim
 
 // killOrphan kills the process group of a trainer whose worker died.
 func (r *Runner) killOrphan(id string) {
-	b, err := os.ReadFile(extrun.PidFile(r.JobDir(id)))
+	b, err := safefile.ReadFileNoFollow(extrun.PidFile(r.JobDir(id)), 32)
 	if err != nil {
 		return
 	}
@@ -887,4 +950,22 @@ func (r *Runner) killOrphan(id string) {
 		_ = syscall.Kill(-pid, syscall.SIGKILL) // best effort: the group may already be gone (ESRCH)
 	}
 	_ = os.Remove(extrun.PidFile(r.JobDir(id))) // best effort: the next launch of the job overwrites it
+}
+
+// writeJobFile writes a runner file into a job directory, which a trainer
+// can change: whatever is at path (a link the trainer left, a FIFO) is
+// removed and the file created anew, without following a link (mode 0600).
+func writeJobFile(path string, b []byte) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := safefile.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close() // the write error is the one to report
+		return err
+	}
+	return f.Close()
 }

@@ -80,13 +80,25 @@ func IsExec(ref string) (string, bool) {
 	return "", false
 }
 
-// ValidateRef checks a trainer reference before a job is created.
+// IsExt reports a registered external trainer reference "ext:NAME".
+func IsExt(ref string) (string, bool) {
+	if n, ok := strings.CutPrefix(ref, "ext:"); ok && n != "" {
+		return n, true
+	}
+	return "", false
+}
+
+// ValidateRef checks a trainer reference's form before a job is created
+// (the runner checks that an ext:NAME is registered).
 func (r *Trainers) ValidateRef(ref string) error {
 	if _, ok := IsExec(ref); ok {
+		return nil
+	}
+	if _, ok := IsExt(ref); ok {
 		return nil
 	}
 	if _, ok := r.Get(ref); ok {
 		return nil
 	}
-	return core.FieldErrorf(core.CodeInvalidArgument, "trainer", "unknown trainer %q: use one of %s, or exec:PATH for an external trainer", ref, strings.Join(r.Refs(), ", "))
+	return core.FieldErrorf(core.CodeInvalidArgument, "trainer", "unknown trainer %q: use one of %s, or ext:NAME for a registered external trainer (aml trainer list)", ref, strings.Join(r.Refs(), ", "))
 }

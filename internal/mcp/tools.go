@@ -29,7 +29,7 @@ var tools = []tool{
 		"A dataset's report (id: the dataset id): per-node summaries, cleaning counts, lag estimates (control → target), run profiles and dropped runs.",
 		readOnly, "dataset.report"},
 	{"aml_job_submit", "Submit a training job",
-		"Queue a training job (one experiment) on a dataset (datasetId) with a trainer (native, e.g. linear_state_space@1 or hybrid_residual@1, or exec:PATH). A worker (aml serve or aml worker) runs it; metrics and gates are computed by the platform. Poll aml_job_status, read aml_job_logs.",
+		"Queue a training job (one experiment) on a dataset (datasetId) with a trainer (native, e.g. linear_state_space@1 or hybrid_residual@1, or a registered external one, ext:NAME; exec:PATH is refused here). A worker (aml serve or aml worker) runs it; metrics and gates are computed by the platform. Poll aml_job_status, read aml_job_logs.",
 		additive, "job.submit"},
 	{"aml_job_status", "Job status",
 		"A job's status, stage, progress, platform metrics, gate result and registered model (id: the job id).",

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/aml-project/aml/internal/safefile"
 )
 
 // ArtifactHash is a model artifact's content identity: sha256 over every
@@ -82,7 +84,9 @@ func ArtifactHash(dir string) (string, error) {
 }
 
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	// Regular files only, no link followed, no FIFO waited on: the walk
+	// checked the types, the trainer could have swapped a file since.
+	f, err := safefile.OpenRegular(path, true)
 	if err != nil {
 		return "", err
 	}

@@ -93,7 +93,7 @@ func WriteMean(dir string, yMeans []float64, F int) error {
 
 // writeFileAtomic writes dir/name through a temporary file and a rename.
 func writeFileAtomic(dir, name string, b []byte) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return core.Wrap(core.CodeInternal, err, "create %s", dir)
 	}
 	f, err := os.CreateTemp(dir, "."+name+".tmp-*")

@@ -33,7 +33,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -42,6 +41,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/safefile"
 )
 
 // CodeModelInvalid: a model artifact is missing, unreadable, of an unknown
@@ -152,7 +152,9 @@ func ReadFormat(dir string) (string, error) {
 
 func readModelJSON(dir string) ([]byte, error) {
 	path := filepath.Join(dir, FileName)
-	f, err := os.Open(path)
+	// The trainer wrote the artifact directory: a link or a FIFO in place
+	// of model.json is refused, never followed or waited on.
+	f, err := safefile.OpenRegular(path, true)
 	if err != nil {
 		e := invalid(FileName, "cannot read the model artifact: %v", err)
 		e.Err = err

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/safefile"
 )
 
 // MaxSourceBytes is the largest model source Parse accepts.
@@ -68,7 +69,7 @@ type Model struct {
 // ParseFile reads and parses a model file. Positions in problems use the
 // file's base name.
 func ParseFile(path string) (*Model, error) {
-	src, err := os.ReadFile(path)
+	src, err := safefile.ReadFile(path, MaxSourceBytes)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, core.Wrap(core.CodeNotFound, err, "read physics model %s", path)

@@ -110,6 +110,12 @@ var byOp = map[string]fn{
 	"shadow.list":      list(printShadowRuns),
 	"calibrate":        out(printCalibrate),
 	"calibration.list": list(printCalibrations),
+	// stored content
+	"physics.put":      out(printPhysics),
+	"physics.list":     list(printPhysicsList),
+	"physics.show":     out(printPhysicsSource),
+	"trainer.register": out(printTrainer),
+	"trainer.list":     out(printTrainers),
 	// governance
 	"cert.key":        out(func(w io.Writer, k app.CertKeyResponse) { fmt.Fprint(w, k.PublicKeyPEM) }),
 	"cert.list":       list(printCerts),

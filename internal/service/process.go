@@ -77,6 +77,13 @@ func New(cfg Config) *Process {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	// An absolute data dir: job directories handed to trainer processes,
+	// artifact paths and the key must not depend on the working directory.
+	if cfg.DataDir != "" {
+		if abs, err := filepath.Abs(cfg.DataDir); err == nil {
+			cfg.DataDir = abs
+		}
+	}
 	return &Process{cfg: cfg, deps: Deps{DataDir: cfg.DataDir, Log: cfg.Log}}
 }
 
@@ -90,6 +97,11 @@ func (p *Process) Store(ctx context.Context) (store.Store, error) {
 		err error
 	)
 	if IsPostgres(p.cfg.DBURL) {
+		// The database is elsewhere; the data dir still holds the key,
+		// job folders and artifacts: owner only, as sqlite.Open makes it.
+		if err := privateDir(p.cfg.DataDir); err != nil {
+			return nil, err
+		}
 		s, err = postgres.Open(ctx, p.cfg.DBURL)
 	} else {
 		s, err = sqlite.Open(p.cfg.DataDir)
@@ -279,4 +291,25 @@ func (p *Process) Close() error {
 		return nil
 	}
 	return p.deps.Store.Close()
+}
+
+// privateDir creates dir with mode 0700, or removes group and other
+// access from an existing one.
+func privateDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return core.Wrap(core.CodeStoreUnavailable, err, "create data dir %s", dir)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return core.Wrap(core.CodeStoreUnavailable, err, "data dir %s", dir)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, st.Mode().Perm()&0o700); err != nil {
+			return core.Wrap(core.CodeStoreUnavailable, err, "data dir %s", dir)
+		}
+	}
+	return nil
 }

@@ -28,6 +28,10 @@ type TrainContext struct {
 	// also feeds the stall watchdog.
 	Progress func(frac float64, stage string)
 	Log      io.Writer
+	// Physics returns a stored physics model (core.PhysicsModel, with its
+	// source) by id; nil when the runner's store keeps none. Trainers read
+	// physics models through it, never from a path in their params.
+	Physics func(ctx context.Context, id string) (core.PhysicsModel, error)
 }
 
 // Trainer is a native (in-process) trainer known by reference, such as

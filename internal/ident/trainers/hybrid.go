@@ -59,17 +59,18 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/ident/hybrid"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/physics"
+	"github.com/aml-project/aml/internal/safefile"
 	"github.com/aml-project/aml/internal/trainer"
 )
 
@@ -85,8 +86,11 @@ const FormatHybrid = "aml.hybrid/1"
 //
 // Params:
 //
-//	physics        path of the .aml model (required; relative to the
-//	               working directory)
+//	physics        id of a stored physics model (phys-…, physics.put;
+//	               required). A path is read only when the runner is
+//	               called directly (tests, benchmarks): the application
+//	               refuses paths in requests (security issue #16)
+//	physicsSha256  the stored model's sha256 (pinned at submit; checked)
 //	mapping        model names → dataset columns (see the top of hybrid.go)
 //	starts         calibration starting points (4): nominal values, centre
 //	               of the bounds, quasi-random points (seeded)
@@ -124,6 +128,7 @@ type hybridMapping struct {
 
 type hybridParams struct {
 	Physics       string         `json:"physics"`
+	PhysicsSha256 string         `json:"physicsSha256"`
 	Mapping       *hybridMapping `json:"mapping"`
 	Starts        int            `json:"starts"`
 	MaxIter       int            `json:"maxIter"`
@@ -280,7 +285,7 @@ func hybridDecodeParams(raw json.RawMessage) (*hybridParams, error) {
 		return nil, err
 	}
 	if p.Physics == "" {
-		return nil, errors.New("params: physics (path of the .aml model) is required")
+		return nil, errors.New("params: physics (the id of a stored physics model, phys-…) is required")
 	}
 	if p.Starts < 0 || p.MaxIter < 0 || p.Hidden < 0 || p.Epochs < 0 || p.Patience < 0 || p.Batch < 0 || p.Lags < 0 || p.LagStride < 0 {
 		return nil, errors.New("params: starts, maxIter, hidden, epochs, patience, batch, lags and lagStride must not be negative")
@@ -590,19 +595,18 @@ func (HybridResidual) Train(ctx context.Context, tc *trainer.TrainContext) error
 	if man.Kind != dataset.KindDynamic {
 		return fmt.Errorf("%s needs a dynamic dataset; this one is %s", ref, man.Kind)
 	}
-	path := p.Physics
-	if !filepath.IsAbs(path) {
-		if path, err = filepath.Abs(path); err != nil {
-			return err
+	src, file, err := hybridPhysicsSource(ctx, tc, p)
+	if err != nil {
+		return err
+	}
+	pm, err := physics.Parse(file, src)
+	if err != nil {
+		if strings.HasPrefix(p.Physics, core.PhysicsIDPrefix) {
+			return fmt.Errorf("params: physics: %w", err)
 		}
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("params: physics: %w", err)
-	}
-	pm, err := physics.Parse(filepath.Base(path), src)
-	if err != nil {
-		return fmt.Errorf("params: physics: %w", err)
+		// A file's problems would quote its lines into the job's error,
+		// which every viewer reads: name the file only.
+		return fmt.Errorf("params: physics: %s is not a valid physics model (%s); check it with aml physics put", file, core.CodeOf(err))
 	}
 	ctrl, dist, outs, err := hybridResolve(pm, man, p.Mapping)
 	if err != nil {
@@ -702,7 +706,7 @@ func (HybridResidual) Train(ctx context.Context, tc *trainer.TrainContext) error
 		return err
 	}
 	hybridProgress(tc, 0.92, "scoring the training runs")
-	art := newHybridArtifact(pm, src, filepath.Base(path), ctrl, dist, outs, dt, nInit, cal, hm)
+	art := newHybridArtifact(pm, src, file, ctrl, dist, outs, dt, nInit, cal, hm)
 	tr := &hybridTrainingJSON{TrainRuns: man.Split.Train.RunIDs, ValRuns: man.Split.Val.RunIDs, Segments: len(train), ValSegments: len(val),
 		Samples: samples, DroppedRows: dropped, Cost: linNum(cal.Cost), NominalCost: linNum(cal.NominalCost), BestStart: cal.Best,
 		Inactive: cal.Inactive, X0: cal.X0, Seconds: secs, X0Mode: cal.X0Mode, PredCost: linNum(cal.PredCost), PredCosts: linNums(cal.PredCosts),
@@ -1121,4 +1125,50 @@ func (p *hybridPredictor) simulateRun(inputs, outputs [][]float64, nInit int) (*
 		return nil, err
 	}
 	return p.m.Simulate(sim, U, D, Y, nInit)
+}
+
+// hybridPhysicsSource returns the physics source of p and its file name:
+// a stored model by id through tc.Physics (its hash checked), or — only
+// for direct callers of the runner, the application refuses paths — a
+// regular file of at most physics.MaxSourceBytes (no FIFO, no device).
+// Errors never quote the content.
+func hybridPhysicsSource(ctx context.Context, tc *trainer.TrainContext, p *hybridParams) ([]byte, string, error) {
+	if strings.HasPrefix(p.Physics, core.PhysicsIDPrefix) {
+		if tc.Physics == nil {
+			return nil, "", fmt.Errorf("params: physics: %s: this runner has no physics store", p.Physics)
+		}
+		m, err := tc.Physics(ctx, p.Physics)
+		if err != nil {
+			return nil, "", fmt.Errorf("params: physics: %w", err)
+		}
+		sum := sha256.Sum256([]byte(m.Source))
+		got := hex.EncodeToString(sum[:])
+		if got != m.SHA256 || (p.PhysicsSha256 != "" && !strings.EqualFold(p.PhysicsSha256, got)) {
+			return nil, "", fmt.Errorf("params: physics: %s: stored source hash %.12s does not match the recorded %.12s", p.Physics, got, p.PhysicsSha256+m.SHA256)
+		}
+		name := m.FileName
+		if name == "" {
+			name = m.ID + ".aml"
+		}
+		return []byte(m.Source), name, nil
+	}
+	path := p.Physics
+	if !filepath.IsAbs(path) {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, "", err
+		}
+		path = abs
+	}
+	src, err := safefile.ReadFile(path, physics.MaxSourceBytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("params: physics: %w", err)
+	}
+	if p.PhysicsSha256 != "" {
+		sum := sha256.Sum256(src)
+		if !strings.EqualFold(hex.EncodeToString(sum[:]), p.PhysicsSha256) {
+			return nil, "", fmt.Errorf("params: physics: %s does not have sha256 %s", path, p.PhysicsSha256)
+		}
+	}
+	return src, filepath.Base(path), nil
 }

@@ -444,18 +444,19 @@ func (OneStep) Ref() string           { return "one_step@1" }
 func (OneStep) HasTrainingStep() bool { return true }
 
 type arxParams struct {
-	Select      *bool     `json:"select"`
-	MaxOrder    int       `json:"maxOrder"`
-	Feedthrough *bool     `json:"feedthrough"`
-	Lambdas     []float64 `json:"lambdas"`
-	Criterion   string    `json:"criterion"`
-	NA          *int      `json:"na"`
-	NB          *int      `json:"nb"`
-	NK          *int      `json:"nk"`
-	Lambda      *float64  `json:"lambda"`
-	Diag        bool      `json:"diag"`
-	Intercept   *bool     `json:"intercept"`
-	Physics     any       `json:"physics"` // accepted and ignored (see linDecodeParams)
+	Select        *bool     `json:"select"`
+	MaxOrder      int       `json:"maxOrder"`
+	Feedthrough   *bool     `json:"feedthrough"`
+	Lambdas       []float64 `json:"lambdas"`
+	Criterion     string    `json:"criterion"`
+	NA            *int      `json:"na"`
+	NB            *int      `json:"nb"`
+	NK            *int      `json:"nk"`
+	Lambda        *float64  `json:"lambda"`
+	Diag          bool      `json:"diag"`
+	Intercept     *bool     `json:"intercept"`
+	Physics       any       `json:"physics"`       // accepted and ignored (see linDecodeParams)
+	PhysicsSha256 any       `json:"physicsSha256"` // pinned by job.submit beside physics; ignored
 }
 
 // arxArtifact is the aml.arx/1 model.json. Theta has one column per output
@@ -701,14 +702,15 @@ func (LinearStateSpace) Ref() string           { return "linear_state_space@1" }
 func (LinearStateSpace) HasTrainingStep() bool { return true }
 
 type ssParams struct {
-	Order       int    `json:"order"`
-	MaxOrder    int    `json:"maxOrder"`
-	BlockRows   int    `json:"blockRows"`
-	Feedthrough bool   `json:"feedthrough"`
-	Refine      *bool  `json:"refine"`
-	InitSteps   int    `json:"initSteps"`
-	WindowX0    string `json:"windowX0"`
-	Physics     any    `json:"physics"` // accepted and ignored (see linDecodeParams)
+	Order         int    `json:"order"`
+	MaxOrder      int    `json:"maxOrder"`
+	BlockRows     int    `json:"blockRows"`
+	Feedthrough   bool   `json:"feedthrough"`
+	Refine        *bool  `json:"refine"`
+	InitSteps     int    `json:"initSteps"`
+	WindowX0      string `json:"windowX0"`
+	Physics       any    `json:"physics"`       // accepted and ignored (see linDecodeParams)
+	PhysicsSha256 any    `json:"physicsSha256"` // pinned by job.submit beside physics; ignored
 }
 
 // ssArtifact is the aml.statespace/1 model.json: the model

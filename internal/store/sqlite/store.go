@@ -59,8 +59,8 @@ func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
 
 // OpenWith is Open with options.
 func OpenWith(dir string, opt Options) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, core.Wrap(core.CodeStoreUnavailable, err, "create data dir %s", dir)
+	if err := privateDataDir(dir); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dir, FileName)
 	syncMode := opt.Synchronous
@@ -106,6 +106,47 @@ func OpenWith(dir string, opt Options) (*Store, error) {
 	st.Core = records.New(st.sql)
 	st.Store = twinstore.New(st.sql)
 	return st, nil
+}
+
+// privateDataDir creates the data directory (mode 0700) or tightens an
+// existing one to 0700, and creates the database file, or tightens an
+// existing one and its WAL and shared-memory files, to 0600: the data
+// directory holds the signing key, token hashes and every job's files,
+// readable by the owner only. SQLite creates its -wal and -shm files with
+// the database file's permissions.
+func privateDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return core.Wrap(core.CodeStoreUnavailable, err, "create data dir %s", dir)
+	}
+	if err := tighten(dir, 0o700); err != nil {
+		return core.Wrap(core.CodeStoreUnavailable, err, "data dir %s", dir)
+	}
+	path := filepath.Join(dir, FileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return core.Wrap(core.CodeStoreUnavailable, err, "open %s", path)
+	}
+	if err := f.Close(); err != nil {
+		return core.Wrap(core.CodeStoreUnavailable, err, "open %s", path)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := tighten(p, 0o600); err != nil && !os.IsNotExist(err) {
+			return core.Wrap(core.CodeStoreUnavailable, err, "database file %s", p)
+		}
+	}
+	return nil
+}
+
+// tighten removes permission bits beyond want (group and other access).
+func tighten(path string, want os.FileMode) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.Mode().Perm()&^want == 0 {
+		return nil
+	}
+	return os.Chmod(path, st.Mode().Perm()&want)
 }
 
 // Path is the database file.

@@ -128,6 +128,18 @@ type Spec struct {
 	ExtraWritable []string
 	// Sandbox is SandboxAuto (""), SandboxOff or SandboxRequire.
 	Sandbox string
+	// Readable lists absolute paths (directories or files) the child may
+	// read under the Landlock sandbox besides JobDir, ExtraWritable, its
+	// program (and a script's directory), the directories of VIRTUAL_ENV
+	// and PYTHONPATH when passed through, and the system's libraries: e.g.
+	// the dataset and the job's environment. Everything else is unreadable.
+	Readable []string
+	// Protect lists directories that must stay unreadable (the data
+	// directory): a readable path that contains one is dropped (noted in
+	// the log); paths beneath it (JobDir, the dataset) are unaffected.
+	Protect []string
+	// ReadAll leaves reads unrestricted (writes stay confined).
+	ReadAll bool
 }
 
 // Event is one "##AML {json}" line of the child's stdout.
@@ -181,6 +193,10 @@ type Result struct {
 	// WriteRestricted is true when the OS (Landlock) confined the child's
 	// writes to JobDir (+ ExtraWritable).
 	WriteRestricted bool
+	// ReadRestricted is true when Landlock also confined the child's reads
+	// to JobDir, Spec.Readable (minus what contains a Spec.Protect
+	// directory), its program and the system's libraries.
+	ReadRestricted bool
 	// Files lists regular files under JobDir (outside logs/) created or
 	// modified during the run, as slash-separated relative paths, sorted,
 	// at most MaxReportedFiles.
@@ -221,7 +237,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 		return fail(core.FieldErrorf(core.CodeInvalidArgument, "jobDir", "%s is not a directory", jobDir))
 	}
 	for _, d := range []string{"logs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(jobDir, d), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(jobDir, d), 0o700); err != nil {
 			return fail(core.Wrap(core.CodeInternal, err, "job directory"))
 		}
 	}
@@ -259,9 +275,12 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 		return fail(core.Wrap(core.CodeInternal, err, "trainer log"))
 	}
 	before := snapshot(jobDir)
+	readable, notes := readablePaths(argv, env, spec.Readable, spec.Protect)
 	l := &launch{argv: argv, dir: jobDir, env: env, writable: writable, sandbox: spec.Sandbox, pidFile: PidFile(jobDir),
-		wall: spec.WallTimeout, stall: spec.StallTimeout, log: lg, onEvent: onEvent}
+		wall: spec.WallTimeout, stall: spec.StallTimeout, log: lg, onEvent: onEvent,
+		readable: readable, restrictReads: !spec.ReadAll, notes: notes}
 	res, err = l.execute(ctx)
+	defer lg.release()
 	if cerr := lg.Close(); cerr != nil && err == nil && res.Reason != ReasonStartFailed {
 		// A log that could not be written is reported but does not hide the
 		// run's outcome.
@@ -451,5 +470,78 @@ func changedFiles(dir string, before map[string]fileStamp) []string {
 }
 
 // PidFile is where Run records the running trainer's pid (its process
-// group id) under jobDir.
-func PidFile(jobDir string) string { return filepath.Join(jobDir, "logs", "trainer.pid") }
+// group id): beside jobDir, not in it, so that a trainer (whose writes the
+// sandbox confines to jobDir) cannot name another process group for
+// recovery to kill.
+func PidFile(jobDir string) string { return filepath.Clean(jobDir) + ".trainer.pid" }
+
+// readablePaths is what the sandbox lets a child with argv and env read
+// besides its writable directories: extra, the program (argv[0]; a
+// script's file and directory when argv[0] is an interpreter), the
+// directories named by VIRTUAL_ENV and PYTHONPATH in env. A path that is
+// or contains a protected directory is left out, with a note.
+func readablePaths(argv, env, extra, protect []string) ([]string, []string) {
+	var cand []string
+	cand = append(cand, extra...)
+	cand = append(cand, argv[0], filepath.Dir(argv[0]))
+	// An interpreter's installation (PREFIX/bin/python3, pyenv's
+	// PREFIX/shims/python3, and the same for the link's target): its
+	// standard library lives under PREFIX.
+	progs := []string{argv[0]}
+	if real, err := filepath.EvalSymlinks(argv[0]); err == nil && real != argv[0] {
+		progs = append(progs, real)
+	}
+	for _, p := range progs {
+		if d := filepath.Dir(p); (filepath.Base(d) == "bin" || filepath.Base(d) == "shims") && filepath.Dir(d) != "/" {
+			cand = append(cand, filepath.Dir(d))
+		}
+	}
+	if len(argv) > 1 && filepath.IsAbs(argv[1]) {
+		if st, err := os.Stat(argv[1]); err == nil && st.Mode().IsRegular() {
+			cand = append(cand, argv[1], filepath.Dir(argv[1])) // python3 SCRIPT
+		}
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "VIRTUAL_ENV":
+			cand = append(cand, v)
+		case "PYTHONPATH":
+			cand = append(cand, filepath.SplitList(v)...)
+		}
+	}
+	var out, notes []string
+	seen := map[string]bool{}
+	for _, p := range cand {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if p == "/" {
+			continue // never the whole file system
+		}
+		if within(protect, p) {
+			notes = append(notes, fmt.Sprintf("sandbox: %s is not made readable: it contains the data directory", p))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, notes
+}
+
+// within reports whether p is one of dirs or an ancestor of one.
+func within(dirs []string, p string) bool {
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(p, filepath.Clean(d)); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+			return true
+		}
+	}
+	return false
+}

@@ -27,12 +27,17 @@ type launch struct {
 	dir      string   // working directory
 	env      []string
 	writable []string // directories the sandbox lets the child write to
-	sandbox  string
-	wall     time.Duration
-	stall    time.Duration
-	log      *rotLog
-	onEvent  func(Event)
-	pidFile  string // if set, the child's pid (= its process group) is written here while it runs
+	// readable: what the sandbox lets the child read besides writable and
+	// the system's libraries, when restrictReads.
+	readable      []string
+	restrictReads bool
+	notes         []string // runner notes for the top of the log
+	sandbox       string
+	wall          time.Duration
+	stall         time.Duration
+	log           *rotLog
+	onEvent       func(Event)
+	pidFile       string // if set, the child's pid (= its process group) is written here while it runs
 }
 
 // execute starts the child, watches it and returns once it is reaped and its
@@ -85,12 +90,21 @@ func (l *launch) execute(ctx context.Context) (Result, error) {
 		return startFailed(err)
 	}
 	res.WriteRestricted = useShim
+	res.ReadRestricted = useShim && l.restrictReads
 	c := &collector{log: l.log, onEvent: l.onEvent, progress: make(chan struct{}, 1)}
+	for _, n := range l.notes {
+		c.note("[aml-runner] " + n)
+	}
+	if !useShim && l.sandbox == SandboxAuto {
+		// The fallback is said in the log (Result.ReadRestricted and
+		// WriteRestricted record it too); a confined run adds nothing.
+		c.note("[aml-runner] sandbox: Landlock is not available on this system: the trainer can read and write whatever this server's user can, the data directory included")
+	}
 	if l.pidFile != "" {
 		// A worker that dies without cleaning up (kill -9) leaves this file;
 		// recovery uses it to kill the orphaned process group. Without it
 		// the trainer still runs; the log says what recovery will lack.
-		if err := os.WriteFile(l.pidFile, []byte(strconv.Itoa(proc.Pid)), 0o644); err != nil {
+		if err := os.WriteFile(l.pidFile, []byte(strconv.Itoa(proc.Pid)), 0o600); err != nil {
 			c.note(fmt.Sprintf("[aml-runner] cannot record the trainer's pid (%v): if this worker dies, recovery cannot stop the trainer", err))
 		}
 		defer func() { _ = os.Remove(l.pidFile) }() // best effort: gone already if the write failed

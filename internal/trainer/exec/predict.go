@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/safefile"
 )
 
 // PredictFormat is the "format" of request.json.
@@ -127,20 +128,26 @@ func PredictWith(ctx context.Context, opt PredictOptions, command []string, arti
 		name string
 		b    []byte
 	}{{"request.json", append(req, '\n')}, {"x.f32", f32Bytes(x)}, {"u.f32", f32Bytes(u)}} {
-		if err := os.WriteFile(filepath.Join(predDir, w.name), w.b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(predDir, w.name), w.b, 0o600); err != nil {
 			return nil, core.Wrap(core.CodeInternal, err, "prediction request")
 		}
 	}
-	if err := os.Mkdir(filepath.Join(predDir, "tmp"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(predDir, "tmp"), 0o700); err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "prediction directory")
 	}
 	lg, err := openRotLog(filepath.Join(predDir, "logs"), "predict.log", predictLogMax, LogKeep)
 	if err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "predictor log")
 	}
-	l := &launch{argv: argv, dir: artifactDir, env: env, writable: []string{predDir}, sandbox: opt.Sandbox, wall: timeout, log: lg}
+	// Under Landlock the predictor (a program the trainer wrote) reads only
+	// its artifact directory, PRED_DIR, its interpreter and the system's
+	// libraries.
+	readable, _ := readablePaths(argv, env, []string{artifactDir}, nil)
+	l := &launch{argv: argv, dir: artifactDir, env: env, writable: []string{predDir}, sandbox: opt.Sandbox, wall: timeout, log: lg,
+		readable: readable, restrictReads: true}
 	res, err := l.execute(ctx)
 	_ = lg.Close() // the log only feeds the messages' tail; predDir goes on return
+	defer lg.release()
 	tail := func() string {
 		t := strings.TrimSpace(lg.tail(2048))
 		if t == "" {
@@ -173,7 +180,7 @@ func PredictWith(ctx context.Context, opt PredictOptions, command []string, arti
 	if want := int64(ny) * 4; st.Size() != want {
 		return nil, predictInvalid("yhat.f32 has %d bytes, need %d (n·F·nTgt = %d·%d·%d float32)", st.Size(), want, n, F, nTgt)
 	}
-	b, err := os.ReadFile(yPath)
+	b, err := safefile.ReadFileNoFollow(yPath, int64(ny)*4)
 	if err != nil {
 		return nil, predictInvalid("reading yhat.f32: %v", err)
 	}

@@ -33,6 +33,10 @@ const (
 
 type shimConfig struct {
 	Writable []string `json:"writable"`
+	// Readable lists what may be read (and executed) besides Writable when
+	// RestrictReads is set: directories (everything beneath) and files.
+	Readable      []string `json:"readable,omitempty"`
+	RestrictReads bool     `json:"restrictReads,omitempty"`
 }
 
 func init() {
@@ -67,7 +71,7 @@ func shimMain(cfg string) {
 			env = append(env, kv)
 		}
 	}
-	if err := restrictWrites(c.Writable); err != nil {
+	if err := restrict(c); err != nil {
 		fail("sandbox: %v", err)
 	}
 	err := syscall.Exec(os.Args[1], os.Args[1:], env)
@@ -115,18 +119,42 @@ func writeAccess(abi int) uint64 {
 	return a
 }
 
+// readAccess is reading files and directories and executing.
+const readAccess = uint64(unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR)
+
+// fileAccess are the rights a rule on a file (not a directory) may carry.
+const fileAccess = uint64(unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
+	unix.LANDLOCK_ACCESS_FS_TRUNCATE)
+
 // writableDevices may be opened for writing (and truncated: "> /dev/null").
 var writableDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
-// restrictWrites confines the calling thread (and what it executes) so that
-// it can change files only under dirs, /dev/shm and the devices above; with
-// ABI ≥ 6 it also cannot send signals to processes outside its domain.
-func restrictWrites(dirs []string) error {
+// systemReadable is what a program and its interpreter need to run —
+// binaries, shared libraries, the interpreters' standard libraries, the
+// loader and name-service configuration, the process's own /proc entry,
+// CPU information — and nothing of AML's data. Paths that do not exist
+// are skipped.
+var systemReadable = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",
+	"/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/mime.types",
+	"/etc/python3", "/etc/alternatives",
+	"/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems", "/sys/devices/system/cpu", "/sys/fs/cgroup"}
+
+// restrict confines the calling thread (and what it executes) so that it
+// can change files only under c.Writable, /dev/shm and the devices above,
+// and, with c.RestrictReads, read and execute only those, c.Readable and
+// systemReadable; with ABI ≥ 6 it also cannot send signals to processes
+// outside its domain.
+func restrict(c shimConfig) error {
+	dirs := c.Writable
 	abi := landlockABI()
 	if abi < 1 {
 		return errors.New("no Landlock support in this kernel")
 	}
 	handled := writeAccess(abi)
+	if c.RestrictReads {
+		handled |= readAccess
+	}
 	attr := rulesetAttr{handledFS: handled}
 	size := unsafe.Sizeof(attr.handledFS)
 	if abi >= 6 {
@@ -149,10 +177,25 @@ func restrictWrites(dirs []string) error {
 			return err
 		}
 	}
-	dev := handled & (unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE)
+	dev := handled & (unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_READ_FILE)
 	for _, p := range writableDevices {
 		if _, err := os.Stat(p); err == nil {
 			if err := addRule(rs, p, dev); err != nil {
+				return err
+			}
+		}
+	}
+	if c.RestrictReads {
+		for _, p := range append(append([]string(nil), systemReadable...), c.Readable...) {
+			st, err := os.Stat(p)
+			if err != nil {
+				continue // absent on this system
+			}
+			access := readAccess
+			if !st.IsDir() {
+				access &= fileAccess
+			}
+			if err := addRule(rs, p, access); err != nil {
 				return err
 			}
 		}
@@ -190,7 +233,7 @@ func startShim(l *launch, attr *os.ProcAttr) (*os.Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := json.Marshal(shimConfig{Writable: l.writable})
+	cfg, err := json.Marshal(shimConfig{Writable: l.writable, Readable: l.readable, RestrictReads: l.restrictReads})
 	if err != nil {
 		sr.Close()
 		sw.Close()

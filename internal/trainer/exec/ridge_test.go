@@ -167,7 +167,7 @@ func runRidge(t *testing.T, py string, ds *toyDataset, params map[string]any) (R
 	}
 	var mu sync.Mutex
 	var evs []Event
-	res, err := Run(context.Background(), Spec{JobDir: dir, Command: []string{script}, PathOverride: filepath.Dir(py) + ":" + DefaultPath,
+	res, err := Run(context.Background(), Spec{JobDir: dir, Command: []string{script}, Readable: []string{ds.dir}, PathOverride: filepath.Dir(py) + ":" + DefaultPath,
 		WallTimeout: 2 * time.Minute, StallTimeout: 30 * time.Second}, func(e Event) {
 		mu.Lock()
 		evs = append(evs, e)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/aml-project/aml/internal/safefile"
 )
 
 // rotLog is a size-capped, rotated log: NAME is the file being written,
@@ -21,7 +23,15 @@ import (
 //
 // A log from an earlier run in the same directory (a retried job) is moved
 // to DIR/prev-N/ first.
+//
+// DIR lies in the trainer's job directory, which the trainer can change:
+// every operation goes through the directory opened once (d, so renaming
+// or replacing DIR changes nothing) and files are opened without following
+// a link and without blocking on a FIFO, regular files only
+// (internal/safefile); what the trainer planted there fails the log, which
+// Close reports.
 type rotLog struct {
+	d         *safefile.Dir
 	dir, name string
 	max       int64
 	keep      int
@@ -36,19 +46,38 @@ func openRotLog(dir, name string, max int64, keep int) (*rotLog, error) {
 	if keep < 2 {
 		keep = 2
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &rotLog{dir: dir, name: name, max: max, keep: keep, segs: 1}
-	if err := l.moveOld(); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(l.path(0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	d, err := safefile.OpenDir(dir)
 	if err != nil {
+		return nil, err
+	}
+	l := &rotLog{d: d, dir: dir, name: name, max: max, keep: keep, segs: 1}
+	if err := l.moveOld(); err != nil {
+		_ = d.Close() // a directory opened read-only
+		return nil, err
+	}
+	f, err := l.create(0)
+	if err != nil {
+		_ = d.Close() // a directory opened read-only
 		return nil, err
 	}
 	l.f = f
 	return l, nil
+}
+
+// name of file k: NAME, NAME.1, …
+func (l *rotLog) nameOf(k int) string {
+	if k == 0 {
+		return l.name
+	}
+	return l.name + "." + strconv.Itoa(k)
+}
+
+// create truncates or creates file k.
+func (l *rotLog) create(k int) (*os.File, error) {
+	return l.d.OpenFile(l.nameOf(k), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 }
 
 func (l *rotLog) path(k int) string {
@@ -60,13 +89,12 @@ func (l *rotLog) path(k int) string {
 
 // moveOld moves NAME and NAME.N of an earlier run to DIR/prev-K/.
 func (l *rotLog) moveOld() error {
-	ents, err := os.ReadDir(l.dir)
+	names, err := l.d.Names()
 	if err != nil {
 		return err
 	}
 	var old []string
-	for _, e := range ents {
-		n := e.Name()
+	for _, n := range names {
 		if n == l.name {
 			old = append(old, n)
 		} else if s, ok := strings.CutPrefix(n, l.name+"."); ok {
@@ -80,15 +108,15 @@ func (l *rotLog) moveOld() error {
 	}
 	var dst string
 	for k := 1; ; k++ {
-		dst = filepath.Join(l.dir, "prev-"+strconv.Itoa(k))
-		if err := os.Mkdir(dst, 0o755); err == nil {
+		dst = "prev-" + strconv.Itoa(k)
+		if err := l.d.Mkdir(dst, 0o700); err == nil {
 			break
 		} else if !os.IsExist(err) {
 			return err
 		}
 	}
 	for _, n := range old {
-		if err := os.Rename(filepath.Join(l.dir, n), filepath.Join(dst, n)); err != nil {
+		if err := l.d.Rename(n, dst+"/"+n); err != nil {
 			return err
 		}
 	}
@@ -128,16 +156,16 @@ func (l *rotLog) rotate() error {
 	}
 	l.f = nil
 	if l.segs == l.keep+1 {
-		victim := l.path(l.keep - 1)
+		victim := l.nameOf(l.keep - 1)
 		var n int64
-		if st, err := os.Stat(victim); err == nil {
+		if st, err := l.d.Lstat(victim); err == nil {
 			n = st.Size()
 		}
-		if err := os.Remove(victim); err != nil {
+		if err := l.d.Remove(victim); err != nil {
 			return err
 		}
 		l.dropped += n
-		if h, err := os.OpenFile(l.path(l.keep), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		if h, err := l.d.OpenFile(l.nameOf(l.keep), os.O_WRONLY|os.O_APPEND, 0); err == nil {
 			_, werr := fmt.Fprintf(h, "[aml-runner] log rotation dropped %d bytes here (%d dropped so far); the newest output is in %s.%d … %s\n",
 				n, l.dropped, l.name, l.keep-1, l.name)
 			if cerr := h.Close(); werr == nil {
@@ -146,24 +174,26 @@ func (l *rotLog) rotate() error {
 			if werr != nil {
 				l.fail(werr) // reported by Close; the rotation goes on
 			}
+		} else {
+			l.fail(err) // a link or FIFO in its place: reported by Close
 		}
 		for k := l.keep - 2; k >= 1; k-- {
-			if err := os.Rename(l.path(k), l.path(k+1)); err != nil {
+			if err := l.d.Rename(l.nameOf(k), l.nameOf(k+1)); err != nil {
 				return err
 			}
 		}
 	} else {
 		for k := l.segs - 1; k >= 1; k-- {
-			if err := os.Rename(l.path(k), l.path(k+1)); err != nil {
+			if err := l.d.Rename(l.nameOf(k), l.nameOf(k+1)); err != nil {
 				return err
 			}
 		}
 		l.segs++
 	}
-	if err := os.Rename(l.path(0), l.path(1)); err != nil {
+	if err := l.d.Rename(l.nameOf(0), l.nameOf(1)); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(l.path(0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := l.create(0)
 	if err != nil {
 		return err
 	}
@@ -171,7 +201,8 @@ func (l *rotLog) rotate() error {
 	return nil
 }
 
-// Close closes the current file and returns the first error met.
+// Close closes the current file and returns the first error met. The
+// directory stays open for tail.
 func (l *rotLog) Close() error {
 	if l.f != nil {
 		if err := l.f.Close(); err != nil {
@@ -180,6 +211,14 @@ func (l *rotLog) Close() error {
 		l.f = nil
 	}
 	return l.err
+}
+
+// release closes the directory (after Close and tail).
+func (l *rotLog) release() {
+	if l.d != nil {
+		_ = l.d.Close() // a directory opened read-only
+		l.d = nil
+	}
 }
 
 // Files returns the log files, oldest first.
@@ -197,8 +236,8 @@ func (l *rotLog) Dropped() int64 { return l.dropped }
 // tail returns up to n bytes of the end of the log.
 func (l *rotLog) tail(n int64) string {
 	var parts []string
-	for k := 0; k < l.segs && n > 0; k++ {
-		f, err := os.Open(l.path(k))
+	for k := 0; k < l.segs && n > 0 && l.d != nil; k++ {
+		f, err := l.d.OpenFile(l.nameOf(k), os.O_RDONLY, 0)
 		if err != nil {
 			break
 		}
