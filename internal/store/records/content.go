@@ -65,20 +65,8 @@ func (c *Core) GetPhysics(ctx context.Context, id string) (core.PhysicsModel, er
 
 // ListPhysics implements core.PhysicsModels.
 func (c *Core) ListPhysics(ctx context.Context) ([]core.PhysicsModel, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT `+physicsCols+` FROM physics_models ORDER BY created_at, id`)
-	if err != nil {
-		return nil, dbErr(err, "list physics models")
-	}
-	defer rows.Close()
-	out := []core.PhysicsModel{}
-	for rows.Next() {
-		m, err := scanPhysics(rows, nil)
-		if err != nil {
-			return nil, dbErr(err, "list physics models")
-		}
-		out = append(out, m)
-	}
-	return out, dbErr(rows.Err(), "list physics models")
+	return queryList(ctx, c.db, "list physics models", func(r scanner) (core.PhysicsModel, error) { return scanPhysics(r, nil) },
+		`SELECT `+physicsCols+` FROM physics_models ORDER BY created_at, id`)
 }
 
 // RegisterTrainer implements core.ExtTrainers.
@@ -132,18 +120,5 @@ func (c *Core) GetTrainer(ctx context.Context, name string) (core.ExtTrainer, er
 
 // ListTrainers implements core.ExtTrainers.
 func (c *Core) ListTrainers(ctx context.Context) ([]core.ExtTrainer, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT `+trainerCols+` FROM ext_trainers ORDER BY name`)
-	if err != nil {
-		return nil, dbErr(err, "list trainers")
-	}
-	defer rows.Close()
-	out := []core.ExtTrainer{}
-	for rows.Next() {
-		t, err := scanTrainer(rows)
-		if err != nil {
-			return nil, dbErr(err, "list trainers")
-		}
-		out = append(out, t)
-	}
-	return out, dbErr(rows.Err(), "list trainers")
+	return queryList(ctx, c.db, "list trainers", scanTrainer, `SELECT `+trainerCols+` FROM ext_trainers ORDER BY name`)
 }

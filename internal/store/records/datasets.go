@@ -50,21 +50,8 @@ func (c *Core) GetDataset(ctx context.Context, id string) (core.Dataset, error) 
 
 // ListDatasets implements core.Datasets.
 func (c *Core) ListDatasets(ctx context.Context, f core.DatasetFilter) ([]core.Dataset, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT `+datasetCols+` FROM datasets
+	return queryList(ctx, c.db, "list datasets", scanDataset, `SELECT `+datasetCols+` FROM datasets
 		WHERE (?1='' OR line_id=?1) AND (?2='' OR product_id=?2) AND (?3='' OR recipe_id=?3) ORDER BY created_at, id`, f.Line, f.Product, f.Recipe)
-	if err != nil {
-		return nil, dbErr(err, "list datasets")
-	}
-	defer rows.Close()
-	out := []core.Dataset{}
-	for rows.Next() {
-		d, err := scanDataset(rows)
-		if err != nil {
-			return nil, dbErr(err, "list datasets")
-		}
-		out = append(out, d)
-	}
-	return out, dbErr(rows.Err(), "list datasets")
 }
 
 // AddDatasetRef implements core.Datasets.

@@ -158,20 +158,7 @@ func (c *Core) ListEndedJobsBefore(ctx context.Context, before time.Time, afterE
 }
 
 func (c *Core) listJobs(ctx context.Context, what, q string, args ...any) ([]core.Job, error) {
-	rows, err := c.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, dbErr(err, "%s", what)
-	}
-	defer rows.Close()
-	out := []core.Job{}
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, dbErr(err, "%s", what)
-		}
-		out = append(out, j)
-	}
-	return out, dbErr(rows.Err(), "%s", what)
+	return queryList(ctx, c.db, what, scanJob, q, args...)
 }
 
 // jobConflict is the AML_JOB_CONFLICT of a compare-and-set that lost,

@@ -65,22 +65,13 @@ func ensureRecipe(ctx context.Context, db Conn, r core.Recipe) error {
 
 // ListLines implements core.Meta.
 func (c *Core) ListLines(ctx context.Context) ([]core.Line, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT id, name, created_at FROM lines ORDER BY id`)
-	if err != nil {
-		return nil, dbErr(err, "list lines")
-	}
-	defer rows.Close()
-	var out []core.Line
-	for rows.Next() {
+	return queryList(ctx, c.db, "list lines", func(r scanner) (core.Line, error) {
 		var l core.Line
 		var at int64
-		if err := rows.Scan(&l.ID, &l.Name, &at); err != nil {
-			return nil, dbErr(err, "list lines")
-		}
+		err := r.Scan(&l.ID, &l.Name, &at)
 		l.CreatedAt = time.UnixMilli(at).UTC()
-		out = append(out, l)
-	}
-	return out, dbErr(rows.Err(), "list lines")
+		return l, err
+	}, `SELECT id, name, created_at FROM lines ORDER BY id`)
 }
 
 // PutRecipeVersion implements core.Meta. The recipe row is locked while the
@@ -165,20 +156,7 @@ func (c *Core) GetRecipeVersion(ctx context.Context, recipeID string, version in
 
 // ListRecipeVersions implements core.Meta.
 func (c *Core) ListRecipeVersions(ctx context.Context, recipeID string) ([]core.RecipeVersion, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT `+recipeVersionCols+` FROM recipe_versions WHERE recipe_id=? ORDER BY version`, recipeID)
-	if err != nil {
-		return nil, dbErr(err, "list recipe versions")
-	}
-	defer rows.Close()
-	out := []core.RecipeVersion{}
-	for rows.Next() {
-		rv, err := scanRecipeVersion(rows)
-		if err != nil {
-			return nil, dbErr(err, "list recipe versions")
-		}
-		out = append(out, rv)
-	}
-	return out, dbErr(rows.Err(), "list recipe versions")
+	return queryList(ctx, c.db, "list recipe versions", scanRecipeVersion, `SELECT `+recipeVersionCols+` FROM recipe_versions WHERE recipe_id=? ORDER BY version`, recipeID)
 }
 
 func validateNode(n core.Node) error {

@@ -79,20 +79,7 @@ func (c *Core) ListRetiredModelsBefore(ctx context.Context, before time.Time) ([
 }
 
 func (c *Core) listModels(ctx context.Context, what, q string, args ...any) ([]core.Model, error) {
-	rows, err := c.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, dbErr(err, "%s", what)
-	}
-	defer rows.Close()
-	out := []core.Model{}
-	for rows.Next() {
-		m, err := scanModel(rows)
-		if err != nil {
-			return nil, dbErr(err, "%s", what)
-		}
-		out = append(out, m)
-	}
-	return out, dbErr(rows.Err(), "%s", what)
+	return queryList(ctx, c.db, what, scanModel, q, args...)
 }
 
 // stageRace is the AML_STAGE_RACE of a promotion that lost to another one
@@ -184,22 +171,13 @@ func productionOfKey(ctx context.Context, tx *sqldb.Tx, id string) ([]string, er
 
 // ModelHistory implements core.Jobs.
 func (c *Core) ModelHistory(ctx context.Context, id string) ([]core.StageChange, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT model_id, from_stage, to_stage, by, reason, at FROM model_stage_history WHERE model_id=? ORDER BY id`, id)
-	if err != nil {
-		return nil, dbErr(err, "model history")
-	}
-	defer rows.Close()
-	out := []core.StageChange{}
-	for rows.Next() {
+	return queryList(ctx, c.db, "model history", func(r scanner) (core.StageChange, error) {
 		var s core.StageChange
 		var at int64
-		if err := rows.Scan(&s.ModelID, &s.From, &s.To, &s.By, &s.Reason, &at); err != nil {
-			return nil, dbErr(err, "model history")
-		}
+		err := r.Scan(&s.ModelID, &s.From, &s.To, &s.By, &s.Reason, &at)
 		s.At = time.UnixMilli(at).UTC()
-		out = append(out, s)
-	}
-	return out, dbErr(rows.Err(), "model history")
+		return s, err
+	}, `SELECT model_id, from_stage, to_stage, by, reason, at FROM model_stage_history WHERE model_id=? ORDER BY id`, id)
 }
 
 // MarkModelPruned implements core.Jobs.

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -55,3 +56,22 @@ type scanner interface{ Scan(dest ...any) error }
 
 func isUnique(err error) bool     { return sqldb.IsUnique(err) }
 func isForeignKey(err error) bool { return sqldb.IsForeignKey(err) }
+
+// queryList runs q and scans every row with scan; what names the query in
+// errors. An empty result is an empty slice, never nil.
+func queryList[T any](ctx context.Context, db *sqldb.DB, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, dbErr(err, "%s", what)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, dbErr(err, "%s", what)
+		}
+		out = append(out, v)
+	}
+	return out, dbErr(rows.Err(), "%s", what)
+}
