@@ -222,8 +222,9 @@ func (s *Server) build() chi.Router {
 			s.metrics.handler().ServeHTTP(w, r)
 		}))
 		if s.o.MCP != nil {
-			g.Handle("/mcp", s.o.MCP)
-			g.Handle("/mcp/*", s.o.MCP)
+			mcp := s.mcpStreams(s.o.MCP)
+			g.Handle("/mcp", mcp)
+			g.Handle("/mcp/*", mcp)
 		}
 	})
 	if s.o.UI != nil {

@@ -1,8 +1,11 @@
 package api
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"sync"
+	"time"
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
@@ -96,4 +99,53 @@ func (s *streams) endToken(id, why string) int {
 		n++
 	}
 	return n
+}
+
+// mcpStreams bounds MCP's streams like the event streams: a GET on /mcp
+// (the streamable-HTTP transport's server-to-client stream) counts against
+// the caller's --max-streams, and ends when its token is revoked through
+// this server or stops verifying at a recheck.
+func (s *Server) mcpStreams(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			h.ServeHTTP(w, r)
+			return
+		}
+		p, _ := auth.FromContext(r.Context())
+		o, err := s.streams.open(p, s.o.MaxStreams)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		defer s.streams.close(o)
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		tok, _ := auth.Token(r)
+		go func() {
+			var recheck <-chan time.Time
+			if tok != "" && s.o.Verifier != nil {
+				t := time.NewTicker(s.o.StreamRecheck)
+				defer t.Stop()
+				recheck = t.C
+			}
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-s.closing:
+					cancel()
+					return
+				case <-o.done:
+					cancel()
+					return
+				case <-recheck:
+					if _, err := s.o.Verifier.VerifyToken(ctx, tok); err != nil {
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
