@@ -195,18 +195,21 @@ func (a *App) IngestSamples(ctx context.Context, p Principal, req IngestSamplesR
 // (docs/csv-ingest.md). Body is the stream: the API passes the upload, the
 // CLI an opened file; nothing is buffered beyond a parser batch.
 type IngestCSVRequest struct {
-	Line       string   `json:"line" jsonschema:"line id"`
-	Product    string   `json:"product" jsonschema:"product id"`
-	Recipe     string   `json:"recipe" jsonschema:"recipe id"`
-	Run        string   `json:"run" jsonschema:"run id (created from the first and last sample unless it exists)"`
-	TimeCol    string   `json:"timeCol,omitempty" jsonschema:"time column (default: auto-detect)"`
-	TimeUnit   string   `json:"timeUnit,omitempty" jsonschema:"ms, s or rfc3339 (default: auto-detect)"`
-	Period     Duration `json:"period,omitempty" jsonschema:"sample period of wide files without a time column (e.g. 100ms)"`
-	Start      *Instant `json:"start,omitempty" jsonschema:"time of the first row with period (epoch ms or RFC 3339)"`
-	TimeOffset Duration `json:"timeOffset,omitempty" jsonschema:"added to every time read from the time column"`
-	Unit       []string `json:"unit,omitempty" jsonschema:"unit of a created node, written node=unit (repeatable)"`
-	IgnoreCol  []string `json:"ignoreCol,omitempty" jsonschema:"wide-file column not to ingest (repeatable)"`
-	SkipBad    bool     `json:"skipBad,omitempty" jsonschema:"skip bad rows (counted by reason) instead of failing"`
+	Line         string   `json:"line" jsonschema:"line id"`
+	Product      string   `json:"product" jsonschema:"product id"`
+	Recipe       string   `json:"recipe" jsonschema:"recipe id"`
+	Run          string   `json:"run" jsonschema:"run id (created from the first and last sample unless it exists)"`
+	TimeCol      string   `json:"timeCol,omitempty" jsonschema:"time column (default: auto-detect)"`
+	TimeUnit     string   `json:"timeUnit,omitempty" jsonschema:"ms, s, min, h or rfc3339 (default: auto-detect)"`
+	TZ           string   `json:"tz,omitempty" jsonschema:"IANA zone of times written without an offset (e.g. Europe/Berlin); a time in a daylight-saving change's repeated or skipped hour is refused"`
+	Delimiter    string   `json:"delimiter,omitempty" jsonschema:"cell delimiter: , (default), ;, tab or |"`
+	DecimalComma bool     `json:"decimalComma,omitempty" jsonschema:"read 12,5 as 12.5 (needs a delimiter other than ,)"`
+	Period       Duration `json:"period,omitempty" jsonschema:"sample period of wide files without a time column (e.g. 100ms)"`
+	Start        *Instant `json:"start,omitempty" jsonschema:"time of the first row with period (epoch ms or RFC 3339)"`
+	TimeOffset   Duration `json:"timeOffset,omitempty" jsonschema:"added to every time read from the time column"`
+	Unit         []string `json:"unit,omitempty" jsonschema:"unit of a created node, written node=unit (repeatable)"`
+	IgnoreCol    []string `json:"ignoreCol,omitempty" jsonschema:"wide-file column not to ingest (repeatable)"`
+	SkipBad      bool     `json:"skipBad,omitempty" jsonschema:"skip bad rows (counted by reason) instead of failing"`
 
 	// Name names the stream in reports and errors (default "upload:RUN").
 	Name string `json:"-"`
@@ -236,7 +239,7 @@ func (r *IngestCSVRequest) Validate() error {
 
 // Options are the parser options of the request.
 func (r *IngestCSVRequest) Options() ingest.CSVOptions {
-	o := ingest.CSVOptions{Line: r.Line, Product: r.Product, Recipe: r.Recipe, Run: r.Run, TimeCol: r.TimeCol, TimeUnit: r.TimeUnit,
+	o := ingest.CSVOptions{Line: r.Line, Product: r.Product, Recipe: r.Recipe, Run: r.Run, TimeCol: r.TimeCol, TimeUnit: r.TimeUnit, TZ: r.TZ, Delimiter: r.Delimiter, DecimalComma: r.DecimalComma,
 		Period: r.Period.D(), TimeOffsetMs: r.TimeOffset.D().Milliseconds(), IgnoreCols: r.IgnoreCol, SkipBad: r.SkipBad, Units: map[string]string{}}
 	if r.Start != nil {
 		o.StartMs = int64(*r.Start)

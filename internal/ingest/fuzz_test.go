@@ -32,6 +32,12 @@ func fuzzOpts(mode uint8) CSVOptions {
 	if mode&32 != 0 {
 		o.IgnoreCols = []string{"k"}
 	}
+	if mode&64 != 0 { // a plant export: ';', decimal commas, local times
+		o.Delimiter, o.DecimalComma, o.TZ = ";", true, "Europe/Berlin"
+	}
+	if mode&128 != 0 && mode&4 == 0 {
+		o.TimeUnit = "min"
+	}
 	return o
 }
 
@@ -53,6 +59,8 @@ func FuzzParseCSV(f *testing.F) {
 		{"time,a,a\n1,2,3\n", 0},
 		{"", 0},
 		{"time,a\n", 0},
+		{"Zeit;x\n2026-10-25 02:30:00;1,5\n2026-10-25 03:30;2\n", 64 | 1},
+		{"t;x\n1,5;2\n", 64 | 128},
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s.s), s.mode)
@@ -162,7 +170,7 @@ func needsQuotes(field string) bool {
 }
 
 func readAll(t *testing.T, text string) [][]string {
-	rr := newRecordReader(strings.NewReader(text))
+	rr := newRecordReader(strings.NewReader(text), ',')
 	var out [][]string
 	for {
 		f, _, err := rr.next()
@@ -196,7 +204,7 @@ func TestRecordReaderRoundTrip(t *testing.T) {
 
 func TestRecordReaderLines(t *testing.T) {
 	text := "a,b\n\n\"x\ny\",1\n  \n2,3\r\nlast"
-	rr := newRecordReader(strings.NewReader(text))
+	rr := newRecordReader(strings.NewReader(text), ',')
 	var lines []int
 	for {
 		_, line, err := rr.next()

@@ -1,6 +1,9 @@
 package ingest
 
 import (
+	// The zones of --tz work on machines without a zoneinfo database.
+	_ "time/tzdata"
+
 	"context"
 	"errors"
 	"fmt"

@@ -22,10 +22,23 @@ type CSVOptions struct {
 	// one of time, ts, timestamp, datetime, date, t, time_ms, time_s,
 	// timestamp_ms, epoch_ms, epoch_s.
 	TimeCol string
-	// TimeUnit is "ms", "s", "rfc3339" or "" (auto: a column name ending in
-	// _ms or _s; else RFC 3339 if the first time is not a number; else
-	// numbers of at least 1e11 are milliseconds, smaller ones seconds).
+	// TimeUnit is "ms", "s", "min", "h", "rfc3339" or "" (auto: a column
+	// name ending in _ms or _s; else RFC 3339 if the first time is not a
+	// number; else numbers of at least 1e11 are milliseconds, smaller ones
+	// seconds). min and h are numbers of minutes or hours (relative times
+	// of a test rig, placed with TimeOffsetMs).
 	TimeUnit string
+	// TZ is the IANA zone (e.g. Europe/Berlin) of times written without
+	// one ("2026-11-03 06:00:00"); empty: such times are refused. A local
+	// time in a daylight-saving change's repeated hour is refused as
+	// ambiguous, one in its skipped hour as nonexistent.
+	TZ string
+	// Delimiter separates cells: "," (default), ";", "tab" (or "\t") or
+	// "|".
+	Delimiter string
+	// DecimalComma reads "12,5" as 12.5 in value and numeric time cells
+	// (needs a Delimiter other than ","); no thousands separators.
+	DecimalComma bool
 
 	// Period, for wide files without a time column: data row k (0-based,
 	// counting skipped bad rows too) is at StartMs + k*Period. It must be a
@@ -98,11 +111,21 @@ func (o *CSVOptions) validate() (timeUnit, int64, error) {
 		u = unitMs
 	case "s":
 		u = unitS
+	case "min":
+		u = unitMin
+	case "h":
+		u = unitH
 	case "rfc3339":
 		u = unitRFC3339
 	default:
 		return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "time-unit",
-			"time unit %q: want ms, s or rfc3339", o.TimeUnit)
+			"time unit %q: want ms, s, min, h or rfc3339", o.TimeUnit)
+	}
+	if _, err := o.separator(); err != nil {
+		return 0, 0, err
+	}
+	if _, err := o.location(); err != nil {
+		return 0, 0, err
 	}
 	for _, f := range [...][2]string{{"line", o.Line}, {"product", o.Product}, {"recipe", o.Recipe}, {"run", o.Run}} {
 		if f[1] == "" {
@@ -132,4 +155,35 @@ func (o *CSVOptions) validate() (timeUnit, int64, error) {
 		period = int64(o.Period / time.Millisecond)
 	}
 	return u, period, nil
+}
+
+// separator is the cell separator Delimiter names.
+func (o *CSVOptions) separator() (byte, error) {
+	sep := byte(',')
+	switch o.Delimiter {
+	case "", ",":
+	case ";", "|":
+		sep = o.Delimiter[0]
+	case "tab", "\t", "\\t":
+		sep = '\t'
+	default:
+		return 0, core.FieldErrorf(core.CodeInvalidArgument, "delimiter", "delimiter %q: want \",\", \";\", \"tab\" or \"|\"", o.Delimiter)
+	}
+	if o.DecimalComma && sep == ',' {
+		return 0, core.FieldErrorf(core.CodeInvalidArgument, "decimal-comma",
+			"a decimal comma needs another cell delimiter (e.g. --delimiter ';')")
+	}
+	return sep, nil
+}
+
+// location is the zone TZ names (nil without one).
+func (o *CSVOptions) location() (*time.Location, error) {
+	if o.TZ == "" {
+		return nil, nil
+	}
+	loc, err := time.LoadLocation(o.TZ)
+	if err != nil || o.TZ == "Local" {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "tz", "time zone %q: want an IANA zone such as Europe/Berlin or UTC", o.TZ)
+	}
+	return loc, nil
 }

@@ -86,14 +86,16 @@ func (p *parser) run(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	p.tp.unit = unit
+	sep, _ := p.opts.separator() // checked by validate
+	loc, _ := p.opts.location()  // checked by validate
+	p.tp = timeParser{unit: unit, loc: loc, comma: p.opts.DecimalComma}
 	p.period = period
 	p.batch = p.opts.BatchSize
 	if p.batch == 0 {
 		p.batch = DefaultBatchSize
 	}
 
-	p.rr = newRecordReader(r)
+	p.rr = newRecordReader(r, sep)
 	if b, _ := p.rr.br.Peek(2); len(b) == 2 && (b[0] == 0xff && b[1] == 0xfe || b[0] == 0xfe && b[1] == 0xff) {
 		return core.FieldErrorf(core.CodeIngestInvalid, p.name, "%s: file is UTF-16 encoded; save it as UTF-8", p.name)
 	}
@@ -345,6 +347,9 @@ func (p *parser) rowTime(fields [][]byte) (int64, *badRow) {
 	}
 	cell := trimSpace(fields[p.timeIdx])
 	ts, ok := p.tp.parse(cell)
+	if !ok && p.tp.bad != "" {
+		return 0, &badRow{ReasonBadTime, p.timeIdx + 1, fmt.Sprintf("%s %s", core.Quote(string(cell)), p.tp.bad)}
+	}
 	if !ok {
 		return 0, &badRow{ReasonBadTime, p.timeIdx + 1, fmt.Sprintf("%s is not %s", core.Quote(string(cell)), p.tp.want())}
 	}
@@ -380,7 +385,7 @@ func (p *parser) wideRow(fields [][]byte) *badRow {
 	o := &p.opts
 	for i := range p.nodeCols {
 		c := &p.nodeCols[i]
-		v, st := parseValue(fields[c.idx])
+		v, st := p.value(fields[c.idx])
 		switch st {
 		case valMissing:
 			missing++
@@ -430,7 +435,7 @@ func (p *parser) longRow(fields [][]byte) *badRow {
 		node = &longNode{name: name}
 		p.longNodes[name] = node
 	}
-	v, st := parseValue(fields[p.valueIdx])
+	v, st := p.value(fields[p.valueIdx])
 	switch st {
 	case valMissing:
 		p.rep.Missing++
@@ -508,6 +513,15 @@ const (
 	valMissing
 	valBad
 )
+
+// value is parseValue, reading a decimal comma as a point when the file
+// has one (CSVOptions.DecimalComma).
+func (p *parser) value(b []byte) (float64, int) {
+	if p.opts.DecimalComma {
+		b = p.tp.dotted(b)
+	}
+	return parseValue(b)
+}
 
 // parseValue parses one value cell: empty, NaN, NA or null (any case) is
 // missing; a finite plain decimal number is a value; anything else is bad.

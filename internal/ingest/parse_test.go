@@ -349,7 +349,7 @@ func TestParseBad(t *testing.T) {
 		{name: "bad row error names the row even with SkipBad off for the first row", in: "time,a\nq,1\n", field: "a.csv:2:1", msg: []string{"bad time"}},
 		{name: "all rows skipped", in: "time,a\nq,1\n", opts: CSVOptions{SkipBad: true}, field: "a.csv", msg: []string{"no valid data rows", "1 bad rows skipped"}},
 
-		{name: "unknown time unit", in: "time,a\n1,2\n", opts: CSVOptions{TimeUnit: "h"}, field: "time-unit", code: core.CodeInvalidArgument},
+		{name: "unknown time unit", in: "time,a\n1,2\n", opts: CSVOptions{TimeUnit: "d"}, field: "time-unit", code: core.CodeInvalidArgument},
 		{name: "sub-ms period", in: "a\n1\n", opts: CSVOptions{Period: 1500 * time.Microsecond}, field: "period", code: core.CodeInvalidArgument},
 		{name: "period and time column", in: "a\n1\n", opts: CSVOptions{Period: time.Second, TimeCol: "t"}, field: "period", code: core.CodeInvalidArgument},
 		{name: "period and time unit", in: "a\n1\n", opts: CSVOptions{Period: time.Second, TimeUnit: "s"}, field: "time-unit", code: core.CodeInvalidArgument},

@@ -42,10 +42,11 @@ type recordReader struct {
 	out    []byte // unquoted cell contents of a record that has quotes
 	ends   []int  // end offsets of cells in out
 	fields [][]byte
+	sep    byte // the cell separator (',' unless CSVOptions.Delimiter)
 }
 
-func newRecordReader(r io.Reader) *recordReader {
-	return &recordReader{br: bufio.NewReaderSize(r, 64<<10), fields: make([][]byte, 0, 16)}
+func newRecordReader(r io.Reader, sep byte) *recordReader {
+	return &recordReader{br: bufio.NewReaderSize(r, 64<<10), fields: make([][]byte, 0, 16), sep: sep}
 }
 
 // skipPrefix discards p if the stream starts with it and reports whether it did.
@@ -132,7 +133,7 @@ func isBlank(b []byte) bool {
 func (r *recordReader) split(b []byte) [][]byte {
 	f := r.fields[:0]
 	for {
-		i := bytes.IndexByte(b, ',')
+		i := bytes.IndexByte(b, r.sep)
 		if i < 0 {
 			f = append(f, trimSpace(b))
 			break
@@ -196,9 +197,9 @@ func (r *recordReader) parseQuoted(line []byte) ([][]byte, error) {
 			for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
 				i++
 			}
-			if i < len(line) && line[i] != ',' {
+			if i < len(line) && line[i] != r.sep {
 				bad("text after the closing quote of a quoted cell")
-				j := bytes.IndexByte(line[i:], ',')
+				j := bytes.IndexByte(line[i:], r.sep)
 				if j < 0 {
 					i = len(line)
 				} else {
@@ -207,7 +208,7 @@ func (r *recordReader) parseQuoted(line []byte) ([][]byte, error) {
 			}
 		} else {
 			end := len(line)
-			if j := bytes.IndexByte(line[i:], ','); j >= 0 {
+			if j := bytes.IndexByte(line[i:], r.sep); j >= 0 {
 				end = i + j
 			}
 			cell := trimSpace(line[i:end])
@@ -218,7 +219,7 @@ func (r *recordReader) parseQuoted(line []byte) ([][]byte, error) {
 			i = end
 		}
 		r.ends = append(r.ends, len(r.out))
-		if i < len(line) && line[i] == ',' {
+		if i < len(line) && line[i] == r.sep {
 			i++
 			continue
 		}

@@ -1,9 +1,12 @@
 package ingest
 
 import (
+	"bytes"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aml-project/aml/internal/core"
 )
@@ -14,6 +17,8 @@ const (
 	unitAuto timeUnit = iota
 	unitMs
 	unitS
+	unitMin
+	unitH
 	unitRFC3339
 )
 
@@ -23,6 +28,10 @@ func (u timeUnit) String() string {
 		return "ms"
 	case unitS:
 		return "s"
+	case unitMin:
+		return "min"
+	case unitH:
+		return "h"
 	case unitRFC3339:
 		return "rfc3339"
 	}
@@ -64,17 +73,33 @@ const autoMsThreshold = 1e11
 // is fixed by the first cell that parses and holds for the rest of the file.
 type timeParser struct {
 	unit timeUnit
+	// loc is the zone of times written without one (CSVOptions.TZ); nil
+	// refuses them. comma reads a decimal comma in numeric times.
+	loc   *time.Location
+	comma bool
+	buf   []byte
+	// bad, when a time was refused for a reason of its own (a local time
+	// that is ambiguous or does not exist), says why.
+	bad string
 }
 
 // parse returns the time in epoch ms, or ok=false.
 func (p *timeParser) parse(b []byte) (ms int64, ok bool) {
+	p.bad = ""
+	if p.comma && p.unit != unitRFC3339 {
+		b = p.dotted(b)
+	}
 	switch p.unit {
 	case unitMs:
 		return parseEpoch(b, 1)
 	case unitS:
 		return parseEpoch(b, 1000)
+	case unitMin:
+		return parseScaled(b, 60_000)
+	case unitH:
+		return parseScaled(b, 3_600_000)
 	case unitRFC3339:
-		return parseRFC3339(b)
+		return p.parseDateTime(b)
 	}
 	if v, ok := parseDecimal(b); ok {
 		u := unitS
@@ -91,11 +116,136 @@ func (p *timeParser) parse(b []byte) (ms int64, ok bool) {
 		}
 		return ms, ok
 	}
-	ms, ok = parseRFC3339(b)
+	ms, ok = p.parseDateTime(b)
 	if ok {
 		p.unit = unitRFC3339
 	}
 	return ms, ok
+}
+
+// dotted is b with a decimal comma read as a point.
+func (p *timeParser) dotted(b []byte) []byte {
+	if bytes.IndexByte(b, ',') < 0 {
+		return b
+	}
+	p.buf = append(p.buf[:0], b...)
+	for i, c := range p.buf {
+		if c == ',' {
+			p.buf[i] = '.'
+		}
+	}
+	return p.buf
+}
+
+// parseScaled converts a decimal number of units of scale milliseconds
+// (minutes, hours) to milliseconds, rounded to the nearest one.
+func parseScaled(b []byte, scale int64) (int64, bool) {
+	v, ok := parseDecimal(b)
+	if !ok {
+		return 0, false
+	}
+	x := math.Round(v * float64(scale))
+	if math.IsNaN(x) || x >= 9.2e18 || x <= -9.2e18 {
+		return 0, false
+	}
+	return int64(x), true
+}
+
+// parseDateTime is parseRFC3339, and with a zone (loc) also a local date
+// and time without an offset, read in that zone. A local time in the hour
+// a daylight-saving change repeats is ambiguous and one in the hour it
+// skips does not exist: both are refused (p.bad says which).
+func (p *timeParser) parseDateTime(b []byte) (int64, bool) {
+	if ms, ok := parseRFC3339(b); ok || p.loc == nil {
+		return ms, ok
+	}
+	y, mo, d, h, mi, s, frac, ok := parseLocal(b)
+	if !ok {
+		return 0, false
+	}
+	t := time.Date(int(y), time.Month(mo), int(d), int(h), int(mi), int(s), int(frac)*1e6, p.loc)
+	ty, tmo, td := t.Date()
+	th, tmi, ts := t.Clock()
+	if int64(ty) != y || int64(tmo) != mo || int64(td) != d || int64(th) != h || int64(tmi) != mi || int64(ts) != s {
+		p.bad = fmt.Sprintf("does not exist in %s (the clocks skip it at a daylight-saving change)", p.loc)
+		return 0, false
+	}
+	for _, delta := range [...]time.Duration{-time.Hour, time.Hour, -30 * time.Minute, 30 * time.Minute} {
+		u := t.Add(delta).In(p.loc)
+		uy, umo, ud := u.Date()
+		uh, umi, us := u.Clock()
+		if uy == ty && umo == tmo && ud == td && uh == th && umi == tmi && us == ts {
+			p.bad = fmt.Sprintf("is ambiguous in %s (the clocks show it twice at a daylight-saving change); write it with its offset", p.loc)
+			return 0, false
+		}
+	}
+	return t.UnixMilli(), true
+}
+
+// parseLocal parses YYYY-MM-DD[T ]hh:mm[:ss[.fraction]] without a zone.
+func parseLocal(b []byte) (y, mo, d, h, mi, s, frac int64, ok bool) {
+	num := func(s []byte) (int64, bool) {
+		var v int64
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int64(c-'0')
+		}
+		return v, len(s) > 0
+	}
+	if len(b) < 16 || b[4] != '-' || b[7] != '-' || b[13] != ':' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') {
+		return
+	}
+	var ok1, ok2, ok3, ok4, ok5 bool
+	y, ok1 = num(b[0:4])
+	mo, ok2 = num(b[5:7])
+	d, ok3 = num(b[8:10])
+	h, ok4 = num(b[11:13])
+	mi, ok5 = num(b[14:16])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
+		return
+	}
+	i := 16
+	if i < len(b) {
+		if b[i] != ':' || len(b) < 19 {
+			return
+		}
+		var oks bool
+		if s, oks = num(b[17:19]); !oks {
+			return
+		}
+		i = 19
+		if i < len(b) {
+			if b[i] != '.' && b[i] != ',' {
+				return
+			}
+			n := 0
+			for i++; i < len(b); i++ {
+				c := b[i]
+				if c < '0' || c > '9' {
+					return
+				}
+				switch {
+				case n < 3:
+					frac = frac*10 + int64(c-'0')
+				case n == 3 && c >= '5':
+					frac++
+				}
+				n++
+			}
+			if n == 0 {
+				return
+			}
+			for ; n < 3; n++ {
+				frac *= 10
+			}
+		}
+	}
+	if mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || s > 59 {
+		return
+	}
+	return y, mo, d, h, mi, s, frac, true
 }
 
 // want describes what the parser expects, for error messages.
@@ -105,10 +255,20 @@ func (p *timeParser) want() string {
 		return "epoch milliseconds"
 	case unitS:
 		return "epoch seconds"
+	case unitMin:
+		return "a number of minutes"
+	case unitH:
+		return "a number of hours"
 	case unitRFC3339:
-		return "an RFC 3339 time with a zone, e.g. 2024-05-01T12:00:00.250+02:00"
+		if p.loc != nil {
+			return "an RFC 3339 time, or a local date and time in " + p.loc.String() + " (2024-05-01 12:00:00)"
+		}
+		return "an RFC 3339 time with a zone, e.g. 2024-05-01T12:00:00.250+02:00 (a local time without one needs --tz)"
 	}
-	return "epoch seconds, epoch milliseconds or an RFC 3339 time with a zone"
+	if p.loc != nil {
+		return "epoch seconds, epoch milliseconds, an RFC 3339 time or a local date and time in " + p.loc.String()
+	}
+	return "epoch seconds, epoch milliseconds or an RFC 3339 time with a zone (a local time without one needs --tz)"
 }
 
 // isDecimal reports whether b is a plain decimal number:
