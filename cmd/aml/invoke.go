@@ -51,6 +51,9 @@ func opNeeds(name string) (runner, key bool) {
 // use them).
 func (a *app) application(ctx context.Context, op string) (*amlapp.App, error) {
 	runner, key := opNeeds(op)
+	if err := a.checkDataDir(); err != nil {
+		return nil, err
+	}
 	p := a.process()
 	if _, err := p.Store(ctx); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -38,6 +39,8 @@ type app struct {
 	ctx   context.Context
 	// proc opens the deployment's resources on first use (openProc).
 	proc *service.Process
+	// cmd is the command being run (set before it runs).
+	cmd *cobra.Command
 	// rescueAfter is aml worker --rescue-after (PostgreSQL queue).
 	rescueAfter time.Duration
 	// remote is --server/--token: the CLI as a client (client.go).
@@ -84,7 +87,55 @@ func (a *app) process() *service.Process {
 	return a.proc
 }
 
-func (a *app) openStore() (store.Store, error) { return a.process().Store(a.context()) }
+func (a *app) openStore() (store.Store, error) {
+	if err := a.checkDataDir(); err != nil {
+		return nil, err
+	}
+	return a.process().Store(a.context())
+}
+
+// creators are the commands that may create a data directory; every
+// other command refuses one that does not exist (a typo in --data must
+// not answer from an empty store).
+var creators = map[string]bool{"init": true, "sim": true, "ingest": true, "demo": true, "serve": true, "worker": true, "token": true}
+
+// checkDataDir refuses a --data that does not exist unless the command
+// creates one.
+func (a *app) checkDataDir() error {
+	if a.cmd == nil || a.dataDir == "" {
+		return nil
+	}
+	top := a.cmd
+	for top.HasParent() && top.Parent().HasParent() {
+		top = top.Parent()
+	}
+	if creators[top.Name()] {
+		return nil
+	}
+	if _, err := os.Stat(a.dataDir); errors.Is(err, fs.ErrNotExist) {
+		return core.FieldErrorf(core.CodeNotFound, "data", "data directory %q does not exist (a typo in --data or AML_DATA?); create one with 'aml init --data %s', or by ingesting or simulating into it", a.dataDir, a.dataDir)
+	}
+	return nil
+}
+
+func newInitCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "init",
+		Short: "Create the data directory and its database (private: 0700), or check an existing one",
+		Args:  argsExact(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := a.openStore(); err != nil {
+				return err
+			}
+			req := amlapp.InfoRequest{}
+			resp, err := a.call(cmd, "info", "", &req)
+			if err != nil {
+				return err
+			}
+			return a.show("info", &req, resp)
+		},
+	}
+}
 
 // emit prints v as JSON in --json mode, otherwise calls human.
 func (a *app) emit(v any, human func(w io.Writer)) error {
@@ -120,6 +171,7 @@ func newRoot(a *app) *cobra.Command {
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
 			a.ctx = cmd.Context()
+			a.cmd = cmd
 			return service.CheckDB(a.dbURL)
 		},
 	}
@@ -136,7 +188,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(newCertCmd(a), newChannelCmd(a))
 	root.AddCommand(newMCPCmd(a))
 	root.AddCommand(newConnectCmd(a))
-	root.AddCommand(newTokenCmd(a), newServeCmd(a))
+	root.AddCommand(newTokenCmd(a), newServeCmd(a), newInitCmd(a))
 	root.AddCommand(newPhysicsCmd(a), newTrainerCmd(a))
 	a.bindRemote(root) // last: wraps every command added above
 	return root
