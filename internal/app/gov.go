@@ -447,6 +447,21 @@ func (a *App) auditLog() *audit.Log {
 	return l
 }
 
+// verifiedAuditLog is auditLog verified with the keyring of this
+// process's key (it and the keys it retired), so checkpoints signed
+// before a rotation verify.
+func (a *App) verifiedAuditLog(ctx context.Context) (*audit.Log, error) {
+	l := audit.New(a.d.Store.SQL())
+	if a.d.Key == nil {
+		return l, nil
+	}
+	ring, err := a.d.Store.Keyring(ctx, a.d.Key.Public)
+	if err != nil {
+		return nil, err
+	}
+	return twinstore.RingLog(l, ring), nil
+}
+
 // AuditListRequest pages through the audit log.
 type AuditListRequest struct {
 	After   int64  `json:"after,omitempty" jsonschema:"only entries after this seq"`
@@ -517,7 +532,10 @@ func (r *AuditVerifyRequest) Validate() error {
 // AuditVerify verifies the audit hash chain (and the expected head).
 func (a *App) AuditVerify(ctx context.Context, p Principal, req AuditVerifyRequest) (audit.VerifyResult, error) {
 	return run(ctx, a, p, &opAuditVerify, req, func(ctx context.Context, p Principal, req AuditVerifyRequest) (audit.VerifyResult, error) {
-		l := a.auditLog()
+		l, err := a.verifiedAuditLog(ctx)
+		if err != nil {
+			return audit.VerifyResult{}, err
+		}
 		if req.ExpectHead != "" {
 			sq, h, _ := strings.Cut(req.ExpectHead, ":")
 			n, _ := strconv.ParseInt(sq, 10, 64)

@@ -69,6 +69,9 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 		return nil, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
+	if err := checkSigner(ctx, tx, key); err != nil {
+		return nil, err
+	}
 
 	tr, err := getTrial(ctx, tx, trialID)
 	if err != nil {
@@ -153,7 +156,7 @@ const certCols = `certificate_id, trial_id, line_id, status, hash, created_by, a
 // a valid certificate agreeing with every column; with pub it also
 // verifies the hash and the signature (contract.RecommendationCertificate.Verify). Any disagreement is
 // AML_CERT_INVALID. sql.ErrNoRows passes through.
-func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*contract.CertRecord, error) {
+func certRow(sc interface{ Scan(...any) error }, ring *Keyring) (*contract.CertRecord, error) {
 	var (
 		id, trial, status, hash, createdBy, approvedBy, js string
 		created, expires, updated                          int64
@@ -189,8 +192,8 @@ func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*contra
 	if len(bad) > 0 {
 		return nil, certInvalid("stored certificate %s: columns %s disagree with the certificate: the row was edited outside AML", id, strings.Join(bad, ", "))
 	}
-	if pub != nil {
-		if err := c.Verify(pub); err != nil {
+	if ring != nil {
+		if err := ring.VerifyCert(c); err != nil {
 			return nil, certInvalid("stored certificate %s fails verification: %s", id, errMessage(err))
 		}
 	}
@@ -199,7 +202,14 @@ func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*contra
 }
 
 func getCert(ctx context.Context, db sqldb.Querier, id string, pub ed25519.PublicKey) (*contract.CertRecord, error) {
-	r, err := certRow(db.QueryRowContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE certificate_id=?`, id), pub)
+	var ring *Keyring
+	if pub != nil {
+		var err error
+		if ring, err = keyringOf(ctx, db, pub); err != nil {
+			return nil, err
+		}
+	}
+	r, err := certRow(db.QueryRowContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE certificate_id=?`, id), ring)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("certificate", id)
 	}
@@ -238,6 +248,13 @@ func (s *Store) ListCertificates(ctx context.Context, f contract.CertFilter, pub
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "status", "status must be ISSUED, APPROVED, EXECUTED, EXPIRED or REVOKED, not %q", string(f.Status))
 	}
+	var ring *Keyring
+	if pub != nil {
+		var err error
+		if ring, err = keyringOf(ctx, s.db, pub); err != nil {
+			return nil, err
+		}
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE (?1='' OR status=?1) AND (?2='' OR line_id=?2)
 		ORDER BY created_at DESC, certificate_id DESC LIMIT ?3`, string(f.Status), f.LineID, limit)
 	if err != nil {
@@ -247,7 +264,7 @@ func (s *Store) ListCertificates(ctx context.Context, f contract.CertFilter, pub
 	out := []contract.CertListItem{}
 	for rows.Next() {
 		raw := rawCertRow{rows: rows}
-		r, err := certRow(&raw, pub)
+		r, err := certRow(&raw, ring)
 		if err != nil {
 			if core.CodeOf(err) != core.CodeCertInvalid {
 				return nil, err
@@ -337,6 +354,9 @@ func (s *Store) signedTransition(ctx context.Context, id string, pub ed25519.Pub
 	}
 	payload["from"], payload["to"], payload["certificateHash"] = string(prev), string(c.Status), c.CertificateHash
 	if sign != nil {
+		if err := checkSigner(ctx, tx, sign.key); err != nil {
+			return nil, err
+		}
 		keyID, _ := sign.key.SigningKey()
 		a, err := signStatement(sign.key, c.RecommendationID, sign.kind, sign.statement(c, keyID), time.Now())
 		if err != nil {
@@ -379,7 +399,7 @@ func (s *Store) persistCert(ctx context.Context, tx *sqldb.Tx, r *contract.CertR
 	}
 	// Every lifecycle step signs the audit head (when this process holds
 	// the certificate's key).
-	return checkpointTx(ctx, tx, s.db, c.KeyID)
+	return s.checkpointTx(ctx, tx, c.KeyID)
 }
 
 // ApproveCertificate moves an ISSUED certificate to APPROVED by approver

@@ -344,9 +344,14 @@ func (s *Store) claimWrite(ctx context.Context, c contract.WriteClaimRequest, pu
 		if r.Cert.Status != contract.CertApproved || r.LineID != c.LineID {
 			return 0, core.FieldErrorf(core.CodeConflict, "status", "certificate %s is %s on line %s: only an APPROVED certificate of line %s claims it", c.CertificateID, r.Cert.Status, r.LineID, c.LineID)
 		}
-		keyID = r.Cert.KeyID
+		// The execution is signed with the process's key (pub), which may
+		// have succeeded the key that signed the certificate.
+		keyID = contract.CertKeyID(pub)
 		key, err := needSigner(keyID)
 		if err != nil {
+			return 0, err
+		}
+		if err := checkSigner(ctx, tx, key); err != nil {
 			return 0, err
 		}
 		if att, err = signStatement(key, c.CertificateID, AttestExecute, ExecutionStatement{Kind: ExecutionKind, CertificateID: c.CertificateID,
@@ -376,7 +381,7 @@ func (s *Store) claimWrite(ctx context.Context, c contract.WriteClaimRequest, pu
 		return 0, err
 	}
 	if att != nil {
-		if err := checkpointTx(ctx, tx, s.db, keyID); err != nil {
+		if err := s.checkpointTx(ctx, tx, keyID); err != nil {
 			return 0, err
 		}
 	}
