@@ -268,10 +268,12 @@ func needSigner(id string) (CertSigner, error) {
 }
 
 // auditLog is the audit log through this handle: it signs a checkpoint
-// every audit.CheckpointEvery entries with the handle's signing key.
-func (s *Store) auditLog() *audit.Log {
+// every audit.CheckpointEvery entries with the handle's signing key,
+// unless a rotation retired that key (then the entries are left to the
+// next checkpoint of the current key: recording never fails for it).
+func (s *Store) auditLog(ctx context.Context, q sqldb.Querier) *audit.Log {
 	l := audit.New(s.db)
-	if b, ok := s.signer.Load().(signerBox); ok {
+	if b, ok := s.signer.Load().(signerBox); ok && checkSigner(ctx, q, b.CertSigner) == nil {
 		l = l.WithSigner(b.CertSigner)
 	}
 	return l

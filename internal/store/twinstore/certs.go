@@ -125,7 +125,7 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 		"modelHash": c.ModelHash, "objectiveHash": c.ObjectiveHash, "expiresAt": c.ExpiresAt.UnixMilli(), "status": string(c.Status),
 		"improvement": c.BaselineComparison.Improvement,
 	}
-	e, err := s.auditLog().AppendTx(ctx, tx, requester, AuditCertIssue, c.RecommendationID, scene.LineID, payload)
+	e, err := s.auditLog(ctx, tx).AppendTx(ctx, tx, requester, AuditCertIssue, c.RecommendationID, scene.LineID, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +394,7 @@ func (s *Store) persistCert(ctx context.Context, tx *sqldb.Tx, r *contract.CertR
 		return core.FieldErrorf(core.CodeConflict, "status", "certificate %s is no longer %s", c.RecommendationID, prev)
 	}
 	r.UpdatedAt = msTime(now)
-	if _, err = s.auditLog().AppendTx(ctx, tx, actor, action, c.RecommendationID, r.LineID, payload); err != nil {
+	if _, err = s.auditLog(ctx, tx).AppendTx(ctx, tx, actor, action, c.RecommendationID, r.LineID, payload); err != nil {
 		return err
 	}
 	// Every lifecycle step signs the audit head (when this process holds

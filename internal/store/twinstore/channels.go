@@ -260,7 +260,7 @@ func (s *Store) RecordWrite(ctx context.Context, actor string, r contract.WriteR
 		return 0, err
 	}
 	payload := map[string]any{"writeId": id, "nodeId": r.NodeID, "variableId": r.VariableID, "value": r.Value, "delta": r.Delta, "runId": r.RunID, "at": r.At.UnixMilli()}
-	if _, err := s.auditLog().AppendTx(ctx, tx, actor, AuditWriteAttempt, r.CertificateID, r.LineID, payload); err != nil {
+	if _, err := s.auditLog(ctx, tx).AppendTx(ctx, tx, actor, AuditWriteAttempt, r.CertificateID, r.LineID, payload); err != nil {
 		return 0, err
 	}
 	return id, sqldb.Err(tx.Commit(), "commit write")
@@ -377,7 +377,7 @@ func (s *Store) claimWrite(ctx context.Context, c contract.WriteClaimRequest, pu
 	if att != nil {
 		payload["statementHash"] = att.Hash
 	}
-	if _, err := s.auditLog().AppendTx(ctx, tx, c.Actor, AuditWriteStart, c.CertificateID, c.LineID, payload); err != nil {
+	if _, err := s.auditLog(ctx, tx).AppendTx(ctx, tx, c.Actor, AuditWriteStart, c.CertificateID, c.LineID, payload); err != nil {
 		return 0, err
 	}
 	if att != nil {
