@@ -153,8 +153,9 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 const certCols = `certificate_id, trial_id, line_id, status, hash, created_by, approved_by, created_at, expires_at, updated_at, cert_json, audit_seq, audit_hash, candidate_executed`
 
 // certRow scans one row of certCols and checks that the JSON decodes into
-// a valid certificate agreeing with every column; with pub it also
-// verifies the hash and the signature (contract.RecommendationCertificate.Verify). Any disagreement is
+// a valid certificate agreeing with every column; with ring it also
+// verifies the hash and the signature with the trusted key the
+// certificate's keyId names (Keyring.VerifyCert). Any disagreement is
 // AML_CERT_INVALID. sql.ErrNoRows passes through.
 func certRow(sc interface{ Scan(...any) error }, ring *Keyring) (*contract.CertRecord, error) {
 	var (
@@ -217,9 +218,10 @@ func getCert(ctx context.Context, db sqldb.Querier, id string, pub ed25519.Publi
 }
 
 // GetCertificate returns a stored certificate after checking the row and
-// verifying its hash and signature with pub (AML_CERT_INVALID when
-// tampered or signed by another key; AML_NOT_FOUND when absent). pub is
-// required.
+// verifying its hash and signature with the keyring of pub, the data
+// directory's key (Keyring: pub and the keys it retired or was succeeded
+// by, through signed successions) — AML_CERT_INVALID when tampered or
+// signed by an untrusted key; AML_NOT_FOUND when absent. pub is required.
 func (s *Store) GetCertificate(ctx context.Context, id string, pub ed25519.PublicKey) (*contract.CertRecord, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, core.Errorf(core.CodeInvalidArgument, "a certificate verification key is required")

@@ -35,8 +35,12 @@ type CertSigner interface {
 	SignDigest(hexHash string) (string, error)
 }
 
-// RegisterSigningKey checks that key is the deployment's signing key,
-// registering it (with an audit entry) when the database has none yet.
+// RegisterSigningKey checks that key is the deployment's current signing
+// key — the first registered, or the end of the chain of valid
+// successions from it (RotateSigningKey) — registering it (with an audit
+// entry) when the database has none yet. A key a succession retired is
+// AML_CERT_KEY_RETIRED, any other AML_CERT_KEY_MISMATCH, both naming the
+// current key.
 // Every process that signs or verifies certificates calls it first, so a
 // machine holding another key fails at once with the fix in the message
 // instead of issuing certificates nobody else can verify.
