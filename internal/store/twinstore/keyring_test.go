@@ -139,10 +139,28 @@ func TestKeyRotation(t *testing.T) {
 		}
 		// A third key is still a mismatch.
 		wantCode(t, old.RegisterSigningKey(ctx, newKey(t), "serve-c"), twinstore.CodeKeyMismatch)
+
+		// A second rotation: k1's certificate verifies with k3 through k2.
+		k3 := newKey(t)
+		if err := s.RotateSigningKey(ctx, k2, k3, "admin", twT0.Add(6*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []*contract.RecommendationCertificate{c1, c2} {
+			if _, err := s.GetCertificate(ctx, c.RecommendationID, k3.Public); err != nil {
+				t.Fatalf("%s after two rotations: %v", c.RecommendationID, err)
+			}
+		}
+		if _, err := twinstore.RingLog(s.AuditLog(), ringOf(t, s, k3)).Verify(ctx); err != nil {
+			t.Fatalf("audit after two rotations: %v", err)
+		}
+		wantCode(t, old.RegisterSigningKey(ctx, k1, "serve-b"), twinstore.CodeKeyRetired)
+		if err := old.RegisterSigningKey(ctx, k3, "serve-b"); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
-// succession inserts a succession row old → next signed by signOld and
+// insertSuccession inserts a succession row old → next signed by signOld and
 // signNew (the keys that should be old and next, or an attacker's).
 func insertSuccession(t *testing.T, s store.Store, old, next, signOld, signNew *cert.KeyPair, at time.Time) {
 	t.Helper()
