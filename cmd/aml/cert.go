@@ -125,7 +125,7 @@ AML_CERT_INVALID naming the check.`,
 		Args: argsExact(1),
 	}, "cert.verify", "", &vr, id(&vr.ID), func(r any) bool { return len(r.(govern.VerifyReport).Checks) > 0 })
 
-	cmd.AddCommand(key, list, show, issue, approve, revoke, verify, newCertExecuteCmd(a))
+	cmd.AddCommand(key, newCertRotateKeyCmd(a), list, show, issue, approve, revoke, verify, newCertExecuteCmd(a))
 	return cmd
 }
 
@@ -226,4 +226,40 @@ func (o certOPCUA) writer(ctx context.Context) (*opcua.Writer, error) {
 		o.sec.Password = os.Getenv(o.passwordEnv)
 	}
 	return opcua.DialWriter(ctx, o.endpoint, m, o.sec)
+}
+
+// newCertRotateKeyCmd is "aml cert rotate-key --as ADMIN": it runs only
+// on the data directory (no --server: it has no API route from the CLI,
+// and the op refuses API callers).
+func newCertRotateKeyCmd(a *app) *cobra.Command {
+	var req amlapp.CertRotateKeyRequest
+	cmd := &cobra.Command{
+		Use:   "rotate-key --as ADMIN",
+		Short: "Replace the deployment's certificate signing key (old certificates still verify)",
+		Long: `Generate a new signing key and make it the deployment's. The old key signs
+that the new one succeeds it, the new key signs that it retired the old;
+both statements are stored in the database and audited (cert.key.rotate).
+Then the new key replaces cert-key.json (atomically); the old key file is
+kept as keys/cert-key.<old id>.json. New certificates, statements and
+audit checkpoints are signed with the new key; old ones still verify by
+their key id, and an approved certificate signed with the old key can
+still be executed.
+
+Every other process sharing the database (PostgreSQL) is refused with
+AML_CERT_KEY_RETIRED until cert-key.json from this data directory is
+copied into its own and it is restarted.`,
+		Args: argsExact(0),
+	}
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if err := a.requireActor(c); err != nil {
+			return err
+		}
+		resp, err := a.call(c, "cert.key.rotate", "as", &req)
+		if err != nil {
+			return err
+		}
+		return a.show("cert.key.rotate", &req, resp)
+	}
+	cmd.Flags().String("as", "", "the admin rotating the key (recorded in the audit log)")
+	return cmd
 }

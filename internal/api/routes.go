@@ -127,6 +127,7 @@ func table() []route {
 		// Certificates and channels.
 		{Method: G, Path: "/certificates", Op: "cert.list", Tag: "governance"},
 		{Method: G, Path: "/certificates/key", Op: "cert.key", Tag: "governance"},
+		{Method: P, Path: "/certificates/key/rotate", Op: "cert.key.rotate", Tag: "admin"}, // refused: only the local CLI rotates
 		{Method: P, Path: "/certificates", Op: "cert.issue", Tag: "governance", Status: C},
 		{Method: G, Path: "/certificates/{id}", Op: "cert.show", Tag: "governance"},
 		{Method: P, Path: "/certificates/{id}/approve", Op: "cert.approve", Tag: "governance"},

@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/auth"
@@ -27,6 +29,7 @@ import (
 var (
 	opCertList    = Op{Name: "cert.list", Act: auth.ActRead, Summary: "List certificates, each verified"}
 	opCertKey     = Op{Name: "cert.key", Act: auth.ActRead, Summary: "The server's certificate public key (PEM)"}
+	opCertRotate  = Op{Name: "cert.key.rotate", Act: auth.ActAdmin, Summary: "Rotate the deployment's certificate signing key (admin, on the data directory's machine only)"}
 	opCertIssue   = Op{Name: "cert.issue", Act: auth.ActCertRequest, Summary: "Issue a signed certificate for a passing trial (queued for a person to approve)"}
 	opCertShow    = Op{Name: "cert.show", Act: auth.ActRead, Summary: "A certificate (verified)"}
 	opCertApprove = Op{Name: "cert.approve", Act: auth.ActCertApprove, Summary: "Approve an ISSUED certificate (never by its requester)"}
@@ -49,6 +52,7 @@ func govOps() []*Op {
 	return []*Op{
 		bind(&opCertList, (*App).CertList),
 		bind(&opCertKey, (*App).CertKey),
+		bind(&opCertRotate, (*App).CertRotateKey),
 		bind(&opCertIssue, (*App).CertIssue),
 		bind(&opCertShow, (*App).CertShow),
 		bind(&opCertApprove, (*App).CertApprove),
@@ -153,6 +157,60 @@ func (a *App) CertKey(ctx context.Context, p Principal, req CertKeyRequest) (Cer
 			return CertKeyResponse{}, err
 		}
 		return CertKeyResponse{KeyID: k.ID, Algorithm: "ed25519", PublicKeyPEM: string(k.PublicPEM())}, nil
+	})
+}
+
+// CertRotateKeyRequest has no fields.
+type CertRotateKeyRequest struct{}
+
+// CertRotateKeyResponse is a key rotation's outcome.
+type CertRotateKeyResponse struct {
+	OldKeyID string    `json:"oldKeyId"`
+	KeyID    string    `json:"keyId"`
+	At       time.Time `json:"at"`
+	// KeyFile is the data directory's key file, now holding the new key;
+	// RetiredKeyFile the old key's file, kept.
+	KeyFile        string `json:"keyFile"`
+	RetiredKeyFile string `json:"retiredKeyFile"`
+}
+
+// CertRotateKey replaces the data directory's signing key by a new one
+// (cert.RotateKey): the old key signs that the new one succeeds it, the
+// new key that it retired the old, both stored and audited
+// ("cert.key.rotate") before the new key is installed as cert-key.json;
+// the old file is kept in keys/. From then on this process signs with the
+// new key; certificates signed with the old one still verify, and one
+// approved but not executed may still be executed. Other processes
+// sharing the database are refused (AML_CERT_KEY_RETIRED) until the new
+// cert-key.json is copied into their data directory. Only the local CLI
+// rotates (it holds the data directory): over the API it is
+// AML_FORBIDDEN.
+func (a *App) CertRotateKey(ctx context.Context, p Principal, req CertRotateKeyRequest) (CertRotateKeyResponse, error) {
+	return run(ctx, a, p, &opCertRotate, req, func(ctx context.Context, p Principal, _ CertRotateKeyRequest) (CertRotateKeyResponse, error) {
+		var zero CertRotateKeyResponse
+		if !p.Local {
+			return zero, core.Errorf(core.CodeForbidden, "the signing key is rotated on the machine holding the data directory (aml cert rotate-key without --server), never over the API")
+		}
+		k, err := a.key()
+		if err != nil {
+			return zero, err
+		}
+		if a.d.DataDir == "" {
+			return zero, core.Errorf(core.CodeInvalidArgument, "rotate: no data directory")
+		}
+		now := a.o.Now().UTC()
+		old, next, err := cert.RotateKey(a.d.DataDir, now, func(old, next *cert.KeyPair) error {
+			if old.ID != k.ID {
+				return core.Errorf(core.CodeCertKeyMismatch, "the data directory's key %s is not this process's key %s: it changed since the process started", old.ID, k.ID)
+			}
+			return a.d.Store.RotateSigningKey(ctx, old, next, p.Name, now)
+		})
+		if err != nil {
+			return zero, err
+		}
+		a.d.Key = next
+		return CertRotateKeyResponse{OldKeyID: old.ID, KeyID: next.ID, At: now.Truncate(time.Millisecond),
+			KeyFile: filepath.Join(a.d.DataDir, cert.KeyFileName), RetiredKeyFile: cert.ArchivedKeyPath(a.d.DataDir, old.ID)}, nil
 	})
 }
 
@@ -447,6 +505,21 @@ func (a *App) auditLog() *audit.Log {
 	return l
 }
 
+// verifiedAuditLog is auditLog verified with the keyring of this
+// process's key (it and the keys it retired), so checkpoints signed
+// before a rotation verify.
+func (a *App) verifiedAuditLog(ctx context.Context) (*audit.Log, error) {
+	l := audit.New(a.d.Store.SQL())
+	if a.d.Key == nil {
+		return l, nil
+	}
+	ring, err := a.d.Store.Keyring(ctx, a.d.Key.Public)
+	if err != nil {
+		return nil, err
+	}
+	return twinstore.RingLog(l, ring), nil
+}
+
 // AuditListRequest pages through the audit log.
 type AuditListRequest struct {
 	After   int64  `json:"after,omitempty" jsonschema:"only entries after this seq"`
@@ -517,7 +590,10 @@ func (r *AuditVerifyRequest) Validate() error {
 // AuditVerify verifies the audit hash chain (and the expected head).
 func (a *App) AuditVerify(ctx context.Context, p Principal, req AuditVerifyRequest) (audit.VerifyResult, error) {
 	return run(ctx, a, p, &opAuditVerify, req, func(ctx context.Context, p Principal, req AuditVerifyRequest) (audit.VerifyResult, error) {
-		l := a.auditLog()
+		l, err := a.verifiedAuditLog(ctx)
+		if err != nil {
+			return audit.VerifyResult{}, err
+		}
 		if req.ExpectHead != "" {
 			sq, h, _ := strings.Cut(req.ExpectHead, ":")
 			n, _ := strconv.ParseInt(sq, 10, 64)

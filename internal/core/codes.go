@@ -154,6 +154,7 @@ const (
 	CodeShadowMissing        = "AML_SHADOW_MISSING"         // registry
 	CodeTwinGateFailed       = "AML_TWIN_GATE_FAILED"       // registry
 	CodeCertKeyMismatch      = "AML_CERT_KEY_MISMATCH"      // store/twinstore
+	CodeCertKeyRetired       = "AML_CERT_KEY_RETIRED"       // store/twinstore
 	CodeSnapshotTampered     = "AML_SNAPSHOT_TAMPERED"      // store/twinstore
 	CodeTrialTampered        = "AML_TRIAL_TAMPERED"         // store/twinstore
 	CodeObjectiveTampered    = "AML_OBJECTIVE_TAMPERED"     // store/twinstore
@@ -224,6 +225,7 @@ var registry = []CodeInfo{
 	{CodeShadowMissing, KindConflict, "a twin model cannot be promoted: no shadow evidence is stored for it"},
 	{CodeTwinGateFailed, KindConflict, "a twin model cannot be promoted: its latest twin gate evaluation did not pass, or there is none"},
 	{CodeCertKeyMismatch, KindConflict, "this process's certificate signing key is not the deployment's registered key"},
+	{CodeCertKeyRetired, KindConflict, "this process's certificate signing key was rotated out: it no longer signs; the message names the current key to copy into the data directory"},
 	{CodeSnapshotTampered, KindUnprocessable, "a stored twin snapshot no longer matches its hash or its row"},
 	{CodeTrialTampered, KindUnprocessable, "a stored virtual trial no longer matches its hash or its row"},
 	{CodeObjectiveTampered, KindUnprocessable, "a stored objective profile no longer matches its hash or its row"},

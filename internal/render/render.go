@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/audit"
@@ -118,6 +119,7 @@ var byOp = map[string]fn{
 	"trainer.list":     out(printTrainers),
 	// governance
 	"cert.key":        out(func(w io.Writer, k app.CertKeyResponse) { fmt.Fprint(w, k.PublicKeyPEM) }),
+	"cert.key.rotate": out(printKeyRotated),
 	"cert.list":       list(printCerts),
 	"cert.show":       out(printCert),
 	"cert.moves":      list(printMoves),
@@ -239,6 +241,12 @@ func printOptimize(w io.Writer, out app.OptimizeResponse) {
 		return
 	}
 	printTrial(w, *out.Record, res.BestDetail)
+}
+
+func printKeyRotated(w io.Writer, r app.CertRotateKeyResponse) {
+	fmt.Fprintf(w, "rotated the certificate signing key %s -> %s at %s\n", r.OldKeyID, r.KeyID, r.At.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "new key:     %s\nretired key: %s (kept: it signed the succession)\n", r.KeyFile, r.RetiredKeyFile)
+	fmt.Fprintf(w, "other processes sharing this database refuse to sign until %s is copied into their data directory\n", r.KeyFile)
 }
 
 func printIssued(w io.Writer, r *contract.CertRecord) {

@@ -106,7 +106,7 @@ func (a *Attestation) Verify(pub ed25519.PublicKey) error {
 		return attestErr("no signed statement")
 	}
 	if len(pub) != ed25519.PublicKeySize || contract.CertKeyID(pub) != a.KeyID {
-		return attestErr("the %s statement of %s is signed by key %s, not the deployment key", a.Kind, a.Subject, a.KeyID)
+		return attestErr("the %s statement of %s is signed by key %s, neither the deployment key nor a key it retired", a.Kind, a.Subject, a.KeyID)
 	}
 	sum := sha256.Sum256(a.Statement)
 	if hex.EncodeToString(sum[:]) != a.Hash {
@@ -134,6 +134,19 @@ func decodeStatement(a *Attestation, v any) error {
 // that may enter AML (core.CheckName), and not the requester
 // (contract.SameIdentity). AML_CERT_INVALID names what is wrong.
 func CheckApproval(c *contract.RecommendationCertificate, a *Attestation, pub ed25519.PublicKey) error {
+	return checkApproval(c, a, pub)
+}
+
+// CheckApprovalWith is CheckApproval with the trusted key of ring that the
+// statement's key id names.
+func CheckApprovalWith(c *contract.RecommendationCertificate, a *Attestation, ring *Keyring) error {
+	if a == nil {
+		return attestErr("no signed statement")
+	}
+	return checkApproval(c, a, ring.Key(a.KeyID))
+}
+
+func checkApproval(c *contract.RecommendationCertificate, a *Attestation, pub ed25519.PublicKey) error {
 	if err := a.Verify(pub); err != nil {
 		return err
 	}
@@ -255,10 +268,12 @@ func needSigner(id string) (CertSigner, error) {
 }
 
 // auditLog is the audit log through this handle: it signs a checkpoint
-// every audit.CheckpointEvery entries with the handle's signing key.
-func (s *Store) auditLog() *audit.Log {
+// every audit.CheckpointEvery entries with the handle's signing key,
+// unless a rotation retired that key (then the entries are left to the
+// next checkpoint of the current key: recording never fails for it).
+func (s *Store) auditLog(ctx context.Context, q sqldb.Querier) *audit.Log {
 	l := audit.New(s.db)
-	if b, ok := s.signer.Load().(signerBox); ok {
+	if b, ok := s.signer.Load().(signerBox); ok && checkSigner(ctx, q, b.CertSigner) == nil {
 		l = l.WithSigner(b.CertSigner)
 	}
 	return l
@@ -275,6 +290,11 @@ func KeysOf(pubs ...ed25519.PublicKey) audit.Keys {
 	return func(id string) ed25519.PublicKey { return m[id] }
 }
 
+// RingLog is KeyedLog with the keys of ring.
+func RingLog(l *audit.Log, ring *Keyring) *audit.Log {
+	return l.WithKeys(ring.Keys()).RequireSigned(AuditCertIssue, AuditCertApprove)
+}
+
 // KeyedLog is l verified with the trusted keys pubs: its signed
 // checkpoints checked (audit.Log.WithKeys), and one required at every
 // certificate issue and approval entry after the first checkpoint — the
@@ -283,15 +303,25 @@ func KeyedLog(l *audit.Log, pubs ...ed25519.PublicKey) *audit.Log {
 	return l.WithKeys(KeysOf(pubs...)).RequireSigned(AuditCertIssue, AuditCertApprove)
 }
 
-// checkpointTx signs the audit head with the process's key of keyID, when
-// it holds it (a process without the key cannot sign; its steps are
-// covered by the next checkpoint).
-func checkpointTx(ctx context.Context, tx *sqldb.Tx, db *sqldb.DB, keyID string) error {
-	k := signerFor(keyID)
+// checkpointTx signs the audit head with this handle's signing key (the
+// one it registered or last signed with), else the process's key of
+// keyID, when it holds one (a process without a key cannot sign; its
+// steps are covered by the next checkpoint). A retired key is refused
+// (AML_CERT_KEY_RETIRED).
+func (s *Store) checkpointTx(ctx context.Context, tx *sqldb.Tx, keyID string) error {
+	var k CertSigner
+	if b, ok := s.signer.Load().(signerBox); ok {
+		k = b.CertSigner
+	} else {
+		k = signerFor(keyID)
+	}
 	if k == nil {
 		return nil
 	}
-	_, err := audit.New(db).CheckpointTx(ctx, tx, k)
+	if err := checkSigner(ctx, tx, k); err != nil {
+		return err
+	}
+	_, err := audit.New(s.db).CheckpointTx(ctx, tx, k)
 	return err
 }
 

@@ -69,6 +69,9 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 		return nil, sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
+	if err := checkSigner(ctx, tx, key); err != nil {
+		return nil, err
+	}
 
 	tr, err := getTrial(ctx, tx, trialID)
 	if err != nil {
@@ -122,7 +125,7 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 		"modelHash": c.ModelHash, "objectiveHash": c.ObjectiveHash, "expiresAt": c.ExpiresAt.UnixMilli(), "status": string(c.Status),
 		"improvement": c.BaselineComparison.Improvement,
 	}
-	e, err := s.auditLog().AppendTx(ctx, tx, requester, AuditCertIssue, c.RecommendationID, scene.LineID, payload)
+	e, err := s.auditLog(ctx, tx).AppendTx(ctx, tx, requester, AuditCertIssue, c.RecommendationID, scene.LineID, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -150,10 +153,11 @@ func (s *Store) IssueCertificate(ctx context.Context, trialID, requester string,
 const certCols = `certificate_id, trial_id, line_id, status, hash, created_by, approved_by, created_at, expires_at, updated_at, cert_json, audit_seq, audit_hash, candidate_executed`
 
 // certRow scans one row of certCols and checks that the JSON decodes into
-// a valid certificate agreeing with every column; with pub it also
-// verifies the hash and the signature (contract.RecommendationCertificate.Verify). Any disagreement is
+// a valid certificate agreeing with every column; with ring it also
+// verifies the hash and the signature with the trusted key the
+// certificate's keyId names (Keyring.VerifyCert). Any disagreement is
 // AML_CERT_INVALID. sql.ErrNoRows passes through.
-func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*contract.CertRecord, error) {
+func certRow(sc interface{ Scan(...any) error }, ring *Keyring) (*contract.CertRecord, error) {
 	var (
 		id, trial, status, hash, createdBy, approvedBy, js string
 		created, expires, updated                          int64
@@ -189,8 +193,8 @@ func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*contra
 	if len(bad) > 0 {
 		return nil, certInvalid("stored certificate %s: columns %s disagree with the certificate: the row was edited outside AML", id, strings.Join(bad, ", "))
 	}
-	if pub != nil {
-		if err := c.Verify(pub); err != nil {
+	if ring != nil {
+		if err := ring.VerifyCert(c); err != nil {
 			return nil, certInvalid("stored certificate %s fails verification: %s", id, errMessage(err))
 		}
 	}
@@ -199,7 +203,14 @@ func certRow(sc interface{ Scan(...any) error }, pub ed25519.PublicKey) (*contra
 }
 
 func getCert(ctx context.Context, db sqldb.Querier, id string, pub ed25519.PublicKey) (*contract.CertRecord, error) {
-	r, err := certRow(db.QueryRowContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE certificate_id=?`, id), pub)
+	var ring *Keyring
+	if pub != nil {
+		var err error
+		if ring, err = keyringOf(ctx, db, pub); err != nil {
+			return nil, err
+		}
+	}
+	r, err := certRow(db.QueryRowContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE certificate_id=?`, id), ring)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("certificate", id)
 	}
@@ -207,9 +218,10 @@ func getCert(ctx context.Context, db sqldb.Querier, id string, pub ed25519.Publi
 }
 
 // GetCertificate returns a stored certificate after checking the row and
-// verifying its hash and signature with pub (AML_CERT_INVALID when
-// tampered or signed by another key; AML_NOT_FOUND when absent). pub is
-// required.
+// verifying its hash and signature with the keyring of pub, the data
+// directory's key (Keyring: pub and the keys it retired or was succeeded
+// by, through signed successions) — AML_CERT_INVALID when tampered or
+// signed by an untrusted key; AML_NOT_FOUND when absent. pub is required.
 func (s *Store) GetCertificate(ctx context.Context, id string, pub ed25519.PublicKey) (*contract.CertRecord, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, core.Errorf(core.CodeInvalidArgument, "a certificate verification key is required")
@@ -238,6 +250,13 @@ func (s *Store) ListCertificates(ctx context.Context, f contract.CertFilter, pub
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "status", "status must be ISSUED, APPROVED, EXECUTED, EXPIRED or REVOKED, not %q", string(f.Status))
 	}
+	var ring *Keyring
+	if pub != nil {
+		var err error
+		if ring, err = keyringOf(ctx, s.db, pub); err != nil {
+			return nil, err
+		}
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+certCols+` FROM twin_certificates WHERE (?1='' OR status=?1) AND (?2='' OR line_id=?2)
 		ORDER BY created_at DESC, certificate_id DESC LIMIT ?3`, string(f.Status), f.LineID, limit)
 	if err != nil {
@@ -247,7 +266,7 @@ func (s *Store) ListCertificates(ctx context.Context, f contract.CertFilter, pub
 	out := []contract.CertListItem{}
 	for rows.Next() {
 		raw := rawCertRow{rows: rows}
-		r, err := certRow(&raw, pub)
+		r, err := certRow(&raw, ring)
 		if err != nil {
 			if core.CodeOf(err) != core.CodeCertInvalid {
 				return nil, err
@@ -337,6 +356,9 @@ func (s *Store) signedTransition(ctx context.Context, id string, pub ed25519.Pub
 	}
 	payload["from"], payload["to"], payload["certificateHash"] = string(prev), string(c.Status), c.CertificateHash
 	if sign != nil {
+		if err := checkSigner(ctx, tx, sign.key); err != nil {
+			return nil, err
+		}
 		keyID, _ := sign.key.SigningKey()
 		a, err := signStatement(sign.key, c.RecommendationID, sign.kind, sign.statement(c, keyID), time.Now())
 		if err != nil {
@@ -374,12 +396,12 @@ func (s *Store) persistCert(ctx context.Context, tx *sqldb.Tx, r *contract.CertR
 		return core.FieldErrorf(core.CodeConflict, "status", "certificate %s is no longer %s", c.RecommendationID, prev)
 	}
 	r.UpdatedAt = msTime(now)
-	if _, err = s.auditLog().AppendTx(ctx, tx, actor, action, c.RecommendationID, r.LineID, payload); err != nil {
+	if _, err = s.auditLog(ctx, tx).AppendTx(ctx, tx, actor, action, c.RecommendationID, r.LineID, payload); err != nil {
 		return err
 	}
 	// Every lifecycle step signs the audit head (when this process holds
 	// the certificate's key).
-	return checkpointTx(ctx, tx, s.db, c.KeyID)
+	return s.checkpointTx(ctx, tx, c.KeyID)
 }
 
 // ApproveCertificate moves an ISSUED certificate to APPROVED by approver

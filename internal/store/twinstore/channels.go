@@ -260,7 +260,7 @@ func (s *Store) RecordWrite(ctx context.Context, actor string, r contract.WriteR
 		return 0, err
 	}
 	payload := map[string]any{"writeId": id, "nodeId": r.NodeID, "variableId": r.VariableID, "value": r.Value, "delta": r.Delta, "runId": r.RunID, "at": r.At.UnixMilli()}
-	if _, err := s.auditLog().AppendTx(ctx, tx, actor, AuditWriteAttempt, r.CertificateID, r.LineID, payload); err != nil {
+	if _, err := s.auditLog(ctx, tx).AppendTx(ctx, tx, actor, AuditWriteAttempt, r.CertificateID, r.LineID, payload); err != nil {
 		return 0, err
 	}
 	return id, sqldb.Err(tx.Commit(), "commit write")
@@ -344,9 +344,14 @@ func (s *Store) claimWrite(ctx context.Context, c contract.WriteClaimRequest, pu
 		if r.Cert.Status != contract.CertApproved || r.LineID != c.LineID {
 			return 0, core.FieldErrorf(core.CodeConflict, "status", "certificate %s is %s on line %s: only an APPROVED certificate of line %s claims it", c.CertificateID, r.Cert.Status, r.LineID, c.LineID)
 		}
-		keyID = r.Cert.KeyID
+		// The execution is signed with the process's key (pub), which may
+		// have succeeded the key that signed the certificate.
+		keyID = contract.CertKeyID(pub)
 		key, err := needSigner(keyID)
 		if err != nil {
+			return 0, err
+		}
+		if err := checkSigner(ctx, tx, key); err != nil {
 			return 0, err
 		}
 		if att, err = signStatement(key, c.CertificateID, AttestExecute, ExecutionStatement{Kind: ExecutionKind, CertificateID: c.CertificateID,
@@ -372,11 +377,11 @@ func (s *Store) claimWrite(ctx context.Context, c contract.WriteClaimRequest, pu
 	if att != nil {
 		payload["statementHash"] = att.Hash
 	}
-	if _, err := s.auditLog().AppendTx(ctx, tx, c.Actor, AuditWriteStart, c.CertificateID, c.LineID, payload); err != nil {
+	if _, err := s.auditLog(ctx, tx).AppendTx(ctx, tx, c.Actor, AuditWriteStart, c.CertificateID, c.LineID, payload); err != nil {
 		return 0, err
 	}
 	if att != nil {
-		if err := checkpointTx(ctx, tx, s.db, keyID); err != nil {
+		if err := s.checkpointTx(ctx, tx, keyID); err != nil {
 			return 0, err
 		}
 	}

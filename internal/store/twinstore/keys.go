@@ -3,9 +3,7 @@ package twinstore
 import (
 	"context"
 	"crypto/ed25519"
-	"database/sql"
 	"encoding/base64"
-	"errors"
 	"time"
 
 	"github.com/aml-project/aml/internal/audit"
@@ -37,8 +35,12 @@ type CertSigner interface {
 	SignDigest(hexHash string) (string, error)
 }
 
-// RegisterSigningKey checks that key is the deployment's signing key,
-// registering it (with an audit entry) when the database has none yet.
+// RegisterSigningKey checks that key is the deployment's current signing
+// key — the first registered, or the end of the chain of valid
+// successions from it (RotateSigningKey) — registering it (with an audit
+// entry) when the database has none yet. A key a succession retired is
+// AML_CERT_KEY_RETIRED, any other AML_CERT_KEY_MISMATCH, both naming the
+// current key.
 // Every process that signs or verifies certificates calls it first, so a
 // machine holding another key fails at once with the fix in the message
 // instead of issuing certificates nobody else can verify.
@@ -56,21 +58,25 @@ func (s *Store) RegisterSigningKey(ctx context.Context, key CertSigner, by strin
 		return sqldb.Err(err, "begin")
 	}
 	defer tx.Rollback()
-	var id string
-	switch err := tx.QueryRowContext(ctx, `SELECT key_id FROM twin_signing_keys ORDER BY registered_at, key_id LIMIT 1`).Scan(&id); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return sqldb.Err(err, "read the deployment's signing key")
-	case id == keyID:
+	// The current key is the end of the chain of valid successions from
+	// the first registered key: a new key is accepted only through a
+	// succession signed by the key before it (RotateSigningKey).
+	id, curPub, retired, err := currentKey(ctx, tx)
+	if err != nil {
+		return err
+	}
+	switch at, isRetired := retired[keyID]; {
+	case id == "":
+	case id == keyID && curPub.Equal(pub):
 		// A process start signs the audit head (a checkpoint).
 		if _, err := audit.New(s.db).CheckpointTx(ctx, tx, key); err != nil {
 			return err
 		}
 		return sqldb.Err(tx.Commit(), "commit audit checkpoint")
+	case isRetired:
+		return retiredError(keyID, id, at)
 	default:
-		return &core.Error{Code: CodeKeyMismatch, Field: "keyId",
-			Message: "this data directory's certificate signing key " + keyID + " is not the deployment's key " + id +
-				" registered in the database: every process sharing the database must sign with the same key — copy cert-key.json from a data directory holding key " + id + " into this one (aml cert key shows the id)"}
+		return mismatchError(keyID, id)
 	}
 	if by == "" {
 		by = "aml"
@@ -90,15 +96,18 @@ func (s *Store) RegisterSigningKey(ctx context.Context, key CertSigner, by strin
 	return sqldb.Err(tx.Commit(), "commit signing key %s", keyID)
 }
 
-// DeploymentKeyID is the id of the registered deployment signing key, ""
-// when none is registered yet.
+// DeploymentKeyID is the id of the deployment's current signing key (the
+// first registered, or the last that a chain of valid successions from it
+// installed), "" when none is registered yet.
 func (s *Store) DeploymentKeyID(ctx context.Context) (string, error) {
-	var id string
-	err := s.db.QueryRowContext(ctx, `SELECT key_id FROM twin_signing_keys ORDER BY registered_at, key_id LIMIT 1`).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return id, sqldb.Err(err, "read the deployment's signing key")
+	id, _, _, err := currentKey(ctx, s.db)
+	return id, err
+}
+
+func mismatchError(keyID, id string) error {
+	return &core.Error{Code: CodeKeyMismatch, Field: "keyId",
+		Message: "this data directory's certificate signing key " + keyID + " is not the deployment's key " + id +
+			" registered in the database: every process sharing the database must sign with the same key — copy cert-key.json from a data directory holding key " + id + " into this one (aml cert key shows the id)"}
 }
 
 // MissingKeyError is the refusal for a data directory without a signing

@@ -59,6 +59,12 @@ type Records interface {
 	PutTrial(ctx context.Context, t *contract.VirtualTrial, purpose, gateEvalID string) (contract.TrialRecord, error)
 	Record(ctx context.Context, r contract.WriteRecord) error
 	RegisterSigningKey(ctx context.Context, key CertSigner, by string) error
+	// RotateSigningKey replaces the current deployment key old by next
+	// through a succession both sign.
+	RotateSigningKey(ctx context.Context, old, next CertSigner, by string, now time.Time) error
+	// Keyring is the keys trusted from anchor, the data directory's key:
+	// it and the keys it retired through valid successions.
+	Keyring(ctx context.Context, anchor ed25519.PublicKey) (*Keyring, error)
 	RecordWrite(ctx context.Context, actor string, r contract.WriteRow) (int64, error)
 	RevokeCertificate(ctx context.Context, id, by, reason string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error)
 	SQL() *sqldb.DB

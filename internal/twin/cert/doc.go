@@ -22,4 +22,9 @@
 // Approve, …), which this package's functions of the same names apply, so
 // that the record store can apply them without importing the issuer. See
 // docs/twin-contracts.md.
+//
+// RotateKey replaces <dir>/cert-key.json by a new key, keeping both in
+// <dir>/keys; the record store stores the succession both keys sign
+// (twinstore.RotateSigningKey) and verifies by key id through it
+// (twinstore.Keyring).
 package cert

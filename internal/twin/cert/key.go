@@ -301,3 +301,112 @@ func (k *KeyPair) SignDigest(hexHash string) (string, error) { return k.sign(hex
 func (k *KeyPair) IssueCertificate(in IssueInput, now time.Time, ttl time.Duration) (*contract.RecommendationCertificate, error) {
 	return Issue(in, k, now, ttl)
 }
+
+// KeysDirName is the folder of the data directory that keeps the key
+// files of rotation: keys/cert-key.<keyid>.json, the retired keys and the
+// staged new one.
+const KeysDirName = "keys"
+
+// ArchivedKeyPath is where RotateKey keeps the key file of id:
+// <dir>/keys/cert-key.<id>.json.
+func ArchivedKeyPath(dir, id string) string {
+	return filepath.Join(dir, KeysDirName, "cert-key."+id+".json")
+}
+
+func (k *KeyPair) fileData(now time.Time) ([]byte, error) {
+	data, err := json.MarshalIndent(keyFile{
+		Version:    keyFileVersion,
+		Algorithm:  "ed25519",
+		KeyID:      k.ID,
+		PublicKey:  base64.StdEncoding.EncodeToString(k.Public),
+		PrivateKey: base64.StdEncoding.EncodeToString(k.private.Seed()),
+		CreatedAt:  now.UTC().Truncate(time.Second),
+	}, "", "  ")
+	if err != nil {
+		return nil, core.Wrap(core.CodeInternal, err, "encode certificate key")
+	}
+	return append(data, '\n'), nil
+}
+
+// RotateKey replaces the data directory's signing key by a new one. It
+// loads the current key (old), generates next, keeps both in
+// <dir>/keys (ArchivedKeyPath, 0600; old is never deleted), calls
+// register(old, next) — the succession in the database — and only when
+// that succeeds installs next as <dir>/cert-key.json: a temporary file
+// (0600, synced) renamed over it, so a reader sees the old key or the new,
+// never a partial file. If register fails the data directory still signs
+// with old. now is the new key file's creation time.
+func RotateKey(dir string, now time.Time, register func(old, next *KeyPair) error) (old, next *KeyPair, err error) {
+	if old, err = LoadKey(dir); err != nil {
+		return nil, nil, err
+	}
+	if next, err = GenerateKey(); err != nil {
+		return nil, nil, err
+	}
+	kd := filepath.Join(dir, KeysDirName)
+	if err := os.MkdirAll(kd, 0o700); err != nil {
+		return nil, nil, core.Wrap(core.CodeInternal, err, "create key directory %s", kd)
+	}
+	// The old key's file is kept (a retired key still proves the
+	// succession it signed, and restores the directory if need be).
+	oldData, err := os.ReadFile(filepath.Join(dir, KeyFileName))
+	if err != nil {
+		return nil, nil, core.Wrap(core.CodeInternal, err, "read certificate key")
+	}
+	if _, err := createExclusive(kd, ArchivedKeyPath(dir, old.ID), oldData); err != nil {
+		return nil, nil, err
+	}
+	newData, err := next.fileData(now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if created, err := createExclusive(kd, ArchivedKeyPath(dir, next.ID), newData); err != nil || !created {
+		if err == nil {
+			err = core.Errorf(core.CodeInternal, "key file %s exists already", ArchivedKeyPath(dir, next.ID))
+		}
+		return nil, nil, err
+	}
+	if err := register(old, next); err != nil {
+		return nil, nil, err
+	}
+	if err := replaceFile(dir, filepath.Join(dir, KeyFileName), newData); err != nil {
+		return nil, nil, core.Wrap(core.CodeInternal, err, "the new key %s is registered but %s was not replaced: copy %s to %s", next.ID,
+			filepath.Join(dir, KeyFileName), ArchivedKeyPath(dir, next.ID), filepath.Join(dir, KeyFileName))
+	}
+	return old, next, nil
+}
+
+// replaceFile writes data to path atomically: a temporary file in dir
+// (0600), synced, renamed over path.
+func replaceFile(dir, path string, data []byte) (err error) {
+	tmp, err := os.CreateTemp(dir, ".cert-key-*.tmp")
+	if err != nil {
+		return err
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmpName)
+		}
+	}()
+	if cerr := tmp.Chmod(0o600); cerr != nil && runtime.GOOS != "windows" {
+		err = cerr
+	}
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err = os.Rename(tmpName, path); err != nil {
+		return err
+	}
+	syncDir(dir)
+	return nil
+}

@@ -2,7 +2,6 @@ package govern
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"sort"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/twinstore"
-	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/guard"
 )
@@ -40,10 +38,10 @@ var usedActions = map[string]bool{
 //     checkpoints (AUDIT_TAMPERED).
 //
 // It returns the denial reason and detail, "" when the certificate holds.
-func authority(ctx context.Context, st Store, pub ed25519.PublicKey, rec *contract.CertRecord) (reason, detail string) {
+func authority(ctx context.Context, st Store, ring *twinstore.Keyring, rec *contract.CertRecord) (reason, detail string) {
 	c := rec.Cert
 	id := c.RecommendationID
-	if err := cert.Verify(c, pub); err != nil {
+	if err := ring.VerifyCert(c); err != nil {
 		return guard.ReasonCertInvalid, errText(err)
 	}
 	att, err := st.GetAttestation(ctx, id, twinstore.AttestApprove)
@@ -53,7 +51,7 @@ func authority(ctx context.Context, st Store, pub ed25519.PublicKey, rec *contra
 	case err != nil:
 		return ReasonStoreError, fmt.Sprintf("read the signed approval of %s: %v", id, err)
 	}
-	if err := twinstore.CheckApproval(c, att, pub); err != nil {
+	if err := twinstore.CheckApprovalWith(c, att, ring); err != nil {
 		return ReasonApprovalInvalid, errText(err)
 	}
 	roles, err := st.NameRoles(ctx, c.ApprovedBy)
@@ -112,8 +110,8 @@ func authority(ctx context.Context, st Store, pub ed25519.PublicKey, rec *contra
 	if approve == nil {
 		return ReasonAuditIncomplete, fmt.Sprintf("the audit log has no approval entry of certificate %s naming its signed approval", id)
 	}
-	keys := twinstore.KeysOf(pub)
-	if _, err := twinstore.KeyedLog(log, pub).Verify(ctx); err != nil {
+	keys := ring.Keys()
+	if _, err := twinstore.RingLog(log, ring).Verify(ctx); err != nil {
 		return ReasonAuditTampered, errText(err)
 	}
 	for _, e := range []*audit.Entry{issue, approve} {

@@ -87,6 +87,7 @@ type Store interface {
 	MarkCertificateExecuted(ctx context.Context, id, by string, pub ed25519.PublicKey, now time.Time, extra map[string]any) (*contract.CertRecord, error)
 	ExpireDue(ctx context.Context, now time.Time, ids ...string) ([]string, error)
 	AppendAudit(ctx context.Context, actor, action, subject, lineID string, payload any) (audit.Entry, error)
+	Keyring(ctx context.Context, anchor ed25519.PublicKey) (*twinstore.Keyring, error)
 }
 
 var _ Store = (store.Store)(nil)
@@ -264,8 +265,15 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 	// The certificate's authority, from what is signed rather than from
 	// its row: the signed approval, no signed or audited use, the audit
 	// trail of its issue and approval under signed checkpoints.
+	// The keyring: pub (this process's key) and the keys it retired — a
+	// certificate signed before a rotation is still executed when
+	// otherwise valid (its approval and execution are signed with pub).
+	ring, err := st.Keyring(ctx, pub)
+	if err != nil {
+		return deny(ReasonStoreError, "read the keyring: %v", err)
+	}
 	if c.Status == contract.CertApproved {
-		if reason, detail := authority(ctx, st, pub, rec); reason != "" {
+		if reason, detail := authority(ctx, st, ring, rec); reason != "" {
 			return deny(reason, "%s", detail)
 		}
 	}
@@ -274,7 +282,7 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 	if err != nil {
 		return deny(ReasonStoreError, "write history of line %s: %v", res.LineID, err)
 	}
-	req := guard.Request{LineID: res.LineID, RunID: res.RunID, Scene: scene, Cert: c, PublicKey: pub, Moves: res.Moves,
+	req := guard.Request{LineID: res.LineID, RunID: res.RunID, Scene: scene, Cert: c, PublicKey: ring.Key(c.KeyID), Moves: res.Moves,
 		SnapshotAt: snap.CapturedAt, SnapshotMaxAge: opts.SnapshotMaxAge, Now: now}
 	d := guard.Check(ctx, st, auditedHistory{st}, req)
 	if !d.Allowed {

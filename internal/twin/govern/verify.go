@@ -88,6 +88,10 @@ func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKe
 	if len(pub) != ed25519.PublicKeySize {
 		return rep, core.Errorf(core.CodeInvalidArgument, "a certificate verification key is required")
 	}
+	ring, err := st.Keyring(ctx, pub)
+	if err != nil {
+		return rep, err
+	}
 	rec, err := st.LoadCertificate(ctx, id)
 	if core.CodeOf(err) == core.CodeNotFound {
 		return rep, err
@@ -107,12 +111,12 @@ func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKe
 		} else {
 			add(CheckHash, nil, "certificateHash "+h+" is the hash of the signed body")
 		}
-		add(CheckSignature, cert.Verify(c, pub), "Ed25519 signature verifies with key "+cert.KeyID(pub))
+		add(CheckSignature, ring.VerifyCert(c), "Ed25519 signature verifies with key "+c.KeyID)
 		if c.ApprovedBy != "" || c.Status == contract.CertApproved || c.Status == contract.CertExecuted {
-			add(CheckApproval, checkSignedApproval(ctx, st, pub, c), "the approval by "+c.ApprovedBy+" is signed with the deployment key")
+			add(CheckApproval, checkSignedApproval(ctx, st, ring, c), "the approval by "+c.ApprovedBy+" is signed with the deployment key")
 		}
 		if c.Status == contract.CertExecuted {
-			add(CheckExecution, checkSignedExecution(ctx, st, pub, c), "the execution claim is signed with the deployment key")
+			add(CheckExecution, checkSignedExecution(ctx, st, ring, c), "the execution claim is signed with the deployment key")
 		}
 	}
 
@@ -130,12 +134,12 @@ func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKe
 		after = page[len(page)-1].Seq
 	}
 	rep.AuditEntries = len(entries)
-	keys := twinstore.KeysOf(pub)
-	keyed := twinstore.KeyedLog(log, pub)
+	keys := ring.Keys()
+	keyed := twinstore.RingLog(log, ring)
 	if rec != nil {
 		ok, err := log.SignedAt(ctx, keys, rec.AuditSeq, rec.AuditHash)
 		if err == nil && !ok {
-			err = fmt.Errorf("the row's audit anchor (entry %d, %.12s…) is not a checkpoint signed with key %s: the anchor or the log was changed", rec.AuditSeq, rec.AuditHash, cert.KeyID(pub))
+			err = fmt.Errorf("the row's audit anchor (entry %d, %.12s…) is not a checkpoint signed with a trusted key (%s): the anchor or the log was changed", rec.AuditSeq, rec.AuditHash, strings.Join(ring.IDs(), ", "))
 		}
 		add(CheckAnchor, err, fmt.Sprintf("audit anchor entry %d is signed", rec.AuditSeq))
 		add(CheckIssue, checkIssue(rec, entries), fmt.Sprintf("issue recorded in audit entry %d", rec.AuditSeq))
@@ -156,7 +160,7 @@ func VerifyCertificate(ctx context.Context, st store.Store, pub ed25519.PublicKe
 	return rep, nil
 }
 
-func checkSignedApproval(ctx context.Context, st store.Store, pub ed25519.PublicKey, c *contract.RecommendationCertificate) error {
+func checkSignedApproval(ctx context.Context, st store.Store, ring *twinstore.Keyring, c *contract.RecommendationCertificate) error {
 	a, err := st.GetAttestation(ctx, c.RecommendationID, twinstore.AttestApprove)
 	if core.CodeOf(err) == core.CodeNotFound {
 		return fmt.Errorf("the certificate records an approval by %s but no approval signed with the deployment key exists: it was approved outside AML", orNone(c.ApprovedBy))
@@ -164,10 +168,10 @@ func checkSignedApproval(ctx context.Context, st store.Store, pub ed25519.Public
 	if err != nil {
 		return err
 	}
-	return twinstore.CheckApproval(c, a, pub)
+	return twinstore.CheckApprovalWith(c, a, ring)
 }
 
-func checkSignedExecution(ctx context.Context, st store.Store, pub ed25519.PublicKey, c *contract.RecommendationCertificate) error {
+func checkSignedExecution(ctx context.Context, st store.Store, ring *twinstore.Keyring, c *contract.RecommendationCertificate) error {
 	a, err := st.GetAttestation(ctx, c.RecommendationID, twinstore.AttestExecute)
 	if core.CodeOf(err) == core.CodeNotFound {
 		return fmt.Errorf("the certificate is EXECUTED but no signed execution claim exists: it was marked outside AML")
@@ -175,7 +179,7 @@ func checkSignedExecution(ctx context.Context, st store.Store, pub ed25519.Publi
 	if err != nil {
 		return err
 	}
-	if err := a.Verify(pub); err != nil {
+	if err := a.Verify(ring.Key(a.KeyID)); err != nil {
 		return err
 	}
 	x, err := a.Execution()
