@@ -161,8 +161,16 @@ func TestEnvCLIErrorLine(t *testing.T) {
 	}
 	defer l.Release()
 	out, errs, code := aml(t, "env", "rebuild", "t", "--data", d, "--json")
-	if code != 1 || out != "" || !strings.HasPrefix(errs, `error: ENV_BUSY: rebuild refused: environment "t" is in use by 1 job(s)`) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+	if code != 1 || !strings.HasPrefix(errs, `error: ENV_BUSY: rebuild refused: environment "t" is in use by 1 job(s)`) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 		t.Fatalf("exit %d stdout %q stderr %q", code, out, errs)
+	}
+	// Under --json the error is stdout's one document too.
+	var doc struct {
+		Error struct{ Code, Message string }
+	}
+	mustJSON(t, out, &doc)
+	if doc.Error.Code != "ENV_BUSY" || !strings.Contains(doc.Error.Message, "in use by 1 job(s)") {
+		t.Fatalf("--json error document %q", out)
 	}
 	if _, errs, code := aml(t, "env", "unlock", "--data", d); code != 2 || !strings.Contains(errs, "AML_USAGE") {
 		t.Fatalf("unlock without a name: %d %q", code, errs)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,8 @@ type app struct {
 	proc *service.Process
 	// cmd is the command being run (set before it runs).
 	cmd *cobra.Command
+	// emitted: the command wrote its result to stdout.
+	emitted bool
 	// rescueAfter is aml worker --rescue-after (PostgreSQL queue).
 	rescueAfter time.Duration
 	// remote is --server/--token: the CLI as a client (client.go).
@@ -139,6 +142,7 @@ func newInitCmd(a *app) *cobra.Command {
 
 // emit prints v as JSON in --json mode, otherwise calls human.
 func (a *app) emit(v any, human func(w io.Writer)) error {
+	a.emitted = true
 	if a.jsonOut {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -214,22 +218,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	// A flag error stops parsing: --json after it still asks for JSON.
+	if !a.jsonOut && slices.Contains(args, "--json") {
+		a.jsonOut = true
+	}
 	var ue *usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		fmt.Fprintf(stderr, "error: %s: %s\n", core.CodeUsage, oneLine(err.Error()))
 		fmt.Fprintf(stderr, "run 'aml help' or add --help for usage\n")
+		a.jsonError(core.CodeUsage, oneLine(err.Error()), "", nil)
 		return 2
 	}
 	code := core.CodeOf(err)
 	msg := err.Error()
 	var ae *core.Error
+	field, text := "", msg
+	var problems []core.Problem
 	if errors.As(err, &ae) {
-		msg = ae.Message
+		msg, field, text, problems = ae.Message, ae.Field, ae.Message, ae.Problems
 		if f := ae.Field; f != "" && !mentions(msg, f) {
 			msg = f + ": " + msg
 		}
 	}
 	fmt.Fprintf(stderr, "error: %s: %s\n", code, oneLine(msg))
+	a.jsonError(code, text, field, problems)
 	if core.KindOf(err) == core.KindUsage {
 		return 2
 	}
@@ -278,4 +290,23 @@ func mentions(msg, field string) bool {
 		return strings.HasPrefix(msg, field[:i]+":")
 	}
 	return false
+}
+
+// jsonError writes the error as the --json document on stdout,
+// {"error": {"code", "message", "field", "problems"}}, unless the command
+// already wrote its result there (a verify or execute report says what
+// failed); the stderr line is written either way.
+func (a *app) jsonError(code, msg, field string, problems []core.Problem) {
+	if !a.jsonOut || a.emitted {
+		return
+	}
+	type body struct {
+		Code     string         `json:"code"`
+		Message  string         `json:"message"`
+		Field    string         `json:"field,omitempty"`
+		Problems []core.Problem `json:"problems,omitempty"`
+	}
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(map[string]body{"error": {Code: code, Message: msg, Field: field, Problems: problems}})
 }
