@@ -119,7 +119,8 @@ func (a *app) whoami(ctx context.Context, c *apiclient.Client) (auth.Principal, 
 // naming anyone else is a usage error rather than a silent substitution.
 func (a *app) remoteActor(ctx context.Context, c *apiclient.Client, cmd *cobra.Command, flag string) error {
 	f := cmd.Flags().Lookup(flag)
-	if f == nil || !f.Changed || strings.TrimSpace(f.Value.String()) == "" {
+	by := cmd.Flags().Lookup("by")
+	if f == nil || !(f.Changed || by != nil && by.Changed) || strings.TrimSpace(f.Value.String()) == "" {
 		return nil
 	}
 	p, err := a.whoami(ctx, c)

@@ -131,6 +131,14 @@ func (a *app) invoke(cmd *cobra.Command, name, actorFlag string, req, out any) e
 	return err
 }
 
+// asFlag declares --as PERSON, who acts (recorded in the audit log;
+// default the OS user), and --by, its older spelling (hidden): one value.
+func asFlag(fl *pflag.FlagSet, usage string) {
+	var v string
+	fl.StringVar(&v, "as", "", usage)
+	fl.AddFlag(&pflag.Flag{Name: "by", Usage: "the older spelling of --as", Value: fl.Lookup("as").Value, Hidden: true})
+}
+
 // annotOp is the cobra annotation naming the op a command calls.
 const annotOp = "aml.op"
 

@@ -270,12 +270,14 @@ func newModelCmd(a *app) *cobra.Command {
 		return &cobra.Command{Use: use, Short: short, Args: argsExact(1)}
 	}
 	show := opCommand(a, one("show ID", "Model card: metrics, gates, lineage, stage history"), "model.show", "", &sr, arg0(&sr.ID))
-	promote := opCommand(a, one("promote ID --to shadow|production", "Move a model to shadow or production"), "model.promote", "", &pr, arg0(&pr.ID))
+	promote := opCommand(a, one("promote ID --to shadow|production", "Move a model to shadow or production"), "model.promote", "as", &pr, arg0(&pr.ID))
+	asFlag(promote.Flags(), "who moves it (default $USER; with --server the token's owner)")
 	promote.Flags().StringVar(&pr.To, "to", "", "target stage: shadow or production")
 	_ = promote.MarkFlagRequired("to")
 	promote.Flags().StringVar(&pr.Expect, "expect", "", "the stage you believe the model is in (refused with AML_STAGE_RACE otherwise)")
 	promote.Flags().StringVar(&pr.Reason, "reason", "", "why")
-	retire := opCommand(a, one("retire ID", "Retire a model"), "model.retire", "", &rr, arg0(&rr.ID))
+	retire := opCommand(a, one("retire ID", "Retire a model"), "model.retire", "as", &rr, arg0(&rr.ID))
+	asFlag(retire.Flags(), "who retires it (default $USER; with --server the token's owner)")
 	retire.Flags().StringVar(&rr.Reason, "reason", "", "why")
 	retire.Flags().StringVar(&rr.Expect, "expect", "", "the stage you believe the model is in")
 	var cr amlapp.ModelCompareRequest

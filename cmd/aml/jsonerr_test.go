@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // Under --json an error is stdout's one JSON document,
@@ -38,5 +40,34 @@ func TestJSONErrors(t *testing.T) {
 				t.Fatalf("document %q", out)
 			}
 		})
+	}
+}
+
+// One spelling for who acts: every command with an actor flag takes --as
+// (--by is only the hidden older spelling of the same value), and the
+// commands that change a model's stage take it too.
+func TestActorFlagIsAs(t *testing.T) {
+	root := newRoot(&app{})
+	var walk func(c *cobra.Command)
+	seen := map[string]bool{}
+	walk = func(c *cobra.Command) {
+		if by := c.Flags().Lookup("by"); by != nil {
+			as := c.Flags().Lookup("as")
+			if as == nil || !by.Hidden || as.Value != by.Value {
+				t.Errorf("%s: --by without --as sharing its value", c.CommandPath())
+			}
+		}
+		if c.Flags().Lookup("as") != nil {
+			seen[c.CommandPath()] = true
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	for _, want := range []string{"aml model promote", "aml model retire", "aml twin scene freeze", "aml cert approve", "aml twin optimize"} {
+		if !seen[want] {
+			t.Errorf("%s has no --as", want)
+		}
 	}
 }

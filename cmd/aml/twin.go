@@ -54,7 +54,7 @@ The approver is --by, default $USER (with --server: the token's owner). The
 freeze is recorded in the audit log.`,
 		Args: argsExact(1),
 	}
-	opCommand(a, freeze, "scene.freeze", "by", &fr, func(args []string) error {
+	opCommand(a, freeze, "scene.freeze", "as", &fr, func(args []string) error {
 		fr.ID = args[0]
 		if fr.Version == "" || fr.ExpectHash == "" {
 			return usagef("%s: --version and --expect-hash are required", freeze.CommandPath())
@@ -63,7 +63,7 @@ freeze is recorded in the audit log.`,
 	})
 	freeze.Flags().StringVar(&fr.Version, "version", "", "scene version (MAJOR.MINOR.PATCH)")
 	freeze.Flags().StringVar(&fr.ExpectHash, "expect-hash", "", "the content hash the approver reviewed")
-	freeze.Flags().String("by", "", "the approver (default $USER)")
+	asFlag(freeze.Flags(), "the approver (default $USER)")
 
 	var sr amlapp.SceneShowRequest
 	show := opCommand(a, &cobra.Command{Use: "show ID [--version V]", Short: "Show a scene contract (latest version unless --version); --json prints {scene, hash}", Args: argsExact(1)},

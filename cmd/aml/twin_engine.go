@@ -26,7 +26,7 @@ func newTwinObjectiveCmd(a *app) *cobra.Command {
 		Use:   "put FILE | --default-injection [--by PERSON]",
 		Short: "Store an objective profile (JSON); a profile with the same id is replaced (trials keep the hash they used)",
 	}
-	opCommand(a, put, "objective.put", "by", &pr, func(args []string) error {
+	opCommand(a, put, "objective.put", "as", &pr, func(args []string) error {
 		if defInj && len(args) == 0 {
 			pr.Preset = amlapp.PresetDefaultInjection
 			return nil
@@ -44,7 +44,7 @@ func newTwinObjectiveCmd(a *app) *cobra.Command {
 		return nil
 	})
 	put.Flags().BoolVar(&defInj, "default-injection", false, "store the built-in injection objective (weight-quality)")
-	put.Flags().String("by", "", "author (default $USER)")
+	asFlag(put.Flags(), "author (default $USER)")
 	put.Flags().StringVar(&pr.Line, "line", "", "the line the profile belongs to (sets lineId; without one a profile is global, admin only)")
 	var sr amlapp.ObjectiveShowRequest
 	show := opCommand(a, &cobra.Command{Use: "show ID", Short: "Show an objective profile with its hash", Args: argsExact(1)}, "objective.show", "", &sr,
@@ -71,7 +71,7 @@ as a JSON array of {control: value} per horizon step. A candidate that breaks
 a range or step limit is recorded as rejected (CONTROL_SAFETY).`,
 		Args: argsExact(0),
 	}
-	opCommand(a, cmd, "trial.run", "by", &req, func([]string) error {
+	opCommand(a, cmd, "trial.run", "as", &req, func([]string) error {
 		if req.Model == "" || req.Snapshot == "" {
 			return usagef("--model and --snapshot are required")
 		}
@@ -105,7 +105,7 @@ a range or step limit is recorded as rejected (CONTROL_SAFETY).`,
 	f.StringVar(&req.Objective, "objective", "", "objective profile (default: the scene's first)")
 	f.StringArrayVar(&sets, "set", nil, "CONTROL=VALUE moved at step 0 and held (repeatable)")
 	f.StringVar(&candidates, "candidate", "", "JSON file with the full control trajectory")
-	f.String("by", "", "author (default $USER)")
+	asFlag(f, "author (default $USER)")
 	return cmd
 }
 
@@ -122,7 +122,7 @@ latest twin gate evaluation passed, then precise_search. The best trial is
 stored (aml cert issue --trial ID makes it a certificate).`,
 		Args: argsExact(0),
 	}
-	opCommand(a, cmd, "optimize", "by", &req, func([]string) error {
+	opCommand(a, cmd, "optimize", "as", &req, func([]string) error {
 		if req.Model == "" || req.Snapshot == "" {
 			return usagef("--model and --snapshot are required")
 		}
@@ -139,7 +139,7 @@ stored (aml cert issue --trial ID makes it a certificate).`,
 	f.StringVar(&req.Mode, "mode", req.Mode, "auto, safe_small_step or precise_search")
 	f.Uint64Var(&req.Seed, "seed", req.Seed, "seed of the search order")
 	f.IntVar(&req.MaxCandidates, "max-candidates", 0, "candidates to evaluate at most (default 200)")
-	f.String("by", "", "author (default $USER)")
+	asFlag(f, "author (default $USER)")
 	return cmd
 }
 
@@ -158,7 +158,7 @@ to production needs a passing one, and "aml twin optimize --mode auto" uses
 precise_search once it passes.`,
 		Args: argsExact(0),
 	}
-	opCommand(a, cmd, "gate.evaluate", "by", &req, func([]string) error {
+	opCommand(a, cmd, "gate.evaluate", "as", &req, func([]string) error {
 		if req.Model == "" || scene == "" {
 			return usagef("--model and --scene are required")
 		}
@@ -171,7 +171,7 @@ precise_search once it passes.`,
 	f.StringVar(&req.Objective, "objective", "", "objective profile (default: the scene's first)")
 	f.IntVar(&req.Snapshots, "snapshots", req.Snapshots, "replayed snapshots (one trial each)")
 	f.StringVar(&req.Profile, "profile", "", "twin acceptance profile (default twin-v2)")
-	f.String("by", "", "actor (default $USER)")
+	asFlag(f, "actor (default $USER)")
 	f.Uint64Var(&req.Seed, "seed", req.Seed, "seed of the optimiser's search order")
 	return cmd
 }

@@ -51,7 +51,7 @@ trainer and params (never promoted) — in this process, or with --server by
 the server's workers.`,
 		Args: argsExact(0),
 	}
-	opCommand(a, cmd, "calibrate", "by", &req, func([]string) error {
+	opCommand(a, cmd, "calibrate", "as", &req, func([]string) error {
 		if req.Model == "" {
 			return usagef("--model is required")
 		}
@@ -60,7 +60,7 @@ the server's workers.`,
 	})
 	cmd.Flags().StringVar(&req.Model, "model", "", "model id (required)")
 	cmd.Flags().StringVar(&req.Scene, "scene", "", "scene id (part of the dedup key; default none)")
-	cmd.Flags().String("by", "", "who requests (default $USER)")
+	asFlag(cmd.Flags(), "who requests (default $USER)")
 	cmd.Flags().BoolVar(&req.Run, "run", false, "process the queue now (one worker step)")
 	var lr amlapp.CalibrationListRequest
 	list := opCommand(a, &cobra.Command{Use: "list [--line L]", Short: "List recalibration requests, newest first", Args: argsExact(0)},

@@ -34,7 +34,7 @@ unmeasured states with the model (and binds the variables its dataset names;
 --bind wins).`,
 		Args: argsExact(0),
 	}
-	opCommand(a, take, "snapshot.take", "by", &req, func([]string) error {
+	opCommand(a, take, "snapshot.take", "as", &req, func([]string) error {
 		if scene == "" {
 			return usagef("%s: --scene is required", take.CommandPath())
 		}
@@ -66,7 +66,7 @@ unmeasured states with the model (and binds the variables its dataset names;
 	instantFlag(f, &req.At, "at", "take the snapshot as of this past instant (RFC 3339 or epoch ms)")
 	f.StringVar(&req.Model, "model", "", "estimate unmeasured states with this model")
 	f.StringVar(&req.Phase, "phase", "", "process phase (one of the scene's phases; default: assumed)")
-	f.String("by", "", "author (default $USER)")
+	asFlag(f, "author (default $USER)")
 
 	var sr amlapp.SnapshotShowRequest
 	show := opCommand(a, &cobra.Command{Use: "show ID", Short: "Show a stored snapshot (verified against its hash); --json prints it in full", Args: argsExact(1)},
