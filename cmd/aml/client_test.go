@@ -239,6 +239,12 @@ func TestRemoteParity(t *testing.T) {
 	both("runs list", "viewer", fixed("runs", "list"))
 	both("runs show", "viewer", fixed("runs", "show", "extra-run"))
 	both("nodes list", "viewer", fixed("nodes", "list"))
+	both("nodes set", "engineer", fixed("nodes", "set", "aux_a", "--line", "injection-line-1", "--unit", "kPa", "--min", "0", "--max", "10", "--meaning", "auxiliary pressure"))
+	lineFile := filepath.Join(csvDir, "line.yaml")
+	if err := os.WriteFile(lineFile, []byte("line: injection-line-1\nnodes:\n  - id: aux_a\n    max: 12\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	both("line apply", "engineer", fixed("line", "apply", lineFile))
 	both("ts query", "viewer", fixed("ts", "query", "--node", "part_weight"))
 	both("ts query --limit", "viewer", fixed("ts", "query", "--node", "part_weight", "--limit", "7"))
 	both("ts query --bucket", "viewer", fixed("ts", "query", "--node", "part_weight", "--bucket", "1m"))

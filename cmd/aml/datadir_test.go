@@ -42,3 +42,35 @@ func TestDataDirMustExist(t *testing.T) {
 		t.Fatalf("ingest into a new data dir: %d %s", code, errs)
 	}
 }
+
+// aml line apply reads a YAML line file; aml nodes set changes one node.
+func TestLineApplyCLI(t *testing.T) {
+	d := t.TempDir()
+	csv := filepath.Join(d, "a.csv")
+	if err := os.WriteFile(csv, []byte("time_ms,temp,sp\n1,200,60\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := aml(t, "ingest", "csv", csv, "--data", d, "--line", "L", "--product", "P", "--recipe", "R", "--run", "r"); code != 0 {
+		t.Fatal(errs)
+	}
+	file := filepath.Join(d, "line.yaml")
+	if err := os.WriteFile(file, []byte("line: L\nnodes:\n  - id: temp\n    unit: degC\n    min: 150\n    max: 260\n  - id: sp\n    unit: bar\n    min: 50\n    max: 90\n    writable: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := aml(t, "line", "apply", file, "--data", d)
+	if code != 0 || !strings.Contains(out, "dcw") || !strings.Contains(out, "2 node(s)") {
+		t.Fatalf("line apply: %d %s %s", code, out, errs)
+	}
+	if out, errs, code := aml(t, "nodes", "set", "sp", "--line", "L", "--read-only", "--data", d); code != 0 || strings.Contains(out, "dcw") {
+		t.Fatalf("nodes set --read-only: %d %s %s", code, out, errs)
+	}
+	if _, errs, code := aml(t, "nodes", "set", "sp", "--line", "L", "--writable", "--read-only", "--data", d); code != 2 {
+		t.Fatalf("--writable with --read-only: %d %s", code, errs)
+	}
+	if err := os.WriteFile(file, []byte("line: L\nnodes:\n  - id: temp\n    colour: red\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := aml(t, "line", "apply", file, "--data", d); code != 1 || !strings.Contains(errs, "colour") {
+		t.Fatalf("unknown field: %d %s", code, errs)
+	}
+}

@@ -46,11 +46,11 @@ func newRunsCmd(a *app) *cobra.Command {
 }
 
 func newNodesCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "nodes", Short: "List signals (nodes)"}
+	cmd := &cobra.Command{Use: "nodes", Short: "List signals (nodes) and set their metadata"}
 	var req amlapp.NodeListRequest
 	list := opCommand(a, &cobra.Command{Use: "list", Short: "List nodes with unit, range and kind", Args: argsExact(0)}, "node.list", "", &req, nil)
 	list.Flags().StringVar(&req.Line, "line", "", "only nodes of this line")
-	cmd.AddCommand(list)
+	cmd.AddCommand(list, newNodeSetCmd(a))
 	return cmd
 }
 

@@ -334,6 +334,7 @@ func text(r *sdk.CallToolResult) string {
 // AML's own store only (openWorldHint false).
 var wantHints = map[string]hints{
 	"aml_node_catalog":         readOnly,
+	"aml_line_apply":           {idempotent: true},
 	"aml_dataset_build":        additive,
 	"aml_dataset_stats":        readOnly,
 	"aml_job_submit":           additive,

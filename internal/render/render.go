@@ -63,6 +63,8 @@ var byOp = map[string]fn{
 	"run.list":       list(printRuns),
 	"run.show":       out(printRunDetail),
 	"node.list":      list(printNodes),
+	"node.set":       list(printNodes),
+	"line.apply":     list(printNodes),
 	"ts.query":       out(printTS),
 	"ingest.samples": out(printIngestSamples),
 	"ingest.csv":     out(PrintFileReport),

@@ -47,6 +47,10 @@ type Store interface {
 	// Location names the database for people: the SQLite file, or the
 	// PostgreSQL URL without its password.
 	Location() string
+	// ApplyNodes creates or updates every node of nodes in one
+	// transaction with one audit entry (action "line.apply" by actor): all
+	// of them or none. A node of another line is AML_CONFLICT.
+	ApplyNodes(ctx context.Context, actor, line string, nodes []core.Node) error
 	// Retention (internal/retention) pages through old jobs and models.
 	ListEndedJobsBefore(ctx context.Context, before time.Time, afterEnded int64, afterID string, limit int) ([]core.Job, error)
 	ListRetiredModelsBefore(ctx context.Context, before time.Time) ([]core.Model, error)

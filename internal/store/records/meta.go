@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/core"
 )
 
@@ -181,6 +182,52 @@ func (c *Core) UpsertNode(ctx context.Context, n core.Node) error {
 		ON CONFLICT(id) DO UPDATE SET line_id=excluded.line_id, unit=excluded.unit, min=excluded.min, max=excluded.max, kind=excluded.kind, meaning=excluded.meaning`,
 		n.ID, n.LineID, n.Unit, n.Min, n.Max, n.Kind, n.Meaning, nowMs())
 	return dbErr(err, "upsert node %s", n.ID)
+}
+
+// ApplyNodes implements core.Meta.
+func (c *Core) ApplyNodes(ctx context.Context, actor, line string, nodes []core.Node) error {
+	for _, n := range nodes {
+		if n.LineID != line {
+			return core.FieldErrorf(core.CodeInvalidArgument, "nodes", "node %q is of line %q, not %q", n.ID, n.LineID, line)
+		}
+		if err := validateNode(n); err != nil {
+			return err
+		}
+	}
+	tx, err := c.db.Begin(ctx)
+	if err != nil {
+		return dbErr(err, "begin")
+	}
+	defer func() { _ = tx.Rollback() }()
+	type change struct {
+		ID     string     `json:"id"`
+		Before *core.Node `json:"before,omitempty"`
+		After  core.Node  `json:"after"`
+	}
+	changes := make([]change, 0, len(nodes))
+	for _, n := range nodes {
+		old, err := scanNode(tx.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM nodes WHERE id=?`, n.ID))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			changes = append(changes, change{ID: n.ID, After: n})
+		case err != nil:
+			return dbErr(err, "read node %s", n.ID)
+		case old.LineID != line:
+			return core.FieldErrorf(core.CodeConflict, "nodes", "node %q belongs to line %q, not %q", n.ID, old.LineID, line)
+		default:
+			n.CreatedAt = old.CreatedAt
+			changes = append(changes, change{ID: n.ID, Before: &old, After: n})
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO nodes(id, line_id, unit, min, max, kind, meaning, created_at) VALUES (?,?,?,?,?,?,?,?)
+			ON CONFLICT(id) DO UPDATE SET unit=excluded.unit, min=excluded.min, max=excluded.max, kind=excluded.kind, meaning=excluded.meaning`,
+			n.ID, n.LineID, n.Unit, n.Min, n.Max, n.Kind, n.Meaning, nowMs()); err != nil {
+			return dbErr(err, "apply node %s", n.ID)
+		}
+	}
+	if _, err := audit.New(c.db).AppendTx(ctx, tx, actor, "line.apply", line, line, map[string]any{"nodes": changes}); err != nil {
+		return err
+	}
+	return dbErr(tx.Commit(), "commit line %s", line)
 }
 
 // EnsureNode creates node n in db if it is absent (kind daq unless given;
