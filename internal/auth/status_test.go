@@ -44,6 +44,7 @@ var wantStatus = map[string]int{
 	"AML_QUOTA_EXCEEDED":         413,
 	"AML_RATE_LIMITED":           429,
 	"AML_STREAM_LIMIT":           429,
+	"AML_CERT_KEY_RETIRED":       409,
 	"AML_REMOTE_UNSUPPORTED":     500,
 	"AML_SCENE_FROZEN":           409,
 	"AML_SCHEMA_MISMATCH":        503,
