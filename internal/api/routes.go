@@ -68,6 +68,8 @@ func table() []route {
 		{Method: G, Path: "/nodes", Op: "node.list", Tag: "data"},
 		{Method: U, Path: "/nodes/{id}", Op: "node.set", Tag: "data"},
 		{Method: P, Path: "/lines/{line}/nodes", Op: "line.apply", Tag: "data"},
+		{Method: P, Path: "/recipes", Op: "recipe.put", Tag: "data", Status: C},
+		{Method: P, Path: "/lines/{line}/run-events", Op: "run.events", Tag: "data"},
 		{Method: G, Path: "/ts", Op: "ts.query", Tag: "data"},
 		{Method: P, Path: "/ingest/samples", Op: "ingest.samples", Tag: "data"},
 		{Method: P, Path: "/ingest/csv", Op: "ingest.csv", Tag: "data", raw: rawIngestCSV, InType: "text/csv"},

@@ -100,6 +100,17 @@ type ContextSegment struct {
 	ConfirmedAt   time.Time `json:"confirmedAt"`
 }
 
+// RunEvent is what a plant's batch record says of one run: the recipe
+// version it ran, when, and who confirmed it.
+type RunEvent struct {
+	RunID, LineID, RecipeID string
+	RecipeVersion           int
+	StartMs                 int64
+	EndMs                   *int64
+	ConfirmedBy             string
+	ConfirmedAt             time.Time
+}
+
 // StateOK is the default sample state. Any other state marks a sample the
 // source flagged (bad, uncertain, substituted, ...).
 const StateOK = "ok"

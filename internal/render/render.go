@@ -65,6 +65,8 @@ var byOp = map[string]fn{
 	"node.list":      list(printNodes),
 	"node.set":       list(printNodes),
 	"line.apply":     list(printNodes),
+	"recipe.put":     out(printRecipeVersion),
+	"run.events":     out(printRunEvents),
 	"ts.query":       out(printTS),
 	"ingest.samples": out(printIngestSamples),
 	"ingest.csv":     out(PrintFileReport),
@@ -317,3 +319,22 @@ func Controls(m map[string]float64) string { return fmtControls(m) }
 
 // Millis writes epoch milliseconds as an RFC 3339 UTC time.
 func Millis(ms int64) string { return fmtMs(ms) }
+
+func printRecipeVersion(w io.Writer, v core.RecipeVersion) {
+	fmt.Fprintf(w, "recipe %s version %d (content %.16s…, %d parameter(s))\n", v.RecipeID, v.Version, v.ContentHash, len(v.Params))
+}
+
+func printRunEvents(w io.Writer, r app.RunEventsResponse) {
+	table(w, "RUN\tRECIPE\tVERSION\tFROM\tTO\tCONFIRMED BY\tSTATUS", len(r.Segments), "run event(s) recorded", func(row func(...any)) {
+		for i, s := range r.Segments {
+			to, status := "-", ""
+			if s.ToMs != nil {
+				to = fmtMs(*s.ToMs)
+			}
+			if i < len(r.Runs) {
+				status = r.Runs[i].Status
+			}
+			row(s.RunID, s.RecipeID, s.RecipeVersion, fmtMs(s.FromMs), to, s.ConfirmedBy, status)
+		}
+	})
+}

@@ -51,6 +51,10 @@ type Store interface {
 	// transaction with one audit entry (action "line.apply" by actor): all
 	// of them or none. A node of another line is AML_CONFLICT.
 	ApplyNodes(ctx context.Context, actor, line string, nodes []core.Node) error
+	// RecordRunEvent records a plant's batch record of one run (recipe
+	// version, end, a confirmed context segment) in one audited
+	// transaction.
+	RecordRunEvent(ctx context.Context, actor string, ev core.RunEvent) (core.Run, core.ContextSegment, error)
 	// Retention (internal/retention) pages through old jobs and models.
 	ListEndedJobsBefore(ctx context.Context, before time.Time, afterEnded int64, afterID string, limit int) ([]core.Job, error)
 	ListRetiredModelsBefore(ctx context.Context, before time.Time) ([]core.Model, error)
