@@ -330,6 +330,9 @@ func (a *App) JobSubmit(ctx context.Context, p Principal, req JobSubmitRequest) 
 			return core.Job{}, err
 		}
 		if r.IsNative(req.Trainer) {
+			if err := a.checkParams(req.Trainer, req.Params); err != nil {
+				return core.Job{}, err
+			}
 			if req.Params, err = a.checkPhysicsParam(ctx, req.Params); err != nil {
 				return core.Job{}, err
 			}
@@ -434,6 +437,9 @@ func (a *App) JobRetry(ctx context.Context, p Principal, req JobRequest) (core.J
 			return j, err
 		}
 		if r.IsNative(j.TrainerRef) {
+			if err := a.checkParams(j.TrainerRef, j.Params); err != nil {
+				return j, err
+			}
 			if _, err := a.checkPhysicsParam(ctx, j.Params); err != nil {
 				return j, err
 			}

@@ -116,6 +116,7 @@ var byOp = map[string]fn{
 	"physics.show":     out(printPhysicsSource),
 	"trainer.register": out(printTrainer),
 	"trainer.list":     out(printTrainers),
+	"trainer.show":     out(printTrainerShow),
 	// governance
 	"cert.key":        out(func(w io.Writer, k app.CertKeyResponse) { fmt.Fprint(w, k.PublicKeyPEM) }),
 	"cert.list":       list(printCerts),
