@@ -338,8 +338,21 @@ func ParamRows(s *jsonschema.Schema) []ParamRow {
 			r.Default = string(p.Default)
 		}
 		out = append(out, r)
+		// an object parameter's own fields follow it (mapping.controls)
+		for _, sub := range ParamRows(objectOf(p)) {
+			sub.Name = name + "." + sub.Name
+			out = append(out, sub)
+		}
 	}
 	return out
+}
+
+// objectOf is p when it is an object schema with named properties.
+func objectOf(p *jsonschema.Schema) *jsonschema.Schema {
+	if len(p.Properties) > 0 {
+		return p
+	}
+	return nil
 }
 
 func typeText(p *jsonschema.Schema) string {

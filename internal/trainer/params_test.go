@@ -65,7 +65,7 @@ func fieldOf(e *core.Error) string {
 // TestParamRows: the table rows show type, default and range.
 func TestParamRows(t *testing.T) {
 	rows := ParamRows(MustParamSchema[testParams]())
-	if len(rows) != 6 {
+	if len(rows) != 7 || rows[6].Name != "sub.a" || rows[6].Type != "object of string" {
 		t.Fatalf("rows = %+v", rows)
 	}
 	want := ParamRow{Name: "order", Type: "integer", Default: "0", Range: "0..20", Description: "state dimension"}
