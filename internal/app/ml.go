@@ -264,7 +264,7 @@ func (a *App) DatasetDelete(ctx context.Context, p Principal, req DatasetRequest
 type JobSubmitRequest struct {
 	DatasetID string          `json:"datasetId" jsonschema:"dataset id"`
 	Trainer   string          `json:"trainer" jsonschema:"trainer reference: a native trainer (e.g. linear_state_space@1, hybrid_residual@1) or a registered external one, ext:NAME (exec:PATH only from the local CLI)"`
-	Params    json.RawMessage `json:"params,omitempty" jsonschema:"trainer parameters (a JSON object; see docs/trainers.md)"`
+	Params    json.RawMessage `json:"params,omitempty" jsonschema:"trainer parameters (a JSON object); a native trainer's are checked against its schema before queueing (trainer.show, docs/trainers.md), an external trainer's are not"`
 	Seed      int64           `json:"seed,omitempty" jsonschema:"random seed (default 1)"`
 	ParentID  string          `json:"parentId,omitempty" jsonschema:"the experiment this one derives from"`
 	Note      string          `json:"note,omitempty" jsonschema:"what changed and why"`

@@ -84,6 +84,9 @@ type TrainerShowResponse struct {
 	Formats []string `json:"formats" jsonschema:"model formats of the artifacts it writes (native trainers)"`
 	// Params is the JSON schema of a native trainer's params.
 	Params *jsonschema.Schema `json:"params,omitempty" jsonschema:"JSON schema of the params (native trainers; job.submit validates against it; external trainers' params are not validated)"`
+	// ParamNames keeps the params' declared order, which a decoded
+	// schema loses.
+	ParamNames []string `json:"paramNames" jsonschema:"the param names in their declared order"`
 	// External is an external trainer's registration.
 	External *core.ExtTrainer `json:"external,omitempty" jsonschema:"the registration of an external trainer"`
 }
@@ -107,7 +110,7 @@ func (a *App) TrainerShow(ctx context.Context, p Principal, req TrainerShowReque
 			if err != nil {
 				return TrainerShowResponse{}, err
 			}
-			return TrainerShowResponse{Name: req.Name, Kind: TrainerExternal, Formats: []string{}, External: &t}, nil
+			return TrainerShowResponse{Name: req.Name, Kind: TrainerExternal, Formats: []string{}, ParamNames: []string{}, External: &t}, nil
 		}
 		ref := req.Name
 		t, ok := a.nativeTrainer(ref)
@@ -127,9 +130,10 @@ func (a *App) TrainerShow(ctx context.Context, p Principal, req TrainerShowReque
 			return TrainerShowResponse{}, core.FieldErrorf(core.CodeNotFound, "name", "no trainer %q: the native ones are %s; external ones are named ext:NAME (aml trainer list)",
 				req.Name, strings.Join(a.nativeRefs(), ", "))
 		}
-		out := TrainerShowResponse{Name: ref, Kind: TrainerNative, Formats: []string{}}
+		out := TrainerShowResponse{Name: ref, Kind: TrainerNative, Formats: []string{}, ParamNames: []string{}}
 		if d, ok := t.(trainer.Described); ok {
 			out.Summary, out.Formats, out.Params = d.Summary(), d.Formats(), d.ParamSchema()
+			out.ParamNames = trainer.PropertyNames(out.Params)
 		}
 		return out, nil
 	})

@@ -61,7 +61,13 @@ func printTrainerShow(w io.Writer, t app.TrainerShowResponse) {
 		fmt.Fprintln(w, "params   defined by the program; not validated at submit")
 		return
 	}
-	rows := trainer.ParamRows(t.Params)
+	ps := t.Params
+	if ps != nil && len(t.ParamNames) == len(ps.Properties) {
+		c := *ps // a decoded schema has lost the declared order
+		c.PropertyOrder = t.ParamNames
+		ps = &c
+	}
+	rows := trainer.ParamRows(ps)
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "params   none published")
 		return
