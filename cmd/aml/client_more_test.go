@@ -684,6 +684,10 @@ func TestSec1_CLIPhysicsAndTrainers(t *testing.T) {
 		!strings.Contains(errs, "AML_INVALID_ARGUMENT") || !strings.Contains(errs, "params.ordr") || !strings.Contains(errs, "initSteps") {
 		t.Fatalf("a misspelt param over the API: exit %d %s", code, errs)
 	}
+	if _, errs, code := aml(t, "job", "submit", "--dataset", p.ids[false]["ds"], "--trainer", "one_step@1", "--params", `{"na":-1}`, "--data", local); code != 1 ||
+		!strings.Contains(errs, "AML_INVALID_ARGUMENT") || !strings.Contains(errs, "params.na") || !strings.Contains(errs, "below the minimum 0") {
+		t.Fatalf("an out-of-range param locally: exit %d %s", code, errs)
+	}
 	if _, errs, code := srv.as(t, "engineer", "job", "submit", "--dataset", ds, "--trainer", "exec:/usr/bin/id"); code == 0 || !strings.Contains(errs, "AML_FORBIDDEN") {
 		t.Fatalf("exec over the API: exit %d %s", code, errs)
 	}
