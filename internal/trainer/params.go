@@ -163,14 +163,15 @@ func ValidateParams(ref string, s *jsonschema.Schema, raw json.RawMessage) error
 }
 
 func validate(ref string, s *jsonschema.Schema, v any, path string) error {
-	bad := func(format string, args ...any) error {
-		return core.FieldErrorf(core.CodeInvalidArgument, path, "%s (trainer %s; aml trainer show %s)", fmt.Sprintf(format, args...), ref, ref)
+	badAt := func(field, format string, args ...any) error {
+		return core.FieldErrorf(core.CodeInvalidArgument, field, "%s (trainer %s; aml trainer show %s)", fmt.Sprintf(format, args...), ref, ref)
 	}
+	bad := func(format string, args ...any) error { return badAt(path, format, args...) }
 	if s == nil {
 		return nil
 	}
 	got := jsonType(v)
-	if types := schemaTypes(s); len(types) > 0 && !typeAllowed(types, got, v) {
+	if types := schemaTypes(s); len(types) > 0 && !typeAllowed(types, got) {
 		return bad("%s is %s, want %s", shortJSON(v), article(got), strings.Join(types, " or "))
 	}
 	if len(s.Enum) > 0 && v != nil {
@@ -213,8 +214,7 @@ func validate(ref string, s *jsonschema.Schema, v any, path string) error {
 			if !known {
 				if ap := s.AdditionalProperties; ap != nil {
 					if ap.Not != nil { // false: no other key
-						path += "." + k
-						return bad("unknown field %q; the known fields are %s", k, strings.Join(PropertyNames(s), ", "))
+						return badAt(path+"."+k, "unknown field %q; the known fields are %s", k, strings.Join(PropertyNames(s), ", "))
 					}
 					sub = ap
 				}
@@ -225,8 +225,7 @@ func validate(ref string, s *jsonschema.Schema, v any, path string) error {
 		}
 		for _, r := range s.Required {
 			if _, ok := x[r]; !ok {
-				path += "." + r
-				return bad("required, not given")
+				return badAt(path+"."+r, "required, not given")
 			}
 		}
 	}
@@ -277,7 +276,7 @@ func jsonType(v any) string {
 
 // typeAllowed: an integer is a number too; "integer" is what encoding/json
 // reads into an int (no fraction, no exponent).
-func typeAllowed(types []string, got string, v any) bool {
+func typeAllowed(types []string, got string) bool {
 	for _, t := range types {
 		if t == got || (t == "number" && got == "integer") {
 			return true
