@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -659,6 +660,12 @@ func TestSec1_CLIPhysicsAndTrainers(t *testing.T) {
 	}
 	p.both("trainer register", "admin", fixedArgs("trainer", "register", "touch", "--exec", script, "--env", "MY_VAR"))
 	p.both("trainer list", "viewer", fixedArgs("trainer", "list"))
+	p.both("trainer show", "viewer", fixedArgs("trainer", "show", "one_step@1"))
+	p.both("trainer show", "viewer", fixedArgs("trainer", "show", "ext:touch"))
+	if out, errs, code := srv.as(t, "viewer", "trainer", "show", "linear_state_space"); code != 0 ||
+		!strings.Contains(out, "linear_state_space@1") || !strings.Contains(out, "PARAM") || !regexp.MustCompile(`(?m)^initSteps\s+integer\s+5\s+≥ 0\s+steps`).MatchString(out) {
+		t.Fatalf("trainer show (text): exit %d %s\n%s", code, errs, out)
+	}
 	if _, errs, code := srv.as(t, "engineer", "trainer", "register", "x", "--exec", script); code == 0 || !strings.Contains(errs, "AML_FORBIDDEN") {
 		t.Fatalf("engineer registered a trainer: exit %d %s", code, errs)
 	}
@@ -673,6 +680,14 @@ func TestSec1_CLIPhysicsAndTrainers(t *testing.T) {
 		return v.Dataset.ID
 	})
 	ds := p.ids[true]["ds"]
+	if _, errs, code := srv.as(t, "engineer", "job", "submit", "--dataset", ds, "--trainer", "linear_state_space@1", "--params", `{"ordr":2}`); code == 0 ||
+		!strings.Contains(errs, "AML_INVALID_ARGUMENT") || !strings.Contains(errs, "params.ordr") || !strings.Contains(errs, "initSteps") {
+		t.Fatalf("a misspelt param over the API: exit %d %s", code, errs)
+	}
+	if _, errs, code := aml(t, "job", "submit", "--dataset", p.ids[false]["ds"], "--trainer", "one_step@1", "--params", `{"na":-1}`, "--data", local); code != 1 ||
+		!strings.Contains(errs, "AML_INVALID_ARGUMENT") || !strings.Contains(errs, "params.na") || !strings.Contains(errs, "below the minimum 0") {
+		t.Fatalf("an out-of-range param locally: exit %d %s", code, errs)
+	}
 	if _, errs, code := srv.as(t, "engineer", "job", "submit", "--dataset", ds, "--trainer", "exec:/usr/bin/id"); code == 0 || !strings.Contains(errs, "AML_FORBIDDEN") {
 		t.Fatalf("exec over the API: exit %d %s", code, errs)
 	}

@@ -40,7 +40,7 @@ func localActor(by string) string {
 // needs lists what an op needs beyond the store.
 func opNeeds(name string) (runner, key bool) {
 	switch name {
-	case "job.submit", "job.cancel", "job.retry", "calibrate", "trainer.list":
+	case "job.submit", "job.cancel", "job.retry", "calibrate", "trainer.list", "trainer.show":
 		runner = true
 	}
 	return runner, strings.HasPrefix(name, "cert.")

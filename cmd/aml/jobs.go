@@ -59,7 +59,10 @@ func newJobCmd(a *app) *cobra.Command {
 (e.g. linear_state_space@1), a registered external one, ext:NAME (aml trainer
 list), or — from this machine only, not with --server — exec:PATH (see
 docs/external-trainer.md). A params "physics" naming a local file is
-uploaded first (aml physics put) and replaced by the stored model's id. Without --wait the job is queued for a worker
+uploaded first (aml physics put) and replaced by the stored model's id. A
+native trainer's params are checked against its schema before the job is
+queued (aml trainer show REF, docs/trainers.md); an external trainer's are
+passed through. Without --wait the job is queued for a worker
 ('aml worker' or 'aml serve'); with --wait it runs in this process with a live
 progress bar and the command ends when the job does (exit 1 unless done).
 With --server and --wait the job runs on the server's workers and is followed

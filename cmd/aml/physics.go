@@ -79,7 +79,7 @@ func (a *app) uploadPhysicsParam(cmd *cobra.Command, params json.RawMessage) (js
 }
 
 func newTrainerCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "trainer", Short: "Trainers: list them; register an external trainer (admin)"}
+	cmd := &cobra.Command{Use: "trainer", Short: "Trainers: list them, show one's params; register an external trainer (admin)"}
 	var rr amlapp.TrainerRegisterRequest
 	register := opCommand(a, &cobra.Command{
 		Use:   "register NAME --exec PATH [--env VAR]...",
@@ -108,7 +108,19 @@ replaces it.`,
 	fl.StringSliceVar(&rr.Env, "env", nil, "parent environment variables passed to the program (repeatable)")
 	var lr amlapp.TrainerListRequest
 	list := opCommand(a, &cobra.Command{Use: "list", Short: "List native and registered external trainers", Args: argsExact(0)}, "trainer.list", "", &lr, nil)
-	cmd.AddCommand(register, list)
+	var sr amlapp.TrainerShowRequest
+	show := opCommand(a, &cobra.Command{
+		Use:   "show NAME",
+		Short: "A trainer: kind, model formats and a table of its params (--json: with their JSON schema)",
+		Long: `Show trainer NAME: a native trainer (one_step@1, or one_step for its
+only version) with its model formats and a table of its params — name,
+type, default, range and description — or a registered external trainer
+(ext:NAME). With --json the answer carries the params' JSON schema
+("params"), the one job submit validates a job's params against. An
+external trainer's params are the program's own and are not validated.`,
+		Args: argsExact(1),
+	}, "trainer.show", "", &sr, func(args []string) error { sr.Name = args[0]; return nil })
+	cmd.AddCommand(register, list, show)
 	return cmd
 }
 

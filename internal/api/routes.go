@@ -95,6 +95,7 @@ func table() []route {
 		{Method: G, Path: "/physics/{id}", Op: "physics.show", Tag: "jobs"},
 		{Method: P, Path: "/trainers", Op: "trainer.register", Tag: "jobs", Status: C},
 		{Method: G, Path: "/trainers", Op: "trainer.list", Tag: "jobs"},
+		{Method: G, Path: "/trainers/{name}", Op: "trainer.show", Tag: "jobs"},
 
 		// Models.
 		{Method: G, Path: "/models", Op: "model.list", Tag: "models"},

@@ -13,6 +13,7 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/physics"
+	"github.com/aml-project/aml/internal/trainer"
 )
 
 // Stored content a training job refers to instead of a server-side path:
@@ -27,7 +28,8 @@ var (
 	opPhysicsShow = Op{Name: "physics.show", Act: auth.ActRead, Summary: "A stored physics model with its source"}
 
 	opTrainerRegister = Op{Name: "trainer.register", Act: auth.ActAdmin, Summary: "Register an external trainer program under a name (admin; audited); jobs name it ext:NAME"}
-	opTrainerList     = Op{Name: "trainer.list", Act: auth.ActRead, Summary: "List the trainers: native ones and registered external ones"}
+	opTrainerList     = Op{Name: "trainer.list", Act: auth.ActRead, Summary: "List the trainers: native ones (with their param names) and registered external ones"}
+	opTrainerShow     = Op{Name: "trainer.show", Act: auth.ActRead, Summary: "A trainer: kind, model formats and the JSON schema of its params (native trainers)"}
 )
 
 func contentOps() []*Op {
@@ -37,6 +39,7 @@ func contentOps() []*Op {
 		bind(&opPhysicsShow, (*App).PhysicsShow),
 		bind(&opTrainerRegister, (*App).TrainerRegister),
 		bind(&opTrainerList, (*App).TrainerList),
+		bind(&opTrainerShow, (*App).TrainerShow),
 	}
 }
 
@@ -246,8 +249,10 @@ func (a *App) TrainerRegister(ctx context.Context, p Principal, req TrainerRegis
 
 // TrainerListResponse lists the trainers a job can name.
 type TrainerListResponse struct {
-	Native   []string          `json:"native" jsonschema:"native trainer references"`
-	External []core.ExtTrainer `json:"external" jsonschema:"registered external trainers (jobs name them ext:NAME)"`
+	Native []string `json:"native" jsonschema:"native trainer references"`
+	// NativeParams is keyed by native trainer reference.
+	NativeParams map[string][]string `json:"nativeParams" jsonschema:"the param names of each native trainer (aml trainer show REF for their schema)"`
+	External     []core.ExtTrainer   `json:"external" jsonschema:"registered external trainers (jobs name them ext:NAME)"`
 }
 
 // TrainerListRequest takes no parameters.
@@ -256,9 +261,14 @@ type TrainerListRequest struct{}
 // TrainerList lists the native and the registered external trainers.
 func (a *App) TrainerList(ctx context.Context, p Principal, req TrainerListRequest) (TrainerListResponse, error) {
 	return run(ctx, a, p, &opTrainerList, req, func(ctx context.Context, p Principal, _ TrainerListRequest) (TrainerListResponse, error) {
-		out := TrainerListResponse{Native: []string{}, External: []core.ExtTrainer{}}
+		out := TrainerListResponse{Native: []string{}, NativeParams: map[string][]string{}, External: []core.ExtTrainer{}}
 		if a.d.Runner != nil {
 			out.Native = a.d.Runner.TrainerRefs()
+		}
+		for _, ref := range out.Native {
+			if s := a.paramSchema(ref); s != nil {
+				out.NativeParams[ref] = trainer.PropertyNames(s)
+			}
 		}
 		s, err := a.trainerStore()
 		if err != nil {

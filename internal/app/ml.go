@@ -264,7 +264,7 @@ func (a *App) DatasetDelete(ctx context.Context, p Principal, req DatasetRequest
 type JobSubmitRequest struct {
 	DatasetID string          `json:"datasetId" jsonschema:"dataset id"`
 	Trainer   string          `json:"trainer" jsonschema:"trainer reference: a native trainer (e.g. linear_state_space@1, hybrid_residual@1) or a registered external one, ext:NAME (exec:PATH only from the local CLI)"`
-	Params    json.RawMessage `json:"params,omitempty" jsonschema:"trainer parameters (a JSON object; see docs/trainers.md)"`
+	Params    json.RawMessage `json:"params,omitempty" jsonschema:"trainer parameters (a JSON object); a native trainer's are checked against its schema before queueing (trainer.show, docs/trainers.md), an external trainer's are not"`
 	Seed      int64           `json:"seed,omitempty" jsonschema:"random seed (default 1)"`
 	ParentID  string          `json:"parentId,omitempty" jsonschema:"the experiment this one derives from"`
 	Note      string          `json:"note,omitempty" jsonschema:"what changed and why"`
@@ -330,6 +330,9 @@ func (a *App) JobSubmit(ctx context.Context, p Principal, req JobSubmitRequest) 
 			return core.Job{}, err
 		}
 		if r.IsNative(req.Trainer) {
+			if err := a.checkParams(req.Trainer, req.Params); err != nil {
+				return core.Job{}, err
+			}
 			if req.Params, err = a.checkPhysicsParam(ctx, req.Params); err != nil {
 				return core.Job{}, err
 			}
@@ -434,6 +437,9 @@ func (a *App) JobRetry(ctx context.Context, p Principal, req JobRequest) (core.J
 			return j, err
 		}
 		if r.IsNative(j.TrainerRef) {
+			if err := a.checkParams(j.TrainerRef, j.Params); err != nil {
+				return j, err
+			}
 			if _, err := a.checkPhysicsParam(ctx, j.Params); err != nil {
 				return j, err
 			}

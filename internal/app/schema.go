@@ -53,6 +53,7 @@ var (
 	timeType        = reflect.TypeFor[time.Time]()
 	durationType    = reflect.TypeFor[Duration]()
 	instantType     = reflect.TypeFor[Instant]()
+	schemaType      = reflect.TypeFor[jsonschema.Schema]()
 )
 
 func collectOverrides(t reflect.Type, over map[reflect.Type]*jsonschema.Schema, seen map[reflect.Type]bool) {
@@ -66,6 +67,9 @@ func collectOverrides(t reflect.Type, over map[reflect.Type]*jsonschema.Schema, 
 		return
 	case instantType:
 		over[t] = &jsonschema.Schema{Types: []string{"integer", "string"}, Description: "epoch milliseconds or an RFC 3339 time"}
+		return
+	case schemaType: // a JSON schema in an answer (trainer.show)
+		over[t] = &jsonschema.Schema{Type: "object", Description: "a JSON schema"}
 		return
 	}
 	if t != timeType && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&

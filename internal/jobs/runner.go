@@ -150,6 +150,9 @@ func (r *Runner) IsNative(ref string) bool {
 	return ok
 }
 
+// Trainer returns the native trainer ref names.
+func (r *Runner) Trainer(ref string) (Trainer, bool) { return r.opt.Trainers.Get(ref) }
+
 // TrainerRefs lists the native trainers' references.
 func (r *Runner) TrainerRefs() []string { return r.opt.Trainers.Refs() }
 

@@ -338,6 +338,7 @@ var wantHints = map[string]hints{
 	"aml_dataset_build":        additive,
 	"aml_dataset_stats":        readOnly,
 	"aml_job_submit":           additive,
+	"aml_trainer_show":         readOnly,
 	"aml_job_status":           readOnly,
 	"aml_job_logs":             readOnly,
 	"aml_job_cancel":           {destructive: true, idempotent: true},
@@ -914,6 +915,14 @@ func TestHTTP(t *testing.T) {
 	}
 	if te := callErr(t, agent, "aml_job_submit", map[string]any{"datasetId": built.Dataset.ID, "trainer": "no_such@9"}); te.Field == "" && te.Code == "" {
 		t.Fatalf("unknown trainer: %+v", te)
+	}
+	var ts app.TrainerShowResponse
+	call(t, agent, "aml_trainer_show", map[string]any{"name": "linear_state_space@1"}, &ts)
+	if ts.Kind != app.TrainerNative || ts.Params == nil || ts.Params.Properties["order"] == nil {
+		t.Fatalf("trainer show: %+v", ts)
+	}
+	if te := callErr(t, agent, "aml_job_submit", map[string]any{"datasetId": built.Dataset.ID, "trainer": "linear_state_space@1", "params": map[string]any{"ordr": 2}}); te.Code != core.CodeInvalidArgument || te.Field != "params.ordr" {
+		t.Fatalf("misspelt param: %+v", te)
 	}
 
 	// The twin over HTTP: snapshot, trials, calibration request, gate.

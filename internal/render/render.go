@@ -121,6 +121,7 @@ var byOp = map[string]fn{
 	"physics.show":     out(printPhysicsSource),
 	"trainer.register": out(printTrainer),
 	"trainer.list":     out(printTrainers),
+	"trainer.show":     out(printTrainerShow),
 	// governance
 	"cert.key":        out(func(w io.Writer, k app.CertKeyResponse) { fmt.Fprint(w, k.PublicKeyPEM) }),
 	"cert.key.rotate": out(printKeyRotated),

@@ -7,4 +7,9 @@
 //
 // Every trainer is deterministic for its seed and reports progress; the
 // platform, not the trainer, computes the metrics (internal/eval).
+//
+// Each trainer publishes the JSON schema of its params (schema.go), from
+// which docs/trainers.md is generated.
 package trainers
+
+//go:generate go run ./gen -o ../../../docs/trainers.md

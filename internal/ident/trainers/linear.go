@@ -444,19 +444,19 @@ func (OneStep) Ref() string           { return "one_step@1" }
 func (OneStep) HasTrainingStep() bool { return true }
 
 type arxParams struct {
-	Select        *bool     `json:"select"`
-	MaxOrder      int       `json:"maxOrder"`
-	Feedthrough   *bool     `json:"feedthrough"`
-	Lambdas       []float64 `json:"lambdas"`
-	Criterion     string    `json:"criterion"`
-	NA            *int      `json:"na"`
-	NB            *int      `json:"nb"`
-	NK            *int      `json:"nk"`
-	Lambda        *float64  `json:"lambda"`
-	Diag          bool      `json:"diag"`
-	Intercept     *bool     `json:"intercept"`
-	Physics       any       `json:"physics"`       // accepted and ignored (see linDecodeParams)
-	PhysicsSha256 any       `json:"physicsSha256"` // pinned by job.submit beside physics; ignored
+	Select        *bool     `json:"select" jsonschema:"choose na = nb, nk and the ridge λ by validation (default true, false when na, nb or nk is given)"`
+	MaxOrder      int       `json:"maxOrder" jsonschema:"selection grid na = nb = 1..maxOrder (0: the default), limited to lags ≤ the dataset's history" param:"default=10;min=0"`
+	Feedthrough   *bool     `json:"feedthrough" jsonschema:"allow nk = 0 (u(k) acts on y(k)) in the selection grid: nk ∈ {0, 1}; false: nk = 1" param:"default=true"`
+	Lambdas       []float64 `json:"lambdas" jsonschema:"ridge grid of the selection (scaled units, summed squared errors)" param:"default=[0,1,100];itemMin=0"`
+	Criterion     string    `json:"criterion" jsonschema:"selection criterion: free-run simulation error or one-step prediction error" param:"default=\"simulation\";enum=simulation|one_step"`
+	NA            *int      `json:"na" jsonschema:"fixed output order when select is false" param:"default=2;min=0"`
+	NB            *int      `json:"nb" jsonschema:"fixed input order when select is false (default: na; na + nb > 0)" param:"min=0"`
+	NK            *int      `json:"nk" jsonschema:"fixed input delay when select is false" param:"default=1;min=0"`
+	Lambda        *float64  `json:"lambda" jsonschema:"fixed ridge parameter; with select it replaces the grid" param:"default=0;min=0"`
+	Diag          bool      `json:"diag" jsonschema:"every target regressed on its own past only" param:"default=false"`
+	Intercept     *bool     `json:"intercept" jsonschema:"constant term c" param:"default=true"`
+	Physics       any       `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"` // see linDecodeParams
+	PhysicsSha256 any       `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`                    // pinned by job.submit beside physics
 }
 
 // arxArtifact is the aml.arx/1 model.json. Theta has one column per output
@@ -702,15 +702,15 @@ func (LinearStateSpace) Ref() string           { return "linear_state_space@1" }
 func (LinearStateSpace) HasTrainingStep() bool { return true }
 
 type ssParams struct {
-	Order         int    `json:"order"`
-	MaxOrder      int    `json:"maxOrder"`
-	BlockRows     int    `json:"blockRows"`
-	Feedthrough   bool   `json:"feedthrough"`
-	Refine        *bool  `json:"refine"`
-	InitSteps     int    `json:"initSteps"`
-	WindowX0      string `json:"windowX0"`
-	Physics       any    `json:"physics"`       // accepted and ignored (see linDecodeParams)
-	PhysicsSha256 any    `json:"physicsSha256"` // pinned by job.submit beside physics; ignored
+	Order         int    `json:"order" jsonschema:"state dimension; 0 selects it among 1..maxOrder by the free-run NRMSE on validation data" param:"default=0;min=0"`
+	MaxOrder      int    `json:"maxOrder" jsonschema:"largest candidate order (0: the default, at least order)" param:"default=10;min=0"`
+	BlockRows     int    `json:"blockRows" jsonschema:"block rows of the Hankel matrices (0: the library's, max(10, 2·maxOrder/nTargets, order+1) limited by the data)" param:"default=0;min=0"`
+	Feedthrough   bool   `json:"feedthrough" jsonschema:"estimate D (u(k) acts on y(k))" param:"default=false"`
+	Refine        *bool  `json:"refine" jsonschema:"Levenberg–Marquardt simulation-error refinement" param:"default=true"`
+	InitSteps     int    `json:"initSteps" jsonschema:"steps used to estimate the initial state of a validation segment (0: the default); the dataset's history must be at least this long" param:"default=5;min=0"`
+	WindowX0      string `json:"windowX0" jsonschema:"how a window's initial state is estimated from its history rows: prior (MAP with the training-state prior), ls (least squares) or auto (the better on validation windows)" param:"default=\"auto\";enum=auto|prior|ls"`
+	Physics       any    `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"` // see linDecodeParams
+	PhysicsSha256 any    `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
 
 // ssArtifact is the aml.statespace/1 model.json: the model

@@ -29,11 +29,13 @@ func (StaticResponse) Ref() string           { return "static_response@1" }
 func (StaticResponse) HasTrainingStep() bool { return true }
 
 type staticParams struct {
-	Degrees      []int     `json:"degrees"`
-	Lambdas      []float64 `json:"lambdas"`
-	Folds        int       `json:"folds"`
-	GP           *bool     `json:"gp"`
-	Interactions *bool     `json:"interactions"`
+	Degrees       []int     `json:"degrees" jsonschema:"candidate polynomial degrees (chosen by cross-validation)" param:"default=[1,2,3];itemMin=0;itemMax=10"`
+	Lambdas       []float64 `json:"lambdas" jsonschema:"candidate ridge penalties (default: a log grid)" param:"itemMin=0"`
+	Folds         int       `json:"folds" jsonschema:"cross-validation folds (0: the default)" param:"default=5;min=0"`
+	GP            *bool     `json:"gp" jsonschema:"also fit a Gaussian process and keep it if it wins the cross-validation" param:"default=true"`
+	Interactions  *bool     `json:"interactions" jsonschema:"polynomial cross terms between inputs" param:"default=true"`
+	Physics       any       `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
+	PhysicsSha256 any       `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
 
 type staticArtifact struct {
