@@ -245,6 +245,16 @@ func TestRemoteParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	both("line apply", "engineer", fixed("line", "apply", lineFile))
+	recipeFile := filepath.Join(csvDir, "recipe.yaml")
+	eventsFile := filepath.Join(csvDir, "events.csv")
+	if err := os.WriteFile(recipeFile, []byte("setpoint: 0.5\ngain: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(eventsFile, []byte("run,recipe,recipe_version,start,end,confirmed_by\nextra-run,R,1,2026-01-05T06:00:00Z,,Kim\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	both("recipe put", "engineer", fixed("recipe", "put", recipeFile, "--line", "injection-line-1", "--product", "P", "--recipe", "R"))
+	both("runs events", "engineer", fixed("runs", "events", eventsFile, "--line", "injection-line-1"))
 	both("ts query", "viewer", fixed("ts", "query", "--node", "part_weight"))
 	both("ts query --limit", "viewer", fixed("ts", "query", "--node", "part_weight", "--limit", "7"))
 	both("ts query --bucket", "viewer", fixed("ts", "query", "--node", "part_weight", "--bucket", "1m"))

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -123,4 +125,110 @@ docs/line-file.md.`,
 	})
 	cmd.AddCommand(apply)
 	return cmd
+}
+
+func newRecipeCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "recipe", Short: "Recipe versions: a recipe's parameters, content-hashed"}
+	var req amlapp.RecipePutRequest
+	put := opCommand(a, &cobra.Command{
+		Use:   "put FILE --line L --product P --recipe R",
+		Short: "Register a recipe's parameters (a YAML or JSON object in FILE) as its next version; the same content is the same version",
+		Args:  argsExact(1),
+	}, "recipe.put", "", &req, func(args []string) error {
+		b, err := safefile.ReadFile(args[0], 4<<20)
+		if err != nil {
+			return safefile.Refusal(core.CodeInvalidArgument, err, "recipe file")
+		}
+		if err := yaml.Unmarshal(b, &req.Params); err != nil {
+			return core.FieldErrorf(core.CodeInvalidArgument, "params", "%s: not a parameter object: %v", args[0], err)
+		}
+		return nil
+	})
+	put.Flags().StringVar(&req.Line, "line", "", "line id (required)")
+	put.Flags().StringVar(&req.Product, "product", "", "product id (required)")
+	put.Flags().StringVar(&req.Recipe, "recipe", "", "recipe id (required)")
+	cmd.AddCommand(put)
+	return cmd
+}
+
+// newRunEventsCmd is aml runs events: a plant's batch records from a CSV
+// (run,recipe,recipe_version,start,end,confirmed_by) or JSON file.
+func newRunEventsCmd(a *app) *cobra.Command {
+	var req amlapp.RunEventsRequest
+	cmd := opCommand(a, &cobra.Command{
+		Use:   "events FILE --line L",
+		Short: "Record a plant's batch records (which recipe version each run ran, its end, who confirmed it): the evidence dataset lineage verifies on",
+		Long: `Read the batch records in FILE — a CSV with the columns
+run,recipe,recipe_version,start,end,confirmed_by (start and end in epoch ms
+or RFC 3339; end may be empty) or a JSON array of {run, recipe,
+recipeVersion, start, end, confirmedBy} — and record each: the run's recipe
+version is set, an active run is ended, and a context segment confirmed by
+the named person is stored and audited. Register the recipe versions first
+(aml recipe put). See docs/lineage.md.`,
+		Args: argsExact(1),
+	}, "run.events", "", &req, func(args []string) error {
+		b, err := safefile.ReadFile(args[0], 64<<20)
+		if err != nil {
+			return safefile.Refusal(core.CodeInvalidArgument, err, "run events file")
+		}
+		req.Events, err = parseRunEvents(args[0], b)
+		return err
+	})
+	cmd.Flags().StringVar(&req.Line, "line", "", "the runs' line (required)")
+	return cmd
+}
+
+func parseRunEvents(name string, b []byte) ([]amlapp.RunEvent, error) {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+		var evs []amlapp.RunEvent
+		dec := json.NewDecoder(bytes.NewReader(t))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&evs); err != nil {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, "file", "%s: not a JSON array of run events: %v", name, err)
+		}
+		return evs, nil
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "file", "%s: %v", name, err)
+	}
+	if len(rows) < 2 {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "file", "%s: a header and at least one record are needed", name)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[strings.ToLower(strings.TrimSpace(h))] = i
+	}
+	for _, need := range []string{"run", "recipe", "recipe_version", "start", "confirmed_by"} {
+		if _, ok := col[need]; !ok {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, "file", "%s: no column %q (want run,recipe,recipe_version,start,end,confirmed_by)", name, need)
+		}
+	}
+	var out []amlapp.RunEvent
+	for i, r := range rows[1:] {
+		at := fmt.Sprintf("%s:%d", name, i+2)
+		cell := func(c string) string {
+			if j, ok := col[c]; ok && j < len(r) {
+				return strings.TrimSpace(r[j])
+			}
+			return ""
+		}
+		v, err := strconv.Atoi(cell("recipe_version"))
+		if err != nil {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, at, "%s: recipe_version %q is not a whole number", at, cell("recipe_version"))
+		}
+		ev := amlapp.RunEvent{Run: cell("run"), Recipe: cell("recipe"), RecipeVersion: v, ConfirmedBy: cell("confirmed_by")}
+		if err := ev.Start.Set(cell("start")); err != nil {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, at, "%s: start: %v", at, err)
+		}
+		if e := cell("end"); e != "" {
+			var end amlapp.Instant
+			if err := end.Set(e); err != nil {
+				return nil, core.FieldErrorf(core.CodeInvalidArgument, at, "%s: end: %v", at, err)
+			}
+			ev.End = &end
+		}
+		out = append(out, ev)
+	}
+	return out, nil
 }

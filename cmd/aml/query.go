@@ -41,7 +41,7 @@ func newRunsCmd(a *app) *cobra.Command {
 	var sr amlapp.RunShowRequest
 	show := opCommand(a, &cobra.Command{Use: "show RUN", Short: "Show a run with its context segments and sample counts per node", Args: argsExact(1)},
 		"run.show", "", &sr, func(args []string) error { sr.ID = args[0]; return nil })
-	cmd.AddCommand(list, show)
+	cmd.AddCommand(list, show, newRunEventsCmd(a))
 	return cmd
 }
 
