@@ -16,12 +16,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	ident := &cobra.Command{
 		Use:   "ident CONFIG.json",
 		Short: "Run an identification benchmark (docs/bench-config.md) and print our figures beside the published ones",
-		Long: `Ingest the benchmark's CSV files as runs, build a dataset with the
-benchmark's split, train each trainer through the job system and evaluate
-with the platform's metrics: free-run simulation over each whole test run
-after initSteps measured samples, and one-step prediction. Uses a fresh
-temporary data directory unless --data is given explicitly with --keep.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := benchident.Load(args[0])
 			if err != nil {

@@ -74,13 +74,7 @@ func newCertCmd(a *app) *cobra.Command {
 	issue := &cobra.Command{
 		Use:   "issue --trial ID --as PERSON [--ttl 15m]",
 		Short: "Issue a signed certificate for a stored, passing, improving trial",
-		Long: `Certify the stored virtual trial ID: it must pass (every scene constraint
-passed, in distribution) and improve on the baseline, or the issue is
-refused with AML_CERT_REFUSED. The snapshot, scene, model and objective
-hashes come from the stored records. --as is the requester (with --server:
-the token's owner), who can never approve the certificate. It expires after
---ttl (at most 24h).`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 	}
 	opCommand(a, issue, "cert.issue", "as", &ir, func([]string) error {
 		if ir.Trial == "" {
@@ -113,16 +107,7 @@ the token's owner), who can never approve the certificate. It expires after
 	verify := reportCommand(a, &cobra.Command{
 		Use:   "verify ID",
 		Short: "Verify a certificate: row, hash, Ed25519 signature, its audit trail and the audit chain",
-		Long: `Check certificate ID end to end with the server key in the data directory:
-the stored row agrees with the certificate, certificateHash is the hash of
-the signed body, the signature verifies, its approval (and execution claim)
-is a statement signed with the deployment key that matches the row, the
-audit entry recorded with it (its anchor) is a signed audit checkpoint, the
-audit log holds its issue entry at that anchor and a lifecycle that replays
-to its status and approver, and the whole audit log verifies with its
-signed checkpoints (aml audit verify). Any failure exits 1 with
-AML_CERT_INVALID naming the check.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 	}, "cert.verify", "", &vr, id(&vr.ID), func(r any) bool { return len(r.(govern.VerifyReport).Checks) > 0 })
 
 	cmd.AddCommand(key, newCertRotateKeyCmd(a), list, show, issue, approve, revoke, verify, newCertExecuteCmd(a))
@@ -137,25 +122,7 @@ func newCertExecuteCmd(a *app) *cobra.Command {
 	execute := &cobra.Command{
 		Use:   "execute ID --as PERSON [--run R] [--opcua-endpoint URL --map FILE]",
 		Short: "Write an APPROVED certificate's first step through the write guard (OPC UA or the recording writer)",
-		Long: `Run the governed write of certificate ID: the fail-closed write guard checks
-the line's channel, the scene's write policy, the certificate (approved,
-unexpired, signature), the snapshot's freshness and the recorded write
-history; a denial exits 1 with AML_WRITE_DENIED and its reason code. An
-allowed write goes to the recording writer (seeded with the snapshot's
-control values; a machine connector comes later), is read back, recorded
-and audited, and the certificate becomes EXECUTED. The action counts
-against the run of the certified snapshot (else the line's active run);
---run R only checks it: any other run is refused (RUN_MISMATCH).
-
-With --opcua-endpoint URL --map FILE the write goes to the line's OPC UA
-server instead (the governed OPC UA writer; FILE is an aml connect opcua
-map naming the OPC UA node of each AML node): each move is read (it must
-hold the certified From value), written and read back — readback-verified,
-transport-ack when the server does not let setpoints be read, or failed; a
-readback that differs raises a write.alarm audit entry and stops the
-certificate's remaining moves. The OPC UA writer runs in this process, so
-these flags cannot be combined with --server.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if a.remote.server != "" && o.set() {
 				return usagef("--opcua-endpoint/--map write from this process: they cannot be combined with --server (the server executes with its own writer)")
@@ -236,19 +203,7 @@ func newCertRotateKeyCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rotate-key --as ADMIN",
 		Short: "Replace the deployment's certificate signing key (old certificates still verify)",
-		Long: `Generate a new signing key and make it the deployment's. The old key signs
-that the new one succeeds it, the new key signs that it retired the old;
-both statements are stored in the database and audited (cert.key.rotate).
-Then the new key replaces cert-key.json (atomically); the old key file is
-kept as keys/cert-key.<old id>.json. New certificates, statements and
-audit checkpoints are signed with the new key; old ones still verify by
-their key id, and an approved certificate signed with the old key can
-still be executed.
-
-Every other process sharing the database (PostgreSQL) is refused with
-AML_CERT_KEY_RETIRED until cert-key.json from this data directory is
-copied into its own and it is restarted.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 	}
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if err := a.requireActor(c); err != nil {

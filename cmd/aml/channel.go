@@ -35,14 +35,7 @@ func newChannelCmd(a *app) *cobra.Command {
 	set := &cobra.Command{
 		Use:   "set --line L --profile legacy|hybrid_twin --policy recommendation_only|hitl_governed|bounded_auto [--scene ID@VER] [--bound VAR=MIN:MAX ...] --as PERSON",
 		Short: "Set the channel profile of a line (audited)",
-		Long: `Set the channel profile of line L. The write guard writes only to a line
-whose channel has profile hybrid_twin and a policy that allows writing:
-recommendation_only never writes, hitl_governed writes approved
-certificates, bounded_auto additionally keeps every target within the
---bound ranges (a control without a bound is never written). A line without
-a channel is never written. --scene ties the channel to a stored scene of
-the line (bounds must name its controls).`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 	}
 	opCommand(a, set, "channel.set", "as", &req, func([]string) error {
 		if req.Line == "" || req.Profile == "" || req.ControlPolicy == "" {

@@ -39,16 +39,7 @@ func newConnectOPCUACmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "opcua --endpoint opc.tcp://HOST:PORT --map FILE",
 		Short: "Subscribe to an OPC UA server's nodes and ingest their values with run context",
-		Long: `Connects to the server (security policy and mode, anonymous or user login),
-imports the mapped nodes (unit from EngineeringUnits, range from EURange,
-kind from the access level, unless the map says otherwise), subscribes with
-the map's sampling and publishing intervals and stores every value change
-with its source time and the run named by the map's run tag. A lost
-connection is retried with backoff; the interval not received is recorded
-as a gap in the audit log (action connector.gap), never filled in.
-
-Runs until interrupted or for --for. See docs/connectors.md for the map.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if endpoint == "" || mapFile == "" {
 				return usagef("--endpoint and --map are required")
@@ -108,13 +99,7 @@ func newConnectMQTTCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mqtt --broker tcp://HOST:PORT --map FILE",
 		Short: "Subscribe to MQTT topics (QoS 1) and ingest their JSON payloads",
-		Long: `Subscribes to every mapped topic with QoS 1 on a persistent session and
-stores the number at each topic's payload path (and its time, if the map
-names a time field) as a sample of the mapped node. Malformed payloads are
-counted and logged, never stored. The client reconnects by itself.
-
-Runs until interrupted or for --for. See docs/connectors.md for the map.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if broker == "" || mapFile == "" {
 				return usagef("--broker and --map are required")

@@ -20,13 +20,7 @@ func newConnectStatusCmd(a *app) *cobra.Command {
 	cmd := opCommand(a, &cobra.Command{
 		Use:   "status [--line L]",
 		Short: "List the connectors that report to this data dir: state, counters, gaps, staleness",
-		Long: `Lists the connector status rows (aml connect opcua|mqtt and aml demo --live
-write theirs every 2 s and on every state change): connector, line, state
-(connecting, connected, reconnecting, stopped, failed; "stale" when a
-running connector has not written for 3 of its intervals — its process is
-gone), values received and stored, malformed payloads, gaps, the source
-time of the newest value and the last error.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 	}, "connector.list", "", &req, nil)
 	cmd.Flags().StringVar(&req.Line, "line", "", "only this line")
 	return cmd

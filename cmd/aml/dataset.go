@@ -17,12 +17,7 @@ func newDatasetCmd(a *app) *cobra.Command {
 	build := opCommand(a, &cobra.Command{
 		Use:   "build --spec FILE",
 		Short: "Build a dataset from a spec (see docs/dataset-format.md)",
-		Long: `Read the spec's runs from the store, clean (state filter, range filter,
-time-windowed Hampel), align to the beat grid, window, split and normalise
-them, write the files, hash them and register the dataset. Nothing is
-registered unless every file was written. Quotas: --max-windows and
---max-bytes-mib (refused with AML_QUOTA_EXCEEDED before anything is written).`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 	}, "dataset.build", "", &br, func([]string) error {
 		b, err := os.ReadFile(specPath)
 		if err != nil {

@@ -18,44 +18,7 @@ func newDemoCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole loop on a fresh data dir: simulate, build, train, gate, shadow, optimise, certify, approve, write",
-		Long: `Runs AML's main job end to end on the embedded store in --data (which must
-hold no data yet):
-
-  1. simulate the injection-moulding line (24 runs of 30 min at 1 s);
-  2. build the part-weight dataset (examples/specs/injection_weight.json);
-  3. train the hybrid twin model (examples/physics/injection.aml + a neural
-     residual ensemble; hybrid_residual@1) and evaluate it;
-  4. store and freeze the injection scene and its objective;
-  5. move the model to shadow and simulate 3 more runs after it was made
-     (on a serviced mould: its wear restarts from new; --wear-continues
-     lets it grow on, which the model cannot see); collect shadow evidence
-     (its predictions vs what the line did);
-  6. evaluate the twin gate (twin-v2: accuracy, coverage, fresh trials on
-     test-run snapshots, shadow evidence) and promote to production; when
-     the gate fails on the shadow evidence, recalibrate once (signals,
-     request, rebuild with the new runs, retrain) and repeat 5–6 with the
-     new model;
-  7. take a snapshot at the end of the newest run, optimise the setpoints;
-  8. issue a signed certificate for the best trial, approve it as another
-     person, and execute it through the write guard with a recording writer
-     (nothing leaves the process), then verify the certificate.
-
-With --live, steps 7–8 run on a live line instead: the simulated line is
-served over OPC UA in this process (accelerated, --speed), the OPC UA
-connector ingests it into the store, the snapshot is taken from the live
-samples, the approved certificate's setpoints are written over OPC UA
-through the write guard and read back, and the part weight's distance to
-its target is measured on the ingested samples before and after the move
-(JSON: before.targetError, after.targetError, written). The history the
-model is trained on (steps 1–6) is simulated offline, as without --live.
-
-The demo runs on the simulated line's own clock (reported as demoClock):
-its history starts at 06:00 UTC on the latest day that lets everything,
-the governed write included, end at least an hour before now, so the
-demo's data and figures do not depend on the hour it runs. Every step is stored and audited, so the
-usual commands (aml model show, aml twin gate, aml cert verify, aml audit
-verify ...) work on the data dir afterwards.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := a.openStore()
 			if err != nil {

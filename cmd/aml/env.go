@@ -18,12 +18,6 @@ func newEnvCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Trainer environments: list, rebuild, unlock",
-		Long: `External trainers run in shared environments (a Python venv, say) configured
-in <data>/envs.json (a JSON array of {name, dir, rebuild, description}; without
-it, one "python" venv in <data>/envs/python). Running jobs hold read leases; a
-rebuild takes the exclusive lock and is refused at once (ENV_BUSY) while any
-job holds a lease. Leases and locks are files under <data>/runtime, so this
-works across processes.`,
 	}
 	list := &cobra.Command{
 		Use:   "list",
@@ -64,12 +58,7 @@ works across processes.`,
 	rebuild := &cobra.Command{
 		Use:   "rebuild NAME",
 		Short: "Rebuild an environment (refused with ENV_BUSY while jobs use it)",
-		Long: `Take the environment's exclusive lock and run its rebuild command in its
-directory, streaming the command's output to stderr; the result goes to
-stdout. Never waits and never stops jobs: while any job holds a read lease,
-another rebuild runs, or an interrupted rebuild left a stale lock, it fails
-at once with ENV_BUSY and says why (and, for a stale lock, how to clear it).`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := envlease.Open(a.dataDir)
 			if err != nil {
@@ -95,13 +84,7 @@ at once with ENV_BUSY and says why (and, for a stale lock, how to clear it).`,
 	unlock := &cobra.Command{
 		Use:   "unlock NAME [--force]",
 		Short: "Remove a stale rebuild lock and stale read leases",
-		Long: `Remove what an interrupted rebuild or a crashed job left behind: stale read
-leases whose process is gone, and the rebuild lock if it is stale. A live lock
-is refused unless --force (use it only after confirming the rebuilding process
-is gone, e.g. on another host); a lock whose process is still running on this
-host is refused even with --force. Rebuild the environment afterwards: an
-interrupted rebuild may have left it half built.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := envlease.Open(a.dataDir)
 			if err != nil {

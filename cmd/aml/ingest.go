@@ -24,23 +24,7 @@ func newIngestCmd(a *app) *cobra.Command {
 	csvCmd := routed(&cobra.Command{
 		Use:   "csv FILE... --line L --product P --recipe R [--run RUN]",
 		Short: "Ingest wide or long CSV files (see docs/csv-ingest.md)",
-		Long: `Ingest CSV files. The shape is detected from the header:
-
-  long   time,node,value[,state]          one sample per row
-  wide   time,<node>,<node>,...           one column per node
-         (or no time column with --period: row k is at --start + k*period)
-
-Times are epoch milliseconds, epoch seconds or RFC 3339 (auto-detected, or
---time-unit). Unknown nodes are created (unit from --unit node=unit). The run
-(--run, default: the file name without extension) is created from the first
-and last sample unless it exists.
-
-Each file is one transaction: a bad row (non-numeric value, bad time, wrong
-column count) stops that file with AML_INGEST_INVALID naming file:line and the
-column, and nothing of that file is written. With --skip-bad, bad rows are
-skipped and counted by reason. Re-ingesting a file is idempotent. With
---server each file is uploaded to the server's POST /ingest/csv.`,
-		Args: argsMin(1),
+		Args:  argsMin(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run := req.Run
 			check := req

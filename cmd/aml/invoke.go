@@ -10,6 +10,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -234,25 +235,29 @@ func (a *app) show(op string, req, resp any) error {
 
 // instantFlag declares an optional time flag (epoch ms or RFC 3339).
 func instantFlag(fl *pflag.FlagSet, p **amlapp.Instant, name, usage string) {
-	fl.Var(&optInstant{p: p}, name, usage)
+	fl.Var(opt[amlapp.Instant]{p, func(s string) (amlapp.Instant, error) { var i amlapp.Instant; return i, i.Set(s) }}, name, usage)
 }
 
-type optInstant struct{ p **amlapp.Instant }
+// opt is a flag whose value is "not given" (nil) unless set: a request
+// field that keeps the stored value when left out.
+type opt[T any] struct {
+	p     **T
+	parse func(string) (T, error)
+}
 
-func (o *optInstant) Set(s string) error {
-	var i amlapp.Instant
-	if err := i.Set(s); err != nil {
-		return err
+func (o opt[T]) Set(s string) error {
+	v, err := o.parse(s)
+	if err == nil {
+		*o.p = &v
 	}
-	*o.p = &i
-	return nil
+	return err
 }
 
-func (o *optInstant) String() string {
+func (o opt[T]) String() string {
 	if o.p == nil || *o.p == nil {
 		return ""
 	}
-	return (*o.p).String()
+	return fmt.Sprint(**o.p)
 }
 
-func (o *optInstant) Type() string { return "time" }
+func (o opt[T]) Type() string { return "value" }

@@ -55,19 +55,7 @@ func newJobCmd(a *app) *cobra.Command {
 	submit := routed(&cobra.Command{
 		Use:   "submit --dataset ID --trainer REF",
 		Short: "Submit a training job (one experiment)",
-		Long: `Submit a training job on a verified dataset. REF is a native trainer
-(e.g. linear_state_space@1), a registered external one, ext:NAME (aml trainer
-list), or — from this machine only, not with --server — exec:PATH (see
-docs/external-trainer.md). A params "physics" naming a local file is
-uploaded first (aml physics put) and replaced by the stored model's id. A
-native trainer's params are checked against its schema before the job is
-queued (aml trainer show REF, docs/trainers.md); an external trainer's are
-passed through. Without --wait the job is queued for a worker
-('aml worker' or 'aml serve'); with --wait it runs in this process with a live
-progress bar and the command ends when the job does (exit 1 unless done).
-With --server and --wait the job runs on the server's workers and is followed
-on its event stream.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := prepare(c, &sr, func([]string) error {
 				if params == "" {
@@ -130,9 +118,6 @@ on its event stream.`,
 
 	var follow bool
 	logs := routed(&cobra.Command{Use: "logs ID [-f]", Short: "Print a job's trainer log (all rotated parts, oldest first)", Args: argsExact(1),
-		Long: `Print a job's trainer log, read page by page from the job.logs op. With -f,
-keep reading until the job has ended. With --json the whole log is one
-job.logs answer (text from offset 0).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			req := amlapp.JobLogsRequest{ID: args[0], MaxBytes: amlapp.MaxLogBytes}
 			var all amlapp.JobLogsResponse

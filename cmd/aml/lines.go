@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,50 +9,30 @@ import (
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/ingest"
 	"github.com/aml-project/aml/internal/safefile"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 )
 
-// optFloat is a float flag that is "not given" unless set.
-type optFloat struct{ p **float64 }
-
-func (o optFloat) Set(s string) error {
+func parseFinite(s string) (float64, error) {
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return fmt.Errorf("%q is not a finite number", s)
+		return 0, fmt.Errorf("%q is not a finite number", s)
 	}
-	*o.p = &v
-	return nil
+	return v, nil
 }
-func (o optFloat) String() string {
-	if *o.p == nil {
-		return ""
-	}
-	return strconv.FormatFloat(**o.p, 'g', -1, 64)
-}
-func (optFloat) Type() string { return "number" }
 
-// optString is a string flag that is "not given" unless set.
-type optString struct{ p **string }
-
-func (o optString) Set(s string) error { *o.p = &s; return nil }
-func (o optString) String() string {
-	if *o.p == nil {
-		return ""
-	}
-	return **o.p
-}
-func (optString) Type() string { return "string" }
+func parseText(s string) (string, error) { return s, nil }
 
 func nodeSpecFlags(fl *pflag.FlagSet, s *amlapp.NodeSpec, writable, readOnly *bool) {
 	fl.BoolVar(writable, "writable", false, "a setpoint the twin may write (kind dcw)")
 	fl.BoolVar(readOnly, "read-only", false, "a measurement (kind daq)")
-	fl.Var(optString{&s.Unit}, "unit", "unit (e.g. degC, bar)")
-	fl.Var(optFloat{&s.Min}, "min", "lower end of the normal range")
-	fl.Var(optFloat{&s.Max}, "max", "upper end of the normal range")
-	fl.Var(optString{&s.Meaning}, "meaning", "what the signal is")
+	fl.Var(opt[string]{&s.Unit, parseText}, "unit", "unit (e.g. degC, bar)")
+	fl.Var(opt[float64]{&s.Min, parseFinite}, "min", "lower end of the normal range")
+	fl.Var(opt[float64]{&s.Max, parseFinite}, "max", "upper end of the normal range")
+	fl.Var(opt[string]{&s.Meaning, parseText}, "meaning", "what the signal is")
 }
 
 func newNodeSetCmd(a *app) *cobra.Command {
@@ -65,12 +43,7 @@ func newNodeSetCmd(a *app) *cobra.Command {
 	cmd := opCommand(a, &cobra.Command{
 		Use:   "set NODE --line L [--writable|--read-only] [--unit U] [--min A] [--max B] [--meaning TEXT]",
 		Short: "Set a node's metadata: writable (a setpoint) or not, unit, normal range, meaning (audited)",
-		Long: `Set what node NODE of line L is; flags left out keep the node's current
-value (a node CSV ingest created is a read-only measurement without unit or
-range). A snapshot binds a scene's controls only to writable nodes with a
-range. Every change is audited with the node before and after. For a whole
-line at once use 'aml line apply FILE'.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 	}, "node.set", "", &req, func(args []string) error {
 		req.ID = args[0]
 		if writable && readOnly {
@@ -92,25 +65,7 @@ func newLineCmd(a *app) *cobra.Command {
 	apply := opCommand(a, &cobra.Command{
 		Use:   "apply FILE",
 		Short: "Apply a line file (YAML or JSON): every node's writable flag, unit, range and meaning, in one audited transaction",
-		Long: `Apply the line file FILE (YAML, or JSON), e.g.
-
-  line: line-1
-  nodes:
-    - id: temp_zone1
-      unit: degC
-      min: 150
-      max: 260
-      physicalMeaning: barrel temperature, zone 1
-    - id: hold_pressure_sp
-      unit: bar
-      min: 50
-      max: 90
-      writable: true
-
-A field left out keeps the node's value; nodes not listed are untouched. All
-nodes are applied or none; a node of another line is refused. See
-docs/line-file.md.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 	}, "line.apply", "", &req, func(args []string) error {
 		b, err := safefile.ReadFile(args[0], 16<<20)
 		if err != nil {
@@ -158,77 +113,23 @@ func newRunEventsCmd(a *app) *cobra.Command {
 	cmd := opCommand(a, &cobra.Command{
 		Use:   "events FILE --line L",
 		Short: "Record a plant's batch records (which recipe version each run ran, its end, who confirmed it): the evidence dataset lineage verifies on",
-		Long: `Read the batch records in FILE — a CSV with the columns
-run,recipe,recipe_version,start,end,confirmed_by (start and end in epoch ms
-or RFC 3339; end may be empty) or a JSON array of {run, recipe,
-recipeVersion, start, end, confirmedBy} — and record each: the run's recipe
-version is set, an active run is ended, and a context segment confirmed by
-the named person is stored and audited. Register the recipe versions first
-(aml recipe put). See docs/lineage.md.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 	}, "run.events", "", &req, func(args []string) error {
 		b, err := safefile.ReadFile(args[0], 64<<20)
 		if err != nil {
 			return safefile.Refusal(core.CodeInvalidArgument, err, "run events file")
 		}
-		req.Events, err = parseRunEvents(args[0], b)
+		recs, err := ingest.ParseBatchRecords(args[0], b)
+		for _, r := range recs {
+			ev := amlapp.RunEvent{Run: r.Run, Recipe: r.Recipe, RecipeVersion: r.RecipeVersion, Start: amlapp.Instant(r.StartMs), ConfirmedBy: r.ConfirmedBy}
+			if r.EndMs != nil {
+				end := amlapp.Instant(*r.EndMs)
+				ev.End = &end
+			}
+			req.Events = append(req.Events, ev)
+		}
 		return err
 	})
 	cmd.Flags().StringVar(&req.Line, "line", "", "the runs' line (required)")
 	return cmd
-}
-
-func parseRunEvents(name string, b []byte) ([]amlapp.RunEvent, error) {
-	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
-		var evs []amlapp.RunEvent
-		dec := json.NewDecoder(bytes.NewReader(t))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&evs); err != nil {
-			return nil, core.FieldErrorf(core.CodeInvalidArgument, "file", "%s: not a JSON array of run events: %v", name, err)
-		}
-		return evs, nil
-	}
-	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
-	if err != nil {
-		return nil, core.FieldErrorf(core.CodeInvalidArgument, "file", "%s: %v", name, err)
-	}
-	if len(rows) < 2 {
-		return nil, core.FieldErrorf(core.CodeInvalidArgument, "file", "%s: a header and at least one record are needed", name)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[strings.ToLower(strings.TrimSpace(h))] = i
-	}
-	for _, need := range []string{"run", "recipe", "recipe_version", "start", "confirmed_by"} {
-		if _, ok := col[need]; !ok {
-			return nil, core.FieldErrorf(core.CodeInvalidArgument, "file", "%s: no column %q (want run,recipe,recipe_version,start,end,confirmed_by)", name, need)
-		}
-	}
-	var out []amlapp.RunEvent
-	for i, r := range rows[1:] {
-		at := fmt.Sprintf("%s:%d", name, i+2)
-		cell := func(c string) string {
-			if j, ok := col[c]; ok && j < len(r) {
-				return strings.TrimSpace(r[j])
-			}
-			return ""
-		}
-		v, err := strconv.Atoi(cell("recipe_version"))
-		if err != nil {
-			return nil, core.FieldErrorf(core.CodeInvalidArgument, at, "%s: recipe_version %q is not a whole number", at, cell("recipe_version"))
-		}
-		ev := amlapp.RunEvent{Run: cell("run"), Recipe: cell("recipe"), RecipeVersion: v, ConfirmedBy: cell("confirmed_by")}
-		if err := ev.Start.Set(cell("start")); err != nil {
-			return nil, core.FieldErrorf(core.CodeInvalidArgument, at, "%s: start: %v", at, err)
-		}
-		if e := cell("end"); e != "" {
-			var end amlapp.Instant
-			if err := end.Set(e); err != nil {
-				return nil, core.FieldErrorf(core.CodeInvalidArgument, at, "%s: end: %v", at, err)
-			}
-			ev.End = &end
-		}
-		out = append(out, ev)
-	}
-	return out, nil
 }

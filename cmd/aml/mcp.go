@@ -17,17 +17,7 @@ func newMCPCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp [--token T | --as-agent NAME [--lines L1,L2]]",
 		Short: "Serve the MCP agent tools over stdio (for an agent that starts aml as a subprocess)",
-		Long: `Serve AML's MCP tools (aml_node_catalog … twin_certificate_request) on
-standard input and output. With --token (or env AML_TOKEN) the tools act as
-that token's principal (role and line scope; see "aml token create"); without,
-as a local agent named --as-agent (default mcp-agent) with role agent, limited
-to --lines when given. An agent can never approve, promote to production,
-freeze a scene or write to a machine: no tool does, and requesting a
-certificate only queues it (ISSUED) for a person.
-
-Submitted training jobs are queued; "aml worker" or "aml serve" on the same
-data directory runs them. Logs go to stderr; stdout carries only the protocol.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if token == "" {
 				token = os.Getenv("AML_TOKEN")

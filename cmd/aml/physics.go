@@ -30,11 +30,7 @@ func newPhysicsCmd(a *app) *cobra.Command {
 	put := opCommand(a, &cobra.Command{
 		Use:   "put FILE",
 		Short: "Store a physics model: validated, hashed; trainer params name it by id",
-		Long: `Read FILE (a .aml physics model, at most 1 MiB) on this machine and store
-its content: the server validates it, hashes it and answers its id
-(phys-…), which trainer params name ({"physics":"phys-…"}). With --server
-the content is sent; the server never opens a file named in a request.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 	}, "physics.put", "", &pr, func(args []string) error {
 		b, err := readPhysicsFile(args[0])
 		if err != nil {
@@ -84,14 +80,7 @@ func newTrainerCmd(a *app) *cobra.Command {
 	register := opCommand(a, &cobra.Command{
 		Use:   "register NAME --exec PATH [--env VAR]...",
 		Short: "Register an external trainer program under NAME (admin; audited); jobs name it ext:NAME",
-		Long: `Register the program PATH (absolute, on the machines that run the
-workers; a *.py script runs with python3) as the external trainer NAME.
-Jobs submitted over the API or MCP name it ext:NAME: a request cannot name
-a program by path (exec:PATH works only from the local CLI). --env names
-parent environment variables passed through to the program. Registering
-is admin-only and recorded in the audit log; registering NAME again
-replaces it.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 	}, "trainer.register", "", &rr, func(args []string) error {
 		rr.Name = args[0]
 		if rr.Exec != "" && !filepath.IsAbs(rr.Exec) && a.remote.server == "" {
@@ -112,13 +101,7 @@ replaces it.`,
 	show := opCommand(a, &cobra.Command{
 		Use:   "show NAME",
 		Short: "A trainer: kind, model formats and a table of its params (--json: with their JSON schema)",
-		Long: `Show trainer NAME: a native trainer (one_step@1, or one_step for its
-only version) with its model formats and a table of its params — name,
-type, default, range and description — or a registered external trainer
-(ext:NAME). With --json the answer carries the params' JSON schema
-("params"), the one job submit validates a job's params against. An
-external trainer's params are the program's own and are not validated.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 	}, "trainer.show", "", &sr, func(args []string) error { sr.Name = args[0]; return nil })
 	cmd.AddCommand(register, list, show)
 	return cmd

@@ -10,13 +10,7 @@ func newPredictCmd(a *app) *cobra.Command {
 	cmd := opCommand(a, &cobra.Command{
 		Use:   "predict ID --run R --from T [--steps K]",
 		Short: "Predict K steps of a run from time T with a model (same cleaning and alignment as training)",
-		Long: `Rebuild the model's input window at time T of run R with the exact code that
-built its training data (the dataset's spec: unit contracts, state, range and
-Hampel filters, grid alignment, interpolation), check the model artifact's
-hash, and predict the next K steps (K ≤ the dataset's horizon) with the run's
-actual future controls. Conformal intervals are shown when the model was
-calibrated at evaluation; measured values are shown where the run has them.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 	}, "model.predict", "", &req, func(args []string) error {
 		if req.ID = args[0]; req.Steps < 1 {
 			return usagef("--steps must be ≥ 1")

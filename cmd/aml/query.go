@@ -61,16 +61,8 @@ func newTSCmd(a *app) *cobra.Command {
 		limit int
 	)
 	query := &cobra.Command{
-		Use:   "query --node N [--run R] [--from T] [--to T] [--bucket 1s]",
-		Short: "Read one node's samples (all pages, or --limit of them) or bucketed aggregates",
-		Long: `Read one node's samples in time order, state included. Without --limit every
-sample in the range is returned (read page by page; nothing is dropped). With
---limit N at most N samples are returned and, if more exist, the result says so
-and gives the cursor to continue with --after.
-
-Times (--from, --to, --after) are epoch milliseconds or RFC 3339.
-With --bucket (a duration such as 1s, 5m) the ok samples are aggregated into
-buckets of avg/min/max/count (non-ok samples are counted in "bad").`,
+		Use:         "query --node N [--run R] [--from T] [--to T] [--bucket 1s]",
+		Short:       "Read one node's samples (all pages, or --limit of them) or bucketed aggregates",
 		Args:        argsExact(0),
 		Annotations: map[string]string{annotOp: "ts.query"},
 		RunE: func(cmd *cobra.Command, args []string) error {

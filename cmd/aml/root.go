@@ -195,6 +195,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(newTokenCmd(a), newServeCmd(a), newInitCmd(a))
 	root.AddCommand(newPhysicsCmd(a), newTrainerCmd(a), newLineCmd(a), newRecipeCmd(a))
 	a.bindRemote(root) // last: wraps every command added above
+	applyHelp(root)
 	return root
 }
 

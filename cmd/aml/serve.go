@@ -43,19 +43,8 @@ func newServeCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8080] [--dev] [--workers N]",
 		Short: "Serve the HTTP API, MCP, the web UI and /metrics, and run job workers",
-		Long: `One process serving the API under /api/v1 (OpenAPI at /api/v1/openapi.json,
-live events at /api/v1/events), MCP over streamable HTTP at /mcp, the web UI
-at /ui/ and Prometheus metrics at /metrics, and running --workers job workers.
-
-Every request needs a token (aml token create); with --dev, requests from a
-loopback address without a token run as an admin named "dev" — only when
-their Host is a loopback name or address, the listen address or an
---allowed-host, and no browser sent them from another origin. On SIGINT or
-SIGTERM the listener closes, in-flight requests finish (up to --grace), event
-streams end, and running jobs are handed back to the queue (or marked
-interrupted when out of retries) exactly as "aml worker" does.`,
-		Args: argsExact(0),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd.Context(), o) },
+		Args:  argsExact(0),
+		RunE:  func(cmd *cobra.Command, args []string) error { return a.serve(cmd.Context(), o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")

@@ -16,15 +16,7 @@ func newSimCmd(a *app) *cobra.Command {
 	inj := &cobra.Command{
 		Use:   "injection --runs N --seed S [--csv DIR]",
 		Short: "Simulate an injection-moulding line and write its runs to the store",
-		Long: `Simulate the injection-moulding line (grey-box physics with hidden true
-parameters and unmodelled effects) and write every run, with its recipe
-version and a confirmed context segment, to the store. The data contains what
-real data contains: sensor noise, outliers, non-ok samples, dropouts, gaps and
-slow drift across runs. The same --seed always gives the same data.
-
-With --csv DIR each run is also exported as a long CSV (time,node,value,state)
-that 'aml ingest csv' reads back, plus nodes.csv.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if start != "" {
 				ms, err := parseTime("start", start)

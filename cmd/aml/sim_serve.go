@@ -17,17 +17,7 @@ func newSimServeOPCUACmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve-opcua [--addr 127.0.0.1:4840] [--speed 10]",
 		Short: "Run the simulated injection line live as an OPC UA server",
-		Long: `Runs the injection-moulding line (the simulator's true plant) in real time,
-or --speed times faster, and serves it over OPC UA (security None, anonymous
-login). Every node of the line is a Double variable ns=1;s=<node> with the
-EURange and EngineeringUnits properties; the setpoints hold_pressure,
-hold_time and melt_temperature_setpoint are writable (range-checked) and
-change the plant from the next step on, as the physics says. ns=1;s=run_id
-holds the active run's id and ns=1;s=cycle counts the steps.
-
-Runs until interrupted (Ctrl-C) or for --for of wall time. With --json it
-prints the endpoint and node ids once started, and the counters at the end.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Logger = a.log
 			srv, err := opcuasrv.Start(cmd.Context(), o)

@@ -11,14 +11,7 @@ func newTokenCmd(a *app) *cobra.Command {
 	create := opCommand(a, &cobra.Command{
 		Use:   "create --role viewer|engineer|approver|admin|agent --name NAME [--lines L1,L2] [--ttl 720h]",
 		Short: "Create a token and print it once (only its sha256 is stored)",
-		Long: `Create an API token for a person or an agent. The token is printed once
-and cannot be shown again: only its sha256 is stored. --lines limits it to
-those lines (default every line). Roles: viewer (read), engineer (ingest,
-datasets, jobs, trials, certificate requests, stage moves below production),
-approver (approve/revoke certificates, promote to production, freeze scenes,
-execute), admin (everything) and agent (an engineer that can never approve,
-promote to production, freeze or write). Creation is audited.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 	}, "token.create", "as", &cr, nil)
 	fl := create.Flags()
 	fl.StringVar((*string)(&cr.Role), "role", "", "viewer, engineer, approver, admin or agent")

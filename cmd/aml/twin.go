@@ -22,12 +22,6 @@ func newTwinCmd(a *app) *cobra.Command {
 	put := &cobra.Command{
 		Use:   "put FILE | --default-injection",
 		Short: "Store a scene contract (JSON) as a draft, replacing a draft of the same id and version",
-		Long: `Validate the scene contract in FILE ("-" for standard input) and store it
-as a draft, authored by whoever stores it. A draft with the same scene id and
-version is replaced; a frozen one is never changed (AML_SCENE_FROZEN: create
-a new version). With --default-injection the built-in injection-moulding
-scene is stored instead. Prints the content hash to pass to
-"aml twin scene freeze --expect-hash".`,
 	}
 	opCommand(a, put, "scene.put", "", &pr, func(args []string) error {
 		if defInj && len(args) == 0 {
@@ -47,12 +41,7 @@ scene is stored instead. Prints the content hash to pass to
 	freeze := &cobra.Command{
 		Use:   "freeze ID --version V --expect-hash H [--by PERSON]",
 		Short: "Freeze a draft scene (compare-and-set on the hash the approver reviewed)",
-		Long: `Freeze the draft scene ID at version V, making it immutable. H is the
-content hash the approver reviewed (as printed by put and show); if the
-scene changed since, the freeze fails with AML_CONFLICT and nothing changes.
-The approver is --by, default $USER (with --server: the token's owner). The
-freeze is recorded in the audit log.`,
-		Args: argsExact(1),
+		Args:  argsExact(1),
 	}
 	opCommand(a, freeze, "scene.freeze", "as", &fr, func(args []string) error {
 		fr.ID = args[0]

@@ -62,14 +62,7 @@ func newTwinTrialCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trial --model ID --snapshot ID (--set control=value ... | --candidate FILE) [--objective ID]",
 		Short: "Run one virtual trial of a candidate setpoint move (never written to the machine) and store it",
-		Long: `Roll the model out from the snapshot with the candidate controls and
-compare with holding the snapshot's setpoints: interval tube, every scene
-constraint on the tube edges, OOD of the trajectory, cost over the horizon.
---set control=value moves a control at step 0 and holds it (controls not
-named keep their snapshot value); --candidate FILE gives the full trajectory
-as a JSON array of {control: value} per horizon step. A candidate that breaks
-a range or step limit is recorded as rejected (CONTROL_SAFETY).`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 	}
 	opCommand(a, cmd, "trial.run", "as", &req, func([]string) error {
 		if req.Model == "" || req.Snapshot == "" {
@@ -114,13 +107,7 @@ func newTwinOptimizeCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "optimize --model ID --snapshot ID [--mode auto|safe_small_step|precise_search] [--objective ID]",
 		Short: "Search the setpoint move with the lowest cost that passes constraints, UQ and OOD; store its trial",
-		Long: `Search candidate moves within the trust region and the write policy and
-keep the lowest-cost one that passes every constraint on the tube edges, the
-uncertainty and the OOD checks (holding the setpoints is always a
-candidate). --mode auto (default) is safe_small_step until the model's
-latest twin gate evaluation passed, then precise_search. The best trial is
-stored (aml cert issue --trial ID makes it a certificate).`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 	}
 	opCommand(a, cmd, "optimize", "as", &req, func([]string) error {
 		if req.Model == "" || req.Snapshot == "" {
@@ -149,14 +136,7 @@ func newTwinGateCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gate --model ID --scene ID[@VERSION] [--snapshots 12] [--profile twin-v2]",
 		Short: "Evaluate the twin acceptance gate with measured inputs (evaluation, fresh trials, shadow evidence) and store it",
-		Long: `Apply the twin acceptance profile (default twin-v2) to inputs the platform
-measures: the model's stored test accuracy, calibration rows and test
-coverage; virtual trials run now on snapshots replayed at instants of the
-dataset's test runs (stored with purpose "gate"); and the stored shadow
-evidence (aml twin shadow). The result is stored; promotion of a twin model
-to production needs a passing one, and "aml twin optimize --mode auto" uses
-precise_search once it passes.`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 	}
 	opCommand(a, cmd, "gate.evaluate", "as", &req, func([]string) error {
 		if req.Model == "" || scene == "" {

@@ -18,21 +18,7 @@ func newTwinSnapshotCmd(a *app) *cobra.Command {
 	take := &cobra.Command{
 		Use:   "take --scene ID[@VERSION] [--run RUN] [--strict] [--max-age 60s] [--bind var=node]... [--at T] [--model ID]",
 		Short: "Take a snapshot of a scene's variables from the store and record it",
-		Long: `Read the recent samples of every node bound to the scene's variables, clean
-them (state, node range, Hampel) and record the current value of each
-control, state and disturbance with its freshness, the data quality, the
-recent window on the grid and the state estimate. The snapshot is sealed
-(hashed) and stored; the report tells what the data lacked.
-
-A variable's node is --bind var=node, else the scene's nodeId, else the node
-with the variable's id (the default injection scene needs
---bind weight=part_weight). --run picks the run (default: the newest active,
-else newest run of the line). --at T takes the snapshot as of a past instant
-(samples after T are ignored). --strict refuses (AML_SNAPSHOT_QUALITY) any
-stale or missing variable or future sample. --model ID estimates the
-unmeasured states with the model (and binds the variables its dataset names;
---bind wins).`,
-		Args: argsExact(0),
+		Args:  argsExact(0),
 	}
 	opCommand(a, take, "snapshot.take", "as", &req, func([]string) error {
 		if scene == "" {
