@@ -76,17 +76,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p auth.Principal
 	defer tick.Stop()
 	// The token is re-verified as long as the stream is open (the dev
 	// admin has none).
-	var recheck <-chan time.Time
 	var ended <-chan struct{}
 	if reg != nil {
 		ended = reg.done
 	}
-	tok, _ := auth.Token(r)
-	if tok != "" && s.o.Verifier != nil {
-		t := time.NewTicker(s.o.StreamRecheck)
-		defer t.Stop()
-		recheck = t.C
-	}
+	tok, recheck, stop := s.recheck(r)
+	defer stop()
 	for {
 		select {
 		case <-r.Context().Done():

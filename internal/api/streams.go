@@ -120,14 +120,9 @@ func (s *Server) mcpStreams(h http.Handler) http.Handler {
 		defer s.streams.close(o)
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		tok, _ := auth.Token(r)
+		tok, recheck, stop := s.recheck(r)
 		go func() {
-			var recheck <-chan time.Time
-			if tok != "" && s.o.Verifier != nil {
-				t := time.NewTicker(s.o.StreamRecheck)
-				defer t.Stop()
-				recheck = t.C
-			}
+			defer stop()
 			for {
 				select {
 				case <-ctx.Done():
@@ -148,4 +143,16 @@ func (s *Server) mcpStreams(h http.Handler) http.Handler {
 		}()
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// recheck is the ticker at which an open stream re-verifies its request's
+// token (nil channel for the tokenless dev admin, who has none) and its
+// stop.
+func (s *Server) recheck(r *http.Request) (tok string, c <-chan time.Time, stop func()) {
+	tok, _ = auth.Token(r)
+	if tok == "" || s.o.Verifier == nil {
+		return tok, nil, func() {}
+	}
+	t := time.NewTicker(s.o.StreamRecheck)
+	return tok, t.C, t.Stop
 }

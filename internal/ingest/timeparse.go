@@ -184,25 +184,15 @@ func (p *timeParser) parseDateTime(b []byte) (int64, bool) {
 
 // parseLocal parses YYYY-MM-DD[T ]hh:mm[:ss[.fraction]] without a zone.
 func parseLocal(b []byte) (y, mo, d, h, mi, s, frac int64, ok bool) {
-	num := func(s []byte) (int64, bool) {
-		var v int64
-		for _, c := range s {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int64(c-'0')
-		}
-		return v, len(s) > 0
-	}
 	if len(b) < 16 || b[4] != '-' || b[7] != '-' || b[13] != ':' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') {
 		return
 	}
 	var ok1, ok2, ok3, ok4, ok5 bool
-	y, ok1 = num(b[0:4])
-	mo, ok2 = num(b[5:7])
-	d, ok3 = num(b[8:10])
-	h, ok4 = num(b[11:13])
-	mi, ok5 = num(b[14:16])
+	y, ok1 = digits(b[0:4])
+	mo, ok2 = digits(b[5:7])
+	d, ok3 = digits(b[8:10])
+	h, ok4 = digits(b[11:13])
+	mi, ok5 = digits(b[14:16])
 	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
 		return
 	}
@@ -212,7 +202,7 @@ func parseLocal(b []byte) (y, mo, d, h, mi, s, frac int64, ok bool) {
 			return
 		}
 		var oks bool
-		if s, oks = num(b[17:19]); !oks {
+		if s, oks = digits(b[17:19]); !oks {
 			return
 		}
 		i = 19
@@ -393,22 +383,12 @@ func parseRFC3339(b []byte) (int64, bool) {
 	if len(b) < 20 {
 		return 0, false
 	}
-	num := func(s []byte) (int64, bool) {
-		var v int64
-		for _, c := range s {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int64(c-'0')
-		}
-		return v, true
-	}
-	y, ok1 := num(b[0:4])
-	mo, ok2 := num(b[5:7])
-	d, ok3 := num(b[8:10])
-	h, ok4 := num(b[11:13])
-	mi, ok5 := num(b[14:16])
-	s, ok6 := num(b[17:19])
+	y, ok1 := digits(b[0:4])
+	mo, ok2 := digits(b[5:7])
+	d, ok3 := digits(b[8:10])
+	h, ok4 := digits(b[11:13])
+	mi, ok5 := digits(b[14:16])
+	s, ok6 := digits(b[17:19])
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) ||
 		b[4] != '-' || b[7] != '-' || b[13] != ':' || b[16] != ':' ||
 		(b[10] != 'T' && b[10] != 't' && b[10] != ' ') {
@@ -446,8 +426,8 @@ func parseRFC3339(b []byte) (int64, bool) {
 	switch z := b[i:]; {
 	case len(z) == 1 && (z[0] == 'Z' || z[0] == 'z'):
 	case len(z) == 6 && (z[0] == '+' || z[0] == '-') && z[3] == ':':
-		oh, okh := num(z[1:3])
-		om, okm := num(z[4:6])
+		oh, okh := digits(z[1:3])
+		om, okm := digits(z[4:6])
 		if !okh || !okm || oh > 23 || om > 59 {
 			return 0, false
 		}
@@ -591,4 +571,17 @@ func parseDecimal(b []byte) (v float64, ok bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// digits parses a run of decimal digits (ok false for none or any other
+// byte).
+func digits(s []byte) (int64, bool) {
+	var v int64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v, len(s) > 0
 }

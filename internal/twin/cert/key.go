@@ -131,18 +131,7 @@ func createExclusive(dir, path string, data []byte) (_ bool, err error) {
 			err = core.Wrap(core.CodeInternal, rerr, "remove temporary key file %s", tmpName)
 		}
 	}()
-	if cerr := tmp.Chmod(0o600); cerr != nil && runtime.GOOS != "windows" {
-		err = cerr
-	}
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	err = writePrivate(tmp, data)
 	if err != nil {
 		return false, core.Wrap(core.CodeInternal, err, "write temporary key file")
 	}
@@ -389,18 +378,7 @@ func replaceFile(dir, path string, data []byte) (err error) {
 			_ = os.Remove(tmpName)
 		}
 	}()
-	if cerr := tmp.Chmod(0o600); cerr != nil && runtime.GOOS != "windows" {
-		err = cerr
-	}
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	err = writePrivate(tmp, data)
 	if err != nil {
 		return err
 	}
@@ -409,4 +387,23 @@ func replaceFile(dir, path string, data []byte) (err error) {
 	}
 	syncDir(dir)
 	return nil
+}
+
+// writePrivate writes data to the temporary file f (mode 0600), syncs and
+// closes it.
+func writePrivate(f *os.File, data []byte) error {
+	var err error
+	if cerr := f.Chmod(0o600); cerr != nil && runtime.GOOS != "windows" {
+		err = cerr
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
