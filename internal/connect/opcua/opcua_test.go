@@ -196,7 +196,7 @@ func TestReconnectRecordsGap(t *testing.T) {
 	// The line went on while the server was down: a new server whose
 	// clock starts 30 steps later, on the same address.
 	srv2 := startLine(t, opcuasrv.Options{Manual: true, Seed: 4, Addr: addr, StartMs: lastBefore + 31_000, FirstRun: 0})
-	waitFor(t, "reconnect and gap", 20*time.Second, func() bool { return len(c.Stats().Gaps) == 1 && c.Stats().Connects == 2 })
+	waitFor(t, "reconnect and gap", 20*time.Second, func() bool { return len(c.Stats().Gaps) >= 1 && c.Stats().Connects >= 2 })
 	for range 3 {
 		want := c.Stats().Received + 10
 		srv2.Step(1)
