@@ -255,6 +255,7 @@ func TestRemoteParity(t *testing.T) {
 	}
 	both("recipe put", "engineer", fixed("recipe", "put", recipeFile, "--line", "injection-line-1", "--product", "P", "--recipe", "R"))
 	both("runs events", "engineer", fixed("runs", "events", eventsFile, "--line", "injection-line-1"))
+	both("gate profiles", "viewer", fixed("gate", "profiles"))
 	both("ts query", "viewer", fixed("ts", "query", "--node", "part_weight"))
 	both("ts query --limit", "viewer", fixed("ts", "query", "--node", "part_weight", "--limit", "7"))
 	both("ts query --bucket", "viewer", fixed("ts", "query", "--node", "part_weight", "--bucket", "1m"))

@@ -155,3 +155,11 @@ func newTwinGateCmd(a *app) *cobra.Command {
 	f.Uint64Var(&req.Seed, "seed", req.Seed, "seed of the optimiser's search order")
 	return cmd
 }
+
+func newGateCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "gate", Short: "Acceptance gates: the published profiles and their rules"}
+	var req amlapp.GateProfilesRequest
+	cmd.AddCommand(opCommand(a, &cobra.Command{Use: "profiles", Short: "List the model and twin gate profiles with their rules and thresholds", Args: argsExact(0)},
+		"gate.profiles", "", &req, nil))
+	return cmd
+}

@@ -74,6 +74,7 @@ func table() []route {
 		{Method: P, Path: "/ingest/samples", Op: "ingest.samples", Tag: "data"},
 		{Method: P, Path: "/ingest/csv", Op: "ingest.csv", Tag: "data", raw: rawIngestCSV, InType: "text/csv"},
 		{Method: G, Path: "/connectors", Op: "connector.list", Tag: "data"},
+		{Method: G, Path: "/gate-profiles", Op: "gate.profiles", Tag: "models"},
 
 		// Datasets.
 		{Method: P, Path: "/datasets", Op: "dataset.build", Tag: "datasets", Status: C},

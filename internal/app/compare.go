@@ -12,6 +12,7 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/eval"
 )
 
 // The model comparison use cases: the leaderboard of a line's experiments
@@ -28,6 +29,7 @@ func compareOps() []*Op {
 	return []*Op{
 		bind(&opModelCompare, (*App).ModelCompare),
 		bind(&opModelReference, (*App).ModelReference),
+		bind(&opGateProfiles, (*App).GateProfiles),
 	}
 }
 
@@ -382,6 +384,35 @@ func (a *App) ModelReference(ctx context.Context, p Principal, req ModelReferenc
 				}
 			}
 			out.Steps = append(out.Steps, st)
+		}
+		return out, nil
+	})
+}
+
+// ---- gate profiles
+
+var opGateProfiles = Op{Name: "gate.profiles", Act: auth.ActRead, Summary: "The published acceptance profiles and their rules: the model gates (by dataset purpose) and the twin gates"}
+
+// GateProfilesRequest has no fields.
+type GateProfilesRequest struct{}
+
+// GateProfilesResponse lists every published profile: the model gate
+// profiles (each dataset purpose's default named in ByPurpose) and the
+// twin acceptance profiles with their thresholds.
+type GateProfilesResponse struct {
+	Models    []eval.Profile     `json:"models"`
+	ByPurpose map[string]string  `json:"byPurpose" jsonschema:"dataset purpose → its model gate profile"`
+	Twin      []eval.TwinProfile `json:"twin"`
+}
+
+// GateProfiles lists the published profiles.
+func (a *App) GateProfiles(ctx context.Context, p Principal, req GateProfilesRequest) (GateProfilesResponse, error) {
+	return run(ctx, a, p, &opGateProfiles, req, func(ctx context.Context, p Principal, req GateProfilesRequest) (GateProfilesResponse, error) {
+		out := GateProfilesResponse{Models: eval.Profiles(), ByPurpose: map[string]string{}, Twin: eval.TwinProfiles()}
+		for _, m := range out.Models {
+			if def, err := eval.ProfileFor(m.Purpose); err == nil && def.ID == m.ID {
+				out.ByPurpose[m.Purpose] = m.ID
+			}
 		}
 		return out, nil
 	})

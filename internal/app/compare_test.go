@@ -71,3 +71,22 @@ func TestCompareOps(t *testing.T) {
 		}
 	}
 }
+
+// The published gate profiles are listable: every dataset purpose names
+// its model gate, and the twin gates carry their thresholds.
+func TestGateProfiles(t *testing.T) {
+	st, dir := testfix.SQLite(t)
+	a := app.New(&service.Deps{Store: st, DataDir: dir}, app.Options{})
+	r, err := a.GateProfiles(context.Background(), auth.Principal{Name: "v", Role: auth.RoleViewer}, app.GateProfilesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Models) < 3 || r.ByPurpose["mpc_surrogate"] != "upstream-mpc-v1" || len(r.Twin) < 2 {
+		t.Fatalf("profiles %+v", r)
+	}
+	for _, p := range r.Models {
+		if len(p.Rules) == 0 {
+			t.Errorf("profile %s has no rules", p.ID)
+		}
+	}
+}

@@ -111,6 +111,7 @@ var byOp = map[string]fn{
 	"optimize":         out(printOptimize),
 	"gate.evaluate":    out(printGate),
 	"gate.latest":      out(printGateLatest),
+	"gate.profiles":    out(printGateProfiles),
 	"shadow.collect":   out(func(w io.Writer, ev *shadow.Evidence) { printShadow(w, ev) }),
 	"shadow.list":      list(printShadowRuns),
 	"calibrate":        out(printCalibrate),
@@ -338,4 +339,26 @@ func printRunEvents(w io.Writer, r app.RunEventsResponse) {
 			row(s.RunID, s.RecipeID, s.RecipeVersion, fmtMs(s.FromMs), to, s.ConfirmedBy, status)
 		}
 	})
+}
+
+func printGateProfiles(w io.Writer, r app.GateProfilesResponse) {
+	for _, p := range r.Models {
+		def := ""
+		if r.ByPurpose[p.Purpose] == p.ID {
+			def = " (default for " + p.Purpose + ")"
+		}
+		fmt.Fprintf(w, "model gate %s v%d, purpose %s%s\n", p.ID, p.Version, p.Purpose, def)
+		for _, ru := range p.Rules {
+			fmt.Fprintf(w, "  %-4s %-32s %s %s %g\n", ru.ID, ru.Name, ru.Metric, ru.Op, ru.Threshold)
+		}
+	}
+	for _, p := range r.Twin {
+		fmt.Fprintf(w, "twin gate %s v%d: one-step test NRMSE ≤ %g, rollout ≤ %g, val/test gap ≤ %g, ≥ %d rows in ≥ %d runs, coverage ≥ %g (≥ %d calibration rows), ≥ %d passing candidates in ≥ %d trials, hard-violation rate ≤ %g, solver failures ≤ %g",
+			p.ID, p.Version, p.OneStepTestNrmseMax, p.RolloutTestNrmseMax, p.ValTestGapMax, p.MinRows, p.MinRuns, p.CoverageTarget, p.MinCalibrationRows,
+			p.MinWriteEligibleCandidateCount, p.MinTrialCount, p.HardConstraintViolationRateMax, p.SolverFailureRateMax)
+		if p.MinShadowRuns > 0 {
+			fmt.Fprintf(w, "; shadow: ≥ %d runs, error ratio ≤ %g, coverage ≥ %g", p.MinShadowRuns, p.ShadowErrorRatioMax, p.ShadowCoverageMin)
+		}
+		fmt.Fprintln(w)
+	}
 }
