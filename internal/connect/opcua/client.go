@@ -77,6 +77,7 @@ type Connector struct {
 	lastTs    int64
 	downAt    time.Time
 	lostAt    int64 // source instant of the last value before a loss
+	seen      bool  // a value has arrived (before it, a loss leaves no gap in the data)
 	lostCycle int64
 	pending   bool // a reconnect gap is to be recorded at the next value
 	connErr   string
@@ -179,7 +180,7 @@ func (c *Connector) Run(ctx context.Context) error {
 		c.opts.Logger.Warn("OPC UA connection lost; reconnecting", "endpoint", c.opts.Endpoint, "err", err, "backoff", backoff)
 		c.setState("reconnecting")
 		c.mu.Lock()
-		if !c.pending {
+		if !c.pending && c.seen {
 			c.pending, c.downAt, c.lostAt, c.lostCycle = true, time.Now(), c.lastTs, c.lastCycle
 		}
 		c.mu.Unlock()
@@ -507,9 +508,10 @@ func (c *Connector) handle(ctx context.Context, dc *ua.DataChangeNotification) e
 			return err
 		}
 		c.mu.Lock()
-		if tsMs > c.lastTs {
+		if tsMs > c.lastTs || !c.seen {
 			c.lastTs = tsMs
 		}
+		c.seen = true
 		c.mu.Unlock()
 	}
 	return nil
