@@ -181,6 +181,27 @@ func (m *StateSpace) Simulate(u [][]float64, x0 []float64) [][]float64 {
 	return denormalize(ys, T, m.YMean, m.YStd)
 }
 
+// SimulateStates is [StateSpace.Simulate] that also returns the states:
+// x has len(u)+1 rows, x[k] the state at step k's start and x[len(u)] the
+// state after the last step (scaled coordinates, as x0). The digital twin
+// continues a rollout from x[len(u)] of a measured window.
+func (m *StateSpace) SimulateStates(u [][]float64, x0 []float64) (y, x [][]float64) {
+	m.checkRows("u", u, m.NU)
+	if x0 != nil && len(x0) != m.N {
+		panic(fmt.Sprintf("linear: x0 has length %d, model order is %d", len(x0), m.N))
+	}
+	T := len(u)
+	us := normalize(u, m.UMean, m.UStd)
+	ys := make([]float64, T*m.NY)
+	xs := make([]float64, (T+1)*m.N)
+	m.simScaled(us, T, x0, ys, xs)
+	x = make([][]float64, T+1)
+	for k := range x {
+		x[k] = xs[k*m.N : (k+1)*m.N]
+	}
+	return denormalize(ys, T, m.YMean, m.YStd), x
+}
+
 // EstimateX0 estimates the initial state from the first n samples of the
 // measured y and u. The output over the window is linear in x0,
 //

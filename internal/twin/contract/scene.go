@@ -136,7 +136,7 @@ type SceneContract struct {
 	Observations        []SceneVariable `json:"observations,omitempty"`
 	Guards              []SceneVariable `json:"guards,omitempty"`
 	Constraints         []Constraint    `json:"constraints,omitempty"`
-	PhysicsProfileID    string          `json:"physicsProfileId"`
+	PhysicsProfileID    string          `json:"physicsProfileId,omitempty"` // none for a model without physics (linear, ARX)
 	ObjectiveProfileIDs []string        `json:"objectiveProfileIds,omitempty"`
 	WritePolicy         WritePolicy     `json:"writePolicy"`
 	Status              SceneStatus     `json:"status"`
@@ -277,7 +277,9 @@ func (s *SceneContract) Validate() error {
 		}
 	}
 
-	checkRef(&p, "physicsProfileId", s.PhysicsProfileID)
+	if s.PhysicsProfileID != "" {
+		checkRef(&p, "physicsProfileId", s.PhysicsProfileID)
+	}
 	if checkCount(&p, "objectiveProfileIds", len(s.ObjectiveProfileIDs)) {
 		ids := map[string]bool{}
 		for i, id := range s.ObjectiveProfileIDs {

@@ -165,7 +165,7 @@ func TestSceneValidationRules(t *testing.T) {
 		{"delta zero", func(s *SceneContract) { s.WritePolicy.MaxDeltaPerAction["hold_time"] = 0 }, []string{"writePolicy.maxDeltaPerAction.hold_time"}},
 		{"delta missing", func(s *SceneContract) { delete(s.WritePolicy.MaxDeltaPerAction, "hold_time") }, []string{"writePolicy.maxDeltaPerAction.hold_time"}},
 		{"delta not a control", func(s *SceneContract) { s.WritePolicy.MaxDeltaPerAction["weight"] = 1 }, []string{"writePolicy.maxDeltaPerAction.weight"}},
-		{"no physics", func(s *SceneContract) { s.PhysicsProfileID = "" }, []string{"physicsProfileId"}},
+		{"physics with space", func(s *SceneContract) { s.PhysicsProfileID = " p" }, []string{"physicsProfileId"}},
 		{"dup objective", func(s *SceneContract) { s.ObjectiveProfileIDs = []string{"a", "a"} }, []string{"objectiveProfileIds[1]"}},
 		{"status case", func(s *SceneContract) { s.Status = "DRAFT" }, []string{"status"}},
 		{"draft with freezer", func(s *SceneContract) { s.FrozenBy = "bob" }, []string{"frozenBy"}},

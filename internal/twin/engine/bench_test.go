@@ -97,7 +97,7 @@ func BenchmarkRollout(b *testing.B) {
 // constraint, OOD or cost evaluation at all.
 func BenchmarkOptimizeNaive(b *testing.B) {
 	f, p := benchPlan(b)
-	m := f.twin.m
+	m := f.twin.dyn.(hybridDyn).m
 	o := &optimizer{p: p, ctx: context.Background(), seen: map[string]*candidate{}, budget: 200}
 	o.slots = p.moveSlots()
 	cands := benchCandidates(o, 200)

@@ -584,7 +584,7 @@ func TestOOD(t *testing.T) {
 	}
 	delete(mj, "ood")
 	noEnv, _ := json.Marshal(mj)
-	tw2, err := New(f.modelID, f.bundle.Manifest, f.twin.hp, noEnv)
+	tw2, err := New(f.modelID, f.bundle.Manifest, f.twin.pred, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +592,7 @@ func TestOOD(t *testing.T) {
 	if tr2.OutOfDistribution.Accepted || tr2.OutOfDistribution.RejectCode != "OOD_NOT_CALIBRATED" {
 		t.Fatalf("without an envelope: %+v", tr2.OutOfDistribution)
 	}
-	tw3, err := New(f.modelID, f.bundle.Manifest, f.twin.hp, nil)
+	tw3, err := New(f.modelID, f.bundle.Manifest, f.twin.pred, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

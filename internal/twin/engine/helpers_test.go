@@ -30,6 +30,7 @@ type fixture struct {
 	dir     string
 	st      *sqlite.Store
 	modelID string
+	dsID    string
 	twin    *Twin
 	bundle  *dataset.Bundle
 	err     error
@@ -101,6 +102,7 @@ func buildFixture(f *fixture) error {
 	if err != nil {
 		return err
 	}
+	f.dsID = ds.Dataset.ID
 	if f.bundle, err = dataset.OpenBundle(filepath.Join(dir, ds.Dataset.Path)); err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/eval"
-	"github.com/aml-project/aml/internal/ident/hybrid"
 	"github.com/aml-project/aml/internal/physics"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
@@ -154,7 +153,7 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 		}
 		add(variable{name: n, kind: kindOutput, idx: i, target: tg})
 	}
-	for j, n := range t.states {
+	for j, n := range t.states { // none for a linear model (Twin.hideStates)
 		tg, ok := targetOf[n]
 		if !ok {
 			tg = -1
@@ -173,7 +172,11 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 	for _, c := range scene.Controls {
 		q, ok := ctrlIdx[c.ID]
 		if !ok {
-			return nil, errf(CodeSceneMismatch, "controls", "scene control %s is not a control of model %s (%v)", c.ID, t.modelID, t.m.Sys.Model.ControlNames())
+			names := make([]string, len(t.ctrl))
+			for i, q := range t.ctrl {
+				names[i] = q.name
+			}
+			return nil, errf(CodeSceneMismatch, "controls", "scene control %s is not a control of model %s (%v)", c.ID, t.modelID, names)
 		}
 		b := snap.ControlValues[c.ID]
 		lo, hi := math.Inf(-1), math.Inf(1)
@@ -255,7 +258,6 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 	}
 	// values at the window's last row
 	st := s.start
-	H := st.T
 	p.prev = make([]float64, len(p.vars))
 	for i, v := range p.vars {
 		switch v.kind {
@@ -264,12 +266,12 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 		case kindDisturbance:
 			p.prev[i] = s.distLast[v.idx]
 		case kindState:
-			p.prev[i] = st.Last[v.idx]
+			p.prev[i] = st.last[v.idx]
 		case kindOutput:
-			p.prev[i] = st.HistOut[H-1][v.idx]
+			p.prev[i] = st.lastOut[v.idx]
 		}
 		if v.target >= 0 {
-			p.prev[i] = st.Hist.Y[H-1][v.target]
+			p.prev[i] = st.lastY[v.target]
 		}
 	}
 	for c, q := range p.ctrlModel {
@@ -342,8 +344,8 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // scratch is one goroutine's buffers.
 type scratch struct {
-	sim              *physics.Sim
-	r                *hybrid.Rollout
+	roller           roller
+	r                *rollout // the last rollout
 	U                [][]float64
 	mean, lower, upr []float64 // [T][vars] flat
 	spread           []float64 // [T][targets]
@@ -352,9 +354,8 @@ type scratch struct {
 }
 
 func (p *plan) newScratch() *scratch {
-	sim, _ := p.t.m.NewSim() // parameters were accepted when the model loaded
 	nv, T := len(p.vars), p.T
-	sc := &scratch{sim: sim, r: p.t.m.NewRollout(), U: make([][]float64, T), mean: make([]float64, T*nv), lower: make([]float64, T*nv),
+	sc := &scratch{roller: p.t.dyn.newRoller(), U: make([][]float64, T), mean: make([]float64, T*nv), lower: make([]float64, T*nv),
 		upr: make([]float64, T*nv), spread: make([]float64, T*len(p.t.outs)), row: make([]float64, len(p.t.nodes)),
 		sum: make([]float64, len(p.t.nodes)), condLo: make([]float64, nv), condHi: make([]float64, nv)}
 	for k := range sc.U {
@@ -440,14 +441,15 @@ func (p *plan) evaluate(sc *scratch, cand [][]float64, keep bool) *evalResult {
 			sc.U[k][q] = cand[k][c]
 		}
 	}
-	if err := t.m.Roll(sc.sim, p.s.start, sc.U, p.dHeld, sc.r); err != nil {
+	r, err := sc.roller.roll(p.s.start, sc.U, p.dHeld)
+	if err != nil {
 		res.modelErr = err.Error()
 		res.fail = 0
 		return res
 	}
-	r := sc.r
+	sc.r = r
 	res.fail = r.Fail
-	nx, nout := t.m.Sys.NumStates(), t.m.Sys.NumModelOutputs()
+	nx, nout := len(t.states), len(t.modelOuts)
 	for k := 0; k < T; k++ {
 		row := k * nv
 		for i, v := range p.vars {

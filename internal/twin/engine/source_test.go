@@ -40,12 +40,12 @@ func (s *fakeSource) Manifest(context.Context, core.Model) (*dataset.Manifest, e
 // error of the source.
 func TestLoadFromSource(t *testing.T) {
 	ctx := context.Background()
-	src := &fakeSource{m: core.Model{ID: "m1", ArtifactKind: "aml.arx/1"}}
+	src := &fakeSource{m: core.Model{ID: "m1", ArtifactKind: "aml.static-response/1"}}
 	if _, err := LoadFrom(ctx, src, "m2"); core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("unknown model: %v", err)
 	}
 	if _, err := LoadFrom(ctx, src, "m1"); core.CodeOf(err) != CodeModelUnsupported {
-		t.Fatalf("an ARX model: %v, want %s", err, CodeModelUnsupported)
+		t.Fatalf("a static model: %v, want %s", err, CodeModelUnsupported)
 	}
 	if len(src.asked) != 2 || src.asked[1] != "model" {
 		t.Fatalf("asked %v: the artifact of a refused model was read", src.asked)

@@ -297,7 +297,10 @@ func (p *plan) record(in TrialInput, res *evalResult, cand [][]float64) (*contra
 		d.Cost = res.costOf()
 	}
 	for j, n := range t.states {
-		d.InitialState[n] = p.s.start.Last[j]
+		d.InitialState[n] = p.s.start.last[j]
+	}
+	for j, n := range p.s.start.names { // a linear model's abstract states
+		d.InitialState[n] = p.s.start.last[j]
 	}
 	// traces and the predicted trajectory (only for rolled-out candidates)
 	if res.cons != nil && res.mean != nil {

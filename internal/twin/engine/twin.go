@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
-	"github.com/aml-project/aml/internal/ident/hybrid"
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/twin/contract"
@@ -34,18 +34,22 @@ func errf(code, field, format string, args ...any) *core.Error {
 	return core.FieldErrorf(code, field, format, args...)
 }
 
-// Twin is a loaded twin model: an aml.hybrid/1 model with its dataset's
-// layout and the uncertainty figures measured when it was evaluated. It is
+// Twin is a loaded twin model: a dynamic model of a class the twin runs
+// (aml.hybrid/1, aml.statespace/1, aml.arx/1) with its dataset's layout and the uncertainty figures measured when it was evaluated. It is
 // safe for concurrent use; the only mutable part is the cache of window
 // starts, guarded by a mutex, whose entries are immutable.
 type Twin struct {
-	modelID string
-	man     *dataset.Manifest
-	hp      trainers.HybridPredictor
-	m       *hybrid.Model // window model: the path the conformal widths were measured on
-	H, F    int
-	beatMs  int64
-	dt      float64
+	modelID   string
+	man       *dataset.Manifest
+	pred      model.Predictor
+	dyn       dynamics
+	estimator string // the state estimator's name
+	H, F      int
+	beatMs    int64
+	dt        float64
+	// hideStates: the states are abstract (a state-space model's x1 … xn):
+	// reported by EstimateState, no trial quantities
+	hideStates bool
 
 	// model quantities
 	ctrl, dist []qcol // model order
@@ -85,15 +89,15 @@ func Load(ctx context.Context, st ModelStore, dataDir, modelID string) (*Twin, e
 // LoadFrom loads model modelID of src for the twin: its artifact (hash
 // verified by src), its dataset's manifest and the conformal calibration,
 // test coverage and OOD envelope its evaluation stored in the model's
-// metrics. Models of other formats than aml.hybrid/1 are refused with
-// AML_TWIN_MODEL_UNSUPPORTED before their artifact is read.
+// metrics. Models of other formats than those [IsTwinFormat] names are
+// refused with AML_TWIN_MODEL_UNSUPPORTED before their artifact is read.
 func LoadFrom(ctx context.Context, src ModelSource, modelID string) (*Twin, error) {
 	m, err := src.Model(ctx, modelID)
 	if err != nil {
 		return nil, err
 	}
-	if m.ArtifactKind != trainers.FormatHybrid {
-		return nil, errf(CodeModelUnsupported, "artifactKind", "model %s is %s; the twin runs %s models (hybrid_residual@1)", m.ID, m.ArtifactKind, trainers.FormatHybrid)
+	if !IsTwinFormat(m.ArtifactKind) {
+		return nil, errf(CodeModelUnsupported, "artifactKind", "model %s is %s; the twin runs %s models", m.ID, m.ArtifactKind, twinFormatList)
 	}
 	dir, err := src.ArtifactDir(ctx, m)
 	if err != nil {
@@ -118,48 +122,37 @@ type metricsJSON struct {
 	OOD       *eval.OOD            `json:"ood"`
 }
 
+// TwinFormats are the artifact formats the twin runs: hybrid_residual@1,
+// linear_state_space@1 and one_step@1 (ARX) models of dynamic datasets.
+var TwinFormats = []string{trainers.FormatHybrid, trainers.FormatStateSpace, trainers.FormatARX}
+
+const twinFormatList = "aml.hybrid/1, aml.statespace/1 or aml.arx/1"
+
+// IsTwinFormat says whether the twin runs models of artifact format f.
+func IsTwinFormat(f string) bool { return slices.Contains(TwinFormats, f) }
+
 // New builds a twin from a loaded predictor, its dataset manifest and the
 // model's metrics JSON. Without a conformal calibration the twin still
 // estimates states, but trials are refused (AML_TWIN_MODEL_UNSUPPORTED:
 // no tube can be drawn); without an OOD envelope every trial fails its OOD
 // verdict (OOD_NOT_CALIBRATED).
 func New(modelID string, man *dataset.Manifest, p model.Predictor, metrics json.RawMessage) (*Twin, error) {
-	hp, ok := trainers.AsHybrid(p)
-	if !ok {
-		return nil, errf(CodeModelUnsupported, "format", "model %s is %s; the twin runs %s models", modelID, p.Format(), trainers.FormatHybrid)
-	}
 	if man.BeatMs <= 0 || man.HistorySteps < 1 || man.HorizonSteps < 1 {
 		return nil, errf(CodeModelUnsupported, "dataset", "the model's dataset is not a dynamic dataset with history and horizon")
 	}
-	t := &Twin{modelID: modelID, man: man, hp: hp, m: hp.WindowModel(), H: man.HistorySteps, F: man.HorizonSteps, beatMs: man.BeatMs,
+	t := &Twin{modelID: modelID, man: man, pred: p, H: man.HistorySteps, F: man.HorizonSteps, beatMs: man.BeatMs,
 		dt: float64(man.BeatMs) / 1000, nodes: append([]string(nil), man.AllNodes...), colOf: map[string]int{}, cache: map[[32]byte]*snapStart{}}
 	for j, n := range man.AllNodes {
 		t.colOf[n] = j
 	}
-	l := hp.Layout()
-	for _, c := range l.Controls {
-		t.ctrl = append(t.ctrl, qcol{c.Model, c.Col, c.Fallback})
-	}
-	for _, c := range l.Disturbances {
-		t.dist = append(t.dist, qcol{c.Model, c.Col, c.Fallback})
-	}
-	for _, c := range l.Outputs {
-		t.outs = append(t.outs, qcol{c.Model, c.Col, math.NaN()})
-	}
-	pm := t.m.Sys.Model
-	t.states = pm.StateNames()
-	t.modelOuts = pm.OutputNames()
-	for j, s := range t.states {
-		col := -1
-		if o := t.m.Sys.ObservedBy[j]; o >= 0 {
-			col = t.outs[o].col
-		} else if c, ok := t.colOf[s]; ok {
-			col = c
+	if hp, ok := trainers.AsHybrid(p); ok {
+		t.initHybrid(hp)
+	} else if lt, ok := trainers.AsLinearTwin(p); ok {
+		if err := t.initLinear(lt); err != nil {
+			return nil, err
 		}
-		t.stateCol = append(t.stateCol, col)
-	}
-	if e := t.m.Residual; e != nil {
-		t.members = len(e.Members)
+	} else {
+		return nil, errf(CodeModelUnsupported, "format", "model %s is %s; the twin runs %s models", modelID, p.Format(), twinFormatList)
 	}
 	if len(metrics) > 0 {
 		var mj metricsJSON
@@ -188,6 +181,60 @@ func New(modelID string, man *dataset.Manifest, p model.Predictor, metrics json.
 	return t, nil
 }
 
+// initHybrid lays out a hybrid model: its physics quantities and the
+// dataset columns they are tied to.
+func (t *Twin) initHybrid(hp trainers.HybridPredictor) {
+	m := hp.WindowModel() // the path the conformal widths were measured on
+	t.dyn, t.estimator = hybridDyn{m}, "hybrid-x0fit/1"
+	l := hp.Layout()
+	for _, c := range l.Controls {
+		t.ctrl = append(t.ctrl, qcol{c.Model, c.Col, c.Fallback})
+	}
+	for _, c := range l.Disturbances {
+		t.dist = append(t.dist, qcol{c.Model, c.Col, c.Fallback})
+	}
+	for _, c := range l.Outputs {
+		t.outs = append(t.outs, qcol{c.Model, c.Col, math.NaN()})
+	}
+	pm := m.Sys.Model
+	t.states = pm.StateNames()
+	t.modelOuts = pm.OutputNames()
+	for j, s := range t.states {
+		col := -1
+		if o := m.Sys.ObservedBy[j]; o >= 0 {
+			col = t.outs[o].col
+		} else if c, ok := t.colOf[s]; ok {
+			col = c
+		}
+		t.stateCol = append(t.stateCol, col)
+	}
+	if e := m.Residual; e != nil {
+		t.members = len(e.Members)
+	}
+}
+
+// initLinear lays out a linear model: its quantities are the dataset
+// columns it uses, named by their node ids; its targets are its model
+// outputs.
+func (t *Twin) initLinear(lt trainers.LinearTwin) error {
+	in, out := lt.LinearLayout()
+	for _, c := range in {
+		if c.Col < 0 || c.Col >= len(t.nodes) {
+			return errf(CodeModelUnsupported, "inputs", "model %s has an input without a dataset column", t.modelID)
+		}
+		t.ctrl = append(t.ctrl, qcol{t.nodes[c.Col], c.Col, math.NaN()})
+	}
+	for _, c := range out {
+		if c.Col < 0 || c.Col >= len(t.nodes) {
+			return errf(CodeModelUnsupported, "outputs", "model %s has an output without a dataset column", t.modelID)
+		}
+		t.outs = append(t.outs, qcol{t.nodes[c.Col], c.Col, math.NaN()})
+		t.modelOuts = append(t.modelOuts, t.nodes[c.Col])
+	}
+	t.dyn, t.estimator, t.hideStates = linearDyn{lt, len(t.outs)}, lt.WindowEstimator(), true
+	return nil
+}
+
 // ModelID returns the model's id.
 func (t *Twin) ModelID() string { return t.modelID }
 
@@ -203,15 +250,20 @@ func (t *Twin) Window() (steps int, beatMs int64, nodeIDs []string) {
 }
 
 // EstimatorVersion names the state estimator of this twin.
-func (t *Twin) EstimatorVersion() string { return "hybrid-x0fit/1:" + t.modelID }
+func (t *Twin) EstimatorVersion() string { return t.estimator + ":" + t.modelID }
 
 // EstimateState returns the model states (by physics state name) at the
 // window's last row and the estimator version. A state measured directly
 // (an output that is the state, or a dataset column of the state's name)
 // takes its last valid observation in the window; every other state is
-// the model's: the hybrid initial-state fit over the window's H rows (as
-// PredictBatch does for a window) simulated through the window to its last
-// row. Gaps (null values) are handled as in [Twin.Trial]: controls and
+// the model's, estimated as PredictBatch does for a window: for a hybrid
+// model the initial-state fit over the window's H rows simulated through
+// the window to its last row. A linear model's states are no scene
+// quantities and are not reported here (a trial's detail shows them): a
+// state-space model's x1 … xn are estimated by the Kalman filter without
+// process noise (the prior's MAP initial state, propagated) or from the
+// least-squares initial state, as the model was trained; an ARX model's
+// state is the window's rows themselves. Gaps (null values) are handled as in [Twin.Trial]: controls and
 // disturbances hold their last valid value, outputs are simply not fitted
 // where missing, and a needed column without any value is refused.
 func (t *Twin) EstimateState(ctx context.Context, w *contract.SnapshotWindow) (map[string]float64, string, error) {
@@ -224,7 +276,7 @@ func (t *Twin) EstimateState(ctx context.Context, w *contract.SnapshotWindow) (m
 	}
 	out := make(map[string]float64, len(t.states))
 	for j, name := range t.states {
-		out[name] = s.start.Last[j]
+		out[name] = s.start.last[j]
 		if c := t.stateCol[j]; c >= 0 {
 			if v, ok := s.lastValid[c]; ok {
 				out[name] = v
@@ -237,7 +289,7 @@ func (t *Twin) EstimateState(ctx context.Context, w *contract.SnapshotWindow) (m
 // snapStart is everything a window gives every rollout from it: immutable
 // once made.
 type snapStart struct {
-	start     *hybrid.Start
+	start     *dynStart
 	rows      [][]float64 // H filled rows over the dataset's columns (gaps held, for OOD)
 	complete  bool        // every column has at least one value (else OOD cannot be judged)
 	lastValid map[int]float64
@@ -392,11 +444,14 @@ func (t *Twin) estimate(w *contract.SnapshotWindow) (*snapStart, error) {
 			Y[k][o] = raw[k][c.col] // gaps stay NaN: not fitted
 		}
 	}
-	sim, err := t.m.NewSim()
-	if err != nil {
-		return nil, err
+	Yf := make([][]float64, H) // targets with gaps held (linear models)
+	for k := range Yf {
+		Yf[k] = make([]float64, len(t.outs))
+		for o, c := range t.outs {
+			Yf[k][o] = s.rows[k][c.col]
+		}
 	}
-	st, err := t.m.StartFrom(sim, U, D, Y, H)
+	st, err := t.dyn.start(U, D, Y, Yf)
 	if err != nil {
 		return nil, errf(CodeWindowInvalid, "window", "%v", err)
 	}

@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/aml-project/aml/internal/ident/hybrid"
+	"github.com/aml-project/aml/internal/ident/trainers"
+	"github.com/aml-project/aml/internal/physics"
+)
+
+// dynamics is one model class as the twin runs it: a state estimate from
+// a window's H rows and rollouts that continue from it. Every class
+// predicts windows along the path its conformal widths were measured on
+// (the predictor's PredictBatch), so the tube means what the evaluation
+// measured.
+type dynamics interface {
+	// start estimates the state from the window's H rows: u controls and
+	// d disturbances (nil without) with gaps held, y the targets with
+	// gaps as NaN and yFilled with gaps held.
+	start(u, d, y, yFilled [][]float64) (*dynStart, error)
+	// newRoller returns one goroutine's rollout buffers.
+	newRoller() roller
+}
+
+// dynStart is a window's start: immutable once made.
+type dynStart struct {
+	last    []float64 // states at the window's last row (Twin.states order)
+	lastOut []float64 // model outputs at the last row (Twin.modelOuts order)
+	lastY   []float64 // predicted targets at the last row (dataset target order)
+	names   []string  // abstract states' names (Twin.hideStates)
+	impl    any       // the class's own start
+}
+
+// rollout is one rollout's result, overwritten by the roller's next call:
+// T×targets Y (mean) and Spread (ensemble std, 0 without an ensemble),
+// T×modelOuts Out, T×states X and the first failing step Fail (T none).
+type rollout struct {
+	Y, Spread, Out, X []float64
+	Fail              int
+}
+
+type roller interface {
+	// roll continues from s with controls u and disturbances d ([T] rows;
+	// d nil without disturbances). An error means the rollout could not
+	// start at all.
+	roll(s *dynStart, u, d [][]float64) (*rollout, error)
+}
+
+// ---- aml.hybrid/1: physics + residual ensemble
+
+type hybridDyn struct{ m *hybrid.Model }
+
+func (h hybridDyn) start(u, d, y, _ [][]float64) (*dynStart, error) {
+	sim, err := h.m.NewSim()
+	if err != nil {
+		return nil, err
+	}
+	st, err := h.m.StartFrom(sim, u, d, y, len(u))
+	if err != nil {
+		return nil, err
+	}
+	T := st.T
+	return &dynStart{last: st.Last, lastOut: st.HistOut[T-1], lastY: st.Hist.Y[T-1], impl: st}, nil
+}
+
+func (h hybridDyn) newRoller() roller {
+	sim, _ := h.m.NewSim() // parameters were accepted when the model loaded
+	return &hybridRoller{m: h.m, sim: sim, r: h.m.NewRollout()}
+}
+
+type hybridRoller struct {
+	m   *hybrid.Model
+	sim *physics.Sim
+	r   *hybrid.Rollout
+	out rollout
+}
+
+func (h *hybridRoller) roll(s *dynStart, u, d [][]float64) (*rollout, error) {
+	if err := h.m.Roll(h.sim, s.impl.(*hybrid.Start), u, d, h.r); err != nil {
+		return nil, err
+	}
+	r := h.r
+	h.out = rollout{Y: r.Y, Spread: r.Spread, Out: r.Out, X: r.X, Fail: r.Fail}
+	return &h.out, nil
+}
+
+// ---- aml.arx/1 and aml.statespace/1: linear models
+
+// linearDyn runs a linear model: no ensemble (spread 0), the targets are
+// its model outputs, and its states (a state-space model's x1 … xn) are
+// reported by EstimateState but are no trial quantities (they have no
+// physical meaning a constraint could name).
+type linearDyn struct {
+	lt trainers.LinearTwin
+	ny int
+}
+
+func (l linearDyn) start(u, _, _, yFilled [][]float64) (*dynStart, error) {
+	s, err := l.lt.StartWindow(u, yFilled)
+	if err != nil {
+		return nil, err
+	}
+	return &dynStart{last: s.Last, lastOut: s.Fitted, lastY: s.Fitted, names: s.States, impl: s}, nil
+}
+
+func (l linearDyn) newRoller() roller { return &linearRoller{l: l} }
+
+type linearRoller struct {
+	l   linearDyn
+	out rollout
+}
+
+func (r *linearRoller) roll(s *dynStart, u, _ [][]float64) (*rollout, error) {
+	T, ny := len(u), r.l.ny
+	if cap(r.out.Y) < T*ny {
+		r.out.Y, r.out.Spread = make([]float64, T*ny), make([]float64, T*ny)
+	}
+	r.out.Y, r.out.Spread = r.out.Y[:T*ny], r.out.Spread[:T*ny]
+	if err := r.l.lt.Continue(s.impl.(*trainers.LinearStart), u, r.out.Y); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.l.lt.Format(), err)
+	}
+	r.out.Out, r.out.Fail = r.out.Y, T
+	return &r.out, nil
+}
