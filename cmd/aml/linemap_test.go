@@ -68,7 +68,7 @@ func TestLineApplyFromMapCLI(t *testing.T) {
 		t.Fatalf("--print --json: %d %s", code, out)
 	}
 	// Usage and invalid maps.
-	for _, args := range [][]string{{"line", "apply"}, {"line", "apply", draft, "--from-map", opcMap}, {"line", "apply", draft, "--print"}} {
+	for _, args := range [][]string{{"line", "apply"}, {"line", "apply", draft, "--from-map", opcMap}, {"line", "apply", draft, "--print"}, {"line", "apply", "--from-map", opcMap, "--map-kind", "modbus"}} {
 		if _, errs, code := aml(t, append(args, "--data", d)...); code != 2 {
 			t.Fatalf("%v: %d %s", args, code, errs)
 		}

@@ -98,8 +98,13 @@ func FromMap(data []byte, kind string) (Draft, error) {
 }
 
 // ReadFile reads the map file at path (a regular file of at most
-// MaxMapBytes) and converts it; errors name the file.
+// MaxMapBytes) and converts it. A kind other than opcua, mqtt or "" is a
+// usage error; a map's errors are of field "map", name the file and keep
+// their problems (each with its field in the map).
 func ReadFile(path, kind string) (Draft, error) {
+	if kind != "" && kind != KindOPCUA && kind != KindMQTT {
+		return Draft{}, core.FieldErrorf(core.CodeUsage, "map-kind", "must be opcua or mqtt, got %q", kind)
+	}
 	b, err := safefile.ReadFile(path, MaxMapBytes)
 	if err != nil {
 		return Draft{}, safefile.Refusal(core.CodeInvalidArgument, err, "map file")
@@ -108,7 +113,7 @@ func ReadFile(path, kind string) (Draft, error) {
 	var ae *core.Error
 	if errors.As(err, &ae) {
 		e := *ae
-		e.Message = path + ": " + e.Message
+		e.Field, e.Message = "map", path+": "+e.Message
 		return Draft{}, &e
 	}
 	return d, err

@@ -139,6 +139,13 @@ func TestReadFileNamesFile(t *testing.T) {
 	if _, err := ReadFile(p, ""); err == nil || !strings.Contains(err.Error(), p) {
 		t.Fatalf("error does not name the file: %v", err)
 	}
+	var ae *core.Error
+	if _, err := ReadFile(p, ""); !errors.As(err, &ae) || ae.Field != "map" {
+		t.Fatalf("field: %v", err)
+	}
+	if _, err := ReadFile(p, "modbus"); core.CodeOf(err) != core.CodeUsage {
+		t.Fatalf("bad kind: %v", err)
+	}
 	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing.json"), ""); core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("missing file: %v", err)
 	}
