@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-
-	"github.com/aml-project/aml/internal/render"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/audit"
@@ -39,10 +36,7 @@ func newAuditCmd(a *app) *cobra.Command {
 			if err := a.invoke(cmd, "audit.list", "", &lr, &res); err != nil {
 				return err
 			}
-			if res.Items == nil {
-				res.Items = []audit.Entry{}
-			}
-			return a.emit(res.Items, func(w io.Writer) { render.Text(w, "audit.list", &lr, res) })
+			return a.show("audit.list", &lr, res)
 		},
 	}, "audit.list")
 	fl := list.Flags()

@@ -245,6 +245,11 @@ func TestRemoteParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	both("line apply", "engineer", fixed("line", "apply", lineFile))
+	mapFile := filepath.Join(csvDir, "topics.json") // converted here: the server gets the line file
+	if err := os.WriteFile(mapFile, []byte(`{"line":"injection-line-1","product":"P","recipe":"R","topics":[{"topic":"l/b","node":"aux_b","unit":"bar","kind":"daq","min":0,"max":5}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	both("line apply --from-map", "engineer", fixed("line", "apply", "--from-map", mapFile))
 	recipeFile := filepath.Join(csvDir, "recipe.yaml")
 	eventsFile := filepath.Join(csvDir, "events.csv")
 	if err := os.WriteFile(recipeFile, []byte("setpoint: 0.5\ngain: 2\n"), 0o600); err != nil {

@@ -220,10 +220,11 @@ func (a *app) call(cmd *cobra.Command, op, actorFlag string, req any) (any, erro
 }
 
 // show prints op's answer: with --json the answer itself (a list op's
-// items, [] for none), else its rendering.
+// items, [] for none: an answer with an Items list), else its rendering.
+// docs/cli-json.md states the rule.
 func (a *app) show(op string, req, resp any) error {
 	doc := resp
-	if v := reflect.ValueOf(resp); v.Kind() == reflect.Struct && strings.HasPrefix(v.Type().Name(), "List[") {
+	if v := reflect.ValueOf(resp); v.Kind() == reflect.Struct && v.FieldByName("Items").Kind() == reflect.Slice {
 		if items := v.FieldByName("Items"); items.IsNil() {
 			doc = reflect.MakeSlice(items.Type(), 0, 0).Interface()
 		} else {

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
 
 	amlapp "github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/connect/linemap"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/ingest"
 	"github.com/aml-project/aml/internal/safefile"
@@ -61,23 +63,45 @@ func newNodeSetCmd(a *app) *cobra.Command {
 
 func newLineCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "line", Short: "A line's metadata from a line file"}
-	var req amlapp.LineApplyRequest
-	apply := opCommand(a, &cobra.Command{
-		Use:   "apply FILE",
-		Short: "Apply a line file (YAML or JSON): every node's writable flag, unit, range and meaning, in one audited transaction",
-		Args:  argsExact(1),
-	}, "line.apply", "", &req, func(args []string) error {
+	var draft linemap.Draft
+	var fromMap, mapKind string
+	var printOnly bool
+	build := func(args []string) error {
+		if len(args) > 1 || (fromMap == "") != (len(args) == 1) || (printOnly && fromMap == "") {
+			return usagef("aml line apply takes FILE or --from-map MAP (--print needs --from-map)")
+		} else if fromMap != "" {
+			d, err := linemap.ReadFile(fromMap, mapKind)
+			draft = d
+			return err
+		}
 		b, err := safefile.ReadFile(args[0], 16<<20)
 		if err != nil {
 			return safefile.Refusal(core.CodeInvalidArgument, err, "line file")
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		dec.KnownFields(true)
-		if err := dec.Decode(&req); err != nil {
+		if err := dec.Decode(&draft.Req); err != nil {
 			return core.FieldErrorf(core.CodeInvalidArgument, "file", "%s: not a line file: %v", args[0], err)
 		}
 		return nil
-	})
+	}
+	apply := opCommand(a, &cobra.Command{
+		Use:   "apply FILE | --from-map MAP [--map-kind opcua|mqtt] [--print]",
+		Short: "Apply a line file (YAML or JSON), or one converted from an OPC UA or MQTT map file: every node's writable flag, unit, range and meaning, in one audited transaction",
+	}, "line.apply", "", &draft.Req, build)
+	apply.Flags().StringVar(&fromMap, "from-map", "", "convert this OPC UA or MQTT map file (read here, not by the server) into the line file")
+	apply.Flags().StringVar(&mapKind, "map-kind", "", "the map file's kind: opcua or mqtt (default: detected)")
+	apply.Flags().BoolVar(&printOnly, "print", false, "print the converted line file (YAML) to edit first; apply nothing")
+	run := apply.RunE
+	apply.RunE = func(c *cobra.Command, args []string) error {
+		if !printOnly {
+			return run(c, args)
+		}
+		if err := build(args); err != nil {
+			return err
+		}
+		return a.emit(draft.Req, func(w io.Writer) { _, _ = w.Write(draft.YAML()) })
+	}
 	cmd.AddCommand(apply)
 	return cmd
 }
