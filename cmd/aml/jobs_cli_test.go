@@ -62,7 +62,7 @@ func TestJobCLI(t *testing.T) {
 		t.Fatalf("status:\n%s", out)
 	}
 	out, _, _ = aml(t, "model", "show", j.ModelID, "--data", d)
-	if !strings.Contains(out, "upstream-mpc-v1: passed=false") || !strings.Contains(out, "FAIL G1") {
+	if !strings.Contains(out, "upstream-mpc-v2 v2: passed=false") || !strings.Contains(out, "FAIL G1") {
 		t.Fatalf("model card:\n%s", out)
 	}
 	// Predict from the middle of a run, through the training pipeline.
