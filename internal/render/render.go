@@ -353,7 +353,7 @@ func printGateProfiles(w io.Writer, r app.GateProfilesResponse) {
 			if ru.Sigmas > 0 {
 				wider = fmt.Sprintf(" (or %gσ of the measurement, if wider)", ru.Sigmas)
 			}
-			fmt.Fprintf(w, "  %-4s %-37s %s %s %g%s\n", ru.ID, ru.Name, ru.Metric, ru.Op, ru.Threshold, wider)
+			fmt.Fprintf(w, "  %-4s %-40s %s %s %g%s\n", ru.ID, ru.Name, ru.Metric, ru.Op, ru.Threshold, wider)
 		}
 	}
 	for _, p := range r.Twin {
