@@ -95,6 +95,7 @@ func newJobCmd(a *app) *cobra.Command {
 	fl.StringVar(&sr.Env, "env", "", "trainer environment to lease (default: python for exec:*.py)")
 	fl.Var(&sr.Timeout, "timeout", "wall-clock limit of the training step")
 	fl.Var(&sr.Stall, "stall", "fail when no progress is reported for this long")
+	fl.StringVar(&sr.GateProfile, "gate-profile", "", "model gate profile to judge the model by (aml gate profiles; default: the dataset purpose's)")
 	fl.BoolVar(&wait, "wait", false, "run the job here and wait, with a progress bar (with --server: follow it on the server)")
 
 	var jr amlapp.JobRequest

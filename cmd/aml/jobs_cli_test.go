@@ -62,7 +62,7 @@ func TestJobCLI(t *testing.T) {
 		t.Fatalf("status:\n%s", out)
 	}
 	out, _, _ = aml(t, "model", "show", j.ModelID, "--data", d)
-	if !strings.Contains(out, "upstream-mpc-v1: passed=false") || !strings.Contains(out, "FAIL G1") {
+	if !strings.Contains(out, "upstream-mpc-v2 v2: passed=false") || !strings.Contains(out, "FAIL G1") {
 		t.Fatalf("model card:\n%s", out)
 	}
 	// Predict from the middle of a run, through the training pipeline.
@@ -215,5 +215,36 @@ func TestJobLogs(t *testing.T) {
 	out, _, code = aml(t, "job", "logs", j.ID, "-f", "--data", d)
 	if code != 0 || !strings.Contains(out, "hello-from-trainer") {
 		t.Fatalf("logs -f of a finished job:\n%s", out)
+	}
+}
+
+// TestJobSubmitGateProfileCLI: --gate-profile names the profile the model
+// is judged by (shown with its version on the model card); an unknown one
+// is refused, naming the known profiles; aml gate profiles lists G6 with
+// its threshold.
+func TestJobSubmitGateProfileCLI(t *testing.T) {
+	t.Setenv("AML_TEST_TRAINERS", "1")
+	d, ds := simDataset(t)
+	_, errs, code := aml(t, "job", "submit", "--dataset", ds, "--trainer", "test_mean@1", "--gate-profile", "upstream-mpc-v0", "--data", d)
+	if code == 0 || !strings.Contains(errs, "AML_INVALID_ARGUMENT") || !strings.Contains(errs, "upstream-mpc-v2") || !strings.Contains(errs, "gateProfile") {
+		t.Fatalf("unknown profile: %d %s", code, errs)
+	}
+	out, errs, code := aml(t, "job", "submit", "--dataset", ds, "--trainer", "test_mean@1", "--params", `{"steps":1,"stepMs":1}`,
+		"--gate-profile", "upstream-mpc-v1", "--wait", "--data", d, "--json")
+	if code != 0 {
+		t.Fatalf("submit: %d %s", code, errs)
+	}
+	var j struct{ ModelID, GateProfile string }
+	mustJSON(t, out, &j)
+	if j.GateProfile != "upstream-mpc-v1" {
+		t.Fatalf("job %+v", j)
+	}
+	if out, _, _ = aml(t, "model", "show", j.ModelID, "--data", d); !strings.Contains(out, "gates     upstream-mpc-v1 v1: passed=false") || strings.Contains(out, " G6 ") {
+		t.Fatalf("model card:\n%s", out)
+	}
+	out, _, _ = aml(t, "gate", "profiles", "--data", d)
+	if !strings.Contains(out, "model gate upstream-mpc-v2 v2, purpose mpc_surrogate (default for mpc_surrogate)") ||
+		!strings.Contains(out, "  G6   interval coverage (test) at its level    test.intervalCoverageError <= 0.05 (or 3σ of the measurement, if wider)") {
+		t.Fatalf("gate profiles:\n%s", out)
 	}
 }

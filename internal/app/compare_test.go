@@ -81,7 +81,7 @@ func TestGateProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Models) < 3 || r.ByPurpose["mpc_surrogate"] != "upstream-mpc-v1" || len(r.Twin) < 2 {
+	if len(r.Models) < 3 || r.ByPurpose["mpc_surrogate"] != "upstream-mpc-v2" || len(r.Twin) < 2 {
 		t.Fatalf("profiles %+v", r)
 	}
 	for _, p := range r.Models {

@@ -15,6 +15,7 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/model"
@@ -271,6 +272,9 @@ type JobSubmitRequest struct {
 	Env       string          `json:"env,omitempty" jsonschema:"named environment of an exec trainer"`
 	Timeout   Duration        `json:"timeout,omitempty" jsonschema:"wall-clock limit of the job (e.g. 30m)"`
 	Stall     Duration        `json:"stall,omitempty" jsonschema:"fail the job after this long without progress (e.g. 5m)"`
+	// GateProfile is stored with the job; the model's gate report records
+	// the profile and version it was judged by.
+	GateProfile string `json:"gateProfile,omitempty" jsonschema:"model gate profile to judge the model by (gate.profiles), of the dataset's purpose; default: the purpose's default profile. A named profile is audited (job.submit, with its version)"`
 }
 
 // Validate requires dataset and trainer and non-negative limits.
@@ -319,8 +323,15 @@ func (a *App) JobLine(ctx context.Context, j core.Job) (string, error) {
 // JobSubmit queues a training job.
 func (a *App) JobSubmit(ctx context.Context, p Principal, req JobSubmitRequest) (core.Job, error) {
 	return run(ctx, a, p, &opJobSubmit, req, func(ctx context.Context, p Principal, req JobSubmitRequest) (core.Job, error) {
-		if _, err := a.dataset(ctx, p, auth.ActJob, req.DatasetID); err != nil {
+		d, err := a.dataset(ctx, p, auth.ActJob, req.DatasetID)
+		if err != nil {
 			return core.Job{}, err
+		}
+		var gp eval.Profile
+		if req.GateProfile != "" {
+			if gp, err = eval.ProfileForJob(d.Purpose, req.GateProfile); err != nil {
+				return core.Job{}, err
+			}
 		}
 		r, err := a.runner()
 		if err != nil {
@@ -337,8 +348,19 @@ func (a *App) JobSubmit(ctx context.Context, p Principal, req JobSubmitRequest) 
 				return core.Job{}, err
 			}
 		}
-		return r.Submit(ctx, jobs.SubmitRequest{DatasetID: req.DatasetID, TrainerRef: req.Trainer, Params: req.Params, Seed: req.Seed,
-			ParentID: req.ParentID, ChangeNote: req.Note, EnvName: req.Env, Timeout: req.Timeout.D(), Stall: req.Stall.D(), CreatedBy: p.Name})
+		j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: req.DatasetID, TrainerRef: req.Trainer, Params: req.Params, Seed: req.Seed,
+			ParentID: req.ParentID, ChangeNote: req.Note, EnvName: req.Env, Timeout: req.Timeout.D(), Stall: req.Stall.D(), CreatedBy: p.Name,
+			GateProfile: req.GateProfile})
+		if err != nil || req.GateProfile == "" {
+			return j, err
+		}
+		// Naming the criteria a model is judged by (e.g. a version without
+		// the interval rule) is a decision on record.
+		if _, err := a.auditLog().Append(ctx, p.Name, "job.submit", j.ID, d.LineID, map[string]any{"dataset": j.DatasetID, "trainer": j.TrainerRef,
+			"gateProfile": gp.ID, "gateProfileVersion": gp.Version}); err != nil {
+			return j, err
+		}
+		return j, nil
 	})
 }
 

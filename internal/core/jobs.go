@@ -78,6 +78,7 @@ type Job struct {
 	ParentID       string          `json:"parentId,omitempty"`
 	ChangeNote     string          `json:"changeNote,omitempty"`
 	EnvName        string          `json:"env,omitempty"`
+	GateProfile    string          `json:"gateProfile,omitempty"` // the model gate profile named at submit; empty: the purpose's default
 	Status         JobStatus       `json:"status"`
 	Stage          string          `json:"stage"`
 	Progress       float64         `json:"progress"`

@@ -54,13 +54,15 @@
 // # Gates
 //
 // A [Profile] is a versioned, named list of checks; [ProfileFor] maps a
-// dataset purpose to its profile explicitly:
+// dataset purpose to its default profile explicitly, and a job may name
+// another of the dataset's purpose ([ProfileForJob], the job's
+// gateProfile):
 //
-//	mpc_surrogate   → upstream-mpc-v1
-//	quality_predict → upstream-quality-v1
+//	mpc_surrogate   → upstream-mpc-v2
+//	quality_predict → upstream-quality-v2
 //	static_response → static-v1
 //
-// upstream-mpc-v1:
+// upstream-mpc-v2 (version 2):
 //
 //	G1   test mean one-step NRMSE         ≤ 0.10
 //	G2   test mean rollout NRMSE (all F)  ≤ 0.25
@@ -68,8 +70,18 @@
 //	G4a  train unique grid steps          ≥ 500
 //	G4b  train runs                       ≥ 3
 //	G5   model artifact present           = 1
+//	G6   |measured − calibrated| coverage ≤ max(0.05, 3σ)
+//	     of the conformal interval on test
 //
-// upstream-quality-v1 is upstream-mpc-v1 without G2. static-v1:
+// G6 reads the interval calibrated on val and its coverage measured on
+// test ([Evidence], [GateEvidence]); σ is [CoverageTolerance]'s standard
+// error from the calibration and test window counts. A model without a
+// measured coverage (calibration skipped, or fewer than 20 test windows)
+// fails G6 with the reason. upstream-quality-v2 is upstream-mpc-v2
+// without G2. upstream-mpc-v1 and upstream-quality-v1 (version 1) are the
+// same without G6: still published and selectable by name.
+//
+// static-v1:
 //
 //	S1   test mean R²                     ≥ 0.8
 //	G3   |test − val| / val of mean NRMSE ≤ 0.20

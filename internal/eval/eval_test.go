@@ -405,8 +405,14 @@ func TestGateThresholds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Gate(mpc, passing(), true)
-	if !r.Passed || r.Profile != "upstream-mpc-v1" || r.Version != 1 || len(r.Checks) != 6 {
+	ev := synthetic(0.9, 1000, 1000)
+	gate := func(p Profile, m *Metrics, art bool) GateReport {
+		e := ev
+		e.ArtifactPresent = art
+		return GateEvidence(p, m, e)
+	}
+	r := gate(mpc, passing(), true)
+	if !r.Passed || r.Profile != "upstream-mpc-v2" || r.Version != 2 || len(r.Checks) != 7 {
 		t.Fatalf("at the thresholds: %+v", r)
 	}
 	for _, c := range r.Checks {
@@ -429,7 +435,7 @@ func TestGateThresholds(t *testing.T) {
 	} {
 		m := passing()
 		c.edit(m)
-		r := Gate(mpc, m, true)
+		r := gate(mpc, m, true)
 		if r.Passed {
 			t.Fatalf("%s: report passed", c.id)
 		}
@@ -439,15 +445,15 @@ func TestGateThresholds(t *testing.T) {
 			}
 		}
 	}
-	r = Gate(mpc, passing(), false)
+	r = gate(mpc, passing(), false)
 	if g5 := checkByID(r, "G5"); r.Passed || g5.Passed || g5.Value != 0 || g5.Threshold != 1 || g5.Op != "==" {
 		t.Fatalf("no artifact: %+v", r)
 	}
-	g1 := checkByID(Gate(mpc, passing(), true), "G1")
+	g1 := checkByID(gate(mpc, passing(), true), "G1")
 	if g1.Value != 0.10 || g1.Threshold != 0.10 || g1.Op != "<=" || !strings.Contains(g1.Detail, "0.1") {
 		t.Fatalf("G1 %+v", g1)
 	}
-	if r := Gate(mpc, nil, true); r.Passed || !checkByID(r, "G5").Passed || checkByID(r, "G1").Passed {
+	if r := gate(mpc, nil, true); r.Passed || !checkByID(r, "G5").Passed || checkByID(r, "G1").Passed || !checkByID(r, "G6").Passed {
 		t.Fatalf("nil metrics: %+v", r)
 	}
 
@@ -456,7 +462,7 @@ func TestGateThresholds(t *testing.T) {
 	m := passing()
 	m.Test.MeanNRMSE = 5
 	m.ValTestGap = 0
-	if r := Gate(q, m, true); !r.Passed || r.Profile != "upstream-quality-v1" || len(r.Checks) != 5 || checkByID(r, "G2").ID != "missing" {
+	if r := gate(q, m, true); !r.Passed || r.Profile != "upstream-quality-v2" || len(r.Checks) != 6 || checkByID(r, "G2").ID != "missing" {
 		t.Fatalf("quality: %+v", r)
 	}
 
@@ -489,9 +495,9 @@ func TestGateThresholds(t *testing.T) {
 }
 
 func TestProfileFor(t *testing.T) {
-	for purpose, id := range map[string]string{"mpc_surrogate": "upstream-mpc-v1", "quality_predict": "upstream-quality-v1", "static_response": "static-v1"} {
+	for purpose, id := range map[string]string{"mpc_surrogate": "upstream-mpc-v2", "quality_predict": "upstream-quality-v2", "static_response": "static-v1"} {
 		p, err := ProfileFor(purpose)
-		if err != nil || p.ID != id || p.Purpose != purpose || p.Version != 1 {
+		if err != nil || p.ID != id || p.Purpose != purpose || (p.Version != 1) != (id != "static-v1") {
 			t.Fatalf("%s: %+v %v", purpose, p, err)
 		}
 	}
@@ -500,7 +506,7 @@ func TestProfileFor(t *testing.T) {
 			t.Fatalf("%q: %v", bad, err)
 		}
 	}
-	if _, err := LookupProfile("upstream-mpc-v2"); err == nil {
+	if _, err := LookupProfile("upstream-mpc-v3"); err == nil {
 		t.Fatal("unknown profile found")
 	}
 	// Profiles returns copies.

@@ -26,6 +26,10 @@ const (
 	MetricTrainUniqueSteps     = "trainUniqueSteps"
 	MetricTrainRuns            = "trainRuns"
 	MetricArtifactPresent      = "artifactPresent" // 1 present, 0 absent
+	// MetricTestCoverageError is |measured − calibrated| coverage of the
+	// model's conformal interval, measured on the test split
+	// ([CoverageReport]); undefined (fails) when no interval was measured.
+	MetricTestCoverageError = "test.intervalCoverageError"
 )
 
 // Rule is one check of a profile: Metric Op Threshold.
@@ -35,6 +39,10 @@ type Rule struct {
 	Metric    string  `json:"metric"`
 	Op        string  `json:"op"`
 	Threshold float64 `json:"threshold"`
+	// Sigmas, when set, widens Threshold to Sigmas standard errors of
+	// the measured value where that is larger (see [CoverageTolerance]):
+	// the check's threshold is then max(Threshold, Sigmas·σ).
+	Sigmas float64 `json:"sigmas,omitempty"`
 }
 
 // Profile is a versioned acceptance profile. A published profile never
@@ -92,9 +100,23 @@ type GateReport struct {
 
 // Profile IDs.
 const (
-	ProfileUpstreamMPC     = "upstream-mpc-v1"
-	ProfileUpstreamQuality = "upstream-quality-v1"
+	ProfileUpstreamMPC     = "upstream-mpc-v2"
+	ProfileUpstreamQuality = "upstream-quality-v2"
 	ProfileStatic          = "static-v1"
+	// The first published versions, without the interval rule G6. They
+	// stay selectable by name (a job's gateProfile) and are what models
+	// judged before v2 record.
+	ProfileUpstreamMPCV1     = "upstream-mpc-v1"
+	ProfileUpstreamQualityV1 = "upstream-quality-v1"
+)
+
+// Interval-coverage tolerance of G6: the measured coverage must be within
+// CoverageToleranceMin of the calibrated level, widened to
+// CoverageToleranceSigmas standard errors when the splits are small (see
+// [CoverageTolerance]).
+const (
+	CoverageToleranceMin    = 0.05
+	CoverageToleranceSigmas = 3
 )
 
 var (
@@ -106,13 +128,17 @@ var (
 	ruleG5  = Rule{ID: "G5", Name: "model artifact present", Metric: MetricArtifactPresent, Op: OpEQ, Threshold: 1}
 	ruleS1  = Rule{ID: "S1", Name: "explained variance (test)", Metric: MetricTestMeanR2, Op: OpGE, Threshold: 0.8}
 	ruleG4s = Rule{ID: "G4a", Name: "train data: rows", Metric: MetricTrainUniqueSteps, Op: OpGE, Threshold: 50}
+	ruleG6  = Rule{ID: "G6", Name: "interval coverage (test) at its level", Metric: MetricTestCoverageError, Op: OpLE,
+		Threshold: CoverageToleranceMin, Sigmas: CoverageToleranceSigmas}
 )
 
 // profiles are the published profiles. Never edit one: add a new version.
 var profiles = []Profile{
-	{ID: ProfileUpstreamMPC, Version: 1, Purpose: dataset.PurposeMPCSurrogate, Rules: []Rule{ruleG1, ruleG2, ruleG3, ruleG4a, ruleG4b, ruleG5}},
-	{ID: ProfileUpstreamQuality, Version: 1, Purpose: dataset.PurposeQualityPredict, Rules: []Rule{ruleG1, ruleG3, ruleG4a, ruleG4b, ruleG5}},
+	{ID: ProfileUpstreamMPC, Version: 2, Purpose: dataset.PurposeMPCSurrogate, Rules: []Rule{ruleG1, ruleG2, ruleG3, ruleG4a, ruleG4b, ruleG5, ruleG6}},
+	{ID: ProfileUpstreamQuality, Version: 2, Purpose: dataset.PurposeQualityPredict, Rules: []Rule{ruleG1, ruleG3, ruleG4a, ruleG4b, ruleG5, ruleG6}},
 	{ID: ProfileStatic, Version: 1, Purpose: dataset.PurposeStaticResponse, Rules: []Rule{ruleS1, ruleG3, ruleG4s, ruleG5}},
+	{ID: ProfileUpstreamMPCV1, Version: 1, Purpose: dataset.PurposeMPCSurrogate, Rules: []Rule{ruleG1, ruleG2, ruleG3, ruleG4a, ruleG4b, ruleG5}},
+	{ID: ProfileUpstreamQualityV1, Version: 1, Purpose: dataset.PurposeQualityPredict, Rules: []Rule{ruleG1, ruleG3, ruleG4a, ruleG4b, ruleG5}},
 }
 
 // purposeProfile is the explicit purpose → profile mapping.
@@ -151,8 +177,8 @@ func LookupProfile(id string) (Profile, error) {
 }
 
 // ProfileFor returns the profile for a dataset purpose, by exact match
-// only: mpc_surrogate → upstream-mpc-v1, quality_predict →
-// upstream-quality-v1, static_response → static-v1.
+// only: mpc_surrogate → upstream-mpc-v2, quality_predict →
+// upstream-quality-v2, static_response → static-v1.
 func ProfileFor(purpose string) (Profile, error) {
 	id, ok := purposeProfile[purpose]
 	if !ok {
@@ -162,25 +188,128 @@ func ProfileFor(purpose string) (Profile, error) {
 	return LookupProfile(id)
 }
 
+// ProfileForJob is the profile a job is judged by: the one it names (id,
+// its gateProfile), which must exist and be for the dataset's purpose, or
+// else the purpose's default ([ProfileFor]). Errors name the field
+// "gateProfile" and the known profiles.
+func ProfileForJob(purpose, id string) (Profile, error) {
+	if id == "" {
+		return ProfileFor(purpose)
+	}
+	var ids []string
+	for _, p := range profiles {
+		if p.ID == id {
+			if p.Purpose != purpose {
+				return Profile{}, core.FieldErrorf(core.CodeInvalidArgument, "gateProfile", "gate profile %s is for %s datasets, the dataset is %s", id, p.Purpose, purpose)
+			}
+			return clone(p), nil
+		}
+		ids = append(ids, p.ID)
+	}
+	return Profile{}, core.FieldErrorf(core.CodeInvalidArgument, "gateProfile", "unknown gate profile %q; one of %s", id, strings.Join(ids, ", "))
+}
+
+// Evidence is what a gate reads besides the metrics.
+type Evidence struct {
+	// ArtifactPresent says whether the model artifact exists and was
+	// hashed (G5).
+	ArtifactPresent bool
+	// Conformal and Coverage are the interval calibrated on val and its
+	// coverage measured on test; nil when none was (G6 then fails).
+	Conformal *Conformal
+	Coverage  *CoverageReport
+	// CoverageSkipped says why no interval was measured, when known.
+	CoverageSkipped string
+}
+
+// CoverageTolerance is G6's tolerance around the calibrated level q for an
+// interval calibrated on n val windows and measured on W test windows:
+// max(CoverageToleranceMin, CoverageToleranceSigmas·σ) with
+//
+//	σ² = q(1−q)·(1/(n+2) + 1/W).
+//
+// The first term is the variance of split-conformal coverage given the
+// calibration set (Beta(r, n+1−r), r = ⌈(n+1)q⌉, variance ≈ q(1−q)/(n+2));
+// the second the binomial sampling error of a coverage measured on W
+// independent windows. Windows are the unit, not the W·F·nTgt values
+// (steps and targets of a window err together). A correct interval then
+// fails G6 by chance with probability ≈ 0.3 % (3σ) — more when windows
+// overlap, which makes neighbours correlated; hence the floor of 5
+// points, which large splits reach (n = W ≥ 650 at q = 0.9). At q = 0.9
+// with the fewest windows calibration accepts (20) and 20 test windows
+// the tolerance is 0.28: 62 %…100 % passes, 40 % and 0 % fail; with
+// 100 + 100 windows it is 0.13 (77 %…100 %); from about 650 + 650 it is
+// 0.05 (85 %…95 %). G6 does not count a coverage measured on fewer than
+// [MinCalibrationWindows] test windows (it fails, saying so), so the
+// tolerance never exceeds its value at 20 + 20 windows.
+func CoverageTolerance(q float64, n, W int) float64 {
+	return math.Max(CoverageToleranceMin, CoverageToleranceSigmas*coverageSigma(q, n, W))
+}
+
+// coverageSigma is σ of [CoverageTolerance]; 0 when undefined.
+func coverageSigma(q float64, n, W int) float64 {
+	if n <= 0 || W <= 0 || !(q > 0 && q < 1) {
+		return 0
+	}
+	return math.Sqrt(q * (1 - q) * (1/float64(n+2) + 1/float64(W)))
+}
+
 // Gate applies profile p to metrics m (nil metrics fail every metric
 // check). artifactPresent says whether the model artifact exists and was
 // hashed. Each check carries its value, threshold and a human detail; the
 // report passes when every check does.
 func Gate(p Profile, m *Metrics, artifactPresent bool) GateReport {
+	return GateEvidence(p, m, Evidence{ArtifactPresent: artifactPresent})
+}
+
+// GateEvidence is [Gate] with the interval evidence G6 reads: a profile
+// with G6 fails a model without a measured coverage, saying why.
+func GateEvidence(p Profile, m *Metrics, ev Evidence) GateReport {
 	r := GateReport{Profile: p.ID, Version: p.Version, Passed: len(p.Rules) > 0, Checks: []Check{}}
 	for _, rule := range p.Rules {
-		v, what := metricValue(rule.Metric, m, artifactPresent)
-		c := Check{ID: rule.ID, Name: rule.Name, Value: v, Threshold: rule.Threshold, Op: rule.Op}
-		c.Passed = compare(v, rule.Op, rule.Threshold)
+		var v, t float64
+		var what string
+		if rule.Metric == MetricTestCoverageError {
+			v, t, what = coverageValue(rule, ev)
+		} else {
+			v, what = metricValue(rule.Metric, m, ev.ArtifactPresent)
+			t = rule.Threshold
+		}
+		c := Check{ID: rule.ID, Name: rule.Name, Value: v, Threshold: t, Op: rule.Op}
+		c.Passed = compare(v, rule.Op, t)
 		verdict := "passes"
 		if !c.Passed {
 			verdict = "fails"
 		}
-		c.Detail = fmt.Sprintf("%s is %s; %s %s %s", what, num(v), verdict, rule.Op, num(rule.Threshold))
+		c.Detail = fmt.Sprintf("%s is %s; %s %s %s", what, num(v), verdict, rule.Op, num(t))
 		r.Checks = append(r.Checks, c)
 		r.Passed = r.Passed && c.Passed
 	}
 	return r
+}
+
+// coverageValue is G6's value |measured − q|, its threshold (the rule's,
+// widened by [CoverageTolerance] when the rule has Sigmas) and what it is.
+func coverageValue(rule Rule, ev Evidence) (float64, float64, string) {
+	c := ev.Coverage
+	if c == nil || ev.Conformal == nil || c.TestWindows == 0 || math.IsNaN(c.Measured) {
+		why := ""
+		if ev.CoverageSkipped != "" {
+			why = " (" + ev.CoverageSkipped + ")"
+		}
+		return math.NaN(), rule.Threshold, "the profile requires a calibrated interval and none was measured on test" + why +
+			": |measured − calibrated| coverage"
+	}
+	if c.TestWindows < MinCalibrationWindows {
+		return math.NaN(), rule.Threshold, fmt.Sprintf("the %s %% interval's coverage was measured on %d test window(s), fewer than the %d a coverage needs: "+
+			"|measured − calibrated| coverage", num(100*c.Target), c.TestWindows, MinCalibrationWindows)
+	}
+	t := math.Max(rule.Threshold, rule.Sigmas*coverageSigma(c.Target, ev.Conformal.CalibrationWindows, c.TestWindows))
+	// Rounded to 1e-9 so that 0.85 against 0.9 is 0.05, not 0.05 + 4e-17.
+	v := math.Round(math.Abs(c.Measured-c.Target)*1e9) / 1e9
+	return v, t, fmt.Sprintf("|measured − calibrated| coverage of the %s %% interval on %d test window(s) "+
+		"= |%s − %s| (tolerance from %d val and %d test windows)", num(100*c.Target), c.TestWindows, num(c.Measured), num(c.Target),
+		ev.Conformal.CalibrationWindows, c.TestWindows)
 }
 
 // compare is v op t; NaN never passes.

@@ -136,6 +136,9 @@ type SubmitRequest struct {
 	Timeout    time.Duration
 	Stall      time.Duration
 	CreatedBy  string
+	// GateProfile names the model gate profile the job's model is judged
+	// by (eval.ProfileForJob); empty: the dataset purpose's default.
+	GateProfile string
 }
 
 func newJobID() string {
@@ -205,6 +208,11 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (core.Job, error
 	if err != nil {
 		return core.Job{}, err
 	}
+	if req.GateProfile != "" {
+		if _, err := eval.ProfileForJob(d.Purpose, req.GateProfile); err != nil {
+			return core.Job{}, err
+		}
+	}
 	if req.ParentID != "" {
 		if _, err := r.st.GetJob(ctx, req.ParentID); err != nil {
 			return core.Job{}, err
@@ -242,7 +250,7 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (core.Job, error
 		lim.MaxPerDataset = DefaultPerDataset
 	}
 	j := core.Job{ID: newJobID(), DatasetID: d.ID, DatasetSHA256: d.SHA256, TrainerRef: req.TrainerRef, Params: canon, Seed: req.Seed,
-		ParentID: req.ParentID, ChangeNote: req.ChangeNote, EnvName: req.EnvName, MaxRetries: DefaultMaxRetries,
+		ParentID: req.ParentID, ChangeNote: req.ChangeNote, EnvName: req.EnvName, GateProfile: req.GateProfile, MaxRetries: DefaultMaxRetries,
 		TimeoutSec: int(timeout.Round(time.Second) / time.Second), StallSec: int(stall.Round(time.Second) / time.Second), CreatedBy: req.CreatedBy}
 	if j.TimeoutSec < 1 {
 		j.TimeoutSec = 1
@@ -275,7 +283,7 @@ func (r *Runner) Retry(ctx context.Context, id, by string) (core.Job, error) {
 	}
 	return r.Submit(ctx, SubmitRequest{DatasetID: old.DatasetID, TrainerRef: old.TrainerRef, Params: old.Params, Seed: old.Seed, ParentID: old.ID,
 		ChangeNote: "retry of " + old.ID, EnvName: old.EnvName, Timeout: time.Duration(old.TimeoutSec) * time.Second,
-		Stall: time.Duration(old.StallSec) * time.Second, CreatedBy: by})
+		Stall: time.Duration(old.StallSec) * time.Second, CreatedBy: by, GateProfile: old.GateProfile})
 }
 
 // Cancel cancels a queued job at once, or asks the worker of a running job
@@ -755,19 +763,20 @@ func (a *attempt) evaluate(d core.Dataset, b *dataset.Bundle, art string) (*core
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
-	prof, err := eval.ProfileFor(d.Purpose)
+	prof, err := eval.ProfileForJob(d.Purpose, a.job.GateProfile)
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
-	gates := eval.Gate(prof, metrics, true)
 	hash, err := model.ArtifactHash(art)
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
-	mj, err := a.uncertainty(b, p, metrics)
+	mj, ev, err := a.uncertainty(b, p, metrics)
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
+	ev.ArtifactPresent = true
+	gates := eval.GateEvidence(prof, metrics, ev)
 	gj, _ := json.Marshal(gates)
 	var rb [3]byte
 	rand.Read(rb[:])
@@ -787,15 +796,17 @@ const ConformalCoverage = 0.90
 // conformal intervals calibrated on the val windows with their coverage
 // measured on the test windows (never on the calibration windows), and the
 // training envelope for out-of-distribution checks. Both are skipped with a
-// reason when the splits are too small.
-func (a *attempt) uncertainty(b *dataset.Bundle, p model.Predictor, m *eval.Metrics) (json.RawMessage, error) {
+// reason when the splits are too small. The returned evidence carries the
+// interval and its measured coverage (or why there is none) for the gates.
+func (a *attempt) uncertainty(b *dataset.Bundle, p model.Predictor, m *eval.Metrics) (json.RawMessage, eval.Evidence, error) {
+	var ev eval.Evidence
 	base, err := json.Marshal(m)
 	if err != nil {
-		return nil, err
+		return nil, ev, err
 	}
 	var out map[string]json.RawMessage
 	if err := json.Unmarshal(base, &out); err != nil {
-		return nil, err
+		return nil, ev, err
 	}
 	add := func(key string, v any, err error) {
 		if err == nil {
@@ -806,16 +817,23 @@ func (a *attempt) uncertainty(b *dataset.Bundle, p model.Predictor, m *eval.Metr
 			}
 		}
 		out[key+"Skipped"], _ = json.Marshal(err.Error())
+		if ev.CoverageSkipped == "" && key != "ood" {
+			ev.CoverageSkipped = key + ": " + err.Error()
+		}
 	}
 	c, cerr := eval.Calibrate(a.ctx, b, p, ConformalCoverage)
 	add("conformal", c, cerr)
 	if cerr == nil {
 		cov, err := c.MeasureCoverage(a.ctx, b, p)
 		add("coverage", cov, err)
+		if err == nil {
+			ev.Conformal, ev.Coverage = c, cov
+		}
 	}
 	o, oerr := eval.FitOOD(b, 0.995)
 	add("ood", o, oerr)
-	return json.Marshal(out)
+	js, err := json.Marshal(out)
+	return js, ev, err
 }
 
 func interfaceOf(purpose string) string {

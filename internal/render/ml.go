@@ -227,6 +227,7 @@ func printModel(w io.Writer, sh app.ModelShowResponse) {
 	}
 	var g struct {
 		Profile string
+		Version int
 		Passed  bool
 		Checks  []struct {
 			ID, Name, Op, Detail string
@@ -235,7 +236,7 @@ func printModel(w io.Writer, sh app.ModelShowResponse) {
 		}
 	}
 	if json.Unmarshal(m.Gates, &g) == nil && g.Profile != "" {
-		fmt.Fprintf(w, "gates     %s: passed=%v\n", g.Profile, g.Passed)
+		fmt.Fprintf(w, "gates     %s v%d: passed=%v\n", g.Profile, g.Version, g.Passed)
 		for _, c := range g.Checks {
 			mark := "pass"
 			if !c.Passed {

@@ -349,7 +349,11 @@ func printGateProfiles(w io.Writer, r app.GateProfilesResponse) {
 		}
 		fmt.Fprintf(w, "model gate %s v%d, purpose %s%s\n", p.ID, p.Version, p.Purpose, def)
 		for _, ru := range p.Rules {
-			fmt.Fprintf(w, "  %-4s %-32s %s %s %g\n", ru.ID, ru.Name, ru.Metric, ru.Op, ru.Threshold)
+			wider := ""
+			if ru.Sigmas > 0 {
+				wider = fmt.Sprintf(" (or %gσ of the measurement, if wider)", ru.Sigmas)
+			}
+			fmt.Fprintf(w, "  %-4s %-40s %s %s %g%s\n", ru.ID, ru.Name, ru.Metric, ru.Op, ru.Threshold, wider)
 		}
 	}
 	for _, p := range r.Twin {

@@ -17,7 +17,7 @@ import (
 
 const jobCols = `id, dataset_id, dataset_sha256, trainer_ref, params_json, seed, parent_id, change_note, env_name, status, stage, progress,
 	metrics_json, gates_json, gate_passed, artifacts_path, model_id, error_code, error, attempt, retry_count, max_retries, timeout_sec, stall_sec,
-	cancel_requested, worker, heartbeat_at, last_progress_at, created_by, created_at, started_at, ended_at`
+	cancel_requested, worker, heartbeat_at, last_progress_at, created_by, created_at, started_at, ended_at, gate_profile`
 
 func msPtr(v sql.NullInt64) *time.Time {
 	if !v.Valid {
@@ -51,7 +51,7 @@ func scanJob(sc scanner) (core.Job, error) {
 	var status string
 	err := sc.Scan(&j.ID, &j.DatasetID, &j.DatasetSHA256, &j.TrainerRef, &params, &j.Seed, &j.ParentID, &j.ChangeNote, &j.EnvName, &status, &j.Stage, &j.Progress,
 		&metrics, &gates, &gp, &j.ArtifactsPath, &model, &j.ErrorCode, &j.Error, &j.Attempt, &j.RetryCount, &j.MaxRetries, &j.TimeoutSec, &j.StallSec,
-		&cancel, &j.Worker, &hb, &lp, &j.CreatedBy, &created, &started, &ended)
+		&cancel, &j.Worker, &hb, &lp, &j.CreatedBy, &created, &started, &ended, &j.GateProfile)
 	if err != nil {
 		return j, err
 	}
@@ -102,9 +102,9 @@ func (c *Core) CreateJob(ctx context.Context, j core.Job, lim core.JobLimits) er
 		}
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO jobs(id, dataset_id, dataset_sha256, trainer_ref, params_json, seed, parent_id, change_note, env_name, status,
-		max_retries, timeout_sec, stall_sec, created_by, created_at) VALUES (?,?,?,?,?,?,?,?,?,'queued',?,?,?,?,?)`,
+		max_retries, timeout_sec, stall_sec, created_by, created_at, gate_profile) VALUES (?,?,?,?,?,?,?,?,?,'queued',?,?,?,?,?,?)`,
 		j.ID, j.DatasetID, j.DatasetSHA256, j.TrainerRef, string(j.Params), j.Seed, j.ParentID, j.ChangeNote, j.EnvName,
-		j.MaxRetries, j.TimeoutSec, j.StallSec, j.CreatedBy, nowMs())
+		j.MaxRetries, j.TimeoutSec, j.StallSec, j.CreatedBy, nowMs(), j.GateProfile)
 	if isUnique(err) {
 		return core.FieldErrorf(core.CodeConflict, "id", "job %q already exists", j.ID)
 	}
