@@ -12,6 +12,7 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/registry"
 	"github.com/aml-project/aml/internal/retention"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/cert"
@@ -236,6 +237,13 @@ func (a *App) CertIssue(ctx context.Context, p Principal, req CertIssueRequest) 
 			return nil, err
 		}
 		if err := p.Allow(auth.ActCertRequest, t.LineID); err != nil {
+			return nil, err
+		}
+		m, err := a.d.Store.GetModel(ctx, t.Trial.ModelID)
+		if err != nil {
+			return nil, err
+		}
+		if err := registry.CheckLineage(m, "drive a certificate"); err != nil {
 			return nil, err
 		}
 		k, err := a.key()

@@ -11,6 +11,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/registry"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/twin/gate"
@@ -700,6 +701,13 @@ func (a *App) Optimize(ctx context.Context, p Principal, req OptimizeRequest) (O
 	return run(ctx, a, p, &opOptimize, req, func(ctx context.Context, p Principal, req OptimizeRequest) (OptimizeResponse, error) {
 		snap, scene, obj, err := a.twinInputs(ctx, p, req.Model, req.Snapshot, req.Objective)
 		if err != nil {
+			return OptimizeResponse{}, err
+		}
+		m, err := a.d.Store.GetModel(ctx, req.Model)
+		if err != nil {
+			return OptimizeResponse{}, err
+		}
+		if err := registry.CheckLineage(m, "drive the optimiser"); err != nil {
 			return OptimizeResponse{}, err
 		}
 		seed := req.Seed

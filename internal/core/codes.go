@@ -153,6 +153,7 @@ const (
 	CodeTrainerStartFailed   = "AML_TRAINER_START_FAILED"   // trainer/exec
 	CodeShadowMissing        = "AML_SHADOW_MISSING"         // registry
 	CodeTwinGateFailed       = "AML_TWIN_GATE_FAILED"       // registry
+	CodeLineageUnverified    = "AML_LINEAGE_UNVERIFIED"     // registry, app
 	CodeCertKeyMismatch      = "AML_CERT_KEY_MISMATCH"      // store/twinstore
 	CodeCertKeyRetired       = "AML_CERT_KEY_RETIRED"       // store/twinstore
 	CodeSnapshotTampered     = "AML_SNAPSHOT_TAMPERED"      // store/twinstore
@@ -224,6 +225,7 @@ var registry = []CodeInfo{
 	{CodeTrainerStartFailed, KindFailed, "a trainer could not be started (command not found or not executable, sandbox setup failed)"},
 	{CodeShadowMissing, KindConflict, "a twin model cannot be promoted: no shadow evidence is stored for it"},
 	{CodeTwinGateFailed, KindConflict, "a twin model cannot be promoted: its latest twin gate evaluation did not pass, or there is none"},
+	{CodeLineageUnverified, KindConflict, "the model's dataset lineage is not verified (recipe versions and run context segments recorded for its runs): it may not go to production for the twin, drive the optimiser or a certificate"},
 	{CodeCertKeyMismatch, KindConflict, "this process's certificate signing key is not the deployment's registered key"},
 	{CodeCertKeyRetired, KindConflict, "this process's certificate signing key was rotated out: it no longer signs; the message names the current key to copy into the data directory"},
 	{CodeSnapshotTampered, KindUnprocessable, "a stored twin snapshot no longer matches its hash or its row"},

@@ -92,6 +92,9 @@ func (r *Registry) Move(ctx context.Context, id, to, by, reason, expect string) 
 			return m, err
 		}
 		if IsTwin(m) {
+			if err := CheckLineage(m, "go to production for the twin"); err != nil {
+				return m, err
+			}
 			if err := r.checkTwinEvidence(ctx, m); err != nil {
 				return m, err
 			}

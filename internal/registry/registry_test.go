@@ -36,7 +36,7 @@ func registered(t *testing.T, st *sqlite.Store, dir, id string, gate, twin bool)
 		t.Fatal(err)
 	}
 	m := &core.Model{ID: "m-" + id, JobID: id, DatasetID: "ds", LineID: "L", ProductID: "P", RecipeID: "R", Purpose: "mpc_surrogate", TrainerRef: "x",
-		ArtifactKind: model.FormatMean, ArtifactPath: art, ArtifactHash: h, GatePassed: gate, Twin: twin}
+		ArtifactKind: model.FormatMean, ArtifactPath: art, ArtifactHash: h, GatePassed: gate, Twin: twin, LineageVerified: twin}
 	if err := st.FinishJob(ctx, id, "w", core.JobProvisioning, nil, nil, gate, art, m); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"slices"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/twin/contract"
@@ -19,14 +20,34 @@ const (
 )
 
 // FormatHybrid is the artifact format of hybrid_residual@1 (the physics +
-// residual twin model); spelled here so the registry need not import the
-// trainers.
+// residual twin model); spelled here, with the other formats the twin runs,
+// so the registry need not import the trainers (engine.TwinFormats is the
+// same list, checked by a test).
 const FormatHybrid = "aml.hybrid/1"
 
-// IsTwin says whether m is a twin model: flagged as one, or a hybrid
-// (aml.hybrid/1) model. Twin models go candidate → shadow → production and
-// need shadow evidence and a passing twin gate for production.
-func IsTwin(m core.Model) bool { return m.Twin || m.ArtifactKind == FormatHybrid }
+// TwinFormats are the artifact formats the digital twin runs.
+var TwinFormats = []string{FormatHybrid, "aml.statespace/1", "aml.arx/1"}
+
+// IsTwin says whether m is a twin model: flagged as one, a hybrid
+// (aml.hybrid/1) model, or a linear model the twin runs (aml.statespace/1,
+// aml.arx/1) made for the twin (purpose mpc_surrogate). Twin models go
+// candidate → shadow → production and need a verified dataset lineage,
+// shadow evidence and a passing twin gate for production.
+func IsTwin(m core.Model) bool {
+	return m.Twin || m.ArtifactKind == FormatHybrid || (slices.Contains(TwinFormats, m.ArtifactKind) && m.Purpose == "mpc_surrogate")
+}
+
+// CheckLineage refuses a model whose dataset's lineage is not verified
+// (AML_LINEAGE_UNVERIFIED): it may not go to production for the twin, drive
+// the optimiser or a certificate. The message says how to verify it.
+func CheckLineage(m core.Model, use string) error {
+	if m.LineageVerified {
+		return nil
+	}
+	return refusal(core.CodeLineageUnverified, "lineage", "model %s was trained on dataset %s, whose lineage is not verified: it may not %s. "+
+		"Record the recipe version of its runs (aml recipe put FILE) and their run events with that recipe version (aml runs events FILE), "+
+		"rebuild the dataset (aml dataset build) until its lineage verifies, then train on it (docs/lineage.md)", m.ID, m.DatasetID, use)
+}
 
 // TwinEvidence is the store side of the twin promotion rule
 // (sqlite.Store implements it): the stored shadow rows and the latest
