@@ -50,3 +50,37 @@ func FuzzParseScene(f *testing.F) {
 		_, _ = s.NextVersion()
 	})
 }
+
+// FuzzParseSceneFile: a scene file (YAML or JSON) never panics the reader;
+// an accepted file re-marshals to a file that is accepted with the same
+// scene hash.
+func FuzzParseSceneFile(f *testing.F) {
+	b, _ := MarshalSceneFile(&SceneFile{Scene: DefaultInjectionScene(), Objective: DefaultInjectionObjective()}, []string{"x"})
+	f.Add(b)
+	j, _ := json.Marshal(DefaultInjectionScene())
+	f.Add(j)
+	f.Add([]byte("scene: &a {}\nobjective: *a\n"))
+	f.Add([]byte("scene: {controls: [{id: 1e999}]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSceneFile(data)
+		if err != nil {
+			if ProblemsOf(err) == nil {
+				t.Fatalf("error without problems: %v", err)
+			}
+			return
+		}
+		out, err := MarshalSceneFile(s, nil)
+		if err != nil {
+			t.Fatalf("an accepted file does not marshal: %v", err)
+		}
+		s2, err := ParseSceneFile(out)
+		if err != nil {
+			t.Fatalf("re-read: %v\n%s", err, out)
+		}
+		h1, _ := s.Scene.Hash()
+		h2, _ := s2.Scene.Hash()
+		if h1 != h2 {
+			t.Fatalf("hash changed %s → %s", h1, h2)
+		}
+	})
+}
