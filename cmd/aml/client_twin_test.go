@@ -86,6 +86,9 @@ func TestRemoteTwinParity(t *testing.T) {
 	var put struct{ SceneID, Hash string }
 	mustJSON(t, ro, &put)
 	p.both("twin scene put FILE", "engineer", fixed("twin", "scene", "put", sceneFile))
+	p.both("twin scene check FILE --bind", "viewer", fixed("twin", "scene", "check", sceneFile, "--bind", "weight=part_weight"))
+	p.bothFail("twin scene check FILE", "viewer", 1, contract.CodeContractInvalid, fixed("twin", "scene", "check", sceneFile))
+	p.bothFail("twin scene init of a model the twin does not run", "viewer", 1, "AML_TWIN_MODEL_UNSUPPORTED", fixed("twin", "scene", "init", "--model", m))
 	p.both("twin scene list", "viewer", fixed("twin", "scene", "list"))
 	p.both("twin scene show", "viewer", fixed("twin", "scene", "show", put.SceneID))
 	p.both("twin scene show --version", "viewer", fixed("twin", "scene", "show", put.SceneID, "--version", "1.0.0"))

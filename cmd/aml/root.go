@@ -241,7 +241,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			msg = f + ": " + msg
 		}
 	}
-	fmt.Fprintf(stderr, "error: %s: %s\n", code, oneLine(msg))
+	if len(problems) > 1 { // one finding per line
+		msg = fmt.Sprintf("%d problem(s):", len(problems))
+		for _, p := range problems {
+			msg += "\n  " + p.Field + ": " + oneLine(p.Message)
+		}
+	} else {
+		msg = oneLine(msg)
+	}
+	fmt.Fprintf(stderr, "error: %s: %s\n", code, msg)
 	a.jsonError(code, text, field, problems)
 	if core.KindOf(err) == core.KindUsage {
 		return 2

@@ -21,7 +21,7 @@ func newTwinCmd(a *app) *cobra.Command {
 	)
 	put := &cobra.Command{
 		Use:   "put FILE | --default-injection",
-		Short: "Store a scene contract (JSON) as a draft, replacing a draft of the same id and version",
+		Short: "Store a scene file or contract (YAML or JSON) as a draft, with its objective, replacing a draft of the same id and version",
 	}
 	opCommand(a, put, "scene.put", "", &pr, func(args []string) error {
 		if defInj && len(args) == 0 {
@@ -32,7 +32,10 @@ func newTwinCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		pr.Scene, err = contract.ParseScene(doc)
+		f, err := contract.ParseSceneFile(doc)
+		if err == nil {
+			pr.Scene, pr.Objective = f.Scene, f.Objective
+		}
 		return err
 	})
 	put.Flags().BoolVar(&defInj, "default-injection", false, "store the built-in injection-moulding scene instead of a file")
@@ -62,7 +65,20 @@ func newTwinCmd(a *app) *cobra.Command {
 	var lr amlapp.SceneListRequest
 	list := opCommand(a, &cobra.Command{Use: "list [--line L]", Short: "List scene contracts with their status and hash", Args: argsExact(0)}, "scene.list", "", &lr, nil)
 	list.Flags().StringVar(&lr.Line, "line", "", "only scenes of this line")
-	scene.AddCommand(put, freeze, show, list)
+	var dr amlapp.SceneDraftRequest
+	draft := opCommand(a, &cobra.Command{Use: "init --model ID [--id SCENE]", Short: "Draft a scene file (YAML: scene + objective) from a model, to edit, check and put", Args: argsExact(0)}, "scene.draft", "", &dr, nil)
+	draft.Flags().StringVar(&dr.Model, "model", "", "the model (required)")
+	draft.Flags().StringVar(&dr.ID, "id", "", "scene id (default: LINE-MODEL)")
+	var cr amlapp.SceneCheckRequest
+	check := &cobra.Command{Use: "check FILE [--model ID] [--bind var=node]...", Short: "Check a scene file: contract, bindings to the line's nodes, fit to a model; every problem at once", Args: argsExact(1)}
+	opCommand(a, check, "scene.check", "", &cr, func(args []string) error {
+		b, err := readArg(check, args[0])
+		cr.Document = string(b)
+		return err
+	})
+	check.Flags().StringVar(&cr.Model, "model", "", "also check the fit to this model (default: the objective's twinModelId)")
+	check.Flags().StringToStringVar(&cr.Bindings, "bind", nil, "bind a variable to a node (var=node), as snapshot take")
+	scene.AddCommand(put, freeze, show, list, draft, check)
 	return cmd
 }
 

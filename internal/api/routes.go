@@ -111,6 +111,8 @@ func table() []route {
 		{Method: G, Path: "/scenes", Op: "scene.list", Tag: "twin"},
 		{Method: P, Path: "/scenes", Op: "scene.put", Tag: "twin", Status: C},
 		{Method: G, Path: "/scenes/{id}", Op: "scene.show", Tag: "twin"},
+		{Method: P, Path: "/scene-drafts", Op: "scene.draft", Tag: "twin"},
+		{Method: P, Path: "/scene-checks", Op: "scene.check", Tag: "twin"},
 		{Method: P, Path: "/scenes/{id}/freeze", Op: "scene.freeze", Tag: "twin"},
 		{Method: P, Path: "/objectives", Op: "objective.put", Tag: "twin", Status: C},
 		{Method: G, Path: "/objectives/{id}", Op: "objective.show", Tag: "twin"},

@@ -62,8 +62,8 @@ func newSecFixture(t *testing.T) *secFixture {
 		Path: "datasets/ds", SHA256: strings.Repeat("b", 64), SpecJSON: "{}", CreatedBy: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DB().Exec(`INSERT INTO models(id, job_id, dataset_id, line_id, product_id, recipe_id, purpose, trainer_ref, stage, artifact_kind, artifact_path, artifact_hash, created_at, stage_changed_at)
-		VALUES ('hybrid-1','job-1','ds',?, 'P','R','mpc_surrogate','hybrid_residual@1','candidate','aml.hybrid/1','models/hybrid-1',?,1,1)`, secLine, strings.Repeat("c", 64)); err != nil {
+	if _, err := st.DB().Exec(`INSERT INTO models(id, job_id, dataset_id, line_id, product_id, recipe_id, purpose, trainer_ref, stage, artifact_kind, artifact_path, artifact_hash, lineage_verified, created_at, stage_changed_at)
+		VALUES ('hybrid-1','job-1','ds',?, 'P','R','mpc_surrogate','hybrid_residual@1','candidate','aml.hybrid/1','models/hybrid-1',?,1,1,1)`, secLine, strings.Repeat("c", 64)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.PutObjective(ctx, contract.DefaultInjectionObjective()); err != nil {
@@ -319,4 +319,22 @@ func TestSec11_RewrittenChainAndAnchor(t *testing.T) {
 		t.Fatalf("failed checks %v: %+v", failed, rep.Checks)
 	}
 	t.Logf("cert verify: %v", err)
+}
+
+// A passing trial of a model whose dataset lineage is not verified is not
+// certified: the refusal says how to verify it, and nothing is issued.
+func TestCertRefusedForUnverifiedLineage(t *testing.T) {
+	f := newSecFixture(t)
+	ctx := context.Background()
+	id := f.trial(t, "lin", "", secStep)
+	if _, err := f.st.DB().Exec(`UPDATE models SET lineage_verified = 0 WHERE id = 'hybrid-1'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.a.CertIssue(ctx, Principal{Name: "eve", Role: auth.RoleEngineer}, CertIssueRequest{Trial: id})
+	if core.CodeOf(err) != core.CodeLineageUnverified || !strings.Contains(err.Error(), "aml runs events") {
+		t.Fatalf("cert of an unverified model: %v", err)
+	}
+	if l, err := f.a.CertList(ctx, Principal{Name: "eve", Role: auth.RoleEngineer}, CertListRequest{}); err != nil || len(l.Items) != 0 {
+		t.Fatalf("certificates after the refusal: %v %v", l.Items, err)
+	}
 }

@@ -84,6 +84,10 @@ type SceneSummary struct {
 	Hash         string `json:"hash"`
 	FrozenBy     string `json:"frozenBy,omitempty"`
 	FrozenAt     string `json:"frozenAt,omitempty"`
+	// Objective and ObjectiveHash: the objective stored with the scene
+	// (scene.put of a scene file), if any.
+	Objective     string `json:"objective,omitempty"`
+	ObjectiveHash string `json:"objectiveHash,omitempty"`
 }
 
 // SummarizeScene returns a scene's summary.
@@ -134,6 +138,10 @@ func (a *App) SceneList(ctx context.Context, p Principal, req SceneListRequest) 
 type ScenePutRequest struct {
 	Preset string                  `json:"preset,omitempty" jsonschema:"default-injection: the built-in injection-moulding scene (no scene)"`
 	Scene  *contract.SceneContract `json:"scene,omitempty" jsonschema:"the scene contract (docs/twin.md)"`
+	// Objective, optional, is stored with the scene (a scene file's
+	// objective, docs/scene-file.md): on the scene's line, checked against
+	// the scene.
+	Objective *contract.ObjectiveProfile `json:"objective,omitempty" jsonschema:"an objective profile to store with the scene (the scene file's objective)"`
 }
 
 // UnmarshalJSON reads the scene through the contract's own strict parser
@@ -141,13 +149,14 @@ type ScenePutRequest struct {
 // is read.
 func (r *ScenePutRequest) UnmarshalJSON(b []byte) error {
 	var raw struct {
-		Preset string          `json:"preset"`
-		Scene  json.RawMessage `json:"scene"`
+		Preset    string                     `json:"preset"`
+		Scene     json.RawMessage            `json:"scene"`
+		Objective *contract.ObjectiveProfile `json:"objective"`
 	}
 	if err := strictDecode(b, &raw); err != nil {
 		return err
 	}
-	r.Preset, r.Scene = raw.Preset, nil
+	r.Preset, r.Scene, r.Objective = raw.Preset, nil, raw.Objective
 	if len(raw.Scene) > 0 && string(raw.Scene) != "null" {
 		sc, err := contract.ParseScene(raw.Scene)
 		if err != nil {
@@ -165,6 +174,8 @@ func (r *ScenePutRequest) Validate() error {
 		return core.FieldErrorf(core.CodeInvalidArgument, "preset", "unknown preset %q (default-injection)", r.Preset)
 	case (r.Preset == "") == (r.Scene == nil):
 		return core.FieldErrorf(core.CodeInvalidArgument, "scene", "give either scene (the contract) or preset")
+	case r.Objective != nil && r.Preset != "":
+		return core.FieldErrorf(core.CodeInvalidArgument, "objective", "a preset scene takes no objective (objective.put --default-injection)")
 	}
 	return nil
 }
@@ -202,10 +213,44 @@ func (a *App) ScenePut(ctx context.Context, p Principal, req ScenePutRequest) (S
 		if sc.CreatedAt.IsZero() {
 			sc.CreatedAt = a.o.Now().UTC().Truncate(time.Millisecond)
 		}
+		var objHash string
+		if o := req.Objective; o != nil {
+			// Checked in full before anything is stored.
+			if o.LineID == "" {
+				o.LineID = sc.LineID
+			}
+			if o.LineID != sc.LineID {
+				return SceneSummary{}, core.FieldErrorf(core.CodeInvalidArgument, "objective.lineId", "the objective is for line %s, the scene for line %s", o.LineID, sc.LineID)
+			}
+			if err := o.Validate(); err != nil {
+				return SceneSummary{}, err
+			}
+			if err := o.CheckAgainst(sc); err != nil {
+				return SceneSummary{}, err
+			}
+			// a frozen scene is refused by PutScene: do not replace its
+			// objective first
+			if old, err := a.d.Store.GetScene(ctx, sc.SceneID, sc.SceneVersion); err == nil && old.Status == contract.SceneFrozen {
+				return SceneSummary{}, core.FieldErrorf(core.CodeSceneFrozen, "scene", "scene %s@%s is frozen: derive a new version", sc.SceneID, sc.SceneVersion)
+			}
+			o.CreatedBy = p.Name
+			if o.CreatedAt.IsZero() {
+				o.CreatedAt = sc.CreatedAt
+			}
+			h, err := a.d.Store.PutObjective(ctx, o)
+			if err != nil {
+				return SceneSummary{}, err
+			}
+			objHash = h
+		}
 		if err := a.d.Store.PutScene(ctx, sc); err != nil {
 			return SceneSummary{}, err
 		}
-		return SummarizeScene(sc)
+		sum, err := SummarizeScene(sc)
+		if req.Objective != nil {
+			sum.Objective, sum.ObjectiveHash = req.Objective.ObjectiveID, objHash
+		}
+		return sum, err
 	})
 }
 

@@ -98,6 +98,8 @@ var byOp = map[string]fn{
 	"scene.freeze": out(printSceneFrozen),
 	"scene.show":   out(printScene),
 	"scene.list":   list(printScenes),
+	"scene.draft":  out(printSceneDraft),
+	"scene.check":  out(printSceneCheck),
 	"objective.put": out(func(w io.Writer, o app.ObjectivePutResponse) {
 		fmt.Fprintf(w, "stored objective %s (hash %s)\n", o.ObjectiveID, o.Hash)
 	}),

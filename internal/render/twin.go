@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/app"
-	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
+	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/twin/gate"
 	"github.com/aml-project/aml/internal/twin/shadow"
@@ -100,6 +100,41 @@ func printScene(w io.Writer, r app.SceneShowResponse) {
 
 func printScenePut(w io.Writer, r app.SceneSummary) {
 	fmt.Fprintf(w, "scene %s version %s stored as draft (line %s)\nhash %s\n", r.SceneID, r.SceneVersion, r.LineID, r.Hash)
+	if r.Objective != "" {
+		fmt.Fprintf(w, "objective %s stored with it (hash %s)\n", r.Objective, r.ObjectiveHash)
+	}
+}
+
+// printSceneDraft writes the drafted scene file as YAML, its notes as the
+// header comments: what `aml twin scene init` prints, to edit and store.
+func printSceneDraft(w io.Writer, r app.SceneDraftResponse) {
+	if r.File.Scene == nil {
+		return
+	}
+	header := []string{fmt.Sprintf("Scene file drafted from model %s (docs/scene-file.md). Review every value, then:", r.Model),
+		"  aml twin scene check FILE && aml twin scene put FILE && aml twin scene freeze ID --version V --expect-hash H"}
+	if len(r.Notes) > 0 {
+		header = append(header, "", "To decide before freezing:")
+		for _, n := range r.Notes {
+			header = append(header, "- "+n)
+		}
+	}
+	b, err := contract.MarshalSceneFile(&r.File, header)
+	if err != nil {
+		fmt.Fprintf(w, "# the draft cannot be written as YAML: %v\n", err)
+		return
+	}
+	_, _ = w.Write(b)
+}
+
+func printSceneCheck(w io.Writer, r app.SceneCheckResponse) {
+	fmt.Fprintf(w, "scene %s version %s: no problem found\n", r.SceneID, r.SceneVersion)
+	for _, c := range r.Checked {
+		fmt.Fprintf(w, "  checked: %s\n", c)
+	}
+	if r.Model == "" {
+		fmt.Fprintln(w, "  not checked against a model (give --model, or twinModelId in the objective)")
+	}
 }
 
 func printGate(w io.Writer, r *gate.Result) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"math"
 	"sort"
 	"strings"
@@ -362,4 +363,42 @@ func sortedUnique(s []string) []string {
 
 func fmtMs(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+}
+
+// CheckBindings reports every problem Take would refuse a snapshot of
+// scene for because of its bindings to the store's nodes (a control or
+// target bound to no node, a control on a node that is not writable or has
+// no range, units or ranges that disagree, a node of another line), all at
+// once and without reading any sample; bindings are Options.Bindings. A
+// scene that does not validate is checked as far as its variables go. The
+// error is the store's (never a finding).
+func CheckBindings(ctx context.Context, src core.SeriesStore, scene *contract.SceneContract, bindings map[string]string) ([]core.Problem, error) {
+	if scene == nil {
+		return nil, nil
+	}
+	t := &taker{src: src, scene: scene, o: &opt{Options: Options{Bindings: bindings}}, rep: &Report{}}
+	if err := t.resolveVars(ctx); err != nil {
+		if p := problemsOf(err); p != nil {
+			return p, nil
+		}
+		return nil, err
+	}
+	if _, err := t.checkBinding(); err != nil {
+		if p := problemsOf(err); p != nil {
+			return p, nil
+		}
+		return nil, err
+	}
+	return nil, nil
+}
+
+func problemsOf(err error) []core.Problem {
+	var ae *core.Error
+	if errors.As(err, &ae) && (ae.Code == core.CodeBindingMismatch || ae.Code == core.CodeInvalidArgument || ae.Code == core.CodeContractInvalid) {
+		if len(ae.Problems) > 0 {
+			return ae.Problems
+		}
+		return []core.Problem{{Field: ae.Field, Message: ae.Message}}
+	}
+	return nil
 }
