@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/app"
-	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/twin/gate"
 	"github.com/aml-project/aml/internal/twin/shadow"
