@@ -203,10 +203,15 @@ func newRoot(a *app) *cobra.Command {
 // 1 error (one line "error: CODE: message" on stderr), 2 usage error (a
 // command-line mistake, or any error whose code is of kind usage).
 func run(args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	return runApp(&app{stdout: stdout, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, nil))}, args)
+}
+
+// runApp runs the command line args on a (its writers and clock set).
+func runApp(a *app, args []string) int {
+	stderr := a.stderr
 	root := newRoot(a)
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	root.SetOut(a.stdout)
 	root.SetErr(stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

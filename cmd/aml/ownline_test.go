@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/sim"
+)
+
+// amlAt runs the CLI with the application clock at now (the clock of
+// snapshots, trials and certificates).
+func amlAt(t *testing.T, now time.Time, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, log: slog.New(slog.NewTextHandler(&errb, nil)), clock: func() time.Time { return now }}
+	code := runApp(a, args)
+	return out.String(), errb.String(), code
+}
+
+// ownLine is a plant line that is not AML's simulator, from its exports to
+// a trained linear twin model: the shared steps of the own-line tests.
+type ownLine struct {
+	d, dir string
+	ex     *sim.PlantExports
+	common []string // --line/--product/--recipe
+}
+
+func newOwnLine(t *testing.T) *ownLine {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the own-line chain trains and gates a twin model; runs without -short")
+	}
+	l := &ownLine{d: t.TempDir(), dir: t.TempDir(), common: []string{"--line", "tank-line", "--product", "tank", "--recipe", "tank-level"}}
+	ex, err := sim.WritePlantExports(l.dir, sim.PlantConfig{Seed: 3, LiveMinutes: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.ex = ex
+	return l
+}
+
+func (l *ownLine) ok(t *testing.T, now time.Time, args ...string) string {
+	t.Helper()
+	out, errs, code := amlAt(t, now, append(args, "--data", l.d, "--json")...)
+	if code != 0 {
+		t.Fatalf("aml %s: exit %d\n%s%s", strings.Join(args, " "), code, errs, out)
+	}
+	return out
+}
+
+func (l *ownLine) fails(t *testing.T, now time.Time, code string, args ...string) string {
+	t.Helper()
+	out, errs, c := amlAt(t, now, append(args, "--data", l.d)...)
+	if c != 1 || !strings.Contains(errs, "error: "+code+":") {
+		t.Fatalf("aml %s: exit %d, want %s\n%s%s", strings.Join(args, " "), c, code, errs, out)
+	}
+	return errs
+}
+
+func (l *ownLine) ingest(t *testing.T, now time.Time, files []string, extra ...string) {
+	t.Helper()
+	args := append([]string{"ingest", "csv"}, files...)
+	args = append(append(args, l.common...), "--tz", "Europe/Berlin", "--delimiter", ";", "--decimal-comma")
+	l.ok(t, now, append(args, extra...)...)
+}
+
+func (l *ownLine) spec(t *testing.T) string {
+	t.Helper()
+	spec := map[string]any{"lineId": "tank-line", "productId": "tank", "recipeId": "tank-level",
+		"nodes": []any{map[string]any{"nodeId": "heater_sp", "role": "control"}, map[string]any{"nodeId": "feed_sp", "role": "control"},
+			map[string]any{"nodeId": "level", "role": "target"}},
+		"beatMs": 5000, "historySteps": 24, "horizonSteps": 12, "stride": 1,
+		"split": map[string]any{"valRatio": 0.2, "testRatio": 0.2, "seed": 1, "mode": "by_run"}, "purpose": "mpc_surrogate"}
+	b, _ := json.Marshal(spec)
+	f := filepath.Join(l.dir, "spec.json")
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// train builds the dataset and trains linear_state_space@1 on it.
+func (l *ownLine) train(t *testing.T, now time.Time) (dsID string, verified bool, modelID string) {
+	t.Helper()
+	var ds struct {
+		Dataset struct {
+			ID              string
+			LineageVerified bool
+		}
+	}
+	mustJSON(t, l.ok(t, now, "dataset", "build", "--spec", l.spec(t)), &ds)
+	var job struct{ ModelID, Status, Error string }
+	mustJSON(t, l.ok(t, now, "job", "submit", "--dataset", ds.Dataset.ID, "--trainer", "linear_state_space@1", "--wait"), &job)
+	if job.ModelID == "" {
+		t.Fatalf("job %s: %s", job.Status, job.Error)
+	}
+	return ds.Dataset.ID, ds.Dataset.LineageVerified, job.ModelID
+}
+
+// TestOwnLine is the plant's own line from its CSV exports to an approved,
+// re-validated write (docs/own-line.md, examples/own-line): plant CSVs
+// with local times, ';' and decimal commas; a line file; lineage refused
+// until the batch records are imported; a linear state-space twin; a scene
+// drafted from the model and frozen; the twin gate; the optimiser; a
+// certificate approved ten minutes later, executed after re-validation
+// through the recording writer, and read back.
+func TestOwnLine(t *testing.T) {
+	l := newOwnLine(t)
+	t0 := l.ex.LiveEnd[0].Add(5 * time.Second) // the "now" of the first snapshot
+	l.ingest(t, t0, l.ex.Runs)
+	var nodes []core.Node
+	l.ok(t, t0, "line", "apply", l.ex.LineFile)
+	mustJSON(t, l.ok(t, t0, "nodes", "--line", "tank-line"), &nodes)
+	for _, n := range nodes {
+		if (n.ID == "heater_sp" || n.ID == "feed_sp") != (n.Kind == core.NodeDCW) || n.Unit == "" || n.Min == nil {
+			t.Fatalf("node after the line file: %+v", n)
+		}
+	}
+
+	// Without batch records the lineage is not verified, and the model
+	// may not go to production for the twin.
+	_, verified, unverified := l.train(t, t0)
+	if verified {
+		t.Fatal("lineage verified without batch records")
+	}
+	l.ok(t, t0, "model", "promote", unverified, "--to", "shadow", "--as", "ada")
+
+	// The plant's batch records: recipe versions and run events.
+	l.ok(t, t0, "recipe", "put", l.ex.Recipe, "--line", "tank-line", "--product", "tank", "--recipe", "tank-level")
+	l.ok(t, t0, "runs", "events", l.ex.Batch, "--line", "tank-line")
+	_, verified, m := l.train(t, t0)
+	if !verified {
+		t.Fatal("lineage not verified after the batch records")
+	}
+
+	// A scene drafted from the model, checked, stored and frozen.
+	out, errs, code := amlAt(t, t0, "twin", "scene", "init", "--model", m, "--id", "tank", "--data", l.d)
+	if code != 0 || !strings.Contains(out, "scene:\n") || !strings.Contains(out, "heater_sp") {
+		t.Fatalf("scene init: %d %s\n%s", code, errs, out)
+	}
+	sceneFile := filepath.Join(l.dir, "scene.yaml")
+	if err := os.WriteFile(sceneFile, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.ok(t, t0, "twin", "scene", "check", sceneFile, "--model", m)
+	var put struct{ SceneID, SceneVersion, Hash, Objective string }
+	mustJSON(t, l.ok(t, t0, "twin", "scene", "put", sceneFile, "--as", "erin"), &put)
+	if put.Objective != "tank-objective" {
+		t.Fatalf("scene put: %+v", put)
+	}
+	l.ok(t, t0, "twin", "scene", "freeze", "tank", "--version", put.SceneVersion, "--expect-hash", put.Hash, "--as", "ada")
+
+	// The twin gate on replayed test-run snapshots.
+	var g struct {
+		Report struct {
+			Passed bool
+			Checks []struct {
+				ID     string
+				Passed bool
+				Detail string
+			}
+		}
+	}
+	mustJSON(t, l.ok(t, t0, "twin", "gate", "--model", m, "--scene", "tank"), &g)
+	if !g.Report.Passed {
+		t.Fatalf("twin gate failed: %+v", g.Report.Checks)
+	}
+
+	// The live run: a snapshot now, the optimiser, a certificate.
+	l.ingest(t, t0, l.ex.Live[:1], "--run", "live")
+	var snap struct{ Snapshot struct{ SnapshotID string } }
+	mustJSON(t, l.ok(t, t0, "twin", "snapshot", "take", "--scene", "tank", "--model", m, "--run", "live"), &snap)
+	var opt struct {
+		Record *struct{ Trial struct{ TrialID string } }
+		Result struct{ NoPass string }
+	}
+	mustJSON(t, l.ok(t, t0, "twin", "optimize", "--model", m, "--snapshot", snap.Snapshot.SnapshotID), &opt)
+	if opt.Record == nil {
+		t.Fatalf("no passing move: %s", opt.Result.NoPass)
+	}
+	// The unverified model does not drive the optimiser.
+	l.fails(t, t0, core.CodeLineageUnverified, "twin", "optimize", "--model", unverified, "--snapshot", snap.Snapshot.SnapshotID)
+
+	var c struct{ Cert struct{ RecommendationID string } }
+	mustJSON(t, l.ok(t, t0, "cert", "issue", "--trial", opt.Record.Trial.TrialID, "--as", "erin"), &c)
+	id := c.Cert.RecommendationID
+
+	// Ten minutes later the line has kept running; a person approves.
+	t10 := t0.Add(10 * time.Minute)
+	l.ingest(t, t10, l.ex.Live[1:], "--run", "live")
+	l.ok(t, t10, "cert", "approve", id, "--as", "ada")
+	ownLineExecute(t, l, t10, id, m)
+}
+
+// ownLineExecute executes the approved certificate id after re-validation
+// through the recording writer and reads it back.
+func ownLineExecute(t *testing.T, l *ownLine, now time.Time, id, model string) {
+	t.Helper()
+	out := l.ok(t, now, "cert", "execute", id, "--as", "otto")
+	var res struct {
+		Allowed bool
+		Writes  []struct{ NodeID string }
+	}
+	mustJSON(t, out, &res)
+	if !res.Allowed {
+		t.Fatalf("execute: %s", out)
+	}
+	var shown struct{ Status string }
+	mustJSON(t, l.ok(t, now, "cert", "show", id), &shown)
+	if shown.Status != "EXECUTED" {
+		t.Fatalf("certificate after execute: %s", shown.Status)
+	}
+	_ = model
+}
