@@ -328,28 +328,34 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 	if err != nil {
 		return deny(classify(err), "scene %s@%s of the certificate: %v", c.SceneID, c.SceneVersion, err)
 	}
-	if opts.Snapshot != nil || opts.Revalidation != nil {
-		// The moves start from the fresh snapshot the caller re-ran the
-		// certified trajectory from.
-		fresh := opts.Snapshot
+	// The moves start from the fresh snapshot the caller re-ran the
+	// certified trajectory from (a failed revalidation may have none: it
+	// is denied below, once the certificate's authority is checked).
+	if fresh, rv := opts.Snapshot, opts.Revalidation; fresh != nil || rv != nil {
 		switch {
-		case fresh == nil || opts.Revalidation == nil:
-			return deny(ReasonFreshSnapshotInvalid, "a fresh snapshot needs its revalidation and the other way round")
-		case fresh.SceneID != c.SceneID || fresh.SceneVersion != c.SceneVersion || fresh.LineID != rec.LineID:
-			return deny(ReasonFreshSnapshotInvalid, "fresh snapshot %s is of scene %s@%s on line %s, the certificate of %s@%s on line %s",
-				fresh.SnapshotID, fresh.SceneID, fresh.SceneVersion, fresh.LineID, c.SceneID, c.SceneVersion, rec.LineID)
-		case fresh.SnapshotHash == "" || fresh.Validate() != nil:
-			return deny(ReasonFreshSnapshotInvalid, "fresh snapshot %s is not a valid sealed snapshot", fresh.SnapshotID)
+		case rv == nil:
+			return deny(ReasonFreshSnapshotInvalid, "a fresh snapshot was given without its revalidation")
+		case fresh == nil && rv.OK:
+			return deny(ReasonFreshSnapshotInvalid, "a passed revalidation was given without its fresh snapshot")
 		}
-		stored, err := st.GetSnapshot(ctx, fresh.SnapshotID)
-		if err != nil {
-			return deny(classify(err), "fresh snapshot %s: %v", fresh.SnapshotID, err)
+		if fresh != nil {
+			switch {
+			case fresh.SceneID != c.SceneID || fresh.SceneVersion != c.SceneVersion || fresh.LineID != rec.LineID:
+				return deny(ReasonFreshSnapshotInvalid, "fresh snapshot %s is of scene %s@%s on line %s, the certificate of %s@%s on line %s",
+					fresh.SnapshotID, fresh.SceneID, fresh.SceneVersion, fresh.LineID, c.SceneID, c.SceneVersion, rec.LineID)
+			case fresh.SnapshotHash == "" || fresh.Validate() != nil:
+				return deny(ReasonFreshSnapshotInvalid, "fresh snapshot %s is not a valid sealed snapshot", fresh.SnapshotID)
+			}
+			stored, err := st.GetSnapshot(ctx, fresh.SnapshotID)
+			if err != nil {
+				return deny(classify(err), "fresh snapshot %s: %v", fresh.SnapshotID, err)
+			}
+			if stored.SnapshotHash != fresh.SnapshotHash {
+				return deny(ReasonRecordTampered, "fresh snapshot %s is stored with hash %s, given %s", fresh.SnapshotID, stored.SnapshotHash, fresh.SnapshotHash)
+			}
+			snap = stored
+			res.SnapshotID = snap.SnapshotID
 		}
-		if stored.SnapshotHash != fresh.SnapshotHash {
-			return deny(ReasonRecordTampered, "fresh snapshot %s is stored with hash %s, given %s", fresh.SnapshotID, stored.SnapshotHash, fresh.SnapshotHash)
-		}
-		snap = stored
-		res.SnapshotID = snap.SnapshotID
 	}
 
 	// The run the action counts against: the snapshot's (signed into its
@@ -391,7 +397,7 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		}
 	}
 	if rv := opts.Revalidation; rv != nil && !rv.OK {
-		return deny(ReasonRevalidationFailed, "re-run of the certified moves from fresh snapshot %s: %s", rv.SnapshotID, rv.Reason)
+		return deny(ReasonRevalidationFailed, "the certified snapshot %s is too old to write from and its re-validation failed: %s", rv.CertifiedSnapshotID, rv.Reason)
 	}
 
 	lastID, err := st.LastWriteID(ctx, res.LineID)
