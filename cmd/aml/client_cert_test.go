@@ -33,9 +33,9 @@ func TestRemoteCertificateFlow(t *testing.T) {
 		DemoClock  time.Time `json:"demoClock"`
 	}
 	mustJSON(t, out, &demo)
-	// The demo's line runs ahead of the wall clock and its own write was
-	// at demoClock+2s: the server's clock starts past the scene's 60 s
-	// line action interval after it.
+	// The server's clock runs on the demo's line clock, from 70 s after
+	// its recommendation (the demo's write itself is in the history at
+	// the wall clock, two minutes back: see sharedDemo).
 	base, start := demo.DemoClock.Add(70*time.Second), time.Now()
 	srv := startServer(t, dir, api.Options{Now: func() time.Time { return base.Add(time.Since(start)) }})
 

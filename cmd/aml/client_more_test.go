@@ -187,7 +187,7 @@ func TestClientMoreTwin(t *testing.T) {
 	}
 	mustJSON(t, out, &demo)
 	local, remoteDir := copyDataDir(t, demoDir), copyDataDir(t, demoDir)
-	// The server's clock runs past the demo's last line action (as in
+	// The server's clock runs on the demo's line clock (as in
 	// TestRemoteCertificateFlow) so a certificate can be executed.
 	base, start := demo.DemoClock.Add(70*time.Second), time.Now()
 	srv := startServer(t, remoteDir, api.Options{Now: func() time.Time { return base.Add(time.Since(start)) }})

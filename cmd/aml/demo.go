@@ -33,7 +33,7 @@ func newDemoCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o.Store, o.DataDir, o.Key, o.Trainers, o.Log, o.Logf, o.DebugLogs, o.Version = s, a.dataDir, key, trainers(), a.log, logf, a.logLevel == "debug", version
+			o.Store, o.DataDir, o.Key, o.Trainers, o.Log, o.Logf, o.DebugLogs, o.Version, o.Now = s, a.dataDir, key, trainers(), a.log, logf, a.logLevel == "debug", version, demoWall
 			res, err := demo.Run(cmd.Context(), o)
 			if err != nil {
 				return err

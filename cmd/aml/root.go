@@ -55,6 +55,9 @@ type app struct {
 	appl *amlapp.App
 }
 
+// demoWall is aml demo's wall clock (nil: time.Now); tests set one.
+var demoWall func() time.Time
+
 // now is the CLI's clock (app.clock, else the wall clock).
 func (a *app) now() time.Time {
 	if a.clock != nil {

@@ -29,8 +29,11 @@ const (
 // Options configure an App beyond its shared resources.
 type Options struct {
 	// Now is the clock of certificates, trials, snapshots and ids
-	// (default time.Now).
+	// (default time.Now); a demo runs it at simulated time.
 	Now func() time.Time
+	// WallNow is the wall clock (default time.Now): the time the write
+	// history records a governed write at, whatever Now says.
+	WallNow func() time.Time
 	// HeavyConcurrent bounds heavy operations running at once (default
 	// DefaultHeavyConcurrent); the slots are shared by every interface.
 	HeavyConcurrent int
@@ -61,6 +64,9 @@ type App struct {
 func New(d *service.Deps, o Options) *App {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.WallNow == nil {
+		o.WallNow = time.Now
 	}
 	if o.HeavyConcurrent <= 0 {
 		o.HeavyConcurrent = DefaultHeavyConcurrent

@@ -32,12 +32,12 @@ var (
 	opCertKey     = Op{Name: "cert.key", Act: auth.ActRead, Summary: "The server's certificate public key (PEM)"}
 	opCertRotate  = Op{Name: "cert.key.rotate", Act: auth.ActAdmin, Summary: "Rotate the deployment's certificate signing key (admin, on the data directory's machine only)"}
 	opCertIssue   = Op{Name: "cert.issue", Act: auth.ActCertRequest, Summary: "Issue a signed certificate for a passing trial (queued for a person to approve)"}
-	opCertShow    = Op{Name: "cert.show", Act: auth.ActRead, Summary: "A certificate (verified)"}
+	opCertShow    = Op{Name: "cert.show", Act: auth.ActRead, Heavy: true, Summary: "A certificate (verified) with the predicted target trajectories it certifies, in the targets' units, against holding"}
 	opCertApprove = Op{Name: "cert.approve", Act: auth.ActCertApprove, Summary: "Approve an ISSUED certificate (never by its requester)"}
 	opCertRevoke  = Op{Name: "cert.revoke", Act: auth.ActCertApprove, Summary: "Revoke an ISSUED or APPROVED certificate"}
 	opCertMoves   = Op{Name: "cert.moves", Act: auth.ActRead, Summary: "What executing a certificate would write at its first step (node, from, to): what an approver reviews"}
 	opCertVerify  = Op{Name: "cert.verify", Act: auth.ActRead, Summary: "Verify row, hash, signature, audit trail and chain"}
-	opCertExecute = Op{Name: "cert.execute", Act: auth.ActWrite, Summary: "Write an APPROVED certificate's first step through the fail-closed write guard"}
+	opCertExecute = Op{Name: "cert.execute", Act: auth.ActWrite, Heavy: true, Summary: "Write an APPROVED certificate's first step through the fail-closed write guard (re-validated from a fresh snapshot when the certified one is too old)"}
 	opChannelShow = Op{Name: "channel.show", Act: auth.ActRead, Summary: "The channel profile of a line"}
 	opChannelSet  = Op{Name: "channel.set", Act: auth.ActWrite, Summary: "Set the channel profile of a line (audited)"}
 	opAuditList   = Op{Name: "audit.list", Act: auth.ActRead, Summary: "Audit entries in seq order"}
@@ -267,17 +267,30 @@ type CertRequest struct {
 // Validate requires the id.
 func (r *CertRequest) Validate() error { return required("id", r.ID) }
 
-// CertShow returns a certificate, verified.
-func (a *App) CertShow(ctx context.Context, p Principal, req CertRequest) (*contract.CertRecord, error) {
-	return run(ctx, a, p, &opCertShow, req, func(ctx context.Context, p Principal, req CertRequest) (*contract.CertRecord, error) {
+// CertShowResponse is a verified certificate with what its approver
+// reviews besides the moves: each objective target's predicted trajectory
+// with its tube against the target, in the target's unit.
+type CertShowResponse struct {
+	*contract.CertRecord
+	Targets []CertTarget `json:"targets,omitempty" jsonschema:"per objective target: the certified trial's predicted mean and tube at each step against the target value, in the target node's unit, with holding's prediction (baseline)"`
+}
+
+// CertShow returns a certificate, verified, with its predicted target
+// trajectories (certTargets; none when the trial's records are gone).
+func (a *App) CertShow(ctx context.Context, p Principal, req CertRequest) (CertShowResponse, error) {
+	return run(ctx, a, p, &opCertShow, req, func(ctx context.Context, p Principal, req CertRequest) (CertShowResponse, error) {
 		if err := a.certLine(ctx, p, auth.ActRead, req.ID); err != nil {
-			return nil, err
+			return CertShowResponse{}, err
 		}
 		k, err := a.key()
 		if err != nil {
-			return nil, err
+			return CertShowResponse{}, err
 		}
-		return a.d.Store.GetCertificate(ctx, req.ID, k.Public)
+		r, err := a.d.Store.GetCertificate(ctx, req.ID, k.Public)
+		if err != nil {
+			return CertShowResponse{}, err
+		}
+		return CertShowResponse{CertRecord: r, Targets: a.certTargets(ctx, r)}, nil
 	})
 }
 
@@ -358,7 +371,8 @@ type CertExecuteRequest struct {
 	Run string `json:"run,omitempty" jsonschema:"optional check: the run the action counts against (the certified snapshot's run, else the line's active run); any other is refused"`
 
 	// Writer writes to the machine (default: a recording writer seeded
-	// with the snapshot's values). Only in-process callers set it.
+	// with the snapshot's values — the fresh one's when re-validated).
+	// Only in-process callers set it.
 	Writer guard.Writer `json:"-"`
 }
 
@@ -367,7 +381,13 @@ func (r *CertExecuteRequest) Validate() error { return required("id", r.ID) }
 
 // CertExecute writes an APPROVED certificate's first step through the
 // fail-closed write guard. A denied write returns the guard's result with
-// the error.
+// the error. When the certified snapshot is older than the guard's
+// freshness limit (an approval minutes after issue), execute re-validates
+// first (see revalidate.go): a fresh snapshot, the certified trajectory
+// re-run from it, and the write only when that re-run passes and still
+// improves (else AML_CERT_REVALIDATION_FAILED); Result.Revalidation has
+// the figures. The write history records the write at the wall clock
+// (Options.WallNow).
 func (a *App) CertExecute(ctx context.Context, p Principal, req CertExecuteRequest) (govern.Result, error) {
 	return run(ctx, a, p, &opCertExecute, req, func(ctx context.Context, p Principal, req CertExecuteRequest) (govern.Result, error) {
 		if err := a.certLine(ctx, p, auth.ActWrite, req.ID); err != nil {
@@ -377,13 +397,27 @@ func (a *App) CertExecute(ctx context.Context, p Principal, req CertExecuteReque
 		if err != nil {
 			return govern.Result{}, err
 		}
+		// The write is judged on the clock the certificate was issued and
+		// approved on (the application's clock), and recorded at the wall
+		// clock.
+		now := a.o.Now()
+		opts := govern.Options{Actor: p.Name, RunID: req.Run, Now: now, WallNow: a.o.WallNow(), SnapshotMaxAge: certMaxAge}
+		seed := func() map[string]float64 { return a.seedValues(ctx, req.ID) }
+		if r, err := a.d.Store.LoadCertificate(ctx, req.ID); err == nil {
+			if tr, orig, ok := a.needsRevalidation(ctx, r, now); ok {
+				fresh, rv := a.revalidate(ctx, p, r, tr, orig, now)
+				opts.Snapshot, opts.Revalidation = fresh, rv
+				if fresh != nil {
+					scene, _ := a.d.Store.GetScene(ctx, r.Cert.SceneID, r.Cert.SceneVersion)
+					seed = func() map[string]float64 { return freshSeed(r.Cert, scene, fresh) }
+				}
+			}
+		}
 		w := req.Writer
 		if w == nil {
-			w = guard.NewRecordingWriter(a.seedValues(ctx, req.ID))
+			w = guard.NewRecordingWriter(seed())
 		}
-		// The write is judged on the clock the certificate was issued and
-		// approved on (the application's clock).
-		res, xerr := govern.ExecuteGoverned(ctx, a.d.Store, k.Public, req.ID, w, govern.Options{Actor: p.Name, RunID: req.Run, Now: a.o.Now()}, a.d.Bus)
+		res, xerr := govern.ExecuteGoverned(ctx, a.d.Store, k.Public, req.ID, w, opts, a.d.Bus)
 		if r, err := a.d.Store.LoadCertificate(ctx, req.ID); err == nil {
 			a.certEvent(r)
 		}

@@ -73,7 +73,7 @@ func newSecFixture(t *testing.T) *secFixture {
 		t.Fatal(err)
 	}
 	f := &secFixture{st: st, key: key, scene: sc, now: fixed}
-	f.a = New(&service.Deps{Store: st, DataDir: dir, Key: key}, Options{Now: func() time.Time { return f.now }})
+	f.a = New(&service.Deps{Store: st, DataDir: dir, Key: key}, Options{Now: func() time.Time { return f.now }, WallNow: func() time.Time { return f.now }})
 	return f
 }
 

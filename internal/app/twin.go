@@ -446,37 +446,46 @@ func (a *App) SnapshotTake(ctx context.Context, p Principal, req SnapshotTakeReq
 		if err := p.Allow(auth.ActTrial, scene.LineID); err != nil {
 			return SnapshotTakeResponse{}, err
 		}
-		o := snapshot.Options{RunID: req.Run, Strict: req.Strict, MaxAge: req.MaxAge.D(), Phase: req.Phase, CreatedBy: p.Name, Bindings: req.Bindings, Clock: a.o.Now}
-		if req.At != nil {
-			o.Now, o.Replay = req.At.T(), true
-		}
 		if req.Model != "" {
 			if _, err := a.model(ctx, p, auth.ActTrial, req.Model); err != nil {
 				return SnapshotTakeResponse{}, err
 			}
-			tw, err := engine.Load(ctx, a.d.Store, a.d.DataDir, req.Model)
-			if err != nil {
-				return SnapshotTakeResponse{}, err
-			}
-			o.Estimator = tw
-			if o.Bindings == nil {
-				o.Bindings = map[string]string{}
-			}
-			for v, n := range tw.Bindings() {
-				if _, set := o.Bindings[v]; !set {
-					o.Bindings[v] = n
-				}
-			}
 		}
-		snap, rep, err := snapshot.Take(ctx, a.d.Store, scene, o)
+		return a.takeSnapshot(ctx, p, scene, req)
+	})
+}
+
+// takeSnapshot takes a snapshot of scene as req says (p authorised) and
+// records it: the one path of snapshot.take and of a certificate's
+// re-validation at execution.
+func (a *App) takeSnapshot(ctx context.Context, p Principal, scene *contract.SceneContract, req SnapshotTakeRequest) (SnapshotTakeResponse, error) {
+	o := snapshot.Options{RunID: req.Run, Strict: req.Strict, MaxAge: req.MaxAge.D(), Phase: req.Phase, CreatedBy: p.Name, Bindings: req.Bindings, Clock: a.o.Now}
+	if req.At != nil {
+		o.Now, o.Replay = req.At.T(), true
+	}
+	if req.Model != "" {
+		tw, err := engine.Load(ctx, a.d.Store, a.d.DataDir, req.Model)
 		if err != nil {
 			return SnapshotTakeResponse{}, err
 		}
-		if err := a.d.Store.PutSnapshot(ctx, snap, req.Strict); err != nil {
-			return SnapshotTakeResponse{}, err
+		o.Estimator = tw
+		if o.Bindings == nil {
+			o.Bindings = map[string]string{}
 		}
-		return SnapshotTakeResponse{Snapshot: snap, Report: rep}, nil
-	})
+		for v, n := range tw.Bindings() {
+			if _, set := o.Bindings[v]; !set {
+				o.Bindings[v] = n
+			}
+		}
+	}
+	snap, rep, err := snapshot.Take(ctx, a.d.Store, scene, o)
+	if err != nil {
+		return SnapshotTakeResponse{}, err
+	}
+	if err := a.d.Store.PutSnapshot(ctx, snap, req.Strict); err != nil {
+		return SnapshotTakeResponse{}, err
+	}
+	return SnapshotTakeResponse{Snapshot: snap, Report: rep}, nil
 }
 
 // SnapshotListRequest filters snapshots.

@@ -45,6 +45,7 @@ var wantStatus = map[string]int{
 	"AML_RATE_LIMITED":           429,
 	"AML_STREAM_LIMIT":           429,
 	"AML_CERT_KEY_RETIRED":       409,
+	"AML_CLOCK_FAULT":            500,
 	"AML_REMOTE_UNSUPPORTED":     500,
 	"AML_SCENE_FROZEN":           409,
 	"AML_SCHEMA_MISMATCH":        503,
@@ -71,6 +72,9 @@ var wantStatus = map[string]int{
 	"ENV_BUSY":                   409,
 	"ENV_REBUILD_FAILED":         500,
 	"UNIT_CONTRACT_INVALID":      422,
+
+	// A certificate's re-run from a fresh snapshot failed at execution.
+	"AML_CERT_REVALIDATION_FAILED": 409,
 }
 
 // TestCodeStatuses: every registered code answers with its known status,

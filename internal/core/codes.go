@@ -168,6 +168,15 @@ const (
 	CodeTwinSceneMismatch    = "AML_TWIN_SCENE_MISMATCH"    // twin/engine
 )
 
+// Codes of governed writes on human time (twin/govern).
+const (
+	// CodeClockFault: a write-history entry is dated after the wall clock.
+	CodeClockFault = "AML_CLOCK_FAULT"
+	// CodeCertRevalidation: the re-run of a certificate's moves from a
+	// fresh snapshot at execution failed.
+	CodeCertRevalidation = "AML_CERT_REVALIDATION_FAILED"
+)
+
 // CodeInfo is one registered code: its kind and a one-line description.
 type CodeInfo struct {
 	Code string
@@ -235,6 +244,8 @@ var registry = []CodeInfo{
 	{CodeBindingMismatch, KindUnprocessable, "a scene variable does not match the node it is bound to, or is not bound"},
 	{CodeWriteDenied, KindForbidden, "a governed write was denied; the result's reason says why"},
 	{CodeWriteFailed, KindUpstream, "a governed write was allowed but did not complete with a verified readback"},
+	{CodeClockFault, KindInternal, "a write-history entry is dated after the wall clock (beyond a small tolerance): a clock is wrong; such an entry is refused at insert, and a governed write facing one is denied (reason CLOCK_FAULT)"},
+	{CodeCertRevalidation, KindConflict, "executing a certificate whose snapshot is no longer fresh re-ran its moves from a fresh snapshot and the re-run failed (a constraint at a step with its values, no improvement on holding, out of distribution, unusable fresh data); nothing was written"},
 	{CodeTwinModelUnsupported, KindUnprocessable, "the model is not a twin model (format other than aml.hybrid/1)"},
 	{CodeTwinWindowInvalid, KindUnprocessable, "a snapshot window cannot start a rollout (wrong grid, too short, a needed column missing)"},
 	{CodeTwinSceneMismatch, KindUnprocessable, "the scene, objective or snapshot does not fit the model"},

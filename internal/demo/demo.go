@@ -97,7 +97,9 @@ type Options struct {
 	Speed     float64
 	DebugLogs bool
 	// Now is the wall clock the demo's own clock is anchored before
-	// (default time.Now); Version is reported by the application.
+	// (default time.Now), and the clock the write history records the
+	// governed write at (the application's WallNow: the demo's own clock
+	// may run ahead of it); Version is reported by the application.
 	Now     func() time.Time
 	Version string
 }
@@ -158,7 +160,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	key := o.Key
 	bus := events.New()
 	runner := jobs.NewRunner(s, jobs.Options{DataDir: o.DataDir, Trainers: o.Trainers, Bus: bus, Logger: o.Log, Now: line.now})
-	ap := amlapp.New(&service.Deps{Store: s, DataDir: o.DataDir, Runner: runner, Bus: bus, Key: key, Log: o.Log}, amlapp.Options{Now: line.now, Version: o.Version})
+	ap := amlapp.New(&service.Deps{Store: s, DataDir: o.DataDir, Runner: runner, Bus: bus, Key: key, Log: o.Log}, amlapp.Options{Now: line.now, WallNow: o.Now, Version: o.Version})
 
 	// 2. Dataset.
 	raw, err := fs.ReadFile(examples.FS, "specs/injection_weight.json")

@@ -12,5 +12,8 @@
 // demo end an hour before now, so its figures do not depend on the hour it
 // runs). Only simulating the line and running the training job in this
 // process are the demo's own; every step is stored and audited, so the
-// usual commands work on the data directory afterwards.
+// usual commands work on the data directory afterwards. The governed
+// write is recorded in the write history at the wall clock (Options.Now),
+// never at the demo's own clock, so no entry of the history is dated
+// after the wall clock and later real writes are not held back by it.
 package demo

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -125,6 +127,54 @@ func printCert(w io.Writer, r *contract.CertRecord) {
 	}
 }
 
+// printCertShow is a certificate with its predicted target trajectories.
+func printCertShow(w io.Writer, r app.CertShowResponse) {
+	printCert(w, r.CertRecord)
+	if len(r.Targets) > 0 {
+		fmt.Fprintln(w, "predicted targets (mean, tube) against their target; baseline: holding the setpoints")
+	}
+	for _, t := range r.Targets {
+		printCertTarget(w, t)
+	}
+}
+
+// printCertTarget prints a target at the horizon's end, with holding's
+// prediction, then at its start and where the tube reaches farthest from
+// the target: weight [g]: target 250.0, predicted 249.6 (248.9 … 250.3)
+// at step 59; baseline 247.1.
+func printCertTarget(w io.Writer, t app.CertTarget) {
+	n := len(t.Mean)
+	if n == 0 || len(t.Lower) != n || len(t.Upper) != n {
+		return
+	}
+	at := func(k int) string {
+		return fmt.Sprintf("%s (%s … %s) at step %d", num(t.Mean[k]), num(t.Lower[k]), num(t.Upper[k]), k)
+	}
+	unit := ""
+	if t.Unit != "" {
+		unit = " [" + t.Unit + "]"
+	}
+	line := fmt.Sprintf("%s%s: target %s, predicted %s", t.VariableID, unit, num(t.Target), at(n-1))
+	if len(t.Baseline) == n {
+		line += "; baseline " + num(t.Baseline[n-1])
+	}
+	fmt.Fprintln(w, line)
+	worst := t.WorstStep
+	if worst < 0 || worst >= n {
+		worst = n - 1
+	}
+	fmt.Fprintf(w, "  start %s; farthest from the target %s\n", at(0), at(worst))
+}
+
+// num formats a figure of a target's unit: one decimal from 10 on, else
+// four significant digits.
+func num(v float64) string {
+	if math.Abs(v) >= 10 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
 func printCertVerify(w io.Writer, rep govern.VerifyReport) {
 	for _, ch := range rep.Checks {
 		fmt.Fprintf(w, "%s %-16s %s\n", okMark(ch.OK), ch.Name, ch.Detail)
@@ -137,9 +187,11 @@ func printCertVerify(w io.Writer, rep govern.VerifyReport) {
 func printExecution(w io.Writer, r govern.Result) {
 	if !r.Allowed {
 		fmt.Fprintf(w, "write under certificate %s DENIED: %s\n%s\n", r.CertificateID, r.Reason, r.Detail)
+		printRevalidation(w, r.Revalidation)
 		return
 	}
 	fmt.Fprintf(w, "certificate %s on line %s, run %s (snapshot %s): %s\n", r.CertificateID, r.LineID, dash(r.RunID), r.SnapshotID, r.Status)
+	printRevalidation(w, r.Revalidation)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tVARIABLE\tFROM\tTO\tREADBACK\tRESULT")
 	for _, m := range r.Writes {
@@ -154,6 +206,23 @@ func printExecution(w io.Writer, r govern.Result) {
 		fmt.Fprintf(w, "%d move(s) written and read back; certificate EXECUTED\n", r.Written())
 	} else {
 		fmt.Fprintf(w, "%s\n", r.Detail)
+	}
+}
+
+// printRevalidation is the re-run from a fresh snapshot of an execution
+// whose certified snapshot was too old.
+func printRevalidation(w io.Writer, rv *govern.Revalidation) {
+	if rv == nil {
+		return
+	}
+	verdict := "passed"
+	if !rv.OK {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "re-validated from fresh snapshot %s (certified snapshot %s): re-run %s %s; improvement %.4g (baseline cost %.4g → %.4g); OOD distance %.4g (threshold %.4g)\n",
+		dash(rv.SnapshotID), rv.CertifiedSnapshotID, dash(rv.TrialID), verdict, rv.Improvement, rv.BaselineCost, rv.CandidateCost, rv.OODDistance, rv.OODThreshold)
+	for _, t := range rv.Targets {
+		fmt.Fprintf(w, "  %s at step %d: target %s, predicted %s (%s … %s)\n", t.VariableID, t.Step, num(t.Target), num(t.Mean), num(t.Lower), num(t.Upper))
 	}
 }
 

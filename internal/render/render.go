@@ -129,7 +129,7 @@ var byOp = map[string]fn{
 	"cert.key":        out(func(w io.Writer, k app.CertKeyResponse) { fmt.Fprint(w, k.PublicKeyPEM) }),
 	"cert.key.rotate": out(printKeyRotated),
 	"cert.list":       list(printCerts),
-	"cert.show":       out(printCert),
+	"cert.show":       out(printCertShow),
 	"cert.moves":      list(printMoves),
 	"cert.issue":      out(printIssued),
 	"cert.approve":    out(printTransition),

@@ -266,7 +266,15 @@ func (s *Store) RecordWrite(ctx context.Context, actor string, r contract.WriteR
 	return id, sqldb.Err(tx.Commit(), "commit write")
 }
 
+// insertWrite appends a row to the write history, which is kept on the
+// wall clock: a row dated after it (beyond contract.WriteClockTolerance)
+// is refused AML_CLOCK_FAULT — it would block the line's writes until the
+// wall clock passed it.
 func insertWrite(ctx context.Context, tx *sqldb.Tx, r contract.WriteRow) (int64, error) {
+	if wall := time.Now(); r.At.Sub(wall) > contract.WriteClockTolerance {
+		return 0, core.FieldErrorf(core.CodeClockFault, "at", "clock fault: a write on line %s (certificate %s) dated %s is %v after the wall clock %s; the write history is kept on the wall clock",
+			r.LineID, r.CertificateID, r.At.UTC().Format(time.RFC3339Nano), r.At.Sub(wall).Round(time.Millisecond), wall.UTC().Format(time.RFC3339Nano))
+	}
 	var id int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO twin_writes(line_id, node_id, variable_id, certificate_id, run_id, at, value, delta, outcome) VALUES (?,?,?,?,?,?,?,?,?)
 		RETURNING write_id`,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -206,6 +207,36 @@ func TestTwoHandlesAuditAppendRace(t *testing.T) {
 			if err != nil || !res.OK || res.Entries != int64(racers*each) {
 				t.Fatalf("verify: %v %+v, want ok with %d entries", err, res, racers*each)
 			}
+		}
+	})
+}
+
+// TestFutureWriteIsClockFault: the write history is kept on the wall
+// clock; a row dated after it (beyond contract.WriteClockTolerance) is
+// refused at insert with AML_CLOCK_FAULT — a record or a claim — and
+// nothing is stored or audited. (The future date is far enough ahead that
+// no real clock reaches it.)
+func TestFutureWriteIsClockFault(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s, _ := twFixture(t, b)
+		ctx := context.Background()
+		future := time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+		w := twinWrite(0)
+		w.At = future
+		_, err := s.RecordWrite(ctx, "ops", contract.WriteRow{WriteRecord: w})
+		if core.CodeOf(err) != core.CodeClockFault || !strings.Contains(err.Error(), "after the wall clock") {
+			t.Fatalf("future write: %v", err)
+		}
+		_, err = s.ClaimWrite(ctx, contract.WriteClaimRequest{LineID: twLine, CertificateID: "rec-f", RunID: "r", Actor: "carol", At: future})
+		if core.CodeOf(err) != core.CodeClockFault {
+			t.Fatalf("future claim: %v", err)
+		}
+		rows, err := s.WriteRows(ctx, twLine, time.Time{})
+		if err != nil || len(rows) != 0 {
+			t.Fatalf("history after refused future rows: %v %+v", err, rows)
+		}
+		if _, err := s.RecordWrite(ctx, "ops", contract.WriteRow{WriteRecord: twinWrite(0)}); err != nil {
+			t.Fatalf("a past write: %v", err)
 		}
 	})
 }

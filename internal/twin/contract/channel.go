@@ -27,7 +27,14 @@ type ChannelProfile struct {
 	Bounds map[string]Bound
 }
 
-// WriteRecord is one recorded write to a node.
+// WriteClockTolerance is how far after the wall clock a write-history
+// entry may be dated before it is a clock fault: the history is kept on
+// the wall clock, and the clocks of processes sharing a store differ a
+// little. The store refuses a later entry at insert (AML_CLOCK_FAULT) and
+// the write guard denies facing one (CLOCK_FAULT).
+const WriteClockTolerance = 5 * time.Second
+
+// WriteRecord is one recorded write to a node. At is on the wall clock.
 type WriteRecord struct {
 	LineID, NodeID, CertificateID, RunID string
 	At                                   time.Time

@@ -21,7 +21,15 @@
 //     certifies a move from that state, so the move's From is the
 //     snapshot's value and the guard's freshness check on the snapshot's
 //     capture time bounds how far the line may have drifted since; the
-//     executor then refuses to write a node that no longer holds From;
+//     executor then refuses to write a node that no longer holds From.
+//     When the caller re-validated (Options.Snapshot and
+//     Options.Revalidation: the certified trajectory re-run from a fresh
+//     stored snapshot, internal/app), the moves start from that fresh
+//     snapshot instead — its values, its capture time for the freshness
+//     check, its run — and the certified trial and snapshot must still
+//     hash to what the certificate signed; a failed re-validation is
+//     denied REVALIDATION_FAILED (AML_CERT_REVALIDATION_FAILED) once the
+//     authority below holds;
 //  3. for an APPROVED row, checks what it cannot trust the row for
 //     (authority): the signed approval matches the row and names a person
 //     with the approver or admin role who is not the requester
@@ -42,7 +50,10 @@
 //     grown since step 3, so two executors racing cannot both act on the
 //     same history — the loser is denied CONCURRENT_WRITE);
 //  6. runs guard.Execute through the Writer, recording every attempted
-//     write (twin_writes and "write.attempt") before its readback;
+//     write (twin_writes and "write.attempt") before its readback. The
+//     claim and the writes are recorded at the wall clock
+//     (Options.WallNow), not at Now; a history entry dated after the wall
+//     clock is a clock fault (reason CLOCK_FAULT, AML_CLOCK_FAULT);
 //  7. on a readback-verified outcome appends "write.executed" and marks the
 //     certificate EXECUTED ("cert.execute"); otherwise appends
 //     "write.failed" and returns AML_WRITE_FAILED. The certificate of a

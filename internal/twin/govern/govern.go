@@ -27,6 +27,14 @@ const (
 	// CodeWriteFailed: the write was allowed but did not complete with a
 	// verified readback (Result.Outcome says which move failed). HTTP 502.
 	CodeWriteFailed = core.CodeWriteFailed
+	// CodeClockFault: the write history holds an entry dated after the
+	// wall clock (Result.Reason CLOCK_FAULT), or a write could not be
+	// recorded for that reason. HTTP 500.
+	CodeClockFault = core.CodeClockFault
+	// CodeCertRevalidationFailed: the re-run from a fresh snapshot failed
+	// (Result.Reason REVALIDATION_FAILED, Result.Revalidation has the
+	// figures); nothing was written. HTTP 409.
+	CodeCertRevalidationFailed = core.CodeCertRevalidation
 )
 
 // Reason codes of denials decided here, before or after the guard (the
@@ -66,6 +74,14 @@ const (
 	// signed checkpoints), or the certificate's issue or approval entry
 	// is not covered by a signed checkpoint.
 	ReasonAuditTampered = "AUDIT_TAMPERED"
+	// ReasonRevalidationFailed: the certificate's moves, re-run from a
+	// fresh snapshot (Options.Snapshot, Options.Revalidation), no longer
+	// pass or no longer improve on holding. The error is
+	// AML_CERT_REVALIDATION_FAILED.
+	ReasonRevalidationFailed = "REVALIDATION_FAILED"
+	// ReasonFreshSnapshotInvalid: the fresh snapshot given to re-validate
+	// is not a sealed snapshot of the certificate's scene and line.
+	ReasonFreshSnapshotInvalid = "FRESH_SNAPSHOT_INVALID"
 )
 
 // Store is what Execute needs of the store; store.Store implements it.
@@ -106,6 +122,62 @@ type Options struct {
 	RunID string
 	// SnapshotMaxAge is the snapshot age limit (0: guard default, 60 s).
 	SnapshotMaxAge time.Duration
+	// WallNow is the wall clock (zero: Now). The write history —
+	// the claim and every attempted write — is stamped with it and the
+	// guard's history checks measure against it; Now stays the clock of
+	// the certificate and the snapshot (the application's, which a demo
+	// runs at simulated time).
+	WallNow time.Time
+	// Snapshot, when set, is a fresh stored snapshot of the certificate's
+	// scene that the caller re-ran the certified trajectory from
+	// (Revalidation, required with it): the moves start from its control
+	// values, its capture time is what the guard's freshness check sees
+	// and its run is the run the action counts against. The certified
+	// trial and snapshot must still hash to what the certificate signed.
+	Snapshot     *contract.TwinSnapshot
+	Revalidation *Revalidation
+}
+
+// Revalidation is the re-run of a certificate's candidate trajectory from
+// a fresh snapshot with the certificate's model, scene and objective,
+// made when the certified snapshot is too old to write from.
+type Revalidation struct {
+	// CertifiedSnapshotID is the certified trial's snapshot and
+	// CertifiedCapturedAt its capture time; SnapshotID and CapturedAt the
+	// fresh snapshot's (stored).
+	CertifiedSnapshotID string    `json:"certifiedSnapshotId"`
+	CertifiedCapturedAt time.Time `json:"certifiedCapturedAt"`
+	SnapshotID          string    `json:"snapshotId,omitempty"`
+	CapturedAt          time.Time `json:"capturedAt,omitzero"`
+	// TrialID is the stored re-run (empty when it could not be run).
+	TrialID string `json:"trialId,omitempty"`
+	// Passed: every scene constraint passed on the re-run's tube and it is
+	// in distribution (VirtualTrial.Passed).
+	Passed        bool    `json:"passed"`
+	Improvement   float64 `json:"improvement"`
+	BaselineCost  float64 `json:"baselineCost"`
+	CandidateCost float64 `json:"candidateCost"`
+	RejectCode    string  `json:"rejectCode,omitempty"`
+	OODDistance   float64 `json:"oodDistance"`
+	OODThreshold  float64 `json:"oodThreshold"`
+	// Targets are the re-run's predicted target values at the horizon's
+	// end.
+	Targets []TargetEnd `json:"targets,omitempty"`
+	// OK: passed and improvement > 0 — the write may go ahead. Reason says
+	// why not, with the figures.
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TargetEnd is one objective target at a step of a re-run: the setpoint
+// and the predicted mean with its tube.
+type TargetEnd struct {
+	VariableID string  `json:"variableId"`
+	Step       int     `json:"step"`
+	Target     float64 `json:"target"`
+	Mean       float64 `json:"mean"`
+	Lower      float64 `json:"lower"`
+	Upper      float64 `json:"upper"`
 }
 
 // MoveResult is one move of a Result.
@@ -140,6 +212,10 @@ type Result struct {
 	Writes []MoveResult `json:"writes"`
 	// Executed: the certificate was marked EXECUTED.
 	Executed bool `json:"executed"`
+	// Revalidation is the re-run from a fresh snapshot, when the certified
+	// snapshot was too old to write from (SnapshotID is then the fresh
+	// snapshot's).
+	Revalidation *Revalidation `json:"revalidation,omitempty"`
 }
 
 // StatusDenied is Result.Status of a denied write.
@@ -158,7 +234,14 @@ func (r *Result) Written() int {
 }
 
 func deniedErr(r *Result) error {
-	return core.Errorf(CodeWriteDenied, "write under certificate %s denied (%s): %s", r.CertificateID, r.Reason, r.Detail)
+	code := CodeWriteDenied
+	switch r.Reason {
+	case guard.ReasonClockFault:
+		code = core.CodeClockFault
+	case ReasonRevalidationFailed:
+		code = CodeCertRevalidationFailed
+	}
+	return core.Errorf(code, "write under certificate %s denied (%s): %s", r.CertificateID, r.Reason, r.Detail)
 }
 
 // classify maps a load error to a denial reason.
@@ -183,7 +266,11 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 	if now.IsZero() {
 		now = time.Now()
 	}
-	res := Result{CertificateID: certID, Status: StatusDenied, Writes: []MoveResult{}}
+	wall := opts.WallNow
+	if wall.IsZero() {
+		wall = now
+	}
+	res := Result{CertificateID: certID, Status: StatusDenied, Writes: []MoveResult{}, Revalidation: opts.Revalidation}
 	deny := func(reason, format string, args ...any) (Result, error) {
 		res.Allowed, res.Reason, res.Detail, res.Status = false, reason, fmt.Sprintf(format, args...), StatusDenied
 		subject := certID
@@ -195,6 +282,9 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 			actor = "(unknown)"
 		}
 		payload := map[string]any{"reason": reason, "detail": res.Detail, "runId": res.RunID, "at": now.UnixMilli()}
+		if rv := opts.Revalidation; rv != nil {
+			payload["revalidation"] = rv
+		}
 		if _, err := st.AppendAudit(ctx, actor, twinstore.AuditWriteDenied, subject, res.LineID, payload); err != nil {
 			res.Detail += fmt.Sprintf(" (the denial could not be audited: %v)", err)
 		}
@@ -238,6 +328,35 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 	if err != nil {
 		return deny(classify(err), "scene %s@%s of the certificate: %v", c.SceneID, c.SceneVersion, err)
 	}
+	// The moves start from the fresh snapshot the caller re-ran the
+	// certified trajectory from (a failed revalidation may have none: it
+	// is denied below, once the certificate's authority is checked).
+	if fresh, rv := opts.Snapshot, opts.Revalidation; fresh != nil || rv != nil {
+		switch {
+		case rv == nil:
+			return deny(ReasonFreshSnapshotInvalid, "a fresh snapshot was given without its revalidation")
+		case fresh == nil && rv.OK:
+			return deny(ReasonFreshSnapshotInvalid, "a passed revalidation was given without its fresh snapshot")
+		}
+		if fresh != nil {
+			switch {
+			case fresh.SceneID != c.SceneID || fresh.SceneVersion != c.SceneVersion || fresh.LineID != rec.LineID:
+				return deny(ReasonFreshSnapshotInvalid, "fresh snapshot %s is of scene %s@%s on line %s, the certificate of %s@%s on line %s",
+					fresh.SnapshotID, fresh.SceneID, fresh.SceneVersion, fresh.LineID, c.SceneID, c.SceneVersion, rec.LineID)
+			case fresh.SnapshotHash == "" || fresh.Validate() != nil:
+				return deny(ReasonFreshSnapshotInvalid, "fresh snapshot %s is not a valid sealed snapshot", fresh.SnapshotID)
+			}
+			stored, err := st.GetSnapshot(ctx, fresh.SnapshotID)
+			if err != nil {
+				return deny(classify(err), "fresh snapshot %s: %v", fresh.SnapshotID, err)
+			}
+			if stored.SnapshotHash != fresh.SnapshotHash {
+				return deny(ReasonRecordTampered, "fresh snapshot %s is stored with hash %s, given %s", fresh.SnapshotID, stored.SnapshotHash, fresh.SnapshotHash)
+			}
+			snap = stored
+			res.SnapshotID = snap.SnapshotID
+		}
+	}
 
 	// The run the action counts against: the snapshot's (signed into its
 	// hash, which the certificate signed), else the line's active run.
@@ -277,13 +396,16 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 			return deny(reason, "%s", detail)
 		}
 	}
+	if rv := opts.Revalidation; rv != nil && !rv.OK {
+		return deny(ReasonRevalidationFailed, "the certified snapshot %s is too old to write from and its re-validation failed: %s", rv.CertifiedSnapshotID, rv.Reason)
+	}
 
 	lastID, err := st.LastWriteID(ctx, res.LineID)
 	if err != nil {
 		return deny(ReasonStoreError, "write history of line %s: %v", res.LineID, err)
 	}
 	req := guard.Request{LineID: res.LineID, RunID: res.RunID, Scene: scene, Cert: c, PublicKey: ring.Key(c.KeyID), Moves: res.Moves,
-		SnapshotAt: snap.CapturedAt, SnapshotMaxAge: opts.SnapshotMaxAge, Now: now}
+		SnapshotAt: snap.CapturedAt, SnapshotMaxAge: opts.SnapshotMaxAge, Now: now, WallNow: wall}
 	d := guard.Check(ctx, st, auditedHistory{st}, req)
 	if !d.Allowed {
 		if d.Reason == guard.ReasonCertExpired && (c.Status == contract.CertIssued || c.Status == contract.CertApproved) {
@@ -294,13 +416,16 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		return deny(d.Reason, "%s", d.Detail)
 	}
 
-	if _, err := st.ClaimCertificateWrite(ctx, contract.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: now, ExpectLastWriteID: lastID}, pub); err != nil {
+	if _, err := st.ClaimCertificateWrite(ctx, contract.WriteClaimRequest{LineID: res.LineID, CertificateID: certID, RunID: res.RunID, Actor: opts.Actor, At: wall, ExpectLastWriteID: lastID}, pub); err != nil {
 		var ae *core.Error
 		if errors.As(err, &ae) && ae.Code == core.CodeConflict && ae.Field == "certificateId" {
 			return deny(guard.ReasonCertAlreadyUsed, "%v", err)
 		}
 		if core.CodeOf(err) == core.CodeConflict {
 			return deny(ReasonConcurrentWrite, "%v", err)
+		}
+		if core.CodeOf(err) == core.CodeClockFault {
+			return deny(guard.ReasonClockFault, "%v", err)
 		}
 		return deny(ReasonStoreError, "claim line %s: %v", res.LineID, err)
 	}
@@ -316,7 +441,10 @@ func Execute(ctx context.Context, st Store, pub ed25519.PublicKey, certID string
 		res.Detail = out.Detail
 	}
 	payload := map[string]any{"status": out.Status, "detail": out.Detail, "runId": res.RunID, "snapshotId": res.SnapshotID,
-		"certificateHash": c.CertificateHash, "writes": res.Writes, "at": now.UnixMilli()}
+		"certificateHash": c.CertificateHash, "writes": res.Writes, "at": now.UnixMilli(), "wallAt": wall.UnixMilli()}
+	if rv := opts.Revalidation; rv != nil {
+		payload["revalidation"] = rv
+	}
 	// transport-ack: written and acknowledged where the line does not allow
 	// reading back; it executes the certificate, audited with its status.
 	if (out.Status != guard.OutcomeVerified && out.Status != guard.OutcomeTransportAck) || xerr != nil {

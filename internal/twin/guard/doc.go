@@ -27,17 +27,33 @@
 //     expired
 //  7. the certificate was issued on this scene       SCENE_MISMATCH
 //  8. the snapshot the moves start from is fresh     SNAPSHOT_STALE
+//     (SnapshotAt within SnapshotMaxAge of Now)
 //  9. the moves are exactly the certificate's moves  MOVES_MISMATCH
 //  10. each |to − from| ≤ maxDeltaPerAction           NO_POLICY, DELTA_TOO_LARGE
 //  11. bounded_auto: each target within the           OUT_OF_BOUNDS
 //     channel's absolute bounds for the control
-//  12. the recorded write history: no write to a      HISTORY_ERROR, NODE_INTERVAL,
-//     moved node within minNodeIntervalSec, none on   LINE_INTERVAL,
-//     the line within minLineActionIntervalSec, the   CERT_ALREADY_USED,
-//     certificate not used before, at most            TOO_MANY_ACTIONS
+//  12. the recorded write history, on the wall        HISTORY_ERROR, CLOCK_FAULT,
+//     clock (WallNow): no entry dated after it        NODE_INTERVAL,
+//     (beyond ClockTolerance), no write to a moved    LINE_INTERVAL,
+//     node within minNodeIntervalSec, none on the     CERT_ALREADY_USED,
+//     line within minLineActionIntervalSec, the       TOO_MANY_ACTIONS
+//     certificate not used before, at most
 //     maxActionsPerRun actions in the run
 //
 // A panic anywhere in Check is recovered and denies with INTERNAL.
+//
+// Clocks. Now is the clock the certificate and the snapshot were stamped
+// on (the application's, which a demo runs at simulated time): expiry and
+// freshness are judged on it. The write history is kept on the wall clock
+// (WallNow; zero: Now): Execute stamps its records with it and the
+// history checks measure against it, so an entry dated in the future is
+// a clock fault (CLOCK_FAULT), never an interval that seems to hold.
+//
+// A certificate's snapshot is fresh for seconds, its approval comes
+// minutes later: the caller (internal/twin/govern with
+// internal/app) then re-runs the certified moves from a fresh snapshot
+// and gives the guard that snapshot's values and capture time; the
+// certified setpoints, and every check here, stay the same.
 //
 // Definitions. A move sets one control (scene variable) on one node from
 // its current value (read from the snapshot taken at SnapshotAt) to a

@@ -70,7 +70,8 @@ type Outcome struct {
 // so a write of unknown effect still counts against the intervals) and
 // reads it back; the readback must equal To within Tolerance. The first
 // failure stops the remaining moves and returns OutcomeFailed with an
-// error. req.Now stamps the records (zero: the wall clock).
+// error. req.WallNow stamps the records (zero: req.Now, else time.Now):
+// the write history is kept on the wall clock.
 func Execute(ctx context.Context, w Writer, rec Recorder, d Decision, req Request) (out Outcome, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -105,7 +106,10 @@ func Execute(ctx context.Context, w Writer, rec Recorder, d Decision, req Reques
 		}
 		werr := w.Write(ctx, m.NodeID, m.To)
 		r.Written = werr == nil
-		at := req.Now
+		at := req.WallNow
+		if at.IsZero() {
+			at = req.Now
+		}
 		if at.IsZero() {
 			at = time.Now()
 		}

@@ -39,6 +39,10 @@ const (
 	ReasonCertAlreadyUsed          = "CERT_ALREADY_USED"
 	ReasonTooManyActions           = "TOO_MANY_ACTIONS"
 	ReasonInternal                 = "INTERNAL"
+	// ReasonClockFault: the write history holds an entry dated after the
+	// wall clock (beyond ClockTolerance): a clock is wrong, and no
+	// interval measured against that entry means anything.
+	ReasonClockFault = "CLOCK_FAULT"
 )
 
 // Reasons lists every reason code.
@@ -49,6 +53,7 @@ var Reasons = []string{
 	ReasonCertExpired, ReasonSceneMismatch, ReasonSnapshotStale, ReasonMovesMismatch,
 	ReasonDeltaTooLarge, ReasonOutOfBounds, ReasonHistoryError, ReasonNodeInterval,
 	ReasonLineInterval, ReasonCertAlreadyUsed, ReasonTooManyActions, ReasonInternal,
+	ReasonClockFault,
 }
 
 const (
@@ -63,6 +68,10 @@ const (
 	// comparing a move's target with its certified value, and a readback
 	// or a node's current value with the expected one.
 	Tolerance = 1e-9
+	// ClockTolerance is how far after the wall clock a write-history
+	// entry may be dated before it is a clock fault (clocks of processes
+	// sharing a store differ a little).
+	ClockTolerance = contract.WriteClockTolerance
 )
 
 // History is the recorded write history.
@@ -101,8 +110,15 @@ type Request struct {
 	// limit.
 	SnapshotAt     time.Time
 	SnapshotMaxAge time.Duration
-	// Now is the decision time (zero: the wall clock).
+	// Now is the decision time (zero: the wall clock): the clock the
+	// certificate and the snapshot were stamped on (the application's,
+	// which a demo runs at simulated time).
 	Now time.Time
+	// WallNow is the wall clock at the decision (zero: Now). The
+	// write history is kept on the wall clock: Execute stamps its records
+	// with it and the history checks (intervals, actions per run, clock
+	// faults) measure against it.
+	WallNow time.Time
 }
 
 // Decision is the guard's verdict. Only a Decision returned by Check for
@@ -301,13 +317,17 @@ func check(ctx context.Context, ch Channels, hist History, req Request) Decision
 		}
 	}
 
-	// History.
+	// History, on the wall clock.
 	if hist == nil {
 		return deny(ReasonHistoryError, "no write history")
 	}
+	wall := req.WallNow
+	if wall.IsZero() {
+		wall = now
+	}
 	nodeIv := secs(wp.MinNodeIntervalSec)
 	lineIv := secs(wp.MinLineActionIntervalSec)
-	since := now.Add(-max(RunLookback, nodeIv, lineIv))
+	since := wall.Add(-max(RunLookback, nodeIv, lineIv))
 	recs, err := hist.Writes(ctx, req.LineID, since)
 	if err != nil {
 		return deny(ReasonHistoryError, "write history of line %s: %v", req.LineID, err)
@@ -320,13 +340,25 @@ func check(ctx context.Context, ch Channels, hist History, req Request) Decision
 			return deny(ReasonHistoryError, "history holds a write to %s without a time", r.NodeID)
 		}
 	}
+	// An entry dated in the future would turn into a misleading interval
+	// denial (and block the line until the wall clock passes it).
 	for _, r := range recs {
-		if nodes[r.NodeID] && now.Sub(r.At) < nodeIv {
+		if r.At.Sub(wall) > ClockTolerance {
+			what := "a write to node " + r.NodeID
+			if r.NodeID == "" {
+				what = "a write claim"
+			}
+			return deny(ReasonClockFault, "clock fault: the write history of line %s holds %s (certificate %s) dated %s, %v after the wall clock %s: a clock is wrong; fix the clock or the entry before writing",
+				req.LineID, what, r.CertificateID, r.At.UTC().Format(time.RFC3339Nano), r.At.Sub(wall).Round(time.Millisecond), wall.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	for _, r := range recs {
+		if nodes[r.NodeID] && wall.Sub(r.At) < nodeIv {
 			return deny(ReasonNodeInterval, "node %s was written at %s, less than %v ago", r.NodeID, r.At.UTC().Format(time.RFC3339Nano), nodeIv)
 		}
 	}
 	for _, r := range recs {
-		if now.Sub(r.At) < lineIv {
+		if wall.Sub(r.At) < lineIv {
 			return deny(ReasonLineInterval, "line %s had an action at %s, less than %v ago", req.LineID, r.At.UTC().Format(time.RFC3339Nano), lineIv)
 		}
 	}

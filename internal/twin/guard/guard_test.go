@@ -225,7 +225,10 @@ func TestDenyReasons(t *testing.T) {
 		}},
 		{"history error", ReasonHistoryError, func(_ *testing.T, f *fixture) { f.hist = nil }},
 		{"node written recently", ReasonNodeInterval, func(_ *testing.T, f *fixture) { f.rec("n-ht", "rec-0", "run-0", 30*time.Second) }},
-		{"node written in the future", ReasonNodeInterval, func(_ *testing.T, f *fixture) { f.rec("n-ht", "rec-0", "run-0", -time.Hour) }},
+		{"node written just ahead (within the clock tolerance)", ReasonNodeInterval, func(_ *testing.T, f *fixture) { f.rec("n-ht", "rec-0", "run-0", -2*time.Second) }},
+		// A future entry is a clock fault, never a misleading interval.
+		{"node written in the future", ReasonClockFault, func(_ *testing.T, f *fixture) { f.rec("n-ht", "rec-0", "run-0", -time.Hour) }},
+		{"claim in the future", ReasonClockFault, func(_ *testing.T, f *fixture) { f.rec("", "rec-0", "run-0", -time.Minute) }},
 		{"line action recently", ReasonLineInterval, func(_ *testing.T, f *fixture) { f.rec("n-other", "rec-0", "run-0", 59*time.Second) }},
 		{"certificate replayed", ReasonCertAlreadyUsed, func(_ *testing.T, f *fixture) { f.rec("n-hp", "rec-1", "run-0", 2*time.Hour) }},
 		{"too many actions", ReasonTooManyActions, func(_ *testing.T, f *fixture) {
@@ -263,6 +266,41 @@ func TestDenyReasons(t *testing.T) {
 	for _, r := range Reasons {
 		if !seen[r] {
 			t.Errorf("reason %s has no test case", r)
+		}
+	}
+}
+
+// TestHistoryOnWallClock: the history is measured on the wall clock
+// (Request.WallNow), not on the clock the certificate and snapshot were
+// stamped on (Now, which a demo runs at simulated time): a write 30 s
+// ago on the wall clock blocks the node although the domain clock is 33
+// minutes ahead; one 10 min ago does not; Execute stamps its records
+// with the wall clock.
+func TestHistoryOnWallClock(t *testing.T) {
+	wall := t0.Add(5*time.Minute - 33*time.Minute)
+	f := newFixture(t)
+	f.req.WallNow = wall
+	f.hist.Records = append(f.hist.Records, contract.WriteRecord{LineID: line, NodeID: "n-ht", CertificateID: "rec-0", RunID: "run-0", At: wall.Add(-30 * time.Second), Value: 1})
+	if d := f.check(); d.Allowed || d.Reason != ReasonNodeInterval || !strings.Contains(d.Detail, "less than") {
+		t.Fatalf("write 30 s ago on the wall clock: %+v", d)
+	}
+	f = newFixture(t)
+	f.req.WallNow = wall
+	f.hist.Records = append(f.hist.Records, contract.WriteRecord{LineID: line, NodeID: "n-ht", CertificateID: "rec-0", RunID: "run-0", At: wall.Add(-10 * time.Minute), Value: 1})
+	d := f.check()
+	if !d.Allowed {
+		t.Fatalf("write 10 min ago on the wall clock: %+v", d)
+	}
+	w := NewRecordingWriter(map[string]float64{})
+	for _, m := range f.req.Moves {
+		w.Values[m.NodeID] = m.From
+	}
+	if _, err := Execute(context.Background(), w, f.hist, d, f.req); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.hist.Records[1:] {
+		if !r.At.Equal(wall) {
+			t.Fatalf("record stamped %v, want the wall clock %v", r.At, wall)
 		}
 	}
 }
