@@ -38,7 +38,7 @@ func newOwnLine(t *testing.T) *ownLine {
 		t.Skip("the own-line chain trains and gates a twin model; runs without -short")
 	}
 	l := &ownLine{d: t.TempDir(), dir: t.TempDir(), common: []string{"--line", "tank-line", "--product", "tank", "--recipe", "tank-level"}}
-	ex, err := sim.WritePlantExports(l.dir, sim.PlantConfig{Seed: 3, LiveMinutes: 12})
+	ex, err := sim.WritePlantExports(l.dir, sim.PlantConfig{Seed: 3, ShadowRuns: 3, LiveMinutes: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +113,14 @@ func (l *ownLine) train(t *testing.T, now time.Time) (dsID string, verified bool
 // through the recording writer, and read back.
 func TestOwnLine(t *testing.T) {
 	l := newOwnLine(t)
-	t0 := l.ex.LiveEnd[0].Add(5 * time.Second) // the "now" of the first snapshot
-	l.ingest(t, t0, l.ex.Runs)
+	// The clocks: the models are made after the five history runs, shadow
+	// evidence after three more runs, and the live run is snapshotted at t0.
+	tMade := l.ex.StartsUTC[len(l.ex.StartsUTC)-1].Add(4 * time.Hour)
+	t0 := l.ex.LiveEnd[0].Add(5 * time.Second)
+	l.ingest(t, tMade, l.ex.Runs)
 	var nodes []core.Node
-	l.ok(t, t0, "line", "apply", l.ex.LineFile)
-	mustJSON(t, l.ok(t, t0, "nodes", "--line", "tank-line"), &nodes)
+	l.ok(t, tMade, "line", "apply", l.ex.LineFile)
+	mustJSON(t, l.ok(t, tMade, "nodes", "list", "--line", "tank-line"), &nodes)
 	for _, n := range nodes {
 		if (n.ID == "heater_sp" || n.ID == "feed_sp") != (n.Kind == core.NodeDCW) || n.Unit == "" || n.Min == nil {
 			t.Fatalf("node after the line file: %+v", n)
@@ -126,22 +129,23 @@ func TestOwnLine(t *testing.T) {
 
 	// Without batch records the lineage is not verified, and the model
 	// may not go to production for the twin.
-	_, verified, unverified := l.train(t, t0)
+	_, verified, unverified := l.train(t, tMade)
 	if verified {
 		t.Fatal("lineage verified without batch records")
 	}
-	l.ok(t, t0, "model", "promote", unverified, "--to", "shadow", "--as", "ada")
+	l.ok(t, tMade, "model", "promote", unverified, "--to", "shadow", "--as", "ada")
+	l.fails(t, tMade, core.CodeLineageUnverified, "model", "promote", unverified, "--to", "production", "--as", "ada")
 
 	// The plant's batch records: recipe versions and run events.
-	l.ok(t, t0, "recipe", "put", l.ex.Recipe, "--line", "tank-line", "--product", "tank", "--recipe", "tank-level")
-	l.ok(t, t0, "runs", "events", l.ex.Batch, "--line", "tank-line")
-	_, verified, m := l.train(t, t0)
+	l.ok(t, tMade, "recipe", "put", l.ex.Recipe, "--line", "tank-line", "--product", "tank", "--recipe", "tank-level")
+	l.ok(t, tMade, "runs", "events", l.ex.Batch, "--line", "tank-line")
+	_, verified, m := l.train(t, tMade)
 	if !verified {
 		t.Fatal("lineage not verified after the batch records")
 	}
 
 	// A scene drafted from the model, checked, stored and frozen.
-	out, errs, code := amlAt(t, t0, "twin", "scene", "init", "--model", m, "--id", "tank", "--data", l.d)
+	out, errs, code := amlAt(t, tMade, "twin", "scene", "init", "--model", m, "--id", "tank", "--data", l.d)
 	if code != 0 || !strings.Contains(out, "scene:\n") || !strings.Contains(out, "heater_sp") {
 		t.Fatalf("scene init: %d %s\n%s", code, errs, out)
 	}
@@ -149,13 +153,19 @@ func TestOwnLine(t *testing.T) {
 	if err := os.WriteFile(sceneFile, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l.ok(t, t0, "twin", "scene", "check", sceneFile, "--model", m)
+	l.ok(t, tMade, "twin", "scene", "check", sceneFile, "--model", m)
 	var put struct{ SceneID, SceneVersion, Hash, Objective string }
-	mustJSON(t, l.ok(t, t0, "twin", "scene", "put", sceneFile, "--as", "erin"), &put)
+	mustJSON(t, l.ok(t, tMade, "twin", "scene", "put", sceneFile, "--as", "erin"), &put)
 	if put.Objective != "tank-objective" {
 		t.Fatalf("scene put: %+v", put)
 	}
-	l.ok(t, t0, "twin", "scene", "freeze", "tank", "--version", put.SceneVersion, "--expect-hash", put.Hash, "--as", "ada")
+	l.ok(t, tMade, "twin", "scene", "freeze", "tank", "--version", put.SceneVersion, "--expect-hash", put.Hash, "--as", "ada")
+	l.ok(t, tMade, "channel", "set", "--line", "tank-line", "--profile", "hybrid_twin", "--policy", "hitl_governed", "--scene", "tank@1.0.0", "--as", "ada")
+
+	// The line keeps running: shadow evidence on the runs after the model.
+	tShadow := t0.Add(-24 * time.Hour)
+	l.ingest(t, tShadow, l.ex.Shadow)
+	l.ok(t, tShadow, "twin", "shadow", "--model", m)
 
 	// The twin gate on replayed test-run snapshots.
 	var g struct {
@@ -168,9 +178,10 @@ func TestOwnLine(t *testing.T) {
 			}
 		}
 	}
-	mustJSON(t, l.ok(t, t0, "twin", "gate", "--model", m, "--scene", "tank"), &g)
+	mustJSON(t, l.ok(t, tShadow, "twin", "gate", "--model", m, "--scene", "tank"), &g)
 	if !g.Report.Passed {
-		t.Fatalf("twin gate failed: %+v", g.Report.Checks)
+		b, _ := json.MarshalIndent(g.Report.Checks, "", " ")
+		t.Fatalf("twin gate failed: %s", b)
 	}
 
 	// The live run: a snapshot now, the optimiser, a certificate.
@@ -188,7 +199,9 @@ func TestOwnLine(t *testing.T) {
 	// The unverified model does not drive the optimiser.
 	l.fails(t, t0, core.CodeLineageUnverified, "twin", "optimize", "--model", unverified, "--snapshot", snap.Snapshot.SnapshotID)
 
-	var c struct{ Cert struct{ RecommendationID string } }
+	var c struct {
+		Cert struct{ RecommendationID string } `json:"certificate"`
+	}
 	mustJSON(t, l.ok(t, t0, "cert", "issue", "--trial", opt.Record.Trial.TrialID, "--as", "erin"), &c)
 	id := c.Cert.RecommendationID
 
@@ -196,26 +209,55 @@ func TestOwnLine(t *testing.T) {
 	t10 := t0.Add(10 * time.Minute)
 	l.ingest(t, t10, l.ex.Live[1:], "--run", "live")
 	l.ok(t, t10, "cert", "approve", id, "--as", "ada")
-	ownLineExecute(t, l, t10, id, m)
+	ownLineExecute(t, l, t10, id)
 }
 
 // ownLineExecute executes the approved certificate id after re-validation
-// through the recording writer and reads it back.
-func ownLineExecute(t *testing.T, l *ownLine, now time.Time, id, model string) {
+// through the recording writer and reads it back: the certificate is
+// executed, its write is in the result with the fresh snapshot's values,
+// and the approver's view shows the predicted level in cm against its
+// target.
+func ownLineExecute(t *testing.T, l *ownLine, now time.Time, id string) {
 	t.Helper()
 	out := l.ok(t, now, "cert", "execute", id, "--as", "otto")
 	var res struct {
-		Allowed bool
-		Writes  []struct{ NodeID string }
+		Allowed, Executed bool
+		Writes            []struct {
+			NodeID string
+			Value  float64
+		}
+		Revalidation *struct {
+			SnapshotID string
+			Passed, OK bool
+			CapturedAt time.Time
+		}
 	}
 	mustJSON(t, out, &res)
-	if !res.Allowed {
+	if !res.Allowed || !res.Executed || len(res.Writes) == 0 {
 		t.Fatalf("execute: %s", out)
 	}
-	var shown struct{ Status string }
-	mustJSON(t, l.ok(t, now, "cert", "show", id), &shown)
-	if shown.Status != "EXECUTED" {
-		t.Fatalf("certificate after execute: %s", shown.Status)
+	if r := res.Revalidation; r == nil || !r.Passed || !r.OK || !r.CapturedAt.Equal(now) {
+		t.Fatalf("execute did not re-validate from a fresh snapshot at %s: %+v", now, r)
 	}
-	_ = model
+	for _, w := range res.Writes {
+		if w.NodeID != "heater_sp" && w.NodeID != "feed_sp" {
+			t.Fatalf("write to %s", w.NodeID)
+		}
+	}
+	var shown struct {
+		Certificate struct{ Status string }
+		Targets     []struct {
+			NodeID, Unit string
+			Target       float64
+			Mean         []float64
+		}
+	}
+	mustJSON(t, l.ok(t, now, "cert", "show", id), &shown)
+	if shown.Certificate.Status != "EXECUTED" || len(shown.Targets) != 1 || shown.Targets[0].Unit != "cm" || shown.Targets[0].NodeID != "level" || len(shown.Targets[0].Mean) == 0 {
+		t.Fatalf("certificate after execute: %+v", shown)
+	}
+	text, errs, code := amlAt(t, now, "cert", "show", id, "--data", l.d)
+	if code != 0 || !strings.Contains(text, "level [cm]: target 50") {
+		t.Fatalf("cert show: %d %s\n%s", code, errs, text)
+	}
 }

@@ -23,7 +23,7 @@ func newTwinCmd(a *app) *cobra.Command {
 		Use:   "put FILE | --default-injection",
 		Short: "Store a scene file or contract (YAML or JSON) as a draft, with its objective, replacing a draft of the same id and version",
 	}
-	opCommand(a, put, "scene.put", "", &pr, func(args []string) error {
+	opCommand(a, put, "scene.put", "as", &pr, func(args []string) error {
 		if defInj && len(args) == 0 {
 			pr.Preset = amlapp.PresetDefaultInjection
 			return nil
@@ -39,6 +39,7 @@ func newTwinCmd(a *app) *cobra.Command {
 		return err
 	})
 	put.Flags().BoolVar(&defInj, "default-injection", false, "store the built-in injection-moulding scene instead of a file")
+	asFlag(put.Flags(), "author (default $USER)")
 
 	var fr amlapp.SceneFreezeRequest
 	freeze := &cobra.Command{

@@ -134,7 +134,7 @@ func newTwinGateCmd(a *app) *cobra.Command {
 	req := amlapp.GateEvaluateRequest{Snapshots: gate.DefaultSnapshots, Seed: 1}
 	var scene string
 	cmd := &cobra.Command{
-		Use:   "gate --model ID --scene ID[@VERSION] [--snapshots 12] [--profile twin-v2]",
+		Use:   "gate --model ID --scene ID[@VERSION] [--snapshots 12] [--profile twin-v3]",
 		Short: "Evaluate the twin acceptance gate with measured inputs (evaluation, fresh trials, shadow evidence) and store it",
 		Args:  argsExact(0),
 	}
@@ -150,7 +150,7 @@ func newTwinGateCmd(a *app) *cobra.Command {
 	f.StringVar(&scene, "scene", "", "scene id, optionally @version")
 	f.StringVar(&req.Objective, "objective", "", "objective profile (default: the scene's first)")
 	f.IntVar(&req.Snapshots, "snapshots", req.Snapshots, "replayed snapshots (one trial each)")
-	f.StringVar(&req.Profile, "profile", "", "twin acceptance profile (default twin-v2)")
+	f.StringVar(&req.Profile, "profile", "", "twin acceptance profile (default twin-v3)")
 	asFlag(f, "actor (default $USER)")
 	f.Uint64Var(&req.Seed, "seed", req.Seed, "seed of the optimiser's search order")
 	return cmd

@@ -160,7 +160,13 @@ func rerunFailure(t *contract.VirtualTrial, d *engine.TrialDetail) string {
 	if len(out) == 0 {
 		out = append(out, "rejected: "+t.RejectCode)
 	}
-	return fmt.Sprintf("re-run %s from the fresh snapshot does not pass (%s): %s", t.TrialID, t.RejectCode, strings.Join(out, "; "))
+	const shown = 4 // the rest is in the stored re-run trial
+	more := ""
+	if len(out) > shown {
+		more = fmt.Sprintf("; and %d more finding(s) in trial %s", len(out)-shown, t.TrialID)
+		out = out[:shown]
+	}
+	return fmt.Sprintf("re-run %s from the fresh snapshot does not pass (%s): %s%s", t.TrialID, t.RejectCode, strings.Join(out, "; "), more)
 }
 
 // targetEnds are the objective's targets at the horizon's end of a trial:

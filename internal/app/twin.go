@@ -796,7 +796,7 @@ type GateEvaluateRequest struct {
 	SceneVersion string `json:"sceneVersion,omitempty" jsonschema:"scene version (default: the latest)"`
 	Objective    string `json:"objective,omitempty" jsonschema:"objective id (default: the scene's first)"`
 	Snapshots    int    `json:"snapshots,omitempty" jsonschema:"replayed test-run snapshots (default: the profile's)"`
-	Profile      string `json:"profile,omitempty" jsonschema:"acceptance profile (default twin-v2)"`
+	Profile      string `json:"profile,omitempty" jsonschema:"acceptance profile (default twin-v3)"`
 	Seed         uint64 `json:"seed,omitempty" jsonschema:"random seed (default 1)"`
 }
 

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -17,6 +18,15 @@ const ProfileTwin = "twin-v1"
 // predictions compared with what the line did on runs that ended after the
 // model was made. Promotion of a twin model to production uses it.
 const ProfileTwinShadow = "twin-v2"
+
+// ProfileTwinMeasured is twin-v2 whose interval coverage checks (G4, G7)
+// allow for the sampling error of a coverage measured on finite splits:
+// coverage ≥ target − CoverageTolerance(target, calibration windows, test
+// windows), the tolerance of the model gates' interval rule. A 90 %
+// interval calibrated on the val windows covers about 90 % of the test
+// windows; twin-v2 asking for ≥ 0.90 exactly fails half of the honest
+// models. The default twin profile.
+const ProfileTwinMeasured = "twin-v3"
 
 // Twin stages and tuning modes.
 const (
@@ -49,6 +59,17 @@ type TwinProfile struct {
 	MinShadowRuns       int     `json:"minShadowRuns,omitempty"`
 	ShadowErrorRatioMax float64 `json:"shadowErrorRatioMax,omitempty"`
 	ShadowCoverageMin   float64 `json:"shadowCoverageMin,omitempty"`
+	// CoverageTolerance: G4 and G7 accept a coverage down to
+	// CoverageTarget − [CoverageTolerance] of the measurement (twin-v3).
+	CoverageTolerance bool `json:"coverageTolerance,omitempty"`
+}
+
+// coverageFloor is the lowest coverage p's G4 and G7 accept.
+func (p TwinProfile) coverageFloor(in TwinGateInput) float64 {
+	if !p.CoverageTolerance {
+		return p.CoverageTarget
+	}
+	return p.CoverageTarget - CoverageTolerance(p.CoverageTarget, in.CalibrationRows, in.CoverageWindows)
 }
 
 // twinProfiles are the published twin profiles. Never edit one: add a new
@@ -64,6 +85,12 @@ var twinProfiles = []TwinProfile{{
 	CoverageTarget: 0.90, MinCalibrationRows: 300, MinWriteEligibleCandidateCount: 10, MinTrialCount: 10,
 	HardConstraintViolationRateMax: 0, SolverFailureRateMax: 0,
 	MinShadowRuns: 3, ShadowErrorRatioMax: 1.5, ShadowCoverageMin: 0.80,
+}, {
+	ID: ProfileTwinMeasured, Version: 1,
+	OneStepTestNrmseMax: 0.10, RolloutTestNrmseMax: 0.25, ValTestGapMax: 0.20, MinRows: 500, MinRuns: 3,
+	CoverageTarget: 0.90, MinCalibrationRows: 300, MinWriteEligibleCandidateCount: 10, MinTrialCount: 10,
+	HardConstraintViolationRateMax: 0, SolverFailureRateMax: 0,
+	MinShadowRuns: 3, ShadowErrorRatioMax: 1.5, ShadowCoverageMin: 0.80, CoverageTolerance: true,
 }}
 
 // DefaultTwinProfile is twin-v1: the upstream DEFAULT_ACCEPTANCE_PROFILE
@@ -131,6 +158,9 @@ type TwinGateInput struct {
 	// CalibrationCoverage is the interval's coverage MEASURED on the test
 	// split (CoverageReport.Measured), never on the calibration windows.
 	CalibrationCoverage float64 `json:"calibrationCoverage"`
+	// CoverageWindows is the number of test windows the coverage was
+	// measured on (CoverageReport.TestWindows).
+	CoverageWindows int `json:"coverageWindows,omitempty"`
 	// Trials are the virtual trials run with the model.
 	Trials []TrialOutcome `json:"trials"`
 	// PhysicsSolverFailureRate is the fraction of physics solves that
@@ -146,6 +176,41 @@ type TwinGateInput struct {
 	ShadowRuns       int     `json:"shadowRuns"`
 	ShadowErrorRatio float64 `json:"shadowErrorRatio"`
 	ShadowCoverage   float64 `json:"shadowCoverage"`
+}
+
+// twinInputJSON is TwinGateInput with its floats written as null when not
+// finite (a measurement that does not exist, as no shadow runs yet).
+type twinInputJSON struct {
+	Rows                     int            `json:"rows"`
+	Runs                     int            `json:"runs"`
+	OneStepTestNRMSE         jf             `json:"oneStepTestNrmse"`
+	RolloutTestNRMSE         jf             `json:"rolloutTestNrmse"`
+	ValTestGap               jf             `json:"valTestGap"`
+	CalibrationRows          int            `json:"calibrationRows"`
+	CalibrationCoverage      jf             `json:"calibrationCoverage"`
+	CoverageWindows          int            `json:"coverageWindows,omitempty"`
+	Trials                   []TrialOutcome `json:"trials"`
+	PhysicsSolverFailureRate jf             `json:"physicsSolverFailureRate"`
+	ShadowRuns               int            `json:"shadowRuns"`
+	ShadowErrorRatio         jf             `json:"shadowErrorRatio"`
+	ShadowCoverage           jf             `json:"shadowCoverage"`
+}
+
+// MarshalJSON writes non-finite values as null.
+func (in TwinGateInput) MarshalJSON() ([]byte, error) {
+	return json.Marshal(twinInputJSON{in.Rows, in.Runs, jf(in.OneStepTestNRMSE), jf(in.RolloutTestNRMSE), jf(in.ValTestGap), in.CalibrationRows,
+		jf(in.CalibrationCoverage), in.CoverageWindows, in.Trials, jf(in.PhysicsSolverFailureRate), in.ShadowRuns, jf(in.ShadowErrorRatio), jf(in.ShadowCoverage)})
+}
+
+// UnmarshalJSON reads null as NaN.
+func (in *TwinGateInput) UnmarshalJSON(b []byte) error {
+	var j twinInputJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*in = TwinGateInput{j.Rows, j.Runs, float64(j.OneStepTestNRMSE), float64(j.RolloutTestNRMSE), float64(j.ValTestGap), j.CalibrationRows,
+		float64(j.CalibrationCoverage), j.CoverageWindows, j.Trials, float64(j.PhysicsSolverFailureRate), j.ShadowRuns, float64(j.ShadowErrorRatio), float64(j.ShadowCoverage)}
+	return nil
 }
 
 // TwinInputFromMeasurements builds a gate input from platform-computed
@@ -164,7 +229,7 @@ func TwinInputFromMeasurements(m *Metrics, c *Conformal, cov *CoverageReport, tr
 		in.CalibrationRows = c.CalibrationWindows
 	}
 	if cov != nil && cov.Split == dataset.SplitTest {
-		in.CalibrationCoverage = cov.Measured
+		in.CalibrationCoverage, in.CoverageWindows = cov.Measured, cov.TestWindows
 	}
 	return in
 }
@@ -236,7 +301,12 @@ func TwinGate(in TwinGateInput, p TwinProfile) TwinGateReport {
 	rule("G2_ROLLOUT", "rollout accuracy over the horizon (test)", in.RolloutTestNRMSE, OpLE, p.RolloutTestNrmseMax, "test rollout NRMSE over the horizon, mean over targets")
 	rule("G3_GENERALIZATION", "val/test consistency", in.ValTestGap, OpLE, p.ValTestGapMax, "|test − val| / val of mean NRMSE")
 	rule("G4_CALIBRATION_ROWS", "calibration data: windows", float64(in.CalibrationRows), OpGE, float64(p.MinCalibrationRows), "calibration (val) windows")
-	rule("G4_COVERAGE", "interval coverage (measured on test)", in.CalibrationCoverage, OpGE, p.CoverageTarget, "conformal interval coverage measured on the test split")
+	floor := p.coverageFloor(in)
+	covWhat := "conformal interval coverage measured on the test split"
+	if floor != p.CoverageTarget {
+		covWhat = fmt.Sprintf("conformal interval coverage measured on the test split (target %.3g less the measurement's tolerance %.3g)", p.CoverageTarget, p.CoverageTarget-floor)
+	}
+	rule("G4_COVERAGE", "interval coverage (measured on test)", in.CalibrationCoverage, OpGE, floor, covWhat)
 	rule("G5_PHYSICS_FAILURE", "physics solver failures", in.PhysicsSolverFailureRate, OpLE, p.SolverFailureRateMax, "physics solver failure rate")
 
 	seen := map[string]bool{}
@@ -253,7 +323,7 @@ func TwinGate(in TwinGateInput, p TwinProfile) TwinGateReport {
 		if t.HardViolations > 0 {
 			violating++
 		}
-		if !t.OODAccepted || !(t.Coverage >= p.CoverageTarget) {
+		if !t.OODAccepted || !(t.Coverage >= floor) {
 			unsafe++
 			if len(unsafeIDs) < 5 {
 				unsafeIDs = append(unsafeIDs, fmt.Sprintf("%q", t.ID))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,7 +56,9 @@ func TestTwinProfileDefaults(t *testing.T) {
 	}
 	v2 := want
 	v2.ID, v2.MinShadowRuns, v2.ShadowErrorRatioMax, v2.ShadowCoverageMin = "twin-v2", 3, 1.5, 0.80
-	if ps := TwinProfiles(); len(ps) != 2 || ps[0] != want || ps[1] != v2 {
+	v3 := v2
+	v3.ID, v3.CoverageTolerance = "twin-v3", true
+	if ps := TwinProfiles(); len(ps) != 3 || ps[0] != want || ps[1] != v2 || ps[2] != v3 {
 		t.Fatalf("%+v", ps)
 	}
 	// Exact names only: no substring, prefix, case or space matching.
@@ -213,7 +216,7 @@ func TestTwinInputFromMeasurements(t *testing.T) {
 	cov := &CoverageReport{Target: 0.9, Measured: 0.91, Split: dataset.SplitTest, TestWindows: 500}
 	in := TwinInputFromMeasurements(m, c, cov, twinTrials(12), 0)
 	want := TwinGateInput{Rows: 800, Runs: 4, OneStepTestNRMSE: 0.04, RolloutTestNRMSE: 0.12, ValTestGap: 0.05,
-		CalibrationRows: 400, CalibrationCoverage: 0.91, Trials: twinTrials(12), ShadowErrorRatio: math.NaN(), ShadowCoverage: math.NaN()}
+		CalibrationRows: 400, CalibrationCoverage: 0.91, CoverageWindows: 500, Trials: twinTrials(12), ShadowErrorRatio: math.NaN(), ShadowCoverage: math.NaN()}
 	if !math.IsNaN(in.ShadowErrorRatio) || !math.IsNaN(in.ShadowCoverage) {
 		t.Fatalf("shadow evidence must start undefined: %+v", in)
 	}
@@ -271,5 +274,30 @@ func TestTwinGateShadow(t *testing.T) {
 		if !reflect.DeepEqual(r.RejectCodes, c.want) || r.Passed != (len(c.want) == 0) {
 			t.Errorf("%+v: %v passed=%v", c, r.RejectCodes, r.Passed)
 		}
+	}
+}
+
+// twin-v3 accepts an honest 90 % interval whose test coverage came out a
+// little under 0.90 (twin-v2 does not), and still fails a poor one.
+func TestTwinCoverageTolerance(t *testing.T) {
+	v2, _ := LookupTwinProfile(ProfileTwinShadow)
+	v3, _ := LookupTwinProfile(ProfileTwinMeasured)
+	in := TwinGateInput{Rows: 800, Runs: 4, OneStepTestNRMSE: 0.04, RolloutTestNRMSE: 0.12, ValTestGap: 0.05, CalibrationRows: 1400,
+		CalibrationCoverage: 0.898, CoverageWindows: 1400, Trials: twinTrials(12), ShadowRuns: 3, ShadowErrorRatio: 1, ShadowCoverage: 0.9}
+	for i := range in.Trials {
+		in.Trials[i].Coverage = 0.898
+	}
+	if r := TwinGate(in, v2); r.Passed || !slices.Contains(r.RejectCodes, "G4_COVERAGE") {
+		t.Fatalf("twin-v2 on 0.898: %v", r.RejectCodes)
+	}
+	if r := TwinGate(in, v3); !r.Passed {
+		t.Fatalf("twin-v3 on 0.898: %v", r.RejectCodes)
+	}
+	in.CalibrationCoverage = 0.80
+	for i := range in.Trials {
+		in.Trials[i].Coverage = 0.80
+	}
+	if r := TwinGate(in, v3); !reflect.DeepEqual(r.RejectCodes, []string{"G4_COVERAGE", "G7_UQ_OOD"}) {
+		t.Fatalf("twin-v3 on 0.80: %v", r.RejectCodes)
 	}
 }

@@ -35,6 +35,9 @@ type Config struct {
 	// RescueAfter is the PostgreSQL queue's rescue age (jobs.QueueOptions).
 	RescueAfter time.Duration
 	Log         *slog.Logger
+	// Now stamps registered models' creation time (jobs.Options.Now; nil:
+	// the wall clock): the application's clock.
+	Now func() time.Time
 }
 
 // IsPostgres reports whether url selects PostgreSQL.
@@ -149,7 +152,7 @@ func (p *Process) Jobs(ctx context.Context, work bool, concurrency int) (*Deps, 
 		return nil, err
 	}
 	bus := events.New()
-	r := jobs.NewRunner(s, jobs.Options{DataDir: p.cfg.DataDir, Trainers: p.cfg.Trainers, Bus: bus, Envs: envs, Logger: p.cfg.Log, Artifacts: arts})
+	r := jobs.NewRunner(s, jobs.Options{DataDir: p.cfg.DataDir, Trainers: p.cfg.Trainers, Bus: bus, Envs: envs, Logger: p.cfg.Log, Artifacts: arts, Now: p.cfg.Now})
 	q, err := jobs.NewQueueFor(ctx, s, r, jobs.QueueOptions{Work: work, MaxConcurrent: concurrency, Logger: p.cfg.Log, RescueAfter: p.cfg.RescueAfter})
 	if err != nil {
 		return nil, err

@@ -21,7 +21,8 @@ import (
 // PlantConfig configures [WritePlantExports].
 type PlantConfig struct {
 	Runs       int            // history runs (default 5)
-	RunMinutes int            // length of each run (default 120)
+	ShadowRuns int            // runs after the history runs (shadow-00.csv …): the line kept running after a model was made
+	RunMinutes int            // length of each run (default 180)
 	StepSec    int            // sampling period (default 5)
 	Seed       uint64         // noise and input sequence
 	Zone       *time.Location // the plant's zone (default Europe/Berlin)
@@ -29,7 +30,7 @@ type PlantConfig struct {
 	// run r starts r days later.
 	First time.Time
 	// LiveMinutes, when > 0, also writes the current run, started the day
-	// after the last history run: live-1.csv with its first LiveMinutes
+	// after the last history or shadow run: live-1.csv with its first LiveMinutes
 	// and live-2.csv with the LiveMinutes after them (the line kept
 	// running while a person approved).
 	LiveMinutes int
@@ -51,6 +52,7 @@ const (
 // PlantExports are the files WritePlantExports wrote (absolute paths).
 type PlantExports struct {
 	Runs      []string // run CSVs, one per history run (run id = file name)
+	Shadow    []string // the runs after them
 	Live      []string // live-1.csv, live-2.csv (the run "live")
 	LineFile  string   // line.yaml
 	Recipe    string   // recipe.yaml
@@ -65,7 +67,7 @@ func WritePlantExports(dir string, cfg PlantConfig) (*PlantExports, error) {
 		cfg.Runs = 5
 	}
 	if cfg.RunMinutes == 0 {
-		cfg.RunMinutes = 120
+		cfg.RunMinutes = 180
 	}
 	if cfg.StepSec == 0 {
 		cfg.StepSec = 5
@@ -91,7 +93,7 @@ func WritePlantExports(dir string, cfg PlantConfig) (*PlantExports, error) {
 	for r := 0; r < cfg.Runs; r++ {
 		start := cfg.First.AddDate(0, 0, r)
 		name := fmt.Sprintf("run-%02d", r+1)
-		p := newPlantRun(rng, cfg.StepSec, 0.4*float64(r-cfg.Runs/2))
+		p := newPlantRun(rng, cfg.StepSec, 0.1*float64(r-cfg.Runs/2))
 		f := filepath.Join(dir, name+".csv")
 		end, err := p.write(f, start, steps)
 		if err != nil {
@@ -101,9 +103,17 @@ func WritePlantExports(dir string, cfg PlantConfig) (*PlantExports, error) {
 		out.StartsUTC = append(out.StartsUTC, start.UTC())
 		fmt.Fprintf(&batch, "%s,tank-level,1,%s,%s,shift lead Kim\n", name, start.Format(time.RFC3339), end.Add(time.Duration(cfg.StepSec)*time.Second).Format(time.RFC3339))
 	}
+	for r := 0; r < cfg.ShadowRuns; r++ {
+		f := filepath.Join(dir, fmt.Sprintf("shadow-%02d.csv", r+1))
+		if _, err := newPlantRun(rng, cfg.StepSec, 0.05*float64(r-1)).write(f, cfg.First.AddDate(0, 0, cfg.Runs+r), steps); err != nil {
+			return nil, err
+		}
+		out.Shadow = append(out.Shadow, f)
+	}
 	if cfg.LiveMinutes > 0 {
-		start := cfg.First.AddDate(0, 0, cfg.Runs)
+		start := cfg.First.AddDate(0, 0, cfg.Runs+cfg.ShadowRuns)
 		p := newPlantRun(rng, cfg.StepSec, 0.2)
+		p.u1, p.u2, p.hold = 47, 16, math.MaxInt // the line holds its setpoints while it waits for a recommendation
 		n := cfg.LiveMinutes * 60 / cfg.StepSec
 		for i, part := range []string{"live-1.csv", "live-2.csv"} {
 			f := filepath.Join(dir, part)

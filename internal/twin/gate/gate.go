@@ -2,7 +2,7 @@
 // platform measures itself, never numbers a trainer or a caller supplies.
 //
 // The gate is the seed's evaluateHybridGates (eval.TwinGate, profile
-// twin-v2 by default: twin-v1 plus shadow evidence). Its inputs come from
+// twin-v3 by default: twin-v1 plus shadow evidence, coverage with its measurement tolerance). Its inputs come from
 // three places:
 //
 //   - model accuracy, calibration rows and test coverage from the model's
@@ -67,7 +67,7 @@ type Options struct {
 	ObjectiveID string
 	// Snapshots is the number of replayed snapshots (0: DefaultSnapshots).
 	Snapshots int
-	// Profile is the twin acceptance profile (""): eval.ProfileTwinShadow.
+	// Profile is the twin acceptance profile (""): eval.ProfileTwinMeasured.
 	Profile string
 	// By is the actor; Now the evaluation time (zero: wall clock).
 	By  string
@@ -137,7 +137,7 @@ func Evaluate(ctx context.Context, st store.Store, dataDir, modelID string, o Op
 		o.Snapshots = DefaultSnapshots
 	}
 	if o.Profile == "" {
-		o.Profile = eval.ProfileTwinShadow
+		o.Profile = eval.ProfileTwinMeasured
 	}
 	prof, err := eval.LookupTwinProfile(o.Profile)
 	if err != nil {
