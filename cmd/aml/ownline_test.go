@@ -71,16 +71,11 @@ func (l *ownLine) ingest(t *testing.T, now time.Time, files []string, extra ...s
 	l.ok(t, now, append(args, extra...)...)
 }
 
+// spec is examples/own-line/spec.json, the example script's dataset spec.
 func (l *ownLine) spec(t *testing.T) string {
 	t.Helper()
-	spec := map[string]any{"lineId": "tank-line", "productId": "tank", "recipeId": "tank-level",
-		"nodes": []any{map[string]any{"nodeId": "heater_sp", "role": "control"}, map[string]any{"nodeId": "feed_sp", "role": "control"},
-			map[string]any{"nodeId": "level", "role": "target"}},
-		"beatMs": 5000, "historySteps": 24, "horizonSteps": 12, "stride": 1,
-		"split": map[string]any{"valRatio": 0.2, "testRatio": 0.2, "seed": 1, "mode": "by_run"}, "purpose": "mpc_surrogate"}
-	b, _ := json.Marshal(spec)
-	f := filepath.Join(l.dir, "spec.json")
-	if err := os.WriteFile(f, b, 0o644); err != nil {
+	f, err := filepath.Abs("../../examples/own-line/spec.json")
+	if err != nil {
 		t.Fatal(err)
 	}
 	return f
