@@ -1,9 +1,11 @@
 // Package engine is the digital twin's engine: it loads a registered
-// hybrid model (aml.hybrid/1: calibrated physics + bounded residual
-// ensemble, internal/ident/hybrid) as a [Twin], estimates the state of a
-// line from a snapshot's recent window, runs virtual trials of candidate
-// setpoint trajectories and searches for the best safe one. Nothing here
-// writes to a machine: a trial's candidateExecuted is always false.
+// dynamic model as a [Twin] — a hybrid (aml.hybrid/1: calibrated physics +
+// bounded residual ensemble, internal/ident/hybrid), a linear state-space
+// model (aml.statespace/1) or an ARX model (aml.arx/1) — estimates the
+// state of a line from a snapshot's recent window, runs virtual trials of
+// candidate setpoint trajectories and searches for the best safe one.
+// Nothing here writes to a machine: a trial's candidateExecuted is always
+// false.
 //
 // # Loading
 //
@@ -13,19 +15,31 @@
 // what its evaluation measured: the split-conformal half-widths W[f][k]
 // (val split, coverage level q), the coverage measured on the test split
 // and the OOD training envelope (eval.FitOOD). Any other format is refused
-// with AML_TWIN_MODEL_UNSUPPORTED. Per model quantity the twin knows its
-// dataset column (trainers.HybridLayout): controls, disturbances, the
+// with AML_TWIN_MODEL_UNSUPPORTED ([IsTwinFormat]). Every model class runs
+// behind one small interface (dynamics.go: a start from a window, rollouts
+// that continue from it), each along the path its PredictBatch predicts a
+// dataset window — the path the conformal widths were measured on
+// (TestLinearTwinMatchesPredictBatch). A hybrid's quantities are its
+// physics names (trainers.HybridLayout): controls, disturbances, the
 // outputs that are dataset targets, and states measured by a column of
-// their own name.
+// their own name. A linear model's quantities are the dataset columns it
+// uses, by node id: its inputs are controls, its targets its outputs; it
+// has no ensemble (the tube is the conformal width alone) and its states
+// are abstract (a state-space model's x1 … xn, shown in a trial's detail,
+// no scene variables). [Twin.DraftScene] drafts a scene from the model
+// and [Twin.CheckScene] lists every way a scene does not fit it.
 //
 // # State estimation
 //
 // [Twin.Window] is the grid a snapshot must provide (H history rows at the
 // dataset's beat, every dataset column). From a window the twin builds a
-// start once (hybrid.Model.StartFrom) and caches it by the window's
-// content: the initial state fitted to the H measured rows exactly as
-// PredictBatch does for a dataset window — the path the conformal widths
-// were measured on — then propagated through the window. Gaps (null
+// start once and caches it by the window's content. A hybrid's start
+// (hybrid.Model.StartFrom) is the initial state fitted to the H measured
+// rows exactly as PredictBatch does for a dataset window, then propagated
+// through the window; a state-space model's is its window estimate (the
+// Kalman filter without process noise: the prior's MAP initial state,
+// propagated; or the least-squares one, as trained); an ARX model's is the
+// window's rows. Gaps (null
 // values) hold the last valid value for inputs (the first valid one before
 // it), are left out of the state fit for outputs, and a control or target
 // column without any value in the H rows is refused

@@ -18,8 +18,9 @@ import (
 
 // Error codes of this package (public contract: never rename, only add).
 const (
-	// CodeModelUnsupported: the model is not a twin model (format other
-	// than aml.hybrid/1). HTTP 422.
+	// CodeModelUnsupported: the model is not a twin model (a format
+	// [IsTwinFormat] does not name, or no dynamic dataset). HTTP 422.
+
 	CodeModelUnsupported = core.CodeTwinModelUnsupported
 	// CodeWindowInvalid: a snapshot window cannot start a rollout (wrong
 	// grid, too short, a needed column entirely missing). HTTP 422.
