@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/registry"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
@@ -206,5 +208,13 @@ func TestLinearTwinTrialAndOptimize(t *testing.T) {
 				t.Fatalf("best %+v", res.Best.BaselineComparison)
 			}
 		})
+	}
+}
+
+// The registry's list of twin formats (it does not import the engine) is
+// the engine's.
+func TestRegistryKnowsTwinFormats(t *testing.T) {
+	if !slices.Equal(registry.TwinFormats, TwinFormats) {
+		t.Fatalf("registry %v, engine %v", registry.TwinFormats, TwinFormats)
 	}
 }

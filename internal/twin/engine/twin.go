@@ -20,7 +20,6 @@ import (
 const (
 	// CodeModelUnsupported: the model is not a twin model (a format
 	// [IsTwinFormat] does not name, or no dynamic dataset). HTTP 422.
-
 	CodeModelUnsupported = core.CodeTwinModelUnsupported
 	// CodeWindowInvalid: a snapshot window cannot start a rollout (wrong
 	// grid, too short, a needed column entirely missing). HTTP 422.
