@@ -36,7 +36,7 @@ func main() {
 		os.Exit(1)
 	}
 	const runs, liveMinutes, stepSec = 5, 12, 5
-	liveStart := liveEnd.Truncate(stepSec*time.Second).Add(-(liveMinutes*60 - stepSec) * time.Second)
+	liveStart := liveEnd.Truncate(stepSec * time.Second).Add(-(liveMinutes*60 - stepSec) * time.Second)
 	cfg := sim.PlantConfig{Runs: runs, Seed: *seed, Zone: zone, StepSec: stepSec, LiveMinutes: liveMinutes,
 		First: liveStart.In(zone).AddDate(0, 0, -runs)}
 	ex, err := sim.WritePlantExports(*out, cfg)
