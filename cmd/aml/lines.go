@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	amlapp "github.com/aml-project/aml/internal/app"
-	"github.com/aml-project/aml/internal/connect/linemap"
+	"github.com/aml-project/aml/internal/app/linemap"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/ingest"
 	"github.com/aml-project/aml/internal/safefile"

@@ -37,7 +37,7 @@ func TestExampleMapsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Fatalf("%s differs (go test ./internal/connect/linemap -update):\n%s", golden, got)
+				t.Fatalf("%s differs (go test ./internal/app/linemap -update):\n%s", golden, got)
 			}
 			// The draft reads back as the same line file, strictly.
 			var back app.LineApplyRequest
