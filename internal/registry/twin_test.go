@@ -8,6 +8,7 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
@@ -78,16 +79,7 @@ func TestTwinPromotionNeedsShadowAndGate(t *testing.T) {
 // production, whatever its evidence: the refusal says how to verify it.
 // Linear models made for the twin are twin models; static ones are not.
 func TestTwinPromotionNeedsLineage(t *testing.T) {
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	st, dir := testfix.SQLite(t)
 	ctx := context.Background()
 	reg := New(st, dir, nil)
 	tw := registered(t, st, dir, "j1", true, true)
@@ -103,7 +95,7 @@ func TestTwinPromotionNeedsLineage(t *testing.T) {
 	if _, err := st.DB().Exec(`INSERT INTO twin_gate_evals(gate_eval_id, model_id, created_at, passed, report_json) VALUES ('g1',?,1,1,'{}')`, tw.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = reg.Move(ctx, tw.ID, core.StageProduction, "ann", "", core.StageShadow)
+	_, err := reg.Move(ctx, tw.ID, core.StageProduction, "ann", "", core.StageShadow)
 	if core.CodeOf(err) != core.CodeLineageUnverified || !strings.Contains(err.Error(), "aml runs events") || !strings.Contains(err.Error(), "aml recipe put") {
 		t.Fatalf("unverified lineage: %v", err)
 	}
