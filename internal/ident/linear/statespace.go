@@ -170,15 +170,8 @@ func (m *StateSpace) checkRows(name string, x [][]float64, w int) {
 // Simulate returns the free-run output for the inputs u starting from the
 // state x0 (nil means x0 = 0, i.e. the training operating point).
 func (m *StateSpace) Simulate(u [][]float64, x0 []float64) [][]float64 {
-	m.checkRows("u", u, m.NU)
-	if x0 != nil && len(x0) != m.N {
-		panic(fmt.Sprintf("linear: x0 has length %d, model order is %d", len(x0), m.N))
-	}
-	T := len(u)
-	us := normalize(u, m.UMean, m.UStd)
-	ys := make([]float64, T*m.NY)
-	m.simScaled(us, T, x0, ys, nil)
-	return denormalize(ys, T, m.YMean, m.YStd)
+	y, _ := m.simulate(u, x0, false)
+	return y
 }
 
 // SimulateStates is [StateSpace.Simulate] that also returns the states:
@@ -186,6 +179,10 @@ func (m *StateSpace) Simulate(u [][]float64, x0 []float64) [][]float64 {
 // state after the last step (scaled coordinates, as x0). The digital twin
 // continues a rollout from x[len(u)] of a measured window.
 func (m *StateSpace) SimulateStates(u [][]float64, x0 []float64) (y, x [][]float64) {
+	return m.simulate(u, x0, true)
+}
+
+func (m *StateSpace) simulate(u [][]float64, x0 []float64, states bool) (y, x [][]float64) {
 	m.checkRows("u", u, m.NU)
 	if x0 != nil && len(x0) != m.N {
 		panic(fmt.Sprintf("linear: x0 has length %d, model order is %d", len(x0), m.N))
@@ -193,11 +190,16 @@ func (m *StateSpace) SimulateStates(u [][]float64, x0 []float64) (y, x [][]float
 	T := len(u)
 	us := normalize(u, m.UMean, m.UStd)
 	ys := make([]float64, T*m.NY)
-	xs := make([]float64, (T+1)*m.N)
+	var xs []float64
+	if states {
+		xs = make([]float64, (T+1)*m.N)
+	}
 	m.simScaled(us, T, x0, ys, xs)
-	x = make([][]float64, T+1)
-	for k := range x {
-		x[k] = xs[k*m.N : (k+1)*m.N]
+	if states {
+		x = make([][]float64, T+1)
+		for k := range x {
+			x[k] = xs[k*m.N : (k+1)*m.N]
+		}
 	}
 	return denormalize(ys, T, m.YMean, m.YStd), x
 }
