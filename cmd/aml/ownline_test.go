@@ -134,7 +134,7 @@ func TestOwnLine(t *testing.T) {
 	// The plant's batch records: recipe versions and run events.
 	l.ok(t, tMade, "recipe", "put", l.ex.Recipe, "--line", "tank-line", "--product", "tank", "--recipe", "tank-level")
 	l.ok(t, tMade, "runs", "events", l.ex.Batch, "--line", "tank-line")
-	_, verified, m := l.train(t, tMade)
+	dsID, verified, m := l.train(t, tMade)
 	if !verified {
 		t.Fatal("lineage not verified after the batch records")
 	}
@@ -177,6 +177,27 @@ func TestOwnLine(t *testing.T) {
 	if !g.Report.Passed {
 		b, _ := json.MarshalIndent(g.Report.Checks, "", " ")
 		t.Fatalf("twin gate failed: %s", b)
+	}
+
+	// An ARX model (one_step@1) of the same dataset runs in the twin too:
+	// its own scene fit, shadow evidence and twin gate.
+	var arx struct{ ModelID, Status, Error string }
+	mustJSON(t, l.ok(t, tMade, "job", "submit", "--dataset", dsID, "--trainer", "one_step@1", "--wait"), &arx)
+	l.ok(t, tShadow, "twin", "scene", "check", sceneFile, "--model", arx.ModelID)
+	l.ok(t, tShadow, "twin", "shadow", "--model", arx.ModelID)
+	var ga struct {
+		Report struct {
+			Passed bool
+			Checks []struct {
+				ID     string
+				Passed bool
+				Detail string
+			}
+		}
+	}
+	mustJSON(t, l.ok(t, tShadow, "twin", "gate", "--model", arx.ModelID, "--scene", "tank"), &ga)
+	if !ga.Report.Passed {
+		t.Fatalf("the ARX model's twin gate failed: %+v", ga.Report.Checks)
 	}
 
 	// The live run: a snapshot now, the optimiser, a certificate.

@@ -66,7 +66,7 @@
 //
 //	G1   test mean one-step NRMSE         ≤ 0.10
 //	G2   test mean rollout NRMSE (all F)  ≤ 0.25
-//	G3   |test − val| / val of mean NRMSE ≤ 0.20
+//	G3   (test − val) / val of mean NRMSE ≤ 0.20 (one-sided: a better test split passes)
 //	G4a  train unique grid steps          ≥ 500
 //	G4b  train runs                       ≥ 3
 //	G5   model artifact present           = 1
@@ -79,7 +79,8 @@
 // measured coverage (calibration skipped, or fewer than 20 test windows)
 // fails G6 with the reason. upstream-quality-v2 is upstream-mpc-v2
 // without G2. upstream-mpc-v1 and upstream-quality-v1 (version 1) are the
-// same without G6: still published and selectable by name.
+// same with G3 two-sided (|test − val| / val) and without G6: still
+// published and selectable by name.
 //
 // static-v1:
 //

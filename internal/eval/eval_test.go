@@ -392,11 +392,32 @@ func checkByID(r GateReport, id string) Check {
 
 func passing() *Metrics {
 	return &Metrics{
-		Val:              SplitMetrics{Split: "val", Windows: 10, MeanNRMSE: 0.2, MeanR2: 0.8},
+		// (test − val) / val = 0.2 (one-sided G3 at its threshold); |gap| too
+		Val:              SplitMetrics{Split: "val", Windows: 10, MeanNRMSE: 0.25 / 1.2, MeanR2: 0.8},
 		Test:             SplitMetrics{Split: "test", Windows: 10, MeanOneStepNRMSE: 0.10, MeanNRMSE: 0.25, MeanR2: 0.8},
 		ValTestGap:       0.20,
 		TrainUniqueSteps: 500,
 		TrainRuns:        3,
+	}
+}
+
+// G3 of the v2 profiles is one-sided: a test error below the validation
+// error passes (v1's |gap| failed it), one more than 20 % above fails.
+func TestGateOneSidedGap(t *testing.T) {
+	mpc, _ := ProfileFor("mpc_surrogate")
+	v1, _ := LookupProfile(ProfileUpstreamMPCV1)
+	m := passing()
+	m.Val.MeanNRMSE, m.ValTestGap = 0.038, 0.29 // test 0.25: better on test than val
+	m.Test.MeanNRMSE = 0.027
+	if c := checkByID(Gate(mpc, m, true), "G3"); !c.Passed || !(c.Value < 0) {
+		t.Fatalf("v2 G3 on a better test split: %+v", c)
+	}
+	if c := checkByID(Gate(v1, m, true), "G3"); c.Passed {
+		t.Fatalf("v1 G3 is two-sided: %+v", c)
+	}
+	m.Test.MeanNRMSE = 0.038 * 1.3
+	if c := checkByID(Gate(mpc, m, true), "G3"); c.Passed {
+		t.Fatalf("v2 G3 on a test split 30 %% worse: %+v", c)
 	}
 }
 
@@ -426,9 +447,9 @@ func TestGateThresholds(t *testing.T) {
 		edit func(m *Metrics)
 	}{
 		{"G1", func(m *Metrics) { m.Test.MeanOneStepNRMSE = up(0.10) }},
-		{"G2", func(m *Metrics) { m.Test.MeanNRMSE = up(0.25) }},
-		{"G3", func(m *Metrics) { m.ValTestGap = up(0.20) }},
-		{"G3", func(m *Metrics) { m.ValTestGap = math.NaN() }},
+		{"G2", func(m *Metrics) { m.Test.MeanNRMSE, m.Val.MeanNRMSE = up(0.25), 0.22 }},
+		{"G3", func(m *Metrics) { m.Val.MeanNRMSE = 0.2083 }},
+		{"G3", func(m *Metrics) { m.Val.MeanNRMSE = math.NaN() }},
 		{"G4a", func(m *Metrics) { m.TrainUniqueSteps = 499 }},
 		{"G4b", func(m *Metrics) { m.TrainRuns = 2 }},
 		{"G1", func(m *Metrics) { m.Test.MeanOneStepNRMSE = math.Inf(1) }},
@@ -460,7 +481,7 @@ func TestGateThresholds(t *testing.T) {
 	// quality: no G2.
 	q, _ := ProfileFor("quality_predict")
 	m := passing()
-	m.Test.MeanNRMSE = 5
+	m.Test.MeanNRMSE, m.Val.MeanNRMSE = 5, 5
 	m.ValTestGap = 0
 	if r := gate(q, m, true); !r.Passed || r.Profile != "upstream-quality-v2" || len(r.Checks) != 6 || checkByID(r, "G2").ID != "missing" {
 		t.Fatalf("quality: %+v", r)

@@ -62,6 +62,10 @@ type TwinProfile struct {
 	// CoverageTolerance: G4 and G7 accept a coverage down to
 	// CoverageTarget − [CoverageTolerance] of the measurement (twin-v3).
 	CoverageTolerance bool `json:"coverageTolerance,omitempty"`
+	// OneSidedGap: G3 checks (test − val) / val, not |test − val| / val
+	// (twin-v3): a test error lower than the validation error is no
+	// failure to generalise.
+	OneSidedGap bool `json:"oneSidedGap,omitempty"`
 }
 
 // coverageFloor is the lowest coverage p's G4 and G7 accept.
@@ -90,7 +94,7 @@ var twinProfiles = []TwinProfile{{
 	OneStepTestNrmseMax: 0.10, RolloutTestNrmseMax: 0.25, ValTestGapMax: 0.20, MinRows: 500, MinRuns: 3,
 	CoverageTarget: 0.90, MinCalibrationRows: 300, MinWriteEligibleCandidateCount: 10, MinTrialCount: 10,
 	HardConstraintViolationRateMax: 0, SolverFailureRateMax: 0,
-	MinShadowRuns: 3, ShadowErrorRatioMax: 1.5, ShadowCoverageMin: 0.80, CoverageTolerance: true,
+	MinShadowRuns: 3, ShadowErrorRatioMax: 1.5, ShadowCoverageMin: 0.80, CoverageTolerance: true, OneSidedGap: true,
 }}
 
 // DefaultTwinProfile is twin-v1: the upstream DEFAULT_ACCEPTANCE_PROFILE
@@ -152,6 +156,9 @@ type TwinGateInput struct {
 	OneStepTestNRMSE float64 `json:"oneStepTestNrmse"`
 	RolloutTestNRMSE float64 `json:"rolloutTestNrmse"`
 	ValTestGap       float64 `json:"valTestGap"`
+	// RolloutValNRMSE is the val split's mean NRMSE (for the one-sided
+	// G3 of twin-v3).
+	RolloutValNRMSE float64 `json:"rolloutValNrmse"`
 	// CalibrationRows is the number of calibration (val) windows the
 	// conformal widths came from: Conformal.CalibrationWindows.
 	CalibrationRows int `json:"calibrationRows"`
@@ -186,6 +193,7 @@ type twinInputJSON struct {
 	OneStepTestNRMSE         jf             `json:"oneStepTestNrmse"`
 	RolloutTestNRMSE         jf             `json:"rolloutTestNrmse"`
 	ValTestGap               jf             `json:"valTestGap"`
+	RolloutValNRMSE          jf             `json:"rolloutValNrmse"`
 	CalibrationRows          int            `json:"calibrationRows"`
 	CalibrationCoverage      jf             `json:"calibrationCoverage"`
 	CoverageWindows          int            `json:"coverageWindows,omitempty"`
@@ -198,7 +206,7 @@ type twinInputJSON struct {
 
 // MarshalJSON writes non-finite values as null.
 func (in TwinGateInput) MarshalJSON() ([]byte, error) {
-	return json.Marshal(twinInputJSON{in.Rows, in.Runs, jf(in.OneStepTestNRMSE), jf(in.RolloutTestNRMSE), jf(in.ValTestGap), in.CalibrationRows,
+	return json.Marshal(twinInputJSON{in.Rows, in.Runs, jf(in.OneStepTestNRMSE), jf(in.RolloutTestNRMSE), jf(in.ValTestGap), jf(in.RolloutValNRMSE), in.CalibrationRows,
 		jf(in.CalibrationCoverage), in.CoverageWindows, in.Trials, jf(in.PhysicsSolverFailureRate), in.ShadowRuns, jf(in.ShadowErrorRatio), jf(in.ShadowCoverage)})
 }
 
@@ -208,7 +216,7 @@ func (in *TwinGateInput) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*in = TwinGateInput{j.Rows, j.Runs, float64(j.OneStepTestNRMSE), float64(j.RolloutTestNRMSE), float64(j.ValTestGap), j.CalibrationRows,
+	*in = TwinGateInput{j.Rows, j.Runs, float64(j.OneStepTestNRMSE), float64(j.RolloutTestNRMSE), float64(j.ValTestGap), float64(j.RolloutValNRMSE), j.CalibrationRows,
 		float64(j.CalibrationCoverage), j.CoverageWindows, j.Trials, float64(j.PhysicsSolverFailureRate), j.ShadowRuns, float64(j.ShadowErrorRatio), float64(j.ShadowCoverage)}
 	return nil
 }
@@ -219,11 +227,12 @@ func (in *TwinGateInput) UnmarshalJSON(b []byte) error {
 // inputs undefined (NaN or 0), which fails the corresponding checks.
 func TwinInputFromMeasurements(m *Metrics, c *Conformal, cov *CoverageReport, trials []TrialOutcome, solverFailureRate float64) TwinGateInput {
 	nan := math.NaN()
-	in := TwinGateInput{OneStepTestNRMSE: nan, RolloutTestNRMSE: nan, ValTestGap: nan, CalibrationCoverage: nan,
+	in := TwinGateInput{OneStepTestNRMSE: nan, RolloutTestNRMSE: nan, ValTestGap: nan, RolloutValNRMSE: nan, CalibrationCoverage: nan,
 		Trials: trials, PhysicsSolverFailureRate: solverFailureRate, ShadowErrorRatio: nan, ShadowCoverage: nan}
 	if m != nil {
 		in.Rows, in.Runs = m.TrainUniqueSteps, m.TrainRuns
 		in.OneStepTestNRMSE, in.RolloutTestNRMSE, in.ValTestGap = m.Test.MeanOneStepNRMSE, m.Test.MeanNRMSE, m.ValTestGap
+		in.RolloutValNRMSE = m.Val.MeanNRMSE
 	}
 	if c != nil {
 		in.CalibrationRows = c.CalibrationWindows
@@ -299,7 +308,11 @@ func TwinGate(in TwinGateInput, p TwinProfile) TwinGateReport {
 	rule("G0_RUNS", "train data: runs", float64(in.Runs), OpGE, float64(p.MinRuns), "train runs")
 	rule("G1_SINGLE_STEP", "one-step accuracy (test)", in.OneStepTestNRMSE, OpLE, p.OneStepTestNrmseMax, "test one-step NRMSE, mean over targets")
 	rule("G2_ROLLOUT", "rollout accuracy over the horizon (test)", in.RolloutTestNRMSE, OpLE, p.RolloutTestNrmseMax, "test rollout NRMSE over the horizon, mean over targets")
-	rule("G3_GENERALIZATION", "val/test consistency", in.ValTestGap, OpLE, p.ValTestGapMax, "|test − val| / val of mean NRMSE")
+	if p.OneSidedGap {
+		rule("G3_GENERALIZATION", "generalisation (test no worse than val)", ValTestExcess(in.RolloutTestNRMSE, in.RolloutValNRMSE), OpLE, p.ValTestGapMax, "(test − val) / val of mean NRMSE")
+	} else {
+		rule("G3_GENERALIZATION", "val/test consistency", in.ValTestGap, OpLE, p.ValTestGapMax, "|test − val| / val of mean NRMSE")
+	}
 	rule("G4_CALIBRATION_ROWS", "calibration data: windows", float64(in.CalibrationRows), OpGE, float64(p.MinCalibrationRows), "calibration (val) windows")
 	floor := p.coverageFloor(in)
 	covWhat := "conformal interval coverage measured on the test split"

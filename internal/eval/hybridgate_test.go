@@ -57,7 +57,7 @@ func TestTwinProfileDefaults(t *testing.T) {
 	v2 := want
 	v2.ID, v2.MinShadowRuns, v2.ShadowErrorRatioMax, v2.ShadowCoverageMin = "twin-v2", 3, 1.5, 0.80
 	v3 := v2
-	v3.ID, v3.CoverageTolerance = "twin-v3", true
+	v3.ID, v3.CoverageTolerance, v3.OneSidedGap = "twin-v3", true, true
 	if ps := TwinProfiles(); len(ps) != 3 || ps[0] != want || ps[1] != v2 || ps[2] != v3 {
 		t.Fatalf("%+v", ps)
 	}
@@ -282,7 +282,7 @@ func TestTwinGateShadow(t *testing.T) {
 func TestTwinCoverageTolerance(t *testing.T) {
 	v2, _ := LookupTwinProfile(ProfileTwinShadow)
 	v3, _ := LookupTwinProfile(ProfileTwinMeasured)
-	in := TwinGateInput{Rows: 800, Runs: 4, OneStepTestNRMSE: 0.04, RolloutTestNRMSE: 0.12, ValTestGap: 0.05, CalibrationRows: 1400,
+	in := TwinGateInput{Rows: 800, Runs: 4, OneStepTestNRMSE: 0.04, RolloutTestNRMSE: 0.12, ValTestGap: 0.05, RolloutValNRMSE: 0.125, CalibrationRows: 1400,
 		CalibrationCoverage: 0.898, CoverageWindows: 1400, Trials: twinTrials(12), ShadowRuns: 3, ShadowErrorRatio: 1, ShadowCoverage: 0.9}
 	for i := range in.Trials {
 		in.Trials[i].Coverage = 0.898

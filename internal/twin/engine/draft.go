@@ -58,7 +58,7 @@ func (t *Twin) DraftScene(in DraftInput) (*contract.SceneContract, *contract.Obj
 		Phases: []string{"running"}, ObjectiveProfileIDs: []string{id + "-objective"}, Status: contract.SceneDraft,
 		WritePolicy: contract.WritePolicy{MinNodeIntervalSec: 60, MinLineActionIntervalSec: 60, MaxActionsPerRun: 3, MaxDeltaPerAction: map[string]float64{}}}
 	obj := &contract.ObjectiveProfile{SchemaVersion: contract.ObjectiveSchemaVersion, CreatedAt: sc.CreatedAt, CreatedBy: in.By,
-		ObjectiveID: id + "-objective", LineID: man.LineID, TwinModelID: t.modelID, Targets: map[string]float64{}, Weights: map[string]float64{},
+		ObjectiveID: id + "-objective", LineID: man.LineID, Targets: map[string]float64{}, Weights: map[string]float64{},
 		ControlCosts: map[string]float64{}, HorizonSteps: min(512, DraftHorizonFactor*t.F), TrustRegion: map[string]contract.TrustRegion{}}
 	if t.hybridPhysics() {
 		sc.PhysicsProfileID = t.modelID
