@@ -270,8 +270,9 @@ func newModelCmd(a *app) *cobra.Command {
 	retire.Flags().StringVar(&rr.Reason, "reason", "", "why")
 	retire.Flags().StringVar(&rr.Expect, "expect", "", "the stage you believe the model is in")
 	var cr amlapp.ModelCompareRequest
-	compare := opCommand(a, &cobra.Command{Use: "compare", Short: "Rank models by the platform's test metrics (gates passed first, then test NRMSE), with each experiment's parent and note", Args: argsExact(0)},
-		"model.compare", "", &cr, nil)
+	compare := opCommand(a, &cobra.Command{Use: "compare [MODEL]... [--run R]", Short: "Rank models by the platform's test metrics (gates passed first, then test NRMSE); with --run, each model's fit % on that run"},
+		"model.compare", "", &cr, func(args []string) error { cr.Models = args; return nil })
+	compare.Flags().StringVar(&cr.Run, "run", "", "validate the models (default: the top of the ranking) on this run: free-run and k-step fit %")
 	for name, p := range map[string]*string{"line": &cr.Line, "product": &cr.Product, "recipe": &cr.Recipe, "purpose": &cr.Purpose, "dataset": &cr.Dataset, "stage": &cr.Stage} {
 		compare.Flags().StringVar(p, name, "", "only models of this "+name)
 	}

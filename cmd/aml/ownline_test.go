@@ -200,6 +200,34 @@ func TestOwnLine(t *testing.T) {
 		t.Fatalf("the ARX model's twin gate failed: %+v", ga.Report.Checks)
 	}
 
+	// The validation view: both models on a run they were not trained on.
+	var cmp struct {
+		Validation []struct {
+			ModelID string
+			Fit     *struct {
+				Segments int
+				FreeRun  []struct {
+					Target string
+					FitPct float64
+				}
+				KStep []struct{ FitPct float64 }
+			}
+			Error string
+		}
+	}
+	mustJSON(t, l.ok(t, tShadow, "model", "compare", m, arx.ModelID, "--run", "shadow-01"), &cmp)
+	if len(cmp.Validation) != 2 {
+		t.Fatalf("validation view: %+v", cmp)
+	}
+	for _, v := range cmp.Validation {
+		if v.Fit == nil || v.Fit.Segments != 1 || len(v.Fit.FreeRun) != 1 || v.Fit.FreeRun[0].Target != "level" || !(v.Fit.FreeRun[0].FitPct > 80) || !(v.Fit.KStep[0].FitPct > 80) {
+			t.Fatalf("fit of %s on shadow-01: %+v %s", v.ModelID, v.Fit, v.Error)
+		}
+	}
+	if text, _, _ := amlAt(t, tShadow, "model", "compare", m, "--run", "shadow-01", "--data", l.d); !strings.Contains(text, "fit % on run shadow-01") {
+		t.Fatalf("compare text:\n%s", text)
+	}
+
 	// The live run: a snapshot now, the optimiser, a certificate.
 	l.ingest(t, t0, l.ex.Live[:1], "--run", "live")
 	var snap struct{ Snapshot struct{ SnapshotID string } }

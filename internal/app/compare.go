@@ -13,6 +13,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
+	"github.com/aml-project/aml/internal/twin/shadow"
 )
 
 // The model comparison use cases: the leaderboard of a line's experiments
@@ -50,10 +51,23 @@ type ModelCompareRequest struct {
 	Dataset string `json:"dataset,omitempty" jsonschema:"only models trained on this dataset"`
 	Stage   string `json:"stage,omitempty" jsonschema:"only models in this stage (candidate, shadow, production, retired)"`
 	Limit   int    `json:"limit,omitempty" jsonschema:"at most this many entries (default 20, at most 200)"`
+	// Run, when given, adds the validation view: Models (default: the
+	// first MaxValidateModels of the ranking) each fitted to that run.
+	Run    string   `json:"run,omitempty" jsonschema:"validate the models on this run: free-run and k-step-ahead fit % per target, the series to overlay"`
+	Models []string `json:"models,omitempty" jsonschema:"with run: the models to validate (default: the top of the ranking), at most 8"`
 }
 
-// Validate bounds the limit.
+// MaxValidateModels bounds the models one validation view fits.
+const MaxValidateModels = 8
+
+// Validate bounds the limit and the models.
 func (r *ModelCompareRequest) Validate() error {
+	if len(r.Models) > MaxValidateModels {
+		return core.FieldErrorf(core.CodeInvalidArgument, "models", "at most %d models in one validation view, got %d", MaxValidateModels, len(r.Models))
+	}
+	if len(r.Models) > 0 && r.Run == "" {
+		return core.FieldErrorf(core.CodeInvalidArgument, "run", "models are validated on a run: give run")
+	}
 	return limitIn("limit", r.Limit, 1, MaxCompareLimit)
 }
 
@@ -82,11 +96,21 @@ type ModelRank struct {
 	CreatedAt       time.Time `json:"createdAt"`
 }
 
-// ModelCompareResponse is the ranked list.
+// ModelCompareResponse is the ranked list and, with a run, the
+// validation view.
 type ModelCompareResponse struct {
-	RankedBy string      `json:"rankedBy"`
-	Total    int         `json:"total" jsonschema:"models matching the filter in your scope"`
-	Entries  []ModelRank `json:"entries"`
+	RankedBy   string      `json:"rankedBy"`
+	Total      int         `json:"total" jsonschema:"models matching the filter in your scope"`
+	Entries    []ModelRank `json:"entries"`
+	Validation []ModelFit  `json:"validation,omitempty" jsonschema:"with run: each model's fit on it"`
+}
+
+// ModelFit is one model's validation view on a run (docs/identification.md).
+type ModelFit struct {
+	ModelID string       `json:"modelId"`
+	Trainer string       `json:"trainer"`
+	Fit     *eval.RunFit `json:"fit,omitempty"`
+	Error   string       `json:"error,omitempty" jsonschema:"why the model could not be fitted to the run"`
 }
 
 // RankedBy is the leaderboard's order.
@@ -162,8 +186,44 @@ func (a *App) ModelCompare(ctx context.Context, p Principal, req ModelCompareReq
 			}
 			out.Entries = append(out.Entries, e)
 		}
+		if req.Run != "" {
+			ids := req.Models
+			if len(ids) == 0 {
+				for _, e := range out.Entries[:min(len(out.Entries), MaxValidateModels)] {
+					ids = append(ids, e.ModelID)
+				}
+			}
+			for _, id := range ids {
+				f, err := a.fitRun(ctx, p, id, req.Run)
+				if err != nil && core.KindOf(err) == core.KindForbidden {
+					return ModelCompareResponse{}, err
+				}
+				out.Validation = append(out.Validation, f)
+			}
+		}
 		return out, nil
 	})
+}
+
+// fitRun is model id's validation view on run (an error that is the
+// model's or the run's is reported in the entry, scope errors returned).
+func (a *App) fitRun(ctx context.Context, p Principal, id, run string) (ModelFit, error) {
+	m, err := a.model(ctx, p, auth.ActRead, id)
+	if err != nil {
+		return ModelFit{ModelID: id, Error: err.Error()}, err
+	}
+	out := ModelFit{ModelID: m.ID, Trainer: m.TrainerRef}
+	l, err := shadow.Load(ctx, a.d.Store, a.d.DataDir, m.ID)
+	if err == nil {
+		var g *dataset.ServeGrid
+		if g, err = dataset.BuildServeGrid(ctx, a.d.Store, l.Dataset, run); err == nil {
+			out.Fit, err = eval.FitRun(ctx, l.Predictor, l.Manifest, g, 0)
+		}
+	}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	return out, nil
 }
 
 // ---- model.reference

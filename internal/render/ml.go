@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -287,6 +288,43 @@ func printCompare(w io.Writer, r app.ModelCompareResponse) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "%d of %d model(s), ranked by %s\n", len(r.Entries), r.Total, r.RankedBy)
+	if len(r.Validation) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nfit %% on run %s (100 = perfect, 0 = the run's mean):\n", validationRun(r.Validation))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tTRAINER\tTARGET\tFREE RUN\tK-STEP\tSEGMENTS")
+	for _, v := range r.Validation {
+		if v.Fit == nil {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t%s\n", v.ModelID, v.Trainer, v.Error)
+			continue
+		}
+		f := v.Fit
+		for k, kt := range f.KStep {
+			free := "-"
+			if k < len(f.FreeRun) {
+				free = pct(f.FreeRun[k].FitPct)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s (k=%d)\t%d (%d skipped)\n", v.ModelID, v.Trainer, kt.Target, free, pct(kt.FitPct), f.K, f.Segments, f.Skipped)
+		}
+	}
+	_ = tw.Flush()
+}
+
+func validationRun(vs []app.ModelFit) string {
+	for _, v := range vs {
+		if v.Fit != nil {
+			return v.Fit.RunID
+		}
+	}
+	return "?"
+}
+
+func pct(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f %%", v)
 }
 
 func printPrediction(wr io.Writer, res app.ModelPredictResponse) {
