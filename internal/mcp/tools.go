@@ -47,7 +47,7 @@ var tools = []tool{
 		"Cancel a queued job at once, or stop a running one (its process tree is killed). Irreversible; a finished job is refused.",
 		hints{destructive: true, idempotent: true}, "job.cancel"},
 	{"aml_leaderboard", "Model leaderboard",
-		"Registered models of a line/product/recipe ranked by the platform's test metrics (gates passed first, then test NRMSE), with each experiment's parent and change note.",
+		"Registered models of a line/product/recipe ranked by the platform's test metrics (gates passed first, then test NRMSE), with each experiment's parent and change note. With run (and optionally models, at most 8): each model's validation view on that run — free-run (every NaN-free segment) and k-step-ahead fit % per target and the series to overlay.",
 		readOnly, "model.compare"},
 	{"aml_model_reference", "Model reference prediction",
 		"Shadow reference before tuning: predict the targets of a run over the model's horizon from a given instant, with the run's own controls (baseline) and with proposed control setpoints held (controls), plus the conformal interval. Without id, the production model of line/product/recipe is used. Nothing is stored or written.",
