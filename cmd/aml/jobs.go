@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/render"
+	"github.com/aml-project/aml/internal/web"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
@@ -270,9 +272,25 @@ func newModelCmd(a *app) *cobra.Command {
 	retire.Flags().StringVar(&rr.Reason, "reason", "", "why")
 	retire.Flags().StringVar(&rr.Expect, "expect", "", "the stage you believe the model is in")
 	var cr amlapp.ModelCompareRequest
-	compare := opCommand(a, &cobra.Command{Use: "compare [MODEL]... [--run R]", Short: "Rank models by the platform's test metrics (gates passed first, then test NRMSE); with --run, each model's fit % on that run"},
-		"model.compare", "", &cr, func(args []string) error { cr.Models = args; return nil })
+	var svgDir string
+	compare := &cobra.Command{Use: "compare [MODEL]... [--run R [--svg DIR]]", Short: "Rank models by the platform's test metrics (gates passed first, then test NRMSE); with --run, each model's fit % on that run"}
+	routed(compare, "model.compare").RunE = func(c *cobra.Command, args []string) error {
+		if err := prepare(c, &cr, func(args []string) error { cr.Models = args; return nil }, args); err != nil {
+			return err
+		}
+		resp, err := a.call(c, "model.compare", "", &cr)
+		for _, ch := range web.FitCharts(resp.(amlapp.ModelCompareResponse)) { // --svg: the user's own files
+			if err == nil && svgDir != "" {
+				err = errors.Join(os.MkdirAll(svgDir, 0o755), os.WriteFile(filepath.Join(svgDir, cr.Run+"-"+ch.YLabel+".svg"), []byte(ch.SVG()), 0o644))
+			}
+		}
+		if err != nil {
+			return err
+		}
+		return a.show("model.compare", &cr, resp)
+	}
 	compare.Flags().StringVar(&cr.Run, "run", "", "validate the models (default: the top of the ranking) on this run: free-run and k-step fit %")
+	compare.Flags().StringVar(&svgDir, "svg", "", "with --run: write one SVG per target (measured and each model's free run) to DIR")
 	for name, p := range map[string]*string{"line": &cr.Line, "product": &cr.Product, "recipe": &cr.Recipe, "purpose": &cr.Purpose, "dataset": &cr.Dataset, "stage": &cr.Stage} {
 		compare.Flags().StringVar(p, name, "", "only models of this "+name)
 	}

@@ -224,8 +224,12 @@ func TestOwnLine(t *testing.T) {
 			t.Fatalf("fit of %s on shadow-01: %+v %s", v.ModelID, v.Fit, v.Error)
 		}
 	}
-	if text, _, _ := amlAt(t, tShadow, "model", "compare", m, "--run", "shadow-01", "--data", l.d); !strings.Contains(text, "fit % on run shadow-01") {
+	svgDir := filepath.Join(l.dir, "plots")
+	if text, _, _ := amlAt(t, tShadow, "model", "compare", m, arx.ModelID, "--run", "shadow-01", "--svg", svgDir, "--data", l.d); !strings.Contains(text, "fit % on run shadow-01") {
 		t.Fatalf("compare text:\n%s", text)
+	}
+	if b, err := os.ReadFile(filepath.Join(svgDir, "shadow-01-level.svg")); err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "fit ") {
+		t.Fatalf("compare --svg: %v", err)
 	}
 
 	// The live run: a snapshot now, the optimiser, a certificate.

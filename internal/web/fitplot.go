@@ -1,0 +1,43 @@
+package web
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/web/plot"
+)
+
+// FitCharts draws a validation view (model.compare with a run): one chart
+// per target with the measured run and every model's free run overlaid,
+// each model named with its fit %. Models without a fit are left out.
+func FitCharts(r app.ModelCompareResponse) []*plot.Chart {
+	var out []*plot.Chart
+	for _, v := range r.Validation {
+		f := v.Fit
+		if f == nil {
+			continue
+		}
+		for k, tf := range f.FreeRun {
+			for len(out) <= k {
+				out = append(out, nil)
+			}
+			if out[k] == nil {
+				x := make([]float64, len(f.Measured[k]))
+				for s := range x {
+					x[s] = float64(s) * float64(f.BeatMs) / 60000
+				}
+				out[k] = &plot.Chart{Title: fmt.Sprintf("%s on run %s: free run of each model", tf.Target, f.RunID),
+					XLabel: "time since run start", XUnit: "min", YLabel: tf.Target, Width: 900, Height: 360,
+					Series: []plot.Series{{Name: "measured", X: x, Y: f.Measured[k], Color: "#000000"}}}
+			}
+			c := out[k]
+			name := v.ModelID + " (" + v.Trainer + ")"
+			if !math.IsNaN(tf.FitPct) {
+				name += fmt.Sprintf(": fit %.1f %%", tf.FitPct)
+			}
+			c.Series = append(c.Series, plot.Series{Name: name, X: c.Series[0].X, Y: f.Simulated[k]})
+		}
+	}
+	return out
+}
