@@ -33,8 +33,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/aml-project/aml/internal/ident/lm"
 	"github.com/aml-project/aml/internal/ident/linear"
+	"github.com/aml-project/aml/internal/ident/lm"
 )
 
 // OEOrders are the orders of an output-error model: nf poles, nb numerator
