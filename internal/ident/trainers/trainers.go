@@ -6,9 +6,9 @@ import (
 )
 
 // All returns the native trainers: one_step@1, linear_state_space@1,
-// static_response@1 and hybrid_residual@1.
+// static_response@1, hybrid_residual@1 and process_model@1.
 func All() []trainer.Trainer {
-	return []trainer.Trainer{OneStep{}, LinearStateSpace{}, StaticResponse{}, HybridResidual{}}
+	return []trainer.Trainer{OneStep{}, LinearStateSpace{}, StaticResponse{}, HybridResidual{}, ProcessModel{}}
 }
 
 // Formats returns the model formats the native trainers write, by name,
@@ -20,5 +20,6 @@ func Formats() map[string]model.FormatLoader {
 		FormatStateSpace: loadStateSpace,
 		FormatStatic:     loadStatic,
 		FormatHybrid:     loadHybrid,
+		FormatProcess:    loadProcess,
 	}
 }
