@@ -36,10 +36,13 @@
 // are linear in the output and are estimated by least squares for given
 // dynamics (variable projection): the nonlinear fit only sees the dynamic
 // parameters, and the offset is per record. In prediction (Simulate with
-// nInit measured rows) the same estimate is made from the measured rows,
-// with a Gaussian prior δ ~ N(0, yStd²) against noise variance σ² (MAP), so
-// that a short history cannot produce a wild initial transient; with
-// nInit = 0 the model starts at rest with the training offset.
+// nInit measured rows) the same estimate is made from the measured rows
+// as a MAP estimate with Gaussian priors — δ ~ N(0, yStd²) (the training
+// output's spread) and c ~ N(mean training offset, (2·spread of the
+// records' offsets)²) against the noise variance σ² — so that a short
+// history moves the decaying initial state rather than the persistent
+// offset and cannot produce a wild transient; with nInit = 0 the model
+// starts at rest with the training offset.
 //
 // # Fit
 //

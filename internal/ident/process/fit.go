@@ -503,6 +503,14 @@ func (pr *problem) result(x []float64, iters int, status string) (*Result, error
 		mo += c
 	}
 	m.Offset = mo / float64(len(offsets))
+	if len(offsets) > 1 {
+		v := 0.0
+		for _, c := range offsets {
+			v += (c - m.Offset) * (c - m.Offset)
+		}
+		// twice the spread: a few records estimate it poorly
+		m.OffsetStd = 2 * math.Sqrt(v/float64(len(offsets)-1))
+	}
 	m.NoiseVar = sigma2
 	m.YStd = pr.outputStd()
 	res := &Result{Model: m, Cov: cov, Offsets: offsets, SSE: sse, N: n, Dof: dof, RMSE: math.Sqrt(sse / float64(n)), Iterations: iters, Status: status}

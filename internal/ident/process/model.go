@@ -100,9 +100,12 @@ type Model struct {
 	UMean  []float64 // the input reference ū
 	Offset float64   // c at rest (the mean over the training records)
 	Drift  float64   // d (output units per second; only with an IPDT pair)
-	// NoiseVar is the output noise variance σ², YStd the prior standard
-	// deviation of the initial state deviations (Simulate).
-	NoiseVar, YStd float64
+	// NoiseVar is the output noise variance σ²; YStd and OffsetStd are
+	// the prior standard deviations of the initial state deviations (mean
+	// 0) and of the offset (mean Offset) in Simulate: Fit sets them to the
+	// training output's standard deviation and to twice the standard
+	// deviation of the records' offsets (0, with a single record: YStd).
+	NoiseVar, YStd, OffsetStd float64
 }
 
 // HasIntegrator reports whether a pair is IPDT (the model has a drift).
@@ -138,8 +141,8 @@ func (m *Model) Validate() error {
 			return fmt.Errorf("process: input %d: invalid parameters %+v", i, p)
 		}
 	}
-	if !finite(m.Offset) || !finite(m.Drift) || !(m.NoiseVar >= 0) || !(m.YStd >= 0) {
-		return fmt.Errorf("process: offset %v, drift %v, noise variance %v, yStd %v", m.Offset, m.Drift, m.NoiseVar, m.YStd)
+	if !finite(m.Offset) || !finite(m.Drift) || !(m.NoiseVar >= 0) || !(m.YStd >= 0) || !(m.OffsetStd >= 0) || math.IsInf(m.NoiseVar+m.YStd+m.OffsetStd, 0) {
+		return fmt.Errorf("process: offset %v, drift %v, noise variance %v, yStd %v, offsetStd %v", m.Offset, m.Drift, m.NoiseVar, m.YStd, m.OffsetStd)
 	}
 	return nil
 }
@@ -289,11 +292,15 @@ func solveLinear(A [][]float64, r []float64, n int, ridge []float64) []float64 {
 
 // Simulate simulates the output over the inputs u ([T][len(Pairs)]). The
 // first nInit values of y (at least nInit; the rest is not read) are
-// measurements that initialise the model: the offset and, if nInit is at
-// least twice the number of unknowns, the initial state deviations are
-// their MAP estimate (see the package documentation); with nInit = 0 the
-// model starts at rest with the training offset. All T rows are
-// simulated (the first nInit too).
+// measurements that initialise the model: the offset and the initial
+// state deviations are their MAP estimate under the priors offset ~
+// N(Offset, OffsetStd²), deviations ~ N(0, YStd²) and noise variance
+// NoiseVar (see the package documentation), so that a few rows move the
+// decaying initial state rather than the persistent offset. Rows before
+// the largest dead time depend on inputs before the first row and are
+// used only when there are no others. With nInit = 0 the model starts at
+// rest with the training offset. All T rows are simulated (the first
+// nInit too).
 func (m *Model) Simulate(u [][]float64, y []float64, nInit int) []float64 {
 	forced, free := m.basis(u, nInit > 0)
 	out := make([]float64, len(u))
@@ -303,28 +310,28 @@ func (m *Model) Simulate(u [][]float64, y []float64, nInit int) []float64 {
 		}
 		return out
 	}
-	// rows before the largest dead time depend on inputs before the
-	// first row: they set the offset only if nothing else does
 	k0 := min(m.deadSteps(), nInit-1)
-	if nInit-k0 < 2*len(free) {
-		free = free[:1]
-	}
 	cols := make([][]float64, len(free))
 	for j := range free {
 		cols[j] = free[j][k0:]
 	}
 	r := make([]float64, nInit-k0)
 	for k := range r {
-		r[k] = y[k0+k] - forced[k0+k]
+		r[k] = y[k0+k] - forced[k0+k] - m.Offset
+	}
+	prior := func(sd float64) float64 {
+		if !(sd > 0) {
+			sd = math.Max(m.YStd, 1e-6)
+		}
+		return math.Max(m.NoiseVar, 1e-12*sd*sd) / (sd * sd)
 	}
 	ridge := make([]float64, len(cols))
+	ridge[0] = prior(m.OffsetStd)
 	for j := 1; j < len(ridge); j++ {
-		ridge[j] = 1e-12
-		if m.YStd > 0 {
-			ridge[j] = math.Max(m.NoiseVar, 1e-12*m.YStd*m.YStd) / (m.YStd * m.YStd)
-		}
+		ridge[j] = prior(m.YStd)
 	}
 	beta := solveLinear(cols, r, len(r), ridge)
+	beta[0] += m.Offset
 	for k := range out {
 		out[k] = forced[k]
 		for j, c := range free {

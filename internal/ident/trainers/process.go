@@ -108,6 +108,7 @@ type procOutputJSON struct {
 	DriftParam *procParamJSON  `json:"driftParam,omitempty"` // with an ipdt pair
 	NoiseVar   float64         `json:"noiseVar"`
 	YStd       float64         `json:"yStd"`
+	OffsetStd  float64         `json:"offsetStd"`  // spread of the segments' offsets (prior of a window's offset)
 	ParamNames []string        `json:"paramNames"` // rows and columns of covariance
 	Covariance [][]linNum      `json:"covariance"`
 	Diagnostic procDiagnostics `json:"diagnostics"`
@@ -267,7 +268,7 @@ func procParamOf(p process.Param) procParamJSON {
 
 func procOutputOf(r *process.Result, cands []process.Candidate, inputs []string, output string) procOutputJSON {
 	m := r.Model
-	j := procOutputJSON{Output: output, UMean: m.UMean, Offset: m.Offset, Drift: m.Drift, NoiseVar: m.NoiseVar, YStd: m.YStd,
+	j := procOutputJSON{Output: output, UMean: m.UMean, Offset: m.Offset, Drift: m.Drift, NoiseVar: m.NoiseVar, YStd: m.YStd, OffsetStd: m.OffsetStd,
 		Diagnostic: procDiagnostics{SSE: linNum(r.SSE), RMSE: linNum(r.RMSE), N: r.N, Dof: r.Dof, Iterations: r.Iterations, Status: r.Status, SegmentOffset: r.Offsets}}
 	for i, pr := range m.Pairs {
 		pj := procPairJSON{Input: inputs[i], Structure: string(pr.Structure), K: pr.K, Theta: pr.Theta}
@@ -320,7 +321,7 @@ func (a *procArtifact) models() ([]*process.Model, error) {
 		if len(mj.Pairs) != len(a.Inputs) {
 			return nil, model.Invalid("models", "%s: %d pairs for %d inputs", mj.Output, len(mj.Pairs), len(a.Inputs))
 		}
-		m := &process.Model{Dt: a.DtSec, UMean: mj.UMean, Offset: mj.Offset, Drift: mj.Drift, NoiseVar: mj.NoiseVar, YStd: mj.YStd}
+		m := &process.Model{Dt: a.DtSec, UMean: mj.UMean, Offset: mj.Offset, Drift: mj.Drift, NoiseVar: mj.NoiseVar, YStd: mj.YStd, OffsetStd: mj.OffsetStd}
 		for i, pj := range mj.Pairs {
 			if pj.Input != a.Inputs[i] {
 				return nil, model.Invalid("models", "%s: pair %d is of %s, input %d is %s", mj.Output, i, pj.Input, i, a.Inputs[i])

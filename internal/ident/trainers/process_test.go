@@ -10,6 +10,7 @@ import (
 
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
+	"github.com/aml-project/aml/internal/ident/analysis"
 	"github.com/aml-project/aml/internal/model"
 	"github.com/aml-project/aml/internal/sim"
 )
@@ -146,6 +147,34 @@ func TestProcessModelTank(t *testing.T) {
 		t.Logf("%s: test window RMSE %.4f, free-run RMSE %.4f (noise 0.05)", params, rm[0], fr.Targets[0].RMSE)
 		if rm[0] > 0.08 || fr.Targets[0].RMSE > 0.08 {
 			t.Errorf("%s: window RMSE %v, free run %v", params, rm, fr.Targets[0].RMSE)
+		}
+		// the platform's window metrics and conformal calibration take it
+		// unchanged
+		if _, err := eval.Evaluate(context.Background(), b, p); err != nil {
+			t.Errorf("%s: Evaluate: %v", params, err)
+		}
+		if _, err := eval.Calibrate(context.Background(), b, p, 0.9); err != nil {
+			t.Errorf("%s: Calibrate: %v", params, err)
+		}
+		// step responses of the model (analysis.StepResponses) read back
+		// the gains and dead times
+		rs := p.(eval.RunSimulator)
+		st, err := analysis.StepResponses(func(u [][]float64) [][]float64 {
+			y, err := rs.SimulateRun(u, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return y
+		}, analysis.StepOptions{U0: []float64{50, 15}, N: 200, Dt: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			s := st.Pairs[0][i]
+			t.Logf("%s: step response of level to %s: gain %.3f, dead time %.0f s, τ %.1f s, settling %.0f s", params, mo.Pairs[i].Input, s.Gain, s.DeadTime, s.TimeConstant, s.SettlingTime)
+			if math.Abs(s.Gain-w.K) > 0.02 || math.Abs(s.DeadTime-w.theta) > 5 {
+				t.Errorf("%s: %s: step gain %v, dead time %v; want %v", params, mo.Pairs[i].Input, s.Gain, s.DeadTime, w)
+			}
 		}
 	}
 }
