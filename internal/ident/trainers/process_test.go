@@ -178,3 +178,45 @@ func TestProcessModelTank(t *testing.T) {
 		}
 	}
 }
+
+// process_model@1 refuses bad params before fitting, and the loader
+// refuses a malformed artifact.
+func TestProcessModelRefuses(t *testing.T) {
+	b := procPlantBundle(t, 24, 36)
+	for params, want := range map[string]string{
+		`{"structure":"pid"}`:                           `structure "pid"`,
+		`{"structures":{"flow":{"heater_sp":"fopdt"}}}`: "flow is not a target",
+		`{"structures":{"level":{"dist":"fopdt"}}}`:     "dist is not a control",
+		`{"structures":{"level":{"feed_sp":"x"}}}`:      `structures.level.feed_sp`,
+		`{"maxTau":-1}`:                                 "must be finite and not negative",
+		`{"structur":"fopdt"}`:                          "unknown field",
+	} {
+		if _, err := linTrainNative(t, ProcessModel{}, b, params); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", params, err, want)
+		}
+	}
+	dir, err := linTrainNative(t, ProcessModel{}, b, `{"structure":"fopdt","maxIterations":3}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := dir + "/" + model.FileName
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`"structure": "pid"`, `"tau": -90`} {
+		old := `"structure": "fopdt"`
+		if strings.HasPrefix(bad, `"tau"`) {
+			old = `"tau": `
+			i := strings.Index(string(raw), old)
+			j := i + strings.IndexAny(string(raw[i:]), ",\n")
+			old = string(raw[i:j])
+		}
+		if err := os.WriteFile(path, []byte(strings.Replace(string(raw), old, bad, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()}); err == nil {
+			t.Errorf("%s: loaded", bad)
+		}
+	}
+}
