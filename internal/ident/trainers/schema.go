@@ -19,6 +19,7 @@ var (
 	ssSchema     = sync.OnceValue(trainer.MustParamSchema[ssParams])
 	staticSchema = sync.OnceValue(trainer.MustParamSchema[staticParams])
 	hybridSchema = sync.OnceValue(trainer.MustParamSchema[hybridParams])
+	procSchema   = sync.OnceValue(trainer.MustParamSchema[processParams])
 )
 
 // Every native trainer describes itself.
@@ -27,6 +28,7 @@ var (
 	_ trainer.Described = LinearStateSpace{}
 	_ trainer.Described = StaticResponse{}
 	_ trainer.Described = HybridResidual{}
+	_ trainer.Described = ProcessModel{}
 )
 
 func (OneStep) Summary() string {
@@ -52,3 +54,9 @@ func (HybridResidual) Summary() string {
 }
 func (HybridResidual) Formats() []string               { return []string{FormatHybrid} }
 func (HybridResidual) ParamSchema() *jsonschema.Schema { return hybridSchema() }
+
+func (ProcessModel) Summary() string {
+	return "FOPDT, SOPDT or IPDT response per control→target pair (K, time constants, dead time with 95% confidence intervals) by simulation-error minimisation"
+}
+func (ProcessModel) Formats() []string               { return []string{FormatProcess} }
+func (ProcessModel) ParamSchema() *jsonschema.Schema { return procSchema() }

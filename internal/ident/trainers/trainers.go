@@ -6,9 +6,10 @@ import (
 )
 
 // All returns the native trainers: one_step@1, linear_state_space@1,
-// static_response@1 and hybrid_residual@1.
+// output_error@1, static_response@1, hybrid_residual@1 and
+// process_model@1.
 func All() []trainer.Trainer {
-	return []trainer.Trainer{OneStep{}, LinearStateSpace{}, OutputError{}, StaticResponse{}, HybridResidual{}}
+	return []trainer.Trainer{OneStep{}, LinearStateSpace{}, OutputError{}, StaticResponse{}, HybridResidual{}, ProcessModel{}}
 }
 
 // Formats returns the model formats the native trainers write, by name,
@@ -21,5 +22,6 @@ func Formats() map[string]model.FormatLoader {
 		FormatStatic:     loadStatic,
 		FormatHybrid:     loadHybrid,
 		FormatOE:         loadOE,
+		FormatProcess:    loadProcess,
 	}
 }
