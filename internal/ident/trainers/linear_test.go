@@ -633,7 +633,7 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(fr.Runs) != 1 || fr.Runs[0].Steps != 1024 || fr.Targets[0].N != 1024-nInit {
+		if len(fr.Runs) != 1 || len(fr.Runs[0].Segments) != 1 || fr.Runs[0].Segments[0].Steps != 1024 || fr.Targets[0].N != 1024-nInit {
 			t.Fatalf("free run %+v", fr.Runs)
 		}
 		return fr.Targets[0].RMSE
