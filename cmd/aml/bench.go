@@ -49,6 +49,11 @@ func newBenchCmd(a *app) *cobra.Command {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.Trainer, r.Output, f4(r.FreeRunRMSE), f4(r.FreeRunNRMSE), f4(r.OneStepRMSE), f4(r.R2), f4(r.Accuracy), r.Seconds)
 				}
 				tw.Flush()
+				for _, r := range rep.Results {
+					if r.FreeRun != "" {
+						fmt.Fprintf(w, "%s %s: %s\n", r.Trainer, r.Output, r.FreeRun)
+					}
+				}
 				if len(rep.Published) > 0 {
 					fmt.Fprintln(w, "published:")
 					tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

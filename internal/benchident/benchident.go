@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,10 +93,16 @@ type Result struct {
 	OneStepRMSE  *float64 `json:"oneStepRmse,omitempty"`
 	R2           *float64 `json:"r2,omitempty"`
 	Accuracy     *float64 `json:"accuracy,omitempty"`
-	Seconds      float64  `json:"seconds"`
-	JobID        string   `json:"jobId,omitempty"`
-	ModelID      string   `json:"modelId,omitempty"`
-	Error        string   `json:"error,omitempty"`
+	// FreeRun describes the free run's segments ("free run over 2
+	// segment(s) (0 skipped, 12 samples not scored)", eval.FreeRunMetrics
+	// Summary) and FreeRunDiverged flags a run-away simulation; its RMSE
+	// figures are then absent when not finite.
+	FreeRun         string  `json:"freeRun,omitempty"`
+	FreeRunDiverged bool    `json:"freeRunDiverged,omitempty"`
+	Seconds         float64 `json:"seconds"`
+	JobID           string  `json:"jobId,omitempty"`
+	ModelID         string  `json:"modelId,omitempty"`
+	Error           string  `json:"error,omitempty"`
 }
 
 // Report is the harness's output.
@@ -346,7 +353,8 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 		for k, out := range c.Outputs {
 			res := Result{Trainer: tcfg.Ref, Output: out, Seconds: secs, JobID: j.ID, ModelID: j.ModelID}
 			if fr != nil && k < len(fr.Targets) {
-				res.FreeRunRMSE, res.FreeRunNRMSE = ptr(fr.Targets[k].RMSE), ptr(fr.Targets[k].NRMSE)
+				res.FreeRunRMSE, res.FreeRunNRMSE = finitePtr(fr.Targets[k].RMSE), finitePtr(fr.Targets[k].NRMSE)
+				res.FreeRun, res.FreeRunDiverged = fr.Summary(), fr.Diverged
 			}
 			if k < len(wm.Test.Targets) {
 				res.OneStepRMSE = ptr(wm.Test.Targets[k].OneStepRMSE)
@@ -358,3 +366,11 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// finitePtr is ptr for a finite v, nil otherwise (JSON cannot hold it).
+func finitePtr(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}

@@ -72,6 +72,16 @@
 //	G5   model artifact present           = 1
 //	G6   |measured − calibrated| coverage ≤ max(0.05, 3σ)
 //	     of the conformal interval on test
+//	G7a  test free run diverged (1 / 0)   = 0
+//	G7b  largest |pole| of the model      < 1 (strict)
+//
+// G7a and G7b read [Evidence].Stability ([MeasureStability]): the model's
+// test free run ([FreeRun] from H measured steps; diverged as defined by
+// [DivergenceRangeFactor]) and the poles of its linear dynamics
+// ([PoleReporter]: state-space eigenvalues of A, ARX roots of the A
+// polynomial). A model that cannot simulate runs or has no poles passes
+// the rule as not applicable (value NaN, the detail saying so); missing
+// evidence fails both.
 //
 // G6 reads the interval calibrated on val and its coverage measured on
 // test ([Evidence], [GateEvidence]); σ is [CoverageTolerance]'s standard
@@ -79,8 +89,8 @@
 // measured coverage (calibration skipped, or fewer than 20 test windows)
 // fails G6 with the reason. upstream-quality-v2 is upstream-mpc-v2
 // without G2. upstream-mpc-v1 and upstream-quality-v1 (version 1) are the
-// same with G3 two-sided (|test − val| / val) and without G6: still
-// published and selectable by name.
+// same with G3 two-sided (|test − val| / val) and without G6, G7a and
+// G7b: still published and selectable by name.
 //
 // static-v1:
 //
@@ -89,8 +99,8 @@
 //	G4a  train rows                       ≥ 50
 //	G5   model artifact present           = 1
 //
-// Thresholds are inclusive (a value equal to the threshold passes); an
-// undefined (NaN) value fails. A report passes when every check passes.
+// Thresholds are inclusive (a value equal to the threshold passes) except
+// G7b's; an undefined (NaN) value fails unless the rule does not apply. A report passes when every check passes.
 // A profile never changes once published: new thresholds are a new
 // version (a new ID).
 package eval

@@ -433,7 +433,7 @@ func TestGateThresholds(t *testing.T) {
 		return GateEvidence(p, m, e)
 	}
 	r := gate(mpc, passing(), true)
-	if !r.Passed || r.Profile != "upstream-mpc-v2" || r.Version != 2 || len(r.Checks) != 7 {
+	if !r.Passed || r.Profile != "upstream-mpc-v2" || r.Version != 2 || len(r.Checks) != 9 {
 		t.Fatalf("at the thresholds: %+v", r)
 	}
 	for _, c := range r.Checks {
@@ -483,7 +483,7 @@ func TestGateThresholds(t *testing.T) {
 	m := passing()
 	m.Test.MeanNRMSE, m.Val.MeanNRMSE = 5, 5
 	m.ValTestGap = 0
-	if r := gate(q, m, true); !r.Passed || r.Profile != "upstream-quality-v2" || len(r.Checks) != 6 || checkByID(r, "G2").ID != "missing" {
+	if r := gate(q, m, true); !r.Passed || r.Profile != "upstream-quality-v2" || len(r.Checks) != 8 || checkByID(r, "G2").ID != "missing" {
 		t.Fatalf("quality: %+v", r)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/aml-project/aml/internal/dataset"
@@ -88,11 +89,22 @@ func TestFreeRunHandComputed(t *testing.T) {
 	if len(m.Runs) != 3 || m.InitSteps != 2 || m.Split != "test" {
 		t.Fatalf("%+v", m)
 	}
-	// r1 whole; r2: the longest NaN-free segment is steps 3..7 (the NaN of
-	// d at step 6 does not matter); r3 has only the 2 initial steps.
+	// r1 whole; r2: segments 0..1 (skipped, not longer than nInit) and
+	// 3..7 (the NaN of d at step 6 does not matter); r3 has only the 2
+	// initial steps.
 	r1, r2, r3 := m.Runs[0], m.Runs[1], m.Runs[2]
-	if r1.Offset != 0 || r1.Steps != 6 || r1.N != 4 || r2.Offset != 3 || r2.Steps != 5 || r2.N != 3 || r2.GridSteps != 8 || r3.N != 0 || r3.Skipped == "" {
+	if len(r1.Segments) != 1 || r1.Segments[0] != (FreeRunSegment{Offset: 0, Steps: 6, N: 4}) || r1.N != 4 ||
+		len(r2.Segments) != 2 || r2.Segments[0] != (FreeRunSegment{Offset: 0, Steps: 2, Skipped: true}) ||
+		r2.Segments[1] != (FreeRunSegment{Offset: 3, Steps: 5, N: 3}) || r2.N != 3 || r2.GridSteps != 8 || r3.N != 0 || r3.Skipped == "" {
 		t.Fatalf("runs %+v", m.Runs)
+	}
+	// scored: r1 6, r2 5; skipped: r2's first, r3; not scored: 2 + (8 − 3) + 2
+	if m.Segments != 2 || m.SkippedSegments != 2 || m.NotScored != 9 || m.Diverged ||
+		len(m.SegmentSteps) != 2 || m.SegmentSteps[1] != 5 || len(m.SkippedSteps) != 2 || m.SkippedSteps[0] != 2 {
+		t.Fatalf("segments %+v", m)
+	}
+	if got, want := m.Summary(), "free run over 2 segment(s) (2 skipped, 9 samples not scored)"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
 	}
 	if len(perfect.calls) != 2 || perfect.calls[1] != [2]int{5, 2} {
 		t.Fatalf("calls %v", perfect.calls)
@@ -128,13 +140,14 @@ func TestFreeRunHandComputed(t *testing.T) {
 	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.MeanNRMSE != m.MeanNRMSE || back.Runs[1].NRMSE[0] != m.Runs[1].NRMSE[0] || back.Runs[2].Skipped == "" || !math.IsNaN(back.Targets[0].OneStepNRMSE) {
+	if back.MeanNRMSE != m.MeanNRMSE || back.Runs[1].NRMSE[0] != m.Runs[1].NRMSE[0] || back.Runs[2].Skipped == "" || !math.IsNaN(back.Targets[0].OneStepNRMSE) ||
+		back.Segments != 2 || back.NotScored != 9 || len(back.Runs[1].Segments) != 2 {
 		t.Fatalf("round trip: %s", js)
 	}
 
-	// nInit 0: every step of r3 is scored too
+	// nInit 0: every NaN-free step is scored (r2's two segments, r3)
 	m, err = FreeRun(ctx, b, perfect, dataset.SplitTest, 0)
-	if err != nil || m.Targets[0].N != 6+5+2 {
+	if err != nil || m.Targets[0].N != 6+2+5+2 || m.Segments != 4 || m.NotScored != 1 {
 		t.Fatalf("nInit 0: %v %+v", err, m)
 	}
 	// a split without runs has NaN metrics
@@ -165,15 +178,166 @@ func (s badSim) SimulateRun(inputs, outputs [][]float64, nInit int) ([][]float64
 func TestFreeRunRejects(t *testing.T) {
 	b := freeRunBundle(t)
 	ctx := context.Background()
-	for mode := 0; mode < 3; mode++ {
+	for _, mode := range []int{0, 2} {
 		if _, err := FreeRun(ctx, b, badSim{mode}, dataset.SplitTest, 2); !model.IsModelInvalid(err) {
 			t.Errorf("mode %d: %v", mode, err)
 		}
+	}
+	// a non-finite value is no error but a divergence, and JSON-safe
+	m, err := FreeRun(ctx, b, badSim{1}, dataset.SplitTest, 2)
+	if err != nil || !m.Diverged || m.DivergedSegments != 2 || m.Divergence.RunID != "r1" || m.Divergence.Step != 5 ||
+		m.Divergence.Target != "y" || !math.IsInf(m.Targets[0].RMSE, 1) {
+		t.Fatalf("non-finite: %v %+v", err, m)
+	}
+	if _, err := json.Marshal(m); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := FreeRun(ctx, b, badSim{}, "holdout", 2); err == nil {
 		t.Error("unknown split accepted")
 	}
 	if _, err := FreeRun(ctx, b, badSim{}, dataset.SplitTest, -1); err == nil {
 		t.Error("negative nInit accepted")
+	}
+}
+
+// firstOrder simulates y(k+1) = a·y(k) + b·u(k) from the last initial
+// output.
+type firstOrder struct{ a, b float64 }
+
+func (s firstOrder) SimulateRun(inputs, outputs [][]float64, nInit int) ([][]float64, error) {
+	out := make([][]float64, len(inputs))
+	y := 0.0
+	for k := range inputs {
+		if k < nInit {
+			y = outputs[k][0]
+		} else {
+			y = s.a*y + s.b*inputs[k-1][0]
+		}
+		out[k] = []float64{y}
+	}
+	return out, nil
+}
+
+// oneRunBundle is a dynamic bundle of columns [u, y] with one test run.
+func oneRunBundle(t *testing.T, u, y []float64) *dataset.Bundle {
+	t.Helper()
+	m := &dataset.Manifest{FormatVersion: dataset.FormatVersion, Kind: dataset.KindDynamic, Purpose: dataset.PurposeMPCSurrogate,
+		AllNodes: []string{"u", "y"}, Controls: []string{"u"}, Targets: []string{"y"}, HistorySteps: 1, HorizonSteps: 1, Stride: 1, BeatMs: 1000,
+		Split: dataset.ManifestSplit{Test: dataset.SplitPart{RunIDs: []string{"r"}}},
+		Runs:  []dataset.ManifestRun{{RunID: "r", GridOffset: 0, GridSteps: len(u)}}}
+	b := &dataset.Bundle{Manifest: m, X: []float32{}, U: []float32{}, Y: []float32{}, TS: []float64{}, Mask: []float32{}}
+	for k := range u {
+		b.Grid = append(b.Grid, float32(u[k]), float32(y[k]))
+		b.GridTS = append(b.GridTS, float64(k)*1000)
+	}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestFreeRunGaps: every NaN-free segment is simulated, the model
+// re-initialised after each gap; a short segment is skipped and counted;
+// the pooled score stays close to the score without gaps.
+func TestFreeRunGaps(t *testing.T) {
+	const T, nInit = 200, 3
+	u, y := make([]float64, T), make([]float64, T)
+	for k := range T {
+		u[k] = math.Sin(float64(k)/7) + 0.5*math.Sin(float64(k)/3)
+		if k > 0 {
+			y[k] = 0.9*y[k-1] + 0.5*u[k-1]
+		}
+	}
+	sim := firstOrder{a: 0.85, b: 0.5} // a slightly wrong model: NRMSE > 0
+	ctx := context.Background()
+	base, err := FreeRun(ctx, oneRunBundle(t, u, y), sim, dataset.SplitTest, nInit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan := math.NaN()
+	cases := []struct {
+		name                string
+		nanY, nanU          []int
+		segments, skipped   int
+		steps, skippedSteps []int
+		notScored           int
+	}{
+		{"no gap", nil, nil, 1, 0, []int{200}, []int{}, nInit},
+		{"two NaN rows in the middle", []int{100, 101}, nil, 2, 0, []int{100, 98}, []int{}, 2 + 2*nInit},
+		{"two separate NaN rows", []int{60}, []int{140}, 3, 0, []int{60, 79, 59}, []int{}, 2 + 3*nInit},
+		{"short segment skipped", []int{50, 53}, nil, 2, 1, []int{50, 146}, []int{2}, 2 + 2 + 2*nInit},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			uu, yy := append([]float64(nil), u...), append([]float64(nil), y...)
+			for _, k := range c.nanY {
+				yy[k] = nan
+			}
+			for _, k := range c.nanU {
+				uu[k] = nan
+			}
+			m, err := FreeRun(ctx, oneRunBundle(t, uu, yy), sim, dataset.SplitTest, nInit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Segments != c.segments || m.SkippedSegments != c.skipped || m.NotScored != c.notScored || m.Diverged ||
+				!equalInts(m.SegmentSteps, c.steps) || !equalInts(m.SkippedSteps, c.skippedSteps) {
+				t.Fatalf("segments %d %v skipped %d %v not scored %d diverged %v", m.Segments, m.SegmentSteps, m.SkippedSegments, m.SkippedSteps, m.NotScored, m.Diverged)
+			}
+			if m.Targets[0].N != T-c.notScored || m.Runs[0].N != m.Targets[0].N {
+				t.Fatalf("N %d, run N %d, want %d", m.Targets[0].N, m.Runs[0].N, T-c.notScored)
+			}
+			if r := m.MeanNRMSE / base.MeanNRMSE; !(r > 0.85 && r < 1.15) {
+				t.Errorf("NRMSE %.4f, without gaps %.4f", m.MeanNRMSE, base.MeanNRMSE)
+			}
+		})
+	}
+	if !(base.MeanNRMSE > 0.01) || base.MeanNRMSE > 1 {
+		t.Fatalf("base NRMSE %v", base.MeanNRMSE)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestFreeRunDiverges: an unstable simulation is flagged with its
+// segment and step, a stable one is not.
+func TestFreeRunDiverges(t *testing.T) {
+	const T = 120
+	u, y := make([]float64, T), make([]float64, T)
+	for k := range T {
+		u[k] = math.Sin(float64(k) / 5)
+		if k > 0 {
+			y[k] = 0.9*y[k-1] + 0.5*u[k-1]
+		}
+	}
+	u[40] = math.NaN()
+	b := oneRunBundle(t, u, y)
+	ctx := context.Background()
+	m, err := FreeRun(ctx, b, firstOrder{a: 1.2, b: 0.5}, dataset.SplitTest, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := m.Divergence
+	if !m.Diverged || m.DivergedSegments != 2 || d == nil || d.RunID != "r" || d.Segment != 0 || d.Step <= 2 || d.Step >= 40 ||
+		!strings.Contains(d.Reason, "range") || !m.Runs[0].Segments[1].Diverged || !strings.Contains(m.Summary(), "DIVERGED") {
+		t.Fatalf("diverged %v %d %+v", m.Diverged, m.DivergedSegments, d)
+	}
+	js, err := json.Marshal(m)
+	if err != nil || !strings.Contains(string(js), `"diverged":true`) {
+		t.Fatalf("%v %s", err, js)
+	}
+	m, err = FreeRun(ctx, b, firstOrder{a: 0.85, b: 0.5}, dataset.SplitTest, 2)
+	if err != nil || m.Diverged || m.Divergence != nil || m.Segments != 2 {
+		t.Fatalf("stable: %v %+v", err, m)
 	}
 }

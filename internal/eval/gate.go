@@ -15,6 +15,8 @@ const (
 	OpLE = "<="
 	OpGE = ">="
 	OpEQ = "=="
+	// OpLT is strict: G7b's pole modulus must be below 1.
+	OpLT = "<"
 )
 
 // Metric names a Rule can test.
@@ -34,6 +36,17 @@ const (
 	// model's conformal interval, measured on the test split
 	// ([CoverageReport]); undefined (fails) when no interval was measured.
 	MetricTestCoverageError = "test.intervalCoverageError"
+	// MetricTestFreeRunDiverged is 1 when the model's free run on the test
+	// split diverged ([FreeRun], [DivergenceRangeFactor]), 0 when not;
+	// undefined (fails) without stability evidence or when the free run
+	// failed; not applicable (passes, saying so) for a model that cannot
+	// simulate whole runs.
+	MetricTestFreeRunDiverged = "test.freeRunDiverged"
+	// MetricMaxPoleModulus is the largest modulus of the model's poles
+	// ([PoleReporter]): the state-space spectral radius, the largest root
+	// of the ARX A polynomial; not applicable (passes, saying so) for a
+	// model without reported linear dynamics.
+	MetricMaxPoleModulus = "maxPoleModulus"
 )
 
 // Rule is one check of a profile: Metric Op Threshold.
@@ -138,12 +151,14 @@ var (
 	ruleG4s = Rule{ID: "G4a", Name: "train data: rows", Metric: MetricTrainUniqueSteps, Op: OpGE, Threshold: 50}
 	ruleG6  = Rule{ID: "G6", Name: "interval coverage (test) at its level", Metric: MetricTestCoverageError, Op: OpLE,
 		Threshold: CoverageToleranceMin, Sigmas: CoverageToleranceSigmas}
+	ruleG7a = Rule{ID: "G7a", Name: "stable free run (test)", Metric: MetricTestFreeRunDiverged, Op: OpEQ, Threshold: 0}
+	ruleG7b = Rule{ID: "G7b", Name: "stable linear dynamics (|pole| < 1)", Metric: MetricMaxPoleModulus, Op: OpLT, Threshold: 1}
 )
 
 // profiles are the published profiles. Never edit one: add a new version.
 var profiles = []Profile{
-	{ID: ProfileUpstreamMPC, Version: 2, Purpose: dataset.PurposeMPCSurrogate, Rules: []Rule{ruleG1, ruleG2, ruleG3x, ruleG4a, ruleG4b, ruleG5, ruleG6}},
-	{ID: ProfileUpstreamQuality, Version: 2, Purpose: dataset.PurposeQualityPredict, Rules: []Rule{ruleG1, ruleG3x, ruleG4a, ruleG4b, ruleG5, ruleG6}},
+	{ID: ProfileUpstreamMPC, Version: 2, Purpose: dataset.PurposeMPCSurrogate, Rules: []Rule{ruleG1, ruleG2, ruleG3x, ruleG4a, ruleG4b, ruleG5, ruleG6, ruleG7a, ruleG7b}},
+	{ID: ProfileUpstreamQuality, Version: 2, Purpose: dataset.PurposeQualityPredict, Rules: []Rule{ruleG1, ruleG3x, ruleG4a, ruleG4b, ruleG5, ruleG6, ruleG7a, ruleG7b}},
 	{ID: ProfileStatic, Version: 1, Purpose: dataset.PurposeStaticResponse, Rules: []Rule{ruleS1, ruleG3, ruleG4s, ruleG5}},
 	{ID: ProfileUpstreamMPCV1, Version: 1, Purpose: dataset.PurposeMPCSurrogate, Rules: []Rule{ruleG1, ruleG2, ruleG3, ruleG4a, ruleG4b, ruleG5}},
 	{ID: ProfileUpstreamQualityV1, Version: 1, Purpose: dataset.PurposeQualityPredict, Rules: []Rule{ruleG1, ruleG3, ruleG4a, ruleG4b, ruleG5}},
@@ -228,6 +243,9 @@ type Evidence struct {
 	Coverage  *CoverageReport
 	// CoverageSkipped says why no interval was measured, when known.
 	CoverageSkipped string
+	// Stability is the free-run and pole evidence of G7a and G7b
+	// ([MeasureStability]); nil fails both.
+	Stability *Stability
 }
 
 // CoverageTolerance is G6's tolerance around the calibrated level q for an
@@ -270,20 +288,38 @@ func Gate(p Profile, m *Metrics, artifactPresent bool) GateReport {
 	return GateEvidence(p, m, Evidence{ArtifactPresent: artifactPresent})
 }
 
-// GateEvidence is [Gate] with the interval evidence G6 reads: a profile
-// with G6 fails a model without a measured coverage, saying why.
+// GateEvidence is [Gate] with the evidence G6 (interval) and G7a/G7b
+// (stability) read: a profile with G6 fails a model without a measured
+// coverage, one with G7a/G7b a model without stability evidence or with a
+// diverged free run or a pole on or outside the unit circle, saying why.
+// A stability rule that does not apply to the model (no free run, no
+// poles) passes with an undefined value and a detail saying so.
 func GateEvidence(p Profile, m *Metrics, ev Evidence) GateReport {
 	r := GateReport{Profile: p.ID, Version: p.Version, Passed: len(p.Rules) > 0, Checks: []Check{}}
 	for _, rule := range p.Rules {
 		var v, t float64
 		var what string
-		if rule.Metric == MetricTestCoverageError {
+		applicable := true
+		switch rule.Metric {
+		case MetricTestCoverageError:
 			v, t, what = coverageValue(rule, ev)
-		} else {
+		case MetricTestFreeRunDiverged:
+			v, applicable, what = freeRunDivergedValue(ev)
+			t = rule.Threshold
+		case MetricMaxPoleModulus:
+			v, applicable, what = maxPoleValue(ev)
+			t = rule.Threshold
+		default:
 			v, what = metricValue(rule.Metric, m, ev.ArtifactPresent)
 			t = rule.Threshold
 		}
 		c := Check{ID: rule.ID, Name: rule.Name, Value: v, Threshold: t, Op: rule.Op}
+		if !applicable {
+			// a rule that does not apply to the model passes, saying so
+			c.Passed, c.Detail = true, what
+			r.Checks = append(r.Checks, c)
+			continue
+		}
 		c.Passed = compare(v, rule.Op, t)
 		verdict := "passes"
 		if !c.Passed {
@@ -332,6 +368,8 @@ func compare(v float64, op string, t float64) bool {
 		return v >= t
 	case OpEQ:
 		return v == t
+	case OpLT:
+		return v < t
 	}
 	return false
 }

@@ -32,14 +32,20 @@ func measured(t *testing.T, val, test int, shrink float64) Evidence {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Evidence{ArtifactPresent: true, Conformal: c, Coverage: cov}
+	return Evidence{ArtifactPresent: true, Conformal: c, Coverage: cov, Stability: stableEvidence()}
+}
+
+// stableEvidence is the stability evidence of a stable linear model whose
+// free run did not diverge.
+func stableEvidence() *Stability {
+	return &Stability{FreeRun: &FreeRunMetrics{Split: "test", Segments: 1, SegmentSteps: []int{100}, SkippedSteps: []int{}}, Linear: true, Poles: 2, MaxPoleModulus: 0.9}
 }
 
 // synthetic is evidence of an interval at 0.9 from n val windows measured
 // at m on W test windows.
 func synthetic(m float64, n, W int) Evidence {
 	return Evidence{ArtifactPresent: true, Conformal: &Conformal{Coverage: 0.9, CalibrationWindows: n, Split: "val"},
-		Coverage: &CoverageReport{Target: 0.9, Measured: m, TestWindows: W, Split: "test"}}
+		Coverage: &CoverageReport{Target: 0.9, Measured: m, TestWindows: W, Split: "test"}, Stability: stableEvidence()}
 }
 
 func TestGateIntervalCoverage(t *testing.T) {

@@ -67,6 +67,13 @@ func TestJobGateProfile(t *testing.T) {
 	if g6.ID != "G6" || g6.Threshold < eval.CoverageToleranceMin || !strings.Contains(g6.Detail, "coverage") {
 		t.Fatalf("G6 %+v", g6)
 	}
+	// the mean model neither simulates runs nor has poles: the stability
+	// rules do not apply and say so
+	for _, id := range []string{"G7a", "G7b"} {
+		if c := check(g, id); c.ID != id || !c.Passed || !strings.Contains(c.Detail, "not applicable") {
+			t.Fatalf("%s %+v", id, c)
+		}
+	}
 
 	j, g := run("upstream-mpc-v1")
 	if g.Profile != "upstream-mpc-v1" || g.Version != 1 || check(g, "G6").ID != "" || len(g.Checks) != 6 {

@@ -796,8 +796,11 @@ const ConformalCoverage = 0.90
 // conformal intervals calibrated on the val windows with their coverage
 // measured on the test windows (never on the calibration windows), and the
 // training envelope for out-of-distribution checks. Both are skipped with a
-// reason when the splits are too small. The returned evidence carries the
-// interval and its measured coverage (or why there is none) for the gates.
+// reason when the splits are too small. It also measures the model's
+// stability (eval.MeasureStability: its free run on the test split and the
+// poles of its linear dynamics). The returned evidence carries the interval
+// and its measured coverage (or why there is none) and the stability for
+// the gates.
 func (a *attempt) uncertainty(b *dataset.Bundle, p model.Predictor, m *eval.Metrics) (json.RawMessage, eval.Evidence, error) {
 	var ev eval.Evidence
 	base, err := json.Marshal(m)
@@ -832,6 +835,16 @@ func (a *attempt) uncertainty(b *dataset.Bundle, p model.Predictor, m *eval.Metr
 	}
 	o, oerr := eval.FitOOD(b, 0.995)
 	add("ood", o, oerr)
+	// stability (gates G7a, G7b): the test free run from H measured steps
+	// and the poles of the model's linear dynamics, where it has them
+	st, err := eval.MeasureStability(a.ctx, b, p, b.Manifest.HistorySteps)
+	if err != nil {
+		return nil, ev, err
+	}
+	ev.Stability = st
+	if out["stability"], err = json.Marshal(st); err != nil {
+		return nil, ev, err
+	}
 	js, err := json.Marshal(out)
 	return js, ev, err
 }

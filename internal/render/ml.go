@@ -226,6 +226,7 @@ func printModel(w io.Writer, sh app.ModelShowResponse) {
 			fmt.Fprintf(w, "OOD       Mahalanobis (Ledoit–Wolf shrinkage %.3g), threshold %.3g from the train windows\n", unc.OOD.Shrinkage, unc.OOD.Threshold)
 		}
 	}
+	printStability(w, m.Metrics)
 	var g struct {
 		Profile string
 		Version int
@@ -248,6 +249,62 @@ func printModel(w io.Writer, sh app.ModelShowResponse) {
 	}
 	for _, c := range h {
 		fmt.Fprintf(w, "history   %s %s → %s by %s %s\n", c.At.Format(time.RFC3339), c.From, c.To, c.By, strings.TrimSpace(c.Reason))
+	}
+}
+
+// printStability prints the free run and the poles of the metrics'
+// stability evidence (eval.Stability), when present.
+func printStability(w io.Writer, metrics json.RawMessage) {
+	var st struct {
+		Stability *struct {
+			FreeRun *struct {
+				Split            string   `json:"split"`
+				MeanNRMSE        *float64 `json:"meanNrmse"`
+				InitSteps        int      `json:"initSteps"`
+				Segments         int      `json:"segments"`
+				SkippedSegments  int      `json:"skippedSegments"`
+				NotScored        int      `json:"notScored"`
+				Diverged         bool     `json:"diverged"`
+				DivergedSegments int      `json:"divergedSegments"`
+				Divergence       *struct {
+					RunID   string `json:"runId"`
+					Segment int    `json:"segment"`
+					Step    int    `json:"step"`
+					Target  string `json:"target"`
+					Reason  string `json:"reason"`
+				} `json:"divergence"`
+			} `json:"freeRun"`
+			FreeRunError   string   `json:"freeRunError"`
+			Linear         bool     `json:"linear"`
+			Poles          int      `json:"poles"`
+			MaxPoleModulus *float64 `json:"maxPoleModulus"`
+		} `json:"stability"`
+	}
+	if json.Unmarshal(metrics, &st) != nil || st.Stability == nil {
+		return
+	}
+	s := st.Stability
+	switch fr := s.FreeRun; {
+	case s.FreeRunError != "":
+		fmt.Fprintf(w, "free run  failed: %s\n", s.FreeRunError)
+	case fr != nil:
+		nr := "-"
+		if fr.MeanNRMSE != nil {
+			nr = fmt.Sprintf("%.4f", *fr.MeanNRMSE)
+		}
+		fmt.Fprintf(w, "free run  %s NRMSE %s, free run over %d segment(s) (%d skipped, %d samples not scored; %d initialisation steps each)\n",
+			fr.Split, nr, fr.Segments, fr.SkippedSegments, fr.NotScored, fr.InitSteps)
+		if fr.Diverged && fr.Divergence != nil {
+			d := fr.Divergence
+			fmt.Fprintf(w, "          DIVERGED in %d segment(s), first run %s, segment %d, step %d, target %s: %s\n", fr.DivergedSegments, d.RunID, d.Segment, d.Step, d.Target, d.Reason)
+		}
+	}
+	if s.Linear && s.MaxPoleModulus != nil {
+		verdict := "stable"
+		if *s.MaxPoleModulus >= 1 {
+			verdict = "UNSTABLE"
+		}
+		fmt.Fprintf(w, "poles     %d, largest |pole| %.4f (%s)\n", s.Poles, *s.MaxPoleModulus, verdict)
 	}
 }
 

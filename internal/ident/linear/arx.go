@@ -395,3 +395,28 @@ func (m *ARX) Coefficients() (A, B []*mat.Dense, c []float64) {
 	}
 	return A, B, c
 }
+
+// Poles returns the poles of the model's autoregressive part: the
+// eigenvalues of the block companion matrix of y(k) = Σ_i A_i y(k−i) + …
+// (NA·NY of them; none for NA = 0). The model's free run is stable when
+// every pole lies strictly inside the unit circle.
+func (m *ARX) Poles() []complex128 {
+	na, ny := m.Orders.NA, m.NY
+	if na == 0 || ny == 0 {
+		return nil
+	}
+	A, _, _ := m.Coefficients()
+	n := na * ny
+	c := mat.NewDense(n, n, nil)
+	for i := 0; i < na; i++ {
+		for r := 0; r < ny; r++ {
+			for q := 0; q < ny; q++ {
+				c.Set(r, i*ny+q, A[i].At(r, q))
+			}
+		}
+	}
+	for r := ny; r < n; r++ {
+		c.Set(r, r-ny, 1)
+	}
+	return eigenvalues(c)
+}

@@ -1060,6 +1060,15 @@ func newLinearPredictor(format string, man *dataset.Manifest, inputs, outputs []
 func (p *linearPredictor) Format() string { return p.format }
 func (p *linearPredictor) Horizon() int   { return p.d.F }
 
+// Poles implements eval.PoleReporter: the eigenvalues of A (state space)
+// or of the ARX A polynomial's companion matrix.
+func (p *linearPredictor) Poles() []complex128 {
+	if p.arx != nil {
+		return p.arx.Poles()
+	}
+	return p.ss.Poles()
+}
+
 // simulate runs the model over u (model input order) initialised with the
 // first nInit rows of y (model output order). An ARX model given fewer
 // than its largest lag of measured steps (but at least one) assumes the

@@ -633,7 +633,7 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(fr.Runs) != 1 || fr.Runs[0].Steps != 1024 || fr.Targets[0].N != 1024-nInit {
+		if len(fr.Runs) != 1 || len(fr.Runs[0].Segments) != 1 || fr.Runs[0].Segments[0].Steps != 1024 || fr.Targets[0].N != 1024-nInit {
 			t.Fatalf("free run %+v", fr.Runs)
 		}
 		return fr.Targets[0].RMSE
@@ -686,4 +686,80 @@ func linMaxAbs(a, b [][]float64) float64 {
 		}
 	}
 	return m
+}
+
+// An ARX model's poles and free run are the evidence of the v2 gates'
+// stability rules: a stable fit passes G7a and G7b; the same model with an
+// unstable pole (coefficients edited in model.json) diverges in free run
+// and fails both, the checks saying why.
+func TestLinearStabilityGate(t *testing.T) {
+	sys := func(u [][]float64, r *rand.Rand) [][]float64 {
+		return linARXSystem(u, []float64{5 * r.NormFloat64(), 5 * r.NormFloat64()})
+	}
+	runs := linSynRuns(3, sys, []linSynSpec{{split: "train", T: 300}, {split: "val", T: 150}, {split: "test", T: 150, nanAt: []int{70}}})
+	b := linSynBundle(t, runs, 4, 6)
+	dir, err := linTrainNative(t, OneStep{}, b, `{"na":2,"nb":2,"nk":1,"intercept":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := eval.ProfileFor(dataset.PurposeMPCSurrogate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge := func() (*eval.Stability, eval.Check, eval.Check) {
+		t.Helper()
+		p, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := eval.MeasureStability(context.Background(), b, p, b.Manifest.HistorySteps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := eval.GateEvidence(prof, nil, eval.Evidence{ArtifactPresent: true, Stability: st})
+		var g7a, g7b eval.Check
+		for _, c := range r.Checks {
+			switch c.ID {
+			case "G7a":
+				g7a = c
+			case "G7b":
+				g7b = c
+			}
+		}
+		return st, g7a, g7b
+	}
+	st, g7a, g7b := judge()
+	t.Logf("stable: max |pole| %.4f, %s; %s; %s", st.MaxPoleModulus, st.FreeRun.Summary(), g7a.Detail, g7b.Detail)
+	if !st.Linear || st.Poles != 4 || !(st.MaxPoleModulus < 1) || st.FreeRun == nil || st.FreeRun.Diverged || st.FreeRun.Segments != 2 {
+		t.Fatalf("stable ARX: %+v", st)
+	}
+	if !g7a.Passed || !g7b.Passed || g7a.Value != 0 {
+		t.Fatalf("stable ARX: %+v %+v", g7a, g7b)
+	}
+
+	// y1 driven by its own last value ×1.2: poles 1.2, 0.5, 0, 0
+	var a map[string]any
+	linReadArtifact(t, dir, &a)
+	theta := a["theta"].([]any)
+	for r := 0; r < 4; r++ {
+		row := theta[r].([]any)
+		row[0], row[1] = 0.0, 0.0
+	}
+	theta[0].([]any)[0], theta[1].([]any)[1] = 1.2, 0.5
+	raw, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, model.FileName), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, g7a, g7b = judge()
+	t.Logf("unstable: %s; %s; %s", st.FreeRun.Summary(), g7a.Detail, g7b.Detail)
+	if math.Abs(st.MaxPoleModulus-1.2) > 1e-9 || !st.FreeRun.Diverged || st.FreeRun.Divergence.RunID != "run-c" {
+		t.Fatalf("unstable ARX: %+v", st)
+	}
+	if g7a.Passed || g7a.Value != 1 || !strings.Contains(g7a.Detail, "diverged") || !strings.Contains(g7a.Detail, "run run-c") ||
+		g7b.Passed || g7b.Value != st.MaxPoleModulus || !strings.Contains(g7b.Detail, "unstable") {
+		t.Fatalf("unstable ARX: %+v\n%+v", g7a, g7b)
+	}
 }

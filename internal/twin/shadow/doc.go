@@ -43,11 +43,13 @@
 // model's test rollout NRMSE and its Coverage with the calibrated level.
 //
 // Free run: when the model implements eval.RunSimulator (native linear and
-// hybrid models), the longest NaN-free segment of the run (controls and
-// targets) is simulated from its controls only, with the first
-// Options.NInit (default H) measured target rows for the initial state;
-// steps NInit… are scored: FreeRunRMSE, FreeRunNRMSE (definitions as
-// eval.FreeRun). A hybrid model also reports its ensemble's spread
+// hybrid models), every NaN-free segment of the run (controls and
+// targets) is simulated from its controls only, the model re-initialised
+// after each gap from the segment's first Options.NInit (default H)
+// measured target rows; steps NInit… of each segment are scored, pooled
+// over the segments: FreeRunRMSE, FreeRunNRMSE (definitions as
+// eval.FreeRun, eval.FreeRunGrid). Segments not longer than NInit are
+// skipped and counted; a diverging simulation is flagged (Diverged). A hybrid model also reports its ensemble's spread
 // (SimulateRunSpread): MeanSpread is the mean member standard deviation
 // over the scored steps and SpreadRatio = MeanSpread / the last horizon
 // step's conformal half-width (1: the members disagree as much as the

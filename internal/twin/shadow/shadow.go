@@ -74,13 +74,21 @@ type RunEvidence struct {
 	// target.
 	Windows int `json:"windows"`
 	Steps   int `json:"steps"`
-	// Free run: the simulated segment [Offset, Offset+SimSteps) of the
-	// grid, NInit initialisation steps, FreeRunSteps scored steps (0 when
-	// the model cannot simulate runs).
-	Offset       int `json:"offset"`
-	SimSteps     int `json:"simSteps"`
-	NInit        int `json:"nInit"`
-	FreeRunSteps int `json:"freeRunSteps"`
+	// Free run: every NaN-free segment of the grid longer than NInit is
+	// simulated on its own (Segments, in grid order; SkippedSegments the
+	// shorter ones); Offset is the first simulated segment's start,
+	// SimSteps the simulated steps over all segments, NInit the
+	// initialisation steps of each segment, FreeRunSteps the scored steps
+	// (0 when the model cannot simulate runs). Diverged and Divergence
+	// flag a run-away simulation (eval.DivergenceRangeFactor).
+	Offset          int                   `json:"offset"`
+	SimSteps        int                   `json:"simSteps"`
+	NInit           int                   `json:"nInit"`
+	FreeRunSteps    int                   `json:"freeRunSteps"`
+	Segments        []eval.FreeRunSegment `json:"segments,omitempty"`
+	SkippedSegments int                   `json:"skippedSegments"`
+	Diverged        bool                  `json:"diverged"`
+	Divergence      *eval.Divergence      `json:"divergence,omitempty"`
 	// Headline figures: NRMSE = mean over targets of WindowNRMSE;
 	// Coverage = pooled window coverage of the conformal band at level
 	// CoverageTarget; OODRejected = share of windows outside the training
@@ -539,7 +547,8 @@ func (l *Loaded) windows(ctx context.Context, g *dataset.ServeGrid, re *RunEvide
 	return nil
 }
 
-// freeRun simulates the run's longest NaN-free segment when the model can.
+// freeRun simulates every NaN-free segment of the run when the model can
+// (eval.FreeRunGrid: the model re-initialised after each gap).
 func (l *Loaded) freeRun(g *dataset.ServeGrid, re *RunEvidence, ci, ti []int, opts Options) error {
 	sim, ok := l.Predictor.(eval.RunSimulator)
 	if !ok {
@@ -552,83 +561,50 @@ func (l *Loaded) freeRun(g *dataset.ServeGrid, re *RunEvidence, ci, ti []int, op
 		nInit = d.H
 	}
 	re.NInit = nInit
-	// longest segment whose controls and targets are finite
-	cols := append(append([]int{}, ci...), ti...)
-	lo, hi, start := 0, 0, 0
-	for k := 0; k <= g.Steps; k++ {
-		ok := k < g.Steps
-		if ok {
-			row := g.Vals[k*nAll : (k+1)*nAll]
-			for _, j := range cols {
-				if !finite(float64(row[j])) {
-					ok = false
-					break
-				}
+	sp, spreads := sim.(runSpreader)
+	sum := make([]float64, nT) // spread summed over the scored steps
+	rr, truth, pred, err := eval.FreeRunGrid(re.RunID, g.Vals[:g.Steps*nAll], nAll, ci, ti, l.Manifest.Targets, nInit, func(in, init [][]float64) ([][]float64, error) {
+		if !spreads {
+			return sim.SimulateRun(in, init, nInit)
+		}
+		y, spread, err := sp.SimulateRunSpread(in, init, nInit)
+		for k := nInit; err == nil && k < len(spread); k++ {
+			for i := 0; i < nT && i < len(spread[k]); i++ {
+				sum[i] += spread[k][i]
 			}
 		}
-		if ok {
-			continue
-		}
-		if k-start > hi-lo {
-			lo, hi = start, k
-		}
-		start = k + 1
-	}
-	re.Offset, re.SimSteps = lo, hi-lo
-	L := hi - lo
-	if L <= nInit {
-		return nil
-	}
-	in := make([][]float64, L)
-	truth := make([][]float64, L)
-	for k := 0; k < L; k++ {
-		row := g.Vals[(lo+k)*nAll : (lo+k+1)*nAll]
-		in[k] = make([]float64, len(ci))
-		for i, j := range ci {
-			in[k][i] = float64(row[j])
-		}
-		truth[k] = make([]float64, nT)
-		for i, j := range ti {
-			truth[k][i] = float64(row[j])
-		}
-	}
-	init := make([][]float64, nInit)
-	for k := range init {
-		init[k] = append([]float64(nil), truth[k]...)
-	}
-	var predY, spread [][]float64
-	var err error
-	if sp, ok := sim.(runSpreader); ok {
-		predY, spread, err = sp.SimulateRunSpread(in, init, nInit)
-	} else {
-		predY, err = sim.SimulateRun(in, init, nInit)
-	}
+		return y, err
+	})
 	if err != nil {
+		if model.IsModelInvalid(err) {
+			return err
+		}
 		return core.Wrap(core.CodeModelInvalid, err, "simulate run %s", re.RunID)
 	}
-	if len(predY) != L {
-		return model.Invalidf("simulation", "the model simulated %d steps of run %s, need %d", len(predY), re.RunID, L)
+	re.Segments, re.Divergence = rr.Segments, rr.Divergence
+	re.Diverged = rr.Divergence != nil
+	for _, s := range rr.Segments {
+		if s.Skipped {
+			re.SkippedSegments++
+			continue
+		}
+		if re.SimSteps == 0 {
+			re.Offset = s.Offset
+		}
+		re.SimSteps += s.Steps
 	}
-	re.FreeRunSteps = L - nInit
+	re.FreeRunSteps = rr.N
+	if rr.N == 0 {
+		return nil
+	}
 	var nrs, srs []float64
 	for i := 0; i < nT; i++ {
-		tv, pv := make([]float64, 0, L-nInit), make([]float64, 0, L-nInit)
-		sum := 0.0
-		for k := nInit; k < L; k++ {
-			if len(predY[k]) != nT || !finite(predY[k][i]) {
-				return model.Invalidf("simulation", "step %d of run %s: the simulation is not finite or has the wrong width", lo+k, re.RunID)
-			}
-			tv, pv = append(tv, truth[k][i]), append(pv, predY[k][i])
-			if spread != nil && k < len(spread) && i < len(spread[k]) {
-				sum += spread[k][i]
-			}
-		}
-		rmse, nrmse := rmseNRMSE(tv, pv)
+		rmse, nrmse := rmseNRMSE(truth[i], pred[i])
 		t := &re.Targets[i]
 		t.FreeRunRMSE, t.FreeRunNRMSE = Num(rmse), Num(nrmse)
 		nrs = append(nrs, nrmse)
-		if spread != nil {
-			ms := sum / float64(L-nInit)
+		if spreads {
+			ms := sum[i] / float64(rr.N)
 			t.MeanSpread = Num(ms)
 			if l.Conformal != nil {
 				w := l.Conformal.Widths[len(l.Conformal.Widths)-1][i]
