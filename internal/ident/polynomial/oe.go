@@ -288,12 +288,14 @@ func stableStart(th []float64, nf int) []float64 {
 	return th
 }
 
-// spectralRadius is the largest root modulus of z^nf + f_1 z^(nf−1) + … +
-// f_nf (the poles of 1/F).
-func spectralRadius(f []float64) float64 {
+// Poles are the roots of z^nf + f_1 z^(nf−1) + … + f_nf: the poles of
+// the model (stable when all are inside the unit circle).
+func (m *OE) Poles() []complex128 { return poles(m.F) }
+
+func poles(f []float64) []complex128 {
 	n := len(f)
 	if n == 0 {
-		return 0
+		return nil
 	}
 	comp := mat.NewDense(n, n, nil)
 	for j := 0; j < n; j++ {
@@ -304,10 +306,16 @@ func spectralRadius(f []float64) float64 {
 	}
 	var e mat.Eigen
 	if !e.Factorize(comp, mat.EigenNone) {
-		return math.Inf(1)
+		return []complex128{complex(math.Inf(1), 0)}
 	}
+	return e.Values(nil)
+}
+
+// spectralRadius is the largest root modulus of z^nf + f_1 z^(nf−1) + … +
+// f_nf (the poles of 1/F).
+func spectralRadius(f []float64) float64 {
 	r := 0.0
-	for _, v := range e.Values(nil) {
+	for _, v := range poles(f) {
 		r = math.Max(r, math.Hypot(real(v), imag(v)))
 	}
 	return r

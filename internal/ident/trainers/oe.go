@@ -197,6 +197,16 @@ func loadOE(b []byte, _ string, man *dataset.Manifest) (model.Predictor, error) 
 }
 
 func (p *oePredictor) Format() string { return FormatOE }
+
+// Poles are every target model's poles (eval.PoleReporter: the stability
+// gate G7b).
+func (p *oePredictor) Poles() []complex128 {
+	var out []complex128
+	for _, m := range p.models {
+		out = append(out, m.Poles()...)
+	}
+	return out
+}
 func (p *oePredictor) Horizon() int   { return p.d.F }
 
 // PredictBatch starts each model from the window's H measured outputs and
