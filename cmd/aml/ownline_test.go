@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,6 +212,10 @@ func TestOwnLine(t *testing.T) {
 					FitPct float64
 				}
 				KStep []struct{ FitPct float64 }
+				Steps []struct {
+					Control           string
+					Gain, DeadTimeSec float64
+				}
 			}
 			Error string
 		}
@@ -222,6 +227,13 @@ func TestOwnLine(t *testing.T) {
 	for _, v := range cmp.Validation {
 		if v.Fit == nil || v.Fit.Segments != 1 || len(v.Fit.FreeRun) != 1 || v.Fit.FreeRun[0].Target != "level" || !(v.Fit.FreeRun[0].FitPct > 80) || !(v.Fit.KStep[0].FitPct > 80) {
 			t.Fatalf("fit of %s on shadow-01: %+v %s", v.ModelID, v.Fit, v.Error)
+		}
+		// the step responses read the plant's gains (0.9 cm/degC, −0.6 cm per l/min)
+		want := map[string]float64{"heater_sp": 0.9, "feed_sp": -0.6}
+		for _, st := range v.Fit.Steps {
+			if g := want[st.Control]; math.Abs(st.Gain-g) > 0.15*math.Abs(g) {
+				t.Errorf("%s: gain %s → level %.3f, the plant's %.3f", v.ModelID, st.Control, st.Gain, g)
+			}
 		}
 	}
 	svgDir := filepath.Join(l.dir, "plots")

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/ident/analysis"
 	"github.com/aml-project/aml/internal/model"
 )
 
@@ -61,6 +62,53 @@ type RunFit struct {
 	Simulated [][]float64 `json:"-"`
 	StartMs   int64       `json:"startMs"`
 	BeatMs    int64       `json:"beatMs"`
+	// Residuals is the analysis of the one-step-ahead residuals (measured
+	// − predicted one step ahead) per target: whiteness and independence
+	// from each control, at 99 % (internal/ident/analysis).
+	Residuals []ResidualView `json:"residuals,omitempty"`
+	// Steps are the model's step responses from the run's first operating
+	// point, per target × control, and Gains the gain matrix [target][control].
+	Steps []StepView  `json:"steps,omitempty"`
+	Gains [][]float64 `json:"-"`
+}
+
+// ResidualView is one target's residual analysis.
+type ResidualView struct {
+	Target string `json:"target"`
+	N      int    `json:"n"`
+	// AutoOutside is the share of autocorrelation lags 1..MaxLag outside
+	// the 99 % bound; White says the residuals pass as white.
+	AutoOutside float64 `json:"autoOutside"`
+	White       bool    `json:"white"`
+	MaxLag      int     `json:"maxLag"`
+	// CrossOutside[i] is the share of cross-correlation lags with control i
+	// outside the bound; Independent[i] says they pass.
+	CrossOutside []float64 `json:"crossOutside"`
+	Independent  []bool    `json:"independent"`
+}
+
+// StepView is one control → target step response.
+type StepView struct {
+	Target  string `json:"target"`
+	Control string `json:"control"`
+	// Gain per unit step; DeadTime, TimeConstant and SettlingTime in
+	// seconds (null when there is no response).
+	Gain         float64 `json:"-"`
+	DeadTime     float64 `json:"-"`
+	TimeConstant float64 `json:"-"`
+	SettlingTime float64 `json:"-"`
+}
+
+// MarshalJSON writes undefined figures as null.
+func (v StepView) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Target       string `json:"target"`
+		Control      string `json:"control"`
+		Gain         jf     `json:"gain"`
+		DeadTime     jf     `json:"deadTimeSec"`
+		TimeConstant jf     `json:"timeConstantSec"`
+		SettlingTime jf     `json:"settlingTimeSec"`
+	}{v.Target, v.Control, jf(v.Gain), jf(v.DeadTime), jf(v.TimeConstant), jf(v.SettlingTime)})
 }
 
 // FitRun computes the validation view of predictor p (of dataset manifest
@@ -154,11 +202,11 @@ func FitRun(ctx context.Context, p model.Predictor, man *dataset.Manifest, g *da
 		r.FreeRun = fits(man.Targets, r.Measured, r.Simulated)
 	}
 	// k-step ahead: every window of H rows followed by F rows, all valid
-	kstep := make([][]float64, nT)
+	kstep, one := make([][]float64, nT), make([][]float64, nT)
 	for k := range kstep {
-		kstep[k] = make([]float64, g.Steps)
+		kstep[k], one[k] = make([]float64, g.Steps), make([]float64, g.Steps)
 		for s := range kstep[k] {
-			kstep[k][s] = math.NaN()
+			kstep[k][s], one[k][s] = math.NaN(), math.NaN()
 		}
 	}
 	var starts []int
@@ -201,11 +249,107 @@ func FitRun(ctx context.Context, p model.Predictor, man *dataset.Manifest, g *da
 		for i, w := range ws {
 			for k := 0; k < nT; k++ {
 				kstep[k][w+H+F-1] = float64(y[(i*F+F-1)*nT+k])
+				one[k][w+H] = float64(y[(i*F)*nT+k])
 			}
 		}
 	}
 	r.KStep = fits(man.Targets, r.Measured, kstep)
+	r.residuals(man, one, g, ci)
+	if sim, ok := p.(RunSimulator); ok {
+		r.steps(man, sim, g, ci, ti, H)
+	}
 	return r, nil
+}
+
+// residuals analyses the one-step-ahead residuals against the controls.
+func (r *RunFit) residuals(man *dataset.Manifest, one [][]float64, g *dataset.ServeGrid, ci []int) {
+	nT, n := len(man.Targets), g.Steps
+	e, u := make([][]float64, n), make([][]float64, n)
+	for s := 0; s < n; s++ {
+		e[s], u[s] = make([]float64, nT), make([]float64, len(ci))
+		for k := 0; k < nT; k++ {
+			e[s][k] = r.Measured[k][s] - one[k][s]
+		}
+		for i, j := range ci {
+			u[s][i] = float64(g.Vals[s*len(g.Nodes)+j])
+		}
+	}
+	const maxLag = 25
+	rep, err := analysis.ResidualAnalysis(e, u, maxLag, 0)
+	if err != nil {
+		return
+	}
+	for k, o := range rep.Outputs {
+		v := ResidualView{Target: man.Targets[k], N: o.N, AutoOutside: o.Auto.Outside, White: o.Verdict == analysis.White, MaxLag: maxLag, Independent: o.Independent}
+		for _, c := range o.Cross {
+			v.CrossOutside = append(v.CrossOutside, c.Outside)
+		}
+		r.Residuals = append(r.Residuals, v)
+	}
+}
+
+// stepRows is the longest step response read (grid steps after the step).
+const stepRows = 720
+
+// steps reads the model's step responses from the run's first valid
+// operating point: the controls of its first NaN-free row held, the model
+// started from that row's targets repeated over H rows.
+func (r *RunFit) steps(man *dataset.Manifest, sim RunSimulator, g *dataset.ServeGrid, ci, ti []int, H int) {
+	nAll := len(g.Nodes)
+	row := -1
+	for s := 0; s < g.Steps && row < 0; s++ {
+		ok := true
+		for _, j := range append(append([]int{}, ci...), ti...) {
+			ok = ok && !math.IsNaN(float64(g.Vals[s*nAll+j]))
+		}
+		if ok {
+			row = s
+		}
+	}
+	if row < 0 {
+		return
+	}
+	u0, y0 := make([]float64, len(ci)), make([]float64, len(ti))
+	for i, j := range ci {
+		u0[i] = float64(g.Vals[row*nAll+j])
+	}
+	for k, j := range ti {
+		y0[k] = float64(g.Vals[row*nAll+j])
+	}
+	steps := make([]float64, len(ci)) // 5 % of each control's range on the run, 1 if it never moved
+	for i, j := range ci {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for s := 0; s < g.Steps; s++ {
+			if v := float64(g.Vals[s*nAll+j]); !math.IsNaN(v) {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+		steps[i] = 1
+		if hi > lo {
+			steps[i] = 0.05 * (hi - lo)
+		}
+	}
+	simulate := func(u [][]float64) [][]float64 {
+		outs := make([][]float64, H)
+		for k := range outs {
+			outs[k] = y0
+		}
+		y, err := sim.SimulateRun(u, outs, H)
+		if err != nil {
+			return nil
+		}
+		return y
+	}
+	rep, err := analysis.StepResponses(simulate, analysis.StepOptions{U0: u0, Steps: steps, Pre: H, N: stepRows, Dt: float64(g.BeatMs) / 1000})
+	if err != nil {
+		return
+	}
+	r.Gains = rep.Gains
+	for cv, pairs := range rep.Pairs {
+		for mv, p := range pairs {
+			r.Steps = append(r.Steps, StepView{Target: man.Targets[cv], Control: man.Controls[mv], Gain: p.Gain, DeadTime: p.DeadTime, TimeConstant: p.TimeConstant, SettlingTime: p.SettlingTime})
+		}
+	}
 }
 
 // fits is the fit of pred against meas per target, over the steps where
@@ -256,9 +400,14 @@ func (r RunFit) MarshalJSON() ([]byte, error) {
 		}
 		return out
 	}
+	var gains [][]jf
+	if r.Gains != nil {
+		gains = series(r.Gains)
+	}
 	return json.Marshal(struct {
 		plain
 		Measured  [][]jf `json:"measured"`
 		Simulated [][]jf `json:"simulated"`
-	}{plain(r), series(r.Measured), series(r.Simulated)})
+		Gains     [][]jf `json:"gains,omitempty"`
+	}{plain(r), series(r.Measured), series(r.Simulated), gains})
 }

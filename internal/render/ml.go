@@ -366,6 +366,44 @@ func printCompare(w io.Writer, r app.ModelCompareResponse) {
 		}
 	}
 	_ = tw.Flush()
+	for _, v := range r.Validation {
+		if v.Fit == nil || (len(v.Fit.Residuals) == 0 && len(v.Fit.Steps) == 0) {
+			continue
+		}
+		fmt.Fprintf(w, "\nmodel %s:\n", v.ModelID)
+		for _, rv := range v.Fit.Residuals {
+			verdict := "not white"
+			if rv.White {
+				verdict = "white"
+			}
+			var dep []string
+			for i, ok := range rv.Independent {
+				if !ok && i < len(rv.CrossOutside) {
+					dep = append(dep, fmt.Sprintf("control %d (%.0f %% of lags)", i+1, 100*rv.CrossOutside[i]))
+				}
+			}
+			indep := "independent of every control"
+			if len(dep) > 0 {
+				indep = "correlated with " + strings.Join(dep, ", ")
+			}
+			fmt.Fprintf(w, "  residuals of %s (one step ahead, %d values): %s (%.0f %% of lags 1..%d outside the 99 %% bound), %s\n", rv.Target, rv.N, verdict, 100*rv.AutoOutside, rv.MaxLag, indep)
+		}
+		if len(v.Fit.Steps) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  STEP\tGAIN\tDEAD TIME\tTIME CONSTANT\tSETTLING")
+			for _, st := range v.Fit.Steps {
+				fmt.Fprintf(tw, "  %s → %s\t%.4g\t%s\t%s\t%s\n", st.Control, st.Target, st.Gain, secs(st.DeadTime), secs(st.TimeConstant), secs(st.SettlingTime))
+			}
+			_ = tw.Flush()
+		}
+	}
+}
+
+func secs(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.4g s", v)
 }
 
 func validationRun(vs []app.ModelFit) string {
