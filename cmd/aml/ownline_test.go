@@ -240,7 +240,7 @@ func TestOwnLine(t *testing.T) {
 	if text, _, _ := amlAt(t, tShadow, "model", "compare", m, arx.ModelID, "--run", "shadow-01", "--svg", svgDir, "--data", l.d); !strings.Contains(text, "fit % on run shadow-01") {
 		t.Fatalf("compare text:\n%s", text)
 	}
-	if b, err := os.ReadFile(filepath.Join(svgDir, "shadow-01-level.svg")); err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "fit ") {
+	if b, err := os.ReadFile(filepath.Join(svgDir, "shadow-01-level.svg")); err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "linear_state_space@1 fit ") {
 		t.Fatalf("compare --svg: %v", err)
 	}
 

@@ -10,7 +10,7 @@ import (
 
 // FitCharts draws a validation view (model.compare with a run): one chart
 // per target with the measured run and every model's free run overlaid,
-// each model named with its fit %. Models without a fit are left out.
+// each model named by its trainer with its fit %. Models without a fit are left out.
 func FitCharts(r app.ModelCompareResponse) []*plot.Chart {
 	var out []*plot.Chart
 	for _, v := range r.Validation {
@@ -32,9 +32,9 @@ func FitCharts(r app.ModelCompareResponse) []*plot.Chart {
 					Series: []plot.Series{{Name: "measured", X: x, Y: f.Measured[k], Color: "#000000"}}}
 			}
 			c := out[k]
-			name := v.ModelID + " (" + v.Trainer + ")"
+			name := v.Trainer // the legend is short: the ids are in the table
 			if !math.IsNaN(tf.FitPct) {
-				name += fmt.Sprintf(": fit %.1f %%", tf.FitPct)
+				name += fmt.Sprintf(" fit %.1f %%", tf.FitPct)
 			}
 			c.Series = append(c.Series, plot.Series{Name: name, X: c.Series[0].X, Y: f.Simulated[k]})
 		}
