@@ -344,6 +344,9 @@ func (a *App) JobSubmit(ctx context.Context, p Principal, req JobSubmitRequest) 
 			if err := a.checkParams(req.Trainer, req.Params); err != nil {
 				return core.Job{}, err
 			}
+			if err := a.checkDatasetParams(req.Trainer, req.Params, d); err != nil {
+				return core.Job{}, err
+			}
 			if req.Params, err = a.checkPhysicsParam(ctx, req.Params); err != nil {
 				return core.Job{}, err
 			}
