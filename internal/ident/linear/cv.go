@@ -29,13 +29,17 @@ import (
 
 // DefaultCVFolds is the number of blocks of SelectARXCV and
 // SelectStateSpaceCV when K ≤ 1 is given.
-const DefaultCVFolds = 5
+const DefaultCVFolds = 3
 
-// ParsimonyTol is the relative margin within which SelectStateSpaceCV
+// OrderTol is the relative margin within which SelectStateSpaceCV
 // prefers a smaller order to the one with the best score: past the true
-// order the refined models simulate alike, and the CV means differ by
+// order the refined models simulate alike and their CV means differ by
 // noise.
-const ParsimonyTol = 0.01
+const OrderTol = 0.01
+
+// DelayTol is the relative margin within which EstimateDelays prefers a
+// shorter delay to the one with the best score.
+const DelayTol = 0.01
 
 // cvFold holds the training and held-out pieces of one fold.
 type cvFold struct {
@@ -251,7 +255,7 @@ func ssFeasible(d *segData, orders []int, opts SubspaceOptions, what string) (ok
 // every held-out piece longer than opts.NInit from the initial state
 // estimated on its first NInit samples, and the order's score is the mean
 // over the folds of its mean NRMSE (samples k ≥ NInit); the smallest
-// order whose score is within ParsimonyTol of the best wins. Orders that some
+// order whose score is within OrderTol of the best wins. Orders that some
 // fold's data cannot support are skipped (Score.Skipped); the chosen order
 // is refitted on all segments (FitSubspaceSegments with opts, MaxOrder the
 // largest feasible order). progress is as in SelectStateSpaceSegments.
@@ -371,11 +375,11 @@ func SelectStateSpaceCV(ys, us [][][]float64, orders []int, opts SubspaceOptions
 		scores[i].Value = finiteOr(sums[i] / float64(k))
 		bestV = min(bestV, scores[i].Value)
 	}
-	// the smallest order within ParsimonyTol of the best score
+	// the smallest order within OrderTol of the best score
 	bestI := -1
 	for _, n := range feasible {
 		i := idx[n]
-		if v := scores[i].Value; !math.IsInf(bestV, 1) && v <= bestV*(1+ParsimonyTol) && (bestI < 0 || n < scores[bestI].Order) {
+		if v := scores[i].Value; !math.IsInf(bestV, 1) && v <= bestV*(1+OrderTol) && (bestI < 0 || n < scores[bestI].Order) {
 			bestI = i
 		}
 	}
@@ -411,8 +415,10 @@ type DelayScore struct {
 // maxDelay+nb−1) of every segment), so the in-sample residual compares
 // them fairly: a window nk … nk+nb−1 that starts before the true delay
 // wastes a coefficient on a lag with no effect, one that starts after it
-// misses the first lag that acts. The scores of the last pass are
-// returned, input-major.
+// misses the first lag that acts. The smallest delay whose score is
+// within DelayTol of the input's best wins (with no clear evidence,
+// as on a slow process whose delays all score alike, the shortest). The
+// scores of the last pass are returned, input-major.
 func EstimateDelays(ys, us [][][]float64, na, nb, minDelay, maxDelay int, opts ARXOptions) ([]int, []DelayScore, error) {
 	ny, nu, err := checkSegments(ys, us)
 	if err != nil {
@@ -435,7 +441,8 @@ func EstimateDelays(ys, us [][][]float64, na, nb, minDelay, maxDelay int, opts A
 		scores = scores[:0]
 		changed := false
 		for a := 0; a < nu; a++ {
-			best, bestV := nks[a], math.Inf(1)
+			bestV := math.Inf(1)
+			first := len(scores)
 			for nk := minDelay; nk <= maxDelay; nk++ {
 				cand := append([]int(nil), nks...)
 				cand[a] = nk
@@ -450,12 +457,20 @@ func EstimateDelays(ys, us [][][]float64, na, nb, minDelay, maxDelay int, opts A
 					v = finiteOr(Mean(n))
 				}
 				scores = append(scores, DelayScore{Input: a, NK: nk, Value: v})
-				if v < bestV {
-					best, bestV = nk, v
-				}
+				bestV = min(bestV, v)
 			}
 			if math.IsInf(bestV, 1) {
 				return nil, scores, errors.New("linear: no delay candidate could be fitted")
+			}
+			// the smallest delay within DelayTol of the best: a later
+			// window must earn its place (slow processes score all delays
+			// alike)
+			best := nks[a]
+			for _, c := range scores[first:] {
+				if c.Value <= bestV*(1+DelayTol) {
+					best = c.NK
+					break
+				}
 			}
 			if best != nks[a] {
 				nks[a], changed = best, true

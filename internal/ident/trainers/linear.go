@@ -466,7 +466,7 @@ func linParseScaling(s string) (linear.Scaling, error) {
 //	            blocks, free-run score on the held-out one, mean over the
 //	            folds), so the val runs stay unseen for calibration; "val":
 //	            score on the val runs (or the last 25 % of every train run)
-//	cvFolds     K of the cross-validation (default 5)
+//	cvFolds     K of the cross-validation (default 3)
 //	maxOrder    selection grid na = nb = 1..maxOrder (default 10, limited
 //	            to lags ≤ the dataset's history); candidates the data cannot
 //	            support are skipped (reported with the reason)
@@ -482,8 +482,9 @@ func linParseScaling(s string) (linear.Scaling, error) {
 //	            with one entry per control, in the dataset's control order;
 //	            nb defaults to na; without nk the delays are estimated
 //	            (linear.EstimateDelays: per input, an ARX(2, 2) sweep over
-//	            nk ∈ 0..maxDelay on the train segments, the one-step NRMSE
-//	            of every candidate recorded in training.delays)
+//	            nk ∈ 0..maxDelay on the train segments, the shortest delay
+//	            within 1 % of the best one-step NRMSE; every candidate's
+//	            score recorded in training.delays)
 //	lambda      fixed ridge parameter (default 0; with select it replaces
 //	            the grid)
 //	diag        every target regressed on its own past only (default false)
@@ -510,7 +511,7 @@ type arxParams struct {
 	Feedthrough   *bool              `json:"feedthrough" jsonschema:"allow nk = 0 (u(k) acts on y(k)) in the delay estimation; false: nk ≥ 1" param:"default=true"`
 	MaxDelay      *int               `json:"maxDelay" jsonschema:"largest delay the delay estimation tries (default min(5, history − 1))" param:"min=0"`
 	Selection     string             `json:"selection" jsonschema:"how candidates are scored: cv, block cross-validation of the train runs (the val runs stay for calibration), or val, on the val runs (without them the last 25% of every train run)" param:"default=\"cv\";enum=cv|val"`
-	CVFolds       int                `json:"cvFolds" jsonschema:"blocks of the cross-validation (0: the default)" param:"default=5;min=0"`
+	CVFolds       int                `json:"cvFolds" jsonschema:"blocks of the cross-validation (0: the default)" param:"default=3;min=0"`
 	Lambdas       []float64          `json:"lambdas" jsonschema:"ridge grid of the selection (scaled units, summed squared errors)" param:"default=[0,1,100];itemMin=0"`
 	Criterion     string             `json:"criterion" jsonschema:"selection criterion: free-run simulation error or one-step prediction error" param:"default=\"simulation\";enum=simulation|one_step"`
 	NA            *int               `json:"na" jsonschema:"fixed output order when select is false" param:"default=2;min=0"`
@@ -721,8 +722,8 @@ func (OneStep) Train(ctx context.Context, tc *trainer.TrainContext) error {
 			return fmt.Errorf("delay estimation: %w", err)
 		}
 		nks = est
-		delays = &linDelaysJSON{Method: fmt.Sprintf("ARX(na=%d nb=%d) sweep per input over nk = %d..%d on the train segments (two passes, other inputs at their current delay); score: one-step mean NRMSE on the train segments, the smallest wins",
-			sweepNA, sweepNB, minDelay, maxDelay), Inputs: c.inputs, Estimated: est}
+		delays = &linDelaysJSON{Method: fmt.Sprintf("ARX(na=%d nb=%d) sweep per input over nk = %d..%d on the train segments (two passes, other inputs at their current delay); score: one-step mean NRMSE on the train segments; the shortest delay within %g%% of the best wins",
+			sweepNA, sweepNB, minDelay, maxDelay, 100*linear.DelayTol), Inputs: c.inputs, Estimated: est}
 		for _, x := range dsc {
 			delays.Scores = append(delays.Scores, linDelayScoreJSON{Input: c.inputs[x.Input], NK: x.NK, Value: linNum(x.Value)})
 		}
@@ -939,13 +940,14 @@ func (a *arxArtifact) model() (*linear.ARX, error) {
 //
 //	order       state dimension; 0 (default) selects it among 1..maxOrder by
 //	            the free-run NRMSE (selection cv: block cross-validation of
-//	            the train runs' segments, linear.SelectStateSpaceCV, the
-//	            smallest order within 1 % of the best mean; val: on the val
-//	            runs or the last 25 % of every train run); orders the data
+//	            the train runs' segments, linear.SelectStateSpaceCV: the
+//	            smallest order within 1 % of the best mean over the folds;
+//	            val: on the val runs or the last 25 % of every train run,
+//	            the best); orders the data
 //	            cannot support (NY·blockRows ≤ order) are skipped and
 //	            reported, an error only when none is left
 //	selection   cv (default) or val, as for one_step@1
-//	cvFolds     blocks of the cross-validation (default 5)
+//	cvFolds     blocks of the cross-validation (default 3)
 //	maxOrder    largest candidate order (default 10)
 //	delays      per-input delays d_a (one per control, dataset order;
 //	            default none): the model sees u_a(k − d_a), in the fit (each
@@ -983,7 +985,7 @@ type ssParams struct {
 	InitSteps     int    `json:"initSteps" jsonschema:"steps used to estimate the initial state of a validation segment (0: the default); the dataset's history must be at least this long" param:"default=5;min=0"`
 	WindowX0      string `json:"windowX0" jsonschema:"how a window's initial state is estimated from its history rows: prior (MAP with the training-state prior), ls (least squares) or auto (the better on validation windows)" param:"default=\"auto\";enum=auto|prior|ls"`
 	Selection     string `json:"selection" jsonschema:"how the order is chosen: cv, block cross-validation of the train runs (the val runs stay for calibration), or val, on the val runs (without them the last 25% of every train run)" param:"default=\"cv\";enum=cv|val"`
-	CVFolds       int    `json:"cvFolds" jsonschema:"blocks of the cross-validation (0: the default)" param:"default=5;min=0"`
+	CVFolds       int    `json:"cvFolds" jsonschema:"blocks of the cross-validation (0: the default)" param:"default=3;min=0"`
 	Delays        []int  `json:"delays" jsonschema:"per-input delays, one per control in the dataset's control order: the model sees u(k − delay) (default none)" param:"itemMin=0"`
 	Physics       any    `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"` // see linDecodeParams
 	PhysicsSha256 any    `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
@@ -1153,7 +1155,7 @@ func (LinearStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 	if sel {
 		art.Training.Selection = "validation on the " + d.validation
 		if selection.method == selCV {
-			art.Training.Selection = selection.describe() + fmt.Sprintf("; the smallest order within %g%% of the best", 100*linear.ParsimonyTol)
+			art.Training.Selection = selection.describe() + fmt.Sprintf("; the smallest order within %g%% of the best", 100*linear.OrderTol)
 		}
 		art.Training.Chosen = fmt.Sprintf("order %d (block rows %d)", m.N, m.BlockRows)
 	}

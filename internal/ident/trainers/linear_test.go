@@ -658,10 +658,10 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 	}
 	ss4, ss5 := freeRun(ssP, 4), freeRun(ssP, 5)
 	for _, s := range sa.Training.Scores {
-		t.Logf("  order %d: validation mean NRMSE %.4f", s.Order, float64(s.Value))
+		t.Logf("  order %d: selection mean NRMSE %.4f %s", s.Order, float64(s.Value), s.Skipped)
 	}
-	t.Logf("linear_state_space@1: order %d (i=%d, %s, refit %v, %d LM steps, spectral radius %.4f): free-run test RMSE %.4f V (nInit 4), %.4f V (nInit 5); target ≤ 0.60, library 0.591, published ARX 0.685",
-		sa.Order, sa.BlockRows, sa.Training.Validation, sa.Training.Refit, sa.RefineIters, sa.SpectralRadius, ss4, ss5)
+	t.Logf("linear_state_space@1: order %d (i=%d, %s; window data %s, refit %v, %d LM steps, spectral radius %.4f): free-run test RMSE %.4f V (nInit 4), %.4f V (nInit 5); target ≤ 0.60, library 0.591, published ARX 0.685",
+		sa.Order, sa.BlockRows, sa.Training.Selection, sa.Training.Validation, sa.Training.Refit, sa.RefineIters, sa.SpectralRadius, ss4, ss5)
 	t.Logf("linear_state_space@1 platform window metrics (H=F=10, window x0 %q, validation window NRMSE prior %.4f / ls %.4f): test RMSE %.4f, one-step RMSE %.4f, NRMSE %.4f, one-step NRMSE %.4f",
 		sa.WindowX0, float64(sa.WindowX0Scores["prior"]), float64(sa.WindowX0Scores["ls"]),
 		ssM.Test.Targets[0].RMSE, ssM.Test.Targets[0].OneStepRMSE, ssM.Test.MeanNRMSE, ssM.Test.MeanOneStepNRMSE)
@@ -685,7 +685,7 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("one_step@1 selected ARX(na=%d nb=%v nk=%v λ=%g, %s): free-run %.4f V (nInit %d), one-step %.4f V",
-		aa.NA, aa.NB.List, aa.NK.List, aa.Lambda, aa.Training.Validation, freeRun(selP, max(4, aa.MaxLag)), max(4, aa.MaxLag), selM.Test.Targets[0].OneStepRMSE)
+		aa.NA, aa.NB.List, aa.NK.List, aa.Lambda, aa.Training.Selection, freeRun(selP, max(4, aa.MaxLag)), max(4, aa.MaxLag), selM.Test.Targets[0].OneStepRMSE)
 }
 
 func linMaxAbs(a, b [][]float64) float64 {
