@@ -344,6 +344,9 @@ func (a *App) JobSubmit(ctx context.Context, p Principal, req JobSubmitRequest) 
 			if err := a.checkParams(req.Trainer, req.Params); err != nil {
 				return core.Job{}, err
 			}
+			if err := a.checkDatasetParams(req.Trainer, req.Params, d); err != nil {
+				return core.Job{}, err
+			}
 			if req.Params, err = a.checkPhysicsParam(ctx, req.Params); err != nil {
 				return core.Job{}, err
 			}
@@ -615,6 +618,11 @@ func (a *App) model(ctx context.Context, p Principal, act auth.Action, id string
 type ModelShowResponse struct {
 	Model   core.Model         `json:"model"`
 	History []core.StageChange `json:"history"`
+	// Training is the artifact's own account of its training (the
+	// "training" object of model.json: structure selection table, chosen
+	// structure, estimated delays), when the artifact is on this machine
+	// and records one.
+	Training json.RawMessage `json:"training,omitempty"`
 }
 
 // ModelShow returns a model with its stage history.
@@ -631,8 +639,28 @@ func (a *App) ModelShow(ctx context.Context, p Principal, req ModelRequest) (Mod
 		if h == nil {
 			h = []core.StageChange{}
 		}
-		return ModelShowResponse{Model: m, History: h}, nil
+		return ModelShowResponse{Model: m, History: h, Training: a.artifactTraining(m)}, nil
 	})
+}
+
+// artifactTraining returns the "training" object of the model's
+// model.json when its artifact is present locally (nil otherwise: the card
+// is shown without it).
+func (a *App) artifactTraining(m core.Model) json.RawMessage {
+	if m.ArtifactsPruned || m.ArtifactPath == "" {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(registry.New(a.d.Store, a.d.DataDir, nil).ArtifactDir(m), model.FileName))
+	if err != nil {
+		return nil
+	}
+	var art struct {
+		Training json.RawMessage `json:"training"`
+	}
+	if json.Unmarshal(b, &art) != nil || len(art.Training) == 0 || string(art.Training) == "null" {
+		return nil
+	}
+	return art.Training
 }
 
 func (a *App) registry() *registry.Registry { return registry.New(a.d.Store, a.d.DataDir, a.d.Bus) }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/trainer"
@@ -66,6 +67,31 @@ func (a *App) checkParams(ref string, params json.RawMessage) error {
 		return nil
 	}
 	return trainer.ValidateParams(ref, s, params)
+}
+
+// checkDatasetParams lets native trainer ref check its params against
+// dataset d (trainer.DatasetParamsChecker), when the dataset's manifest is
+// on this machine (otherwise the trainer refuses the job when it runs).
+func (a *App) checkDatasetParams(ref string, params json.RawMessage, d core.Dataset) error {
+	t, ok := a.nativeTrainer(ref)
+	if !ok {
+		return nil
+	}
+	c, ok := t.(trainer.DatasetParamsChecker)
+	if !ok {
+		return nil
+	}
+	m, err := dataset.LoadManifest(a.d.DataDir, d)
+	if err != nil {
+		return nil
+	}
+	if err := c.CheckDatasetParams(params, m); err != nil {
+		if core.CodeOf(err) == core.CodeInvalidArgument {
+			return err
+		}
+		return core.FieldErrorf(core.CodeInvalidArgument, "params", "params of %s: %v", ref, err)
+	}
+	return nil
 }
 
 // TrainerShowRequest names a trainer.

@@ -247,6 +247,7 @@ func printModel(w io.Writer, sh app.ModelShowResponse) {
 			fmt.Fprintf(w, "  %-4s %-4s %-40s %.4g %s %.4g %s\n", mark, c.ID, c.Name, c.Value, c.Op, c.Threshold, c.Detail)
 		}
 	}
+	printTraining(w, sh.Training)
 	for _, c := range h {
 		fmt.Fprintf(w, "history   %s %s → %s by %s %s\n", c.At.Format(time.RFC3339), c.From, c.To, c.By, strings.TrimSpace(c.Reason))
 	}
@@ -306,6 +307,107 @@ func printStability(w io.Writer, metrics json.RawMessage) {
 		}
 		fmt.Fprintf(w, "poles     %d, largest |pole| %.4f (%s)\n", s.Poles, *s.MaxPoleModulus, verdict)
 	}
+}
+
+// printTraining prints the structure selection of a linear model's
+// artifact (one_step@1, linear_state_space@1): how it was chosen, the
+// chosen structure, every candidate with its score (skipped ones with the
+// reason) and the estimated input delays with the score of every
+// candidate delay.
+func printTraining(w io.Writer, raw json.RawMessage) {
+	if len(raw) == 0 {
+		return
+	}
+	var t struct {
+		Selection string `json:"selection"`
+		Chosen    string `json:"chosen"`
+		Scores    []struct {
+			NA        *int            `json:"na"`
+			NB        json.RawMessage `json:"nb"`
+			NK        json.RawMessage `json:"nk"`
+			Lambda    *float64        `json:"lambda"`
+			Order     int             `json:"order"`
+			BlockRows int             `json:"blockRows"`
+			Folds     int             `json:"folds"`
+			Value     *float64        `json:"meanNrmse"`
+			Error     string          `json:"error"`
+			Skipped   string          `json:"skipped"`
+		} `json:"scores"`
+		Delays *struct {
+			Method    string   `json:"method"`
+			Inputs    []string `json:"inputs"`
+			Estimated []int    `json:"estimated"`
+			Scores    []struct {
+				Input string   `json:"input"`
+				NK    int      `json:"nk"`
+				Value *float64 `json:"meanNrmse"`
+			} `json:"scores"`
+		} `json:"delays"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return
+	}
+	if d := t.Delays; d != nil {
+		parts := make([]string, 0, len(d.Estimated))
+		for i, v := range d.Estimated {
+			name := fmt.Sprint(i)
+			if i < len(d.Inputs) {
+				name = d.Inputs[i]
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", name, v))
+		}
+		fmt.Fprintf(w, "delays    %s (estimated: %s)\n", strings.Join(parts, ", "), d.Method)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "input\tnk\tmean NRMSE\t")
+		for _, s := range d.Scores {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t\n", s.Input, s.NK, fmt4(s.Value))
+		}
+		tw.Flush()
+	}
+	if t.Selection == "" && len(t.Scores) == 0 {
+		return
+	}
+	if t.Selection != "" {
+		fmt.Fprintf(w, "selection %s\n", t.Selection)
+	}
+	if t.Chosen != "" {
+		fmt.Fprintf(w, "chosen    %s\n", t.Chosen)
+	}
+	if len(t.Scores) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "candidate\tmean NRMSE\tnote")
+	for _, s := range t.Scores {
+		var c string
+		if s.NA != nil {
+			lam := 0.0
+			if s.Lambda != nil {
+				lam = *s.Lambda
+			}
+			c = fmt.Sprintf("na=%d nb=%s nk=%s λ=%g", *s.NA, s.NB, s.NK, lam)
+		} else {
+			c = fmt.Sprintf("order %d", s.Order)
+			if s.BlockRows > 0 {
+				c += fmt.Sprintf(" (i=%d)", s.BlockRows)
+			}
+		}
+		note := ""
+		switch {
+		case s.Skipped != "":
+			note = "skipped: " + s.Skipped
+		case s.Error != "":
+			note = "error: " + s.Error
+		case s.Folds > 0:
+			note = fmt.Sprintf("%d-fold CV", s.Folds)
+		}
+		v := fmt4(s.Value)
+		if s.Skipped != "" {
+			v = "–"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c, v, note)
+	}
+	tw.Flush()
 }
 
 func fmt4(p *float64) string {

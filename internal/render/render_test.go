@@ -70,3 +70,29 @@ func TestListRendering(t *testing.T) {
 		t.Fatalf("empty job list:\n%s", got)
 	}
 }
+
+// The model card shows a linear model's structure selection from its
+// artifact: method, chosen structure, every candidate with its score,
+// skipped ones with the reason, and the estimated delays.
+func TestModelCardShowsSelection(t *testing.T) {
+	training := `{"selection":"block cross-validation: 5 contiguous blocks","chosen":"ARX(na=2 nb=[2 2 2] nk=[1 1 0] full) λ=0",
+		"scores":[{"na":1,"nb":[1,1,1],"nk":[1,1,0],"lambda":0,"criterion":"simulation","start":2,"folds":5,"meanNrmse":0.3636},
+		{"na":2,"nb":[2,2,2],"nk":[1,1,0],"lambda":0,"criterion":"simulation","start":2,"folds":5,"meanNrmse":0.0123},
+		{"na":40,"nb":[40,40,40],"nk":[1,1,0],"lambda":0,"criterion":"simulation","start":2,"meanNrmse":null,"skipped":"161 regressors per output, fold 2 has 160 regression rows"}],
+		"delays":{"method":"ARX(na=2 nb=2) sweep","inputs":["u1","u2","u3"],"estimated":[1,1,0],"scores":[{"input":"u3","nk":0,"meanNrmse":0.0112},{"input":"u3","nk":1,"meanNrmse":0.4116}]}}`
+	out := String("model.show", nil, app.ModelShowResponse{Model: core.Model{ID: "m1"}, Training: []byte(training)})
+	for _, want := range []string{"delays    u1 1, u2 1, u3 0 (estimated: ARX(na=2 nb=2) sweep)", "selection block cross-validation", "chosen    ARX(na=2 nb=[2 2 2] nk=[1 1 0] full) λ=0",
+		"na=2 nb=[2,2,2] nk=[1,1,0] λ=0", "0.0123", "skipped: 161 regressors per output", "5-fold CV"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("model card lacks %q:\n%s", want, out)
+		}
+	}
+	ss := `{"selection":"validation on the val runs (1)","chosen":"order 2 (block rows 10)","scores":[{"order":1,"blockRows":10,"criterion":"simulation","start":5,"meanNrmse":0.5},{"order":10,"criterion":"simulation","start":5,"meanNrmse":null,"skipped":"order 10 needs NY·BlockRows > order (BlockRows=10)"}]}`
+	out = String("model.show", nil, app.ModelShowResponse{Model: core.Model{ID: "m2"}, Training: []byte(ss)})
+	for _, want := range []string{"chosen    order 2 (block rows 10)", "order 1 (i=10)", "skipped: order 10 needs"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("model card lacks %q:\n%s", want, out)
+		}
+	}
+	t.Log(out)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
 )
 
 // Described is a native trainer that publishes what it takes and writes:
@@ -25,6 +26,14 @@ type Described interface {
 	Summary() string
 	Formats() []string
 	ParamSchema() *jsonschema.Schema
+}
+
+// DatasetParamsChecker is a native trainer whose params must also agree
+// with the dataset (e.g. a list with one entry per control). job.submit
+// calls it after the schema check when the dataset's manifest is at hand;
+// an error names the field (params.<name>).
+type DatasetParamsChecker interface {
+	CheckDatasetParams(params json.RawMessage, m *dataset.Manifest) error
 }
 
 // ParamSchema infers the schema of a params struct T. Each field's
@@ -41,7 +50,9 @@ type Described interface {
 // Every parameter is optional unless tagged required.
 func ParamSchema[T any]() (*jsonschema.Schema, error) {
 	t := reflect.TypeFor[T]()
-	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{})
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[IntOrList](): {Types: []string{"integer", "array"}, Items: &jsonschema.Schema{Type: "integer"}},
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +91,62 @@ func optional(s *jsonschema.Schema) {
 	}
 	optional(s.Items)
 	optional(s.AdditionalProperties)
+}
+
+// IntOrList is a parameter given either as one integer, which applies to
+// every item (e.g. every model input), or as a list of integers, one per
+// item. Its schema type is integer or array of integers (min and itemMin
+// bound both forms).
+type IntOrList struct {
+	N      int   // the integer form
+	List   []int // the list form (IsList)
+	IsList bool
+}
+
+// UnmarshalJSON reads an integer or an array of integers.
+func (v *IntOrList) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '[' {
+		var l []int
+		if err := json.Unmarshal(b, &l); err != nil {
+			return fmt.Errorf("want an integer or a list of integers: %w", err)
+		}
+		*v = IntOrList{List: l, IsList: true}
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("want an integer or a list of integers: %w", err)
+	}
+	*v = IntOrList{N: n}
+	return nil
+}
+
+// MarshalJSON writes the form that was given.
+func (v IntOrList) MarshalJSON() ([]byte, error) {
+	if v.IsList {
+		if v.List == nil {
+			return []byte("[]"), nil
+		}
+		return json.Marshal(v.List)
+	}
+	return json.Marshal(v.N)
+}
+
+// For returns the value of every one of n items: the list (nil when its
+// length is not n) or n copies of the integer.
+func (v IntOrList) For(n int) []int {
+	if v.IsList {
+		if len(v.List) != n {
+			return nil
+		}
+		return v.List
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v.N
+	}
+	return out
 }
 
 // MustParamSchema is ParamSchema for the native trainers' own structs (a

@@ -10,24 +10,74 @@ import (
 
 // ARXOrders gives the structure of an ARX model
 //
-//	y(k) = Σ_{i=1..NA} A_i y(k−i) + Σ_{j=NK..NK+NB−1} B_j u(k−j) + c.
+//	y(k) = Σ_{i=1..NA} A_i y(k−i) + Σ_a Σ_{j=nk_a..nk_a+nb_a−1} b_{a,j} u_a(k−j) + c.
 //
-// NK ≥ 0 is the input delay (NK = 0 means direct feed-through of u(k)).
-// With Diag set, A_i is diagonal: every output is regressed on its own past
-// only (plus all inputs), i.e. NY independent MISO ARX models.
+// NK ≥ 0 is the input delay (NK = 0 means direct feed-through of u(k)) and
+// NB the input order, the same for every input unless NKs and NBs give
+// them per input (nk_a = NKs[a], nb_a = NBs[a]; either list, when not nil,
+// has one entry per input and replaces the scalar). With Diag set, A_i is
+// diagonal: every output is regressed on its own past only (plus all
+// inputs), i.e. NY independent MISO ARX models.
 type ARXOrders struct {
 	NA, NB, NK int
+	NBs, NKs   []int
 	Diag       bool
 }
 
-// MaxLag returns the number of initial samples needed before a full
-// regressor can be formed: max(NA, NK+NB−1) (and 0 for a static model).
-func (o ARXOrders) MaxLag() int {
-	m := o.NA
-	if o.NB > 0 && o.NK+o.NB-1 > m {
-		m = o.NK + o.NB - 1
+// InputNB returns the input order of input a.
+func (o ARXOrders) InputNB(a int) int {
+	if o.NBs != nil {
+		return o.NBs[a]
 	}
-	return m
+	return o.NB
+}
+
+// InputNK returns the delay of input a.
+func (o ARXOrders) InputNK(a int) int {
+	if o.NKs != nil {
+		return o.NKs[a]
+	}
+	return o.NK
+}
+
+// PerInput reports whether the orders are given per input.
+func (o ARXOrders) PerInput() bool { return o.NBs != nil || o.NKs != nil }
+
+// nInputs is the number of inputs the per-input lists fix (0 when none).
+func (o ARXOrders) nInputs() int { return max(len(o.NBs), len(o.NKs)) }
+
+// inputLags returns the smallest delay and one past the largest lag of the
+// inputs with nb_a > 0 over nu inputs (lo = hi = 0 when there is none).
+func (o ARXOrders) inputLags(nu int) (lo, hi int) {
+	if !o.PerInput() {
+		if o.NB == 0 || nu == 0 {
+			return 0, 0
+		}
+		return o.NK, o.NK + o.NB
+	}
+	first := true
+	for a := 0; a < nu; a++ {
+		nb, nk := o.InputNB(a), o.InputNK(a)
+		if nb == 0 {
+			continue
+		}
+		if first || nk < lo {
+			lo = nk
+		}
+		if first || nk+nb > hi {
+			hi = nk + nb
+		}
+		first = false
+	}
+	return lo, hi
+}
+
+// MaxLag returns the number of initial samples needed before a full
+// regressor can be formed: max(NA, nk_a+nb_a−1 over the inputs) (and 0 for
+// a static model).
+func (o ARXOrders) MaxLag() int {
+	_, hi := o.inputLags(max(1, o.nInputs()))
+	return max(o.NA, hi-1)
 }
 
 func (o ARXOrders) String() string {
@@ -35,12 +85,41 @@ func (o ARXOrders) String() string {
 	if o.Diag {
 		s = "diag"
 	}
+	if o.PerInput() {
+		n := o.nInputs()
+		nb, nk := make([]int, n), make([]int, n)
+		for a := range n {
+			nb[a], nk[a] = o.InputNB(a), o.InputNK(a)
+		}
+		return fmt.Sprintf("ARX(na=%d nb=%v nk=%v %s)", o.NA, nb, nk, s)
+	}
 	return fmt.Sprintf("ARX(na=%d nb=%d nk=%d %s)", o.NA, o.NB, o.NK, s)
 }
 
 func (o ARXOrders) validate() error {
 	if o.NA < 0 || o.NB < 0 || o.NK < 0 {
 		return fmt.Errorf("linear: negative ARX order in %v", o)
+	}
+	for _, l := range [][]int{o.NBs, o.NKs} {
+		for _, v := range l {
+			if v < 0 {
+				return fmt.Errorf("linear: negative ARX order in %v", o)
+			}
+		}
+	}
+	return nil
+}
+
+// validateInputs checks the per-input lists against the number of inputs.
+func (o ARXOrders) validateInputs(nu int) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if o.NBs != nil && len(o.NBs) != nu {
+		return fmt.Errorf("linear: %d per-input nb for %d inputs", len(o.NBs), nu)
+	}
+	if o.NKs != nil && len(o.NKs) != nu {
+		return fmt.Errorf("linear: %d per-input nk for %d inputs", len(o.NKs), nu)
 	}
 	return nil
 }
@@ -90,6 +169,12 @@ func (m *ARX) NumRegressors() int { return m.regressors }
 
 func numRegressors(o ARXOrders, ny, nu int, icpt bool) int {
 	p := o.NB * nu
+	if o.PerInput() {
+		p = 0
+		for a := 0; a < nu; a++ {
+			p += o.InputNB(a)
+		}
+	}
 	if o.Diag {
 		p += o.NA
 	} else {
@@ -125,13 +210,33 @@ func fillRegressor(dst []float64, o ARXOrders, ny, nu int, icpt bool, ys, us []f
 			p += ny
 		}
 	}
-	for j := o.NK; j < o.NK+o.NB; j++ {
-		if t := k - j; t >= 0 {
-			copy(dst[p:p+nu], us[t*nu:(t+1)*nu])
-		} else {
-			clear(dst[p : p+nu])
+	if o.PerInput() {
+		// lag-major, input-minor over the inputs whose window holds the
+		// lag: with equal windows the layout of the scalar orders
+		lo, hi := o.inputLags(nu)
+		for j := lo; j < hi; j++ {
+			t := k - j
+			for a := 0; a < nu; a++ {
+				if nk := o.InputNK(a); j < nk || j >= nk+o.InputNB(a) {
+					continue
+				}
+				if t >= 0 {
+					dst[p] = us[t*nu+a]
+				} else {
+					dst[p] = 0
+				}
+				p++
+			}
 		}
-		p += nu
+	} else {
+		for j := o.NK; j < o.NK+o.NB; j++ {
+			if t := k - j; t >= 0 {
+				copy(dst[p:p+nu], us[t*nu:(t+1)*nu])
+			} else {
+				clear(dst[p : p+nu])
+			}
+			p += nu
+		}
 	}
 	if icpt {
 		dst[p] = 1
@@ -153,6 +258,9 @@ func FitARXOpts(y, u [][]float64, o ARXOrders, opts ARXOptions) (*ARX, error) {
 	}
 	ny, nu, err := checkPair(y, u)
 	if err != nil {
+		return nil, err
+	}
+	if err := o.validateInputs(nu); err != nil {
 		return nil, err
 	}
 	return fitARX([][][]float64{y}, [][][]float64{u}, ny, nu, o, opts)
@@ -347,11 +455,13 @@ func (m *ARX) Simulate(u [][]float64, yInit [][]float64) [][]float64 {
 
 // Coefficients returns the model in the original (unscaled) units:
 // A[i-1] (NY×NY) multiplies y(k−i), B[j] (NY×NU) multiplies u(k−NK−j), and
-// c is the constant term.
+// c is the constant term. With per-input orders NK is the smallest delay
+// and column a of B[j] is zero outside input a's lags nk_a … nk_a+nb_a−1.
 func (m *ARX) Coefficients() (A, B []*mat.Dense, c []float64) {
 	ny, nu := m.NY, m.NU
+	lo, hi := m.Orders.inputLags(nu)
 	A = make([]*mat.Dense, m.Orders.NA)
-	B = make([]*mat.Dense, m.Orders.NB)
+	B = make([]*mat.Dense, hi-lo)
 	c = make([]float64, ny)
 	for i := range A {
 		A[i] = mat.NewDense(ny, ny, nil)
@@ -372,9 +482,12 @@ func (m *ARX) Coefficients() (A, B []*mat.Dense, c []float64) {
 				r++
 			}
 		}
-		for j := 0; j < m.Orders.NB; j++ {
+		for j := lo; j < hi; j++ {
 			for a := 0; a < nu; a++ {
-				B[j].Set(o, a, m.YStd[o]*m.Theta.At(r, o)/m.UStd[a])
+				if nk := m.Orders.InputNK(a); j < nk || j >= nk+m.Orders.InputNB(a) {
+					continue
+				}
+				B[j-lo].Set(o, a, m.YStd[o]*m.Theta.At(r, o)/m.UStd[a])
 				r++
 			}
 		}

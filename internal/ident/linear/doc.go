@@ -19,8 +19,11 @@
 //
 //	y(k) = Σ_{i=1..NA} A_i y(k−i) + Σ_{j=NK..NK+NB−1} B_j u(k−j) + c
 //
-// NK = 0 gives direct feed-through. The regression uses the rows
-// k = MaxLag … T−1, MaxLag = max(NA, NK+NB−1). For the full MIMO structure
+// NK = 0 gives direct feed-through. ARXOrders.NKs and NBs give per-input
+// delays and orders (input a enters at lags nk_a … nk_a+nb_a−1; equal
+// lists are the scalar orders, same regressor layout), and EstimateDelays
+// estimates one delay per input by an ARX sweep. The regression uses the
+// rows k = MaxLag … T−1, MaxLag = max(NA, nk_a+nb_a−1). For the full MIMO structure
 // all outputs share one regressor matrix Φ and are solved together
 // (one QR, NY right-hand sides); with Diag each output has its own regressor
 // (own past only, all inputs) and its own QR.
@@ -110,7 +113,11 @@
 // SelectStateSpace does the same over state orders (free run with x0 from
 // the first NInit validation samples). Both return models fitted on the
 // training part only; refitting the chosen structure on all estimation data
-// is left to the caller.
+// is left to the caller. SelectARXCV and SelectStateSpaceCV need no
+// validation record: they score by K-fold block cross-validation of the
+// estimation segments and return the winner refitted on all of them (see
+// cv.go). The state-space selections skip the orders the data cannot
+// support (Score.Skipped) and fail only when none is left.
 //
 // # Results on the shared benchmarks (see the tests)
 //

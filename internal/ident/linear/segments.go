@@ -98,6 +98,9 @@ func FitARXSegments(ys, us [][][]float64, o ARXOrders, opts ARXOptions) (*ARX, e
 	if err != nil {
 		return nil, err
 	}
+	if err := o.validateInputs(nu); err != nil {
+		return nil, err
+	}
 	return fitARX(ys, us, ny, nu, o, opts)
 }
 
@@ -318,9 +321,11 @@ func SelectARXSegments(yTr, uTr, yVal, uVal [][][]float64, grid []ARXOrders, lam
 // segment longer than opts.NInit (default 5), with the initial state
 // estimated from its first NInit samples. RMSE and NRMSE pool the samples
 // k ≥ NInit of all those segments. The best model (fitted on the training
-// segments only) and all scores are returned. progress is as in
-// SelectARXSegments (called after the decomposition with done = 0, then
-// after every order).
+// segments only) and all scores are returned. Orders the training data
+// cannot support (NY·BlockRows ≤ order for the block rows the data allow)
+// are not fitted: their scores have Skipped set, and only a grid with no
+// feasible order is an error. progress is as in SelectARXSegments (called
+// after the decomposition with done = 0, then after every fitted order).
 func SelectStateSpaceSegments(yTr, uTr, yVal, uVal [][][]float64, orders []int, opts SubspaceOptions, progress func(done, total int) error) (*StateSpace, []Score, error) {
 	if len(orders) == 0 {
 		return nil, nil, errNoOrders
@@ -332,10 +337,19 @@ func SelectStateSpaceSegments(yTr, uTr, yVal, uVal [][][]float64, orders []int, 
 	if _, _, err := checkSegments(yVal, uVal); err != nil {
 		return nil, nil, err
 	}
-	maxN, err := maxOrder(orders)
-	if err != nil {
+	if _, err := maxOrder(orders); err != nil {
 		return nil, nil, err
 	}
+	// orders the data cannot support are skipped, not fatal
+	feasible, skipped := ssFeasible(d, orders, opts, fmt.Sprintf("%d training samples", d.T))
+	if len(feasible) == 0 {
+		var sc []Score
+		for _, n := range orders {
+			sc = append(sc, Score{Order: n, Criterion: CriterionSimulation, Value: math.Inf(1), Skipped: skipped[n]})
+		}
+		return nil, sc, noCandidate("state-space", sc)
+	}
+	maxN, _ := maxOrder(feasible)
 	base := opts
 	base.Order = maxN
 	base, err = base.withSegmentDefaults(d)
@@ -351,10 +365,24 @@ func SelectStateSpaceSegments(yTr, uTr, yVal, uVal [][][]float64, orders []int, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := segProgress(progress, 0, len(orders)); err != nil {
+	if err := segProgress(progress, 0, len(feasible)); err != nil {
 		return nil, nil, err
 	}
-	return selectStateSpace(d, r, base, orders, yv, uv, progress)
+	best, sc, err := selectStateSpace(d, r, base, feasible, yv, uv, progress)
+	if len(skipped) == 0 {
+		return best, sc, err
+	}
+	all := make([]Score, 0, len(orders))
+	i := 0
+	for _, n := range orders {
+		if why, ok := skipped[n]; ok {
+			all = append(all, Score{Order: n, Criterion: CriterionSimulation, Start: start, Value: math.Inf(1), Skipped: why})
+		} else if i < len(sc) {
+			all = append(all, sc[i])
+			i++
+		}
+	}
+	return best, all, err
 }
 
 // Restore makes an ARX model whose exported fields were filled from a
@@ -362,7 +390,7 @@ func SelectStateSpaceSegments(yTr, uTr, yVal, uVal [][][]float64, orders []int, 
 // NU, the statistics and Theta are consistent and sets the internal
 // regressor count. The restored model predicts exactly like the original.
 func (m *ARX) Restore() error {
-	if err := m.Orders.validate(); err != nil {
+	if err := m.Orders.validateInputs(m.NU); err != nil {
 		return err
 	}
 	if m.NY <= 0 || m.NU < 0 {

@@ -26,9 +26,18 @@ type Score struct {
 	// when the fit failed or the prediction diverged.
 	Value float64
 	Err   error
+	// Folds is the number of cross-validation blocks (0: scored on a
+	// validation record).
+	Folds int
+	// Skipped, when not empty, says why the candidate was not fitted: the
+	// data cannot support it.
+	Skipped string
 }
 
 func (s Score) String() string {
+	if s.Skipped != "" {
+		return fmt.Sprintf("%v λ=%g order=%d: skipped, %s", s.Orders, s.Lambda, s.Order, s.Skipped)
+	}
 	if s.Err != nil {
 		return fmt.Sprintf("%v λ=%g order=%d: error %v", s.Orders, s.Lambda, s.Order, s.Err)
 	}

@@ -61,10 +61,12 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/ident/linear"
 	"github.com/aml-project/aml/internal/model"
@@ -314,29 +316,47 @@ func linNums(x []float64) []linNum {
 	return out
 }
 
-// linScoreJSON is one selection candidate in an artifact.
+// linScoreJSON is one selection candidate in an artifact. nb and nk are
+// integers for orders common to all inputs, lists (one per input) for
+// per-input ones.
 type linScoreJSON struct {
-	NA        *int     `json:"na,omitempty"`
-	NB        *int     `json:"nb,omitempty"`
-	NK        *int     `json:"nk,omitempty"`
-	Lambda    *linNum  `json:"lambda,omitempty"`
-	Order     int      `json:"order,omitempty"`
-	BlockRows int      `json:"blockRows,omitempty"`
-	Criterion string   `json:"criterion"`
-	Start     int      `json:"start"`
-	RMSE      []linNum `json:"rmse,omitempty"`
-	NRMSE     []linNum `json:"nrmse,omitempty"`
-	Value     linNum   `json:"meanNrmse"`
-	Error     string   `json:"error,omitempty"`
+	NA        *int               `json:"na,omitempty"`
+	NB        *trainer.IntOrList `json:"nb,omitempty"`
+	NK        *trainer.IntOrList `json:"nk,omitempty"`
+	Lambda    *linNum            `json:"lambda,omitempty"`
+	Order     int                `json:"order,omitempty"`
+	BlockRows int                `json:"blockRows,omitempty"`
+	Criterion string             `json:"criterion"`
+	Start     int                `json:"start"`
+	Folds     int                `json:"folds,omitempty"`
+	RMSE      []linNum           `json:"rmse,omitempty"`
+	NRMSE     []linNum           `json:"nrmse,omitempty"`
+	Value     linNum             `json:"meanNrmse"`
+	Error     string             `json:"error,omitempty"`
+	Skipped   string             `json:"skipped,omitempty"`
 }
 
-func linScoresJSON(sc []linear.Score, arx bool) []linScoreJSON {
+// linOrderList is the nb or nk of o in an artifact: the scalar or the
+// per-input list.
+func linOrderList(o linear.ARXOrders, nu int, nb bool) *trainer.IntOrList {
+	if !o.PerInput() {
+		v := o.NK
+		if nb {
+			v = o.NB
+		}
+		return &trainer.IntOrList{N: v}
+	}
+	return &trainer.IntOrList{List: perInput(o, nu, nb), IsList: true}
+}
+
+func linScoresJSON(sc []linear.Score, arx bool, nu int) []linScoreJSON {
 	out := make([]linScoreJSON, 0, len(sc))
 	for _, s := range sc {
-		j := linScoreJSON{Order: s.Order, BlockRows: s.BlockRows, Criterion: s.Criterion, Start: s.Start, RMSE: linNums(s.RMSE), NRMSE: linNums(s.NRMSE), Value: linNum(s.Value)}
+		j := linScoreJSON{Order: s.Order, BlockRows: s.BlockRows, Criterion: s.Criterion, Start: s.Start, Folds: s.Folds,
+			RMSE: linNums(s.RMSE), NRMSE: linNums(s.NRMSE), Value: linNum(s.Value), Skipped: s.Skipped}
 		if arx {
-			na, nb, nk, l := s.Orders.NA, s.Orders.NB, s.Orders.NK, linNum(s.Lambda)
-			j.NA, j.NB, j.NK, j.Lambda = &na, &nb, &nk, &l
+			na, l := s.Orders.NA, linNum(s.Lambda)
+			j.NA, j.NB, j.NK, j.Lambda = &na, linOrderList(s.Orders, nu, true), linOrderList(s.Orders, nu, false), &l
 		}
 		if s.Err != nil {
 			j.Error = s.Err.Error()
@@ -346,17 +366,37 @@ func linScoresJSON(sc []linear.Score, arx bool) []linScoreJSON {
 	return out
 }
 
+// linDelaysJSON records the input-delay estimation of an ARX model.
+type linDelaysJSON struct {
+	Method    string              `json:"method"`
+	Inputs    []string            `json:"inputs"`
+	Estimated []int               `json:"estimated"`
+	Scores    []linDelayScoreJSON `json:"scores"`
+}
+
+type linDelayScoreJSON struct {
+	Input string `json:"input"`
+	NK    int    `json:"nk"`
+	Value linNum `json:"meanNrmse"`
+}
+
 // linTrainingJSON records how a linear model was trained (information only;
 // the loader ignores it).
 type linTrainingJSON struct {
-	TrainRuns   []string        `json:"trainRuns"`
-	Segments    int             `json:"segments"`
-	Samples     int             `json:"samples"`
-	DroppedRows int             `json:"droppedRows"`
-	Validation  string          `json:"validation,omitempty"`
-	Refit       bool            `json:"refitOnTrain,omitempty"`
-	Scores      []linScoreJSON  `json:"scores,omitempty"`
-	Params      json.RawMessage `json:"params,omitempty"`
+	TrainRuns   []string `json:"trainRuns"`
+	Segments    int      `json:"segments"`
+	Samples     int      `json:"samples"`
+	DroppedRows int      `json:"droppedRows"`
+	Validation  string   `json:"validation,omitempty"`
+	Refit       bool     `json:"refitOnTrain,omitempty"`
+	// Selection says how the structure was chosen (cross-validation or a
+	// validation record), Chosen the structure, Scores every candidate
+	// (skipped ones with the reason).
+	Selection string          `json:"selection,omitempty"`
+	Chosen    string          `json:"chosen,omitempty"`
+	Scores    []linScoreJSON  `json:"scores,omitempty"`
+	Delays    *linDelaysJSON  `json:"delays,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty"`
 }
 
 func linTrainingInfo(tc *trainer.TrainContext, d *linData, sc []linScoreJSON) *linTrainingJSON {
@@ -411,7 +451,7 @@ func linParseScaling(s string) (linear.Scaling, error) {
 
 // OneStep ("one_step@1") fits a MIMO ARX model
 //
-//	y(k) = Σ_{i=1..na} A_i y(k−i) + Σ_{j=nk..nk+nb−1} B_j u(k−j) + c
+//	y(k) = Σ_{i=1..na} A_i y(k−i) + Σ_a Σ_{j=nk_a..nk_a+nb_a−1} b_{a,j} u_a(k−j) + c
 //
 // (y the targets, u the controls) by ridge least squares over the
 // NaN-free segments of the train runs (see the top of linear.go for the
@@ -419,16 +459,32 @@ func linParseScaling(s string) (linear.Scaling, error) {
 //
 // Params:
 //
-//	select      choose na = nb, nk and the ridge λ by validation (default
-//	            true, false when na, nb or nk is given)
+//	select      choose na = nb and the ridge λ (default true, false when
+//	            na, nb or nk is given)
+//	selection   "cv" (default): K-fold block cross-validation of the train
+//	            runs' segments (linear.SelectARXCV: fit on K−1 contiguous
+//	            blocks, free-run score on the held-out one, mean over the
+//	            folds), so the val runs stay unseen for calibration; "val":
+//	            score on the val runs (or the last 25 % of every train run)
+//	cvFolds     K of the cross-validation (default 3)
 //	maxOrder    selection grid na = nb = 1..maxOrder (default 10, limited
-//	            to lags ≤ the dataset's history)
-//	feedthrough allow nk = 0 (u(k) acts on y(k)) in the grid: nk ∈ {0, 1}
-//	            (default true), else nk = 1
+//	            to lags ≤ the dataset's history); candidates the data cannot
+//	            support are skipped (reported with the reason)
+//	feedthrough allow nk = 0 (u(k) acts on y(k)) for the estimated delays
+//	            (default true), else nk ≥ 1
+//	maxDelay    largest delay the delay estimation tries (default
+//	            min(5, history − 1))
 //	lambdas     ridge grid (default [0, 1, 100]; scaled units, summed
 //	            squared errors)
 //	criterion   "simulation" (free run, default) or "one_step"
-//	na, nb, nk  fixed orders when select is false (defaults 2, na, 1)
+//	na          fixed output order when select is false (default 2)
+//	nb, nk      input orders and delays: an integer (every input) or a list
+//	            with one entry per control, in the dataset's control order;
+//	            nb defaults to na; without nk the delays are estimated
+//	            (linear.EstimateDelays: per input, an ARX(2, 2) sweep over
+//	            nk ∈ 0..maxDelay on the train segments, the shortest delay
+//	            within 1 % of the best one-step NRMSE; every candidate's
+//	            score recorded in training.delays)
 //	lambda      fixed ridge parameter (default 0; with select it replaces
 //	            the grid)
 //	diag        every target regressed on its own past only (default false)
@@ -443,51 +499,123 @@ type OneStep struct{}
 func (OneStep) Ref() string           { return "one_step@1" }
 func (OneStep) HasTrainingStep() bool { return true }
 
+// Selection methods of one_step@1 and linear_state_space@1.
+const (
+	selCV  = "cv"
+	selVal = "val"
+)
+
 type arxParams struct {
-	Select        *bool     `json:"select" jsonschema:"choose na = nb, nk and the ridge λ by validation (default true, false when na, nb or nk is given)"`
-	MaxOrder      int       `json:"maxOrder" jsonschema:"selection grid na = nb = 1..maxOrder (0: the default), limited to lags ≤ the dataset's history" param:"default=10;min=0"`
-	Feedthrough   *bool     `json:"feedthrough" jsonschema:"allow nk = 0 (u(k) acts on y(k)) in the selection grid: nk ∈ {0, 1}; false: nk = 1" param:"default=true"`
-	Lambdas       []float64 `json:"lambdas" jsonschema:"ridge grid of the selection (scaled units, summed squared errors)" param:"default=[0,1,100];itemMin=0"`
-	Criterion     string    `json:"criterion" jsonschema:"selection criterion: free-run simulation error or one-step prediction error" param:"default=\"simulation\";enum=simulation|one_step"`
-	NA            *int      `json:"na" jsonschema:"fixed output order when select is false" param:"default=2;min=0"`
-	NB            *int      `json:"nb" jsonschema:"fixed input order when select is false (default: na; na + nb > 0)" param:"min=0"`
-	NK            *int      `json:"nk" jsonschema:"fixed input delay when select is false" param:"default=1;min=0"`
-	Lambda        *float64  `json:"lambda" jsonschema:"fixed ridge parameter; with select it replaces the grid" param:"default=0;min=0"`
-	Diag          bool      `json:"diag" jsonschema:"every target regressed on its own past only" param:"default=false"`
-	Intercept     *bool     `json:"intercept" jsonschema:"constant term c" param:"default=true"`
-	Physics       any       `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"` // see linDecodeParams
-	PhysicsSha256 any       `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`                    // pinned by job.submit beside physics
+	Select        *bool              `json:"select" jsonschema:"choose na = nb and the ridge λ (default true, false when na, nb or nk is given)"`
+	MaxOrder      int                `json:"maxOrder" jsonschema:"selection grid na = nb = 1..maxOrder (0: the default), limited to lags ≤ the dataset's history; candidates the data cannot support are skipped" param:"default=10;min=0"`
+	Feedthrough   *bool              `json:"feedthrough" jsonschema:"allow nk = 0 (u(k) acts on y(k)) in the delay estimation; false: nk ≥ 1" param:"default=true"`
+	MaxDelay      *int               `json:"maxDelay" jsonschema:"largest delay the delay estimation tries (default min(5, history − 1))" param:"min=0"`
+	Selection     string             `json:"selection" jsonschema:"how candidates are scored: cv, block cross-validation of the train runs (the val runs stay for calibration), or val, on the val runs (without them the last 25% of every train run)" param:"default=\"cv\";enum=cv|val"`
+	CVFolds       int                `json:"cvFolds" jsonschema:"blocks of the cross-validation (0: the default)" param:"default=3;min=0"`
+	Lambdas       []float64          `json:"lambdas" jsonschema:"ridge grid of the selection (scaled units, summed squared errors)" param:"default=[0,1,100];itemMin=0"`
+	Criterion     string             `json:"criterion" jsonschema:"selection criterion: free-run simulation error or one-step prediction error" param:"default=\"simulation\";enum=simulation|one_step"`
+	NA            *int               `json:"na" jsonschema:"fixed output order when select is false" param:"default=2;min=0"`
+	NB            *trainer.IntOrList `json:"nb" jsonschema:"fixed input order when select is false: an integer (every input) or a list, one per control in the dataset's control order (default: na; na + nb > 0)" param:"min=0;itemMin=0"`
+	NK            *trainer.IntOrList `json:"nk" jsonschema:"input delay: an integer (every input) or a list, one per control in the dataset's control order (default: estimated per input)" param:"min=0;itemMin=0"`
+	Lambda        *float64           `json:"lambda" jsonschema:"fixed ridge parameter; with select it replaces the grid" param:"default=0;min=0"`
+	Diag          bool               `json:"diag" jsonschema:"every target regressed on its own past only" param:"default=false"`
+	Intercept     *bool              `json:"intercept" jsonschema:"constant term c" param:"default=true"`
+	Physics       any                `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"` // see linDecodeParams
+	PhysicsSha256 any                `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`                    // pinned by job.submit beside physics
+}
+
+// linPerInput resolves an integer-or-list param for the nu controls: nil
+// when absent, an error naming the field when the list has the wrong
+// length or a negative entry.
+func linPerInput(name string, v *trainer.IntOrList, controls []string) ([]int, error) {
+	if v == nil {
+		return nil, nil
+	}
+	l := v.For(len(controls))
+	if l == nil {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "params."+name, "params.%s has %d entries; the model has %d inputs, one per control (%s)",
+			name, len(v.List), len(controls), strings.Join(controls, ", "))
+	}
+	for a, x := range l {
+		if x < 0 {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, "params."+name, "params.%s: %d for %s must not be negative", name, x, controls[a])
+		}
+	}
+	return l, nil
+}
+
+// CheckDatasetParams checks what the param schema cannot: the per-input
+// lists nb and nk have one entry per control of the dataset.
+func (OneStep) CheckDatasetParams(params json.RawMessage, m *dataset.Manifest) error {
+	var p arxParams
+	if err := linDecodeParams(params, &p); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		v    *trainer.IntOrList
+	}{{"nb", p.NB}, {"nk", p.NK}} {
+		if _, err := linPerInput(f.name, f.v, m.Controls); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// arxOrders builds the orders na, nb, nk (per input unless every input has
+// the same nb and nk).
+func arxOrders(na int, nbs, nks []int, diag bool) linear.ARXOrders {
+	o := linear.ARXOrders{NA: na, Diag: diag}
+	same := len(nbs) > 0
+	for a := range nbs {
+		if nbs[a] != nbs[0] || nks[a] != nks[0] {
+			same = false
+		}
+	}
+	if same {
+		o.NB, o.NK = nbs[0], nks[0]
+		return o
+	}
+	o.NBs, o.NKs = append([]int(nil), nbs...), append([]int(nil), nks...)
+	return o
 }
 
 // arxArtifact is the aml.arx/1 model.json. Theta has one column per output
 // and one row per regressor, in scaled units ỹ = (y−yMean)/yStd,
 // ũ = (u−uMean)/uStd; the regressor of output o at time k is
 //
-//	full: [ỹ(k−1)ᵀ … ỹ(k−na)ᵀ  ũ(k−nk)ᵀ … ũ(k−nk−nb+1)ᵀ  1]
-//	diag: [ỹ_o(k−1) … ỹ_o(k−na)  ũ(k−nk)ᵀ … ũ(k−nk−nb+1)ᵀ  1]
+//	full: [ỹ(k−1)ᵀ … ỹ(k−na)ᵀ  ũ-block(lo) … ũ-block(hi−1)  1]
+//	diag: [ỹ_o(k−1) … ỹ_o(k−na)  ũ-block(lo) … ũ-block(hi−1)  1]
 //
-// (the 1 only with an intercept); ŷ = yMean + yStd·(regressorᵀ Theta).
-// inputs and outputs name the columns of u and y.
+// where ũ-block(j) lists ũ_a(k−j) of the inputs a with
+// nk_a ≤ j < nk_a + nb_a in input order, lo is the smallest delay and hi
+// the largest nk_a + nb_a (with one nb and nk for all inputs:
+// ũ(k−nk)ᵀ … ũ(k−nk−nb+1)ᵀ); the 1 only with an intercept;
+// ŷ = yMean + yStd·(regressorᵀ Theta). nb and nk are integers (all inputs)
+// or lists (one per input; written by this version). inputs and outputs
+// name the columns of u and y.
 type arxArtifact struct {
-	Format    string           `json:"format"`
-	Inputs    []string         `json:"inputs"`
-	Outputs   []string         `json:"outputs"`
-	NA        int              `json:"na"`
-	NB        int              `json:"nb"`
-	NK        int              `json:"nk"`
-	Diag      bool             `json:"diag"`
-	Intercept bool             `json:"intercept"`
-	Scaling   string           `json:"scaling"`
-	Lambda    float64          `json:"lambda"`
-	YMean     []float64        `json:"yMean"`
-	YStd      []float64        `json:"yStd"`
-	UMean     []float64        `json:"uMean"`
-	UStd      []float64        `json:"uStd"`
-	Theta     [][]float64      `json:"theta"`
-	MaxLag    int              `json:"maxLag"`
-	TrainRows int              `json:"trainRows"`
-	Training  *linTrainingJSON `json:"training,omitempty"`
+	Format    string            `json:"format"`
+	Inputs    []string          `json:"inputs"`
+	Outputs   []string          `json:"outputs"`
+	NA        int               `json:"na"`
+	NB        trainer.IntOrList `json:"nb"`
+	NK        trainer.IntOrList `json:"nk"`
+	Diag      bool              `json:"diag"`
+	Intercept bool              `json:"intercept"`
+	Scaling   string            `json:"scaling"`
+	Lambda    float64           `json:"lambda"`
+	YMean     []float64         `json:"yMean"`
+	YStd      []float64         `json:"yStd"`
+	UMean     []float64         `json:"uMean"`
+	UStd      []float64         `json:"uStd"`
+	Theta     [][]float64       `json:"theta"`
+	MaxLag    int               `json:"maxLag"`
+	TrainRows int               `json:"trainRows"`
+	Training  *linTrainingJSON  `json:"training,omitempty"`
 }
+
+const defaultMaxDelay = 5
 
 func (OneStep) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	const ref = "one_step@1"
@@ -497,6 +625,15 @@ func (OneStep) Train(ctx context.Context, tc *trainer.TrainContext) error {
 		return err
 	}
 	c, err := linColumnsOf(b.Manifest, ref)
+	if err != nil {
+		return err
+	}
+	nu := len(c.inputs)
+	nbs, err := linPerInput("nb", p.NB, c.inputs)
+	if err != nil {
+		return err
+	}
+	nks, err := linPerInput("nk", p.NK, c.inputs)
 	if err != nil {
 		return err
 	}
@@ -512,34 +649,99 @@ func (OneStep) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	if crit != linear.CriterionSimulation && crit != linear.CriterionOneStep {
 		return fmt.Errorf("params: criterion %q: simulation or one_step", crit)
 	}
+	selection, err := linSelectionMethod(p.Selection, p.CVFolds)
+	if err != nil {
+		return err
+	}
 	if p.MaxOrder < 0 {
 		return fmt.Errorf("params: maxOrder must not be negative")
 	}
 	opts := linear.ARXOptions{NoIntercept: p.Intercept != nil && !*p.Intercept}
+	maxO := p.MaxOrder
+	if maxO == 0 {
+		maxO = defaultMaxARX
+	}
+	na := 2
+	if p.NA != nil {
+		na = *p.NA
+	}
+	if sel && (p.NA != nil || p.NB != nil) {
+		return errors.New("params: na and nb are chosen by the selection; set select to false to fix them")
+	}
+	if !sel && nbs == nil {
+		nbs = make([]int, nu)
+		for a := range nbs {
+			nbs[a] = na
+		}
+	}
+	// delay estimation: the sweep's candidates and the data it needs
+	minDelay := 0
+	if p.Feedthrough != nil && !*p.Feedthrough {
+		minDelay = 1
+	}
+	maxDelay := min(defaultMaxDelay, H-1)
+	if p.MaxDelay != nil {
+		if *p.MaxDelay < 0 || *p.MaxDelay > H-1 {
+			return fmt.Errorf("params: maxDelay %d: 0 … history − 1 = %d", *p.MaxDelay, H-1)
+		}
+		maxDelay = *p.MaxDelay
+	}
+	estimate := nks == nil
+	if estimate && maxDelay < minDelay {
+		return fmt.Errorf("the dataset's history of %d steps leaves no delay ≥ %d to estimate; give nk", H, minDelay)
+	}
+	const sweepNA, sweepNB = 2, 2
+	// the largest lag any model may get decides the shortest usable piece
+	lagBound := 0
+	if estimate {
+		lagBound = max(sweepNA, maxDelay+sweepNB-1)
+		if sel {
+			lagBound = max(lagBound, min(H, maxDelay+maxO-1))
+		} else {
+			for a := range nbs {
+				lagBound = max(lagBound, min(H, maxDelay+nbs[a]-1))
+			}
+			lagBound = max(lagBound, na)
+		}
+	} else if sel {
+		lagBound = min(H, max(maxO, slices.Max(nks)+maxO-1))
+	} else {
+		lagBound = arxOrders(na, nbs, nks, p.Diag).MaxLag()
+	}
+	linProgress(tc, 0.02, "reading runs")
+	needVal := sel && selection.method == selVal
+	d, err := linPrepareData(b, c, lagBound+1, lagBound+1, needVal)
+	if err != nil {
+		return err
+	}
+	var delays *linDelaysJSON
+	if estimate {
+		linProgress(tc, 0.04, "estimating the input delays")
+		est, dsc, err := linear.EstimateDelays(d.train.y, d.train.u, sweepNA, sweepNB, minDelay, maxDelay, opts)
+		if err != nil {
+			return fmt.Errorf("delay estimation: %w", err)
+		}
+		nks = est
+		delays = &linDelaysJSON{Method: fmt.Sprintf("ARX(na=%d nb=%d) sweep per input over nk = %d..%d on the train segments (two passes, other inputs at their current delay); score: one-step mean NRMSE on the train segments; the shortest delay within %g%% of the best wins",
+			sweepNA, sweepNB, minDelay, maxDelay, 100*linear.DelayTol), Inputs: c.inputs, Estimated: est}
+		for _, x := range dsc {
+			delays.Scores = append(delays.Scores, linDelayScoreJSON{Input: c.inputs[x.Input], NK: x.NK, Value: linNum(x.Value)})
+		}
+	}
 	var grid []linear.ARXOrders
 	var lambdas []float64
 	if sel {
-		if p.NA != nil || p.NB != nil || p.NK != nil {
-			return errors.New("params: na, nb and nk are chosen by the selection; set select to false to fix them")
-		}
-		maxO := p.MaxOrder
-		if maxO == 0 {
-			maxO = defaultMaxARX
-		}
-		nks := []int{0, 1}
-		if p.Feedthrough != nil && !*p.Feedthrough {
-			nks = []int{1}
-		}
 		for n := 1; n <= maxO; n++ {
-			for _, nk := range nks {
-				o := linear.ARXOrders{NA: n, NB: n, NK: nk, Diag: p.Diag}
-				if o.MaxLag() <= H {
-					grid = append(grid, o)
-				}
+			nb := make([]int, nu)
+			for a := range nb {
+				nb[a] = n
+			}
+			if o := arxOrders(n, nb, nks, p.Diag); o.MaxLag() <= H {
+				grid = append(grid, o)
 			}
 		}
 		if len(grid) == 0 {
-			return fmt.Errorf("no ARX structure of the grid fits the dataset's history of %d steps", H)
+			return fmt.Errorf("no ARX structure of the grid fits the dataset's history of %d steps (delays %v)", H, nks)
 		}
 		lambdas = []float64{0, 1, 100}
 		if len(p.Lambdas) > 0 {
@@ -549,19 +751,13 @@ func (OneStep) Train(ctx context.Context, tc *trainer.TrainContext) error {
 			lambdas = []float64{*p.Lambda}
 		}
 	} else {
-		o := linear.ARXOrders{NA: 2, NK: 1, Diag: p.Diag}
-		if p.NA != nil {
-			o.NA = *p.NA
+		o := arxOrders(na, nbs, nks, p.Diag)
+		nbSum := 0
+		for _, x := range nbs {
+			nbSum += x
 		}
-		o.NB = o.NA
-		if p.NB != nil {
-			o.NB = *p.NB
-		}
-		if p.NK != nil {
-			o.NK = *p.NK
-		}
-		if o.NA < 0 || o.NB < 0 || o.NK < 0 || o.NA+o.NB == 0 {
-			return fmt.Errorf("params: orders na=%d nb=%d nk=%d: non-negative, na+nb > 0", o.NA, o.NB, o.NK)
+		if o.NA < 0 || o.NA+nbSum == 0 {
+			return fmt.Errorf("params: orders %v: non-negative, na+nb > 0", o)
 		}
 		if o.MaxLag() > H {
 			return fmt.Errorf("params: the largest lag of %v is %d, more than the dataset's history of %d steps (a window could not initialise the model)", o, o.MaxLag(), H)
@@ -577,30 +773,25 @@ func (OneStep) Train(ctx context.Context, tc *trainer.TrainContext) error {
 			return fmt.Errorf("params: ridge parameter %v must be finite and ≥ 0", l)
 		}
 	}
-	maxLag := 0
-	for _, o := range grid {
-		maxLag = max(maxLag, o.MaxLag())
-	}
-	linProgress(tc, 0.02, "reading runs")
-	d, err := linPrepareData(b, c, maxLag+1, maxLag+1, sel)
-	if err != nil {
-		return err
-	}
 	var m *linear.ARX
 	var scores []linScoreJSON
 	if sel {
-		best, sc, err := linear.SelectARXSegments(d.selTrain.y, d.selTrain.u, d.val.y, d.val.u, grid, lambdas, crit, opts,
-			linSelectionProgress(ctx, tc, 0.05, 0.85, "selecting ARX structure"))
+		progress := linSelectionProgress(ctx, tc, 0.05, 0.85, "selecting ARX structure")
+		var sc []linear.Score
+		if selection.method == selCV {
+			m, sc, err = linear.SelectARXCV(d.train.y, d.train.u, grid, lambdas, crit, opts, selection.folds, progress)
+		} else {
+			m, sc, err = linear.SelectARXSegments(d.selTrain.y, d.selTrain.u, d.val.y, d.val.u, grid, lambdas, crit, opts, progress)
+		}
+		scores = linScoresJSON(sc, true, nu)
 		if err != nil {
 			return err
 		}
-		scores = linScoresJSON(sc, true)
-		m = best
-		if d.refit {
+		if selection.method == selVal && d.refit {
 			linProgress(tc, 0.9, "refitting on the train runs")
 			o := opts
-			o.Lambda = best.Lambda
-			if m, err = linear.FitARXSegments(d.train.y, d.train.u, best.Orders, o); err != nil {
+			o.Lambda = m.Lambda
+			if m, err = linear.FitARXSegments(d.train.y, d.train.u, m.Orders, o); err != nil {
 				return err
 			}
 		}
@@ -615,18 +806,67 @@ func (OneStep) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	linProgress(tc, 0.95, "writing")
 	art := newARXArtifact(m, c.inputs, c.outputs)
 	art.Training = linTrainingInfo(tc, d, scores)
+	art.Training.Delays = delays
+	if sel {
+		art.Training.Selection = "validation on the " + d.validation
+		if selection.method == selCV {
+			art.Training.Selection = selection.describe()
+		}
+		art.Training.Chosen = fmt.Sprintf("%v λ=%g", m.Orders, m.Lambda)
+	}
 	if err := writeJSON(filepath.Join(tc.ArtifactsDir, model.FileName), art); err != nil {
 		return fmt.Errorf("write the model (non-finite parameters?): %w", err)
 	}
 	return nil
 }
 
+// linSelection is the selection method of a trainer's params.
+type linSelection struct {
+	method string
+	folds  int
+}
+
+func linSelectionMethod(method string, folds int) (linSelection, error) {
+	if folds < 0 || folds == 1 {
+		return linSelection{}, fmt.Errorf("params: cvFolds %d: at least 2 (0: the default %d)", folds, linear.DefaultCVFolds)
+	}
+	if folds == 0 {
+		folds = linear.DefaultCVFolds
+	}
+	switch method {
+	case "", selCV:
+		return linSelection{selCV, folds}, nil
+	case selVal:
+		return linSelection{selVal, 0}, nil
+	}
+	return linSelection{}, fmt.Errorf("params: selection %q: cv or val", method)
+}
+
+func (s linSelection) describe() string {
+	return fmt.Sprintf("block cross-validation: %d contiguous blocks of the train runs' segments, fit on %d, free-run score on the held-out one, mean over the folds", s.folds, s.folds-1)
+}
+
 // newARXArtifact describes m, whose inputs and outputs are the named
-// columns, as an aml.arx/1 model.json.
+// columns, as an aml.arx/1 model.json (nb and nk as per-input lists).
 func newARXArtifact(m *linear.ARX, inputs, outputs []string) *arxArtifact {
-	return &arxArtifact{Format: FormatARX, Inputs: inputs, Outputs: outputs, NA: m.Orders.NA, NB: m.Orders.NB, NK: m.Orders.NK, Diag: m.Orders.Diag,
+	return &arxArtifact{Format: FormatARX, Inputs: inputs, Outputs: outputs, NA: m.Orders.NA,
+		NB: trainer.IntOrList{List: perInput(m.Orders, len(inputs), true), IsList: true},
+		NK: trainer.IntOrList{List: perInput(m.Orders, len(inputs), false), IsList: true}, Diag: m.Orders.Diag,
 		Intercept: m.Intercept, Scaling: m.Scaling.String(), Lambda: m.Lambda, YMean: m.YMean, YStd: m.YStd, UMean: m.UMean, UStd: m.UStd,
 		Theta: linRows(m.Theta), MaxLag: m.Orders.MaxLag(), TrainRows: m.TrainRows}
+}
+
+// perInput lists nb (or nk) of every one of nu inputs.
+func perInput(o linear.ARXOrders, nu int, nb bool) []int {
+	l := make([]int, nu)
+	for a := range l {
+		if nb {
+			l[a] = o.InputNB(a)
+		} else {
+			l[a] = o.InputNK(a)
+		}
+	}
+	return l
 }
 
 func loadARX(b []byte, dir string, man *dataset.Manifest) (model.Predictor, error) {
@@ -646,13 +886,35 @@ func loadARX(b []byte, dir string, man *dataset.Manifest) (model.Predictor, erro
 	return p, nil
 }
 
-// model rebuilds the linear.ARX.
+// model rebuilds the linear.ARX: scalar nb and nk (older artifacts) are
+// the orders of every input, lists the per-input ones.
 func (a *arxArtifact) model() (*linear.ARX, error) {
 	sc, err := linParseScaling(a.Scaling)
 	if err != nil {
 		return nil, err
 	}
-	m := &linear.ARX{Orders: linear.ARXOrders{NA: a.NA, NB: a.NB, NK: a.NK, Diag: a.Diag}, NY: len(a.Outputs), NU: len(a.Inputs),
+	nu := len(a.Inputs)
+	o := linear.ARXOrders{NA: a.NA, NB: a.NB.N, NK: a.NK.N, Diag: a.Diag}
+	for _, f := range []struct {
+		name string
+		v    trainer.IntOrList
+		dst  *[]int
+	}{{"nb", a.NB, &o.NBs}, {"nk", a.NK, &o.NKs}} {
+		if f.v.IsList {
+			if len(f.v.List) != nu {
+				return nil, model.Invalid(f.name, "has %d entries for %d inputs", len(f.v.List), nu)
+			}
+			*f.dst = f.v.List
+		}
+	}
+	if o.PerInput() {
+		// lists: the scalars do not apply; equal lists are the scalar orders
+		nbs, nks := perInput(o, nu, true), perInput(o, nu, false)
+		if len(nbs) > 0 {
+			o = arxOrders(a.NA, nbs, nks, a.Diag)
+		}
+	}
+	m := &linear.ARX{Orders: o, NY: len(a.Outputs), NU: nu,
 		YMean: a.YMean, YStd: a.YStd, UMean: a.UMean, UStd: a.UStd, Lambda: a.Lambda, Scaling: sc, Intercept: a.Intercept, TrainRows: a.TrainRows}
 	if len(a.Theta) > 0 {
 		if m.Theta, err = linDense("theta", a.Theta, len(a.Theta), len(a.Theta[0])); err != nil {
@@ -677,8 +939,21 @@ func (a *arxArtifact) model() (*linear.ARX, error) {
 // Params:
 //
 //	order       state dimension; 0 (default) selects it among 1..maxOrder by
-//	            the free-run NRMSE on validation data
+//	            the free-run NRMSE (selection cv: block cross-validation of
+//	            the train runs' segments, linear.SelectStateSpaceCV: the
+//	            smallest order within 1 % of the best mean over the folds;
+//	            val: on the val runs or the last 25 % of every train run,
+//	            the best); orders the data
+//	            cannot support (NY·blockRows ≤ order) are skipped and
+//	            reported, an error only when none is left
+//	selection   cv (default) or val, as for one_step@1
+//	cvFolds     blocks of the cross-validation (default 3)
 //	maxOrder    largest candidate order (default 10)
+//	delays      per-input delays d_a (one per control, dataset order;
+//	            default none): the model sees u_a(k − d_a), in the fit (each
+//	            segment loses its first max d_a steps) and in prediction
+//	            (the window history supplies the delayed inputs; before a
+//	            window's or run's first step the first input is held)
 //	blockRows   block rows of the Hankel matrices (default: the library's,
 //	            max(10, 2·maxOrder/nTargets, order+1) limited by the data)
 //	feedthrough estimate D (u(k) acts on y(k)); default false
@@ -702,13 +977,16 @@ func (LinearStateSpace) Ref() string           { return "linear_state_space@1" }
 func (LinearStateSpace) HasTrainingStep() bool { return true }
 
 type ssParams struct {
-	Order         int    `json:"order" jsonschema:"state dimension; 0 selects it among 1..maxOrder by the free-run NRMSE on validation data" param:"default=0;min=0"`
+	Order         int    `json:"order" jsonschema:"state dimension; 0 selects it among 1..maxOrder by the free-run NRMSE (see selection); orders the data cannot support are skipped" param:"default=0;min=0"`
 	MaxOrder      int    `json:"maxOrder" jsonschema:"largest candidate order (0: the default, at least order)" param:"default=10;min=0"`
 	BlockRows     int    `json:"blockRows" jsonschema:"block rows of the Hankel matrices (0: the library's, max(10, 2·maxOrder/nTargets, order+1) limited by the data)" param:"default=0;min=0"`
 	Feedthrough   bool   `json:"feedthrough" jsonschema:"estimate D (u(k) acts on y(k))" param:"default=false"`
 	Refine        *bool  `json:"refine" jsonschema:"Levenberg–Marquardt simulation-error refinement" param:"default=true"`
 	InitSteps     int    `json:"initSteps" jsonschema:"steps used to estimate the initial state of a validation segment (0: the default); the dataset's history must be at least this long" param:"default=5;min=0"`
 	WindowX0      string `json:"windowX0" jsonschema:"how a window's initial state is estimated from its history rows: prior (MAP with the training-state prior), ls (least squares) or auto (the better on validation windows)" param:"default=\"auto\";enum=auto|prior|ls"`
+	Selection     string `json:"selection" jsonschema:"how the order is chosen: cv, block cross-validation of the train runs (the val runs stay for calibration), or val, on the val runs (without them the last 25% of every train run)" param:"default=\"cv\";enum=cv|val"`
+	CVFolds       int    `json:"cvFolds" jsonschema:"blocks of the cross-validation (0: the default)" param:"default=3;min=0"`
+	Delays        []int  `json:"delays" jsonschema:"per-input delays, one per control in the dataset's control order: the model sees u(k − delay) (default none)" param:"itemMin=0"`
 	Physics       any    `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"` // see linDecodeParams
 	PhysicsSha256 any    `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
@@ -742,6 +1020,10 @@ type ssArtifact struct {
 	NoiseVar  []float64   `json:"noiseVar"`
 	InitSteps int         `json:"initSteps"`
 	WindowX0  string      `json:"windowX0"`
+	// Delays, when present, are the input delays: the model's input a at
+	// step k is u_a(k − delays[a]) (the first input held before a
+	// window's or run's first step).
+	Delays []int `json:"delays,omitempty"`
 	// Diagnostics (information only).
 	WindowX0Scores map[string]linNum `json:"windowX0Scores,omitempty"` // mean window NRMSE per estimator
 	OutputOffset   []float64         `json:"outputOffset,omitempty"`
@@ -789,21 +1071,35 @@ func (LinearStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 	if p.Order > p.MaxOrder {
 		return fmt.Errorf("params: order %d above maxOrder %d", p.Order, p.MaxOrder)
 	}
+	selection, err := linSelectionMethod(p.Selection, p.CVFolds)
+	if err != nil {
+		return err
+	}
+	maxD, err := ssCheckDelays(p.Delays, c.inputs, b.Manifest.HistorySteps)
+	if err != nil {
+		return err
+	}
 	opts := linear.SubspaceOptions{Order: p.Order, MaxOrder: p.MaxOrder, BlockRows: p.BlockRows, Feedthrough: p.Feedthrough,
 		Refine: p.Refine == nil || *p.Refine, NInit: p.InitSteps, Seed: tc.Seed}
 	sel := p.Order == 0
 	linProgress(tc, 0.02, "reading runs")
 	auto := p.WindowX0 == "auto"
-	d, err := linPrepareData(b, c, minSSSegment, p.InitSteps+1, sel || auto)
-	if err != nil && !sel && auto {
+	needVal := (sel && selection.method == selVal) || auto
+	d, err := linPrepareData(b, c, minSSSegment+maxD, p.InitSteps+1+maxD, needVal)
+	if err != nil && !(sel && selection.method == selVal) && auto {
 		// validation data only for the window estimator: without them it
 		// falls back to the prior
-		d, err = linPrepareData(b, c, minSSSegment, p.InitSteps+1, false)
+		d, err = linPrepareData(b, c, minSSSegment+maxD, p.InitSteps+1+maxD, false)
 	}
 	if err != nil {
 		return err
 	}
-	d.refit = d.refit && sel
+	if maxD > 0 {
+		for _, sg := range []*linSegments{&d.train, &d.selTrain, &d.val} {
+			sg.delay(p.Delays, maxD)
+		}
+	}
+	d.refit = d.refit && sel && selection.method == selVal
 	var m *linear.StateSpace
 	var scores []linScoreJSON
 	if sel {
@@ -811,18 +1107,22 @@ func (LinearStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 		for i := range orders {
 			orders[i] = i + 1
 		}
-		best, sc, err := linear.SelectStateSpaceSegments(d.selTrain.y, d.selTrain.u, d.val.y, d.val.u, orders, opts,
-			linSelectionProgress(ctx, tc, 0.05, 0.8, "selecting the order"))
+		progress := linSelectionProgress(ctx, tc, 0.05, 0.8, "selecting the order")
+		var sc []linear.Score
+		if selection.method == selCV {
+			m, sc, err = linear.SelectStateSpaceCV(d.train.y, d.train.u, orders, opts, selection.folds, progress)
+		} else {
+			m, sc, err = linear.SelectStateSpaceSegments(d.selTrain.y, d.selTrain.u, d.val.y, d.val.u, orders, opts, progress)
+		}
+		scores = linScoresJSON(sc, false, len(c.inputs))
 		if err != nil {
 			return err
 		}
-		scores = linScoresJSON(sc, false)
-		m = best
 		if d.refit {
 			linProgress(tc, 0.85, "refitting on the train runs")
 			o := opts
-			o.Order = best.N
-			o.BlockRows = best.BlockRows
+			o.Order = m.N
+			o.BlockRows = m.BlockRows
 			if m, err = linear.FitSubspaceSegments(d.train.y, d.train.u, o); err != nil {
 				return err
 			}
@@ -837,6 +1137,9 @@ func (LinearStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 		return err
 	}
 	art := newSSArtifact(m, c.inputs, c.outputs, p.InitSteps)
+	if maxD > 0 {
+		art.Delays = p.Delays
+	}
 	art.WindowX0 = p.WindowX0
 	if p.WindowX0 == "auto" {
 		linProgress(tc, 0.9, "choosing the window initial-state estimator")
@@ -849,10 +1152,90 @@ func (LinearStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 	}
 	linProgress(tc, 0.95, "writing")
 	art.Training = linTrainingInfo(tc, d, scores)
+	if sel {
+		art.Training.Selection = "validation on the " + d.validation
+		if selection.method == selCV {
+			art.Training.Selection = selection.describe() + fmt.Sprintf("; the smallest order within %g%% of the best", 100*linear.OrderTol)
+		}
+		art.Training.Chosen = fmt.Sprintf("order %d (block rows %d)", m.N, m.BlockRows)
+	}
 	if err := writeJSON(filepath.Join(tc.ArtifactsDir, model.FileName), art); err != nil {
 		return fmt.Errorf("write the model (non-finite parameters?): %w", err)
 	}
 	return nil
+}
+
+// ssCheckDelays checks the delays param (one per control, 0 … history)
+// and returns the largest delay (0 without delays).
+func ssCheckDelays(delays []int, controls []string, H int) (int, error) {
+	if delays == nil {
+		return 0, nil
+	}
+	if len(delays) != len(controls) {
+		return 0, core.FieldErrorf(core.CodeInvalidArgument, "params.delays", "params.delays has %d entries; the model has %d inputs, one per control (%s)",
+			len(delays), len(controls), strings.Join(controls, ", "))
+	}
+	maxD := 0
+	for a, v := range delays {
+		if v < 0 || v > H {
+			return 0, core.FieldErrorf(core.CodeInvalidArgument, "params.delays", "params.delays: %d for %s must be in 0 … the dataset's history of %d steps", v, controls[a], H)
+		}
+		maxD = max(maxD, v)
+	}
+	return maxD, nil
+}
+
+// CheckDatasetParams checks what the param schema cannot: delays has one
+// entry per control of the dataset, each at most its history.
+func (LinearStateSpace) CheckDatasetParams(params json.RawMessage, m *dataset.Manifest) error {
+	var p ssParams
+	if err := linDecodeParams(params, &p); err != nil {
+		return err
+	}
+	_, err := ssCheckDelays(p.Delays, m.Controls, m.HistorySteps)
+	return err
+}
+
+// delay replaces every segment by its delayed-input version: rows k ≥ maxD
+// with input a taken at k − delays[a]; segments left shorter than
+// minSSSegment are dropped.
+func (s *linSegments) delay(delays []int, maxD int) {
+	var ys, us [][][]float64
+	n := 0
+	for i := range s.y {
+		T := len(s.y[i])
+		if T-maxD < minSSSegment {
+			s.dropped += T
+			continue
+		}
+		u := make([][]float64, T-maxD)
+		for k := range u {
+			u[k] = make([]float64, len(delays))
+			for a, d := range delays {
+				u[k][a] = s.u[i][maxD+k-d][a]
+			}
+		}
+		ys, us = append(ys, s.y[i][maxD:]), append(us, u)
+		n += T - maxD
+		s.dropped += maxD
+	}
+	s.y, s.u, s.samples = ys, us, n
+}
+
+// delayInputs returns u with input a delayed by delays[a] steps, the first
+// row held before the start (u itself without delays).
+func delayInputs(u [][]float64, delays []int) [][]float64 {
+	if delays == nil {
+		return u
+	}
+	out := make([][]float64, len(u))
+	for k := range u {
+		out[k] = make([]float64, len(delays))
+		for a, d := range delays {
+			out[k][a] = u[max(0, k-d)][a]
+		}
+	}
+	return out
 }
 
 // Window initial-state estimators of the state-space predictor.
@@ -943,6 +1326,17 @@ func loadStateSpace(b []byte, dir string, man *dataset.Manifest) (model.Predicto
 	}
 	p.ss = m
 	p.windowLS = a.WindowX0 == x0LS
+	if a.Delays != nil {
+		if len(a.Delays) != len(a.Inputs) {
+			return nil, model.Invalid("delays", "has %d entries for %d inputs", len(a.Delays), len(a.Inputs))
+		}
+		for _, d := range a.Delays {
+			if d < 0 || d > p.d.H {
+				return nil, model.Invalid("delays", "delay %d outside 0 … the dataset's history of %d steps", d, p.d.H)
+			}
+		}
+		p.delays = a.Delays
+	}
 	return p, nil
 }
 
@@ -997,6 +1391,7 @@ type linearPredictor struct {
 	arx      *linear.ARX
 	ss       *linear.StateSpace
 	windowLS bool  // state space: least-squares window initial state
+	delays   []int // state space: input delays (nil: none)
 	xIn      []int // x column (AllNodes) of model input i
 	uIn      []int // u column (controls order) of model input i
 	xOut     []int // x column of model output o
@@ -1135,10 +1530,11 @@ func (p *linearPredictor) PredictBatch(ctx context.Context, x, u []float32, n in
 			}
 		}
 		var sim [][]float64
+		ud := delayInputs(us, p.delays)
 		if p.windowLS {
-			sim = p.ss.Simulate(us, p.ss.EstimateX0LS(ys, us, H))
+			sim = p.ss.Simulate(ud, p.ss.EstimateX0LS(ys, ud, H))
 		} else {
-			sim = p.simulate(us, ys, H)
+			sim = p.simulate(ud, ys, H)
 		}
 		for f := 0; f < F; f++ {
 			for _, o := range p.tgtOut {
@@ -1191,7 +1587,7 @@ func (p *linearPredictor) SimulateRun(inputs, outputs [][]float64, nInit int) ([
 			return nil, fmt.Errorf("SimulateRun: initial output row %d is not finite", k)
 		}
 	}
-	sim := p.simulate(u, y, nInit)
+	sim := p.simulate(delayInputs(u, p.delays), y, nInit)
 	res := make([][]float64, len(sim))
 	for k, row := range sim {
 		res[k] = make([]float64, nT)

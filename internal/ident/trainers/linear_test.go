@@ -264,7 +264,7 @@ func TestOneStepExactOnSegmentedARXData(t *testing.T) {
 		}
 		lo, hi := b.Split("test")
 		rm := linWindowRMSE(t, b, p, lo, hi)
-		t.Logf("%s → ARX(na=%d nb=%d nk=%d λ=%g), test window RMSE %.3g", params, a.NA, a.NB, a.NK, a.Lambda, rm)
+		t.Logf("%s → ARX(na=%d nb=%v nk=%v λ=%g), test window RMSE %.3g", params, a.NA, a.NB.List, a.NK.List, a.Lambda, rm)
 		if rm[0] > 1e-4 || rm[1] > 1e-4 { // float32 arrays
 			t.Errorf("%s: window RMSE %v on noise-free data", params, rm)
 		}
@@ -293,18 +293,28 @@ func TestLinearStateSpaceTrains(t *testing.T) {
 			specs = append(specs, linSynSpec{split: "val", T: 200})
 		}
 		b := linSynBundle(t, linSynRuns(5, sys, specs), 8, 5)
-		dir, err := linTrainNative(t, LinearStateSpace{}, b, `{"maxOrder":5}`)
+		// with val runs the default selection (block cross-validation of
+		// the train runs, no refit); without them the val selection on the
+		// last 25 % of every train run, refitted
+		params := `{"maxOrder":5}`
+		if !withVal {
+			params = `{"maxOrder":5,"selection":"val"}`
+		}
+		dir, err := linTrainNative(t, LinearStateSpace{}, b, params)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var a ssArtifact
 		raw := linReadArtifact(t, dir, &a)
 		for _, sc := range a.Training.Scores {
-			t.Logf("  withVal=%v order %d: validation mean NRMSE %.5f", withVal, sc.Order, float64(sc.Value))
+			t.Logf("  withVal=%v order %d: selection mean NRMSE %.5f (folds %d)", withVal, sc.Order, float64(sc.Value), sc.Folds)
 		}
 		// noise-free order 3; order 4 may tie within the noise
 		if (a.Order != 3 && a.Order != 4) || a.Training.Refit == withVal || !a.Refined || a.InitSteps != 5 || len(a.Training.Scores) != 5 {
 			t.Errorf("withVal=%v: order %d, refit %v, refined %v, %d scores; %s", withVal, a.Order, a.Training.Refit, a.Refined, len(a.Training.Scores), a.Training.Validation)
+		}
+		if cv := strings.Contains(a.Training.Selection, "cross-validation"); cv != withVal || a.Training.Chosen == "" {
+			t.Errorf("withVal=%v: selection %q, chosen %q", withVal, a.Training.Selection, a.Training.Chosen)
 		}
 		p, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()})
 		if err != nil {
@@ -320,7 +330,7 @@ func TestLinearStateSpaceTrains(t *testing.T) {
 		if rm[0] > 0.03 || rm[1] > 0.03 || fr.Targets[0].RMSE > 0.03 || fr.Targets[1].RMSE > 0.03 {
 			t.Errorf("withVal=%v: window RMSE %v, free run %v", withVal, rm, fr.MeanNRMSE)
 		}
-		dir2, err := linTrainNative(t, LinearStateSpace{}, b, `{"maxOrder":5}`)
+		dir2, err := linTrainNative(t, LinearStateSpace{}, b, params)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -648,10 +658,10 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 	}
 	ss4, ss5 := freeRun(ssP, 4), freeRun(ssP, 5)
 	for _, s := range sa.Training.Scores {
-		t.Logf("  order %d: validation mean NRMSE %.4f", s.Order, float64(s.Value))
+		t.Logf("  order %d: selection mean NRMSE %.4f %s", s.Order, float64(s.Value), s.Skipped)
 	}
-	t.Logf("linear_state_space@1: order %d (i=%d, %s, refit %v, %d LM steps, spectral radius %.4f): free-run test RMSE %.4f V (nInit 4), %.4f V (nInit 5); target ≤ 0.60, library 0.591, published ARX 0.685",
-		sa.Order, sa.BlockRows, sa.Training.Validation, sa.Training.Refit, sa.RefineIters, sa.SpectralRadius, ss4, ss5)
+	t.Logf("linear_state_space@1: order %d (i=%d, %s; window data %s, refit %v, %d LM steps, spectral radius %.4f): free-run test RMSE %.4f V (nInit 4), %.4f V (nInit 5); target ≤ 0.60, library 0.591, published ARX 0.685",
+		sa.Order, sa.BlockRows, sa.Training.Selection, sa.Training.Validation, sa.Training.Refit, sa.RefineIters, sa.SpectralRadius, ss4, ss5)
 	t.Logf("linear_state_space@1 platform window metrics (H=F=10, window x0 %q, validation window NRMSE prior %.4f / ls %.4f): test RMSE %.4f, one-step RMSE %.4f, NRMSE %.4f, one-step NRMSE %.4f",
 		sa.WindowX0, float64(sa.WindowX0Scores["prior"]), float64(sa.WindowX0Scores["ls"]),
 		ssM.Test.Targets[0].RMSE, ssM.Test.Targets[0].OneStepRMSE, ssM.Test.MeanNRMSE, ssM.Test.MeanOneStepNRMSE)
@@ -674,8 +684,8 @@ func TestLinearTrainersOnCascadedTanks(t *testing.T) {
 	if err := json.Unmarshal(selRaw, &aa); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("one_step@1 selected ARX(na=%d nb=%d nk=%d λ=%g, %s): free-run %.4f V (nInit %d), one-step %.4f V",
-		aa.NA, aa.NB, aa.NK, aa.Lambda, aa.Training.Validation, freeRun(selP, max(4, aa.MaxLag)), max(4, aa.MaxLag), selM.Test.Targets[0].OneStepRMSE)
+	t.Logf("one_step@1 selected ARX(na=%d nb=%v nk=%v λ=%g, %s): free-run %.4f V (nInit %d), one-step %.4f V",
+		aa.NA, aa.NB.List, aa.NK.List, aa.Lambda, aa.Training.Selection, freeRun(selP, max(4, aa.MaxLag)), max(4, aa.MaxLag), selM.Test.Targets[0].OneStepRMSE)
 }
 
 func linMaxAbs(a, b [][]float64) float64 {

@@ -45,7 +45,7 @@ type LinearStart struct {
 	// one for ARX, whose history rows are given), LinearLayout's order.
 	Fitted     []float64
 	next       []float64   // state-space: the state after the last row
-	uWin, yWin [][]float64 // ARX: the window's rows in model order
+	uWin, yWin [][]float64 // ARX: the window's rows in model order (state space with delays: uWin)
 }
 
 // AsLinearTwin returns p as a LinearTwin when it is an ARX or state-space
@@ -111,11 +111,15 @@ func (p *linearPredictor) StartWindow(u, y [][]float64) (*LinearStart, error) {
 	ym := p.toModel(y)
 	s := &LinearStart{Fitted: make([]float64, len(p.tgtOut))}
 	if p.ss != nil {
-		x0 := p.ss.EstimateX0(ym, u, H)
+		uw := delayInputs(u, p.delays)
+		x0 := p.ss.EstimateX0(ym, uw, H)
 		if p.windowLS {
-			x0 = p.ss.EstimateX0LS(ym, u, H)
+			x0 = p.ss.EstimateX0LS(ym, uw, H)
 		}
-		yh, xs := p.ss.SimulateStates(u, x0)
+		yh, xs := p.ss.SimulateStates(uw, x0)
+		if p.delays != nil {
+			s.uWin = u // the delayed inputs of the continuation reach back into the window
+		}
 		s.Last, s.next = append([]float64(nil), xs[H-1]...), append([]float64(nil), xs[H]...)
 		for j := range s.Last {
 			s.States = append(s.States, "x"+strconv.Itoa(j+1))
@@ -164,7 +168,14 @@ func (p *linearPredictor) Continue(s *LinearStart, u [][]float64, dst []float64)
 	var sim [][]float64
 	off := 0
 	if p.ss != nil {
-		sim, _ = p.ss.SimulateStates(u, s.next)
+		uc := u
+		if p.delays != nil {
+			// delay the window's inputs and the continuation's together, as
+			// PredictBatch delays the history and future rows of a window
+			all := make([][]float64, 0, len(s.uWin)+T)
+			uc = delayInputs(append(append(all, s.uWin...), u...), p.delays)[len(s.uWin):]
+		}
+		sim, _ = p.ss.SimulateStates(uc, s.next)
 	} else {
 		all := make([][]float64, 0, len(s.uWin)+T)
 		all = append(append(all, s.uWin...), u...)
