@@ -207,7 +207,7 @@ func (p *oePredictor) Poles() []complex128 {
 	}
 	return out
 }
-func (p *oePredictor) Horizon() int   { return p.d.F }
+func (p *oePredictor) Horizon() int { return p.d.F }
 
 // PredictBatch starts each model from the window's H measured outputs and
 // simulates the F future steps with the window's controls.
