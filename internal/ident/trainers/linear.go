@@ -1555,37 +1555,12 @@ func (p *linearPredictor) PredictBatch(ctx context.Context, x, u []float32, n in
 // and the whole run is simulated.
 func (p *linearPredictor) SimulateRun(inputs, outputs [][]float64, nInit int) ([][]float64, error) {
 	nC, nT := p.d.NCtrl, p.d.YCols
-	if nInit < 0 || nInit > len(inputs) || nInit > len(outputs) {
-		return nil, fmt.Errorf("SimulateRun: nInit %d with %d input and %d output rows", nInit, len(inputs), len(outputs))
-	}
 	if p.ss != nil && nInit == 0 && p.ss.XMean == nil {
 		return nil, errors.New("SimulateRun: nInit 0 needs the model's initial-state prior")
 	}
-	u := make([][]float64, len(inputs))
-	for k, row := range inputs {
-		if len(row) != nC {
-			return nil, fmt.Errorf("SimulateRun: input row %d has %d values, the dataset has %d controls", k, len(row), nC)
-		}
-		u[k] = make([]float64, len(p.uIn))
-		for i, j := range p.uIn {
-			u[k][i] = row[j]
-		}
-		if !linFiniteRow(u[k]) {
-			return nil, fmt.Errorf("SimulateRun: input row %d is not finite", k)
-		}
-	}
-	y := make([][]float64, nInit)
-	for k := range y {
-		if len(outputs[k]) != nT {
-			return nil, fmt.Errorf("SimulateRun: output row %d has %d values, the dataset has %d targets", k, len(outputs[k]), nT)
-		}
-		y[k] = make([]float64, len(p.outTgt))
-		for o, j := range p.outTgt {
-			y[k][o] = outputs[k][j]
-		}
-		if !linFiniteRow(y[k]) {
-			return nil, fmt.Errorf("SimulateRun: initial output row %d is not finite", k)
-		}
+	u, y, err := runRows(inputs, outputs, nInit, nC, nT, p.uIn, p.outTgt)
+	if err != nil {
+		return nil, err
 	}
 	sim := p.simulate(delayInputs(u, p.delays), y, nInit)
 	res := make([][]float64, len(sim))

@@ -258,18 +258,16 @@ func (p *oePredictor) PredictBatch(ctx context.Context, x, u []float32, n int) (
 // SimulateRun implements eval.RunSimulator: each model started from the
 // first nInit measured outputs and simulated over the run.
 func (p *oePredictor) SimulateRun(inputs, outputs [][]float64, nInit int) ([][]float64, error) {
-	if nInit < 1 || nInit > len(outputs) || nInit > len(inputs) {
-		return nil, fmt.Errorf("SimulateRun: nInit %d with %d input and %d output rows (an OE model starts from measured outputs)", nInit, len(inputs), len(outputs))
+	if nInit < 1 {
+		return nil, fmt.Errorf("SimulateRun: nInit %d: an OE model starts from at least one measured output", nInit)
 	}
-	u := make([][]float64, len(inputs))
-	for k, row := range inputs {
-		u[k] = make([]float64, len(p.uIn))
-		for i, j := range p.uIn {
-			u[k][i] = row[j]
-		}
-		if !linFiniteRow(u[k]) {
-			return nil, fmt.Errorf("SimulateRun: input row %d is not finite", k)
-		}
+	tgt := make([]int, len(p.models))
+	for t := range tgt {
+		tgt[t] = t
+	}
+	u, y, err := runRows(inputs, outputs, nInit, p.d.NCtrl, p.d.YCols, p.uIn, tgt)
+	if err != nil {
+		return nil, err
 	}
 	res := make([][]float64, len(inputs))
 	for k := range res {
@@ -278,7 +276,7 @@ func (p *oePredictor) SimulateRun(inputs, outputs [][]float64, nInit int) ([][]f
 	for t, m := range p.models {
 		y0 := make([]float64, nInit)
 		for k := range y0 {
-			y0[k] = outputs[k][t]
+			y0[k] = y[k][t]
 		}
 		for k, v := range m.Simulate(u, y0) {
 			res[k][t] = v

@@ -454,35 +454,10 @@ func (p *processPredictor) PredictBatch(ctx context.Context, x, u []float32, n i
 // whole run is simulated.
 func (p *processPredictor) SimulateRun(inputs, outputs [][]float64, nInit int) ([][]float64, error) {
 	c := p.cols
-	nC, nT := c.d.NCtrl, c.d.YCols
-	if nInit < 0 || nInit > len(inputs) || nInit > len(outputs) {
-		return nil, fmt.Errorf("SimulateRun: nInit %d with %d input and %d output rows", nInit, len(inputs), len(outputs))
-	}
-	u := make([][]float64, len(inputs))
-	for k, row := range inputs {
-		if len(row) != nC {
-			return nil, fmt.Errorf("SimulateRun: input row %d has %d values, the dataset has %d controls", k, len(row), nC)
-		}
-		u[k] = make([]float64, len(c.uIn))
-		for i, j := range c.uIn {
-			u[k][i] = row[j]
-		}
-		if !linFiniteRow(u[k]) {
-			return nil, fmt.Errorf("SimulateRun: input row %d is not finite", k)
-		}
-	}
-	y := make([][]float64, nInit)
-	for k := range y {
-		if len(outputs[k]) != nT {
-			return nil, fmt.Errorf("SimulateRun: output row %d has %d values, the dataset has %d targets", k, len(outputs[k]), nT)
-		}
-		y[k] = make([]float64, len(c.outTgt))
-		for o, j := range c.outTgt {
-			y[k][o] = outputs[k][j]
-		}
-		if !linFiniteRow(y[k]) {
-			return nil, fmt.Errorf("SimulateRun: initial output row %d is not finite", k)
-		}
+	nT := c.d.YCols
+	u, y, err := runRows(inputs, outputs, nInit, c.d.NCtrl, nT, c.uIn, c.outTgt)
+	if err != nil {
+		return nil, err
 	}
 	sim := p.simulate(u, y, nInit)
 	res := make([][]float64, len(sim))
