@@ -82,6 +82,11 @@ func (r *Registry) Move(ctx context.Context, id, to, by, reason, expect string) 
 	}
 	switch to {
 	case core.StageProduction:
+		if IsTwin(m) { // the data first: no other evidence counts on unverified data
+			if err := CheckLineage(m, "go to production for the twin"); err != nil {
+				return m, err
+			}
+		}
 		if !m.GatePassed {
 			return m, core.FieldErrorf(core.CodeGateFailed, "gates", "model %s did not pass its gate report; it cannot go to production", id)
 		}
@@ -92,9 +97,6 @@ func (r *Registry) Move(ctx context.Context, id, to, by, reason, expect string) 
 			return m, err
 		}
 		if IsTwin(m) {
-			if err := CheckLineage(m, "go to production for the twin"); err != nil {
-				return m, err
-			}
 			if err := r.checkTwinEvidence(ctx, m); err != nil {
 				return m, err
 			}
