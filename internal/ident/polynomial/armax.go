@@ -172,26 +172,6 @@ func FitARMAX(ctx context.Context, y [][]float64, u [][][]float64, na, nb, nc in
 	for _, row := range b {
 		m.B = append(m.B, append([]float64(nil), row...))
 	}
-	N := 0
-	for _, r := range rows {
-		N += r
-	}
-	m.Sigma2 = res.Cost / float64(max(1, N-np))
-	jtj := mat.NewSymDense(np, nil)
-	for s := range y {
-		js := mat.NewDense(rows[s], np, nil)
-		p.Jacobian(js, nil, s, res.Shared, nil, nil)
-		var t mat.SymDense
-		t.SymOuterK(1, js.T())
-		jtj.AddSym(jtj, &t)
-	}
-	var ch mat.Cholesky
-	if ch.Factorize(jtj) {
-		var inv mat.SymDense
-		if ch.InverseTo(&inv) == nil {
-			inv.ScaleSym(m.Sigma2, &inv)
-			m.Cov = &inv
-		}
-	}
+	m.Sigma2, m.Cov = covariance(p, res)
 	return m, nil
 }

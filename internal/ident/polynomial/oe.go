@@ -190,29 +190,37 @@ func FitOE(ctx context.Context, y [][]float64, u [][][]float64, o OEOrders) (*OE
 	for i := range b {
 		m.B = append(m.B, append([]float64(nil), b[i]...))
 	}
-	// covariance σ² (JᵀJ)⁻¹ at the optimum
-	N := 0
-	for _, r := range rows {
+	m.Sigma2, m.Cov = covariance(p, res)
+	return m, nil
+}
+
+// covariance is the residual variance σ² = cost/(N − parameters) of a
+// solve of p without local parameters and the parameters' covariance
+// σ² (JᵀJ)⁻¹ at its optimum (nil when JᵀJ is singular).
+func covariance(p lm.Problem, res *lm.Result) (float64, *mat.SymDense) {
+	np, N := p.Shared, 0
+	for _, r := range p.Rows {
 		N += r
 	}
-	m.Sigma2 = res.Cost / float64(max(1, N-np))
+	sigma2 := res.Cost / float64(max(1, N-np))
 	jtj := mat.NewSymDense(np, nil)
-	for s := range y {
-		js := mat.NewDense(rows[s], np, nil)
+	for s, rows := range p.Rows {
+		js := mat.NewDense(rows, np, nil)
 		p.Jacobian(js, nil, s, res.Shared, nil, nil)
 		var t mat.SymDense
 		t.SymOuterK(1, js.T())
 		jtj.AddSym(jtj, &t)
 	}
 	var ch mat.Cholesky
-	if ch.Factorize(jtj) {
-		var inv mat.SymDense
-		if ch.InverseTo(&inv) == nil {
-			inv.ScaleSym(m.Sigma2, &inv)
-			m.Cov = &inv
-		}
+	if !ch.Factorize(jtj) {
+		return sigma2, nil
 	}
-	return m, nil
+	var inv mat.SymDense
+	if ch.InverseTo(&inv) != nil {
+		return sigma2, nil
+	}
+	inv.ScaleSym(sigma2, &inv)
+	return sigma2, &inv
 }
 
 // arxStart is the least-squares ARX(nf, nb, nk) fit of one output as an OE

@@ -1493,7 +1493,7 @@ func (p *linearPredictor) PredictBatch(ctx context.Context, x, u []float32, n in
 	if err := model.CheckBatch(p.d, x, u, n); err != nil {
 		return nil, err
 	}
-	H, F, nAll, uc, nT := p.d.H, p.d.F, p.d.XCols, p.d.UCols, p.d.YCols
+	H, F, nT := p.d.H, p.d.F, p.d.YCols
 	nu, ny := len(p.xIn), len(p.xOut)
 	out := make([]float32, 0, n*F*nT)
 	us := make([][]float64, H+F)
@@ -1512,23 +1512,7 @@ func (p *linearPredictor) PredictBatch(ctx context.Context, x, u []float32, n in
 				return nil, err
 			}
 		}
-		xw := x[w*H*nAll : (w+1)*H*nAll]
-		uw := u[w*F*uc : (w+1)*F*uc]
-		for k := 0; k < H; k++ {
-			row := xw[k*nAll : (k+1)*nAll]
-			for i, j := range p.xIn {
-				us[k][i] = float64(row[j])
-			}
-			for o, j := range p.xOut {
-				ys[k][o] = float64(row[j])
-			}
-		}
-		for f := 0; f < F; f++ {
-			row := uw[f*uc : (f+1)*uc]
-			for i, j := range p.uIn {
-				us[H+f][i] = float64(row[j])
-			}
-		}
+		windowRows(p.d, x, u, w, p.xIn, p.xOut, p.uIn, us, ys)
 		var sim [][]float64
 		ud := delayInputs(us, p.delays)
 		if p.windowLS {

@@ -403,7 +403,7 @@ func (p *processPredictor) PredictBatch(ctx context.Context, x, u []float32, n i
 	if err := model.CheckBatch(c.d, x, u, n); err != nil {
 		return nil, err
 	}
-	H, F, nAll, uc, nT := c.d.H, c.d.F, c.d.XCols, c.d.UCols, c.d.YCols
+	H, F, nT := c.d.H, c.d.F, c.d.YCols
 	nu, ny := len(c.xIn), len(c.xOut)
 	out := make([]float32, 0, n*F*nT)
 	us := make([][]float64, H+F)
@@ -420,23 +420,7 @@ func (p *processPredictor) PredictBatch(ctx context.Context, x, u []float32, n i
 				return nil, err
 			}
 		}
-		xw := x[w*H*nAll : (w+1)*H*nAll]
-		uw := u[w*F*uc : (w+1)*F*uc]
-		for k := 0; k < H; k++ {
-			row := xw[k*nAll : (k+1)*nAll]
-			for i, j := range c.xIn {
-				us[k][i] = float64(row[j])
-			}
-			for o, j := range c.xOut {
-				ys[k][o] = float64(row[j])
-			}
-		}
-		for f := 0; f < F; f++ {
-			row := uw[f*uc : (f+1)*uc]
-			for i, j := range c.uIn {
-				us[H+f][i] = float64(row[j])
-			}
-		}
+		windowRows(c.d, x, u, w, c.xIn, c.xOut, c.uIn, us, ys)
 		sim := p.simulate(us, ys, H)
 		for f := 0; f < F; f++ {
 			for _, o := range c.tgtOut {

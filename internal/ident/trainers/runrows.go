@@ -1,6 +1,10 @@
 package trainers
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/aml-project/aml/internal/dataset"
+)
 
 // runRows checks and picks what a run simulator (eval.RunSimulator) of a
 // linear, output-error or process model needs from a run: u, the model's
@@ -38,4 +42,29 @@ func runRows(inputs, outputs [][]float64, nInit, nC, nT int, uIn, outTgt []int) 
 		}
 	}
 	return u, y, nil
+}
+
+// windowRows fills us ([H+F][inputs]) and ys ([H][outputs]) with window w
+// of a PredictBatch batch (x [n,H,xCols], u [n,F,uCols]): the model inputs
+// (x columns xIn over the history, u columns uIn over the horizon) and
+// outputs (x columns xOut) a linear or process model starts from.
+func windowRows(d dataset.Dims, x, u []float32, w int, xIn, xOut, uIn []int, us, ys [][]float64) {
+	H, F, nAll, uc := d.H, d.F, d.XCols, d.UCols
+	xw := x[w*H*nAll : (w+1)*H*nAll]
+	uw := u[w*F*uc : (w+1)*F*uc]
+	for k := 0; k < H; k++ {
+		row := xw[k*nAll : (k+1)*nAll]
+		for i, j := range xIn {
+			us[k][i] = float64(row[j])
+		}
+		for o, j := range xOut {
+			ys[k][o] = float64(row[j])
+		}
+	}
+	for f := 0; f < F; f++ {
+		row := uw[f*uc : (f+1)*uc]
+		for i, j := range uIn {
+			us[H+f][i] = float64(row[j])
+		}
+	}
 }
