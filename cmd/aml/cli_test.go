@@ -56,7 +56,7 @@ func TestSimRunsAndQuery(t *testing.T) {
 	out, _, code = aml(t, "ts", "query", "--data", d, "--node", "part_weight", "--run", runs[2].ID, "--json")
 	var page struct {
 		Points []struct {
-			Ts    int64   `json:"ts"`
+			Ts    int64   `json:"tsUs"`
 			Value float64 `json:"value"`
 			State string  `json:"state"`
 		} `json:"points"`
@@ -71,10 +71,10 @@ func TestSimRunsAndQuery(t *testing.T) {
 	var lim struct {
 		Points      []any `json:"points"`
 		HasMore     bool  `json:"hasMore"`
-		NextAfterTs int64 `json:"nextAfterTs"`
+		NextAfterTs int64 `json:"nextAfterTsUs"`
 	}
 	mustJSON(t, out, &lim)
-	if len(lim.Points) != 10 || !lim.HasMore || lim.NextAfterTs != page.Points[9].Ts {
+	if len(lim.Points) != 10 || !lim.HasMore || lim.NextAfterTs == 0 || lim.NextAfterTs != page.Points[9].Ts {
 		t.Fatalf("limit: %+v", lim)
 	}
 	// Same seed again: idempotent, still 12 runs and the same counts.
@@ -180,12 +180,12 @@ func TestIngestSharedDatasets(t *testing.T) {
 	out, _, _ = aml(t, "ts", "query", "--data", d, "--node", "y_V", "--run", "cascaded_tanks_validation", "--json")
 	var page struct {
 		Points []struct {
-			Ts    int64
+			Ts    int64 `json:"tsUs"`
 			Value float64
 		} `json:"points"`
 	}
 	mustJSON(t, out, &page)
-	if len(page.Points) != 1024 || page.Points[1].Ts-page.Points[0].Ts != 4000 || page.Points[0].Value != 4.9728 {
+	if len(page.Points) != 1024 || page.Points[1].Ts-page.Points[0].Ts != 4_000_000 || page.Points[0].Value != 4.9728 {
 		t.Fatalf("tanks y_V: %d points, first %+v", len(page.Points), page.Points[:2])
 	}
 	// The estimation record is intact (no overwrite by the second file).

@@ -32,7 +32,7 @@ var cliJSONNotes = map[string]string{
 	"job.logs":     "one answer holding the whole log (all pages; with `-f` once the job ended)",
 	"job.retry":    "with `--wait`: the job once it ended (exit 1 unless it is done, no error document)",
 	"job.submit":   "with `--wait`: the job once it ended (exit 1 unless it is done, no error document)",
-	"ts.query":     "samples: one `core.Page` object `{node, points, hasMore, nextAfterTs}`, all pages merged (`--limit` bounds them); `--bucket`: the answer",
+	"ts.query":     "samples: one `core.Page` object `{node, points: [{tsUs, value, state}], hasMore, nextAfterTsUs}` (times in epoch µs), all pages merged (`--limit` bounds them); `--bucket`: the answer",
 }
 
 // cliJSONOther is the --json output of the commands that call no op.

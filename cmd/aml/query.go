@@ -100,7 +100,7 @@ func newTSCmd(a *app) *cobra.Command {
 				if !p.HasMore || (limit > 0 && len(out.Points) >= limit) {
 					break
 				}
-				after := amlapp.Instant(p.NextAfterTs)
+				after := p.NextAfterTs
 				req.After = &after
 			}
 			if !out.HasMore {
@@ -117,7 +117,7 @@ func newTSCmd(a *app) *cobra.Command {
 	fl.StringVar(&req.Recipe, "recipe", "", "only samples of this recipe")
 	instantFlag(fl, &req.From, "from", "start time, inclusive (epoch ms or RFC 3339)")
 	instantFlag(fl, &req.To, "to", "end time, inclusive (epoch ms or RFC 3339)")
-	instantFlag(fl, &req.After, "after", "cursor: only samples strictly after this time")
+	fl.Var(opt[int64]{&req.After, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }}, "after", "cursor: only samples strictly after this time in epoch µs (a page's nextAfterTsUs)")
 	fl.IntVar(&limit, "limit", 0, "at most this many samples (0 = all)")
 	fl.Var(&req.Bucket, "bucket", "aggregate into buckets of this width (e.g. 1s, 1m)")
 	cmd.AddCommand(query)

@@ -18,7 +18,7 @@ func TestPlantCSVUpload(t *testing.T) {
 	var page core.Page
 	e.want(e.do("engineer", "GET", "/api/v1/ts?node=Temp", nil), 200, "").json(t, &page)
 	want := time.Date(2026, 11, 3, 5, 0, 0, 0, time.UTC).UnixMilli()
-	if len(page.Points) != 1 || page.Points[0].TsMs != want || page.Points[0].Value != 215.5 {
+	if len(page.Points) != 1 || page.Points[0].TsUs != want*1000 || page.Points[0].Value != 215.5 {
 		t.Fatalf("stored %+v, want 215.5 at %d", page.Points, want)
 	}
 	// Without the zone the same file is refused, saying what is missing.

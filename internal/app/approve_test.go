@@ -159,10 +159,10 @@ func (h *humanTime) later(t *testing.T, out *sim.Output, run sim.RunData, d time
 	r.Samples = nil
 	last := map[string]float64{}
 	for _, s := range run.Samples {
-		if s.TsMs < from {
+		if s.TsUs < from*1000 {
 			continue
 		}
-		s.TsMs += d.Milliseconds()
+		s.TsUs += d.Microseconds()
 		s.Run = r.Run.ID
 		if change != nil {
 			s.Value = change(s.Node, s.Value)

@@ -385,7 +385,7 @@ func (a *App) ModelReference(ctx context.Context, p Principal, req ModelReferenc
 			if r.EndedMs != nil {
 				end = *r.EndedMs
 			} else if lat, err := a.d.Store.Latest(ctx, man.AllNodes[:1], core.ContextFilter{Run: runID}); err == nil && len(lat) > 0 {
-				end = lat[0].TsMs
+				end = core.UsToMs(lat[0].TsUs)
 			}
 			// The last complete window: F beats of data after it, a beat
 			// spare for the grid's alignment.

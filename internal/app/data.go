@@ -160,7 +160,7 @@ type TSQueryRequest struct {
 	Recipe  string   `json:"recipe,omitempty" jsonschema:"only this recipe"`
 	From    *Instant `json:"from,omitempty" jsonschema:"start, inclusive (epoch ms or RFC 3339)"`
 	To      *Instant `json:"to,omitempty" jsonschema:"end, inclusive (epoch ms or RFC 3339)"`
-	After   *Instant `json:"after,omitempty" jsonschema:"cursor: strictly after this time (the page's nextAfter)"`
+	After   *int64   `json:"afterUs,omitempty" jsonschema:"cursor: strictly after this time in epoch µs (the page's nextAfterTsUs)"`
 	Limit   int      `json:"limit,omitempty" jsonschema:"page size (default 10000, at most 100000)"`
 	Bucket  Duration `json:"bucket,omitempty" jsonschema:"aggregate into buckets of this width (e.g. 1s, 5m); at least 1ms"`
 }
@@ -224,7 +224,7 @@ func (a *App) TSQuery(ctx context.Context, p Principal, req TSQueryRequest) (TSQ
 		if limit == 0 {
 			limit = 10_000
 		}
-		pg, err := a.d.Store.QueryPage(ctx, core.PageQuery{Node: req.Node, Filter: f, AfterTs: ms(req.After), FromMs: ms(req.From), ToMs: ms(req.To), Limit: limit})
+		pg, err := a.d.Store.QueryPage(ctx, core.PageQuery{Node: req.Node, Filter: f, AfterTs: req.After, FromMs: ms(req.From), ToMs: ms(req.To), Limit: limit})
 		if err != nil {
 			return TSQueryResponse{}, err
 		}

@@ -28,10 +28,21 @@ type IngestSamplesRequest struct {
 
 // IngestSample is one sample of a batch.
 type IngestSample struct {
-	Node  string  `json:"node"`
-	TsMs  int64   `json:"ts" jsonschema:"epoch milliseconds"`
+	Node string `json:"node"`
+	TsMs int64  `json:"ts,omitempty" jsonschema:"epoch milliseconds (or tsUs)"`
+	// TsUs gives the time in epoch microseconds instead of ts, for records
+	// sampled faster than 1 kHz or off whole milliseconds.
+	TsUs  *int64  `json:"tsUs,omitempty" jsonschema:"epoch microseconds, instead of ts"`
 	Value float64 `json:"value"`
 	State string  `json:"state,omitempty" jsonschema:"ok (default) or another state"`
+}
+
+// us is the sample's time in epoch µs.
+func (x IngestSample) us() int64 {
+	if x.TsUs != nil {
+		return *x.TsUs
+	}
+	return x.TsMs * 1000
 }
 
 // Validate checks the batch shape and every id, state and time with the
@@ -60,7 +71,14 @@ func (r *IngestSamplesRequest) Validate() error {
 		if _, err := core.CheckState(f+".state", x.State); err != nil {
 			return err
 		}
-		if err := core.CheckTs(f+".ts", x.TsMs); err != nil {
+		if x.TsUs != nil {
+			if x.TsMs != 0 {
+				return core.FieldErrorf(core.CodeInvalidArgument, f+".tsUs", "give the time once: ts (ms) or tsUs (µs), not both")
+			}
+			if err := core.CheckTsUs(f+".tsUs", *x.TsUs); err != nil {
+				return err
+			}
+		} else if err := core.CheckTs(f+".ts", x.TsMs); err != nil {
 			return err
 		}
 	}
@@ -150,13 +168,14 @@ func (a *App) IngestSamples(ctx context.Context, p Principal, req IngestSamplesR
 		}
 		samples := make([]core.Sample, len(b.Samples))
 		nodes := map[string]bool{}
-		first := b.Samples[0].TsMs
+		first := b.Samples[0].us()
 		for i, x := range b.Samples {
 			st, _ := core.CheckState("", x.State) // checked by Validate
 			nodes[x.Node] = true
-			first = min(first, x.TsMs)
-			samples[i] = core.Sample{Node: x.Node, TsMs: x.TsMs, Value: x.Value, State: st, Line: b.Line, Product: b.Product, Recipe: b.Recipe, Run: b.Run}
+			first = min(first, x.us())
+			samples[i] = core.Sample{Node: x.Node, TsUs: x.us(), Value: x.Value, State: st, Line: b.Line, Product: b.Product, Recipe: b.Recipe, Run: b.Run}
 		}
+		first = core.UsToMs(first)
 		if err := a.checkNodes(ctx, p, b.Line, nodes); err != nil {
 			return res, err
 		}

@@ -188,7 +188,7 @@ func (s *Sink) Add(ctx context.Context, node string, tsMs int64, value float64, 
 	}
 	state = st
 	s.mu.Lock()
-	smp := core.Sample{Node: node, TsMs: tsMs, Value: value, State: state, Line: s.opts.Line, Product: s.opts.Product, Recipe: s.opts.Recipe}
+	smp := core.Sample{Node: node, TsUs: tsMs * 1000, Value: value, State: state, Line: s.opts.Line, Product: s.opts.Product, Recipe: s.opts.Recipe}
 	if s.run != "" && tsMs >= s.runStart {
 		smp.Run = s.run
 		if v, ok := s.runLast[s.run]; !ok || tsMs > v {
@@ -236,10 +236,10 @@ func (s *Sink) SetRun(runID string, atMs int64) {
 	}
 	// Samples of this instant or later belong to the new run.
 	for i := range s.buf {
-		if s.buf[i].TsMs >= atMs {
+		if ms := core.UsToMs(s.buf[i].TsUs); ms >= atMs {
 			s.buf[i].Run = runID
-			if runID != "" && s.buf[i].TsMs > s.runLast[runID] {
-				s.runLast[runID] = s.buf[i].TsMs
+			if runID != "" && ms > s.runLast[runID] {
+				s.runLast[runID] = ms
 			}
 		}
 	}
@@ -358,8 +358,8 @@ func (s *Sink) startOf(run string, batch []core.Sample) int64 {
 		start = s.runStart
 	}
 	for _, smp := range batch {
-		if smp.Run == run && (start < 0 || smp.TsMs < start) {
-			start = smp.TsMs
+		if ms := core.UsToMs(smp.TsUs); smp.Run == run && (start < 0 || ms < start) {
+			start = ms
 		}
 	}
 	return start

@@ -27,7 +27,7 @@ func TestSinkDropsRefusedBatch(t *testing.T) {
 		if _, err := tx.EnsureRun(core.Run{ID: "other", LineID: "l", ProductID: "p", RecipeID: "r", StartedMs: 0, Status: core.RunActive}); err != nil {
 			return err
 		}
-		_, err := tx.Write([]core.Sample{{Node: "n", TsMs: 1000, Value: 1, State: core.StateOK, Line: "l", Product: "p", Recipe: "r", Run: "other"}})
+		_, err := tx.Write([]core.Sample{{Node: "n", TsUs: 1_000_000, Value: 1, State: core.StateOK, Line: "l", Product: "p", Recipe: "r", Run: "other"}})
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,9 @@ const (
 	// formatted, bucketed and subtracted without overflow.
 	MinTsMs int64 = -62167219200000
 	MaxTsMs int64 = 253402300799999
+	// MinTsUs and MaxTsUs are the same bounds in epoch microseconds.
+	MinTsUs = MinTsMs * 1000
+	MaxTsUs = MaxTsMs*1000 + 999
 )
 
 // CheckID checks a line, product, recipe or run id: 1 to MaxIDBytes bytes
@@ -61,13 +64,35 @@ func CheckState(field, s string) (string, error) {
 	return s, nil
 }
 
-// CheckTs checks a sample time (epoch ms) is within [MinTsMs, MaxTsMs].
+// CheckTs checks a time in epoch ms is within [MinTsMs, MaxTsMs].
 func CheckTs(field string, ts int64) error {
 	if ts < MinTsMs || ts > MaxTsMs {
 		return FieldErrorf(CodeInvalidArgument, field, "time %d ms is outside the years 0000 to 9999", ts)
 	}
 	return nil
 }
+
+// CheckTsUs checks a sample time in epoch µs is within [MinTsUs, MaxTsUs].
+func CheckTsUs(field string, ts int64) error {
+	if ts < MinTsUs || ts > MaxTsUs {
+		return FieldErrorf(CodeInvalidArgument, field, "time %d µs is outside the years 0000 to 9999", ts)
+	}
+	return nil
+}
+
+// UsToMs is the epoch millisecond that contains the epoch microsecond us
+// (floor division, also before 1970).
+func UsToMs(us int64) int64 {
+	ms := us / 1000
+	if us%1000 < 0 {
+		ms--
+	}
+	return ms
+}
+
+// MsRangeUs is the microsecond range [lo, hi] of the milliseconds [from,
+// to] inclusive: every sample within the bounding milliseconds.
+func MsRangeUs(from, to int64) (lo, hi int64) { return from * 1000, to*1000 + 999 }
 
 func checkText(field, s string, max int) error {
 	switch {

@@ -117,9 +117,12 @@ const StateOK = "ok"
 
 // Sample is one value of one node at one instant, with the batch-run context
 // it was taken in. Run context fields are empty when no run was active.
+// TsUs is the instant in epoch microseconds: sample times are stored to the
+// microsecond so that records sampled faster than 1 kHz, or at a period that
+// is not a whole number of milliseconds (610.35 Hz), keep every sample.
 type Sample struct {
 	Node    string  `json:"node"`
-	TsMs    int64   `json:"ts"`
+	TsUs    int64   `json:"tsUs"`
 	Value   float64 `json:"value"`
 	State   string  `json:"state"`
 	Line    string  `json:"line,omitempty"`
@@ -129,8 +132,9 @@ type Sample struct {
 }
 
 // Point is a sample without its context, as returned by per-node queries.
+// TsUs is epoch microseconds, as in Sample.
 type Point struct {
-	TsMs  int64   `json:"ts"`
+	TsUs  int64   `json:"tsUs"`
 	Value float64 `json:"value"`
 	State string  `json:"state"`
 }
@@ -145,8 +149,9 @@ type ContextFilter struct {
 }
 
 // PageQuery asks for one page of one node's samples in time order.
-// AfterTs is the cursor (exclusive): pass the previous page's NextAfterTs.
-// FromMs/ToMs bound the time range (inclusive); zero values mean unbounded.
+// AfterTs is the cursor (exclusive, epoch µs): pass the previous page's
+// NextAfterTs. FromMs/ToMs bound the time range in epoch ms, inclusive of
+// every sample within the bounding milliseconds; nil means unbounded.
 type PageQuery struct {
 	Node    string
 	Filter  ContextFilter
@@ -215,7 +220,7 @@ type Page struct {
 	Node        string  `json:"node"`
 	Points      []Point `json:"points"`
 	HasMore     bool    `json:"hasMore"`
-	NextAfterTs int64   `json:"nextAfterTs,omitempty"`
+	NextAfterTs int64   `json:"nextAfterTsUs,omitempty"` // epoch µs
 }
 
 // MultiQuery reads samples of several nodes in a context and time range.

@@ -89,7 +89,7 @@ type node struct {
 // memory at half the size.
 type runGrid struct {
 	run      core.Run
-	startMs  int64 // time of grid step 0
+	startUs  int64 // time of grid step 0, epoch µs
 	steps    int
 	vals     []float32
 	observed []bool // every node had a real (not interpolated) value
@@ -297,7 +297,7 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	m := &Manifest{
 		FormatVersion: FormatVersion, Kind: KindDynamic, SpecHash: sha256hex(canonSpec), SpecVersion: SpecVersion,
 		LineID: spec.LineID, ProductID: spec.ProductID, RecipeID: spec.RecipeID, Purpose: spec.Purpose,
-		BeatMs: spec.BeatMs, HistorySteps: spec.HistorySteps, HorizonSteps: spec.HorizonSteps, Stride: spec.Stride,
+		BeatMs: spec.BeatMs, BeatUs: subMsBeat(spec), HistorySteps: spec.HistorySteps, HorizonSteps: spec.HorizonSteps, Stride: spec.Stride,
 		Shapes: p.shapes(), Split: p.manifestSplit(), Runs: p.manifestRuns(), Norm: norm,
 		Provenance: provenance(ctx, st, spec, grids), Lineage: lineage,
 	}
@@ -449,9 +449,9 @@ func readAll(ctx context.Context, ts core.TimeSeries, nodeID, runID string, from
 			// append without repeated regrowth.
 			n := len(p.Points)
 			if p.HasMore && n > 1 {
-				span := p.Points[n-1].TsMs - from + 1
+				span := p.Points[n-1].TsUs - from*1000 + 1
 				if span > 0 {
-					n = int(min(int64(n)*(to-from+1)/span+int64(n)/8, 1<<26))
+					n = int(min(int64(n)*(to-from+1)*1000/span+int64(n)/8, 1<<26))
 				}
 			}
 			out = make([]core.Point, 0, n)
@@ -566,7 +566,7 @@ func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to
 			q := make([]core.Point, len(p))
 			for k := range p {
 				q[k] = p[k]
-				q[k].TsMs -= n.delayMs
+				q[k].TsUs -= n.delayMs * 1000
 			}
 			p = q
 		}
@@ -575,10 +575,11 @@ func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to
 			cfg.Min, cfg.Max = n.info.Min, n.info.Max
 		}
 		if hampel != nil && hampel.Threshold > 0 {
-			cfg.HampelWindowMs, cfg.HampelThreshold = hampel.WindowMs, hampel.Threshold
+			cfg.HampelWindowUs, cfg.HampelThreshold = hampel.WindowMs*1000, hampel.Threshold
 		}
 		kept, cc := Clean(p, cfg)
-		grid, ac := Align(kept, from, to, AlignConfig{BeatMs: spec.BeatMs, MaxInterpMs: *spec.Cleaning.MaxInterpMs})
+		fromUs, toUs := core.MsRangeUs(from, to)
+		grid, ac := Align(kept, fromUs, toUs, AlignConfig{BeatUs: spec.BeatUs(), MaxInterpUs: *spec.Cleaning.MaxInterpMs * 1000})
 		grids[j] = grid
 		g.clean[n.NodeID] = cc
 		g.align[n.NodeID] = ac
@@ -608,7 +609,7 @@ func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to
 		return nil, fmt.Sprintf("only %d common grid steps, needs at least %d (historySteps+horizonSteps+2)", steps, minSteps)
 	}
 	nAll := len(nodes)
-	g.steps, g.startMs = steps, grids[0].StartMs+int64(lo)*spec.BeatMs
+	g.steps, g.startUs = steps, grids[0].StartUs+int64(lo)*spec.BeatUs()
 	g.vals = make([]float32, steps*nAll)
 	g.observed = make([]bool, steps)
 	nan := 0
@@ -760,7 +761,8 @@ func checkWork(spec *Spec, runs []core.Run, nodes int, maxCells int64) error {
 	if maxCells <= 0 {
 		maxCells = DefaultMaxCells
 	}
-	if spec.BeatMs < 1 {
+	beatUs := spec.BeatUs()
+	if beatUs < 1 {
 		return nil // Validate refuses it
 	}
 	var points int64
@@ -778,7 +780,7 @@ func checkWork(spec *Spec, runs []core.Run, nodes int, maxCells int64) error {
 		if from > to {
 			continue
 		}
-		n := (to-from)/spec.BeatMs + 1
+		n := (to-from)*1000/beatUs + 1
 		if points > math.MaxInt64/4-n {
 			points = math.MaxInt64 / 4
 			break
@@ -793,8 +795,17 @@ func checkWork(spec *Spec, runs []core.Run, nodes int, maxCells int64) error {
 	}
 	if cells > maxCells {
 		return core.FieldErrorf(core.CodeQuotaExceeded, "beatMs",
-			"the build would align %d grid cells (%d points at beatMs %d over %d run(s) × %d nodes), over the work budget of %d cells: raise beatMs, shorten fromMs/toMs, pick fewer runs or nodes",
-			cells, points, spec.BeatMs, len(runs), nodes, maxCells)
+			"the build would align %d grid cells (%d points at a beat of %s over %d run(s) × %d nodes), over the work budget of %d cells: raise the beat, shorten fromMs/toMs, pick fewer runs or nodes",
+			cells, points, core.FormatPeriod(time.Duration(beatUs)*time.Microsecond), len(runs), nodes, maxCells)
 	}
 	return nil
+}
+
+// subMsBeat is the manifest's beatUs: the beat in µs when it is not a
+// whole number of ms, else 0 (manifest beatMs then, as before).
+func subMsBeat(spec *Spec) int64 {
+	if us := spec.BeatUs(); us%1000 != 0 {
+		return us
+	}
+	return 0
 }

@@ -334,7 +334,7 @@ func TestNormalisationFromTrainOnly(t *testing.T) {
 	var edits []core.Sample
 	for _, pt := range p.Points[100:200] {
 		if pt.State == core.StateOK {
-			edits = append(edits, core.Sample{Node: "part_weight", TsMs: pt.TsMs, Value: pt.Value + 0.5, State: pt.State,
+			edits = append(edits, core.Sample{Node: "part_weight", TsUs: pt.TsUs, Value: pt.Value + 0.5, State: pt.State,
 				Line: spec.LineID, Product: spec.ProductID, Recipe: spec.RecipeID, Run: testRun})
 		}
 	}
@@ -509,7 +509,7 @@ func TestStaticResponse(t *testing.T) {
 			a, b := float64(k%7), float64((k*3+r)%5)
 			ts := int64(r*100_000 + k*1000)
 			for _, s := range []core.Sample{{Node: "a", Value: a}, {Node: "b", Value: b}, {Node: "q", Value: 2*a - b}} {
-				s.TsMs, s.Line, s.Product, s.Recipe, s.Run = ts, "L", "P", "R", run
+				s.TsUs, s.Line, s.Product, s.Recipe, s.Run = ts*1000, "L", "P", "R", run
 				ss = append(ss, s)
 			}
 		}

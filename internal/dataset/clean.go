@@ -20,7 +20,7 @@ import (
 //     Min (Max) set, a value < *Min (> *Max) is dropped. Bounds are
 //     inclusive: a value equal to a bound is kept.
 //  3. hampel: time-windowed, two-sided Hampel test, enabled when
-//     HampelWindowMs > 0 and HampelThreshold > 0. Let W = HampelWindowMs,
+//     HampelWindowUs > 0 and HampelThreshold > 0. Let W = HampelWindowUs,
 //     k = HampelThreshold, and let S be the node's samples that survived
 //     rules 1 and 2 (the test looks only at S, never at dropped samples,
 //     and is not iterated: a point removed by Hampel still counts as a
@@ -66,7 +66,7 @@ import (
 type CleanConfig struct {
 	StateFilter     bool     // drop samples whose State is not "ok" (empty State counts as ok)
 	Min, Max        *float64 // range filter: drop values < Min or > Max (nil = no bound); NaN/Inf always dropped
-	HampelWindowMs  int64    // Hampel half-window in ms (neighbours within ±HampelWindowMs of the point); <= 0 disables
+	HampelWindowUs  int64    // Hampel half-window in µs (neighbours within ±HampelWindowUs of the point); <= 0 disables
 	HampelThreshold float64  // k (typically 3); <= 0 (or NaN) disables
 }
 
@@ -94,8 +94,8 @@ func (c *CleanCounts) Add(o CleanCounts) {
 // slice, never aliasing points, non-nil) and the per-rule counts. The input
 // is not modified.
 //
-// Precondition: points are sorted by TsMs, strictly increasing. Clean never
-// fails: input that is not sorted by TsMs is stably sorted (on a copy)
+// Precondition: points are sorted by TsUs, strictly increasing. Clean never
+// fails: input that is not sorted by TsUs is stably sorted (on a copy)
 // first, so the result is always in time order; points that share a
 // timestamp are never in each other's Hampel neighbourhood.
 func Clean(points []core.Point, cfg CleanConfig) ([]core.Point, CleanCounts) {
@@ -122,14 +122,14 @@ func Clean(points []core.Point, cfg CleanConfig) ([]core.Point, CleanCounts) {
 
 	// Rule 3.
 	var outlier []bool
-	if cfg.HampelWindowMs > 0 && cfg.HampelThreshold > 0 && len(surv) >= 3 {
+	if cfg.HampelWindowUs > 0 && cfg.HampelThreshold > 0 && len(surv) >= 3 {
 		ts := make([]int64, len(surv))
 		xs := make([]float64, len(surv))
 		for j, i := range surv {
-			ts[j] = points[i].TsMs
+			ts[j] = points[i].TsUs
 			xs[j] = points[i].Value
 		}
-		outlier = cleanHampel(ts, xs, cfg.HampelWindowMs, cfg.HampelThreshold)
+		outlier = cleanHampel(ts, xs, cfg.HampelWindowUs, cfg.HampelThreshold)
 	}
 
 	kept := make([]core.Point, 0, len(surv))
@@ -146,9 +146,9 @@ func Clean(points []core.Point, cfg CleanConfig) ([]core.Point, CleanCounts) {
 
 func cleanCmpTs(a, b core.Point) int {
 	switch {
-	case a.TsMs < b.TsMs:
+	case a.TsUs < b.TsUs:
 		return -1
-	case a.TsMs > b.TsMs:
+	case a.TsUs > b.TsUs:
 		return 1
 	}
 	return 0
@@ -343,24 +343,25 @@ func cleanSatSub(a, b int64) int64 {
 
 // AlignConfig holds the grid rules for one node.
 type AlignConfig struct {
-	BeatMs      int64 // grid spacing, > 0
-	MaxInterpMs int64 // fill a gap linearly only if its missing span (time between the two observed neighbours minus one beat) is <= MaxInterpMs; <= 0 = never interpolate
+	BeatUs      int64 // grid spacing in µs, > 0
+	MaxInterpUs int64 // fill a gap linearly only if its missing span (time between the two observed neighbours minus one beat) is <= MaxInterpUs; <= 0 = never interpolate
 }
 
 // Grid is a node's series on the beat grid: Values[k] is the value of bucket
-// k = [StartMs + k·BeatMs, StartMs + (k+1)·BeatMs); NaN where missing.
+// k = [StartUs + k·BeatUs, StartUs + (k+1)·BeatUs) (epoch µs); NaN where
+// missing.
 // Observed[k] is true where the bucket had at least one sample (value =
 // bucket mean), false where interpolated or missing.
 type Grid struct {
-	StartMs  int64
-	BeatMs   int64
+	StartUs  int64
+	BeatUs   int64
 	Values   []float64
 	Observed []bool
 }
 
 // AlignCounts describes a grid: Buckets = Observed + Interpolated + Missing.
 type AlignCounts struct {
-	Buckets      int `json:"buckets"` // grid steps in [fromMs, toMs]
+	Buckets      int `json:"buckets"` // grid steps in [fromUs, toUs]
 	Observed     int `json:"observed"`
 	Interpolated int `json:"interpolated"`
 	Missing      int `json:"missing"` // still NaN after interpolation
@@ -374,11 +375,11 @@ func (c *AlignCounts) Add(o AlignCounts) {
 	c.Missing += o.Missing
 }
 
-// Align buckets points (cleaned, sorted by TsMs) onto the absolute,
-// epoch-aligned grid of spacing BeatMs covering [fromMs, toMs] inclusive:
-// bucket starts are multiples of BeatMs (floor division, also for negative
-// times), StartMs = floor(fromMs/BeatMs)·BeatMs and the last bucket is
-// floor(toMs/BeatMs). Points outside [fromMs, toMs] are ignored, even when
+// Align buckets points (cleaned, sorted by TsUs) onto the absolute,
+// epoch-aligned grid (epoch µs) of spacing BeatUs covering [fromUs, toUs] inclusive:
+// bucket starts are multiples of BeatUs (floor division, also for negative
+// times), StartUs = floor(fromUs/BeatUs)·BeatUs and the last bucket is
+// floor(toUs/BeatUs). Points outside [fromUs, toUs] are ignored, even when
 // they fall in the first or last bucket; points with a NaN or infinite
 // Value are ignored; State is not looked at.
 //
@@ -388,28 +389,28 @@ func (c *AlignCounts) Add(o AlignCounts) {
 // compensation: a bucket of equal values gets exactly that value, large
 // offsets and cancellation do not lose the small part.
 // Then every gap between two observed buckets a < b whose missing span
-// (b−a−1)·BeatMs is <= MaxInterpMs is filled by linear interpolation,
+// (b−a−1)·BeatUs is <= MaxInterpUs is filled by linear interpolation,
 // v_a + (v_b−v_a)·(j−a)/(b−a) (evaluated from the nearer end, see
 // alignLerp); a longer gap is left entirely NaN. Nothing is
 // extrapolated before the first or after the last observed bucket.
 //
-// With BeatMs <= 0 or toMs < fromMs the grid is empty (no buckets).
+// With BeatUs <= 0 or toUs < fromUs the grid is empty (no buckets).
 // Unsorted input gives the same buckets (runs of one bucket are merged).
-func Align(points []core.Point, fromMs, toMs int64, cfg AlignConfig) (Grid, AlignCounts) {
-	beat := cfg.BeatMs
-	g := Grid{BeatMs: beat, Values: []float64{}, Observed: []bool{}}
-	if beat <= 0 || toMs < fromMs {
+func Align(points []core.Point, fromUs, toUs int64, cfg AlignConfig) (Grid, AlignCounts) {
+	beat := cfg.BeatUs
+	g := Grid{BeatUs: beat, Values: []float64{}, Observed: []bool{}}
+	if beat <= 0 || toUs < fromUs {
 		return g, AlignCounts{}
 	}
-	k0 := alignFloorDiv(fromMs, beat)
-	n := int(alignFloorDiv(toMs, beat) - k0 + 1)
-	g.StartMs = k0 * beat
+	k0 := alignFloorDiv(fromUs, beat)
+	n := int(alignFloorDiv(toUs, beat) - k0 + 1)
+	g.StartUs = k0 * beat
 	g.Values = make([]float64, n)
 	g.Observed = make([]bool, n)
 	cnt := make([]int, n)
 
 	in := func(p core.Point) bool {
-		return p.TsMs >= fromMs && p.TsMs <= toMs
+		return p.TsUs >= fromUs && p.TsUs <= toUs
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
@@ -419,14 +420,14 @@ func Align(points []core.Point, fromMs, toMs int64, cfg AlignConfig) (Grid, Alig
 		if !in(p) || !finite(p.Value) {
 			continue
 		}
-		k := int(alignFloorDiv(p.TsMs, beat) - k0)
+		k := int(alignFloorDiv(p.TsUs, beat) - k0)
 		// Mean of the run of consecutive points in bucket k.
 		ref := p.Value
 		var sum, comp float64
 		m := 1
 		for ; i < len(points); i++ {
 			q := points[i]
-			if !in(q) || int(alignFloorDiv(q.TsMs, beat)-k0) != k {
+			if !in(q) || int(alignFloorDiv(q.TsUs, beat)-k0) != k {
 				break
 			}
 			if !finite(q.Value) {
@@ -460,8 +461,8 @@ func Align(points []core.Point, fromMs, toMs int64, cfg AlignConfig) (Grid, Alig
 	c.Buckets = n
 	last := -1 // last observed bucket
 	maxGap := int64(-1)
-	if cfg.MaxInterpMs > 0 {
-		maxGap = cfg.MaxInterpMs / beat // (b-a-1)·beat <= MaxInterpMs ⇔ b-a-1 <= this
+	if cfg.MaxInterpUs > 0 {
+		maxGap = cfg.MaxInterpUs / beat // (b-a-1)·beat <= MaxInterpUs ⇔ b-a-1 <= this
 	}
 	for k := range n {
 		if cnt[k] == 0 {
@@ -511,7 +512,7 @@ func alignFloorDiv(a, b int64) int64 {
 // CommonRange returns the index range [lo, hi) of grid steps covered by
 // every grid: lo = max over grids of the first non-NaN index, hi = min over
 // grids of (last non-NaN index + 1). Grids inside the range may still hold
-// NaN in interior gaps. All grids must share StartMs, BeatMs and
+// NaN in interior gaps. All grids must share StartUs, BeatUs and
 // len(Values); otherwise CommonRange returns an error. When there are no
 // grids, a grid is empty or all-NaN, the spans do not overlap, or on error,
 // it returns lo = hi = 0 (safe to slice with).
@@ -521,9 +522,9 @@ func CommonRange(grids []Grid) (lo, hi int, err error) {
 	}
 	g0 := grids[0]
 	for i, g := range grids[1:] {
-		if g.StartMs != g0.StartMs || g.BeatMs != g0.BeatMs || len(g.Values) != len(g0.Values) {
-			return 0, 0, fmt.Errorf("dataset: grid %d (start %d, beat %d, %d steps) does not match grid 0 (start %d, beat %d, %d steps)",
-				i+1, g.StartMs, g.BeatMs, len(g.Values), g0.StartMs, g0.BeatMs, len(g0.Values))
+		if g.StartUs != g0.StartUs || g.BeatUs != g0.BeatUs || len(g.Values) != len(g0.Values) {
+			return 0, 0, fmt.Errorf("dataset: grid %d (start %d µs, beat %d µs, %d steps) does not match grid 0 (start %d µs, beat %d µs, %d steps)",
+				i+1, g.StartUs, g.BeatUs, len(g.Values), g0.StartUs, g0.BeatUs, len(g0.Values))
 		}
 	}
 	lo, hi = 0, len(g0.Values)

@@ -15,7 +15,7 @@ import (
 func ctSeries(t0, dt int64, vals ...float64) []core.Point {
 	pts := make([]core.Point, len(vals))
 	for i, v := range vals {
-		pts[i] = core.Point{TsMs: t0 + int64(i)*dt, Value: v, State: core.StateOK}
+		pts[i] = core.Point{TsUs: t0 + int64(i)*dt, Value: v, State: core.StateOK}
 	}
 	return pts
 }
@@ -59,7 +59,7 @@ func ctCheck(t *testing.T, in, kept []core.Point, c CleanCounts) {
 	// kept must be a subsequence of the (time-sorted) input.
 	j := 0
 	for _, p := range kept {
-		for j < len(in) && in[j] != p && !(in[j].TsMs == p.TsMs && math.IsNaN(in[j].Value) && math.IsNaN(p.Value) && in[j].State == p.State) {
+		for j < len(in) && in[j] != p && !(in[j].TsUs == p.TsUs && math.IsNaN(in[j].Value) && math.IsNaN(p.Value) && in[j].State == p.State) {
 			j++
 		}
 		if j == len(in) {
@@ -79,12 +79,12 @@ func ctCheck(t *testing.T, in, kept []core.Point, c CleanCounts) {
 func ctRemoved(in, kept []core.Point) []int64 {
 	k := make(map[int64]bool, len(kept))
 	for _, p := range kept {
-		k[p.TsMs] = true
+		k[p.TsUs] = true
 	}
 	var out []int64
 	for _, p := range in {
-		if !k[p.TsMs] {
-			out = append(out, p.TsMs)
+		if !k[p.TsUs] {
+			out = append(out, p.TsUs)
 		}
 	}
 	return out
@@ -92,27 +92,27 @@ func ctRemoved(in, kept []core.Point) []int64 {
 
 func ctPtr(v float64) *float64 { return &v }
 
-var ctHampel = CleanConfig{HampelWindowMs: 5000, HampelThreshold: 3}
+var ctHampel = CleanConfig{HampelWindowUs: 5000, HampelThreshold: 3}
 
 // ---- state and range ----
 
 func TestCleanStateAndRange(t *testing.T) {
 	pts := []core.Point{
-		{TsMs: 1, Value: 5, State: "ok"},
-		{TsMs: 2, Value: 5, State: ""},
-		{TsMs: 3, Value: 5, State: "bad"},
-		{TsMs: 4, Value: 5, State: "uncertain"},
-		{TsMs: 5, Value: 5, State: "OK"},                           // exact match only
-		{TsMs: 6, Value: 0, State: "ok"},                           // == Min
-		{TsMs: 7, Value: 10, State: "ok"},                          // == Max
-		{TsMs: 8, Value: -0.001, State: "ok"},                      // < Min
-		{TsMs: 9, Value: 10.001, State: "ok"},                      // > Max
-		{TsMs: 10, Value: 1e6, State: "bad"},                       // out of range AND bad: counted as state
-		{TsMs: 11, Value: math.NaN(), State: "ok"},                 // never kept
-		{TsMs: 12, Value: math.Inf(1), State: ""},                  // never kept
-		{TsMs: 13, Value: math.Inf(-1), State: "ok"},               // never kept
-		{TsMs: 14, Value: math.NaN(), State: "substituted"},        // state first
-		{TsMs: 15, Value: -math.SmallestNonzeroFloat64, State: ""}, // < Min 0
+		{TsUs: 1, Value: 5, State: "ok"},
+		{TsUs: 2, Value: 5, State: ""},
+		{TsUs: 3, Value: 5, State: "bad"},
+		{TsUs: 4, Value: 5, State: "uncertain"},
+		{TsUs: 5, Value: 5, State: "OK"},                           // exact match only
+		{TsUs: 6, Value: 0, State: "ok"},                           // == Min
+		{TsUs: 7, Value: 10, State: "ok"},                          // == Max
+		{TsUs: 8, Value: -0.001, State: "ok"},                      // < Min
+		{TsUs: 9, Value: 10.001, State: "ok"},                      // > Max
+		{TsUs: 10, Value: 1e6, State: "bad"},                       // out of range AND bad: counted as state
+		{TsUs: 11, Value: math.NaN(), State: "ok"},                 // never kept
+		{TsUs: 12, Value: math.Inf(1), State: ""},                  // never kept
+		{TsUs: 13, Value: math.Inf(-1), State: "ok"},               // never kept
+		{TsUs: 14, Value: math.NaN(), State: "substituted"},        // state first
+		{TsUs: 15, Value: -math.SmallestNonzeroFloat64, State: ""}, // < Min 0
 	}
 	cases := []struct {
 		name     string
@@ -135,7 +135,7 @@ func TestCleanStateAndRange(t *testing.T) {
 			ctCheck(t, pts, kept, c)
 			var got []int64
 			for _, p := range kept {
-				got = append(got, p.TsMs)
+				got = append(got, p.TsUs)
 			}
 			if !slices.Equal(got, tc.keptTs) {
 				t.Errorf("kept %v, want %v", got, tc.keptTs)
@@ -149,7 +149,7 @@ func TestCleanStateAndRange(t *testing.T) {
 
 func TestCleanEmptyAndInputUntouched(t *testing.T) {
 	for _, in := range [][]core.Point{nil, {}} {
-		kept, c := Clean(in, CleanConfig{StateFilter: true, HampelWindowMs: 5000, HampelThreshold: 3})
+		kept, c := Clean(in, CleanConfig{StateFilter: true, HampelWindowUs: 5000, HampelThreshold: 3})
 		if kept == nil || len(kept) != 0 || c != (CleanCounts{}) {
 			t.Errorf("Clean(%v) = %v, %+v", in, kept, c)
 		}
@@ -157,7 +157,7 @@ func TestCleanEmptyAndInputUntouched(t *testing.T) {
 	in := ctSeries(0, 1000, 1, 1, 1, 1, 1, 99, 1, 1, 1, 1, 1)
 	in[2].State = "bad"
 	orig := slices.Clone(in)
-	kept, c := Clean(in, CleanConfig{StateFilter: true, HampelWindowMs: 5000, HampelThreshold: 3})
+	kept, c := Clean(in, CleanConfig{StateFilter: true, HampelWindowUs: 5000, HampelThreshold: 3})
 	ctCheck(t, in, kept, c)
 	if !slices.Equal(in, orig) {
 		t.Errorf("input modified")
@@ -277,14 +277,14 @@ func TestHampel(t *testing.T) {
 			ts := append(slices.Clone(left), 100, 103, 104, 110, 111, 112, 113, 114)
 			pts := []core.Point{}
 			for _, x := range []int64{0, 10, 20, 30, 40, 50, 60, 70, 80, 90} {
-				pts = append(pts, core.Point{TsMs: x * s, Value: 10})
+				pts = append(pts, core.Point{TsUs: x * s, Value: 10})
 			}
 			for _, x := range ts {
 				v := 10.0
 				if x == 100 {
 					v = 100
 				}
-				pts = append(pts, core.Point{TsMs: x * s, Value: v})
+				pts = append(pts, core.Point{TsUs: x * s, Value: v})
 			}
 			return pts
 		}
@@ -354,7 +354,7 @@ func TestHampel(t *testing.T) {
 				v = append(v, -1, 0, 1)
 			}
 			v = slices.Insert(v, 30, c.x)
-			tc := tcase{name: c.name, pts: ctSeries(0, s, v...), cfg: CleanConfig{HampelWindowMs: 3000, HampelThreshold: k}}
+			tc := tcase{name: c.name, pts: ctSeries(0, s, v...), cfg: CleanConfig{HampelWindowUs: 3000, HampelThreshold: k}}
 			if c.out {
 				tc.remove = []int64{30 * s}
 			} else {
@@ -367,10 +367,10 @@ func TestHampel(t *testing.T) {
 		v := ctConst(40, 1)
 		v[20] = 50
 		cases = append(cases,
-			tcase{"window 0 disables", ctSeries(0, s, v...), CleanConfig{HampelWindowMs: 0, HampelThreshold: 3}, nil, nil, 0},
-			tcase{"threshold 0 disables", ctSeries(0, s, v...), CleanConfig{HampelWindowMs: 5000, HampelThreshold: 0}, nil, nil, 0},
-			tcase{"threshold NaN disables", ctSeries(0, s, v...), CleanConfig{HampelWindowMs: 5000, HampelThreshold: math.NaN()}, nil, nil, 0},
-			tcase{"window -1 disables", ctSeries(0, s, v...), CleanConfig{HampelWindowMs: -1, HampelThreshold: 3}, nil, nil, 0})
+			tcase{"window 0 disables", ctSeries(0, s, v...), CleanConfig{HampelWindowUs: 0, HampelThreshold: 3}, nil, nil, 0},
+			tcase{"threshold 0 disables", ctSeries(0, s, v...), CleanConfig{HampelWindowUs: 5000, HampelThreshold: 0}, nil, nil, 0},
+			tcase{"threshold NaN disables", ctSeries(0, s, v...), CleanConfig{HampelWindowUs: 5000, HampelThreshold: math.NaN()}, nil, nil, 0},
+			tcase{"window -1 disables", ctSeries(0, s, v...), CleanConfig{HampelWindowUs: -1, HampelThreshold: 3}, nil, nil, 0})
 		f := ctConst(40, 1)
 		f[0], f[1], f[38] = 50, -50, 70
 		f[10] = 60
@@ -385,7 +385,7 @@ func TestHampel(t *testing.T) {
 			pts[i].State = "bad"
 		}
 		cases = append(cases,
-			tcase{"bad neighbours excluded (state filter on)", pts, CleanConfig{StateFilter: true, HampelWindowMs: 5000, HampelThreshold: 3},
+			tcase{"bad neighbours excluded (state filter on)", pts, CleanConfig{StateFilter: true, HampelWindowUs: 5000, HampelThreshold: 3},
 				nil, []int64{50 * s}, 0},
 			tcase{"bad neighbours included (state filter off)", pts, ctHampel, []int64{50 * s}, nil, 0})
 		r := ctConst(100, 10)
@@ -394,7 +394,7 @@ func TestHampel(t *testing.T) {
 			r[i] = -1 // below Min
 		}
 		cases = append(cases, tcase{"range-dropped neighbours excluded", ctSeries(0, s, r...),
-			CleanConfig{Min: ctPtr(0), HampelWindowMs: 5000, HampelThreshold: 3}, nil, []int64{50 * s}, 0})
+			CleanConfig{Min: ctPtr(0), HampelWindowUs: 5000, HampelThreshold: 3}, nil, []int64{50 * s}, 0})
 	}
 
 	for _, tc := range cases {
@@ -405,7 +405,7 @@ func TestHampel(t *testing.T) {
 			// points dropped by state/range are not Hampel removals
 			var hampelRemoved []int64
 			for _, ts := range removed {
-				i := slices.IndexFunc(tc.pts, func(p core.Point) bool { return p.TsMs == ts })
+				i := slices.IndexFunc(tc.pts, func(p core.Point) bool { return p.TsUs == ts })
 				p := tc.pts[i]
 				if tc.cfg.StateFilter && p.State != "" && p.State != core.StateOK {
 					continue
@@ -523,11 +523,11 @@ func TestCleanMatchesReference(t *testing.T) {
 			if r.IntN(10) == 0 {
 				st = states[r.IntN(3)]
 			}
-			pts[i] = core.Point{TsMs: ts, Value: v, State: st}
+			pts[i] = core.Point{TsUs: ts, Value: v, State: st}
 		}
 		cfg := CleanConfig{
 			StateFilter:     r.IntN(2) == 0,
-			HampelWindowMs:  int64(r.IntN(12000)),
+			HampelWindowUs:  int64(r.IntN(12000)),
 			HampelThreshold: []float64{3, 2, 1, 0.5, 5}[r.IntN(5)],
 		}
 		if r.IntN(3) == 0 {
@@ -547,11 +547,11 @@ func TestCleanMatchesReference(t *testing.T) {
 			if (cfg.Min != nil && p.Value < *cfg.Min) || (cfg.Max != nil && p.Value > *cfg.Max) {
 				continue
 			}
-			sts, sxs, sp = append(sts, p.TsMs), append(sxs, p.Value), append(sp, p)
+			sts, sxs, sp = append(sts, p.TsUs), append(sxs, p.Value), append(sp, p)
 		}
 		var want []core.Point
-		if cfg.HampelWindowMs > 0 {
-			out := ctRefHampel(sts, sxs, cfg.HampelWindowMs, cfg.HampelThreshold)
+		if cfg.HampelWindowUs > 0 {
+			out := ctRefHampel(sts, sxs, cfg.HampelWindowUs, cfg.HampelThreshold)
 			for i, p := range sp {
 				if !out[i] {
 					want = append(want, p)
@@ -601,7 +601,7 @@ func TestCleanProperty(t *testing.T) {
 				isEdge[i], isEdge[i-1] = true, true
 				pts[i-1].Value = level - step
 			}
-			pts[i] = core.Point{TsMs: ts, Value: level + sigma*r.NormFloat64()}
+			pts[i] = core.Point{TsUs: ts, Value: level + sigma*r.NormFloat64()}
 			if isEdge[i] {
 				pts[i].Value = level
 			}
@@ -629,7 +629,7 @@ func TestCleanProperty(t *testing.T) {
 				pts[i].Value += d
 			}
 		}
-		kept, c := Clean(pts, CleanConfig{HampelWindowMs: w, HampelThreshold: 3})
+		kept, c := Clean(pts, CleanConfig{HampelWindowUs: w, HampelThreshold: 3})
 		ctCheck(t, pts, kept, c)
 		removed := ctRemoved(pts, kept)
 		rm := map[int64]bool{}
@@ -639,11 +639,11 @@ func TestCleanProperty(t *testing.T) {
 		other := 0
 		for i, p := range pts {
 			switch {
-			case isOut[i] && !rm[p.TsMs]:
+			case isOut[i] && !rm[p.TsUs]:
 				t.Errorf("trial %d: outlier at index %d kept", trial, i)
-			case isEdge[i] && rm[p.TsMs]:
+			case isEdge[i] && rm[p.TsUs]:
 				t.Errorf("trial %d: step edge at index %d removed", trial, i)
-			case !isOut[i] && rm[p.TsMs]:
+			case !isOut[i] && rm[p.TsUs]:
 				other++
 			}
 		}
@@ -661,7 +661,7 @@ func TestCleanProperty(t *testing.T) {
 			}
 		}
 		lo := pts[0].Value - 100*sigma
-		kept2, c2 := Clean(pts, CleanConfig{StateFilter: r.IntN(2) == 0, Min: ctPtr(lo), HampelWindowMs: w, HampelThreshold: 3})
+		kept2, c2 := Clean(pts, CleanConfig{StateFilter: r.IntN(2) == 0, Min: ctPtr(lo), HampelWindowUs: w, HampelThreshold: 3})
 		ctCheck(t, pts, kept2, c2)
 	}
 }
@@ -689,7 +689,7 @@ func TestCleanUnsortedAndDuplicates(t *testing.T) {
 	// Duplicate timestamps: points sharing the spike's timestamp are not
 	// its neighbours; the result must be panic-free and in time order.
 	dup := ctSeries(0, 1000, v...)
-	dup = slices.Insert(dup, 16, core.Point{TsMs: 15000, Value: 7})
+	dup = slices.Insert(dup, 16, core.Point{TsUs: 15000, Value: 7})
 	k3, c3 := Clean(dup, ctHampel)
 	ctCheck(t, dup, k3, c3)
 	if c3.Hampel != 1 || slices.ContainsFunc(k3, func(p core.Point) bool { return p.Value == 70 }) {
@@ -757,7 +757,7 @@ func ctNaNEq(a, b []float64) bool {
 
 func TestAlign(t *testing.T) {
 	nan := math.NaN()
-	P := func(ts int64, v float64) core.Point { return core.Point{TsMs: ts, Value: v, State: core.StateOK} }
+	P := func(ts int64, v float64) core.Point { return core.Point{TsUs: ts, Value: v, State: core.StateOK} }
 	cases := []struct {
 		name     string
 		pts      []core.Point
@@ -772,7 +772,7 @@ func TestAlign(t *testing.T) {
 			name: "bucket means",
 			pts: []core.Point{P(0, 1), P(250, 2), P(999, 3), P(1000, 5),
 				P(2000, 0.1), P(2001, 0.1), P(2002, 0.1), P(3000, -1), P(3500, 2)},
-			from: 0, to: 3999, cfg: AlignConfig{BeatMs: 1000},
+			from: 0, to: 3999, cfg: AlignConfig{BeatUs: 1000},
 			start: 0, vals: []float64{2, 5, 0.1, 0.5}, obs: []bool{true, true, true, true},
 			counts: AlignCounts{Buckets: 4, Observed: 4},
 		},
@@ -780,21 +780,21 @@ func TestAlign(t *testing.T) {
 			name: "negative, non-multiple fromMs; points outside [from,to] ignored",
 			pts: []core.Point{P(-2600, 100), P(-2500, 1), P(-1001, 2), P(-1000, 3), P(-1, 5),
 				P(0, 7), P(1200, 9), P(1201, 100)},
-			from: -2500, to: 1200, cfg: AlignConfig{BeatMs: 1000},
+			from: -2500, to: 1200, cfg: AlignConfig{BeatUs: 1000},
 			start: -3000, vals: []float64{1, 2, 4, 7, 9}, obs: []bool{true, true, true, true, true},
 			counts: AlignCounts{Buckets: 5, Observed: 5},
 		},
 		{
 			name: "negative beat boundaries and missing",
 			pts:  []core.Point{P(-7, 1), P(-6, 2), P(-5, 3), P(-1, 3)},
-			from: -9, to: 0, cfg: AlignConfig{BeatMs: 5},
+			from: -9, to: 0, cfg: AlignConfig{BeatUs: 5},
 			start: -10, vals: []float64{1.5, 3, nan}, obs: []bool{true, true, false},
 			counts: AlignCounts{Buckets: 3, Observed: 2, Missing: 1},
 		},
 		{
 			name: "gap == limit filled exactly; no extrapolation",
 			pts:  []core.Point{P(2000, 0), P(6000, 4), P(7000, 10)},
-			from: 0, to: 9000, cfg: AlignConfig{BeatMs: 1000, MaxInterpMs: 3000},
+			from: 0, to: 9000, cfg: AlignConfig{BeatUs: 1000, MaxInterpUs: 3000},
 			start: 0, vals: []float64{nan, nan, 0, 1, 2, 3, 4, 10, nan, nan},
 			obs:    []bool{false, false, true, false, false, false, true, true, false, false},
 			counts: AlignCounts{Buckets: 10, Observed: 3, Interpolated: 3, Missing: 4},
@@ -802,7 +802,7 @@ func TestAlign(t *testing.T) {
 		{
 			name: "gap > limit left entirely NaN, shorter gap filled",
 			pts:  []core.Point{P(0, 0), P(5000, 5), P(8000, 2)},
-			from: 0, to: 8999, cfg: AlignConfig{BeatMs: 1000, MaxInterpMs: 3999},
+			from: 0, to: 8999, cfg: AlignConfig{BeatUs: 1000, MaxInterpUs: 3999},
 			start: 0, vals: []float64{0, nan, nan, nan, nan, 5, 4, 3, 2},
 			obs:    []bool{true, false, false, false, false, true, false, false, true},
 			counts: AlignCounts{Buckets: 9, Observed: 3, Interpolated: 2, Missing: 4},
@@ -810,59 +810,59 @@ func TestAlign(t *testing.T) {
 		{
 			name: "one-beat gap not filled when limit < beat",
 			pts:  []core.Point{P(0, 0), P(2000, 2)},
-			from: 0, to: 2000, cfg: AlignConfig{BeatMs: 1000, MaxInterpMs: 999},
+			from: 0, to: 2000, cfg: AlignConfig{BeatUs: 1000, MaxInterpUs: 999},
 			start: 0, vals: []float64{0, nan, 2}, obs: []bool{true, false, true},
 			counts: AlignCounts{Buckets: 3, Observed: 2, Missing: 1},
 		},
 		{
-			name: "MaxInterpMs 0 never interpolates",
+			name: "MaxInterpUs 0 never interpolates",
 			pts:  []core.Point{P(0, 0), P(2000, 2)},
-			from: 0, to: 2000, cfg: AlignConfig{BeatMs: 1000},
+			from: 0, to: 2000, cfg: AlignConfig{BeatUs: 1000},
 			start: 0, vals: []float64{0, nan, 2}, obs: []bool{true, false, true},
 			counts: AlignCounts{Buckets: 3, Observed: 2, Missing: 1},
 		},
 		{
 			name: "interpolation with non-trivial fractions",
 			pts:  []core.Point{P(0, 1), P(300, 2)},
-			from: 0, to: 300, cfg: AlignConfig{BeatMs: 100, MaxInterpMs: 200},
+			from: 0, to: 300, cfg: AlignConfig{BeatUs: 100, MaxInterpUs: 200},
 			start: 0, vals: []float64{1, 4.0 / 3, 5.0 / 3, 2}, obs: []bool{true, false, false, true},
 			counts: AlignCounts{Buckets: 4, Observed: 2, Interpolated: 2},
 		},
 		{
 			name: "non-finite values ignored",
 			pts:  []core.Point{P(0, nan), P(1, 4), P(2, math.Inf(1)), P(1000, math.Inf(-1))},
-			from: 0, to: 1999, cfg: AlignConfig{BeatMs: 1000, MaxInterpMs: 10000},
+			from: 0, to: 1999, cfg: AlignConfig{BeatUs: 1000, MaxInterpUs: 10000},
 			start: 0, vals: []float64{4, nan}, obs: []bool{true, false},
 			counts: AlignCounts{Buckets: 2, Observed: 1, Missing: 1},
 		},
 		{
 			name: "no points",
-			pts:  nil, from: 10, to: 30, cfg: AlignConfig{BeatMs: 10, MaxInterpMs: 100},
+			pts:  nil, from: 10, to: 30, cfg: AlignConfig{BeatUs: 10, MaxInterpUs: 100},
 			start: 10, vals: []float64{nan, nan, nan}, obs: []bool{false, false, false},
 			counts: AlignCounts{Buckets: 3, Missing: 3},
 		},
 		{
 			name: "single instant range",
-			pts:  []core.Point{P(15, 3)}, from: 15, to: 15, cfg: AlignConfig{BeatMs: 10},
+			pts:  []core.Point{P(15, 3)}, from: 15, to: 15, cfg: AlignConfig{BeatUs: 10},
 			start: 10, vals: []float64{3}, obs: []bool{true},
 			counts: AlignCounts{Buckets: 1, Observed: 1},
 		},
 		{
 			name: "toMs < fromMs: empty",
-			pts:  []core.Point{P(15, 3)}, from: 20, to: 10, cfg: AlignConfig{BeatMs: 10},
+			pts:  []core.Point{P(15, 3)}, from: 20, to: 10, cfg: AlignConfig{BeatUs: 10},
 			start: 0, vals: []float64{}, obs: []bool{},
 		},
 		{
-			name: "BeatMs 0: empty",
-			pts:  []core.Point{P(15, 3)}, from: 0, to: 100, cfg: AlignConfig{BeatMs: 0},
+			name: "BeatUs 0: empty",
+			pts:  []core.Point{P(15, 3)}, from: 0, to: 100, cfg: AlignConfig{BeatUs: 0},
 			start: 0, vals: []float64{}, obs: []bool{},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g, c := Align(tc.pts, tc.from, tc.to, tc.cfg)
-			if g.StartMs != tc.start || g.BeatMs != tc.cfg.BeatMs {
-				t.Errorf("start %d beat %d, want %d %d", g.StartMs, g.BeatMs, tc.start, tc.cfg.BeatMs)
+			if g.StartUs != tc.start || g.BeatUs != tc.cfg.BeatUs {
+				t.Errorf("start %d beat %d, want %d %d", g.StartUs, g.BeatUs, tc.start, tc.cfg.BeatUs)
 			}
 			if !ctNaNEq(g.Values, tc.vals) {
 				t.Errorf("values %v, want %v", g.Values, tc.vals)
@@ -885,13 +885,13 @@ func TestAlign(t *testing.T) {
 			if nanCount != c.Missing {
 				t.Errorf("%d NaN values, Missing %d", nanCount, c.Missing)
 			}
-			// bucket k covers [StartMs+k·Beat, StartMs+(k+1)·Beat) and is epoch-aligned
-			if tc.cfg.BeatMs > 0 && len(g.Values) > 0 {
-				if g.StartMs%tc.cfg.BeatMs != 0 || g.StartMs > tc.from || g.StartMs+tc.cfg.BeatMs <= tc.from {
-					t.Errorf("start %d not the aligned bucket of %d", g.StartMs, tc.from)
+			// bucket k covers [StartUs+k·Beat, StartUs+(k+1)·Beat) and is epoch-aligned
+			if tc.cfg.BeatUs > 0 && len(g.Values) > 0 {
+				if g.StartUs%tc.cfg.BeatUs != 0 || g.StartUs > tc.from || g.StartUs+tc.cfg.BeatUs <= tc.from {
+					t.Errorf("start %d not the aligned bucket of %d", g.StartUs, tc.from)
 				}
-				end := g.StartMs + int64(len(g.Values))*tc.cfg.BeatMs
-				if end <= tc.to || end-tc.cfg.BeatMs > tc.to {
+				end := g.StartUs + int64(len(g.Values))*tc.cfg.BeatUs
+				if end <= tc.to || end-tc.cfg.BeatUs > tc.to {
 					t.Errorf("grid end %d does not cover to=%d exactly", end, tc.to)
 				}
 			}
@@ -902,25 +902,25 @@ func TestAlign(t *testing.T) {
 func TestAlignMeanNumerics(t *testing.T) {
 	// A bucket of equal values has exactly that value (naive sum/n: 0.1*3/3 != 0.1).
 	pts := ctSeries(0, 1, ctConst(10, 0.1)...)
-	g, _ := Align(pts, 0, 9, AlignConfig{BeatMs: 10})
+	g, _ := Align(pts, 0, 9, AlignConfig{BeatUs: 10})
 	if g.Values[0] != 0.1 {
 		t.Errorf("mean of ten 0.1 = %v", g.Values[0])
 	}
 	// Large offset: mean of 1e9+{0.1,0.2,0.3} is 1e9+0.2 to the last ulp.
 	pts = ctSeries(0, 1, 1e9+0.1, 1e9+0.2, 1e9+0.3)
-	g, _ = Align(pts, 0, 2, AlignConfig{BeatMs: 10})
+	g, _ = Align(pts, 0, 2, AlignConfig{BeatUs: 10})
 	if want := 1e9 + 0.2; math.Abs(g.Values[0]-want) > math.Nextafter(want, math.Inf(1))-want {
 		t.Errorf("mean = %.10f, want %.10f", g.Values[0], want)
 	}
 	// Huge values do not overflow.
 	pts = ctSeries(0, 1, math.MaxFloat64, math.MaxFloat64, math.MaxFloat64/2)
-	g, _ = Align(pts, 0, 2, AlignConfig{BeatMs: 10})
+	g, _ = Align(pts, 0, 2, AlignConfig{BeatUs: 10})
 	if want := math.MaxFloat64 / 6 * 5; math.IsInf(g.Values[0], 0) || math.Abs(g.Values[0]-want)/want > 1e-15 {
 		t.Errorf("mean of huge = %v, want %v", g.Values[0], want)
 	}
 	// Cancellation: 1e16, 1, -1e16, 1 in one bucket -> mean 0.5.
 	pts = ctSeries(0, 1, 1e16, 1, -1e16, 1)
-	g, _ = Align(pts, 0, 3, AlignConfig{BeatMs: 10})
+	g, _ = Align(pts, 0, 3, AlignConfig{BeatUs: 10})
 	if g.Values[0] != 0.5 {
 		t.Errorf("compensated mean = %v, want 0.5", g.Values[0])
 	}
@@ -930,9 +930,9 @@ func TestAlignUnsorted(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
 	var pts []core.Point
 	for i := range 2000 {
-		pts = append(pts, core.Point{TsMs: int64(i*37) - 30000, Value: float64(r.IntN(1000)) / 8})
+		pts = append(pts, core.Point{TsUs: int64(i*37) - 30000, Value: float64(r.IntN(1000)) / 8})
 	}
-	cfg := AlignConfig{BeatMs: 250, MaxInterpMs: 1000}
+	cfg := AlignConfig{BeatUs: 250, MaxInterpUs: 1000}
 	g1, c1 := Align(pts, -20000, 30000, cfg)
 	sh := slices.Clone(pts)
 	r.Shuffle(len(sh), func(i, j int) { sh[i], sh[j] = sh[j], sh[i] })
@@ -959,7 +959,7 @@ func TestCommonRange(t *testing.T) {
 		for i, v := range vals {
 			obs[i] = !math.IsNaN(v)
 		}
-		return Grid{StartMs: start, BeatMs: beat, Values: vals, Observed: obs}
+		return Grid{StartUs: start, BeatUs: beat, Values: vals, Observed: obs}
 	}
 	cases := []struct {
 		name    string
@@ -1003,7 +1003,7 @@ func TestCommonRange(t *testing.T) {
 		})
 	}
 	// Grids from Align: three staggered nodes over the same run.
-	cfg := AlignConfig{BeatMs: 1000}
+	cfg := AlignConfig{BeatUs: 1000}
 	a, _ := Align(ctSeries(3000, 1000, ctConst(5, 1)...), 0, 9999, cfg)
 	b, _ := Align(ctSeries(1000, 1000, ctConst(5, 1)...), 0, 9999, cfg)
 	c, _ := Align(ctSeries(4000, 1000, ctConst(6, 1)...), 0, 9999, cfg)
@@ -1027,14 +1027,14 @@ func ctBenchSeries(n int) []core.Point {
 		if r.IntN(200) == 0 {
 			v += 5
 		}
-		pts[i] = core.Point{TsMs: int64(i) * 1000, Value: v, State: core.StateOK}
+		pts[i] = core.Point{TsUs: int64(i) * 1000, Value: v, State: core.StateOK}
 	}
 	return pts
 }
 
 func BenchmarkClean(b *testing.B) {
 	pts := ctBenchSeries(100_000)
-	cfg := CleanConfig{StateFilter: true, Min: ctPtr(-1e6), Max: ctPtr(1e6), HampelWindowMs: 5000, HampelThreshold: 3}
+	cfg := CleanConfig{StateFilter: true, Min: ctPtr(-1e6), Max: ctPtr(1e6), HampelWindowUs: 5000, HampelThreshold: 3}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -1045,7 +1045,7 @@ func BenchmarkClean(b *testing.B) {
 
 func BenchmarkAlign(b *testing.B) {
 	pts := ctBenchSeries(100_000)
-	cfg := AlignConfig{BeatMs: 500, MaxInterpMs: 2000}
+	cfg := AlignConfig{BeatUs: 500, MaxInterpUs: 2000}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

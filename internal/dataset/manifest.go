@@ -1,5 +1,11 @@
 package dataset
 
+import (
+	"time"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
 // FormatVersion is the version of the dataset file format written here
 // (docs/dataset-format.md).
 const FormatVersion = 1
@@ -30,7 +36,11 @@ type Manifest struct {
 	Inputs   []string       `json:"inputs,omitempty"` // static: every non-target node
 	Targets  []string       `json:"targets"`
 
-	BeatMs       int64 `json:"beatMs"`
+	// BeatMs is the grid step in ms; a step that is not a whole number of
+	// ms (a sub-millisecond beat) is BeatUs instead, with BeatMs 0. Use
+	// Period.
+	BeatMs       int64 `json:"beatMs,omitempty"`
+	BeatUs       int64 `json:"beatUs,omitempty"`
 	HistorySteps int   `json:"historySteps"`
 	HorizonSteps int   `json:"horizonSteps"`
 	Stride       int   `json:"stride"`
@@ -97,6 +107,38 @@ type ManifestRun struct {
 	GridOffset int    `json:"gridOffset"`
 	GridSteps  int    `json:"gridSteps"`
 	StartMs    int64  `json:"startMs"`
+	// StartUs is the exact start (epoch µs) when the beat is not a whole
+	// number of ms; StartMs is then its floor.
+	StartUs int64 `json:"startUs,omitempty"`
+}
+
+// Start is the time of the run's grid step 0 in epoch µs.
+func (r ManifestRun) Start() int64 {
+	if r.StartUs != 0 {
+		return r.StartUs
+	}
+	return r.StartMs * 1000
+}
+
+// Period is the grid step.
+func (m *Manifest) Period() time.Duration {
+	if m.BeatUs != 0 {
+		return time.Duration(m.BeatUs) * time.Microsecond
+	}
+	return time.Duration(m.BeatMs) * time.Millisecond
+}
+
+// PeriodSeconds is the grid step in seconds (0 when there is none).
+func (m *Manifest) PeriodSeconds() float64 { return m.Period().Seconds() }
+
+// WholeMsBeat is the grid step in ms, or an AML_INVALID_ARGUMENT error for
+// a sub-millisecond beat: what needs whole ms (the twin's snapshot
+// windows, on a line's clock) refuses such a dataset by name.
+func (m *Manifest) WholeMsBeat() (int64, error) {
+	if m.BeatMs > 0 {
+		return m.BeatMs, nil
+	}
+	return 0, core.Errorf(core.CodeInvalidArgument, "the dataset's beat is %s, not a whole number of milliseconds: the twin's snapshot windows need a whole-millisecond beat (sub-millisecond beats serve identification and evaluation)", core.FormatPeriod(m.Period()))
 }
 
 // Norm holds normalisation statistics computed on train data only.

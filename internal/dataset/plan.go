@@ -299,7 +299,11 @@ func (p *planned) manifestRuns() []ManifestRun {
 	var out []ManifestRun
 	off := 0
 	for _, g := range p.grids {
-		out = append(out, ManifestRun{RunID: g.run.ID, Split: g.split, GridOffset: off, GridSteps: g.steps, StartMs: g.startMs})
+		mr := ManifestRun{RunID: g.run.ID, Split: g.split, GridOffset: off, GridSteps: g.steps, StartMs: core.UsToMs(g.startUs)}
+		if p.spec.BeatUs()%1000 != 0 {
+			mr.StartUs = g.startUs
+		}
+		out = append(out, mr)
 		off += g.steps
 	}
 	return out
@@ -434,14 +438,14 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 		order = append(order, f)
 	}
 	grid, gts := files["grid"], files["gridTimestamps"]
+	beat := p.spec.BeatUs()
 	for _, g := range p.grids {
 		for i := 0; i < g.steps; i++ {
 			grid.f32row(g.vals[i*p.nAll : (i+1)*p.nAll])
-			gts.f64(float64(g.startMs + int64(i)*p.spec.BeatMs))
+			gts.f64(tsMs(g.startUs + int64(i)*beat))
 		}
 	}
 	debugWriteDelay()
-	beat := p.spec.BeatMs
 	if p.static {
 		x, y, ts := files["x"], files["y"], files["timestamps"]
 		for k, r := range p.rows {
@@ -455,7 +459,7 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 			for _, j := range p.tgt {
 				y.f32(r.g.at(r.i, j, p.nAll))
 			}
-			ts.f64(float64(r.g.startMs + int64(r.i)*beat))
+			ts.f64(tsMs(r.g.startUs + int64(r.i)*beat))
 		}
 	} else {
 		H, F := p.spec.HistorySteps, p.spec.HorizonSteps
@@ -481,7 +485,7 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 					}
 				}
 				for i := t - H; i < t+F; i++ {
-					ts.f64(float64(g.startMs + int64(i)*beat))
+					ts.f64(tsMs(g.startUs + int64(i)*beat))
 					if g.observed[i] {
 						mask.f32(1)
 					} else {
@@ -528,4 +532,15 @@ func explicitSplit(sp Split, used map[string]*runGrid) (RunSplit, error) {
 		return rs, core.FieldErrorf(core.CodeDatasetEmpty, "split.trainRunIds", "none of the train runs is usable")
 	}
 	return rs, nil
+}
+
+// tsMs is a grid time (epoch µs) as the timestamp arrays hold it: epoch ms
+// as float64, exact for whole milliseconds (every dataset before
+// sub-millisecond beats keeps its bytes and hash), with the µs as a
+// fraction otherwise (float64 holds today's epoch ms to about 0.2 µs).
+func tsMs(us int64) float64 {
+	if us%1000 == 0 {
+		return float64(us / 1000)
+	}
+	return float64(us) / 1000
 }

@@ -1,5 +1,7 @@
 package dataset
 
+import "github.com/aml-project/aml/internal/core"
+
 // maxLagBeats bounds the lag search of the report's cross-correlation.
 func maxLagBeats(spec *Spec) int {
 	return min(max(spec.HistorySteps, 10), 60)
@@ -52,7 +54,7 @@ func buildReport(spec *Spec, nodes []node, grids []*runGrid, dropped []RunReason
 		}
 		ts := make([]int64, g.steps)
 		for i := range ts {
-			ts[i] = g.startMs + int64(i)*spec.BeatMs
+			ts[i] = core.UsToMs(g.startUs + int64(i)*spec.BeatUs())
 		}
 		for _, j := range p.tgt {
 			v := col(g, j)

@@ -54,19 +54,20 @@ func BuildServeWindow(ctx context.Context, st interface {
 	if r.LineID != spec.LineID || r.ProductID != spec.ProductID || r.RecipeID != spec.RecipeID {
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "run", "run %s is %s/%s/%s; the model was trained on %s/%s/%s", runID, r.LineID, r.ProductID, r.RecipeID, spec.LineID, spec.ProductID, spec.RecipeID)
 	}
-	H, F, beat := spec.HistorySteps, spec.HorizonSteps, spec.BeatMs
-	at := atMs - ((atMs%beat)+beat)%beat // onto the grid
+	H, F, beat := spec.HistorySteps, spec.HorizonSteps, spec.BeatUs()
+	at := atMs * 1000
+	at -= ((at % beat) + beat) % beat // onto the grid (µs)
 	// The whole run is read (within the spec's time window), exactly as for
 	// training: the Hampel rule's noise floor and the interpolation depend on
 	// the whole series, so reading less would change the cleaned values. For
 	// a run still in progress the data end at its latest sample, like any
 	// series end in training.
 	from := r.StartedMs
-	to := at + int64(F)*beat
+	to := core.UsToMs(at + int64(F)*beat)
 	if r.EndedMs != nil {
 		to = *r.EndedMs
 	} else if lat, err := st.Latest(ctx, []string{nodes[0].NodeID}, core.ContextFilter{Run: runID}); err == nil && len(lat) > 0 {
-		to = max(to, lat[0].TsMs)
+		to = max(to, core.UsToMs(lat[0].TsUs))
 	}
 	if spec.FromMs != nil {
 		from = max(from, *spec.FromMs)
@@ -85,12 +86,12 @@ func BuildServeWindow(ctx context.Context, st interface {
 		return nil, core.Errorf(core.CodeDatasetEmpty, "run %s around %d: %s", runID, atMs, reason)
 	}
 	// Index of `at` in the common grid.
-	k := int((at - g.startMs) / beat)
+	k := int((at - g.startUs) / beat)
 	if k-H < 0 || k+F > g.steps {
-		return nil, core.Errorf(core.CodeDatasetEmpty, "run %s has no complete window at %s: it needs %d history and %d horizon steps of %d ms inside the run's usable data, %s to %s", runID, time.UnixMilli(atMs).UTC().Format(time.RFC3339), H, F, beat, time.UnixMilli(g.startMs).UTC().Format(time.RFC3339), time.UnixMilli(g.startMs+int64(g.steps-1)*beat).UTC().Format(time.RFC3339))
+		return nil, core.Errorf(core.CodeDatasetEmpty, "run %s has no complete window at %s: it needs %d history and %d horizon steps of %s inside the run's usable data, %s to %s", runID, time.UnixMilli(atMs).UTC().Format(time.RFC3339), H, F, core.FormatPeriod(time.Duration(beat)*time.Microsecond), time.UnixMicro(g.startUs).UTC().Format(time.RFC3339), time.UnixMicro(g.startUs+int64(g.steps-1)*beat).UTC().Format(time.RFC3339))
 	}
 	nAll := len(nodes)
-	w := &ServeWindow{RunID: runID, AtMs: at}
+	w := &ServeWindow{RunID: runID, AtMs: core.UsToMs(at)}
 	var ctrl, tgt []int
 	for j, n := range nodes {
 		switch n.Role {
@@ -121,7 +122,7 @@ func BuildServeWindow(ctx context.Context, st interface {
 		}
 	}
 	for i := k - H; i < k+F; i++ {
-		w.TS = append(w.TS, g.startMs+int64(i)*beat)
+		w.TS = append(w.TS, core.UsToMs(g.startUs+int64(i)*beat))
 	}
 	return w, nil
 }

@@ -16,8 +16,8 @@ import (
 // without a second implementation of cleaning.
 type ServeGrid struct {
 	RunID   string
-	StartMs int64 // time of grid step 0
-	BeatMs  int64
+	StartUs int64 // time of grid step 0, epoch µs
+	BeatUs  int64 // grid step, µs
 	Steps   int
 	// Nodes is the column order (the manifest's allNodes order).
 	Nodes []string
@@ -74,7 +74,7 @@ func BuildServeGrid(ctx context.Context, st interface {
 	if g == nil {
 		return nil, core.Errorf(core.CodeDatasetEmpty, "run %s: %s", runID, reason)
 	}
-	out := &ServeGrid{RunID: runID, StartMs: g.startMs, BeatMs: spec.BeatMs, Steps: g.steps, Vals: g.vals}
+	out := &ServeGrid{RunID: runID, StartUs: g.startUs, BeatUs: spec.BeatUs(), Steps: g.steps, Vals: g.vals}
 	for _, n := range nodes {
 		out.Nodes = append(out.Nodes, n.NodeID)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aml-project/aml/internal/core"
@@ -99,7 +100,12 @@ type Spec struct {
 	FromMs *int64 `json:"fromMs,omitempty"`
 	ToMs   *int64 `json:"toMs,omitempty"`
 	// BeatMs is the grid step, 1..MaxBeatMs ms (static_response: any ≥ 1).
-	BeatMs int64 `json:"beatMs"`
+	// Beat gives it as a duration instead, down to 1 µs ("1.638ms",
+	// "1638us", "100ms", "2min"); exactly one of the two is set. Normalize
+	// turns a whole-millisecond Beat into BeatMs, so both spell one spec
+	// with one hash; old specs with beatMs keep theirs.
+	BeatMs int64  `json:"beatMs,omitempty"`
+	Beat   string `json:"beat,omitempty"`
 	// HistorySteps H is 1..MaxHistorySteps, HorizonSteps F 1..MaxHorizonSteps;
 	// both are 0 for static_response.
 	HistorySteps int `json:"historySteps"`
@@ -229,6 +235,11 @@ func (s *Spec) Normalize() {
 			u.ModelUnit = u.Unit
 		}
 	}
+	if s.Beat != "" && s.BeatMs == 0 {
+		if d, err := core.ParsePeriod(s.Beat); err == nil && d%time.Millisecond == 0 {
+			s.Beat, s.BeatMs = "", d.Milliseconds()
+		}
+	}
 	c := &s.Cleaning
 	if c.StateFilter == nil {
 		c.StateFilter = specPtr(true)
@@ -242,6 +253,15 @@ func (s *Spec) Normalize() {
 		}
 		if c.MaxInterpMs == nil {
 			c.MaxInterpMs = specPtr(specBeatsCapped(s.BeatMs, DefaultInterpBeats, MaxInterpLimitMs))
+		}
+	} else if us := s.BeatUs(); us >= 1 && s.BeatMs == 0 {
+		// A sub-millisecond beat (below 1 h): the same numbers of beats,
+		// rounded up to whole ms.
+		if c.Hampel == nil {
+			c.Hampel = &Hampel{WindowMs: (DefaultHampelBeats*us + 999) / 1000, Threshold: DefaultHampelThreshold}
+		}
+		if c.MaxInterpMs == nil {
+			c.MaxInterpMs = specPtr((DefaultInterpBeats*us + 999) / 1000)
 		}
 	}
 	if c.MaxDropRatio == nil {
@@ -257,6 +277,21 @@ func (s *Spec) Normalize() {
 	if s.Split.Mode == SplitModeTimeBlocks && s.Split.Blocks == 0 {
 		s.Split.Blocks = DefaultBlocks
 	}
+}
+
+// BeatUs is the grid step in µs (0 when neither beat nor beatMs is valid).
+func (s *Spec) BeatUs() int64 {
+	if s.Beat != "" {
+		d, err := core.ParsePeriod(s.Beat)
+		if err != nil {
+			return 0
+		}
+		return d.Microseconds()
+	}
+	if s.BeatMs < 1 || s.BeatMs > math.MaxInt64/1000 {
+		return 0
+	}
+	return s.BeatMs * 1000
 }
 
 // specBeatsCapped is min(beat·n, max) without overflow.
@@ -453,8 +488,16 @@ func (s *Spec) validate(v *specValidator) {
 
 	// Grid and windows.
 	switch {
+	case s.Beat != "" && s.BeatMs != 0:
+		v.add("beat", "give the grid step once: beat %q or beatMs %d, not both", s.Beat, s.BeatMs)
+	case s.Beat != "":
+		if d, err := core.ParsePeriod(s.Beat); err != nil {
+			v.add("beat", "%s", core.MessageOf(err))
+		} else if !static && d > MaxBeatMs*time.Millisecond {
+			v.add("beat", "must be at most 1h, got %s", s.Beat)
+		}
 	case s.BeatMs < 1:
-		v.add("beatMs", "must be at least 1 ms, got %d", s.BeatMs)
+		v.add("beatMs", "must be at least 1 ms, got %d (a sub-millisecond grid is given as beat, e.g. \"1638us\")", s.BeatMs)
 	case !static && s.BeatMs > MaxBeatMs:
 		v.add("beatMs", "must be at most %d ms (1 h), got %d", MaxBeatMs, s.BeatMs)
 	}

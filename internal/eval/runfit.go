@@ -56,12 +56,12 @@ type RunFit struct {
 	K     int         `json:"k"`
 	// Measured and Simulated are the run's targets and the free run's
 	// prediction per grid step ([target][step], NaN where not simulated),
-	// StartMs and BeatMs the grid: the series a plot overlays (NaN is
-	// written as null).
+	// StartUs (epoch µs) and BeatUs (µs) the grid: the series a plot
+	// overlays (NaN is written as null).
 	Measured  [][]float64 `json:"-"`
 	Simulated [][]float64 `json:"-"`
-	StartMs   int64       `json:"startMs"`
-	BeatMs    int64       `json:"beatMs"`
+	StartUs   int64       `json:"startUs"`
+	BeatUs    int64       `json:"beatUs"`
 	// Residuals is the analysis of the one-step-ahead residuals (measured
 	// − predicted one step ahead) per target: whiteness and independence
 	// from each control, at 99 % (internal/ident/analysis).
@@ -143,7 +143,7 @@ func FitRun(ctx context.Context, p model.Predictor, man *dataset.Manifest, g *da
 		ti[k] = j
 	}
 	val := func(step, j int) float64 { return float64(g.Vals[step*nAll+j]) }
-	r := &RunFit{RunID: g.RunID, K: F, StartMs: g.StartMs, BeatMs: g.BeatMs, Measured: make([][]float64, nT), Simulated: make([][]float64, nT)}
+	r := &RunFit{RunID: g.RunID, K: F, StartUs: g.StartUs, BeatUs: g.BeatUs, Measured: make([][]float64, nT), Simulated: make([][]float64, nT)}
 	for k := range r.Measured {
 		r.Measured[k], r.Simulated[k] = make([]float64, g.Steps), make([]float64, g.Steps)
 		for s := 0; s < g.Steps; s++ {
@@ -340,7 +340,7 @@ func (r *RunFit) steps(man *dataset.Manifest, sim RunSimulator, g *dataset.Serve
 		}
 		return y
 	}
-	rep, err := analysis.StepResponses(simulate, analysis.StepOptions{U0: u0, Steps: steps, Pre: H, N: stepRows, Dt: float64(g.BeatMs) / 1000})
+	rep, err := analysis.StepResponses(simulate, analysis.StepOptions{U0: u0, Steps: steps, Pre: H, N: stepRows, Dt: float64(g.BeatUs) / 1e6})
 	if err != nil {
 		return
 	}

@@ -50,7 +50,7 @@ func TestFitRun(t *testing.T) {
 	const H, F, steps = 3, 2, 60
 	man := &dataset.Manifest{Kind: dataset.KindDynamic, HistorySteps: H, HorizonSteps: F, BeatMs: 1000,
 		AllNodes: []string{"u", "y"}, Controls: []string{"u"}, Targets: []string{"y"}}
-	g := &dataset.ServeGrid{RunID: "r1", BeatMs: 1000, Steps: steps, Nodes: []string{"u", "y"}, Vals: make([]float32, 2*steps)}
+	g := &dataset.ServeGrid{RunID: "r1", BeatUs: 1_000_000, Steps: steps, Nodes: []string{"u", "y"}, Vals: make([]float32, 2*steps)}
 	for s := 0; s < steps; s++ {
 		v := float32(math.Sin(float64(s) / 5))
 		g.Vals[2*s], g.Vals[2*s+1] = v, v

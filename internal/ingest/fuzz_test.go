@@ -96,7 +96,7 @@ func FuzzParseCSV(f *testing.F) {
 			if s.Node == "" || !utf8.ValidString(s.Node) || s.State == "" {
 				t.Fatalf("bad node or state in %+v", s)
 			}
-			if s.TsMs < rep.FirstTs || s.TsMs > rep.LastTs {
+			if ms := core.UsToMs(s.TsUs); ms < rep.FirstTs || ms > rep.LastTs {
 				t.Fatalf("sample %+v outside %d..%d", s, rep.FirstTs, rep.LastTs)
 			}
 			if s.Line != "L" || s.Product != "P" || s.Recipe != "R" || s.Run != "r" {

@@ -47,7 +47,7 @@ func (f *fakeTS) Ingest(ctx context.Context, fn func(core.IngestTx) error) error
 		return err
 	}
 	for _, s := range tx.samples {
-		f.samples[fmt.Sprintf("%s@%d", s.Node, s.TsMs)] = s
+		f.samples[fmt.Sprintf("%s@%d", s.Node, s.TsUs)] = s
 	}
 	for k, v := range tx.nodes {
 		f.nodes[k] = v

@@ -22,10 +22,11 @@ type CSVOptions struct {
 	// one of time, ts, timestamp, datetime, date, t, time_ms, time_s,
 	// timestamp_ms, epoch_ms, epoch_s.
 	TimeCol string
-	// TimeUnit is "ms", "s", "min", "h", "rfc3339" or "" (auto: a column
-	// name ending in _ms or _s; else RFC 3339 if the first time is not a
-	// number; else numbers of at least 1e11 are milliseconds, smaller ones
-	// seconds). min and h are numbers of minutes or hours (relative times
+	// TimeUnit is "us", "ms", "s", "min", "h", "rfc3339" or "" (auto: a
+	// column name ending in _us, _ms or _s; else RFC 3339 if the first time
+	// is not a number; else numbers of at least 1e14 are microseconds, of
+	// at least 1e11 milliseconds, smaller ones seconds). Times are kept to
+	// the microsecond (RFC 3339 fractions and decimal seconds too). min and h are numbers of minutes or hours (relative times
 	// of a test rig, placed with TimeOffsetMs).
 	TimeUnit string
 	// TZ is the IANA zone (e.g. Europe/Berlin) of times written without
@@ -42,7 +43,7 @@ type CSVOptions struct {
 
 	// Period, for wide files without a time column: data row k (0-based,
 	// counting skipped bad rows too) is at StartMs + k*Period. It must be a
-	// whole number of milliseconds.
+	// whole number of microseconds (1638µs for a 610.5 Hz record).
 	Period  time.Duration
 	StartMs int64
 	// TimeOffsetMs is added to every time read from a time column: files
@@ -77,8 +78,9 @@ type FileReport struct {
 	// Nodes are the nodes that received samples: header order for wide
 	// files, order of first appearance for long ones.
 	Nodes []string `json:"nodes"`
-	// FirstTs and LastTs are the smallest and largest sample time (epoch
-	// ms); both 0 when there are no samples.
+	// FirstTs and LastTs are the epoch ms holding the smallest and largest
+	// sample time (samples are kept to the µs: every sample lies in
+	// [FirstTs, LastTs+1) ms); both 0 when there are no samples.
 	FirstTs int64 `json:"firstTs"`
 	LastTs  int64 `json:"lastTs"`
 	// Run is the run id the samples carry; RunCreated and NewNodes report
@@ -107,6 +109,8 @@ func (o *CSVOptions) validate() (timeUnit, int64, error) {
 	switch strings.ToLower(strings.TrimSpace(o.TimeUnit)) {
 	case "":
 		u = unitAuto
+	case "us", "µs":
+		u = unitUs
 	case "ms":
 		u = unitMs
 	case "s":
@@ -119,7 +123,7 @@ func (o *CSVOptions) validate() (timeUnit, int64, error) {
 		u = unitRFC3339
 	default:
 		return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "time-unit",
-			"time unit %q: want ms, s, min, h or rfc3339", o.TimeUnit)
+			"time unit %q: want us, ms, s, min, h or rfc3339", o.TimeUnit)
 	}
 	if _, err := o.separator(); err != nil {
 		return 0, 0, err
@@ -140,9 +144,9 @@ func (o *CSVOptions) validate() (timeUnit, int64, error) {
 	}
 	var period int64
 	if o.Period != 0 {
-		if o.Period < 0 || o.Period%time.Millisecond != 0 {
+		if o.Period < 0 || o.Period%time.Microsecond != 0 {
 			return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "period",
-				"period %v: want a positive whole number of milliseconds", o.Period)
+				"period %v: want a positive whole number of microseconds", o.Period)
 		}
 		if strings.TrimSpace(o.TimeCol) != "" {
 			return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "period",
@@ -152,7 +156,7 @@ func (o *CSVOptions) validate() (timeUnit, int64, error) {
 			return 0, 0, core.FieldErrorf(core.CodeInvalidArgument, "time-unit",
 				"time unit %q needs a time column, but period %v says there is none", o.TimeUnit, o.Period)
 		}
-		period = int64(o.Period / time.Millisecond)
+		period = int64(o.Period / time.Microsecond)
 	}
 	return u, period, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/aml-project/aml/internal/core"
 )
@@ -39,7 +40,7 @@ type parser struct {
 	header []string
 	long   bool
 	tp     timeParser
-	period int64 // ms; 0 = time column
+	period int64 // µs; 0 = time column
 	k      int64 // index of the current data record, skipped ones included
 
 	timeIdx  int
@@ -343,7 +344,7 @@ func (p *parser) readHeader(fields [][]byte, line int) error {
 // rowTime returns the time of the current data row.
 func (p *parser) rowTime(fields [][]byte) (int64, *badRow) {
 	if p.timeIdx < 0 {
-		return p.opts.StartMs + p.k*p.period, nil
+		return p.opts.StartMs*1000 + p.k*p.period, nil
 	}
 	cell := trimSpace(fields[p.timeIdx])
 	ts, ok := p.tp.parse(cell)
@@ -353,8 +354,8 @@ func (p *parser) rowTime(fields [][]byte) (int64, *badRow) {
 	if !ok {
 		return 0, &badRow{ReasonBadTime, p.timeIdx + 1, fmt.Sprintf("%s is not %s", core.Quote(string(cell)), p.tp.want())}
 	}
-	ts += p.opts.TimeOffsetMs
-	if err := core.CheckTs("time", ts); err != nil {
+	ts += p.opts.TimeOffsetMs * 1000
+	if err := core.CheckTsUs("time", ts); err != nil {
 		return 0, &badRow{ReasonBadTime, p.timeIdx + 1, core.MessageOf(err)}
 	}
 	return ts, nil
@@ -377,7 +378,7 @@ func (p *parser) wideRow(fields [][]byte) *badRow {
 		return bad
 	}
 	if p.wideAny && ts == p.wideLast {
-		return &badRow{ReasonDupTime, p.timeIdx + 1, fmt.Sprintf("time %d ms repeats the previous row's (its samples would overwrite those)", ts)}
+		return &badRow{ReasonDupTime, p.timeIdx + 1, fmt.Sprintf("time %s repeats the previous row's (its samples would overwrite those)", fmtUs(ts))}
 	}
 	mark := len(p.buf)
 	missing := 0
@@ -397,7 +398,7 @@ func (p *parser) wideRow(fields [][]byte) *badRow {
 			}
 			return &badRow{ReasonBadValue, c.idx + 1, fmt.Sprintf("%s is not a finite number", core.Quote(string(trimSpace(fields[c.idx]))))}
 		}
-		p.buf = append(p.buf, core.Sample{Node: c.name, TsMs: ts, Value: v, State: core.StateOK,
+		p.buf = append(p.buf, core.Sample{Node: c.name, TsUs: ts, Value: v, State: core.StateOK,
 			Line: o.Line, Product: o.Product, Recipe: o.Recipe, Run: o.Run})
 		if !c.has {
 			c.has = true
@@ -459,10 +460,10 @@ func (p *parser) longRow(fields [][]byte) *badRow {
 		}
 	}
 	if node.has && ts == node.last {
-		return &badRow{ReasonDupTime, p.timeIdx + 1, fmt.Sprintf("node %s has a sample at %d ms already (it would be overwritten)", core.Quote(node.name), ts)}
+		return &badRow{ReasonDupTime, p.timeIdx + 1, fmt.Sprintf("node %s has a sample at %s already (it would be overwritten)", core.Quote(node.name), fmtUs(ts))}
 	}
 	o := &p.opts
-	p.buf = append(p.buf, core.Sample{Node: node.name, TsMs: ts, Value: v, State: state,
+	p.buf = append(p.buf, core.Sample{Node: node.name, TsUs: ts, Value: v, State: state,
 		Line: o.Line, Product: o.Product, Recipe: o.Recipe, Run: o.Run})
 	if !node.has {
 		node.has = true
@@ -474,7 +475,15 @@ func (p *parser) longRow(fields [][]byte) *badRow {
 	return nil
 }
 
-func (p *parser) seeTs(ts int64) {
+// fmtUs writes an epoch µs time for a message (RFC 3339, µs when needed).
+func fmtUs(us int64) string {
+	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.999999Z07:00")
+}
+
+// seeTs widens the report's time span (kept in epoch ms) by the sample time
+// us.
+func (p *parser) seeTs(us int64) {
+	ts := core.UsToMs(us)
 	if !p.anyTs {
 		p.rep.FirstTs, p.rep.LastTs, p.anyTs = ts, ts, true
 		return

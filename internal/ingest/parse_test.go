@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,26 +72,26 @@ func TestParseGood(t *testing.T) {
 			nodes: []string{"x"},
 		},
 		{
-			name:  "wide epoch seconds fractional rounded to nearest ms",
-			in:    "t,x\n12.5,1\n12.0004,2\n12.0005,3\n-1.0005,4\n1700000000.123456,5\n1.5e1,6\n",
+			name:  "wide epoch seconds fractional",
+			in:    "t,x\n12.5,1\n12.004,2\n12.005,3\n-1.005,4\n1700000000.123,5\n1.5e1,6\n",
 			opts:  ctxOpts,
 			shape: "wide",
-			want: []pt{{"x", 12500, 1, ""}, {"x", 12000, 2, ""}, {"x", 12001, 3, ""},
-				{"x", -1001, 4, ""}, {"x", 1700000000123, 5, ""}, {"x", 15000, 6, ""}},
+			want: []pt{{"x", 12500, 1, ""}, {"x", 12004, 2, ""}, {"x", 12005, 3, ""},
+				{"x", -1005, 4, ""}, {"x", 1700000000123, 5, ""}, {"x", 15000, 6, ""}},
 			nodes: []string{"x"},
 		},
 		{
 			name: "wide RFC 3339 with offsets",
 			in: "timestamp,x\n" +
 				"2024-03-01T12:00:00+02:00,1\n" +
-				"2024-03-01T10:00:00.1234Z,2\n" +
-				"2024-03-01 10:00:00.9996-01:30,3\n" +
+				"2024-03-01T10:00:00.123Z,2\n" +
+				"2024-03-01 10:00:00.999-01:30,3\n" +
 				"2024-02-29t23:59:59.5z,4\n",
 			opts:  ctxOpts,
 			shape: "wide",
 			want: []pt{{"x", ms(2024, 3, 1, 10, 0, 0, 0), 1, ""},
 				{"x", ms(2024, 3, 1, 10, 0, 0, 123), 2, ""},
-				{"x", ms(2024, 3, 1, 11, 30, 1, 0), 3, ""},
+				{"x", ms(2024, 3, 1, 11, 30, 0, 999), 3, ""},
 				{"x", ms(2024, 2, 29, 23, 59, 59, 500), 4, ""}},
 			nodes: []string{"x"},
 		},
@@ -252,7 +253,7 @@ func TestParseGood(t *testing.T) {
 				if st == "" {
 					st = core.StateOK
 				}
-				want = append(want, core.Sample{Node: p.node, TsMs: p.ts, Value: p.v, State: st,
+				want = append(want, core.Sample{Node: p.node, TsUs: p.ts * 1000, Value: p.v, State: st,
 					Line: tc.opts.Line, Product: tc.opts.Product, Recipe: tc.opts.Recipe, Run: tc.opts.Run})
 			}
 			if !reflect.DeepEqual(got, want) {
@@ -267,9 +268,9 @@ func TestParseGood(t *testing.T) {
 			if rep.Samples != len(want) || rep.Missing != tc.missing {
 				t.Errorf("samples %d missing %d, want %d %d", rep.Samples, rep.Missing, len(want), tc.missing)
 			}
-			lo, hi := want[0].TsMs, want[0].TsMs
+			lo, hi := want[0].TsUs/1000, want[0].TsUs/1000
 			for _, s := range want {
-				lo, hi = min(lo, s.TsMs), max(hi, s.TsMs)
+				lo, hi = min(lo, core.UsToMs(s.TsUs)), max(hi, core.UsToMs(s.TsUs))
 			}
 			if rep.FirstTs != lo || rep.LastTs != hi {
 				t.Errorf("FirstTs..LastTs %d..%d, want %d..%d", rep.FirstTs, rep.LastTs, lo, hi)
@@ -350,7 +351,7 @@ func TestParseBad(t *testing.T) {
 		{name: "all rows skipped", in: "time,a\nq,1\n", opts: CSVOptions{SkipBad: true}, field: "a.csv", msg: []string{"no valid data rows", "1 bad rows skipped"}},
 
 		{name: "unknown time unit", in: "time,a\n1,2\n", opts: CSVOptions{TimeUnit: "d"}, field: "time-unit", code: core.CodeInvalidArgument},
-		{name: "sub-ms period", in: "a\n1\n", opts: CSVOptions{Period: 1500 * time.Microsecond}, field: "period", code: core.CodeInvalidArgument},
+		{name: "sub-µs period", in: "a\n1\n", opts: CSVOptions{Period: 1500 * time.Nanosecond}, field: "period", code: core.CodeInvalidArgument},
 		{name: "period and time column", in: "a\n1\n", opts: CSVOptions{Period: time.Second, TimeCol: "t"}, field: "period", code: core.CodeInvalidArgument},
 		{name: "period and time unit", in: "a\n1\n", opts: CSVOptions{Period: time.Second, TimeUnit: "s"}, field: "time-unit", code: core.CodeInvalidArgument},
 		{name: "negative batch", in: "time,a\n1,2\n", opts: CSVOptions{BatchSize: -1}, field: "batch-size", code: core.CodeInvalidArgument},
@@ -416,7 +417,7 @@ func TestParseSkipBad(t *testing.T) {
 		t.Errorf("ts range %d..%d", rep.FirstTs, rep.LastTs)
 	}
 	for _, s := range got {
-		if s.TsMs != 1000 && s.TsMs != 8000 {
+		if s.TsUs != 1_000_000 && s.TsUs != 8_000_000 {
 			t.Errorf("sample of a skipped row: %+v", s)
 		}
 	}
@@ -480,4 +481,53 @@ func TestParseRecordTooLong(t *testing.T) {
 			t.Errorf("%s: got %v", name, err)
 		}
 	}
+}
+
+// Times are kept to the microsecond: decimal seconds and milliseconds,
+// RFC 3339 and local fractions, epoch µs (by unit, name or magnitude) and a
+// sub-millisecond period, each rounded to the nearest µs.
+func TestParseMicroseconds(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   string
+		opts CSVOptions
+		want []int64 // µs
+	}{
+		{"decimal seconds", "t,x\n12.0000004,1\n12.0000005,2\n-1.0000005,3\n1700000000.123456,4\n0.001638,5\n",
+			ctxOpts, []int64{12_000_000, 12_000_001, -1_000_001, 1_700_000_000_123_456, 1638}},
+		{"decimal ms", "time_ms,x\n1.638,1\n3.2765,2\n1700000000000.5,3\n",
+			ctxOpts, []int64{1638, 3277, 1_700_000_000_000_500}},
+		{"epoch us by unit", "t,x\n1638,1\n3277,2\n", with(func(o *CSVOptions) { o.TimeUnit = "us" }), []int64{1638, 3277}},
+		{"epoch us by name", "time_us,x\n1638,1\n", ctxOpts, []int64{1638}},
+		{"epoch us by magnitude", "t,x\n1700000000000001,1\n", ctxOpts, []int64{1_700_000_000_000_001}},
+		{"RFC 3339 fractions", "t,x\n2024-03-01T10:00:00.0016384Z,1\n2024-03-01T10:00:00.000001+00:00,2\n",
+			ctxOpts, []int64{us(2024, 3, 1, 10, 0, 0, 1638), us(2024, 3, 1, 10, 0, 0, 1)}},
+		{"local fraction", "t,x\n2024-03-01 11:00:00.0000015,1\n", with(func(o *CSVOptions) { o.TZ = "Europe/Berlin" }),
+			[]int64{us(2024, 3, 1, 10, 0, 0, 2)}},
+		{"sub-ms period", "a\n1\n2\n3\n", with(func(o *CSVOptions) { o.Period, o.StartMs = 1638*time.Microsecond, 5 }),
+			[]int64{5000, 6638, 8276}},
+		{"minutes", "t,x\n0.5,1\n", with(func(o *CSVOptions) { o.TimeUnit = "min" }), []int64{30_000_000}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep, got, err := parseAll(t, "us.csv", c.in, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("got %d samples %+v, want %d", len(got), got, len(c.want))
+			}
+			for i, w := range c.want {
+				if got[i].TsUs != w {
+					t.Errorf("sample %d at %d µs, want %d", i, got[i].TsUs, w)
+				}
+			}
+			if lo := core.UsToMs(slices.Min(c.want)); rep.FirstTs != lo {
+				t.Errorf("FirstTs %d, want %d (the ms holding the first sample)", rep.FirstTs, lo)
+			}
+		})
+	}
+}
+
+func us(y int, mo time.Month, d, h, mi, s, usec int) int64 {
+	return time.Date(y, mo, d, h, mi, s, usec*1e3, time.UTC).UnixMicro()
 }

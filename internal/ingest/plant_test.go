@@ -52,8 +52,8 @@ func TestPlantExports(t *testing.T) {
 				t.Fatalf("got %d samples %+v, want %d", len(got), got, len(c.want))
 			}
 			for i, w := range c.want {
-				if g := got[i]; g.Node != w.node || g.TsMs != w.ts || g.Value != w.v {
-					t.Errorf("sample %d: %s %d %g, want %s %d %g", i, g.Node, g.TsMs, g.Value, w.node, w.ts, w.v)
+				if g := got[i]; g.Node != w.node || g.TsUs != w.ts*1000 || g.Value != w.v {
+					t.Errorf("sample %d: %s %d µs %g, want %s %d ms %g", i, g.Node, g.TsUs, g.Value, w.node, w.ts, w.v)
 				}
 			}
 		})

@@ -44,7 +44,7 @@ func TestRealCascadedTanks(t *testing.T) {
 		t.Errorf("time range %d..%d", rep.FirstTs, rep.LastTs)
 	}
 	// Spot check the first row: 0,0,3.2567,5.205.
-	if got[0] != (core.Sample{Node: "u_V", TsMs: 0, Value: 3.2567, State: core.StateOK, Line: "tanks"}) ||
+	if got[0] != (core.Sample{Node: "u_V", TsUs: 0, Value: 3.2567, State: core.StateOK, Line: "tanks"}) ||
 		got[1].Node != "y_V" || got[1].Value != 5.205 {
 		t.Errorf("first samples %+v %+v", got[0], got[1])
 	}

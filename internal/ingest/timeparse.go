@@ -15,6 +15,7 @@ type timeUnit int
 
 const (
 	unitAuto timeUnit = iota
+	unitUs
 	unitMs
 	unitS
 	unitMin
@@ -24,6 +25,8 @@ const (
 
 func (u timeUnit) String() string {
 	switch u {
+	case unitUs:
+		return "us"
 	case unitMs:
 		return "ms"
 	case unitS:
@@ -41,7 +44,7 @@ func (u timeUnit) String() string {
 // timeLikeNames are the header names (case-insensitive) auto-detected as the
 // time column.
 var timeLikeNames = []string{"time", "ts", "timestamp", "datetime", "date", "t",
-	"time_ms", "time_s", "timestamp_ms", "epoch_ms", "epoch_s"}
+	"time_ms", "time_s", "time_us", "timestamp_ms", "timestamp_us", "epoch_ms", "epoch_s", "epoch_us"}
 
 func isTimeLike(name string) bool {
 	for _, n := range timeLikeNames {
@@ -52,10 +55,13 @@ func isTimeLike(name string) bool {
 	return false
 }
 
-// unitFromName returns the unit a column name's suffix implies (_ms, _s).
+// unitFromName returns the unit a column name's suffix implies (_us, _ms,
+// _s).
 func unitFromName(name string) timeUnit {
 	l := strings.ToLower(name)
 	switch {
+	case strings.HasSuffix(l, "_us"):
+		return unitUs
 	case strings.HasSuffix(l, "_ms"):
 		return unitMs
 	case strings.HasSuffix(l, "_s"):
@@ -66,10 +72,14 @@ func unitFromName(name string) timeUnit {
 
 // autoMsThreshold: an auto-detected numeric time whose first value is at
 // least this large is epoch milliseconds, otherwise seconds. 1e11 s is the
-// year 5138; 1e11 ms is 1973-03-03.
-const autoMsThreshold = 1e11
+// year 5138; 1e11 ms is 1973-03-03. Likewise from autoUsThreshold on it is
+// epoch microseconds (1e14 ms is the year 5138, 1e14 µs 1973-03-03).
+const (
+	autoMsThreshold = 1e11
+	autoUsThreshold = 1e14
+)
 
-// timeParser turns time cells into epoch milliseconds. In auto mode the unit
+// timeParser turns time cells into epoch microseconds. In auto mode the unit
 // is fixed by the first cell that parses and holds for the rest of the file.
 type timeParser struct {
 	unit timeUnit
@@ -83,44 +93,45 @@ type timeParser struct {
 	bad string
 }
 
-// parse returns the time in epoch ms, or ok=false.
-func (p *timeParser) parse(b []byte) (ms int64, ok bool) {
+// parse returns the time in epoch µs, or ok=false.
+func (p *timeParser) parse(b []byte) (us int64, ok bool) {
 	p.bad = ""
 	if p.comma && p.unit != unitRFC3339 {
 		b = p.dotted(b)
 	}
 	switch p.unit {
-	case unitMs:
+	case unitUs:
 		return parseEpoch(b, 1)
-	case unitS:
+	case unitMs:
 		return parseEpoch(b, 1000)
+	case unitS:
+		return parseEpoch(b, 1_000_000)
 	case unitMin:
-		return parseScaled(b, 60_000)
+		return parseScaled(b, 60_000_000)
 	case unitH:
-		return parseScaled(b, 3_600_000)
+		return parseScaled(b, 3_600_000_000)
 	case unitRFC3339:
 		return p.parseDateTime(b)
 	}
 	if v, ok := parseDecimal(b); ok {
-		u := unitS
-		if math.Abs(v) >= autoMsThreshold {
-			u = unitMs
+		u, scale := unitS, int64(1_000_000)
+		switch a := math.Abs(v); {
+		case a >= autoUsThreshold:
+			u, scale = unitUs, 1
+		case a >= autoMsThreshold:
+			u, scale = unitMs, 1000
 		}
-		scale := int64(1000)
-		if u == unitMs {
-			scale = 1
-		}
-		ms, ok = parseEpoch(b, scale)
+		us, ok = parseEpoch(b, scale)
 		if ok {
 			p.unit = u
 		}
-		return ms, ok
+		return us, ok
 	}
-	ms, ok = p.parseDateTime(b)
+	us, ok = p.parseDateTime(b)
 	if ok {
 		p.unit = unitRFC3339
 	}
-	return ms, ok
+	return us, ok
 }
 
 // dotted is b with a decimal comma read as a point.
@@ -137,8 +148,8 @@ func (p *timeParser) dotted(b []byte) []byte {
 	return p.buf
 }
 
-// parseScaled converts a decimal number of units of scale milliseconds
-// (minutes, hours) to milliseconds, rounded to the nearest one.
+// parseScaled converts a decimal number of units of scale microseconds
+// (minutes, hours) to microseconds, rounded to the nearest one.
 func parseScaled(b []byte, scale int64) (int64, bool) {
 	v, ok := parseDecimal(b)
 	if !ok {
@@ -156,14 +167,14 @@ func parseScaled(b []byte, scale int64) (int64, bool) {
 // a daylight-saving change repeats is ambiguous and one in the hour it
 // skips does not exist: both are refused (p.bad says which).
 func (p *timeParser) parseDateTime(b []byte) (int64, bool) {
-	if ms, ok := parseRFC3339(b); ok || p.loc == nil {
-		return ms, ok
+	if us, ok := parseRFC3339(b); ok || p.loc == nil {
+		return us, ok
 	}
 	y, mo, d, h, mi, s, frac, ok := parseLocal(b)
 	if !ok {
 		return 0, false
 	}
-	t := time.Date(int(y), time.Month(mo), int(d), int(h), int(mi), int(s), int(frac)*1e6, p.loc)
+	t := time.Date(int(y), time.Month(mo), int(d), int(h), int(mi), int(s), int(frac)*1e3, p.loc)
 	ty, tmo, td := t.Date()
 	th, tmi, ts := t.Clock()
 	if int64(ty) != y || int64(tmo) != mo || int64(td) != d || int64(th) != h || int64(tmi) != mi || int64(ts) != s {
@@ -179,10 +190,11 @@ func (p *timeParser) parseDateTime(b []byte) (int64, bool) {
 			return 0, false
 		}
 	}
-	return t.UnixMilli(), true
+	return t.UnixMicro(), true
 }
 
-// parseLocal parses YYYY-MM-DD[T ]hh:mm[:ss[.fraction]] without a zone.
+// parseLocal parses YYYY-MM-DD[T ]hh:mm[:ss[.fraction]] without a zone;
+// frac is the fraction in µs (rounded to the nearest).
 func parseLocal(b []byte) (y, mo, d, h, mi, s, frac int64, ok bool) {
 	if len(b) < 16 || b[4] != '-' || b[7] != '-' || b[13] != ':' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') {
 		return
@@ -217,9 +229,9 @@ func parseLocal(b []byte) (y, mo, d, h, mi, s, frac int64, ok bool) {
 					return
 				}
 				switch {
-				case n < 3:
+				case n < 6:
 					frac = frac*10 + int64(c-'0')
-				case n == 3 && c >= '5':
+				case n == 6 && c >= '5':
 					frac++
 				}
 				n++
@@ -227,7 +239,7 @@ func parseLocal(b []byte) (y, mo, d, h, mi, s, frac int64, ok bool) {
 			if n == 0 {
 				return
 			}
-			for ; n < 3; n++ {
+			for ; n < 6; n++ {
 				frac *= 10
 			}
 		}
@@ -241,6 +253,8 @@ func parseLocal(b []byte) (y, mo, d, h, mi, s, frac int64, ok bool) {
 // want describes what the parser expects, for error messages.
 func (p *timeParser) want() string {
 	switch p.unit {
+	case unitUs:
+		return "epoch microseconds"
 	case unitMs:
 		return "epoch milliseconds"
 	case unitS:
@@ -302,9 +316,10 @@ func isDecimal(b []byte) bool {
 }
 
 // parseEpoch converts the decimal number b, counted in units of scale
-// milliseconds (1 for ms, 1000 for s), to milliseconds, rounding to the
-// nearest millisecond (halves away from zero). Numbers without an exponent
-// are converted exactly in integer arithmetic.
+// microseconds (1 for µs, 1000 for ms, 1e6 for s; a power of ten), to
+// microseconds, rounding to the nearest microsecond (halves away from
+// zero). Numbers without an exponent are converted exactly in integer
+// arithmetic.
 func parseEpoch(b []byte, scale int64) (int64, bool) {
 	if !isDecimal(b) {
 		return 0, false
@@ -338,12 +353,12 @@ func parseEpoch(b []byte, scale int64) (int64, bool) {
 	if ip > math.MaxInt64/scale-1 {
 		return 0, false
 	}
-	ms := ip * scale
+	us := ip * scale
 	if i < len(b) { // fraction
 		frac := b[i+1:]
-		digits := 0 // fraction digits that are whole milliseconds
-		if scale == 1000 {
-			digits = 3
+		digits := 0 // fraction digits that are whole microseconds
+		for s := scale; s >= 10; s /= 10 {
+			digits++
 		}
 		var f int64
 		for k := 0; k < digits; k++ {
@@ -352,31 +367,31 @@ func parseEpoch(b []byte, scale int64) (int64, bool) {
 				f += int64(frac[k] - '0')
 			}
 		}
-		ms += f
+		us += f
 		if digits < len(frac) && frac[digits] >= '5' {
-			ms++
+			us++
 		}
 	}
 	if neg {
-		ms = -ms
+		us = -us
 	}
-	return ms, true
+	return us, true
 }
 
 // ParseRFC3339Ms parses an RFC 3339 time with a zone to epoch milliseconds
 // by the same rules as a CSV time column (fraction rounded to the nearest
 // ms; a space may replace the T). The CLI uses it for --start.
 func ParseRFC3339Ms(s string) (int64, error) {
-	ms, ok := parseRFC3339([]byte(strings.TrimSpace(s)))
+	us, ok := parseRFC3339([]byte(strings.TrimSpace(s)))
 	if !ok {
 		return 0, core.Errorf(core.CodeInvalidArgument,
 			"time %q: want RFC 3339 with a zone, e.g. 2024-05-01T12:00:00.250+02:00", s)
 	}
-	return ms, nil
+	return core.UsToMs(us + 500), nil
 }
 
-// parseRFC3339 parses YYYY-MM-DDThh:mm:ss[.fraction](Z|±hh:mm) to epoch ms,
-// rounding the fraction to the nearest millisecond. A space or 't' may
+// parseRFC3339 parses YYYY-MM-DDThh:mm:ss[.fraction](Z|±hh:mm) to epoch µs,
+// rounding the fraction to the nearest microsecond. A space or 't' may
 // separate date and time, 'z' may stand for 'Z', and ',' for the decimal
 // point. A zone is required: a time without one is ambiguous.
 func parseRFC3339(b []byte) (int64, bool) {
@@ -404,9 +419,9 @@ func parseRFC3339(b []byte) (int64, bool) {
 		n := 0
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			switch {
-			case n < 3:
+			case n < 6:
 				frac = frac*10 + int64(b[i]-'0')
-			case n == 3 && b[i] >= '5':
+			case n == 6 && b[i] >= '5':
 				frac++
 			}
 			n++
@@ -415,7 +430,7 @@ func parseRFC3339(b []byte) (int64, bool) {
 		if n == 0 {
 			return 0, false
 		}
-		for ; n < 3; n++ {
+		for ; n < 6; n++ {
 			frac *= 10
 		}
 	}
@@ -431,7 +446,7 @@ func parseRFC3339(b []byte) (int64, bool) {
 		if !okh || !okm || oh > 23 || om > 59 {
 			return 0, false
 		}
-		off = (oh*60 + om) * 60000
+		off = (oh*60 + om) * 60_000_000
 		if z[0] == '-' {
 			off = -off
 		}
@@ -439,7 +454,7 @@ func parseRFC3339(b []byte) (int64, bool) {
 		return 0, false
 	}
 	days := daysFromCivil(y, mo, d)
-	return days*86400000 + h*3600000 + mi*60000 + s*1000 + frac - off, true
+	return days*86_400_000_000 + h*3_600_000_000 + mi*60_000_000 + s*1_000_000 + frac - off, true
 }
 
 func daysIn(y, m int64) int64 {

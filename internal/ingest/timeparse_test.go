@@ -66,9 +66,12 @@ func TestParseRFC3339(t *testing.T) {
 		{"2024-03-01T12:00:00-02:30", "2024-03-01T14:30:00Z"},
 		{"2024-03-01T00:00:00.1Z", "2024-03-01T00:00:00.1Z"},
 		{"2024-03-01T00:00:00.12Z", "2024-03-01T00:00:00.12Z"},
-		{"2024-03-01T00:00:00.0005Z", "2024-03-01T00:00:00.001Z"},
-		{"2024-03-01T00:00:00.00049Z", "2024-03-01T00:00:00Z"},
-		{"2024-12-31T23:59:59.9999Z", "2025-01-01T00:00:00Z"},
+		{"2024-03-01T00:00:00.0005Z", "2024-03-01T00:00:00.0005Z"},
+		{"2024-03-01T00:00:00.00049Z", "2024-03-01T00:00:00.00049Z"},
+		{"2024-03-01T00:00:00.0000005Z", "2024-03-01T00:00:00.000001Z"},
+		{"2024-03-01T00:00:00.00000049Z", "2024-03-01T00:00:00Z"},
+		{"2024-12-31T23:59:59.9999995Z", "2025-01-01T00:00:00Z"},
+		{"2024-12-31T23:59:59.9999Z", "2024-12-31T23:59:59.9999Z"},
 		{"2024-03-01 10:00:00Z", "2024-03-01T10:00:00Z"},
 		{"2024-03-01t10:00:00z", "2024-03-01T10:00:00Z"},
 		{"2024-03-01T10:00:00,5Z", "2024-03-01T10:00:00.5Z"},
@@ -108,8 +111,8 @@ func TestParseRFC3339(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ok || got != w.UnixMilli() {
-			t.Errorf("parseRFC3339(%q) = %d, %v; want %d", tc.in, got, ok, w.UnixMilli())
+		if !ok || got != w.UnixMicro() {
+			t.Errorf("parseRFC3339(%q) = %d, %v; want %d", tc.in, got, ok, w.UnixMicro())
 		}
 	}
 }
@@ -162,7 +165,7 @@ func FuzzParseDecimal(f *testing.F) {
 
 // FuzzRFC3339: whatever parseRFC3339 accepts, time.Parse accepts too (after
 // spelling the separator T and the zone Z) with the same instant rounded to
-// the nearest millisecond; and whatever time.Parse accepts in the strict
+// the nearest microsecond; and whatever time.Parse accepts in the strict
 // form is accepted.
 func FuzzRFC3339(f *testing.F) {
 	for _, s := range []string{"2024-03-01T12:00:00+02:00", "2024-03-01 10:00:00.9996-01:30", "2024-02-29t23:59:59.5z", "2023-02-29T00:00:00Z"} {
@@ -185,7 +188,7 @@ func FuzzRFC3339(f *testing.F) {
 			if err != nil {
 				t.Fatalf("parseRFC3339(%q) = %d but time.Parse fails: %v", s, got, err)
 			}
-			want := roundMs(tm, s)
+			want := roundUs(tm, s)
 			if got != want {
 				t.Fatalf("parseRFC3339(%q) = %d, time.Parse says %d", s, got, want)
 			}
@@ -201,14 +204,14 @@ func FuzzRFC3339(f *testing.F) {
 
 // roundMs is tm in epoch ms, rounded to the nearest ms using the decimal
 // fraction as written (time.Parse keeps only nanoseconds).
-func roundMs(tm time.Time, s string) int64 {
-	msv := tm.Unix()*1000 + int64(tm.Nanosecond()/1e6)
+func roundUs(tm time.Time, s string) int64 {
+	msv := tm.Unix()*1_000_000 + int64(tm.Nanosecond()/1e3)
 	if i := strings.IndexAny(s[19:], ".,"); i == 0 {
 		frac := s[20:]
 		if j := strings.IndexFunc(frac, func(r rune) bool { return r < '0' || r > '9' }); j >= 0 {
 			frac = frac[:j]
 		}
-		if len(frac) > 3 && frac[3] >= '5' {
+		if len(frac) > 6 && frac[6] >= '5' {
 			msv++
 		}
 	}

@@ -112,14 +112,14 @@ func printBuckets(w io.Writer, bs []core.Bucket) {
 
 func printPage(w io.Writer, out core.Page) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tTS_MS\tVALUE\tSTATE")
+	fmt.Fprintln(tw, "TIME\tTS_US\tVALUE\tSTATE")
 	for _, p := range out.Points {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", fmtMs(p.TsMs), p.TsMs, strconv.FormatFloat(p.Value, 'g', -1, 64), p.State)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", time.UnixMicro(p.TsUs).UTC().Format("2006-01-02T15:04:05.000000Z"), p.TsUs, strconv.FormatFloat(p.Value, 'g', -1, 64), p.State)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d sample(s)", len(out.Points))
 	if out.HasMore {
-		fmt.Fprintf(w, "; more exist: continue with --after %d", out.NextAfterTs)
+		fmt.Fprintf(w, "; more exist: continue with --after %d (epoch µs)", out.NextAfterTs)
 	}
 	fmt.Fprintln(w)
 }

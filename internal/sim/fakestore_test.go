@@ -210,7 +210,7 @@ func (f *fakeStore) Ingest(_ context.Context, fn func(tx core.IngestTx) error) e
 		f.runs[r.ID] = r
 	}
 	for _, s := range tx.samples {
-		f.samples[sampleKey{s.Node, s.TsMs}] = s
+		f.samples[sampleKey{s.Node, s.TsUs}] = s
 	}
 	return nil
 }
@@ -253,8 +253,8 @@ func (f *fakeStore) runSamples(runID string) []core.Sample {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].TsMs != out[j].TsMs {
-			return out[i].TsMs < out[j].TsMs
+		if out[i].TsUs != out[j].TsUs {
+			return out[i].TsUs < out[j].TsUs
 		}
 		return out[i].Node < out[j].Node
 	})

@@ -27,7 +27,7 @@ type Output struct {
 	Runs  []RunData
 }
 
-// RunData is one run and its samples, sorted by (TsMs, Node).
+// RunData is one run and its samples, sorted by (TsUs, Node).
 type RunData struct {
 	Run     core.Run
 	Samples []core.Sample
@@ -407,7 +407,7 @@ func simulateRun(c InjectionConfig, r int, keepTruth bool) (RunData, []float64) 
 				}
 			}
 			rd.Samples = append(rd.Samples, core.Sample{
-				Node: s.id, TsMs: ts, Value: v, State: st,
+				Node: s.id, TsUs: ts * 1000, Value: v, State: st,
 				Line: c.LineID, Product: c.ProductID, Recipe: c.RecipeID, Run: runID,
 			})
 		}

@@ -25,7 +25,7 @@ func digest(o *Output) [32]byte {
 		h.Write(b[:])
 		for _, s := range rd.Samples {
 			h.Write([]byte(s.Node + "\x00" + s.State + "\x00" + s.Line + "\x00" + s.Product + "\x00" + s.Recipe + "\x00" + s.Run + "\x00"))
-			binary.LittleEndian.PutUint64(b[:], uint64(s.TsMs))
+			binary.LittleEndian.PutUint64(b[:], uint64(s.TsUs))
 			h.Write(b[:])
 			binary.LittleEndian.PutUint64(b[:], math.Float64bits(s.Value))
 			h.Write(b[:])
@@ -133,20 +133,20 @@ func TestShapeAndContext(t *testing.T) {
 			t.Errorf("run %s starts %d ms after the previous run ended", run.ID, run.StartedMs-prevEnd)
 		}
 		prevEnd = *run.EndedMs
-		if rd.Samples[0].TsMs != run.StartedMs || rd.Samples[len(rd.Samples)-1].TsMs != *run.EndedMs {
-			t.Errorf("run %s span [%d,%d] but samples [%d,%d]", run.ID, run.StartedMs, *run.EndedMs, rd.Samples[0].TsMs, rd.Samples[len(rd.Samples)-1].TsMs)
+		if rd.Samples[0].TsUs != run.StartedMs*1000 || rd.Samples[len(rd.Samples)-1].TsUs != *run.EndedMs*1000 {
+			t.Errorf("run %s span [%d,%d] ms but samples [%d,%d] µs", run.ID, run.StartedMs, *run.EndedMs, rd.Samples[0].TsUs, rd.Samples[len(rd.Samples)-1].TsUs)
 		}
 		for i, s := range rd.Samples {
 			if i > 0 {
 				p := rd.Samples[i-1]
-				if p.TsMs > s.TsMs || p.TsMs == s.TsMs && p.Node >= s.Node {
+				if p.TsUs > s.TsUs || p.TsUs == s.TsUs && p.Node >= s.Node {
 					t.Fatalf("run %s samples not sorted by (ts, node) at %d", run.ID, i)
 				}
 			}
 			if s.Line != cfg.LineID || s.Product != cfg.ProductID || s.Recipe != cfg.RecipeID || s.Run != run.ID {
 				t.Fatalf("sample context %+v", s)
 			}
-			if (s.TsMs-run.StartedMs)%cfg.StepMs != 0 {
+			if s.TsUs%1000 != 0 || (s.TsUs/1000-run.StartedMs)%cfg.StepMs != 0 {
 				t.Fatalf("sample off the step grid: %+v", s)
 			}
 			if math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
@@ -192,7 +192,7 @@ func impairments(t *testing.T, cfg InjectionConfig) (*Output, [][]float64, impai
 		}
 		grid := make([][len(signals)]slot, n)
 		for _, s := range rd.Samples {
-			k := int((s.TsMs - rd.Run.StartedMs) / cfg.StepMs)
+			k := int((s.TsUs/1000 - rd.Run.StartedMs) / cfg.StepMs)
 			grid[k][signalIndex(s.Node)] = slot{s.Value, s.State, true}
 		}
 		for i, sig := range signals {

@@ -64,8 +64,8 @@ func TestWriteToSQLite(t *testing.T) {
 		}
 		got := res.Samples
 		sort.Slice(got, func(i, j int) bool {
-			if got[i].TsMs != got[j].TsMs {
-				return got[i].TsMs < got[j].TsMs
+			if got[i].TsUs != got[j].TsUs {
+				return got[i].TsUs < got[j].TsUs
 			}
 			return got[i].Node < got[j].Node
 		})

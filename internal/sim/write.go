@@ -179,7 +179,7 @@ func (o *Output) WriteCSV(dir string) ([]string, error) {
 			w.WriteString("time,node,value,state\n")
 			var buf []byte
 			for _, s := range rd.Samples {
-				buf = strconv.AppendInt(buf[:0], s.TsMs, 10)
+				buf = strconv.AppendInt(buf[:0], core.UsToMs(s.TsUs), 10) // the simulator samples on whole ms
 				buf = append(buf, ',')
 				buf = append(buf, s.Node...)
 				buf = append(buf, ',')

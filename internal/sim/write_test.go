@@ -193,7 +193,7 @@ func TestWriteCSV(t *testing.T) {
 			s := rd.Samples[i]
 			ts, err1 := strconv.ParseInt(row[0], 10, 64)
 			v, err2 := strconv.ParseFloat(row[2], 64)
-			if err1 != nil || err2 != nil || ts != s.TsMs || row[1] != s.Node || v != s.Value || row[3] != s.State ||
+			if err1 != nil || err2 != nil || ts*1000 != s.TsUs || row[1] != s.Node || v != s.Value || row[3] != s.State ||
 				row[2] != strconv.FormatFloat(s.Value, 'g', -1, 64) {
 				t.Fatalf("row %d %v does not round-trip sample %+v", i+1, row, s)
 			}

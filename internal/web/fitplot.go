@@ -25,7 +25,7 @@ func FitCharts(r app.ModelCompareResponse) []*plot.Chart {
 			if out[k] == nil {
 				x := make([]float64, len(f.Measured[k]))
 				for s := range x {
-					x[s] = float64(s) * float64(f.BeatMs) / 60000
+					x[s] = float64(s) * float64(f.BeatUs) / 6e7
 				}
 				out[k] = &plot.Chart{Title: fmt.Sprintf("%s on run %s: free run of each model", tf.Target, f.RunID),
 					XLabel: "time since run start", XUnit: "min", YLabel: tf.Target, Width: 900, Height: 360,

@@ -175,7 +175,7 @@ func (s *server) liveLine(r *http.Request, line string, conns []connect.Status, 
 	}
 	end := int64(0)
 	for _, smp := range latest {
-		end = max(end, smp.TsMs)
+		end = max(end, core.UsToMs(smp.TsUs))
 	}
 	if end == 0 {
 		ll.Note = "Run " + run.ID + " has no samples yet."

@@ -262,7 +262,7 @@ func (s *server) predictedVsActual(ctx context.Context, m core.Model, runID stri
 	}
 	xs := make([]float64, g.Steps)
 	for st := range xs {
-		xs[st] = float64(g.StartMs+int64(st)*g.BeatMs-run.StartedMs) / 60000
+		xs[st] = float64(g.StartUs+int64(st)*g.BeatUs-run.StartedMs*1000) / 6e7
 	}
 	for k, t := range man.Targets {
 		in, cnt := 0, 0

@@ -139,7 +139,7 @@ func (s *server) trendChart(r *http.Request, node core.Node, runs []core.Run) (*
 		if run.EndedMs != nil {
 			to = *run.EndedMs
 		} else if last, err := s.d.Store.Latest(r.Context(), []string{node.ID}, core.ContextFilter{Run: run.ID}); err == nil && len(last) > 0 {
-			to = last[0].TsMs
+			to = core.UsToMs(last[0].TsUs)
 		}
 		width := max(int64(1000), (to-from)/maxTrendBuckets)
 		width = (width + 999) / 1000 * 1000

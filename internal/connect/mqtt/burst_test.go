@@ -158,8 +158,8 @@ func TestMQTTBurstStoredExactly(t *testing.T) {
 			t.Fatalf("%s: %d points stored, want %d", tc.node, len(p.Points), perNode)
 		}
 		for i, pt := range p.Points {
-			if pt.TsMs != base+int64(i) || pt.Value != tc.sign*float64(i) {
-				t.Fatalf("%s point %d: ts %d value %v, want ts %d value %v", tc.node, i, pt.TsMs, pt.Value, base+int64(i), tc.sign*float64(i))
+			if pt.TsUs != (base+int64(i))*1000 || pt.Value != tc.sign*float64(i) {
+				t.Fatalf("%s point %d: ts %d µs value %v, want ts %d ms value %v", tc.node, i, pt.TsUs, pt.Value, base+int64(i), tc.sign*float64(i))
 			}
 		}
 	}

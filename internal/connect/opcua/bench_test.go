@@ -77,7 +77,7 @@ func BenchmarkDirectBatchIngest(b *testing.B) {
 		batch = batch[:0]
 		for len(batch) < 2000 {
 			for _, nd := range nodes {
-				batch = append(batch, core.Sample{Node: nd.ID, TsMs: ts, Value: 1, State: core.StateOK, Line: sim.DefaultLineID, Product: "p", Recipe: "r", Run: "run-1"})
+				batch = append(batch, core.Sample{Node: nd.ID, TsUs: ts * 1000, Value: 1, State: core.StateOK, Line: sim.DefaultLineID, Product: "p", Recipe: "r", Run: "run-1"})
 			}
 			ts += 1000
 		}

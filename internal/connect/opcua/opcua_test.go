@@ -66,9 +66,9 @@ func countSamples(t *testing.T, st *sqlite.Store, node string) (n int, first, la
 		}
 		for i, pt := range p.Points {
 			if n == 0 && i == 0 {
-				first = pt.TsMs
+				first = core.UsToMs(pt.TsUs)
 			}
-			last = pt.TsMs
+			last = core.UsToMs(pt.TsUs)
 		}
 		n += len(p.Points)
 		if !p.HasMore {

@@ -22,7 +22,7 @@ func benchSamples() []core.Sample {
 	out := make([]core.Sample, 0, benchNodes*benchSteps)
 	for k := 0; k < benchSteps; k++ {
 		for n := 0; n < benchNodes; n++ {
-			out = append(out, core.Sample{Node: fmt.Sprintf("node%02d", n), TsMs: int64(k) * 1000, Value: float64(k) + float64(n)/10,
+			out = append(out, core.Sample{Node: fmt.Sprintf("node%02d", n), TsUs: int64(k) * 1_000_000, Value: float64(k) + float64(n)/10,
 				Line: "L1", Product: "P1", Recipe: "R1", Run: "r1"})
 		}
 	}
@@ -128,7 +128,7 @@ func BenchmarkRawCopy(b *testing.B) {
 		for j := 0; j < len(samples); j += 10_000 {
 			rows := make([][]any, 0, 10_000)
 			for _, sm := range samples[j:min(j+10_000, len(samples))] {
-				rows = append(rows, []any{pks[sm.Node], sm.TsMs, sm.Value, nil, ctxPK})
+				rows = append(rows, []any{pks[sm.Node], sm.TsUs, sm.Value, nil, ctxPK})
 			}
 			tx, err := s.pool.Begin(ctx)
 			if err != nil {

@@ -139,7 +139,7 @@ func (e *copyEncoder) put(b []byte) {
 			be.PutUint16(b, 5)
 		}
 		put8(uint64(k.node))
-		put8(uint64(sm.TsMs))
+		put8(uint64(sm.TsUs))
 		put8(math.Float64bits(sm.Value))
 		if st, null := rowState(sm); null {
 			be.PutUint32(b[off:], math.MaxUint32) // -1: NULL

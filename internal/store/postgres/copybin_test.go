@@ -40,7 +40,7 @@ func refEncode(samples []core.Sample, keys []rowKey, order []int32, seq bool) []
 			out = binary.BigEndian.AppendUint16(out, 5)
 		}
 		i64(keys[i].node)
-		i64(sm.TsMs)
+		i64(sm.TsUs)
 		out = binary.BigEndian.AppendUint32(out, 8)
 		out = binary.BigEndian.AppendUint64(out, math.Float64bits(sm.Value))
 		if sm.State == "" || sm.State == core.StateOK {
@@ -101,7 +101,7 @@ func randomBatch(rng *rand.Rand, n int) ([]core.Sample, []rowKey, []int32) {
 		if rng.IntN(200) == 0 {
 			st = strings.Repeat("long-state ", 7000) // 77 000 bytes
 		}
-		samples[i] = core.Sample{TsMs: pick(edgeInts), Value: v, State: st}
+		samples[i] = core.Sample{TsUs: pick(edgeInts), Value: v, State: st}
 		keys[i] = rowKey{node: pick(edgeInts), ctx: pick(edgeInts)}
 	}
 	order := make([]int32, 0, n)
@@ -116,7 +116,7 @@ func randomBatch(rng *rand.Rand, n int) ([]core.Sample, []rowKey, []int32) {
 // TestCopyEncoderGolden pins the bytes of a two-row stream to the format
 // PostgreSQL documents, written out by hand.
 func TestCopyEncoderGolden(t *testing.T) {
-	samples := []core.Sample{{TsMs: 1000, Value: 1.5, State: core.StateOK}, {TsMs: -1, Value: -2, State: "bad"}}
+	samples := []core.Sample{{TsUs: 1000, Value: 1.5, State: core.StateOK}, {TsUs: -1, Value: -2, State: "bad"}}
 	keys := []rowKey{{node: 7, ctx: 2}, {node: 8, ctx: 3}}
 	want := "5047434f50590aff0d0a00" + "00000000" + "00000000" + // signature, flags, extension
 		"0005" + "00000008" + "0000000000000007" + "00000008" + "00000000000003e8" + // 5 fields, node 7, ts 1000
@@ -181,7 +181,7 @@ func FuzzCopyEncoder(f *testing.F) {
 	f.Add(int64(math.MinInt64), int64(math.MaxInt64), math.Float64bits(math.NaN()), "ok", int64(-1), uint8(3), true)
 	f.Add(int64(5), int64(1700000000000), math.Float64bits(math.Copysign(0, -1)), "bad ünsicher", int64(9), uint8(200), true)
 	f.Fuzz(func(t *testing.T, node, ts int64, bits uint64, state string, ctx int64, chunk uint8, seq bool) {
-		samples := []core.Sample{{TsMs: ts, Value: math.Float64frombits(bits), State: state}, {TsMs: ^ts, State: state + "!"}}
+		samples := []core.Sample{{TsUs: ts, Value: math.Float64frombits(bits), State: state}, {TsUs: ^ts, State: state + "!"}}
 		keys := []rowKey{{node: node, ctx: ctx}, {node: ^node, ctx: ^ctx}}
 		var e copyEncoder
 		e.reset(samples, keys, nil, seq)
@@ -265,10 +265,10 @@ func TestCopyEncoderRoundTrip(t *testing.T) {
 				if sm.State == "" || sm.State == core.StateOK {
 					wantSt = nil
 				}
-				if (seq && sq != int64(i)) || node != k.node || ts != sm.TsMs || c != k.ctx ||
+				if (seq && sq != int64(i)) || node != k.node || ts != sm.TsUs || c != k.ctx ||
 					binary.BigEndian.Uint64(vb) != math.Float64bits(sm.Value) || (st == nil) != (wantSt == nil) || (st != nil && *st != *wantSt) {
 					t.Fatalf("round %d row %d: got seq %d node %d ts %d value %x state %.40q ctx %d; want sample %d ts %d value %x state %.40q keys %+v",
-						round, r, sq, node, ts, vb, deref(st), c, i, sm.TsMs, math.Float64bits(sm.Value), sm.State, k)
+						round, r, sq, node, ts, vb, deref(st), c, i, sm.TsUs, math.Float64bits(sm.Value), sm.State, k)
 				}
 				r++
 			}

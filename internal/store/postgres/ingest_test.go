@@ -17,7 +17,7 @@ func run(r string) core.ContextFilter {
 }
 
 func smp(node string, ts int64, v float64, state string, c core.ContextFilter) core.Sample {
-	return core.Sample{Node: node, TsMs: ts, Value: v, State: state, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}
+	return core.Sample{Node: node, TsUs: ts, Value: v, State: state, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}
 }
 
 // writeStaged writes one batch in its own transaction and reports whether
@@ -44,7 +44,7 @@ func points(t *testing.T, s *Store, node string) []string {
 	}
 	var out []string
 	for _, sm := range res.Samples {
-		out = append(out, fmt.Sprintf("%d=%s/%s/%s", sm.TsMs, fmtValue(sm.Value), sm.State, sm.Run))
+		out = append(out, fmt.Sprintf("%d=%s/%s/%s", sm.TsUs, fmtValue(sm.Value), sm.State, sm.Run))
 	}
 	return out
 }
@@ -302,13 +302,13 @@ func TestWriteModel(t *testing.T) {
 				values[rng.IntN(len(values))], states[rng.IntN(len(states))], run(r)))
 		}
 		if rng.IntN(2) == 0 {
-			slices.SortStableFunc(batch, func(a, b core.Sample) int { return int(a.TsMs - b.TsMs) })
+			slices.SortStableFunc(batch, func(a, b core.Sample) int { return int(a.TsUs - b.TsUs) })
 		}
 		// The rule.
 		last := map[key]val{}
 		refused := false
 		for _, sm := range batch {
-			k := key{sm.Node, sm.TsMs}
+			k := key{sm.Node, sm.TsUs}
 			if prev, ok := last[k]; ok && prev.run != sm.Run {
 				refused = true
 			}

@@ -15,15 +15,16 @@ import (
 const maxNewPartitions = 48
 
 // monthBounds returns the UTC calendar month [lo, hi) that contains ts
-// (epoch ms). hi <= lo only at the far edges of the int64 range.
+// (epoch µs, as the ts column). hi <= lo only at the far edges of the int64
+// range.
 func monthBounds(ts int64) (lo, hi int64) {
-	t := time.UnixMilli(ts).UTC()
+	t := time.UnixMicro(ts).UTC()
 	start := time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-	return start.UnixMilli(), start.AddDate(0, 1, 0).UnixMilli()
+	return start.UnixMicro(), start.AddDate(0, 1, 0).UnixMicro()
 }
 
 func partitionName(lo int64) string {
-	t := time.UnixMilli(lo).UTC()
+	t := time.UnixMicro(lo).UTC()
 	return fmt.Sprintf("samples_%04d%02d", t.Year(), int(t.Month()))
 }
 

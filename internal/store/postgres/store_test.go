@@ -183,8 +183,8 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-func ms(y int, m time.Month, d int) int64 {
-	return time.Date(y, m, d, 12, 0, 0, 0, time.UTC).UnixMilli()
+func us(y int, m time.Month, d int) int64 {
+	return time.Date(y, m, d, 12, 0, 0, 0, time.UTC).UnixMicro()
 }
 
 func countIn(t *testing.T, s *Store, table string) int {
@@ -207,8 +207,8 @@ func TestMonthlyPartitionsOnDemand(t *testing.T) {
 	}
 	c := core.ContextFilter{Line: "L", Product: "P", Recipe: "R", Run: "r"}
 	var b []core.Sample
-	for _, ts := range []int64{ms(2026, 1, 5), ms(2026, 1, 31), ms(2026, 2, 1), ms(1969, 12, 31), time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()} {
-		b = append(b, core.Sample{Node: "n", TsMs: ts, Value: 1, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run})
+	for _, ts := range []int64{us(2026, 1, 5), us(2026, 1, 31), us(2026, 2, 1), us(1969, 12, 31), time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMicro()} {
+		b = append(b, core.Sample{Node: "n", TsUs: ts, Value: 1, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run})
 	}
 	if _, err := s.WriteSamples(ctx, b); err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestMonthlyPartitionsOnDemand(t *testing.T) {
 	}
 	// A row parked in the default partition (a partition that could not be
 	// made in time) moves out when its month's partition is made.
-	parked := ms(2030, 5, 2)
+	parked := us(2030, 5, 2)
 	var ctxPK, nodePK int64
 	if err := s.pool.QueryRow(ctx, `SELECT pk FROM sample_ctx`).Scan(&ctxPK); err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestMonthlyPartitionsOnDemand(t *testing.T) {
 	// A second store (another process) writes that month: the partition
 	// is made, the parked row moves into it, and both rows are readable.
 	s2 := openURL(t, u)
-	if _, err := s2.WriteSamples(ctx, []core.Sample{{Node: "n", TsMs: parked + 1000, Value: 8, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}}); err != nil {
+	if _, err := s2.WriteSamples(ctx, []core.Sample{{Node: "n", TsUs: parked + 1000, Value: 8, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}}); err != nil {
 		t.Fatal(err)
 	}
 	if d, p := countIn(t, s, "samples_default"), countIn(t, s, "samples_203005"); d != 0 || p != 2 {
@@ -255,11 +255,11 @@ func TestMonthlyPartitionsOnDemand(t *testing.T) {
 	}
 	// The first store's partition cache does not know the new month; a
 	// write there finds it in the catalog and does not try to make it again.
-	if _, err := s.WriteSamples(ctx, []core.Sample{{Node: "n", TsMs: parked + 2000, Value: 9, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}}); err != nil {
+	if _, err := s.WriteSamples(ctx, []core.Sample{{Node: "n", TsUs: parked + 2000, Value: 9, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := s.QueryPage(ctx, core.PageQuery{Node: "n", Filter: core.ContextFilter{Run: "r"}, Limit: 100})
-	if err != nil || len(p.Points) != 8 || p.Points[0].TsMs != ms(1969, 12, 31) || p.Points[7].Value != 9 {
+	if err != nil || len(p.Points) != 8 || p.Points[0].TsUs != us(1969, 12, 31) || p.Points[7].Value != 9 {
 		t.Fatalf("read back across partitions: %+v %v", p.Points, err)
 	}
 }

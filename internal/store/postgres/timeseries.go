@@ -188,7 +188,7 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 			return st, core.FieldErrorf(core.CodeInvalidArgument, "samples["+strconv.Itoa(i)+"].node", "sample has no node")
 		}
 		if math.IsNaN(sm.Value) || math.IsInf(sm.Value, 0) {
-			return st, core.FieldErrorf(core.CodeNonFinite, "samples["+strconv.Itoa(i)+"].value", "node %q at %d: value %v is not finite", sm.Node, sm.TsMs, sm.Value)
+			return st, core.FieldErrorf(core.CodeNonFinite, "samples["+strconv.Itoa(i)+"].value", "node %q at %d: value %v is not finite", sm.Node, sm.TsUs, sm.Value)
 		}
 		ni, ok := b.byID[sm.Node]
 		if !ok {
@@ -200,15 +200,15 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 				st.NewNodes++
 			}
 			ni = int32(len(b.nodes))
-			b.nodes = append(b.nodes, nodeRange{pk: pk, lo: sm.TsMs, hi: sm.TsMs, ordered: true})
+			b.nodes = append(b.nodes, nodeRange{pk: pk, lo: sm.TsUs, hi: sm.TsUs, ordered: true})
 			b.byID[sm.Node] = ni
 		} else {
 			nr := &b.nodes[ni]
-			if sm.TsMs <= nr.hi {
+			if sm.TsUs <= nr.hi {
 				nr.ordered = false
-				nr.lo = min(nr.lo, sm.TsMs)
+				nr.lo = min(nr.lo, sm.TsUs)
 			}
-			nr.hi = max(nr.hi, sm.TsMs)
+			nr.hi = max(nr.hi, sm.TsUs)
 		}
 		b.nodes[ni].n++
 		c := core.ContextFilter{Line: sm.Line, Product: sm.Product, Recipe: sm.Recipe, Run: sm.Run}
@@ -220,11 +220,11 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 			if lastCtxPK >= 0 {
 				it.widen(lastCtxPK, ctxLo, ctxHi)
 			}
-			lastCtx, lastCtxPK, ctxLo, ctxHi = c, pk, sm.TsMs, sm.TsMs
+			lastCtx, lastCtxPK, ctxLo, ctxHi = c, pk, sm.TsUs, sm.TsUs
 		}
-		ctxLo, ctxHi = min(ctxLo, sm.TsMs), max(ctxHi, sm.TsMs)
-		if sm.TsMs < lastMonthLo || sm.TsMs >= lastMonthHi {
-			lastMonthLo, lastMonthHi = monthBounds(sm.TsMs)
+		ctxLo, ctxHi = min(ctxLo, sm.TsUs), max(ctxHi, sm.TsUs)
+		if sm.TsUs < lastMonthLo || sm.TsUs >= lastMonthHi {
+			lastMonthLo, lastMonthHi = monthBounds(sm.TsUs)
 			months[lastMonthLo] = true
 		}
 		b.keys[i] = rowKey{node: b.nodes[ni].pk, ctx: lastCtxPK}
@@ -279,7 +279,7 @@ func (b *batch) sortUnique(samples []core.Sample) error {
 		b.order[b.nodes[j].n] = int32(i)
 		b.nodes[j].n++
 	}
-	byTs := func(x, y int32) int { return cmp.Compare(samples[x].TsMs, samples[y].TsMs) }
+	byTs := func(x, y int32) int { return cmp.Compare(samples[x].TsUs, samples[y].TsUs) }
 	unique := true
 	at = 0
 	for _, j := range b.sorted {
@@ -298,7 +298,7 @@ func (b *batch) sortUnique(samples []core.Sample) error {
 	for r := 0; r < len(b.order); {
 		first := b.order[r]
 		e := r + 1
-		for e < len(b.order) && b.keys[b.order[e]].node == b.keys[first].node && samples[b.order[e]].TsMs == samples[first].TsMs {
+		for e < len(b.order) && b.keys[b.order[e]].node == b.keys[first].node && samples[b.order[e]].TsUs == samples[first].TsUs {
 			if b.keys[b.order[e]].ctx != b.keys[first].ctx && (conflict < 0 || int(first) < conflict) {
 				conflict = int(first)
 			}
@@ -311,7 +311,7 @@ func (b *batch) sortUnique(samples []core.Sample) error {
 	b.order = b.order[:w]
 	if conflict >= 0 {
 		sm := &samples[conflict]
-		return core.FieldErrorf(core.CodeConflict, "ts", "node %s has two samples at %d (epoch ms) in different contexts in one batch; a node holds one value per instant", sm.Node, sm.TsMs)
+		return core.FieldErrorf(core.CodeConflict, "ts", "node %s has two samples at %d (epoch µs) in different contexts in one batch; a node holds one value per instant", sm.Node, sm.TsUs)
 	}
 	return nil
 }
@@ -414,7 +414,7 @@ func (it *ingestTx) checkConflict() error {
 		JOIN nodes n ON n.pk = s.node JOIN sample_ctx c ON c.pk = x.ctx
 		ORDER BY s.seq LIMIT 1`).Scan(&node, &ts, &run)
 	if err == nil {
-		return core.FieldErrorf(core.CodeConflict, "ts", "node %s already has a sample at %d (epoch ms) from run %q with another context; a node holds one value per instant — shift this file's times (aml ingest csv --time-offset, --sequential or --start) instead of overwriting another run", node, ts, run)
+		return core.FieldErrorf(core.CodeConflict, "ts", "node %s already has a sample at %d (epoch µs) from run %q with another context; a node holds one value per instant — shift this file's times (aml ingest csv --time-offset, --sequential or --start) instead of overwriting another run", node, ts, run)
 	}
 	if !noRows(err) {
 		return dbErr(err, "check write")

@@ -92,16 +92,17 @@ func (r *Reader) Resolve(ctx context.Context, f core.ContextFilter) (Sel, error)
 }
 
 // Where renders the time and context conditions of the queries, appending
-// their arguments to args.
+// their arguments to args. from and to are epoch ms (inclusive of every
+// sample within them); the ts column and the context bounds are epoch µs.
 func (r *Reader) Where(s Sel, args []any, from, to *int64) (string, []any) {
 	var b strings.Builder
 	if from != nil {
 		b.WriteString(" AND ts >= ?")
-		args = append(args, *from)
+		args = append(args, *from*1000)
 	}
 	if to != nil {
 		b.WriteString(" AND ts <= ?")
-		args = append(args, *to)
+		args = append(args, *to*1000+999)
 	}
 	if !s.All && r.ArrayIn {
 		b.WriteString(" AND ts >= ? AND ts <= ? AND ctx = ANY(?)")
@@ -176,7 +177,7 @@ func (r *Reader) QueryPage(ctx context.Context, q core.PageQuery) (core.Page, er
 	for rows.Next() {
 		var p core.Point
 		var st sql.NullString
-		if err := rows.Scan(&p.TsMs, &p.Value, &st); err != nil {
+		if err := rows.Scan(&p.TsUs, &p.Value, &st); err != nil {
 			return page, sqldb.Err(err, "query page")
 		}
 		if len(page.Points) == limit {
@@ -191,7 +192,7 @@ func (r *Reader) QueryPage(ctx context.Context, q core.PageQuery) (core.Page, er
 		return page, sqldb.Err(err, "query page")
 	}
 	if n := len(page.Points); n > 0 {
-		page.NextAfterTs = page.Points[n-1].TsMs
+		page.NextAfterTs = page.Points[n-1].TsUs
 	}
 	return page, nil
 }
@@ -250,7 +251,7 @@ func (r *Reader) QueryMulti(ctx context.Context, q core.MultiQuery) (core.MultiR
 			var sm core.Sample
 			var st sql.NullString
 			var c int64
-			if err := rows.Scan(&sm.TsMs, &sm.Value, &st, &c); err != nil {
+			if err := rows.Scan(&sm.TsUs, &sm.Value, &st, &c); err != nil {
 				rows.Close()
 				return res, sqldb.Err(err, "query samples")
 			}
@@ -299,7 +300,7 @@ func (r *Reader) Latest(ctx context.Context, nodes []string, f core.ContextFilte
 		var st sql.NullString
 		var c int64
 		err = r.DB.QueryRow(ctx, `SELECT ts, value, state, ctx FROM samples WHERE node = ?`+more+` ORDER BY ts DESC LIMIT 1`, args...).
-			Scan(&sm.TsMs, &sm.Value, &st, &c)
+			Scan(&sm.TsUs, &sm.Value, &st, &c)
 		if r.DB.NoRows(err) {
 			continue
 		}
@@ -331,7 +332,7 @@ func (r *Reader) Buckets(ctx context.Context, q core.BucketQuery) ([]core.Bucket
 	if sel.None() {
 		return out, nil
 	}
-	more, args := r.Where(sel, []any{q.BucketMs, pk}, q.FromMs, q.ToMs)
+	more, args := r.Where(sel, []any{q.BucketMs * 1000, pk}, q.FromMs, q.ToMs)
 	args = append(args, core.MaxBuckets+1)
 	// Floor division so negative timestamps land in the right bucket.
 	rows, err := r.DB.Query(ctx, `SELECT ts - ((ts % ?1) + ?1) % ?1 AS b,
@@ -348,6 +349,7 @@ func (r *Reader) Buckets(ctx context.Context, q core.BucketQuery) ([]core.Bucket
 		if err := rows.Scan(&b.StartMs, &avg, &mn, &mx, &b.Count, &b.Bad); err != nil {
 			return nil, sqldb.Err(err, "bucket query")
 		}
+		b.StartMs /= 1000 // a multiple of the bucket width in µs
 		b.Avg, b.Min, b.Max = avg.Float64, mn.Float64, mx.Float64
 		if len(out) == core.MaxBuckets {
 			return nil, core.ErrTooManyBuckets()

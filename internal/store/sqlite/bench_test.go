@@ -25,7 +25,7 @@ func benchSamples() []core.Sample {
 	out := make([]core.Sample, 0, benchNodes*benchSteps)
 	for k := 0; k < benchSteps; k++ {
 		for n := 0; n < benchNodes; n++ {
-			out = append(out, mk(fmt.Sprintf("node%02d", n), int64(k)*1000, float64(k)+float64(n)/10, "", c))
+			out = append(out, mk(fmt.Sprintf("node%02d", n), int64(k)*1_000_000, float64(k)+float64(n)/10, "", c))
 		}
 	}
 	return out
@@ -82,7 +82,7 @@ func BenchmarkRawInsert(b *testing.B) {
 			}
 			for k := j; k < min(j+10_000, len(samples)); k++ {
 				sm := &samples[k]
-				if _, err := st.Exec(int64(k%benchNodes+1), sm.TsMs, sm.Value, nil, int64(1)); err != nil {
+				if _, err := st.Exec(int64(k%benchNodes+1), sm.TsUs, sm.Value, nil, int64(1)); err != nil {
 					b.Fatal(err)
 				}
 			}

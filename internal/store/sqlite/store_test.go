@@ -123,7 +123,7 @@ func sampleRun(run string) core.ContextFilter {
 }
 
 func mk(node string, ts int64, v float64, state string, c core.ContextFilter) core.Sample {
-	return core.Sample{Node: node, TsMs: ts, Value: v, State: state, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}
+	return core.Sample{Node: node, TsUs: ts, Value: v, State: state, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}
 }
 
 // TestOneProductionModelInSQL: the partial unique index itself refuses a

@@ -105,7 +105,7 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 			return st, core.FieldErrorf(core.CodeInvalidArgument, "samples["+strconv.Itoa(i)+"].node", "sample has no node")
 		}
 		if math.IsNaN(sm.Value) || math.IsInf(sm.Value, 0) {
-			return st, core.FieldErrorf(core.CodeNonFinite, "samples["+strconv.Itoa(i)+"].value", "node %q at %d: value %v is not finite", sm.Node, sm.TsMs, sm.Value)
+			return st, core.FieldErrorf(core.CodeNonFinite, "samples["+strconv.Itoa(i)+"].value", "node %q at %d: value %v is not finite", sm.Node, sm.TsUs, sm.Value)
 		}
 		if sm.Node != lastNode || lastNodePK < 0 {
 			pk, created, err := it.NodePK(core.Node{ID: sm.Node, LineID: sm.Line, Kind: core.NodeDAQ})
@@ -127,15 +127,15 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 		}
 		sp, ok := it.spans[lastCtxPK]
 		if !ok {
-			sp = span{sm.TsMs, sm.TsMs}
+			sp = span{sm.TsUs, sm.TsUs}
 		}
-		sp.lo, sp.hi = min(sp.lo, sm.TsMs), max(sp.hi, sm.TsMs)
+		sp.lo, sp.hi = min(sp.lo, sm.TsUs), max(sp.hi, sm.TsUs)
 		it.spans[lastCtxPK] = sp
 		var state any
 		if sm.State != "" && sm.State != core.StateOK {
 			state = sm.State
 		}
-		it.args = append(it.args, lastNodePK, sm.TsMs, sm.Value, state, lastCtxPK)
+		it.args = append(it.args, lastNodePK, sm.TsUs, sm.Value, state, lastCtxPK)
 		if len(it.args) == rowsPerStmt*5 {
 			if err := it.execN(); err != nil {
 				return st, err
@@ -193,7 +193,7 @@ func (it *ingestTx) checkWrite(res sql.Result, args []any) error {
 			var run, node string
 			_ = it.tx.QueryRowContext(it.ctx, `SELECT run FROM sample_ctx WHERE pk=?`, ctxPK).Scan(&run)
 			_ = it.tx.QueryRowContext(it.ctx, `SELECT id FROM nodes WHERE pk=?`, args[j]).Scan(&node)
-			return core.FieldErrorf(core.CodeConflict, "ts", "node %s already has a sample at %d (epoch ms) from run %q with another context; a node holds one value per instant — shift this file's times (aml ingest csv --time-offset, --sequential or --start) instead of overwriting another run", node, args[j+1], run)
+			return core.FieldErrorf(core.CodeConflict, "ts", "node %s already has a sample at %d (epoch µs) from run %q with another context; a node holds one value per instant — shift this file's times (aml ingest csv --time-offset, --sequential or --start) instead of overwriting another run", node, args[j+1], run)
 		}
 	}
 	return core.Errorf(core.CodeConflict, "%d of %d samples were not written because another run holds those instants", len(args)/5-int(n), len(args)/5)

@@ -22,7 +22,7 @@ func BenchQueries(b *testing.B, s core.TimeSeries) {
 		batch = batch[:0]
 		for k := 0; k < steps; k++ {
 			for n := 0; n < nodes; n++ {
-				batch = append(batch, core.Sample{Node: fmt.Sprintf("n%02d", n), TsMs: int64(r*steps+k) * 1000, Value: float64(k + n),
+				batch = append(batch, core.Sample{Node: fmt.Sprintf("n%02d", n), TsUs: int64(r*steps+k) * 1_000_000, Value: float64(k + n),
 					Line: "L1", Product: "P1", Recipe: "R1", Run: fmt.Sprintf("run%02d", r)})
 			}
 		}

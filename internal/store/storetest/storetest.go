@@ -37,6 +37,7 @@ func Run(t *testing.T, h Harness) {
 		{"IngestTxRollbackWritesNothing", testRollback},
 		{"IngestTxEnsureRunAndNode", testIngestTxEnsure},
 		{"MultiLatestBuckets", testMultiLatestBuckets},
+		{"MicrosecondSampleTimes", testMicroseconds},
 		{"ConcurrentWritersAndReaders", testConcurrent},
 		{"DatasetRegistryAndRefs", testDatasets},
 		{"JobStateMachineProperty", testJobProperty},
@@ -62,7 +63,7 @@ func sampleRun(run string) core.ContextFilter {
 }
 
 func mk(node string, ts int64, v float64, state string, c core.ContextFilter) core.Sample {
-	return core.Sample{Node: node, TsMs: ts, Value: v, State: state, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}
+	return core.Sample{Node: node, TsUs: ts * 1000, Value: v, State: state, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}
 }
 
 func wantCode(t *testing.T, what string, err error, code string) {
@@ -202,7 +203,7 @@ func testPaging(t *testing.T, h Harness) {
 			st = "bad"
 		}
 		v := rng.NormFloat64()
-		want = append(want, core.Point{TsMs: ts, Value: v, State: st})
+		want = append(want, core.Point{TsUs: ts * 1000, Value: v, State: st})
 		c := sampleRun("r1")
 		if i > 12000 {
 			c = sampleRun("r2")
@@ -256,7 +257,7 @@ func testPaging(t *testing.T, h Harness) {
 	if len(p.Points) != 25_013-12_001 || p.Points[0] != want[12001] {
 		t.Fatalf("run filter: %d points", len(p.Points))
 	}
-	from, to := want[100].TsMs, want[200].TsMs
+	from, to := want[100].TsUs/1000, want[200].TsUs/1000
 	p, _ = s.QueryPage(ctx, core.PageQuery{Node: "n1", FromMs: &from, ToMs: &to, Limit: 1000})
 	if len(p.Points) != 101 || p.HasMore || p.Points[0] != want[100] {
 		t.Fatalf("window: %d points hasMore %v", len(p.Points), p.HasMore)
@@ -299,7 +300,7 @@ func testReingest(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	p, _ := s.QueryPage(ctx, core.PageQuery{Node: "a"})
-	if len(p.Points) != 2 || p.Points[1] != (core.Point{TsMs: 2, Value: 20, State: core.StateOK}) {
+	if len(p.Points) != 2 || p.Points[1] != (core.Point{TsUs: 2000, Value: 20, State: core.StateOK}) {
 		t.Fatalf("replace: %+v", p.Points)
 	}
 	p, _ = s.QueryPage(ctx, core.PageQuery{Node: "b"})
@@ -311,7 +312,7 @@ func testReingest(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	p, _ = s.QueryPage(ctx, core.PageQuery{Node: "a"})
-	if len(p.Points) != 3 || p.Points[2] != (core.Point{TsMs: 3, Value: 3, State: "bad"}) {
+	if len(p.Points) != 3 || p.Points[2] != (core.Point{TsUs: 3000, Value: 3, State: "bad"}) {
 		t.Fatalf("repeated instant in one batch: %+v", p.Points)
 	}
 	// Unknown nodes are created as daq on the sample's line.
@@ -323,7 +324,7 @@ func testReingest(t *testing.T, h Harness) {
 	if st, err := s.WriteSamples(ctx, nil); err != nil || st.Samples != 0 {
 		t.Fatalf("empty batch %+v %v", st, err)
 	}
-	_, err = s.WriteSamples(ctx, []core.Sample{{TsMs: 1, Value: 1}})
+	_, err = s.WriteSamples(ctx, []core.Sample{{TsUs: 1, Value: 1}})
 	wantCode(t, "sample without node", err, core.CodeInvalidArgument)
 }
 
@@ -496,7 +497,7 @@ func testMultiLatestBuckets(t *testing.T, h Harness) {
 	if err != nil || len(res.Samples) != 100 || res.Truncated {
 		t.Fatalf("multi: %d %v %v", len(res.Samples), res.Truncated, err)
 	}
-	if res.Samples[0].Node != "a" || res.Samples[0].TsMs != 5000 || res.Samples[0].Run != "r2" || res.Samples[0].Line != "L1" ||
+	if res.Samples[0].Node != "a" || res.Samples[0].TsUs != 5_000_000 || res.Samples[0].Run != "r2" || res.Samples[0].Line != "L1" ||
 		res.Samples[9].State != "bad" || res.Samples[8].State != "ok" || res.Samples[50].Node != "b" {
 		t.Fatalf("multi first: %+v / %+v", res.Samples[0], res.Samples[9])
 	}
@@ -514,11 +515,11 @@ func testMultiLatestBuckets(t *testing.T, h Harness) {
 	_, err = s.QueryMulti(ctx, core.MultiQuery{Nodes: []string{"ghost"}})
 	wantCode(t, "multi unknown node", err, core.CodeNotFound)
 	lat, err := s.Latest(ctx, []string{"a", "b"}, core.ContextFilter{})
-	if err != nil || len(lat) != 2 || lat[0].TsMs != 1_000_000 || lat[0].Line != "L2" || lat[1].TsMs != 9900 {
+	if err != nil || len(lat) != 2 || lat[0].TsUs != 1_000_000_000 || lat[0].Line != "L2" || lat[1].TsUs != 9_900_000 {
 		t.Fatalf("latest %+v %v", lat, err)
 	}
 	lat, _ = s.Latest(ctx, []string{"a"}, core.ContextFilter{Recipe: "R1"})
-	if len(lat) != 1 || lat[0].TsMs != 9900 || lat[0].State != "bad" {
+	if len(lat) != 1 || lat[0].TsUs != 9_900_000 || lat[0].State != "bad" {
 		t.Fatalf("latest in recipe %+v", lat)
 	}
 	lat, _ = s.Latest(ctx, []string{"a"}, core.ContextFilter{Recipe: "none"})
@@ -959,5 +960,69 @@ func testOwnerOnly(t *testing.T, h Harness) {
 	j, _ := s.GetJob(ctx, "j")
 	if j.Status != core.JobDone || j.ModelID != "m-new" || j.Worker != "new" || j.Attempt != 2 {
 		t.Fatalf("job %s model %s worker %s attempt %d", j.Status, j.ModelID, j.Worker, j.Attempt)
+	}
+}
+
+// testMicroseconds: samples 1638 µs apart (a 610.35 Hz record) and 19.5 µs
+// apart (51.2 kHz) are each kept, returned in order with their exact
+// times, paged by the µs cursor, bounded by millisecond ranges that include
+// every sample within the bounding milliseconds, and bucketed by ms.
+func testMicroseconds(t *testing.T, h Harness) {
+	s := h.New(t)
+	ctx := context.Background()
+	c := sampleRun("r1")
+	var b []core.Sample
+	var want []int64
+	for i := int64(0); i < 2000; i++ {
+		ts := 1_700_000_000_000_000 + (i*16384369+5000)/10000 // 1638.4369 µs apart, rounded
+		want = append(want, ts)
+		b = append(b, core.Sample{Node: "sb", TsUs: ts, Value: float64(i), Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run})
+		b = append(b, core.Sample{Node: "fast", TsUs: -1_000_000 + i*39/2, Value: float64(i), Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run})
+	}
+	if st, err := s.WriteSamples(ctx, b); err != nil || st.Samples != len(b) {
+		t.Fatalf("write %+v %v", st, err)
+	}
+	var got []core.Point
+	var after *int64
+	for {
+		p, err := s.QueryPage(ctx, core.PageQuery{Node: "sb", AfterTs: after, Limit: 333})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p.Points...)
+		if !p.HasMore {
+			break
+		}
+		after = i64(p.NextAfterTs)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d points, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].TsUs != want[i] || got[i].Value != float64(i) {
+			t.Fatalf("point %d = %+v, want ts %d value %d", i, got[i], want[i], i)
+		}
+	}
+	fast, err := s.CountRunSamples(ctx, "r1")
+	if err != nil || fast["fast"] != 2000 || fast["sb"] != 2000 {
+		t.Fatalf("counts %v %v", fast, err)
+	}
+	// [from, to] in ms holds every sample whose µs time lies in those ms.
+	from, to := core.UsToMs(want[10]), core.UsToMs(want[20])
+	p, err := s.QueryPage(ctx, core.PageQuery{Node: "sb", FromMs: &from, ToMs: &to, Limit: 1000})
+	if err != nil || len(p.Points) != 11 || p.Points[0].TsUs != want[10] || p.Points[10].TsUs != want[20] {
+		t.Fatalf("ms range: %+v %v", p.Points, err)
+	}
+	res, err := s.QueryMulti(ctx, core.MultiQuery{Nodes: []string{"fast"}, FromMs: i64(-1000), ToMs: i64(-999)})
+	if err != nil || len(res.Samples) != 103 || res.Samples[0].TsUs != -1_000_000 {
+		t.Fatalf("multi before 1970 in µs: %d samples %v", len(res.Samples), err)
+	}
+	bk, err := s.Buckets(ctx, core.BucketQuery{Node: "fast", BucketMs: 10})
+	if err != nil || len(bk) != 4 || bk[0].StartMs != -1000 || bk[0].Count != 513 || bk[3].StartMs != -970 {
+		t.Fatalf("buckets %+v %v", bk, err)
+	}
+	lat, err := s.Latest(ctx, []string{"sb"}, core.ContextFilter{})
+	if err != nil || len(lat) != 1 || lat[0].TsUs != want[len(want)-1] {
+		t.Fatalf("latest %+v %v", lat, err)
 	}
 }

@@ -126,8 +126,8 @@ func TestTakeSimulatedInjectionLine(t *testing.T) {
 	if rep.Bound != 10 || rep.Fresh != rep.Bound || !snap.DataQuality.Fresh || rep.FutureSamples != 0 {
 		t.Fatalf("bound %d fresh %d future %d: %+v", rep.Bound, rep.Fresh, rep.FutureSamples, rep.Variables)
 	}
-	if snap.DAQWatermark != lastVal["hold_pressure"].TsMs {
-		t.Fatalf("watermark %d, want the run's last sample %d", snap.DAQWatermark, lastVal["hold_pressure"].TsMs)
+	if snap.DAQWatermark != lastVal["hold_pressure"].TsUs/1000 {
+		t.Fatalf("watermark %d, want the run's last sample %d µs", snap.DAQWatermark, lastVal["hold_pressure"].TsUs)
 	}
 	// Window: 30 rows ending at the watermark's second, one per bound node,
 	// each value the sample at that instant (1 s sampling, 1 s beat).
@@ -138,7 +138,7 @@ func TestTakeSimulatedInjectionLine(t *testing.T) {
 	at := map[int64]float64{}
 	for _, sm := range last.Samples {
 		if sm.Node == "hold_pressure" {
-			at[sm.TsMs] = sm.Value
+			at[sm.TsUs/1000] = sm.Value
 		}
 	}
 	for k, v := range w.Values["hold_pressure"] {
@@ -239,7 +239,7 @@ func craftedStore(t *testing.T, ss []series) *sqlite.Store {
 		}
 		var sm []core.Sample
 		for off, v := range x.vals {
-			sm = append(sm, core.Sample{Node: x.node, TsMs: t0 + off*1000, Value: v, State: x.states[off], Line: line, Product: "P", Recipe: "Rc", Run: run})
+			sm = append(sm, core.Sample{Node: x.node, TsUs: (t0 + off*1000) * 1000, Value: v, State: x.states[off], Line: line, Product: "P", Recipe: "Rc", Run: run})
 		}
 		if _, err := s.WriteSamples(ctx, sm); err != nil {
 			t.Fatal(err)

@@ -127,7 +127,7 @@ func (t *taker) take(ctx context.Context) (*contract.TwinSnapshot, *Report, erro
 		if nd.latest == nil {
 			r.Status = StatusMissing
 			if ls, err := t.src.Latest(ctx, []string{b.nodeID}, t.filter); err == nil && len(ls) == 1 {
-				r.NewestTsMs = ls[0].TsMs
+				r.NewestTsMs = core.UsToMs(ls[0].TsUs)
 			}
 			msg := fmt.Sprintf("node %s has no usable sample between %s and %s", b.nodeID, fmtMs(t.nowMs-o.lookbackMs), fmtMs(t.nowMs))
 			if r.NewestTsMs != 0 {
@@ -145,8 +145,8 @@ func (t *taker) take(ctx context.Context) (*contract.TwinSnapshot, *Report, erro
 			continue
 		}
 		val := nd.latest.Value
-		r.Value, r.TsMs = &val, nd.latest.TsMs
-		r.AgeMs = max(0, t.nowMs-nd.latest.TsMs)
+		r.Value, r.TsMs = &val, core.UsToMs(nd.latest.TsUs)
+		r.AgeMs = max(0, t.nowMs-r.TsMs)
 		if r.AgeMs > o.maxAgeMs {
 			r.Status = StatusStale
 			t.rep.StaleNodeIDs = append(t.rep.StaleNodeIDs, b.nodeID)
@@ -199,7 +199,7 @@ func (t *taker) take(ctx context.Context) (*contract.TwinSnapshot, *Report, erro
 		w.RunID = t.run.ID
 	}
 	for _, id := range winNodes {
-		g, _ := dataset.Align(t.nodes[id].kept, startMs, endMs+o.beatMs-1, dataset.AlignConfig{BeatMs: o.beatMs})
+		g, _ := dataset.Align(t.nodes[id].kept, startMs*1000, (endMs+o.beatMs)*1000-1, dataset.AlignConfig{BeatUs: o.beatMs * 1000})
 		vs := make([]*float64, o.steps)
 		for k := range vs {
 			if k < len(g.Values) && !math.IsNaN(g.Values[k]) {
@@ -480,7 +480,7 @@ func (t *taker) readNode(ctx context.Context, n core.Node, loMs int64) (*nodeDat
 		}
 		nd.future, nd.futureGE = len(pg.Points), pg.HasMore
 	}
-	cfg := dataset.CleanConfig{StateFilter: true, Min: n.Min, Max: n.Max, HampelWindowMs: o.HampelWindowMs, HampelThreshold: o.HampelThreshold}
+	cfg := dataset.CleanConfig{StateFilter: true, Min: n.Min, Max: n.Max, HampelWindowUs: o.HampelWindowMs * 1000, HampelThreshold: o.HampelThreshold}
 	nd.kept, nd.counts = dataset.Clean(pts, cfg)
 	nd.latest, nd.heldBack = t.current(nd.kept, n.Kind)
 	return nd, nil
@@ -501,13 +501,13 @@ func (t *taker) current(kept []core.Point, kind string) (*core.Point, int) {
 	if n == 0 {
 		return nil, 0
 	}
-	w, k := t.o.HampelWindowMs, t.o.HampelThreshold
+	w, k := t.o.HampelWindowMs*1000, t.o.HampelThreshold // µs, as sample times
 	if kind != core.NodeDAQ || w <= 0 || k <= 0 {
 		p := kept[n-1]
 		return &p, 0
 	}
-	newest := kept[n-1].TsMs
-	for j := n - 1; j >= 0 && kept[j].TsMs >= newest-w; j-- {
+	newest := kept[n-1].TsUs
+	for j := n - 1; j >= 0 && kept[j].TsUs >= newest-w; j-- {
 		if agreesWithPast(kept, j, w, k) {
 			p := kept[j]
 			return &p, n - 1 - j
@@ -519,11 +519,12 @@ func (t *taker) current(kept []core.Point, kind string) (*core.Point, int) {
 
 // agreesWithPast applies dataset.Clean's Hampel rule to kept[j] with its
 // left neighbourhood mirrored to the right, so that both sides are the
-// past: the one-sided test expressed with the shared implementation.
+// past: the one-sided test expressed with the shared implementation. w is
+// the half window in µs.
 func agreesWithPast(kept []core.Point, j int, w int64, k float64) bool {
-	t0 := kept[j].TsMs
+	t0 := kept[j].TsUs
 	i := j
-	for i > 0 && kept[i-1].TsMs >= t0-w {
+	for i > 0 && kept[i-1].TsUs >= t0-w {
 		i--
 	}
 	left := kept[i:j]
@@ -534,11 +535,11 @@ func agreesWithPast(kept []core.Point, j int, w int64, k float64) bool {
 	s = append(s, left...)
 	s = append(s, kept[j])
 	for m := len(left) - 1; m >= 0; m-- {
-		s = append(s, core.Point{TsMs: 2*t0 - left[m].TsMs, Value: left[m].Value, State: left[m].State})
+		s = append(s, core.Point{TsUs: 2*t0 - left[m].TsUs, Value: left[m].Value, State: left[m].State})
 	}
-	out, _ := dataset.Clean(s, dataset.CleanConfig{HampelWindowMs: w, HampelThreshold: k})
+	out, _ := dataset.Clean(s, dataset.CleanConfig{HampelWindowUs: w, HampelThreshold: k})
 	for _, p := range out {
-		if p.TsMs == t0 {
+		if p.TsUs == t0 {
 			return true
 		}
 	}
@@ -550,7 +551,7 @@ func (t *taker) watermark() int64 {
 	var wm int64
 	for _, nd := range t.nodes {
 		if n := len(nd.kept); n > 0 {
-			wm = max(wm, nd.kept[n-1].TsMs)
+			wm = max(wm, core.UsToMs(nd.kept[n-1].TsUs))
 		}
 	}
 	return wm

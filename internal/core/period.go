@@ -1,0 +1,39 @@
+package core
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// minUnit matches the unit "min" (minutes) after a number, which Go's
+// duration syntax writes "m".
+var minUnit = regexp.MustCompile(`([0-9.])min`)
+
+// ParsePeriod parses a sampling period or other plant duration: Go's
+// duration syntax ("1.638ms", "1638us", "1638µs", "100ms", "5s", "1h30m")
+// plus "min" for minutes ("2min", "1.5min"). The result is positive and a
+// whole number of microseconds, the resolution of stored sample times.
+func ParsePeriod(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	d, err := time.ParseDuration(minUnit.ReplaceAllString(t, "${1}m"))
+	switch {
+	case err != nil:
+		return 0, Errorf(CodeInvalidArgument, "period %s: want a duration such as \"1638us\", \"1.638ms\", \"100ms\", \"5s\" or \"2min\"", Quote(s))
+	case d <= 0:
+		return 0, Errorf(CodeInvalidArgument, "period %s must be positive", Quote(s))
+	case d%time.Microsecond != 0:
+		return 0, Errorf(CodeInvalidArgument, "period %s is not a whole number of microseconds (the resolution of sample times): round it, e.g. %s", Quote(s), d.Round(time.Microsecond))
+	}
+	return d, nil
+}
+
+// FormatPeriod writes a period the way ParsePeriod reads it: Go's
+// duration syntax ("1.638437ms", "100ms", "1m30s"), whole minutes below an
+// hour as "2min".
+func FormatPeriod(d time.Duration) string {
+	if d >= time.Minute && d < time.Hour && d%time.Minute == 0 {
+		return strings.TrimSuffix(d.String(), "0s") + "in" // "2m0s" → "2min"
+	}
+	return d.String()
+}
