@@ -43,22 +43,22 @@ func newBenchCmd(a *app) *cobra.Command {
 				fmt.Fprintln(tw, "trainer\toutput\tfree-run RMSE\tfree-run NRMSE\tone-step RMSE\tR²\taccuracy\tseconds\t")
 				for _, r := range rep.Results {
 					if r.Error != "" {
-						fmt.Fprintf(tw, "%s\t%s\terror: %s\t\t\t\t\t%.1f\t\n", r.Trainer, r.Output, r.Error, r.Seconds)
+						fmt.Fprintf(tw, "%s\t%s\terror: %s\t\t\t\t\t%.1f\t\n", r.Trainer, r.Label(), r.Error, r.Seconds)
 						continue
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.Trainer, r.Output, f4(r.FreeRunRMSE), f4(r.FreeRunNRMSE), f4(r.OneStepRMSE), f4(r.R2), f4(r.Accuracy), r.Seconds)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.Trainer, r.Label(), f4(r.FreeRunRMSE), f4(r.FreeRunNRMSE), f4(r.OneStepRMSE), f4(r.R2), f4(r.Accuracy), r.Seconds)
 				}
 				tw.Flush()
 				for _, r := range rep.Results {
 					if r.FreeRun != "" {
-						fmt.Fprintf(w, "%s %s: %s\n", r.Trainer, r.Output, r.FreeRun)
+						fmt.Fprintf(w, "%s %s: %s\n", r.Trainer, r.Label(), r.FreeRun)
 					}
 				}
 				if len(rep.Published) > 0 {
 					fmt.Fprintln(w, "published:")
 					tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 					for _, p := range rep.Published {
-						fmt.Fprintf(tw, "  %s\tfree-run RMSE %s\tNRMSE %s\tone-step RMSE %s\tR² %s\taccuracy %s\t%s\n", p.Method, f4(p.FreeRunRMSE), f4(p.FreeRunNRMSE), f4(p.OneStepRMSE), f4(p.R2), f4(p.Accuracy), p.Source)
+						fmt.Fprintf(tw, "  %s\t%s\tfree-run RMSE %s\tNRMSE %s\tone-step RMSE %s\tR² %s\taccuracy %s\t%s\n", p.Method, p.Test, f4(p.FreeRunRMSE), f4(p.FreeRunNRMSE), f4(p.OneStepRMSE), f4(p.R2), f4(p.Accuracy), p.Source)
 					}
 					tw.Flush()
 				}

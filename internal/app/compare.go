@@ -321,7 +321,7 @@ func (a *App) ModelReference(ctx context.Context, p Principal, req ModelReferenc
 		if err != nil {
 			return zero, err
 		}
-		F, beat := man.HorizonSteps, man.BeatMs
+		F, beat, beatUs := man.HorizonSteps, man.BeatMs, man.Period().Microseconds()
 		steps := req.Steps
 		if steps == 0 {
 			steps = F
@@ -389,7 +389,7 @@ func (a *App) ModelReference(ctx context.Context, p Principal, req ModelReferenc
 			}
 			// The last complete window: F beats of data after it, a beat
 			// spare for the grid's alignment.
-			at = end - int64(F+1)*beat
+			at = end - (int64(F+1)*beatUs+999)/1000
 		}
 		pr, err := load()
 		if err != nil {

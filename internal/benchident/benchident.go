@@ -33,10 +33,14 @@ import (
 
 // File is one CSV of the benchmark.
 type File struct {
-	Path       string   `json:"file"`
+	Path string `json:"file"`
+	// Name labels a test file's own figures (e.g. "multisine", "arrow
+	// full"): a benchmark with several test records reports each beside
+	// the pooled figure.
+	Name       string   `json:"name,omitempty"`
 	TimeCol    string   `json:"timeCol,omitempty"`
 	TimeUnit   string   `json:"timeUnit,omitempty"`
-	Period     string   `json:"period,omitempty"` // e.g. "100ms" for files without a time column
+	Period     string   `json:"period,omitempty"` // e.g. "100ms" or "1638us" for files without a time column
 	IgnoreCols []string `json:"ignoreCols,omitempty"`
 	// Rows, if set, keeps only data rows [Rows[0], Rows[1]) (0-based,
 	// header excluded), e.g. the estimation part of a single-file benchmark.
@@ -53,6 +57,7 @@ type TrainerConfig struct {
 type Published struct {
 	Method       string   `json:"method"`
 	Output       string   `json:"output,omitempty"`
+	Test         string   `json:"test,omitempty"` // a named test file's figure
 	FreeRunRMSE  *float64 `json:"freeRunRmse,omitempty"`
 	FreeRunNRMSE *float64 `json:"freeRunNrmse,omitempty"`
 	OneStepRMSE  *float64 `json:"oneStepRmse,omitempty"`
@@ -66,7 +71,10 @@ type Config struct {
 	Name         string          `json:"name"`
 	Description  string          `json:"description,omitempty"`
 	Kind         string          `json:"kind,omitempty"` // dynamic (default) | static
-	BeatMs       int64           `json:"beatMs"`
+	BeatMs       int64           `json:"beatMs,omitempty"`
+	// Beat is the sampling period as a duration instead of BeatMs, down to
+	// 1 µs ("1638us" for a 610.35 Hz record); one of the two is given.
+	Beat         string          `json:"beat,omitempty"`
 	Train        []File          `json:"train"`
 	Val          []File          `json:"val,omitempty"`
 	Test         []File          `json:"test"`
@@ -86,8 +94,11 @@ type Config struct {
 
 // Result is one trainer's figure for one output.
 type Result struct {
-	Trainer      string   `json:"trainer"`
-	Output       string   `json:"output"`
+	Trainer string `json:"trainer"`
+	Output  string `json:"output"`
+	// Test names the test file of a per-file figure (File.Name); empty
+	// for the figure pooled over every test file.
+	Test         string   `json:"test,omitempty"`
 	FreeRunRMSE  *float64 `json:"freeRunRmse,omitempty"`
 	FreeRunNRMSE *float64 `json:"freeRunNrmse,omitempty"`
 	OneStepRMSE  *float64 `json:"oneStepRmse,omitempty"`
@@ -103,6 +114,15 @@ type Result struct {
 	JobID           string  `json:"jobId,omitempty"`
 	ModelID         string  `json:"modelId,omitempty"`
 	Error           string  `json:"error,omitempty"`
+}
+
+// Label is the output, with the test file's name for a per-file figure
+// ("V2 @ multisine").
+func (r Result) Label() string {
+	if r.Test == "" {
+		return r.Output
+	}
+	return r.Output + " @ " + r.Test
 }
 
 // Report is the harness's output.
@@ -164,8 +184,24 @@ func Load(path string) (*Config, error) {
 	if len(c.Trainers) == 0 {
 		ps = append(ps, core.Problem{Field: "trainers", Message: "at least one trainer"})
 	}
-	if c.BeatMs <= 0 && c.Kind == dataset.KindDynamic {
-		ps = append(ps, core.Problem{Field: "beatMs", Message: "must be positive (the sampling period)"})
+	switch {
+	case c.Beat != "" && c.BeatMs != 0:
+		ps = append(ps, core.Problem{Field: "beat", Message: "give the sampling period once: beat or beatMs"})
+	case c.Beat != "":
+		if _, err := core.ParsePeriod(c.Beat); err != nil {
+			ps = append(ps, core.Problem{Field: "beat", Message: core.MessageOf(err)})
+		}
+	case c.BeatMs <= 0 && c.Kind == dataset.KindDynamic:
+		ps = append(ps, core.Problem{Field: "beatMs", Message: "must be positive (the sampling period), or give beat (e.g. \"1638us\")"})
+	}
+	for _, fs := range [][]File{c.Train, c.Val, c.Test} {
+		for _, f := range fs {
+			if f.Period != "" {
+				if _, err := core.ParsePeriod(f.Period); err != nil {
+					ps = append(ps, core.Problem{Field: "period", Message: f.Path + ": " + core.MessageOf(err)})
+				}
+			}
+		}
 	}
 	if c.InitSteps <= 0 && c.Kind == dataset.KindDynamic {
 		c.InitSteps = 5
@@ -242,6 +278,7 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 	// Benchmark records often all start at t = 0; each file is placed in
 	// its own stretch of time so no two runs share an instant.
 	slot := int64(0)
+	testNames := map[string]string{} // test run → File.Name
 	for _, part := range []struct {
 		name  string
 		files []File
@@ -256,7 +293,7 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 			}
 			var period time.Duration
 			if f.Period != "" {
-				if period, err = time.ParseDuration(f.Period); err != nil {
+				if period, err = core.ParsePeriod(f.Period); err != nil {
 					return nil, core.FieldErrorf(core.CodeSpecInvalid, part.name+".period", "%v", err)
 				}
 			}
@@ -269,10 +306,13 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 				return nil, err
 			}
 			*part.ids = append(*part.ids, run)
+			if part.name == "test" && f.Name != "" {
+				testNames[run] = f.Name
+			}
 		}
 	}
 	off, zero := false, int64(0)
-	spec := &dataset.Spec{LineID: "bench", ProductID: c.Name, RecipeID: recipe, BeatMs: c.BeatMs, HistorySteps: c.HistorySteps, HorizonSteps: c.HorizonSteps,
+	spec := &dataset.Spec{LineID: "bench", ProductID: c.Name, RecipeID: recipe, BeatMs: c.BeatMs, Beat: c.Beat, HistorySteps: c.HistorySteps, HorizonSteps: c.HorizonSteps,
 		Purpose: dataset.PurposeMPCSurrogate, Split: split, Note: "bench ident " + c.Name}
 	for _, in := range c.Inputs {
 		spec.Nodes = append(spec.Nodes, dataset.NodeSpec{NodeID: in, Role: dataset.RoleControl})
@@ -283,7 +323,7 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 	// Benchmark data are used as published: no outlier or range cleaning,
 	// no interpolation.
 	spec.Cleaning.Range = &off
-	spec.Cleaning.Hampel = &dataset.Hampel{WindowMs: c.BeatMs, Threshold: 0}
+	spec.Cleaning.Hampel = &dataset.Hampel{WindowMs: max(1, c.BeatMs), Threshold: 0}
 	spec.Cleaning.MaxInterpMs = &zero
 	progress("build dataset")
 	ds, err := dataset.Build(ctx, st, spec, dataset.Options{DataDir: dataDir, MaxWindows: 10_000_000})
@@ -361,8 +401,35 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 			}
 			rep.Results = append(rep.Results, res)
 		}
+		if fr != nil {
+			rep.Results = append(rep.Results, perTest(fr, c.Outputs, testNames, tcfg.Ref, secs, j.ID, j.ModelID)...)
+		}
 	}
 	return rep, nil
+}
+
+// perTest is the free-run figure of each named test file, per output.
+func perTest(fr *eval.FreeRunMetrics, outputs []string, names map[string]string, ref string, secs float64, jobID, modelID string) []Result {
+	var out []Result
+	for _, rr := range fr.Runs {
+		name, ok := names[rr.RunID]
+		if !ok {
+			continue
+		}
+		for k, o := range outputs {
+			res := Result{Trainer: ref, Output: o, Test: name, Seconds: secs, JobID: jobID, ModelID: modelID}
+			switch {
+			case rr.N == 0:
+				res.Error = "not scored: " + rr.Skipped
+			case k < len(rr.RMSE):
+				res.FreeRunRMSE, res.FreeRunNRMSE = finitePtr(rr.RMSE[k]), finitePtr(rr.NRMSE[k])
+				res.FreeRunDiverged = rr.Divergence != nil
+				res.FreeRun = fmt.Sprintf("free run over %d segment(s) of %s, %d scored steps", len(rr.Segments), name, rr.N)
+			}
+			out = append(out, res)
+		}
+	}
+	return out
 }
 
 func ptr(v float64) *float64 { return &v }

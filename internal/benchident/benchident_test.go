@@ -2,6 +2,7 @@ package benchident
 
 import (
 	"context"
+	"math"
 	"os"
 	"testing"
 )
@@ -41,6 +42,11 @@ func TestBenchConfigs(t *testing.T) {
 				t.Errorf("lego mean R² %+v < 0.96", mean)
 			}
 		}},
+		// Silverbox at its true 610.35 Hz (a 1638 µs grid): the linear
+		// models within 2 % of the in-house numpy least-squares ARX
+		// (6.95 mV multisine, 14.33 mV arrow full).
+		{"../../examples/bench/silverbox.json", "one_step@1", silverboxLinear},
+		{"../../examples/bench/silverbox.json", "linear_state_space@1", silverboxLinear},
 		{"../../examples/bench/daisy_winding.json", "linear_state_space@1", func(t *testing.T, rs []Result) {
 			mean := (*rs[0].FreeRunNRMSE + *rs[1].FreeRunNRMSE) / 2
 			if mean > 0.25 {
@@ -83,4 +89,22 @@ func deref(p *float64) float64 {
 		return -1
 	}
 	return *p
+}
+
+func silverboxLinear(t *testing.T, rs []Result) {
+	want := map[string]float64{"multisine": 0.00695, "arrow full": 0.01433}
+	seen := 0
+	for _, r := range rs {
+		w, ok := want[r.Test]
+		if !ok {
+			continue
+		}
+		seen++
+		if r.FreeRunRMSE == nil || math.Abs(*r.FreeRunRMSE-w) > 0.02*w {
+			t.Errorf("silverbox %s %s: free-run RMSE %v V, want within 2 %% of %.5f V", r.Trainer, r.Test, deref(r.FreeRunRMSE), w)
+		}
+	}
+	if seen != 2 {
+		t.Errorf("silverbox: %d per-test results, want multisine and arrow full", seen)
+	}
 }

@@ -236,7 +236,7 @@ func (s *Spec) Normalize() {
 		}
 	}
 	if s.Beat != "" && s.BeatMs == 0 {
-		if d, err := core.ParsePeriod(s.Beat); err == nil && d%time.Millisecond == 0 {
+		if d, err := core.ParsePeriod(s.Beat); err == nil && d%time.Millisecond == 0 && (d <= MaxBeatMs*time.Millisecond || s.Purpose == PurposeStaticResponse) {
 			s.Beat, s.BeatMs = "", d.Milliseconds()
 		}
 	}

@@ -38,10 +38,13 @@ type parser struct {
 
 	rr     *recordReader
 	header []string
-	long   bool
-	tp     timeParser
-	period int64 // µs; 0 = time column
-	k      int64 // index of the current data record, skipped ones included
+	// trailingEmpty: the header ends with a delimiter (an unnamed last
+	// column, empty on every row).
+	trailingEmpty bool
+	long          bool
+	tp            timeParser
+	period        int64 // µs; 0 = time column
+	k             int64 // index of the current data record, skipped ones included
 
 	timeIdx  int
 	nodeCols []nodeCol // wide
@@ -218,6 +221,12 @@ func (p *parser) readHeader(fields [][]byte, line int) error {
 	seen := make(map[string]int, len(fields))
 	for i, f := range fields {
 		name := string(trimSpace(f))
+		if name == "" && i == len(fields)-1 && i > 0 {
+			// A trailing delimiter on every line (MATLAB, many loggers):
+			// an unnamed last column that must stay empty.
+			p.trailingEmpty = true
+			continue
+		}
 		if name == "" {
 			return p.headerErr(line, i+1, "empty column name in the header")
 		}
@@ -234,6 +243,9 @@ func (p *parser) readHeader(fields [][]byte, line int) error {
 	// Columns taking part: all but the ignored ones.
 	var active []int
 	for i, h := range p.header {
+		if p.trailingEmpty && i == len(p.header)-1 {
+			continue
+		}
 		ignored := false
 		for _, ig := range p.opts.IgnoreCols {
 			if strings.EqualFold(strings.TrimSpace(ig), h) {
@@ -369,9 +381,20 @@ func (p *parser) columnCount(got int) *badRow {
 	return &badRow{ReasonColumnCount, col, fmt.Sprintf("%d cells, the header has %d", got, len(p.header))}
 }
 
+// trailingCell refuses a value under the unnamed trailing column.
+func (p *parser) trailingCell(fields [][]byte) *badRow {
+	if p.trailingEmpty && len(trimSpace(fields[len(fields)-1])) > 0 {
+		return &badRow{ReasonColumnCount, len(fields), fmt.Sprintf("%s under the unnamed last column (the header ends with a delimiter)", core.Quote(string(trimSpace(fields[len(fields)-1]))))}
+	}
+	return nil
+}
+
 func (p *parser) wideRow(fields [][]byte) *badRow {
 	if len(fields) != len(p.header) {
 		return p.columnCount(len(fields))
+	}
+	if bad := p.trailingCell(fields); bad != nil {
+		return bad
 	}
 	ts, bad := p.rowTime(fields)
 	if bad != nil {
@@ -418,6 +441,9 @@ func (p *parser) wideRow(fields [][]byte) *badRow {
 func (p *parser) longRow(fields [][]byte) *badRow {
 	if len(fields) != len(p.header) {
 		return p.columnCount(len(fields))
+	}
+	if bad := p.trailingCell(fields); bad != nil {
+		return bad
 	}
 	ts, bad := p.rowTime(fields)
 	if bad != nil {

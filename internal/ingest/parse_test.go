@@ -309,7 +309,7 @@ func TestParseBad(t *testing.T) {
 		{name: "duplicate header", in: "time,x,y,x\n1,2,3,4\n", field: "a.csv:1:4", msg: []string{`duplicate column "x"`, "column 2"}},
 		{name: "duplicate header after trim", in: "time,x, x\n1,2,3\n", field: "a.csv:1:3", msg: []string{`duplicate column "x"`}},
 		{name: "empty header name", in: "time,,x\n1,2,3\n", field: "a.csv:1:2", msg: []string{"empty column name"}},
-		{name: "trailing comma in header", in: "time,x,\n1,2,\n", field: "a.csv:1:3", msg: []string{"empty column name"}},
+		{name: "empty name inside the header", in: "time,,x\n1,2,3\n", field: "a.csv:1:2", msg: []string{"empty column name"}},
 		{name: "header with control character", in: "time,\"a\x01\"\n1,2\n", field: "a.csv:1:2", msg: []string{"control or invisible character"}},
 		{name: "header bad quote", in: "time,\"a\"b\n1,2\n", field: "a.csv:1:2", msg: []string{"closing quote"}},
 		{name: "only time column", in: "time\n1\n", field: "a.csv:1", msg: []string{"no value columns"}},
@@ -530,4 +530,25 @@ func TestParseMicroseconds(t *testing.T) {
 
 func us(y int, mo time.Month, d, h, mi, s, usec int) int64 {
 	return time.Date(y, mo, d, h, mi, s, usec*1e3, time.UTC).UnixMicro()
+}
+
+// A header and rows that end with a delimiter (Silverbox's "V1","V2",)
+// have an unnamed last column that must stay empty; an empty name
+// elsewhere is still refused.
+func TestTrailingDelimiter(t *testing.T) {
+	rep, got, err := parseAll(t, "sb.csv", "\"V1\",\"V2\",\n0.5,1.5,\n0.25,,\n", with(func(o *CSVOptions) { o.Period = 1638 * time.Microsecond }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[2].TsUs != 1638 || got[2].Node != "V1" || !reflect.DeepEqual(rep.Nodes, []string{"V1", "V2"}) || rep.Missing != 1 {
+		t.Fatalf("samples %+v nodes %v missing %d", got, rep.Nodes, rep.Missing)
+	}
+	_, _, err = parseAll(t, "sb.csv", "V1,V2,\n0.5,1.5,7\n", with(func(o *CSVOptions) { o.Period = time.Millisecond }))
+	if err == nil || !strings.Contains(err.Error(), "unnamed last column") {
+		t.Fatalf("a value under the unnamed column: %v", err)
+	}
+	_, _, err = parseAll(t, "sb.csv", "V1,,V2\n0.5,1.5,7\n", with(func(o *CSVOptions) { o.Period = time.Millisecond }))
+	if err == nil || !strings.Contains(err.Error(), "empty column name") {
+		t.Fatalf("an empty name inside the header: %v", err)
+	}
 }

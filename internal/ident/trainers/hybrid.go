@@ -616,7 +616,7 @@ func (HybridResidual) Train(ctx context.Context, tc *trainer.TrainContext) error
 	if err != nil {
 		return err
 	}
-	dt := float64(man.BeatMs) / 1000
+	dt := man.PeriodSeconds()
 	sys, err := hybrid.NewSystem(pm, cols.outNames, dt)
 	if err != nil {
 		return err
@@ -844,7 +844,7 @@ func loadHybrid(b []byte, dir string, man *dataset.Manifest) (model.Predictor, e
 	if err != nil {
 		return nil, model.Invalid("physics.source", "%v", err)
 	}
-	if dt := float64(man.BeatMs) / 1000; math.Abs(dt-a.DtSeconds) > 1e-9*math.Max(1, dt) {
+	if dt := man.PeriodSeconds(); math.Abs(dt-a.DtSeconds) > 1e-9*math.Max(1, dt) {
 		return nil, model.Invalid("dtSeconds", "the model was trained at %g s steps, the dataset's beat is %g s", a.DtSeconds, dt)
 	}
 	if len(a.Controls) != len(pm.Controls) || len(a.Disturbances) != len(pm.Disturbances) {

@@ -156,10 +156,10 @@ func (ProcessModel) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	if err != nil {
 		return err
 	}
-	if b.Manifest.BeatMs <= 0 {
+	if b.Manifest.Period() <= 0 {
 		return fmt.Errorf("the dataset has no sampling period (beatMs %d)", b.Manifest.BeatMs)
 	}
-	dt := float64(b.Manifest.BeatMs) / 1000
+	dt := b.Manifest.PeriodSeconds()
 	if p.MaxDeadTime < 0 || p.MaxTau < 0 || p.MaxIterations < 0 || math.IsInf(p.MaxDeadTime, 0) || math.IsInf(p.MaxTau, 0) {
 		return errors.New("params: maxDeadTime, maxTau and maxIterations must be finite and not negative")
 	}

@@ -137,6 +137,9 @@ func IsTwinFormat(f string) bool { return slices.Contains(TwinFormats, f) }
 // no tube can be drawn); without an OOD envelope every trial fails its OOD
 // verdict (OOD_NOT_CALIBRATED).
 func New(modelID string, man *dataset.Manifest, p model.Predictor, metrics json.RawMessage) (*Twin, error) {
+	if _, err := man.WholeMsBeat(); err != nil {
+		return nil, errf(CodeModelUnsupported, "dataset", "%s", core.MessageOf(err))
+	}
 	if man.BeatMs <= 0 || man.HistorySteps < 1 || man.HorizonSteps < 1 {
 		return nil, errf(CodeModelUnsupported, "dataset", "the model's dataset is not a dynamic dataset with history and horizon")
 	}
