@@ -68,10 +68,10 @@ type Published struct {
 
 // Config is one benchmark.
 type Config struct {
-	Name         string          `json:"name"`
-	Description  string          `json:"description,omitempty"`
-	Kind         string          `json:"kind,omitempty"` // dynamic (default) | static
-	BeatMs       int64           `json:"beatMs,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Kind        string `json:"kind,omitempty"` // dynamic (default) | static
+	BeatMs      int64  `json:"beatMs,omitempty"`
 	// Beat is the sampling period as a duration instead of BeatMs, down to
 	// 1 µs ("1638us" for a 610.35 Hz record); one of the two is given.
 	Beat         string          `json:"beat,omitempty"`
