@@ -35,9 +35,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // Set parses a duration string (flag.Value and query parameters).
 func (d *Duration) Set(s string) error {
-	v, err := time.ParseDuration(strings.TrimSpace(s))
+	v, err := core.ParseDuration(s)
 	if err != nil {
-		return core.Errorf(core.CodeInvalidArgument, "want a duration such as \"90s\" or \"15m\", got %q", s)
+		return core.Errorf(core.CodeInvalidArgument, "want a duration such as \"90s\", \"15min\" or \"1638us\", got %q", s)
 	}
 	*d = Duration(v)
 	return nil

@@ -15,8 +15,7 @@ var minUnit = regexp.MustCompile(`([0-9.])min`)
 // plus "min" for minutes ("2min", "1.5min"). The result is positive and a
 // whole number of microseconds, the resolution of stored sample times.
 func ParsePeriod(s string) (time.Duration, error) {
-	t := strings.TrimSpace(s)
-	d, err := time.ParseDuration(minUnit.ReplaceAllString(t, "${1}m"))
+	d, err := ParseDuration(s)
 	switch {
 	case err != nil:
 		return 0, Errorf(CodeInvalidArgument, "period %s: want a duration such as \"1638us\", \"1.638ms\", \"100ms\", \"5s\" or \"2min\"", Quote(s))
@@ -26,6 +25,12 @@ func ParsePeriod(s string) (time.Duration, error) {
 		return 0, Errorf(CodeInvalidArgument, "period %s is not a whole number of microseconds (the resolution of sample times): round it, e.g. %s", Quote(s), d.Round(time.Microsecond))
 	}
 	return d, nil
+}
+
+// ParseDuration is time.ParseDuration with "min" for minutes as well as
+// "m" ("2min", "1h30min"), surrounding space ignored.
+func ParseDuration(s string) (time.Duration, error) {
+	return time.ParseDuration(minUnit.ReplaceAllString(strings.TrimSpace(s), "${1}m"))
 }
 
 // FormatPeriod writes a period the way ParsePeriod reads it: Go's
