@@ -60,9 +60,9 @@ func main() {
 			if err := db.QueryRow(`SELECT pk FROM nodes WHERE id=?`, id).Scan(&pk); err != nil {
 				fail(fmt.Errorf("node %s: %v", id, err))
 			}
-			after := r.start - 1
+			after := r.start*1000 - 1 // sample times are epoch µs, run bounds epoch ms
 			for {
-				rs, err := st.Query(pk, after, r.end, *page)
+				rs, err := st.Query(pk, after, r.end*1000+999, *page)
 				if err != nil {
 					fail(err)
 				}
