@@ -37,12 +37,13 @@ func (ARMAX) Ref() string           { return "armax@1" }
 func (ARMAX) HasTrainingStep() bool { return true }
 
 type armaxParams struct {
-	NA            int   `json:"na" jsonschema:"poles (order of A)" param:"default=2;min=1;max=10"`
-	NB            int   `json:"nb" jsonschema:"numerator coefficients per input" param:"default=2;min=1;max=20"`
-	NC            int   `json:"nc" jsonschema:"order of the noise polynomial C" param:"default=1;min=1;max=10"`
-	NK            []int `json:"nk" jsonschema:"input delays in steps, one per control in the dataset's order (default 1 each)" param:"itemMin=0"`
-	Physics       any   `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
-	PhysicsSha256 any   `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
+	NA            int    `json:"na" jsonschema:"poles (order of A)" param:"default=2;min=1;max=10"`
+	NB            int    `json:"nb" jsonschema:"numerator coefficients per input" param:"default=2;min=1;max=20"`
+	NC            int    `json:"nc" jsonschema:"order of the noise polynomial C" param:"default=1;min=1;max=10"`
+	NK            []int  `json:"nk" jsonschema:"input delays in steps, one per control in the dataset's order (default 1 each)" param:"itemMin=0"`
+	Detrend       string `json:"detrend" jsonschema:"trend removed from every input and output before the fit and added back at prediction: none, mean, or linear (level + slope per step of the run, estimated on the train runs)" param:"default=\"none\";enum=none|mean|linear"`
+	Physics       any    `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
+	PhysicsSha256 any    `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
 
 // polyFitJSON is what a polynomial fit reports beside its coefficients:
@@ -76,6 +77,7 @@ type armaxArtifact struct {
 	NB      int               `json:"nb"`
 	NC      int               `json:"nc"`
 	Models  []armaxOutputJSON `json:"models"`
+	Detrend *linTrend         `json:"detrend,omitempty"` // as aml.oe/1
 }
 
 // polyBNames name the numerator coefficients b[input]0 … per input.
@@ -124,7 +126,7 @@ func (ARMAX) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	}
 	names := append(append(append(polyNames("a", 1, p.NA), polyBNames(c.inputs, p.NB)...), polyNames("c", 1, p.NC)...), "offset")
 	art := &armaxArtifact{Format: FormatARMAX, Inputs: c.inputs, Outputs: c.outputs, NA: p.NA, NB: p.NB, NC: p.NC}
-	err = polyTrain(ctx, tc, c, polyLag(p.NB, p.NK, p.NA, p.NC), func(ctx context.Context, name string, ys [][]float64, us [][][]float64) error {
+	art.Detrend, err = polyTrain(ctx, tc, c, polyLag(p.NB, p.NK, p.NA, p.NC), p.Detrend, func(ctx context.Context, name string, ys [][]float64, us [][][]float64) error {
 		m, err := polynomial.FitARMAX(ctx, ys, us, p.NA, p.NB, p.NC, p.NK)
 		if err != nil {
 			return err
@@ -177,7 +179,7 @@ func loadARMAX(b []byte, _ string, man *dataset.Manifest) (model.Predictor, erro
 		}
 		byName[m.Output] = &polynomial.ARMAX{NA: a.NA, NB: a.NB, NC: a.NC, NK: m.NK, A: m.A, B: m.B, C: m.C, D: m.Offset}
 	}
-	return newPolyPredictor(FormatARMAX, man, a.Inputs, byName)
+	return newPolyPredictor(FormatARMAX, man, a.Inputs, a.Outputs, byName, a.Detrend)
 }
 
 var armaxSchema = sync.OnceValue(trainer.MustParamSchema[armaxParams])
@@ -202,13 +204,14 @@ func (BoxJenkins) Ref() string           { return "box_jenkins@1" }
 func (BoxJenkins) HasTrainingStep() bool { return true }
 
 type bjParams struct {
-	NF            int   `json:"nf" jsonschema:"poles of the dynamics (order of F)" param:"default=2;min=1;max=10"`
-	NB            int   `json:"nb" jsonschema:"numerator coefficients per input" param:"default=2;min=1;max=20"`
-	NC            *int  `json:"nc" jsonschema:"order of the noise numerator C" param:"default=1;min=0;max=10"`
-	ND            int   `json:"nd" jsonschema:"order of the noise denominator D" param:"default=1;min=1;max=10"`
-	NK            []int `json:"nk" jsonschema:"input delays in steps, one per control in the dataset's order (default 1 each)" param:"itemMin=0"`
-	Physics       any   `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
-	PhysicsSha256 any   `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
+	NF            int    `json:"nf" jsonschema:"poles of the dynamics (order of F)" param:"default=2;min=1;max=10"`
+	NB            int    `json:"nb" jsonschema:"numerator coefficients per input" param:"default=2;min=1;max=20"`
+	NC            *int   `json:"nc" jsonschema:"order of the noise numerator C" param:"default=1;min=0;max=10"`
+	ND            int    `json:"nd" jsonschema:"order of the noise denominator D" param:"default=1;min=1;max=10"`
+	NK            []int  `json:"nk" jsonschema:"input delays in steps, one per control in the dataset's order (default 1 each)" param:"itemMin=0"`
+	Detrend       string `json:"detrend" jsonschema:"trend removed from every input and output before the fit and added back at prediction: none, mean, or linear (level + slope per step of the run, estimated on the train runs)" param:"default=\"none\";enum=none|mean|linear"`
+	Physics       any    `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
+	PhysicsSha256 any    `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
 
 type bjOutputJSON struct {
@@ -235,6 +238,7 @@ type bjArtifact struct {
 	NC      int            `json:"nc"`
 	ND      int            `json:"nd"`
 	Models  []bjOutputJSON `json:"models"`
+	Detrend *linTrend      `json:"detrend,omitempty"` // as aml.oe/1
 }
 
 func (BoxJenkins) Train(ctx context.Context, tc *trainer.TrainContext) error {
@@ -267,7 +271,7 @@ func (BoxJenkins) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	o := polynomial.OEOrders{NF: p.NF, NB: p.NB, NK: p.NK}
 	names := append(append(append(append(polyNames("f", 1, p.NF), polyBNames(c.inputs, p.NB)...), polyNames("c", 1, nc)...), polyNames("d", 1, p.ND)...), "offset")
 	art := &bjArtifact{Format: FormatBJ, Inputs: c.inputs, Outputs: c.outputs, NF: p.NF, NB: p.NB, NC: nc, ND: p.ND}
-	err = polyTrain(ctx, tc, c, polyLag(p.NB, p.NK, p.NF, nc, p.ND), func(ctx context.Context, name string, ys [][]float64, us [][][]float64) error {
+	art.Detrend, err = polyTrain(ctx, tc, c, polyLag(p.NB, p.NK, p.NF, nc, p.ND), p.Detrend, func(ctx context.Context, name string, ys [][]float64, us [][][]float64) error {
 		m, err := polynomial.FitBJ(ctx, ys, us, o, nc, p.ND)
 		if err != nil {
 			return err
@@ -305,7 +309,7 @@ func loadBJ(b []byte, _ string, man *dataset.Manifest) (model.Predictor, error) 
 		}
 		byName[m.Output] = &polynomial.BJ{Orders: polynomial.OEOrders{NF: a.NF, NB: a.NB, NK: m.NK}, NC: a.NC, ND: a.ND, F: m.F, B: m.B, C: m.C, D: m.D, Offset: m.Offset}
 	}
-	return newPolyPredictor(FormatBJ, man, a.Inputs, byName)
+	return newPolyPredictor(FormatBJ, man, a.Inputs, a.Outputs, byName, a.Detrend)
 }
 
 var bjSchema = sync.OnceValue(trainer.MustParamSchema[bjParams])

@@ -29,11 +29,12 @@ func (OutputError) Ref() string           { return "output_error@1" }
 func (OutputError) HasTrainingStep() bool { return true }
 
 type oeParams struct {
-	NF            int   `json:"nf" jsonschema:"poles (order of the shared denominator F)" param:"default=2;min=1;max=10"`
-	NB            int   `json:"nb" jsonschema:"numerator coefficients per input" param:"default=2;min=1;max=20"`
-	NK            []int `json:"nk" jsonschema:"input delays in steps, one per control in the dataset's order (default 1 each)" param:"itemMin=0"`
-	Physics       any   `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
-	PhysicsSha256 any   `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
+	NF            int    `json:"nf" jsonschema:"poles (order of the shared denominator F)" param:"default=2;min=1;max=10"`
+	NB            int    `json:"nb" jsonschema:"numerator coefficients per input" param:"default=2;min=1;max=20"`
+	NK            []int  `json:"nk" jsonschema:"input delays in steps, one per control in the dataset's order (default 1 each)" param:"itemMin=0"`
+	Detrend       string `json:"detrend" jsonschema:"trend removed from every input and output before the fit and added back at prediction: none, mean, or linear (level + slope per step of the run, estimated on the train runs)" param:"default=\"none\";enum=none|mean|linear"`
+	Physics       any    `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
+	PhysicsSha256 any    `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
 
 type oeOutputJSON struct {
@@ -57,6 +58,9 @@ type oeArtifact struct {
 	NF      int            `json:"nf"`
 	NB      int            `json:"nb"`
 	Models  []oeOutputJSON `json:"models"`
+	// Detrend, when present, is the trend removed before the fit (the
+	// models are of the detrended data; predictions get it back).
+	Detrend *linTrend `json:"detrend,omitempty"`
 }
 
 func (OutputError) Train(ctx context.Context, tc *trainer.TrainContext) error {
@@ -84,7 +88,7 @@ func (OutputError) Train(ctx context.Context, tc *trainer.TrainContext) error {
 		lag = max(lag, k+p.NB-1)
 	}
 	art := &oeArtifact{Format: FormatOE, Inputs: c.inputs, Outputs: c.outputs, NF: p.NF, NB: p.NB}
-	err = polyTrain(ctx, tc, c, lag, func(ctx context.Context, name string, ys [][]float64, us [][][]float64) error {
+	art.Detrend, err = polyTrain(ctx, tc, c, lag, p.Detrend, func(ctx context.Context, name string, ys [][]float64, us [][][]float64) error {
 		m, err := polynomial.FitOE(ctx, ys, us, o)
 		if err != nil {
 			return err
@@ -119,7 +123,7 @@ func loadOE(b []byte, _ string, man *dataset.Manifest) (model.Predictor, error) 
 		}
 		byName[m.Output] = &polynomial.OE{Orders: polynomial.OEOrders{NF: a.NF, NB: a.NB, NK: m.NK}, F: m.F, B: m.B, C: m.C}
 	}
-	return newPolyPredictor(FormatOE, man, a.Inputs, byName)
+	return newPolyPredictor(FormatOE, man, a.Inputs, a.Outputs, byName, a.Detrend)
 }
 
 var oeSchema = sync.OnceValue(trainer.MustParamSchema[oeParams])

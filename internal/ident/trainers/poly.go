@@ -37,24 +37,29 @@ func polyDelays(nk []int, c linColumns) ([]int, error) {
 type polyFit func(ctx context.Context, output string, ys [][]float64, us [][][]float64) error
 
 // polyTrain reads the train runs' NaN-free segments of at least lag+10
-// rows (lag: the largest lag of the model, at most the dataset's history)
-// and fits every target with fit.
-func polyTrain(ctx context.Context, tc *trainer.TrainContext, c linColumns, lag int, fit polyFit) error {
+// rows (lag: the largest lag of the model, at most the dataset's history),
+// removes the trend of detrend (returned; nil for none) and fits every
+// target with fit.
+func polyTrain(ctx context.Context, tc *trainer.TrainContext, c linColumns, lag int, detrend string, fit polyFit) (*linTrend, error) {
 	b := tc.Dataset
 	if H := b.Manifest.HistorySteps; lag > H {
-		return fmt.Errorf("params: the model needs %d past steps, the dataset's history is %d (a window could not start it)", lag, H)
+		return nil, fmt.Errorf("params: the model needs %d past steps, the dataset's history is %d (a window could not start it)", lag, H)
 	}
 	linProgress(tc, 0.05, "reading runs")
 	runs, err := linReadRuns(b, c, b.Manifest.Split.Train.RunIDs)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	trend, err := linDetrendRuns(detrend, runs)
+	if err != nil {
+		return nil, err
 	}
 	var segs linSegments
 	for _, r := range runs {
 		segs.add(r, 0, len(r.y), lag+10)
 	}
 	if len(segs.y) == 0 {
-		return errors.New("no NaN-free train segment is long enough")
+		return nil, errors.New("no NaN-free train segment is long enough")
 	}
 	for k, name := range c.outputs {
 		linProgress(tc, 0.1+0.8*float64(k)/float64(len(c.outputs)), "fitting "+name)
@@ -66,11 +71,11 @@ func polyTrain(ctx context.Context, tc *trainer.TrainContext, c linColumns, lag 
 			}
 		}
 		if err := fit(ctx, name, ys, segs.u); err != nil {
-			return fmt.Errorf("output %s: %w", name, err)
+			return nil, fmt.Errorf("output %s: %w", name, err)
 		}
 	}
 	linProgress(tc, 0.95, "writing")
-	return nil
+	return trend, nil
 }
 
 // polyCov is a covariance matrix as rows (nil without one).
@@ -131,11 +136,13 @@ type polyPredictor struct {
 	xIn    []int       // AllNodes column of each input
 	uIn    []int       // controls column of each input
 	xOut   []int       // AllNodes column of each target
+	trend  *linTrend   // removed from the data the models see, outputs in target order (nil: none)
 }
 
 // newPolyPredictor checks the model's inputs against the dataset's
-// controls and takes one model per target from byTarget.
-func newPolyPredictor(format string, man *dataset.Manifest, inputs []string, byTarget map[string]polyModel) (*polyPredictor, error) {
+// controls and takes one model per target from byTarget; trend (nil:
+// none) is the stored trend of inputs and outputs.
+func newPolyPredictor(format string, man *dataset.Manifest, inputs, outputs []string, byTarget map[string]polyModel, trend *linTrend) (*polyPredictor, error) {
 	if man.Kind != dataset.KindDynamic {
 		return nil, model.Invalid("format", "%s predicts windows of a dynamic dataset", format)
 	}
@@ -161,6 +168,24 @@ func newPolyPredictor(format string, man *dataset.Manifest, inputs []string, byT
 		}
 		p.models = append(p.models, m)
 		p.xOut = append(p.xOut, all[t])
+	}
+	if trend != nil {
+		if err := trend.check(len(inputs), len(outputs)); err != nil {
+			return nil, err
+		}
+		out := map[string]int{}
+		for o, n := range outputs {
+			out[n] = o
+		}
+		idx := make([]int, len(man.Targets))
+		for k, t := range man.Targets {
+			o, ok := out[t]
+			if !ok {
+				return nil, model.Invalid("detrend", "no trend of target %s", t)
+			}
+			idx[k] = o
+		}
+		p.trend = trend.forOutputs(idx)
 	}
 	return p, nil
 }
@@ -204,11 +229,15 @@ func (p *polyPredictor) PredictBatch(ctx context.Context, x, u []float32, n int)
 			}
 		}
 		windowRows(p.d, x, u, w, p.xIn, p.xOut, p.uIn, us, ys)
+		uw, yw, tau := p.trend.detrended(us, ys)
 		for t, m := range p.models {
 			for k := range y0 {
-				y0[k] = ys[k][t]
+				y0[k] = yw[k][t]
 			}
-			sims[t] = m.Predict(y0, us)
+			sims[t] = m.Predict(y0, uw)
+			if p.trend != nil {
+				p.trend.restoreOutput(t, sims[t], tau)
+			}
 		}
 		for f := 0; f < F; f++ {
 			for t := range p.models {
@@ -234,6 +263,7 @@ func (p *polyPredictor) SimulateRun(inputs, outputs [][]float64, nInit int) ([][
 	if err != nil {
 		return nil, err
 	}
+	u, y, tau := p.trend.detrended(u, y)
 	res := make([][]float64, len(inputs))
 	for k := range res {
 		res[k] = make([]float64, len(p.models))
@@ -243,7 +273,11 @@ func (p *polyPredictor) SimulateRun(inputs, outputs [][]float64, nInit int) ([][
 		for k := range y0 {
 			y0[k] = y[k][t]
 		}
-		for k, v := range m.Predict(y0, u) {
+		pred := m.Predict(y0, u)
+		if p.trend != nil {
+			p.trend.restoreOutput(t, pred, tau)
+		}
+		for k, v := range pred {
 			res[k][t] = v
 		}
 	}
