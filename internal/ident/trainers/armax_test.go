@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/ident/analysis"
 	"github.com/aml-project/aml/internal/ident/polynomial"
 	"github.com/aml-project/aml/internal/model"
@@ -149,5 +150,51 @@ func TestBoxJenkinsAndARMAXTrain(t *testing.T) {
 		if _, err := linTrainNative(t, c.tr, b, c.params); err == nil {
 			t.Errorf("%s %s accepted", c.tr.Ref(), c.params)
 		}
+	}
+}
+
+// The platform evaluates armax@1 and box_jenkins@1 models (and detrended
+// ones) as any other: window metrics (eval.Evaluate, whose one-step
+// figure is the first window step), the test free run and the stability
+// evidence of gates G7a and G7b (eval.MeasureStability) — stable poles,
+// no divergence — and BJ's one-step test NRMSE is below OE's.
+func TestPolynomialPlatformEvaluation(t *testing.T) {
+	runs := linSynRuns(7, bjSystem, []linSynSpec{{dataset.SplitTrain, 1500, nil}, {dataset.SplitTrain, 1500, []int{700}}, {dataset.SplitVal, 300, nil}, {dataset.SplitTest, 1500, nil}})
+	b := linSynBundle(t, runs, 40, 5)
+	one := map[string]float64{}
+	for _, c := range []struct {
+		tr     trainer.Trainer
+		params string
+	}{
+		{OutputError{}, `{"nf":1,"nb":2,"nk":[1,2]}`},
+		{ARMAX{}, `{"na":2,"nb":3,"nc":2,"nk":[1,2]}`},
+		{BoxJenkins{}, `{"nf":1,"nb":2,"nk":[1,2]}`},
+		{BoxJenkins{}, `{"nf":1,"nb":2,"nk":[1,2],"detrend":"mean"}`},
+	} {
+		name := c.tr.Ref() + " " + c.params
+		dir, err := linTrainNative(t, c.tr, b, c.params)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		p, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		m, err := eval.Evaluate(t.Context(), b, p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		st, err := eval.MeasureStability(t.Context(), b, p, b.Manifest.HistorySteps)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if st.FreeRun == nil || st.FreeRun.Diverged || !st.Linear || !(st.MaxPoleModulus < 1) || !(st.FreeRun.MeanNRMSE < 1) {
+			t.Errorf("%s: stability %+v (free run error %q)", name, st, st.FreeRunError)
+		}
+		one[c.tr.Ref()] = m.Test.MeanOneStepNRMSE
+		t.Logf("%s: test one-step NRMSE %.4f, window NRMSE %.4f, free-run NRMSE %.4f, max |pole| %.3f", name, m.Test.MeanOneStepNRMSE, m.Test.MeanNRMSE, st.FreeRun.MeanNRMSE, st.MaxPoleModulus)
+	}
+	if !(one["box_jenkins@1"] < one["output_error@1"]) {
+		t.Errorf("test one-step NRMSE: BJ %.4f, OE %.4f", one["box_jenkins@1"], one["output_error@1"])
 	}
 }
