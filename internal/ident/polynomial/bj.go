@@ -120,7 +120,7 @@ func (m *BJ) Poles() []complex128 { return poles(m.F) }
 // [FitOE]), nc and nd the noise model's.
 func FitBJ(ctx context.Context, y [][]float64, u [][][]float64, o OEOrders, nc, nd int) (*BJ, error) {
 	if nc < 0 || nd < 1 {
-		return nil, fmt.Errorf("polynomial: Box–Jenkins noise orders nc %d ≥ 0, nd %d ≥ 1 (nd 0 is ARMA-free: use OE, or nc alone: give nd)", nc, nd)
+		return nil, fmt.Errorf("polynomial: Box–Jenkins noise orders nc %d ≥ 0, nd %d ≥ 1 (without a noise model use OE)", nc, nd)
 	}
 	oe, err := FitOE(ctx, y, u, o)
 	if err != nil {

@@ -16,10 +16,15 @@ package trainers
 //	τ = Σ_c w_c s_c Σ_j (x_c(j) − level_c − s_c j) / Σ_c w_c s_c² n_c,
 //
 // w_c the inverse variance of channel c about its trend on the train runs
-// (τ = 0 without any slope). Its error shifts every channel along its own
-// line by s_c·δτ — at most about a channel's spread over the sequence
-// divided by √rows. The model then sees x − trend(τ + j) and its outputs
-// get trend(τ + j) back.
+// (τ = 0 without any slope). On a sequence at the train runs' operating
+// point its error is about a channel's spread divided by slope·√rows
+// (TestDetrendPlacement: a 20-row window within 100 steps, a whole run
+// within 10); a sequence whose levels are off the lines (another
+// operating point) is misplaced by about the level difference over the
+// slope, and every channel is then shifted along its line by s_c·δτ — the
+// limit of detrend linear while the predictor interfaces do not carry
+// the step. The model then sees x − trend(τ + j) and its outputs get
+// trend(τ + j) back.
 
 import (
 	"fmt"
