@@ -80,6 +80,26 @@ type armaxArtifact struct {
 	Detrend *linTrend         `json:"detrend,omitempty"` // as aml.oe/1
 }
 
+// polyTheta is a parameter vector: den, the numerators row by row, rest.
+func polyTheta(den []float64, b [][]float64, rest ...[]float64) []float64 {
+	th := append([]float64(nil), den...)
+	for _, row := range b {
+		th = append(th, row...)
+	}
+	for _, r := range rest {
+		th = append(th, r...)
+	}
+	return th
+}
+
+// polyWrite writes a polynomial trainer's artifact.
+func polyWrite(tc *trainer.TrainContext, art any) error {
+	if err := writeJSON(filepath.Join(tc.ArtifactsDir, model.FileName), art); err != nil {
+		return fmt.Errorf("write the model (non-finite parameters?): %w", err)
+	}
+	return nil
+}
+
 // polyBNames name the numerator coefficients b[input]0 … per input.
 func polyBNames(inputs []string, nb int) []string {
 	var out []string
@@ -131,12 +151,7 @@ func (ARMAX) Train(ctx context.Context, tc *trainer.TrainContext) error {
 		if err != nil {
 			return err
 		}
-		var th []float64
-		th = append(th, m.A...)
-		for _, row := range m.B {
-			th = append(th, row...)
-		}
-		th = append(append(th, m.C...), m.D)
+		th := polyTheta(m.A, m.B, m.C, []float64{m.D})
 		art.Models = append(art.Models, armaxOutputJSON{Output: name, NK: p.NK, A: m.A, B: m.B, C: m.C, Offset: m.D,
 			polyFitJSON: polyFitJSON{Params: polyParams(names, th, m.Cov), Cov: polyCov(m.Cov), Sigma2: m.Sigma2, Cost: m.Cost, StartCost: m.ARXCost, Iterations: m.Iterations}})
 		return nil
@@ -144,10 +159,7 @@ func (ARMAX) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(tc.ArtifactsDir, model.FileName), art); err != nil {
-		return fmt.Errorf("write the model (non-finite parameters?): %w", err)
-	}
-	return nil
+	return polyWrite(tc, art)
 }
 
 // polyCheckShape checks a loaded model's coefficient counts: got[i] must be
@@ -276,12 +288,7 @@ func (BoxJenkins) Train(ctx context.Context, tc *trainer.TrainContext) error {
 		if err != nil {
 			return err
 		}
-		var th []float64
-		th = append(th, m.F...)
-		for _, row := range m.B {
-			th = append(th, row...)
-		}
-		th = append(append(append(th, m.C...), m.D...), m.Offset)
+		th := polyTheta(m.F, m.B, m.C, m.D, []float64{m.Offset})
 		art.Models = append(art.Models, bjOutputJSON{Output: name, NK: p.NK, F: m.F, B: m.B, C: m.C, D: m.D, Offset: m.Offset,
 			SpectralRadius: m.SpectralRadius, CMaxRoot: m.CMaxRoot, DMaxRoot: m.DMaxRoot, OECost: m.OECost,
 			polyFitJSON: polyFitJSON{Params: polyParams(names, th, m.Cov), Cov: polyCov(m.Cov), Sigma2: m.Sigma2, Cost: m.Cost, StartCost: m.StartCost, Iterations: m.Iterations}})
@@ -290,10 +297,7 @@ func (BoxJenkins) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(tc.ArtifactsDir, model.FileName), art); err != nil {
-		return fmt.Errorf("write the model (non-finite parameters?): %w", err)
-	}
-	return nil
+	return polyWrite(tc, art)
 }
 
 func loadBJ(b []byte, _ string, man *dataset.Manifest) (model.Predictor, error) {

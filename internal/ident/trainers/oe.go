@@ -2,8 +2,6 @@ package trainers
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -100,10 +98,7 @@ func (OutputError) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(tc.ArtifactsDir, model.FileName), art); err != nil {
-		return fmt.Errorf("write the model (non-finite parameters?): %w", err)
-	}
-	return nil
+	return polyWrite(tc, art)
 }
 
 func loadOE(b []byte, _ string, man *dataset.Manifest) (model.Predictor, error) {
