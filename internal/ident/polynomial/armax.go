@@ -7,8 +7,6 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/aml-project/aml/internal/ident/lm"
 )
 
 // ARMAX is the model of one output
@@ -135,34 +133,9 @@ func FitARMAX(ctx context.Context, y [][]float64, u [][][]float64, na, nb, nc in
 		e := armaxResiduals(na, nb, nc, nk, a, b, c, d, y[blk], u[blk])
 		copy(r, e[n:])
 	}
-	p := lm.Problem{Shared: np, Local: make([]int, len(y)), Rows: rows,
-		Residuals: func(r [][]float64, shared []float64, _ [][]float64) bool {
-			if _, _, c, _ := unpack(shared); spectralRadius(c) >= 1 {
-				return false
-			}
-			for s := range y {
-				resid(s, shared, r[s])
-			}
-			return true
-		},
-		Jacobian: func(js, _ *mat.Dense, blk int, shared, _, _ []float64) {
-			th := append([]float64(nil), shared...)
-			base := make([]float64, rows[blk])
-			resid(blk, th, base)
-			pert := make([]float64, rows[blk])
-			for j := 0; j < np; j++ {
-				h := 1e-6 * math.Max(1, math.Abs(th[j]))
-				th[j] += h
-				resid(blk, th, pert)
-				for k := range pert {
-					js.Set(k, j, (pert[k]-base[k])/h)
-				}
-				th[j] = shared[j]
-			}
-		}}
-	set := lm.DefaultSettings()
-	set.MaxIterations = 60
-	res, err := lm.Solve(ctx, p, th0, make([][]float64, len(y)), &set)
+	valid := func(th []float64) bool { _, _, c, _ := unpack(th); return spectralRadius(c) < 1 }
+	p := pemProblem(rows, np, valid, resid)
+	res, err := solvePEM(ctx, p, th0)
 	if err != nil {
 		return nil, fmt.Errorf("polynomial: ARMAX fit: %w", err)
 	}

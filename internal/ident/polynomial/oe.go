@@ -1,6 +1,8 @@
 // Package polynomial fits input–output polynomial models by
-// prediction-error minimisation: output-error ([FitOE], below) and ARMAX
-// ([FitARMAX], armax.go) models of one output. The output-error model is
+// prediction-error minimisation: output-error ([FitOE], below), ARMAX
+// ([FitARMAX], armax.go) and Box–Jenkins ([FitBJ], bj.go) models of one
+// output, and predicts them k steps ahead (predict.go). The output-error
+// model is
 //
 //	y(k) = Σ_i B_i(q)/F(q) u_i(k − nk_i) + c + e(k),
 //	F(q) = 1 + f_1 q⁻¹ + … + f_nf q⁻ⁿᶠ,   B_i(q) = b_i0 + … + b_i(nb−1) q⁻⁽ⁿᵇ⁻¹⁾,

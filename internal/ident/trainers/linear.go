@@ -203,9 +203,13 @@ type linData struct {
 	val        linSegments // and scored on these
 	validation string      // where val comes from
 	refit      bool        // refit the chosen structure on train
+	trend      *linTrend   // removed from every run (nil: none)
 }
 
-func linPrepareData(b *dataset.Bundle, c linColumns, minTrain, minVal int, needVal bool) (*linData, error) {
+// linPrepareData reads the train runs (and the validation data when
+// needVal) cut into NaN-free pieces, the trend of detrend ("" or none:
+// none) estimated on the train runs and removed from all of them.
+func linPrepareData(b *dataset.Bundle, c linColumns, minTrain, minVal int, needVal bool, detrend string) (*linData, error) {
 	sp := b.Manifest.Split
 	if len(sp.Train.RunIDs) == 0 {
 		return nil, errors.New("the dataset has no train runs")
@@ -215,6 +219,9 @@ func linPrepareData(b *dataset.Bundle, c linColumns, minTrain, minVal int, needV
 		return nil, err
 	}
 	d := &linData{}
+	if d.trend, err = linDetrendRuns(detrend, tr); err != nil {
+		return nil, err
+	}
 	for _, r := range tr {
 		d.train.add(r, 0, len(r.y), minTrain)
 	}
@@ -229,6 +236,7 @@ func linPrepareData(b *dataset.Bundle, c linColumns, minTrain, minVal int, needV
 		if err != nil {
 			return nil, err
 		}
+		d.trend.removeRuns(va)
 		for _, r := range va {
 			d.val.add(r, 0, len(r.y), minVal)
 		}
@@ -489,6 +497,9 @@ func linParseScaling(s string) (linear.Scaling, error) {
 //	            the grid)
 //	diag        every target regressed on its own past only (default false)
 //	intercept   constant term c (default true)
+//	detrend     none (default), mean or linear: the trend removed from
+//	            every input and output before the fit and added back at
+//	            prediction (detrend.go)
 //	physics     ignored (the key is accepted for benchmark tools)
 //
 // Data are standardised with the statistics of the training segments. The
@@ -520,6 +531,7 @@ type arxParams struct {
 	Lambda        *float64           `json:"lambda" jsonschema:"fixed ridge parameter; with select it replaces the grid" param:"default=0;min=0"`
 	Diag          bool               `json:"diag" jsonschema:"every target regressed on its own past only" param:"default=false"`
 	Intercept     *bool              `json:"intercept" jsonschema:"constant term c" param:"default=true"`
+	Detrend       string             `json:"detrend" jsonschema:"trend removed from every input and output before the fit and added back at prediction: none, mean, or linear (level + slope per step of the run, estimated on the train runs)" param:"default=\"none\";enum=none|mean|linear"`
 	Physics       any                `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"` // see linDecodeParams
 	PhysicsSha256 any                `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`                    // pinned by job.submit beside physics
 }
@@ -612,7 +624,10 @@ type arxArtifact struct {
 	Theta     [][]float64       `json:"theta"`
 	MaxLag    int               `json:"maxLag"`
 	TrainRows int               `json:"trainRows"`
-	Training  *linTrainingJSON  `json:"training,omitempty"`
+	// Detrend, when present, is the trend removed before the fit: theta
+	// models the detrended data, predictions get the trend back.
+	Detrend  *linTrend        `json:"detrend,omitempty"`
+	Training *linTrainingJSON `json:"training,omitempty"`
 }
 
 const defaultMaxDelay = 5
@@ -710,7 +725,7 @@ func (OneStep) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	}
 	linProgress(tc, 0.02, "reading runs")
 	needVal := sel && selection.method == selVal
-	d, err := linPrepareData(b, c, lagBound+1, lagBound+1, needVal)
+	d, err := linPrepareData(b, c, lagBound+1, lagBound+1, needVal, p.Detrend)
 	if err != nil {
 		return err
 	}
@@ -805,6 +820,7 @@ func (OneStep) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	}
 	linProgress(tc, 0.95, "writing")
 	art := newARXArtifact(m, c.inputs, c.outputs)
+	art.Detrend = d.trend
 	art.Training = linTrainingInfo(tc, d, scores)
 	art.Training.Delays = delays
 	if sel {
@@ -883,6 +899,11 @@ func loadARX(b []byte, dir string, man *dataset.Manifest) (model.Predictor, erro
 		return nil, err
 	}
 	p.arx = m
+	if p.trend = a.Detrend; p.trend != nil {
+		if err := p.trend.check(len(a.Inputs), len(a.Outputs)); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
@@ -970,6 +991,7 @@ func (a *arxArtifact) model() (*linear.ARX, error) {
 //	            or without such windows). Free-run simulation of whole runs
 //	            (SimulateRun) always uses the prior, whose regularisation
 //	            matters for its few (nInit) initialisation steps.
+//	detrend     none (default), mean or linear, as for one_step@1
 //	physics     ignored (the key is accepted for benchmark tools)
 type LinearStateSpace struct{}
 
@@ -987,6 +1009,7 @@ type ssParams struct {
 	Selection     string `json:"selection" jsonschema:"how the order is chosen: cv, block cross-validation of the train runs (the val runs stay for calibration), or val, on the val runs (without them the last 25% of every train run)" param:"default=\"cv\";enum=cv|val"`
 	CVFolds       int    `json:"cvFolds" jsonschema:"blocks of the cross-validation (0: the default)" param:"default=3;min=0"`
 	Delays        []int  `json:"delays" jsonschema:"per-input delays, one per control in the dataset's control order: the model sees u(k − delay) (default none)" param:"itemMin=0"`
+	Detrend       string `json:"detrend" jsonschema:"trend removed from every input and output before the fit and added back at prediction: none, mean, or linear (level + slope per step of the run, estimated on the train runs)" param:"default=\"none\";enum=none|mean|linear"`
 	Physics       any    `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"` // see linDecodeParams
 	PhysicsSha256 any    `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
@@ -1024,6 +1047,9 @@ type ssArtifact struct {
 	// step k is u_a(k − delays[a]) (the first input held before a
 	// window's or run's first step).
 	Delays []int `json:"delays,omitempty"`
+	// Detrend, when present, is the trend removed before the fit (the
+	// model is of the detrended data; predictions get it back).
+	Detrend *linTrend `json:"detrend,omitempty"`
 	// Diagnostics (information only).
 	WindowX0Scores map[string]linNum `json:"windowX0Scores,omitempty"` // mean window NRMSE per estimator
 	OutputOffset   []float64         `json:"outputOffset,omitempty"`
@@ -1085,11 +1111,11 @@ func (LinearStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 	linProgress(tc, 0.02, "reading runs")
 	auto := p.WindowX0 == "auto"
 	needVal := (sel && selection.method == selVal) || auto
-	d, err := linPrepareData(b, c, minSSSegment+maxD, p.InitSteps+1+maxD, needVal)
+	d, err := linPrepareData(b, c, minSSSegment+maxD, p.InitSteps+1+maxD, needVal, p.Detrend)
 	if err != nil && !(sel && selection.method == selVal) && auto {
 		// validation data only for the window estimator: without them it
 		// falls back to the prior
-		d, err = linPrepareData(b, c, minSSSegment+maxD, p.InitSteps+1+maxD, false)
+		d, err = linPrepareData(b, c, minSSSegment+maxD, p.InitSteps+1+maxD, false, p.Detrend)
 	}
 	if err != nil {
 		return err
@@ -1137,6 +1163,7 @@ func (LinearStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 		return err
 	}
 	art := newSSArtifact(m, c.inputs, c.outputs, p.InitSteps)
+	art.Detrend = d.trend
 	if maxD > 0 {
 		art.Delays = p.Delays
 	}
@@ -1326,6 +1353,11 @@ func loadStateSpace(b []byte, dir string, man *dataset.Manifest) (model.Predicto
 	}
 	p.ss = m
 	p.windowLS = a.WindowX0 == x0LS
+	if p.trend = a.Detrend; p.trend != nil {
+		if err := p.trend.check(len(a.Inputs), len(a.Outputs)); err != nil {
+			return nil, err
+		}
+	}
 	if a.Delays != nil {
 		if len(a.Delays) != len(a.Inputs) {
 			return nil, model.Invalid("delays", "has %d entries for %d inputs", len(a.Delays), len(a.Inputs))
@@ -1390,13 +1422,14 @@ type linearPredictor struct {
 	d        dataset.Dims
 	arx      *linear.ARX
 	ss       *linear.StateSpace
-	windowLS bool  // state space: least-squares window initial state
-	delays   []int // state space: input delays (nil: none)
-	xIn      []int // x column (AllNodes) of model input i
-	uIn      []int // u column (controls order) of model input i
-	xOut     []int // x column of model output o
-	tgtOut   []int // model output of dataset target k
-	outTgt   []int // dataset target of model output o
+	windowLS bool      // state space: least-squares window initial state
+	delays   []int     // state space: input delays (nil: none)
+	trend    *linTrend // removed from the data the model sees (nil: none)
+	xIn      []int     // x column (AllNodes) of model input i
+	uIn      []int     // u column (controls order) of model input i
+	xOut     []int     // x column of model output o
+	tgtOut   []int     // model output of dataset target k
+	outTgt   []int     // dataset target of model output o
 }
 
 func newLinearPredictor(format string, man *dataset.Manifest, inputs, outputs []string, needH int, what string) (*linearPredictor, error) {
@@ -1514,11 +1547,15 @@ func (p *linearPredictor) PredictBatch(ctx context.Context, x, u []float32, n in
 		}
 		windowRows(p.d, x, u, w, p.xIn, p.xOut, p.uIn, us, ys)
 		var sim [][]float64
-		ud := delayInputs(us, p.delays)
+		uw, yw, tau := p.trend.detrended(us, ys)
+		ud := delayInputs(uw, p.delays)
 		if p.windowLS {
-			sim = p.ss.Simulate(ud, p.ss.EstimateX0LS(ys, ud, H))
+			sim = p.ss.Simulate(ud, p.ss.EstimateX0LS(yw, ud, H))
 		} else {
-			sim = p.simulate(ud, ys, H)
+			sim = p.simulate(ud, yw, H)
+		}
+		if p.trend != nil {
+			p.trend.restore(sim, tau)
 		}
 		for f := 0; f < F; f++ {
 			for _, o := range p.tgtOut {
@@ -1546,7 +1583,11 @@ func (p *linearPredictor) SimulateRun(inputs, outputs [][]float64, nInit int) ([
 	if err != nil {
 		return nil, err
 	}
+	u, y, tau := p.trend.detrended(u, y)
 	sim := p.simulate(delayInputs(u, p.delays), y, nInit)
+	if p.trend != nil {
+		p.trend.restore(sim, tau)
+	}
 	res := make([][]float64, len(sim))
 	for k, row := range sim {
 		res[k] = make([]float64, nT)

@@ -98,6 +98,9 @@ func (p *linearPredictor) checkRows(name string, x [][]float64, w int) error {
 // filter's estimate at the last row for output noise NoiseVar and no
 // process noise. ARX: the window's rows are the state.
 func (p *linearPredictor) StartWindow(u, y [][]float64) (*LinearStart, error) {
+	if p.trend != nil {
+		return nil, fmt.Errorf("the twin does not run a detrended model yet (detrend %s): train it with detrend none", p.trend.Method)
+	}
 	H := len(u)
 	if H == 0 || len(y) != H {
 		return nil, fmt.Errorf("a window start needs as many input as output rows (%d, %d), at least one", H, len(y))

@@ -203,7 +203,7 @@ func (ProcessModel) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	minSeg := int(math.Ceil(maxTheta/dt)) + 1 + 2*(1+2*len(c.inputs)) + 10
 	H := b.Manifest.HistorySteps
 	linProgress(tc, 0.02, "reading runs")
-	d, err := linPrepareData(b, c, minSeg, H+1, auto)
+	d, err := linPrepareData(b, c, minSeg, H+1, auto, detrendNone)
 	if err != nil {
 		return err
 	}
