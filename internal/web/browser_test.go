@@ -237,3 +237,66 @@ func TestBrowserLiveJobProgress(t *testing.T) {
 	}
 	screenshot(t, ctx, "jobs-live")
 }
+
+// The interactive trend chart: uPlot draws two signals over two runs,
+// each signal with its own axis, and the legend shows the values under
+// the cursor with their units; the keyboard zooms and resets.
+func TestBrowserInteractiveTrend(t *testing.T) {
+	f := getFixture(t)
+	runs := demoRuns(t, f)
+	ctx := browser(t)
+	target := "/ui/lines/line-injection-01/trend?node=part_weight&node=hold_pressure&run=" + runs[0].ID + "&run=" + runs[1].ID
+	login(t, ctx, f, "victor", target)
+	state := value(t, ctx, "chart drawn", chromedp.Poll[string](`(() => {
+		const s = document.querySelector("#trend-plot").getAttribute("data-state");
+		return s === "loading" ? null : s;
+	})()`, chromedp.WithPollingTimeout(20*time.Second)))
+	if state != "ready" {
+		t.Fatalf("chart state %q: %s", state, value(t, ctx, "status", chromedp.Evaluate[string](`document.querySelector("#trend-plot .ichart-status").textContent`)))
+	}
+	type drawn struct {
+		Series, Points, Canvases, Axes, Fallbacks int
+		Labels                                    []string
+	}
+	d := value(t, ctx, "what the chart drew", chromedp.Evaluate[drawn](`(() => {
+		const fig = document.querySelector("#trend-plot");
+		return {Series: +fig.getAttribute("data-series"), Points: +fig.getAttribute("data-points"),
+			Canvases: fig.querySelectorAll(".uplot canvas").length, Axes: fig.querySelectorAll(".u-axis").length,
+			Fallbacks: fig.querySelectorAll(".ichart-fallback").length,
+			Labels: [...fig.querySelectorAll(".u-legend .u-series .u-label")].map(e => e.textContent)};
+	})()`))
+	if d.Series != 4 || d.Points < 50 || d.Canvases < 1 || d.Axes != 3 || d.Fallbacks != 0 {
+		t.Errorf("chart: %+v (want 4 series, an x axis and one axis per signal, the SVG fallback replaced)", d)
+	}
+	// Hover the middle of the plot: every series shows its value and unit.
+	vals := value(t, ctx, "hover", chromedp.Poll[[]string](`(() => {
+		const over = document.querySelector("#trend-plot .u-over");
+		const r = over.getBoundingClientRect();
+		over.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + r.width / 2, clientY: r.top + r.height / 2, bubbles: true}));
+		const v = [...document.querySelectorAll("#trend-plot .u-legend .u-series .u-value")].map(e => e.textContent);
+		return v.length && v.slice(1).every(s => /\d/.test(s)) ? v : null;
+	})()`, chromedp.WithPollingTimeout(10*time.Second)))
+	if len(vals) != 5 || !strings.HasSuffix(vals[0], " min") {
+		t.Errorf("legend values %q: want the time since start and 4 values", vals)
+	}
+	units := 0
+	for _, v := range vals[1:] {
+		if strings.Contains(v, " ") { // "value unit"
+			units++
+		}
+	}
+	if units != 4 {
+		t.Errorf("legend values %q: want each with its unit", vals)
+	}
+	screenshot(t, ctx, "trend-interactive")
+
+	// The keyboard: focus the plot, zoom in, reset.
+	full := value(t, ctx, "x range", chromedp.Evaluate[string](`document.querySelector("#trend-plot").getAttribute("data-x")`))
+	run(t, ctx, "zoom in with +", chromedp.Focus(chromedp.CSS("#trend-plot .ichart-plot")), chromedp.KeyEvent("+"))
+	zoomed := value(t, ctx, "x range", chromedp.Evaluate[string](`document.querySelector("#trend-plot").getAttribute("data-x")`))
+	run(t, ctx, "reset with 0", chromedp.KeyEvent("0"))
+	back := value(t, ctx, "x range", chromedp.Evaluate[string](`document.querySelector("#trend-plot").getAttribute("data-x")`))
+	if full == "" || zoomed == full || back != full {
+		t.Errorf("x range: full %q, zoomed %q, reset %q", full, zoomed, back)
+	}
+}

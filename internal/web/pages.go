@@ -96,10 +96,14 @@ func (s *server) trendPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 		return err
 	}
 	q := r.URL.Query()
-	nodeID := q.Get("node")
-	if nodeID == "" {
+	picked := compactVals(q["node"])
+	if len(picked) == 0 {
 		return core.FieldErrorf(core.CodeInvalidArgument, "node", "choose a node")
 	}
+	if len(picked) > maxChartNodes {
+		picked = picked[:maxChartNodes]
+	}
+	nodeID := picked[0]
 	node, err := s.d.Store.GetNode(ctx, nodeID)
 	if err != nil {
 		return err
@@ -126,8 +130,22 @@ func (s *server) trendPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, "trend", &p, map[string]any{"Title": "Trend " + nodeID, "Line": line, "Node": node, "Runs": runs, "All": all, "Chart": chart,
-		"Selected": func(id string) bool { return slices.ContainsFunc(runs, func(x core.Run) bool { return x.ID == id }) }})
+	lineNodes, err := s.d.Store.ListNodes(ctx, line)
+	if err != nil {
+		return err
+	}
+	align := "start"
+	if q.Get("align") == "time" {
+		align = "time"
+	}
+	var runIDs []string
+	for _, run := range runs {
+		runIDs = append(runIDs, run.ID)
+	}
+	s.render(w, r, http.StatusOK, "trend", &p, map[string]any{"Title": "Trend " + strings.Join(picked, ", "), "Line": line, "Node": node, "Runs": runs, "All": all, "Chart": chart,
+		"Nodes": lineNodes, "Align": align, "DataURL": trendDataURL(picked, runIDs, align),
+		"NodeSelected": func(id string) bool { return slices.Contains(picked, id) },
+		"Selected":     func(id string) bool { return slices.ContainsFunc(runs, func(x core.Run) bool { return x.ID == id }) }})
 	return nil
 }
 
@@ -198,7 +216,11 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 			rows = append(rows, nodeRow{n, c})
 		}
 	}
-	sel := r.URL.Query().Get("node")
+	picked := compactVals(r.URL.Query()["node"])
+	sel := ""
+	if len(picked) > 0 {
+		sel = picked[0]
+	}
 	var chart *plot.Chart
 	for _, n := range rows {
 		if sel == "" || n.ID == sel {
@@ -209,11 +231,27 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 			break
 		}
 	}
+	// The interactive chart: the chosen signals (the first with samples
+	// when none is chosen) on an absolute time axis, each with its axis.
+	var plotted []string
+	for _, n := range rows {
+		if slices.Contains(picked, n.ID) || n.ID == sel {
+			plotted = append(plotted, n.ID)
+		}
+	}
+	if len(plotted) > maxChartNodes {
+		plotted = plotted[:maxChartNodes]
+	}
+	dataURL := ""
+	if len(plotted) > 0 {
+		dataURL = trendDataURL(plotted, []string{run.ID}, "time")
+	}
 	segs, err := s.d.Store.ListContextSegments(ctx, run.ID)
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, "run", &p, map[string]any{"Title": "Run " + run.ID, "Run": run, "Nodes": rows, "Node": sel, "Chart": chart, "Segments": segs})
+	s.render(w, r, http.StatusOK, "run", &p, map[string]any{"Title": "Run " + run.ID, "Run": run, "Nodes": rows, "Node": sel, "Chart": chart, "Segments": segs,
+		"DataURL": dataURL, "Plotted": func(id string) bool { return slices.Contains(plotted, id) }})
 	return nil
 }
 

@@ -84,6 +84,7 @@ func New(d *service.Deps, o Options) http.Handler {
 	page("POST /ui/certificates/{id}/approve", s.certApprove)
 	page("POST /ui/certificates/{id}/revoke", s.certRevoke)
 	page("GET /ui/audit", s.auditPage)
+	mux.HandleFunc("GET /ui/data/trend", s.dataAPI(s.trendData))
 	page("GET /ui/live", s.livePage)
 	page("GET /ui/live/fragment", s.liveFragment)
 	return securityHeaders(mux)
