@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
@@ -417,48 +420,91 @@ func (s *server) trialsPage(w http.ResponseWriter, r *http.Request, p auth.Princ
 	return nil
 }
 
+// auditPageSize is the default page of the audit page (?limit= picks
+// 1..200).
+const auditPageSize = 50
+
+// auditPage is the audit log newest first, a page at a time, filtered by
+// actor, action (exact, or a prefix ending in *), subject and time range:
+// the application's audit.list with newest set (line scope and role are
+// its rules).
 func (s *server) auditPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	ctx := r.Context()
 	q := r.URL.Query()
-	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
-	subject := strings.TrimSpace(q.Get("subject"))
-	const pageSize = 100
-	log := s.d.Store.AuditLog()
-	var rows []auditRow
-	cursor := after
-	// Filter by line scope page by page, so a scoped principal still gets
-	// a full page when there is one.
-	more := false
-	for len(rows) < pageSize {
-		es, err := log.List(ctx, cursor, pageSize, subject)
-		if err != nil {
-			return err
+	req := app.AuditListRequest{Newest: true, Limit: auditPageSize,
+		Actor: strings.TrimSpace(q.Get("actor")), Action: strings.TrimSpace(q.Get("action")), Subject: strings.TrimSpace(q.Get("subject"))}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			return core.FieldErrorf(core.CodeInvalidArgument, "limit", "limit must be an integer in 1..200, got %q", v)
 		}
-		for _, e := range es {
-			cursor = e.Seq
-			if e.LineID != "" && !p.InScope(e.LineID) {
-				continue
-			}
-			if len(rows) == pageSize {
-				more = true
-				break
-			}
-			rows = append(rows, auditRow{e, string(e.Payload)})
-		}
-		if len(es) < pageSize || more {
-			break
-		}
+		req.Limit = n
 	}
-	next := int64(0)
-	if len(rows) == pageSize {
-		next = rows[len(rows)-1].Seq
+	if v := q.Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return core.FieldErrorf(core.CodeInvalidArgument, "before", "before must be a positive seq, got %q", v)
+		}
+		req.Before = n
 	}
-	headSeq, head, err := log.Head(ctx)
+	var err error
+	if req.From, err = formInstant("from", q.Get("from")); err != nil {
+		return err
+	}
+	if req.To, err = formInstant("to", q.Get("to")); err != nil {
+		return err
+	}
+	res, err := s.app.AuditList(ctx, p, req)
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, "audit", &p, map[string]any{"Title": "Audit log", "Rows": rows, "Next": next, "Subject": subject, "HeadSeq": headSeq, "Head": head})
+	rows := make([]auditRow, 0, len(res.Items))
+	for _, e := range res.Items {
+		rows = append(rows, auditRow{e, string(e.Payload)})
+	}
+	filters := url.Values{}
+	for _, k := range []string{"actor", "action", "subject", "from", "to", "limit"} {
+		if v := strings.TrimSpace(q.Get(k)); v != "" {
+			filters.Set(k, v)
+		}
+	}
+	older := ""
+	if res.NextBefore > 0 {
+		o := url.Values{}
+		for k, v := range filters {
+			o[k] = v
+		}
+		o.Set("before", strconv.FormatInt(res.NextBefore, 10))
+		older = "?" + o.Encode()
+	}
+	headSeq, head, err := s.d.Store.AuditLog().Head(ctx)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "audit", &p, map[string]any{"Title": "Audit log", "Rows": rows, "Older": older, "Newest": "?" + filters.Encode(), "Paged": req.Before > 0,
+		"Actor": req.Actor, "Action": req.Action, "Subject": req.Subject, "From": q.Get("from"), "To": q.Get("to"), "HeadSeq": headSeq, "Head": head})
 	return nil
+}
+
+// formInstant reads a time field of a filter form: RFC 3339, epoch
+// milliseconds, or what an <input type="datetime-local"> sends
+// (2006-01-02T15:04[:05]), taken as UTC.
+func formInstant(field, v string) (*app.Instant, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			i := app.Instant(t.UnixMilli())
+			return &i, nil
+		}
+	}
+	var i app.Instant
+	if err := i.Set(v); err != nil {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, field, "%s: %q is not a time (YYYY-MM-DDTHH:MM in UTC, RFC 3339 or epoch ms)", field, v)
+	}
+	return &i, nil
 }
 
 type auditRow struct {
