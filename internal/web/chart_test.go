@@ -3,10 +3,12 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aml-project/aml/internal/core"
@@ -152,4 +154,32 @@ func TestChartPages(t *testing.T) {
 			t.Errorf("%s: %d %s %d bytes", p, code, h.Get("Content-Type"), len(body))
 		}
 	}
+}
+
+var (
+	secondOnce  sync.Once
+	secondModel string
+	secondErr   error
+)
+
+// oneStepModel trains a second model on the demo dataset (one_step@1, a
+// MIMO ARX: seconds) with the CLI, once per test binary, so the models
+// table and the comparison have two models.
+func oneStepModel(t *testing.T, f *fixture) string {
+	t.Helper()
+	secondOnce.Do(func() {
+		var job struct {
+			ModelID string `json:"modelId"`
+			Status  string `json:"status"`
+		}
+		secondErr = f.amlJSON(&job, "job", "submit", "--data", f.deps.DataDir, "--dataset", f.demo.DatasetID, "--trainer", "one_step@1", "--wait")
+		if secondErr == nil && job.ModelID == "" {
+			secondErr = fmt.Errorf("one_step@1 job %s made no model", job.Status)
+		}
+		secondModel = job.ModelID
+	})
+	if secondErr != nil {
+		t.Fatal(secondErr)
+	}
+	return secondModel
 }

@@ -364,16 +364,6 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 	return nil
 }
 
-func (s *server) modelsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	ms, err := s.d.Store.ListModels(r.Context(), core.ModelFilter{Stage: r.URL.Query().Get("stage")})
-	if err != nil {
-		return err
-	}
-	ms = slices.DeleteFunc(ms, func(m core.Model) bool { return !p.InScope(m.LineID) })
-	s.render(w, r, http.StatusOK, "models", &p, map[string]any{"Title": "Models", "Models": ms})
-	return nil
-}
-
 func (s *server) scenesPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	sc, err := s.d.Store.ListScenes(r.Context(), "")
 	if err != nil {

@@ -74,6 +74,7 @@ func New(d *service.Deps, o Options) http.Handler {
 	page("GET /ui/jobs", s.jobsPage)
 	page("GET /ui/jobs/{id}", s.jobPage)
 	page("GET /ui/models", s.modelsPage)
+	page("GET /ui/models/compare", s.comparePage)
 	page("GET /ui/models/{id}", s.modelPage)
 	page("GET /ui/scenes", s.scenesPage)
 	page("GET /ui/scenes/{id}/{version}", s.scenePage)
