@@ -273,6 +273,8 @@ func (r *CertRequest) Validate() error { return required("id", r.ID) }
 type CertShowResponse struct {
 	*contract.CertRecord
 	Targets []CertTarget `json:"targets,omitempty" jsonschema:"per objective target: the certified trial's predicted mean and tube at each step against the target value, in the target node's unit, with holding's prediction (baseline)"`
+	// Execution is whether it can still be executed (CertExecutionOf).
+	Execution CertExecution `json:"execution" jsonschema:"whether the certificate can still be executed, and why not"`
 }
 
 // CertShow returns a certificate, verified, with its predicted target
@@ -290,7 +292,7 @@ func (a *App) CertShow(ctx context.Context, p Principal, req CertRequest) (CertS
 		if err != nil {
 			return CertShowResponse{}, err
 		}
-		return CertShowResponse{CertRecord: r, Targets: a.certTargets(ctx, r)}, nil
+		return CertShowResponse{CertRecord: r, Targets: a.certTargets(ctx, r), Execution: a.CertExecutionOf(ctx, r, true, "")}, nil
 	})
 }
 

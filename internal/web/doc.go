@@ -45,6 +45,26 @@
 // predicted trajectory with its tube, the scene's limits and the baseline
 // of holding the setpoints), the certificate inbox, and the audit log.
 //
+// The models page is the application's model.compare leaderboard in a
+// table the browser sorts (static/sorttable.js; the headings are buttons,
+// so the keyboard sorts too): test, one-step and validation NRMSE, gates
+// with the failed checks, coverage, class, artifact size and training
+// time. With a dataset chosen, ticked models are compared on one of its
+// runs (/ui/models/compare: model.compare's validation view, free-run and
+// k-step fit % per target and the measured series overlaid with each
+// model's free-run simulation). The audit page is audit.list newest first,
+// a page at a time, filtered by actor, action (or a prefix*), subject and
+// time range.
+//
+// Bad evidence is flagged where it is shown: a coverage outside its target
+// ± the measurement's tolerance (app.CoverageCheck, the gates' tolerance)
+// in the models table and on the card, a shadow run whose NRMSE or
+// coverage is beyond the twin gate profile's bounds (app.ShadowFlags; the
+// profile of the model's latest twin gate, else the newest). A
+// certificate's expiry and time left are shown only while it can still be
+// approved or executed (app.CertExecution); an expired, revoked, executed
+// or unverified one says why it cannot execute instead.
+//
 // Predicted vs actual uses the model the way the platform evaluated it:
 // consecutive windows of the run, each predicted from H measured rows and
 // its F future controls, with the split-conformal band ŷ ± W[f][k] — the
