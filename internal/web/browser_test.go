@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -299,4 +301,78 @@ func TestBrowserInteractiveTrend(t *testing.T) {
 	if full == "" || zoomed == full || back != full {
 		t.Errorf("x range: full %q, zoomed %q, reset %q", full, zoomed, back)
 	}
+}
+
+// The models table at 1366×768: no page-wide horizontal scrolling, the
+// keyboard sorts a column (the headings are buttons), and two ticked
+// models are compared on a test run of their dataset.
+func TestBrowserModelsCompare1366(t *testing.T) {
+	f := getFixture(t)
+	second := oneStepModel(t, f)
+	ctx := browser(t)
+	run(t, ctx, "viewport", chromedp.EmulateViewport(1366, 768))
+	login(t, ctx, f, "victor", "/ui/models?dataset="+f.demo.DatasetID)
+	fits := func(what string) {
+		t.Helper()
+		over := value(t, ctx, what+": overflow", chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+		if over > 0 {
+			t.Errorf("%s: the page is %d px wider than the 1366 px viewport", what, over)
+		}
+	}
+	fits("models table")
+	// Sort by test NRMSE with the keyboard, then again (descending).
+	run(t, ctx, "sort by test NRMSE", chromedp.Focus(chromedp.CSS(`#models th:nth-child(8) button.sort`)), chromedp.KeyEvent("\r"))
+	type sorted struct {
+		Sort string
+		Keys []string
+	}
+	read := `(() => ({Sort: document.querySelector("#models th:nth-child(8)").getAttribute("aria-sort") || "",
+		Keys: [...document.querySelectorAll("#models tbody tr")].map(r => r.cells[7].getAttribute("data-v"))}))()`
+	s := value(t, ctx, "sorted", chromedp.Evaluate[sorted](read))
+	if s.Sort != "ascending" || len(s.Keys) < 2 {
+		t.Fatalf("after one press: %+v", s)
+	}
+	for i := 1; i < len(s.Keys); i++ {
+		if s.Keys[i] != "" && s.Keys[i-1] != "" && parseF(s.Keys[i]) < parseF(s.Keys[i-1]) {
+			t.Errorf("not ascending: %v", s.Keys)
+		}
+	}
+	run(t, ctx, "sort again", chromedp.KeyEvent("\r"))
+	if s := value(t, ctx, "sorted", chromedp.Evaluate[sorted](read)); s.Sort != "descending" {
+		t.Errorf("after two presses: %+v", s)
+	}
+	screenshot(t, ctx, "models-1366")
+
+	// Tick the two models and compare them on the first test run.
+	run(t, ctx, "compare",
+		chromedp.Click(chromedp.CSS(`input[name=model][value="`+f.demo.ModelID+`"]`)),
+		chromedp.Click(chromedp.CSS(`input[name=model][value="`+second+`"]`)),
+		chromedp.Submit(chromedp.ID("compare-form")),
+		chromedp.WaitVisible(chromedp.ID("compare")))
+	rows := value(t, ctx, "compare rows", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#compare tbody tr td.fit")].map(td => td.textContent)`))
+	if len(rows) < 2 {
+		t.Errorf("fit cells %v", rows)
+	}
+	for _, r := range rows {
+		if !strings.HasSuffix(r, "%") {
+			t.Errorf("fit cell %q", r)
+		}
+	}
+	fits("compare page")
+	screenshot(t, ctx, "compare-1366")
+
+	run(t, ctx, "audit page", chromedp.Navigate(f.srv.URL+"/ui/audit"), chromedp.WaitVisible(chromedp.ID("audit")))
+	fits("audit page")
+	run(t, ctx, "trend page", chromedp.Navigate(f.srv.URL+"/ui/lines/line-injection-01/trend?node=part_weight&align=time"), chromedp.WaitVisible(chromedp.CSS("#trend-plot")))
+	value(t, ctx, "chart drawn", chromedp.Poll[bool](`document.querySelector("#trend-plot").getAttribute("data-state") === "ready"`, chromedp.WithPollingTimeout(20*time.Second)))
+	fits("trend page")
+	screenshot(t, ctx, "trend-absolute-1366")
+}
+
+func parseF(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
 }

@@ -123,7 +123,7 @@ func (s *server) comparePage(w http.ResponseWriter, r *http.Request, p auth.Prin
 						c.Series = append(c.Series, plot.Series{Name: "measured", X: beatX(len(f.Fit.Measured[k]), f.Fit.BeatMs), Y: f.Fit.Measured[k], Color: "#000000"})
 					}
 				}
-				c.Series = append(c.Series, plot.Series{Name: fmt.Sprintf("%s (fit %s%%)", f.ModelID, fmtNum(row.FreeRun[tgt])), X: beatX(len(sim), f.Fit.BeatMs), Y: sim})
+				c.Series = append(c.Series, plot.Series{Name: fmt.Sprintf("%s·%s fit %.1f%%", f.Trainer, f.ModelID[max(0, len(f.ModelID)-6):], row.FreeRun[tgt]), X: beatX(len(sim), f.Fit.BeatMs), Y: sim})
 			}
 		}
 		rows = append(rows, row)

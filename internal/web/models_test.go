@@ -34,11 +34,14 @@ func TestModelsTableAndCompare(t *testing.T) {
 	if len(rows) < 2 || !strings.Contains(strings.Join(rows, " "), f.demo.ModelID) || !strings.Contains(strings.Join(rows, " "), second) {
 		t.Fatalf("rows %v, want the demo model and %s", rows, second)
 	}
-	for _, s := range []string{`class="sortable"`, `/ui/static/sorttable.js`, `name="model" value="` + second + `"`, "one_step@1", "hybrid_residual@1",
-		" s</td>", "KiB", `data-type="num">Test NRMSE`, `data-type="num">Coverage`, `action="/ui/models/compare"`} {
+	for _, s := range []string{`class="sortable compact"`, `/ui/static/sorttable.js`, `name="model" value="` + second + `"`, "one_step@1", "hybrid_residual@1",
+		"KiB", `data-type="num">Test NRMSE`, `data-type="num">Coverage`, `action="/ui/models/compare"`} {
 		if !strings.Contains(body, s) {
 			t.Errorf("models table lacks %q", s)
 		}
+	}
+	if !regexp.MustCompile(`<td class="n" data-v="[0-9.e-]+">\d+\.\d s</td>`).MatchString(body) {
+		t.Error("no training time in seconds")
 	}
 	m := testRunRe.FindStringSubmatch(body)
 	if m == nil {
@@ -66,7 +69,7 @@ func TestModelsTableAndCompare(t *testing.T) {
 	if n := svgPoints(body); len(n) == 0 || n[0] < 10 {
 		t.Errorf("overlay charts %v: want measured and simulated series", n)
 	}
-	if !strings.Contains(body, "measured") || !strings.Contains(body, second+" (fit ") {
+	if !strings.Contains(body, "measured") || !strings.Contains(body, "one_step@1·"+second[len(second)-6:]+" fit ") {
 		t.Error("the overlay lacks the measured series or a model's fit in its legend")
 	}
 

@@ -115,6 +115,8 @@ var funcs = template.FuncMap{
 	"fit":      fitCell,
 	"list2":    func(v ...string) []string { return v },
 	"finite":   finite,
+	"day":      func(t time.Time) string { return t.UTC().Format("2006-01-02") },
+	"clock":    func(t time.Time) string { return t.UTC().Format("15:04:05Z") },
 	"derefT":   func(t *time.Time) time.Time { return *t },
 	"deref": func(v *float64) float64 {
 		if v == nil {

@@ -44,7 +44,17 @@
     doc.nodes.forEach(function (n, i) { nodeIdx[n.id] = i; nodes[n.id] = n; });
     var scales = { x: { time: abs } };
     var xLabel = abs ? "time (UTC)" : "time since run start [min]";
-    var axes = [{ label: xLabel, values: abs ? undefined : function (u, vals) { return vals.map(fmt); } }];
+    // Absolute ticks in UTC, 24 h, the date under the first tick of each day.
+    var utcTicks = function (u, vals) {
+      var prev = "", secs = u.scales.x.max - u.scales.x.min < 600;
+      return vals.map(function (v) {
+        var s = utc(v), d = s.slice(0, 10), t = secs ? s.slice(11, 19) : s.slice(11, 16);
+        var out = d !== prev ? t + "\n" + d : t;
+        prev = d;
+        return out;
+      });
+    };
+    var axes = [{ label: xLabel, size: abs ? 56 : 40, values: abs ? utcTicks : function (u, vals) { return vals.map(fmt); } }];
     var used = {};
     shown.forEach(function (s) { used[s.node] = true; });
     var byRun = {};
