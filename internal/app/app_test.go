@@ -315,6 +315,7 @@ func TestParamsRoundTrip(t *testing.T) {
 		&JobListRequest{Status: "done", Dataset: "d", Limit: 3},
 		&CertListRequest{Line: "L", Status: "ISSUED", Limit: 9},
 		&AuditListRequest{After: 7, Limit: 2, Subject: "s"},
+		&AuditListRequest{Actor: "alice", Action: "cert.*", From: &from, To: &from, Newest: true, Before: 9},
 		&JobLogsRequest{ID: "j", Offset: 10, MaxBytes: 100},
 		&SceneShowRequest{ID: "s", Version: "1.0.0"},
 		// One value per repetition, commas and all.

@@ -353,3 +353,52 @@ func refused(t *testing.T, h *humanTime, id string, w *guard.RecordingWriter, re
 	}
 	t.Logf("refused: %v", err)
 }
+
+// A certificate's execution state: its expiry only while it can still
+// execute or be approved; an expired, final or unverified one says why it
+// cannot, with no countdown.
+func TestCertExecutionState(t *testing.T) {
+	h := newHumanTime(t)
+	ctx := context.Background()
+	r, _, _, _ := h.certified(t, "exec-state", 0)
+	id := r.Cert.RecommendationID
+
+	// Approved 10 minutes after its snapshot: executable by re-validating.
+	e := h.a.CertExecutionOf(ctx, r, true, "")
+	if e.State != amlapp.CertRevalidates || !e.Executable || e.ExpiresAt == nil || !e.ExpiresAt.Equal(r.Cert.ExpiresAt) {
+		t.Errorf("approved, stale snapshot: %+v", e)
+	}
+	show, err := h.a.CertShow(ctx, approver, amlapp.CertRequest{ID: id})
+	if err != nil || show.Execution.State != amlapp.CertRevalidates {
+		t.Errorf("cert.show execution %+v %v", show.Execution, err)
+	}
+	if e := h.a.CertExecutionOf(ctx, r, false, "bad signature"); e.State != amlapp.CertUnverified || e.Executable || e.ExpiresAt != nil || !strings.Contains(e.Reason, "bad signature") {
+		t.Errorf("unverified: %+v", e)
+	}
+
+	// Another certificate of the same trial, not yet approved.
+	r2, err := h.a.CertIssue(ctx, engineer, amlapp.CertIssueRequest{Trial: r.Cert.TrialID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := h.a.CertExecutionOf(ctx, r2, true, ""); e.State != amlapp.CertAwaitingApproval || e.Executable || e.ExpiresAt == nil {
+		t.Errorf("issued: %+v", e)
+	}
+
+	// Past its expiry: no countdown, the reason instead.
+	saved := h.now
+	h.now = r.Cert.ExpiresAt.Add(time.Second)
+	if e := h.a.CertExecutionOf(ctx, r, true, ""); e.State != amlapp.CertExpiredState || e.Executable || e.ExpiresAt != nil || !strings.Contains(e.Reason, "expired at") {
+		t.Errorf("expired: %+v", e)
+	}
+	h.now = saved
+
+	// Revoked: final.
+	rv, err := h.a.CertRevoke(ctx, approver, amlapp.CertRevokeRequest{ID: id, Reason: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := h.a.CertExecutionOf(ctx, rv, true, ""); e.State != amlapp.CertFinal || e.Executable || e.ExpiresAt != nil || !strings.Contains(e.Reason, "REVOKED") {
+		t.Errorf("revoked: %+v", e)
+	}
+}

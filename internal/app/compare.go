@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
+	"github.com/aml-project/aml/internal/registry"
 	"github.com/aml-project/aml/internal/twin/shadow"
 )
 
@@ -94,6 +97,19 @@ type ModelRank struct {
 	RecipeID        string    `json:"recipeId"`
 	Purpose         string    `json:"purpose"`
 	CreatedAt       time.Time `json:"createdAt"`
+	// What a model table shows beside the ranking.
+	Class          string   `json:"class" jsonschema:"the artifact's model class (its kind)"`
+	SizeBytes      *int64   `json:"sizeBytes,omitempty" jsonschema:"bytes of the model's artifact files (absent when pruned or not on this machine)"`
+	TrainingSec    *float64 `json:"trainingSec,omitempty" jsonschema:"seconds from the job's start to its end"`
+	GateProfile    string   `json:"gateProfile,omitempty" jsonschema:"the model gate profile the model was checked against"`
+	GatesFailed    []string `json:"gatesFailed,omitempty" jsonschema:"ids of the model gate checks that failed"`
+	CoverageTarget *float64 `json:"coverageTarget,omitempty" jsonschema:"the conformal interval's nominal coverage"`
+	// CoverageTolerance is the measurement's tolerance around the target
+	// (eval.CoverageTolerance of the calibration and test windows);
+	// CoverageOff is set when the measured coverage lies outside target ±
+	// tolerance ("below" or "above").
+	CoverageTolerance *float64 `json:"coverageTolerance,omitempty" jsonschema:"the coverage measurement's tolerance around the target"`
+	CoverageOff       string   `json:"coverageOff,omitempty" jsonschema:"below or above: the measured coverage lies outside target ± tolerance"`
 }
 
 // ModelCompareResponse is the ranked list and, with a run, the
@@ -126,8 +142,100 @@ type modelScores struct {
 		MeanOneStepNRMSE *float64 `json:"meanOneStepNrmse"`
 	} `json:"test"`
 	Coverage *struct {
-		Measured *float64 `json:"measured"`
+		Measured    *float64 `json:"measured"`
+		Target      *float64 `json:"target"`
+		TestWindows int      `json:"testWindows"`
 	} `json:"coverage"`
+	Conformal *struct {
+		CalibrationWindows int `json:"calibrationWindows"`
+	} `json:"conformal"`
+}
+
+// coverageCheck fills the coverage target, tolerance and flag of e.
+func (e *ModelRank) coverageCheck(sc modelScores) {
+	if sc.Coverage == nil {
+		return
+	}
+	e.Coverage = finite(sc.Coverage.Measured)
+	e.CoverageTarget = finite(sc.Coverage.Target)
+	if e.Coverage == nil || e.CoverageTarget == nil || sc.Conformal == nil || sc.Conformal.CalibrationWindows <= 0 || sc.Coverage.TestWindows <= 0 {
+		return
+	}
+	tol, off := CoverageCheck(*e.CoverageTarget, *e.Coverage, sc.Conformal.CalibrationWindows, sc.Coverage.TestWindows)
+	if math.IsNaN(tol) {
+		return
+	}
+	e.CoverageTolerance, e.CoverageOff = &tol, off
+}
+
+// CoverageCheck is the tolerance of a coverage measured on testWindows
+// test windows of an interval calibrated at target on calWindows windows
+// (eval.CoverageTolerance, the one the gates use), and whether measured
+// lies outside target ± tolerance: "below" (the interval claims more
+// than it holds), "above" (wider than it needs to be) or "". The
+// tolerance is NaN when it cannot be computed.
+func CoverageCheck(target, measured float64, calWindows, testWindows int) (float64, string) {
+	if calWindows <= 0 || testWindows <= 0 || math.IsNaN(target) || math.IsNaN(measured) {
+		return math.NaN(), ""
+	}
+	tol := eval.CoverageTolerance(target, calWindows, testWindows)
+	if math.IsNaN(tol) || math.IsInf(tol, 0) {
+		return math.NaN(), ""
+	}
+	switch {
+	case measured < target-tol:
+		return tol, "below"
+	case measured > target+tol:
+		return tol, "above"
+	}
+	return tol, ""
+}
+
+// ShadowFlags says what is wrong with one shadow run's evidence under
+// twin gate profile p: an NRMSE beyond the profile's rollout bound (the
+// bound the gate puts on the test NRMSE), a coverage below its shadow
+// coverage minimum. None when the figures are missing or within.
+func ShadowFlags(nrmse, coverage float64, p eval.TwinProfile) []string {
+	var out []string
+	if p.RolloutTestNrmseMax > 0 && !math.IsNaN(nrmse) && nrmse > p.RolloutTestNrmseMax {
+		out = append(out, fmt.Sprintf("NRMSE %.3g beyond the gate's %.3g (%s)", nrmse, p.RolloutTestNrmseMax, p.ID))
+	}
+	if p.ShadowCoverageMin > 0 && !math.IsNaN(coverage) && coverage < p.ShadowCoverageMin {
+		out = append(out, fmt.Sprintf("coverage %.1f%% below the gate's %.0f%% (%s)", 100*coverage, 100*p.ShadowCoverageMin, p.ID))
+	}
+	return out
+}
+
+// tableFacts fills what a model table shows beside the ranking: class,
+// artifact size, gate profile and failed checks.
+func (a *App) tableFacts(e *ModelRank, m core.Model) {
+	e.Class = m.ArtifactKind
+	var g eval.GateReport
+	if len(m.Gates) > 0 && json.Unmarshal(m.Gates, &g) == nil {
+		e.GateProfile = g.Profile
+		for _, c := range g.Checks {
+			if !c.Passed {
+				e.GatesFailed = append(e.GatesFailed, c.ID)
+			}
+		}
+	}
+	if m.ArtifactsPruned || m.ArtifactPath == "" {
+		return
+	}
+	var size int64
+	err := filepath.WalkDir(registry.New(a.d.Store, a.d.DataDir, nil).ArtifactDir(m), func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			size += info.Size()
+		}
+		return err
+	})
+	if err == nil {
+		e.SizeBytes = &size
+	}
 }
 
 func finite(p *float64) *float64 {
@@ -160,9 +268,8 @@ func (a *App) ModelCompare(ctx context.Context, p Principal, req ModelCompareReq
 				TestNRMSE: finite(sc.Test.MeanNRMSE), TestOneStep: finite(sc.Test.MeanOneStepNRMSE), ValNRMSE: finite(sc.Val.MeanNRMSE),
 				LineageVerified: m.LineageVerified, Twin: m.Twin, LineID: m.LineID, ProductID: m.ProductID, RecipeID: m.RecipeID, Purpose: m.Purpose,
 				CreatedAt: m.CreatedAt}
-			if sc.Coverage != nil {
-				e.Coverage = finite(sc.Coverage.Measured)
-			}
+			e.coverageCheck(sc)
+			a.tableFacts(&e, m)
 			es = append(es, e)
 		}
 		sort.SliceStable(es, func(i, j int) bool {
@@ -183,6 +290,10 @@ func (a *App) ModelCompare(ctx context.Context, p Principal, req ModelCompareReq
 			e.Rank = i + 1
 			if j, err := a.d.Store.GetJob(ctx, e.JobID); err == nil {
 				e.ParentJobID, e.ChangeNote = j.ParentID, j.ChangeNote
+				if j.StartedAt != nil && j.EndedAt != nil {
+					sec := j.EndedAt.Sub(*j.StartedAt).Seconds()
+					e.TrainingSec = &sec
+				}
 			}
 			out.Entries = append(out.Entries, e)
 		}

@@ -273,6 +273,8 @@ func (r *CertRequest) Validate() error { return required("id", r.ID) }
 type CertShowResponse struct {
 	*contract.CertRecord
 	Targets []CertTarget `json:"targets,omitempty" jsonschema:"per objective target: the certified trial's predicted mean and tube at each step against the target value, in the target node's unit, with holding's prediction (baseline)"`
+	// Execution is whether it can still be executed (CertExecutionOf).
+	Execution CertExecution `json:"execution" jsonschema:"whether the certificate can still be executed, and why not"`
 }
 
 // CertShow returns a certificate, verified, with its predicted target
@@ -290,7 +292,7 @@ func (a *App) CertShow(ctx context.Context, p Principal, req CertRequest) (CertS
 		if err != nil {
 			return CertShowResponse{}, err
 		}
-		return CertShowResponse{CertRecord: r, Targets: a.certTargets(ctx, r)}, nil
+		return CertShowResponse{CertRecord: r, Targets: a.certTargets(ctx, r), Execution: a.CertExecutionOf(ctx, r, true, "")}, nil
 	})
 }
 
@@ -562,50 +564,70 @@ func (a *App) verifiedAuditLog(ctx context.Context) (*audit.Log, error) {
 	return twinstore.RingLog(l, ring), nil
 }
 
-// AuditListRequest pages through the audit log.
+// AuditListRequest pages through the audit log, oldest first by default.
 type AuditListRequest struct {
 	After   int64  `json:"after,omitempty" jsonschema:"only entries after this seq"`
 	Limit   int    `json:"limit,omitempty" jsonschema:"at most this many"`
 	Subject string `json:"subject,omitempty" jsonschema:"only entries about this subject"`
+	Actor   string `json:"actor,omitempty" jsonschema:"only entries by this actor"`
+	Action  string `json:"action,omitempty" jsonschema:"only this action, or the actions starting with a prefix that ends in * (cert.*)"`
+	// From and To bound the entries' time, both inclusive.
+	From *Instant `json:"from,omitempty" jsonschema:"only entries at or after this time (epoch ms or RFC 3339)"`
+	To   *Instant `json:"to,omitempty" jsonschema:"only entries at or before this time (epoch ms or RFC 3339)"`
+	// Newest lists newest first; page with before.
+	Newest bool  `json:"newest,omitempty" jsonschema:"newest first (page with before = the response's nextBefore)"`
+	Before int64 `json:"before,omitempty" jsonschema:"only entries before this seq"`
 }
 
-// Validate bounds after and limit.
+// Validate bounds after, before, limit and the time range.
 func (r *AuditListRequest) Validate() error {
 	if r.After < 0 {
 		return core.FieldErrorf(core.CodeInvalidArgument, "after", "after must not be negative")
+	}
+	if r.Before < 0 {
+		return core.FieldErrorf(core.CodeInvalidArgument, "before", "before must not be negative")
+	}
+	if r.From != nil && r.To != nil && *r.To < *r.From {
+		return core.FieldErrorf(core.CodeInvalidArgument, "to", "to (%s) is before from (%s)", r.To.T().Format(time.RFC3339), r.From.T().Format(time.RFC3339))
 	}
 	return limitIn("limit", r.Limit, 1, audit.MaxListLimit)
 }
 
 // AuditListResponse is a page of entries.
 type AuditListResponse struct {
-	Items     []audit.Entry `json:"items"`
-	Count     int           `json:"count"`
-	NextAfter int64         `json:"nextAfter,omitempty" jsonschema:"pass as after for the next page; absent on the last page"`
+	Items      []audit.Entry `json:"items"`
+	Count      int           `json:"count"`
+	NextAfter  int64         `json:"nextAfter,omitempty" jsonschema:"pass as after for the next page; absent on the last page"`
+	NextBefore int64         `json:"nextBefore,omitempty" jsonschema:"newest first: pass as before for the next (older) page; absent on the last page"`
 }
 
-// AuditList lists audit entries in seq order. A principal scoped to lines
+// AuditList lists audit entries in seq order (newest first on request),
+// filtered by subject, actor, action and time. A principal scoped to lines
 // sees the entries of its lines only (entries without a line — tokens,
-// global settings — need every line).
+// global settings — need every line); the scope is part of the query, so
+// a scoped principal's pages are full pages.
 func (a *App) AuditList(ctx context.Context, p Principal, req AuditListRequest) (AuditListResponse, error) {
 	return run(ctx, a, p, &opAuditList, req, func(ctx context.Context, p Principal, req AuditListRequest) (AuditListResponse, error) {
 		limit := req.Limit
 		if limit == 0 {
 			limit = audit.DefaultListLimit
 		}
-		es, err := a.auditLog().List(ctx, req.After, limit, req.Subject)
+		q := audit.Query{AfterSeq: req.After, BeforeSeq: req.Before, Subject: req.Subject, Actor: req.Actor, Action: req.Action,
+			FromMs: ms(req.From), ToMs: ms(req.To), Newest: req.Newest, Limit: limit}
+		if !p.AllLines() {
+			q.Lines = append([]string{}, p.Lines...)
+		}
+		es, err := a.auditLog().Query(ctx, q)
 		if err != nil {
 			return AuditListResponse{}, err
 		}
-		out := []audit.Entry{}
-		for _, e := range es {
-			if p.AllLines() || (e.LineID != "" && p.InScope(e.LineID)) {
-				out = append(out, e)
-			}
-		}
-		res := AuditListResponse{Items: out, Count: len(out)}
+		res := AuditListResponse{Items: es, Count: len(es)}
 		if len(es) == limit {
-			res.NextAfter = es[len(es)-1].Seq
+			if req.Newest {
+				res.NextBefore = es[len(es)-1].Seq
+			} else {
+				res.NextAfter = es[len(es)-1].Seq
+			}
 		}
 		return res, nil
 	})

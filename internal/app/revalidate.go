@@ -324,3 +324,59 @@ func (a *App) certTargets(ctx context.Context, r *contract.CertRecord) []CertTar
 	}
 	return out
 }
+
+// CertExecution says whether a certificate can still be executed, and if
+// not, why: what an inbox shows instead of an expiry countdown.
+type CertExecution struct {
+	// State is one of awaiting_approval (ISSUED: an approval first),
+	// executable (APPROVED, its snapshot fresh), revalidates (APPROVED,
+	// its snapshot older than the guard's limit: execute re-runs the
+	// trajectory from a fresh snapshot and writes only when that passes),
+	// expired, final (EXECUTED, REVOKED, EXPIRED) or unverified (its hash,
+	// signature or audit entry does not check out).
+	State string `json:"state" jsonschema:"awaiting_approval, executable, revalidates, expired, final or unverified"`
+	// Executable is true for executable and revalidates.
+	Executable bool   `json:"executable"`
+	Reason     string `json:"reason" jsonschema:"what the state means for this certificate"`
+	// ExpiresAt is set only while the expiry still matters (awaiting
+	// approval or executable): a certificate that cannot execute has no
+	// countdown.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// Certificate execution states (CertExecution.State).
+const (
+	CertAwaitingApproval = "awaiting_approval"
+	CertExecutable       = "executable"
+	CertRevalidates      = "revalidates"
+	CertExpiredState     = "expired"
+	CertFinal            = "final"
+	CertUnverified       = "unverified"
+)
+
+// CertExecutionOf is r's execution state at the application's clock;
+// verified and problem are the store's verification of r (a
+// contract.CertListItem's, or true for a record GetCertificate returned).
+func (a *App) CertExecutionOf(ctx context.Context, r *contract.CertRecord, verified bool, problem string) CertExecution {
+	now := a.o.Now()
+	c := r.Cert
+	if c == nil {
+		return CertExecution{State: CertUnverified, Reason: "no certificate"}
+	}
+	exp := c.ExpiresAt
+	switch {
+	case !verified:
+		return CertExecution{State: CertUnverified, Reason: "cannot execute: the certificate does not verify (" + problem + ")"}
+	case c.Status.Final():
+		return CertExecution{State: CertFinal, Reason: fmt.Sprintf("cannot execute: %s", c.Status)}
+	case cert.Expired(c, now):
+		return CertExecution{State: CertExpiredState, Reason: "cannot execute: expired at " + c.ExpiresAt.UTC().Format("2006-01-02 15:04:05Z")}
+	case c.Status == contract.CertIssued:
+		return CertExecution{State: CertAwaitingApproval, Reason: "needs a person's approval before it can execute", ExpiresAt: &exp}
+	}
+	if _, _, stale := a.needsRevalidation(ctx, r, now); stale {
+		return CertExecution{State: CertRevalidates, Executable: true, ExpiresAt: &exp,
+			Reason: fmt.Sprintf("its snapshot is older than %s: execute re-runs the certified trajectory from a fresh snapshot and writes only if that still passes", certMaxAge)}
+	}
+	return CertExecution{State: CertExecutable, Executable: true, ExpiresAt: &exp, Reason: "approved; executable until it expires"}
+}

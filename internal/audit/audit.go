@@ -208,17 +208,82 @@ func hashDoc(seq, atMs int64, actor, action, subject, lineID string, payload []b
 // those of subject when it is not empty. limit ≤ 0 means DefaultListLimit;
 // it is capped at MaxListLimit. Page with afterSeq = last returned seq.
 func (l *Log) List(ctx context.Context, afterSeq int64, limit int, subject string) ([]Entry, error) {
+	return l.Query(ctx, Query{AfterSeq: afterSeq, Limit: limit, Subject: subject})
+}
+
+// Query selects entries; empty fields match anything.
+type Query struct {
+	AfterSeq  int64 // seq > AfterSeq
+	BeforeSeq int64 // seq < BeforeSeq when > 0
+	Subject   string
+	Actor     string
+	// Action matches exactly, or every action it starts with when it ends
+	// in "*" ("cert.*").
+	Action string
+	FromMs *int64 // at ≥ FromMs
+	ToMs   *int64 // at ≤ ToMs
+	// Lines, when not nil, keeps the entries of these lines only (an
+	// entry without a line is then left out: a line-scoped reader).
+	Lines []string
+	// Newest lists in descending seq order (page with BeforeSeq = the
+	// last returned seq).
+	Newest bool
+	Limit  int // ≤ 0: DefaultListLimit; capped at MaxListLimit
+}
+
+// Query returns the entries q selects, in seq order (descending with
+// q.Newest).
+func (l *Log) Query(ctx context.Context, qu Query) ([]Entry, error) {
+	limit := qu.Limit
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
 	limit = min(limit, MaxListLimit)
 	q := `SELECT seq, at, actor, action, subject, line_id, payload, prev_hash, hash FROM audit_log WHERE seq > ?`
-	args := []any{afterSeq}
-	if subject != "" {
-		q += ` AND subject = ?`
-		args = append(args, subject)
+	args := []any{qu.AfterSeq}
+	if qu.BeforeSeq > 0 {
+		q += ` AND seq < ?`
+		args = append(args, qu.BeforeSeq)
 	}
-	q += ` ORDER BY seq LIMIT ?`
+	if qu.Subject != "" {
+		q += ` AND subject = ?`
+		args = append(args, qu.Subject)
+	}
+	if qu.Actor != "" {
+		q += ` AND actor = ?`
+		args = append(args, qu.Actor)
+	}
+	if p, ok := strings.CutSuffix(qu.Action, "*"); ok {
+		if p != "" {
+			q += ` AND substr(action, 1, ?) = ?`
+			args = append(args, len(p), p)
+		}
+	} else if qu.Action != "" {
+		q += ` AND action = ?`
+		args = append(args, qu.Action)
+	}
+	if qu.FromMs != nil {
+		q += ` AND at >= ?`
+		args = append(args, *qu.FromMs)
+	}
+	if qu.ToMs != nil {
+		q += ` AND at <= ?`
+		args = append(args, *qu.ToMs)
+	}
+	if qu.Lines != nil {
+		if len(qu.Lines) == 0 {
+			return []Entry{}, nil
+		}
+		q += ` AND line_id IN (?` + strings.Repeat(`, ?`, len(qu.Lines)-1) + `)`
+		for _, l := range qu.Lines {
+			args = append(args, l)
+		}
+	}
+	if qu.Newest {
+		q += ` ORDER BY seq DESC LIMIT ?`
+	} else {
+		q += ` ORDER BY seq LIMIT ?`
+	}
 	args = append(args, limit)
 	rows, err := l.db.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/aml-project/aml/internal/audit"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -538,5 +539,54 @@ func TestConcurrentAppendsOneChain(t *testing.T) {
 	}
 	if byActor["proc-0"] != workers*each || byActor["proc-1"] != workers*each {
 		t.Fatalf("per process %v", byActor)
+	}
+}
+
+// Query filters by actor, action (exact or a prefix with "*"), time range
+// and lines, and pages newest first with BeforeSeq.
+func TestQueryFiltersAndNewestFirst(t *testing.T) {
+	l, _ := newLog(t)
+	ctx := context.Background()
+	var all []audit.Entry
+	for i, e := range []struct{ actor, action, line string }{
+		{"alice", "cert.issue", "L1"}, {"bob", "cert.approve", "L1"}, {"alice", "trial.put", "L2"},
+		{"carol", "token.create", ""}, {"bob", "cert.revoke", "L2"}, {"alice", "cert.issue", "L1"},
+	} {
+		x, err := l.Append(ctx, e.actor, e.action, fmt.Sprintf("s-%d", i), e.line, map[string]any{"i": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, x)
+	}
+	seqs := func(es []audit.Entry) []int64 {
+		out := []int64{}
+		for _, e := range es {
+			out = append(out, e.Seq)
+		}
+		return out
+	}
+	from, to := all[1].At.UnixMilli(), all[4].At.UnixMilli()
+	for _, tc := range []struct {
+		name string
+		q    audit.Query
+		want []int64
+	}{
+		{"all newest first", audit.Query{Newest: true}, []int64{6, 5, 4, 3, 2, 1}},
+		{"a page before 5", audit.Query{Newest: true, BeforeSeq: 5, Limit: 2}, []int64{4, 3}},
+		{"actor", audit.Query{Actor: "alice"}, []int64{1, 3, 6}},
+		{"action exact", audit.Query{Action: "cert.issue"}, []int64{1, 6}},
+		{"action prefix", audit.Query{Action: "cert.*", Newest: true}, []int64{6, 5, 2, 1}},
+		{"time range", audit.Query{FromMs: &from, ToMs: &to}, []int64{2, 3, 4, 5}},
+		{"lines", audit.Query{Lines: []string{"L2"}}, []int64{3, 5}},
+		{"no lines", audit.Query{Lines: []string{}}, []int64{}},
+		{"together", audit.Query{Actor: "bob", Action: "cert.*", Lines: []string{"L1", "L2"}, Newest: true}, []int64{5, 2}},
+	} {
+		es, err := l.Query(ctx, tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := seqs(es); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: seqs %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -236,4 +238,141 @@ func TestBrowserLiveJobProgress(t *testing.T) {
 		t.Errorf("after the event: %q %q", pct, stage)
 	}
 	screenshot(t, ctx, "jobs-live")
+}
+
+// The interactive trend chart: uPlot draws two signals over two runs,
+// each signal with its own axis, and the legend shows the values under
+// the cursor with their units; the keyboard zooms and resets.
+func TestBrowserInteractiveTrend(t *testing.T) {
+	f := getFixture(t)
+	runs := demoRuns(t, f)
+	ctx := browser(t)
+	target := "/ui/lines/line-injection-01/trend?node=part_weight&node=hold_pressure&run=" + runs[0].ID + "&run=" + runs[1].ID
+	login(t, ctx, f, "victor", target)
+	state := value(t, ctx, "chart drawn", chromedp.Poll[string](`(() => {
+		const s = document.querySelector("#trend-plot").getAttribute("data-state");
+		return s === "loading" ? null : s;
+	})()`, chromedp.WithPollingTimeout(20*time.Second)))
+	if state != "ready" {
+		t.Fatalf("chart state %q: %s", state, value(t, ctx, "status", chromedp.Evaluate[string](`document.querySelector("#trend-plot .ichart-status").textContent`)))
+	}
+	type drawn struct {
+		Series, Points, Canvases, Axes, Fallbacks int
+		Labels                                    []string
+	}
+	d := value(t, ctx, "what the chart drew", chromedp.Evaluate[drawn](`(() => {
+		const fig = document.querySelector("#trend-plot");
+		return {Series: +fig.getAttribute("data-series"), Points: +fig.getAttribute("data-points"),
+			Canvases: fig.querySelectorAll(".uplot canvas").length, Axes: fig.querySelectorAll(".u-axis").length,
+			Fallbacks: fig.querySelectorAll(".ichart-fallback").length,
+			Labels: [...fig.querySelectorAll(".u-legend .u-series .u-label")].map(e => e.textContent)};
+	})()`))
+	if d.Series != 4 || d.Points < 50 || d.Canvases < 1 || d.Axes != 3 || d.Fallbacks != 0 {
+		t.Errorf("chart: %+v (want 4 series, an x axis and one axis per signal, the SVG fallback replaced)", d)
+	}
+	// Hover the middle of the plot: every series shows its value and unit.
+	vals := value(t, ctx, "hover", chromedp.Poll[[]string](`(() => {
+		const over = document.querySelector("#trend-plot .u-over");
+		const r = over.getBoundingClientRect();
+		over.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + r.width / 2, clientY: r.top + r.height / 2, bubbles: true}));
+		const v = [...document.querySelectorAll("#trend-plot .u-legend .u-series .u-value")].map(e => e.textContent);
+		return v.length && v.slice(1).every(s => /\d/.test(s)) ? v : null;
+	})()`, chromedp.WithPollingTimeout(10*time.Second)))
+	if len(vals) != 5 || !strings.HasSuffix(vals[0], " min") {
+		t.Errorf("legend values %q: want the time since start and 4 values", vals)
+	}
+	units := 0
+	for _, v := range vals[1:] {
+		if strings.Contains(v, " ") { // "value unit"
+			units++
+		}
+	}
+	if units != 4 {
+		t.Errorf("legend values %q: want each with its unit", vals)
+	}
+	screenshot(t, ctx, "trend-interactive")
+
+	// The keyboard: focus the plot, zoom in, reset.
+	full := value(t, ctx, "x range", chromedp.Evaluate[string](`document.querySelector("#trend-plot").getAttribute("data-x")`))
+	run(t, ctx, "zoom in with +", chromedp.Focus(chromedp.CSS("#trend-plot .ichart-plot")), chromedp.KeyEvent("+"))
+	zoomed := value(t, ctx, "x range", chromedp.Evaluate[string](`document.querySelector("#trend-plot").getAttribute("data-x")`))
+	run(t, ctx, "reset with 0", chromedp.KeyEvent("0"))
+	back := value(t, ctx, "x range", chromedp.Evaluate[string](`document.querySelector("#trend-plot").getAttribute("data-x")`))
+	if full == "" || zoomed == full || back != full {
+		t.Errorf("x range: full %q, zoomed %q, reset %q", full, zoomed, back)
+	}
+}
+
+// The models table at 1366×768: no page-wide horizontal scrolling, the
+// keyboard sorts a column (the headings are buttons), and two ticked
+// models are compared on a test run of their dataset.
+func TestBrowserModelsCompare1366(t *testing.T) {
+	f := getFixture(t)
+	second := oneStepModel(t, f)
+	ctx := browser(t)
+	run(t, ctx, "viewport", chromedp.EmulateViewport(1366, 768))
+	login(t, ctx, f, "victor", "/ui/models?dataset="+f.demo.DatasetID)
+	fits := func(what string) {
+		t.Helper()
+		over := value(t, ctx, what+": overflow", chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+		if over > 0 {
+			t.Errorf("%s: the page is %d px wider than the 1366 px viewport", what, over)
+		}
+	}
+	fits("models table")
+	// Sort by test NRMSE with the keyboard, then again (descending).
+	run(t, ctx, "sort by test NRMSE", chromedp.Focus(chromedp.CSS(`#models th:nth-child(8) button.sort`)), chromedp.KeyEvent("\r"))
+	type sorted struct {
+		Sort string
+		Keys []string
+	}
+	read := `(() => ({Sort: document.querySelector("#models th:nth-child(8)").getAttribute("aria-sort") || "",
+		Keys: [...document.querySelectorAll("#models tbody tr")].map(r => r.cells[7].getAttribute("data-v"))}))()`
+	s := value(t, ctx, "sorted", chromedp.Evaluate[sorted](read))
+	if s.Sort != "ascending" || len(s.Keys) < 2 {
+		t.Fatalf("after one press: %+v", s)
+	}
+	for i := 1; i < len(s.Keys); i++ {
+		if s.Keys[i] != "" && s.Keys[i-1] != "" && parseF(s.Keys[i]) < parseF(s.Keys[i-1]) {
+			t.Errorf("not ascending: %v", s.Keys)
+		}
+	}
+	run(t, ctx, "sort again", chromedp.KeyEvent("\r"))
+	if s := value(t, ctx, "sorted", chromedp.Evaluate[sorted](read)); s.Sort != "descending" {
+		t.Errorf("after two presses: %+v", s)
+	}
+	screenshot(t, ctx, "models-1366")
+
+	// Tick the two models and compare them on the first test run.
+	run(t, ctx, "compare",
+		chromedp.Click(chromedp.CSS(`input[name=model][value="`+f.demo.ModelID+`"]`)),
+		chromedp.Click(chromedp.CSS(`input[name=model][value="`+second+`"]`)),
+		chromedp.Submit(chromedp.ID("compare-form")),
+		chromedp.WaitVisible(chromedp.ID("compare")))
+	rows := value(t, ctx, "compare rows", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#compare tbody tr td.fit")].map(td => td.textContent)`))
+	if len(rows) < 2 {
+		t.Errorf("fit cells %v", rows)
+	}
+	for _, r := range rows {
+		if !strings.HasSuffix(r, "%") {
+			t.Errorf("fit cell %q", r)
+		}
+	}
+	fits("compare page")
+	screenshot(t, ctx, "compare-1366")
+
+	run(t, ctx, "audit page", chromedp.Navigate(f.srv.URL+"/ui/audit"), chromedp.WaitVisible(chromedp.ID("audit")))
+	fits("audit page")
+	run(t, ctx, "trend page", chromedp.Navigate(f.srv.URL+"/ui/lines/line-injection-01/trend?node=part_weight&align=time"), chromedp.WaitVisible(chromedp.CSS("#trend-plot")))
+	value(t, ctx, "chart drawn", chromedp.Poll[bool](`document.querySelector("#trend-plot").getAttribute("data-state") === "ready"`, chromedp.WithPollingTimeout(20*time.Second)))
+	fits("trend page")
+	screenshot(t, ctx, "trend-absolute-1366")
+}
+
+func parseF(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
 }

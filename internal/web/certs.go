@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
@@ -21,12 +22,13 @@ func (s *server) certsPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	var inbox, rest []contract.CertListItem
+	var inbox, rest []certRow
 	for _, it := range l.Items {
+		row := certRow{it, s.certExec(r, &it.CertRecord, it.Verified, it.Problem)}
 		if it.Cert.Status == contract.CertIssued {
-			inbox = append(inbox, it)
+			inbox = append(inbox, row)
 		} else {
-			rest = append(rest, it)
+			rest = append(rest, row)
 		}
 	}
 	s.render(w, r, http.StatusOK, "certs", &p, map[string]any{"Title": "Certificates", "Inbox": inbox, "Rest": rest,
@@ -51,9 +53,44 @@ func (s *server) certPage(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, "cert", &p, map[string]any{"Title": "Certificate " + rec.Cert.RecommendationID, "Rec": rec, "C": rec.Cert, "Moves": moves.Items, "Trail": trail.Items,
+	s.render(w, r, http.StatusOK, "cert", &p, map[string]any{"Title": "Certificate " + rec.Cert.RecommendationID, "Rec": rec, "C": rec.Cert,
+		"Exec": execView{rec.Execution, countdown(rec.Execution, s.app.Now())}, "Moves": moves.Items, "Trail": trail.Items,
 		"CanApprove": auth.RoleAllows(p.Role, auth.ActCertApprove), "Flash": r.URL.Query().Get("done")})
 	return nil
+}
+
+// certRow is an inbox row: the certificate with its execution state.
+type certRow struct {
+	contract.CertListItem
+	Exec execView
+}
+
+// execView is a certificate's execution state with its countdown ("" when
+// it cannot execute: no countdown as if it could).
+type execView struct {
+	app.CertExecution
+	In string
+}
+
+func (s *server) certExec(r *http.Request, rec *contract.CertRecord, verified bool, problem string) execView {
+	e := s.app.CertExecutionOf(r.Context(), rec, verified, problem)
+	return execView{e, countdown(e, s.app.Now())}
+}
+
+// countdown is the time left until e's expiry, rounded down to the minute
+// ("" when the expiry does not matter any more).
+func countdown(e app.CertExecution, now time.Time) string {
+	if e.ExpiresAt == nil {
+		return ""
+	}
+	left := e.ExpiresAt.Sub(now)
+	switch {
+	case left <= 0:
+		return "due now"
+	case left < time.Minute:
+		return "in under a minute"
+	}
+	return "in " + (left.Truncate(time.Minute)).String()
 }
 
 // certApprove approves a certificate as the logged-in person through the

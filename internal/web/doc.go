@@ -1,9 +1,26 @@
 // Package web is AML's web UI: server-rendered pages (html/template) with
 // every asset embedded in the binary (go:embed), so the UI works with no
 // network beyond the AML server itself — no external scripts, fonts or
-// frameworks. Plots are SVG drawn by internal/web/plot on the server; the
-// only script (static/live.js, vanilla) follows /api/v1/events to update
-// job progress live.
+// frameworks. Static plots (model card, trial, dataset report) are SVG
+// drawn by internal/web/plot on the server; static/live.js (vanilla)
+// follows /api/v1/events to update job progress live.
+//
+// # Interactive charts
+//
+// The trend and run pages draw their time series with uPlot, vendored
+// unchanged from npm (uplot@1.6.32: the minified browser bundle, its
+// stylesheet and its MIT licence under static/vendor/uplot/, pinned by
+// sha256 in vendor_test.go) and embedded like every asset, so `go build`
+// alone builds the UI. static/chart.js fetches each chart's data as JSON
+// from GET /ui/data/trend?node=…&run=…&align=start|time, a handler over
+// the application's use cases (run.show, node.list, ts.query with a bucket
+// width: the same role and line-scope checks as the API). Several signals
+// share one chart, each on its own axis with its unit; several runs
+// overlay aligned at their start, or sit on an absolute UTC axis. Drag or
+// the wheel zooms, shift+wheel and the buttons pan, the legend shows the
+// values under the cursor with units, and the focused chart takes + − ← →
+// 0 from the keyboard. The server-drawn SVG stays inside the figure for a
+// browser without scripts.
 //
 // # Mounting and sessions
 //
@@ -27,6 +44,26 @@
 // actual on a test run with the conformal band), scenes, trials (every
 // predicted trajectory with its tube, the scene's limits and the baseline
 // of holding the setpoints), the certificate inbox, and the audit log.
+//
+// The models page is the application's model.compare leaderboard in a
+// table the browser sorts (static/sorttable.js; the headings are buttons,
+// so the keyboard sorts too): test, one-step and validation NRMSE, gates
+// with the failed checks, coverage, class, artifact size and training
+// time. With a dataset chosen, ticked models are compared on one of its
+// runs (/ui/models/compare: model.compare's validation view, free-run and
+// k-step fit % per target and the measured series overlaid with each
+// model's free-run simulation). The audit page is audit.list newest first,
+// a page at a time, filtered by actor, action (or a prefix*), subject and
+// time range.
+//
+// Bad evidence is flagged where it is shown: a coverage outside its target
+// ± the measurement's tolerance (app.CoverageCheck, the gates' tolerance)
+// in the models table and on the card, a shadow run whose NRMSE or
+// coverage is beyond the twin gate profile's bounds (app.ShadowFlags; the
+// profile of the model's latest twin gate, else the newest). A
+// certificate's expiry and time left are shown only while it can still be
+// approved or executed (app.CertExecution); an expired, revoked, executed
+// or unverified one says why it cannot execute instead.
 //
 // Predicted vs actual uses the model the way the platform evaluated it:
 // consecutive windows of the run, each predicted from H measured rows and

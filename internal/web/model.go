@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
@@ -95,6 +96,30 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
+	// Flags on bad evidence: shadow runs against the profile of the
+	// latest twin gate (without one, the newest profile), the measured
+	// coverage against its target ± the measurement's tolerance.
+	gp, err := s.app.GateProfiles(ctx, p, app.GateProfilesRequest{})
+	if err != nil {
+		return err
+	}
+	var prof eval.TwinProfile
+	if n := len(gp.Twin); n > 0 {
+		prof = gp.Twin[n-1]
+	}
+	for _, tp := range gp.Twin {
+		if twinGate != nil && tp.ID == twinGate.Profile {
+			prof = tp
+		}
+	}
+	shadowRows := make([]shadowRow, 0, len(sh))
+	for _, rec := range sh {
+		shadowRows = append(shadowRows, shadowRow{rec, app.ShadowFlags(rec.NRMSE, rec.Coverage, prof)})
+	}
+	covTol, covOff := math.NaN(), ""
+	if c := met.Coverage; c != nil && met.Conformal != nil {
+		covTol, covOff = app.CoverageCheck(c.Target, c.Measured, met.Conformal.CalibrationWindows, c.Windows)
+	}
 	// Conformal half-width and test coverage per horizon step.
 	var widths *plot.Chart
 	if c := met.Conformal; c != nil && len(c.Widths) > 0 {
@@ -130,9 +155,15 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 		}
 	}
 	s.render(w, r, http.StatusOK, "model", &p, map[string]any{"Title": "Model " + m.ID, "M": m, "History": hist, "Met": met, "Gates": gates, "HasGates": hasGates,
-		"TwinGate": twinGate, "TwinGateRec": twinGateRec, "Shadow": sh, "Widths": widths, "TestRuns": testRuns, "Run": run, "PvA": pva, "PvAErr": pvaErr,
+		"TwinGate": twinGate, "TwinGateRec": twinGateRec, "Shadow": shadowRows, "ShadowProfile": prof.ID, "CovTol": covTol, "CovOff": covOff, "Widths": widths, "TestRuns": testRuns, "Run": run, "PvA": pva, "PvAErr": pvaErr,
 		"IsTest": slices.Contains(testRuns, run)})
 	return nil
+}
+
+// shadowRow is one shadow run's evidence with what is wrong with it.
+type shadowRow struct {
+	contract.ShadowRecord
+	Flags []string
 }
 
 // predVsActual is the predicted vs actual figure of one run.

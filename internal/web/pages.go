@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
@@ -96,10 +99,14 @@ func (s *server) trendPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 		return err
 	}
 	q := r.URL.Query()
-	nodeID := q.Get("node")
-	if nodeID == "" {
+	picked := compactVals(q["node"])
+	if len(picked) == 0 {
 		return core.FieldErrorf(core.CodeInvalidArgument, "node", "choose a node")
 	}
+	if len(picked) > maxChartNodes {
+		picked = picked[:maxChartNodes]
+	}
+	nodeID := picked[0]
 	node, err := s.d.Store.GetNode(ctx, nodeID)
 	if err != nil {
 		return err
@@ -126,8 +133,22 @@ func (s *server) trendPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, "trend", &p, map[string]any{"Title": "Trend " + nodeID, "Line": line, "Node": node, "Runs": runs, "All": all, "Chart": chart,
-		"Selected": func(id string) bool { return slices.ContainsFunc(runs, func(x core.Run) bool { return x.ID == id }) }})
+	lineNodes, err := s.d.Store.ListNodes(ctx, line)
+	if err != nil {
+		return err
+	}
+	align := "start"
+	if q.Get("align") == "time" {
+		align = "time"
+	}
+	var runIDs []string
+	for _, run := range runs {
+		runIDs = append(runIDs, run.ID)
+	}
+	s.render(w, r, http.StatusOK, "trend", &p, map[string]any{"Title": "Trend " + strings.Join(picked, ", "), "Line": line, "Node": node, "Runs": runs, "All": all, "Chart": chart,
+		"Nodes": lineNodes, "Align": align, "DataURL": trendDataURL(picked, runIDs, align),
+		"NodeSelected": func(id string) bool { return slices.Contains(picked, id) },
+		"Selected":     func(id string) bool { return slices.ContainsFunc(runs, func(x core.Run) bool { return x.ID == id }) }})
 	return nil
 }
 
@@ -198,7 +219,11 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 			rows = append(rows, nodeRow{n, c})
 		}
 	}
-	sel := r.URL.Query().Get("node")
+	picked := compactVals(r.URL.Query()["node"])
+	sel := ""
+	if len(picked) > 0 {
+		sel = picked[0]
+	}
 	var chart *plot.Chart
 	for _, n := range rows {
 		if sel == "" || n.ID == sel {
@@ -209,11 +234,27 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 			break
 		}
 	}
+	// The interactive chart: the chosen signals (the first with samples
+	// when none is chosen) on an absolute time axis, each with its axis.
+	var plotted []string
+	for _, n := range rows {
+		if slices.Contains(picked, n.ID) || n.ID == sel {
+			plotted = append(plotted, n.ID)
+		}
+	}
+	if len(plotted) > maxChartNodes {
+		plotted = plotted[:maxChartNodes]
+	}
+	dataURL := ""
+	if len(plotted) > 0 {
+		dataURL = trendDataURL(plotted, []string{run.ID}, "time")
+	}
 	segs, err := s.d.Store.ListContextSegments(ctx, run.ID)
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, "run", &p, map[string]any{"Title": "Run " + run.ID, "Run": run, "Nodes": rows, "Node": sel, "Chart": chart, "Segments": segs})
+	s.render(w, r, http.StatusOK, "run", &p, map[string]any{"Title": "Run " + run.ID, "Run": run, "Nodes": rows, "Node": sel, "Chart": chart, "Segments": segs,
+		"DataURL": dataURL, "Plotted": func(id string) bool { return slices.Contains(plotted, id) }})
 	return nil
 }
 
@@ -323,16 +364,6 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 	return nil
 }
 
-func (s *server) modelsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	ms, err := s.d.Store.ListModels(r.Context(), core.ModelFilter{Stage: r.URL.Query().Get("stage")})
-	if err != nil {
-		return err
-	}
-	ms = slices.DeleteFunc(ms, func(m core.Model) bool { return !p.InScope(m.LineID) })
-	s.render(w, r, http.StatusOK, "models", &p, map[string]any{"Title": "Models", "Models": ms})
-	return nil
-}
-
 func (s *server) scenesPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	sc, err := s.d.Store.ListScenes(r.Context(), "")
 	if err != nil {
@@ -379,48 +410,91 @@ func (s *server) trialsPage(w http.ResponseWriter, r *http.Request, p auth.Princ
 	return nil
 }
 
+// auditPageSize is the default page of the audit page (?limit= picks
+// 1..200).
+const auditPageSize = 50
+
+// auditPage is the audit log newest first, a page at a time, filtered by
+// actor, action (exact, or a prefix ending in *), subject and time range:
+// the application's audit.list with newest set (line scope and role are
+// its rules).
 func (s *server) auditPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	ctx := r.Context()
 	q := r.URL.Query()
-	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
-	subject := strings.TrimSpace(q.Get("subject"))
-	const pageSize = 100
-	log := s.d.Store.AuditLog()
-	var rows []auditRow
-	cursor := after
-	// Filter by line scope page by page, so a scoped principal still gets
-	// a full page when there is one.
-	more := false
-	for len(rows) < pageSize {
-		es, err := log.List(ctx, cursor, pageSize, subject)
-		if err != nil {
-			return err
+	req := app.AuditListRequest{Newest: true, Limit: auditPageSize,
+		Actor: strings.TrimSpace(q.Get("actor")), Action: strings.TrimSpace(q.Get("action")), Subject: strings.TrimSpace(q.Get("subject"))}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			return core.FieldErrorf(core.CodeInvalidArgument, "limit", "limit must be an integer in 1..200, got %q", v)
 		}
-		for _, e := range es {
-			cursor = e.Seq
-			if e.LineID != "" && !p.InScope(e.LineID) {
-				continue
-			}
-			if len(rows) == pageSize {
-				more = true
-				break
-			}
-			rows = append(rows, auditRow{e, string(e.Payload)})
-		}
-		if len(es) < pageSize || more {
-			break
-		}
+		req.Limit = n
 	}
-	next := int64(0)
-	if len(rows) == pageSize {
-		next = rows[len(rows)-1].Seq
+	if v := q.Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return core.FieldErrorf(core.CodeInvalidArgument, "before", "before must be a positive seq, got %q", v)
+		}
+		req.Before = n
 	}
-	headSeq, head, err := log.Head(ctx)
+	var err error
+	if req.From, err = formInstant("from", q.Get("from")); err != nil {
+		return err
+	}
+	if req.To, err = formInstant("to", q.Get("to")); err != nil {
+		return err
+	}
+	res, err := s.app.AuditList(ctx, p, req)
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, "audit", &p, map[string]any{"Title": "Audit log", "Rows": rows, "Next": next, "Subject": subject, "HeadSeq": headSeq, "Head": head})
+	rows := make([]auditRow, 0, len(res.Items))
+	for _, e := range res.Items {
+		rows = append(rows, auditRow{e, string(e.Payload)})
+	}
+	filters := url.Values{}
+	for _, k := range []string{"actor", "action", "subject", "from", "to", "limit"} {
+		if v := strings.TrimSpace(q.Get(k)); v != "" {
+			filters.Set(k, v)
+		}
+	}
+	older := ""
+	if res.NextBefore > 0 {
+		o := url.Values{}
+		for k, v := range filters {
+			o[k] = v
+		}
+		o.Set("before", strconv.FormatInt(res.NextBefore, 10))
+		older = "?" + o.Encode()
+	}
+	headSeq, head, err := s.d.Store.AuditLog().Head(ctx)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "audit", &p, map[string]any{"Title": "Audit log", "Rows": rows, "Older": older, "Newest": "?" + filters.Encode(), "Paged": req.Before > 0,
+		"Actor": req.Actor, "Action": req.Action, "Subject": req.Subject, "From": q.Get("from"), "To": q.Get("to"), "HeadSeq": headSeq, "Head": head})
 	return nil
+}
+
+// formInstant reads a time field of a filter form: RFC 3339, epoch
+// milliseconds, or what an <input type="datetime-local"> sends
+// (2006-01-02T15:04[:05]), taken as UTC.
+func formInstant(field, v string) (*app.Instant, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			i := app.Instant(t.UnixMilli())
+			return &i, nil
+		}
+	}
+	var i app.Instant
+	if err := i.Set(v); err != nil {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, field, "%s: %q is not a time (YYYY-MM-DDTHH:MM in UTC, RFC 3339 or epoch ms)", field, v)
+	}
+	return &i, nil
 }
 
 type auditRow struct {

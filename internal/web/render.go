@@ -112,6 +112,37 @@ var funcs = template.FuncMap{
 	},
 	"list":     func(v ...*splitMetrics) []*splitMetrics { return v },
 	"progress": func(v float64) string { return strconv.FormatFloat(100*v, 'f', 0, 64) },
+	"fit":      fitCell,
+	"list2":    func(v ...string) []string { return v },
+	"finite":   finite,
+	"day":      func(t time.Time) string { return t.UTC().Format("2006-01-02") },
+	"clock":    func(t time.Time) string { return t.UTC().Format("15:04:05Z") },
+	"derefT":   func(t *time.Time) time.Time { return *t },
+	"deref": func(v *float64) float64 {
+		if v == nil {
+			return math.NaN()
+		}
+		return *v
+	},
+	// fpv is a sort key: the number in full, empty when missing.
+	"fpv": func(v *float64) string {
+		if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
+			return ""
+		}
+		return strconv.FormatFloat(*v, 'g', -1, 64)
+	},
+	"bytes": func(n *int64) string {
+		if n == nil {
+			return "–"
+		}
+		switch v := float64(*n); {
+		case v >= 1<<20:
+			return strconv.FormatFloat(v/(1<<20), 'f', 1, 64) + " MiB"
+		case v >= 1<<10:
+			return strconv.FormatFloat(v/(1<<10), 'f', 1, 64) + " KiB"
+		}
+		return strconv.FormatInt(*n, 10) + " B"
+	},
 }
 
 // fmtNum prints a figure with about 5 significant digits.
