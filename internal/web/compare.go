@@ -120,10 +120,10 @@ func (s *server) comparePage(w http.ResponseWriter, r *http.Request, p auth.Prin
 					c = &plot.Chart{Title: tgt + " on " + runID + ": measured and free-run simulations", XLabel: "time since run start", XUnit: "min", YLabel: tgt}
 					charts[tgt] = c
 					if k < len(f.Fit.Measured) {
-						c.Series = append(c.Series, plot.Series{Name: "measured", X: beatX(len(f.Fit.Measured[k]), f.Fit.BeatMs), Y: f.Fit.Measured[k], Color: "#000000"})
+						c.Series = append(c.Series, plot.Series{Name: "measured", X: beatX(len(f.Fit.Measured[k]), f.Fit.BeatUs), Y: f.Fit.Measured[k], Color: "#000000"})
 					}
 				}
-				c.Series = append(c.Series, plot.Series{Name: fmt.Sprintf("%s·%s fit %.1f%%", f.Trainer, f.ModelID[max(0, len(f.ModelID)-6):], row.FreeRun[tgt]), X: beatX(len(sim), f.Fit.BeatMs), Y: sim})
+				c.Series = append(c.Series, plot.Series{Name: fmt.Sprintf("%s·%s fit %.1f%%", f.Trainer, f.ModelID[max(0, len(f.ModelID)-6):], row.FreeRun[tgt]), X: beatX(len(sim), f.Fit.BeatUs), Y: sim})
 			}
 		}
 		rows = append(rows, row)
@@ -144,10 +144,10 @@ func (s *server) comparePage(w http.ResponseWriter, r *http.Request, p auth.Prin
 }
 
 // beatX is the x of n grid steps beatMs apart, in minutes.
-func beatX(n int, beatMs int64) []float64 {
+func beatX(n int, beatUs int64) []float64 {
 	x := make([]float64, n)
 	for i := range x {
-		x[i] = float64(int64(i)*beatMs) / 60000
+		x[i] = float64(int64(i)*beatUs) / 6e7
 	}
 	return x
 }
