@@ -1,0 +1,296 @@
+package lsq
+
+import (
+	"errors"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
+	"gonum.org/v1/gonum/mat"
+)
+
+// CondLimit is the condition number of R above which the QR solution is
+// replaced by a truncated-SVD (minimum-norm) solution.
+const CondLimit = 1e12
+
+// SVDRankTol is the relative singular-value threshold of the SVD fallback:
+// singular values below SVDRankTol·σ_max are discarded.
+const SVDRankTol = 1e-12
+
+const (
+	// panelRows is the number of rows copied into one column-major panel
+	// and folded into a running R at a time (the panel, 64 × w float64,
+	// stays in the L1 cache for the widths the trainers use).
+	panelRows = 64
+	// chunkRows is the number of rows one worker reduces to its own R
+	// before the R factors are combined. The partition depends on the row
+	// count only, never on the number of cores, so the result is the same
+	// bit for bit on any machine with the same floating-point unit.
+	chunkRows = 4096
+)
+
+// Solve returns X (c×k) minimising ‖A X − B‖_F for A (r×c) and B (r×k).
+//
+// For r ≥ c it computes the triangular factor R of the Householder QR of
+// [A B] by a tall-skinny QR (see the package documentation), checks the
+// condition number of R's leading c×c block (the 1-norm estimate gonum's
+// mat.QR uses) and back-substitutes. For r < c, or when cond(R) > CondLimit
+// (numerically rank-deficient A), it returns the truncated-SVD minimum-norm
+// solution of the original problem instead, as SolveSVD.
+func Solve(a, b *mat.Dense) (*mat.Dense, error) {
+	r, c := a.Dims()
+	br, k := b.Dims()
+	if br != r {
+		return nil, errors.New("lsq: A and B have different row counts")
+	}
+	if r < c || c == 0 {
+		return SolveSVD(a, b)
+	}
+	w := c + k
+	R := Factor(a, b)
+	// leading c×c block of R, stride w
+	rt := blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: c, Stride: w, Data: R}
+	work := make([]float64, 3*c)
+	iwork := make([]int, c)
+	rc := lapack64.Trcon(mat.CondNorm, rt, work, iwork)
+	if cond := 1 / rc; !(cond <= CondLimit) {
+		return SolveSVD(a, b)
+	}
+	x := mat.NewDense(c, k, nil)
+	xd := x.RawMatrix()
+	for j := 0; j < k; j++ {
+		// back substitution R11 x = (Qᵀ B)_j, the top c rows of R's column c+j
+		for i := c - 1; i >= 0; i-- {
+			s := R[i*w+c+j]
+			row := R[i*w : i*w+c]
+			for l := i + 1; l < c; l++ {
+				s -= row[l] * xd.Data[l*xd.Stride+j]
+			}
+			d := row[i]
+			if d == 0 || math.IsNaN(s) {
+				return SolveSVD(a, b)
+			}
+			xd.Data[i*xd.Stride+j] = s / d
+		}
+	}
+	return x, nil
+}
+
+// SolveSVD returns the truncated-SVD minimum-norm least-squares solution:
+// singular values below SVDRankTol·σ_max are discarded; a zero matrix gives
+// X = 0.
+func SolveSVD(a, b *mat.Dense) (*mat.Dense, error) {
+	var svd mat.SVD
+	if !svd.Factorize(a, mat.SVDThin) {
+		return nil, errors.New("lsq: SVD failed in least squares")
+	}
+	rank := svd.Rank(SVDRankTol)
+	if rank == 0 {
+		_, c := a.Dims()
+		_, bc := b.Dims()
+		return mat.NewDense(c, bc, nil), nil
+	}
+	var x mat.Dense
+	svd.SolveTo(&x, b, rank)
+	return &x, nil
+}
+
+// Factor returns the w×w upper-triangular factor R (row-major, w = c+k) of
+// the Householder QR of [A B] for A r×c and B r×k (b may be nil: k = 0),
+// r ≥ 1. Rows of R may differ in sign from LAPACK's Dgeqrf.
+//
+// The rows are cut into chunks of chunkRows; every chunk is reduced to its
+// own R by folding panels of panelRows rows into it (Householder
+// reflections of the stacked [R; panel], which touch one row of R and the
+// panel only), chunks in parallel on up to runtime.GOMAXPROCS(0) cores;
+// then the chunk factors are folded into the first one in chunk order.
+func Factor(a, b *mat.Dense) []float64 {
+	r, c := a.Dims()
+	k := 0
+	if b != nil {
+		_, k = b.Dims()
+	}
+	w := c + k
+	nch := (r + chunkRows - 1) / chunkRows
+	if nch < 1 {
+		nch = 1
+	}
+	rs := make([][]float64, nch)
+	reduce := func(ch int, panel []float64) {
+		R := make([]float64, w*w)
+		lo, hi := ch*chunkRows, min(r, (ch+1)*chunkRows)
+		for p := lo; p < hi; p += panelRows {
+			n := min(panelRows, hi-p)
+			loadPanel(panel, a, b, p, n, c, k)
+			foldPanel(R, w, panel, n)
+		}
+		rs[ch] = R
+	}
+	workers := min(runtime.GOMAXPROCS(0), nch)
+	if workers <= 1 {
+		panel := make([]float64, w*panelRows)
+		for ch := 0; ch < nch; ch++ {
+			reduce(ch, panel)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				panel := make([]float64, w*panelRows)
+				for {
+					ch := int(next.Add(1) - 1)
+					if ch >= nch {
+						return
+					}
+					reduce(ch, panel)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	R := rs[0]
+	if nch > 1 {
+		panel := make([]float64, w*w)
+		for ch := 1; ch < nch; ch++ {
+			// the rows of chunk ch's R, column-major, as one more panel
+			Rc := rs[ch]
+			for i := 0; i < w; i++ {
+				for j := 0; j < w; j++ {
+					panel[j*w+i] = Rc[i*w+j]
+				}
+			}
+			foldPanel(R, w, panel, w)
+		}
+	}
+	return R
+}
+
+// loadPanel copies rows p … p+n−1 of [A B] column-major into panel
+// (column j at panel[j·n : (j+1)·n]).
+func loadPanel(panel []float64, a, b *mat.Dense, p, n, c, k int) {
+	ad := a.RawMatrix()
+	for i := 0; i < n; i++ {
+		row := ad.Data[(p+i)*ad.Stride : (p+i)*ad.Stride+c]
+		for j, v := range row {
+			panel[j*n+i] = v
+		}
+	}
+	if k == 0 {
+		return
+	}
+	bd := b.RawMatrix()
+	for i := 0; i < n; i++ {
+		row := bd.Data[(p+i)*bd.Stride : (p+i)*bd.Stride+k]
+		for j, v := range row {
+			panel[(c+j)*n+i] = v
+		}
+	}
+}
+
+// foldPanel replaces the w×w upper-triangular R (row-major) by the R factor
+// of the stacked [R; P], P the n×w column-major panel (overwritten).
+// Column j's reflector acts on row j of R and on the n panel rows only: the
+// rows of R below j are zero in column j.
+func foldPanel(R []float64, w int, panel []float64, n int) {
+	for j := 0; j < w; j++ {
+		x := panel[j*n : (j+1)*n]
+		alpha := R[j*w+j]
+		xnorm := norm2(x)
+		if xnorm == 0 {
+			continue // H = I
+		}
+		beta := -math.Copysign(math.Hypot(alpha, xnorm), alpha)
+		tau := (beta - alpha) / beta
+		scale := 1 / (alpha - beta)
+		for i := range x {
+			x[i] *= scale
+		}
+		R[j*w+j] = beta
+		// apply H = I − τ [1; v][1; v]ᵀ to the remaining columns
+		rrow := R[j*w : (j+1)*w]
+		cc := j + 1
+		for ; cc+1 < w; cc += 2 {
+			c0 := panel[cc*n : (cc+1)*n]
+			c1 := panel[(cc+1)*n : (cc+2)*n]
+			s0, s1 := dot2(x, c0, c1)
+			s0 = tau * (rrow[cc] + s0)
+			s1 = tau * (rrow[cc+1] + s1)
+			rrow[cc] -= s0
+			rrow[cc+1] -= s1
+			axpy2(x, c0, c1, s0, s1)
+		}
+		if cc < w {
+			c0 := panel[cc*n : (cc+1)*n]
+			s0, _ := dot2(x, c0, c0)
+			s0 = tau * (rrow[cc] + s0)
+			rrow[cc] -= s0
+			axpy1(x, c0, s0)
+		}
+	}
+}
+
+// norm2 is ‖x‖₂, with the scaled computation when the plain sum of squares
+// could have overflowed or underflowed.
+func norm2(x []float64) float64 {
+	s0, s1, s2, s3 := 0.0, 0.0, 0.0, 0.0
+	i := 0
+	for ; i+3 < len(x); i += 4 {
+		s0 += x[i] * x[i]
+		s1 += x[i+1] * x[i+1]
+		s2 += x[i+2] * x[i+2]
+		s3 += x[i+3] * x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * x[i]
+	}
+	s := (s0 + s1) + (s2 + s3)
+	if s > 1e-280 && s < 1e280 {
+		return math.Sqrt(s)
+	}
+	// zero, tiny (squares may have underflowed), huge, Inf or NaN: the
+	// scaled norm decides
+	return blas64.Nrm2(blas64.Vector{N: len(x), Inc: 1, Data: x})
+}
+
+// dot2 returns (v·a, v·b).
+func dot2(v, a, b []float64) (float64, float64) {
+	a = a[:len(v)]
+	b = b[:len(v)]
+	var s0, s1, t0, t1 float64
+	i := 0
+	for ; i+1 < len(v); i += 2 {
+		v0, v1 := v[i], v[i+1]
+		s0 += v0 * a[i]
+		s1 += v1 * a[i+1]
+		t0 += v0 * b[i]
+		t1 += v1 * b[i+1]
+	}
+	if i < len(v) {
+		s0 += v[i] * a[i]
+		t0 += v[i] * b[i]
+	}
+	return s0 + s1, t0 + t1
+}
+
+// axpy2 does a −= sa·v, b −= sb·v.
+func axpy2(v, a, b []float64, sa, sb float64) {
+	a = a[:len(v)]
+	b = b[:len(v)]
+	for i, vi := range v {
+		a[i] -= sa * vi
+		b[i] -= sb * vi
+	}
+}
+
+// axpy1 does a −= s·v.
+func axpy1(v, a []float64, s float64) {
+	a = a[:len(v)]
+	for i, vi := range v {
+		a[i] -= s * vi
+	}
+}
