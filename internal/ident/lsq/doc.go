@@ -13,10 +13,10 @@
 // (TSQR):
 //
 //   - the rows are cut into chunks of 4096 rows; every chunk is reduced to
-//     its own w×w R by folding panels of 64 rows into a running R: the
+//     its own w×w R by folding panels of 128 rows into a running R: the
 //     Householder QR of the stacked [R; panel], whose reflector for column
 //     j touches only row j of R (the rows below it are zero in column j)
-//     and the 64 panel rows. A panel is copied column-major once, so every
+//     and the 128 panel rows. A panel is copied column-major once, so every
 //     reflector works on contiguous columns that stay in the L1 cache;
 //   - chunks run in parallel on runtime.GOMAXPROCS(0) goroutines;
 //   - the chunk factors are then folded, in chunk order, into the first.
