@@ -31,7 +31,9 @@
 // Least squares uses a Householder QR rather than the normal equations,
 // which square the condition number: the shared solver internal/ident/lsq,
 // a tall-skinny QR over row blocks on all cores that forms only R of
-// [Φ Y] (see its package documentation). The QR solution is replaced by a
+// [Φ Y] (see its package documentation); the ARX fits hand it the
+// regression rows a panel at a time (lsq.SolveRows), so Φ is never stored
+// as a matrix. The QR solution is replaced by a
 // truncated-SVD minimum-norm solution when cond(R) > 1e12 (rank-deficient
 // regressors). The ridge penalty
 // λ Σ θ² on the non-intercept parameters (in scaled coordinates, summed not

@@ -51,15 +51,82 @@ func Solve(a, b *mat.Dense) (*mat.Dense, error) {
 	if r < c || c == 0 {
 		return SolveSVD(a, b)
 	}
+	x, ok := solveR(Factor(a, b), c, k)
+	if !ok {
+		return SolveSVD(a, b)
+	}
+	return x, nil
+}
+
+// Rows is a least-squares problem [A B] (A N×C, B N×K) given by its rows
+// instead of as matrices, so that a caller that computes the rows (the ARX
+// regressors) never stores the N×C matrix: SolveRows asks for one panel of
+// rows at a time.
+type Rows struct {
+	N, C, K int
+	// Fill writes rows i0 … i0+n−1 of [A B] into dst, row-major with C+K
+	// values a row (n ≤ 128). It is called from several goroutines at once
+	// for disjoint row ranges, and must write every value.
+	Fill func(dst []float64, i0, n int)
+}
+
+// SolveRows is Solve for a problem given by its rows; the result is
+// bit-for-bit Solve's on the same matrices. Only the SVD fallback
+// (N < C or cond(R) > CondLimit) builds A and B.
+func SolveRows(p Rows) (*mat.Dense, error) {
+	if p.N <= 0 || p.C <= 0 || p.K <= 0 || p.Fill == nil {
+		return nil, errors.New("lsq: a row problem needs rows, columns, right-hand sides and a Fill")
+	}
+	if p.N < p.C {
+		return SolveSVD(p.dense())
+	}
+	w := p.C + p.K
+	R := factor(p.N, w, func(panel, scratch []float64, i0, n int) {
+		rows := scratch[:n*w]
+		p.Fill(rows, i0, n)
+		for i := 0; i < n; i++ {
+			for j, v := range rows[i*w : (i+1)*w] {
+				panel[j*n+i] = v
+			}
+		}
+	})
+	x, ok := solveR(R, p.C, p.K)
+	if !ok {
+		return SolveSVD(p.dense())
+	}
+	return x, nil
+}
+
+// dense builds A and B of p.
+func (p Rows) dense() (a, b *mat.Dense) {
+	w := p.C + p.K
+	a = mat.NewDense(p.N, p.C, nil)
+	b = mat.NewDense(p.N, p.K, nil)
+	buf := make([]float64, panelRows*w)
+	for i0 := 0; i0 < p.N; i0 += panelRows {
+		n := min(panelRows, p.N-i0)
+		p.Fill(buf[:n*w], i0, n)
+		for i := 0; i < n; i++ {
+			row := buf[i*w : (i+1)*w]
+			a.SetRow(i0+i, row[:p.C])
+			b.SetRow(i0+i, row[p.C:])
+		}
+	}
+	return a, b
+}
+
+// solveR back-substitutes R11 X = (QᵀB)₁ from R of [A B] (w = c+k,
+// row-major); ok is false when R11 is numerically singular (condition
+// estimate above CondLimit, a zero pivot or a NaN).
+func solveR(R []float64, c, k int) (*mat.Dense, bool) {
 	w := c + k
-	R := Factor(a, b)
 	// leading c×c block of R, stride w
 	rt := blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: c, Stride: w, Data: R}
 	work := make([]float64, 3*c)
 	iwork := make([]int, c)
 	rc := lapack64.Trcon(mat.CondNorm, rt, work, iwork)
 	if cond := 1 / rc; !(cond <= CondLimit) {
-		return SolveSVD(a, b)
+		return nil, false
 	}
 	x := mat.NewDense(c, k, nil)
 	xd := x.RawMatrix()
@@ -73,12 +140,12 @@ func Solve(a, b *mat.Dense) (*mat.Dense, error) {
 			}
 			d := row[i]
 			if d == 0 || math.IsNaN(s) {
-				return SolveSVD(a, b)
+				return nil, false
 			}
 			xd.Data[i*xd.Stride+j] = s / d
 		}
 	}
-	return x, nil
+	return x, true
 }
 
 // SolveSVD returns the truncated-SVD minimum-norm least-squares solution:
@@ -115,40 +182,48 @@ func Factor(a, b *mat.Dense) []float64 {
 	if b != nil {
 		_, k = b.Dims()
 	}
-	w := c + k
+	return factor(r, c+k, func(panel, _ []float64, p, n int) {
+		loadPanel(panel, a, b, p, n, c, k)
+	})
+}
+
+// factor is Factor over r rows of w columns that load writes, column-major,
+// into a panel (rows p … p+n−1; scratch is a panel-sized buffer of the
+// calling goroutine).
+func factor(r, w int, load func(panel, scratch []float64, p, n int)) []float64 {
 	nch := (r + chunkRows - 1) / chunkRows
 	if nch < 1 {
 		nch = 1
 	}
 	rs := make([][]float64, nch)
-	reduce := func(ch int, panel []float64) {
+	reduce := func(ch int, panel, scratch []float64) {
 		R := make([]float64, w*w)
 		lo, hi := ch*chunkRows, min(r, (ch+1)*chunkRows)
 		for p := lo; p < hi; p += panelRows {
 			n := min(panelRows, hi-p)
-			loadPanel(panel, a, b, p, n, c, k)
+			load(panel, scratch, p, n)
 			foldPanel(R, w, panel, n)
 		}
 		rs[ch] = R
 	}
 	workers := min(runtime.GOMAXPROCS(0), nch)
 	if workers <= 1 {
-		panel := make([]float64, w*panelRows)
+		panel, scratch := make([]float64, w*panelRows), make([]float64, w*panelRows)
 		for ch := 0; ch < nch; ch++ {
-			reduce(ch, panel)
+			reduce(ch, panel, scratch)
 		}
 	} else {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		for range workers {
 			wg.Go(func() {
-				panel := make([]float64, w*panelRows)
+				panel, scratch := make([]float64, w*panelRows), make([]float64, w*panelRows)
 				for {
 					ch := int(next.Add(1) - 1)
 					if ch >= nch {
 						return
 					}
-					reduce(ch, panel)
+					reduce(ch, panel, scratch)
 				}
 			})
 		}

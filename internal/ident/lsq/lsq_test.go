@@ -234,3 +234,45 @@ func TestSolveBadInput(t *testing.T) {
 		t.Fatal("row mismatch: no error")
 	}
 }
+
+// rowsOf is the Rows form of the matrices a, b.
+func rowsOf(a, b *mat.Dense) Rows {
+	r, c := a.Dims()
+	_, k := b.Dims()
+	return Rows{N: r, C: c, K: k, Fill: func(dst []float64, i0, n int) {
+		w := c + k
+		for i := 0; i < n; i++ {
+			copy(dst[i*w:i*w+c], a.RawRowView(i0+i))
+			copy(dst[i*w+c:(i+1)*w], b.RawRowView(i0+i))
+		}
+	}}
+}
+
+// TestSolveRowsIsSolve: the row form gives Solve's bits, on the QR path,
+// on the SVD fallback (rank deficient) and for a wide problem.
+func TestSolveRowsIsSolve(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	a1, b1 := problem(13, 3*chunkRows+45, 23, 3, 1e6, 1e-3)
+	a2 := randDense(r, chunkRows+9, 5)
+	for i := 0; i < chunkRows+9; i++ {
+		a2.Set(i, 4, 2*a2.At(i, 0))
+	}
+	b2 := randDense(r, chunkRows+9, 1)
+	a3, b3 := randDense(r, 4, 6), randDense(r, 4, 2)
+	for i, p := range [][2]*mat.Dense{{a1, b1}, {a2, b2}, {a3, b3}} {
+		want, err := Solve(p[0], p[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := SolveRows(rowsOf(p[0], p[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !mat.Equal(got, want) {
+			t.Errorf("problem %d: SolveRows differs from Solve by %.3g", i, relErr(got, want))
+		}
+	}
+	if _, err := SolveRows(Rows{N: 10, C: 2, K: 1}); err == nil {
+		t.Error("no Fill: no error")
+	}
+}
