@@ -2,7 +2,9 @@
 // identification trainer that solves a least-squares problem (through
 // internal/ident/linear: ARX and ridge ARX, the subspace shift equation and
 // B, D, x0 refit, the initial-state estimates, and so the OE and ARMAX
-// starts of internal/ident/polynomial and the linear trainers).
+// starts of internal/ident/polynomial and the linear trainers) and the
+// ridge-polynomial path of internal/ident/static (Factor, then the SVD of
+// the small R instead of the tall design).
 //
 // # Algorithm
 //
