@@ -43,12 +43,23 @@
 // streams the full matrix through memory for every block of columns and
 // uses one core; on the 200 000 × 41 ARX problem (BenchmarkLstsq in
 // internal/ident/linear, both in the same run) it takes 6–12× as long as
-// Solve. The kernel here is plain Go (two columns per pass, so each load of
-// the reflector serves two dot products and two updates); the win comes
-// from cache blocking and the second core, not from assembly. The
-// flop count is that of Householder QR, 2·r·w²; one core runs the kernel at
-// about 5.6 GFLOP/s (BenchmarkFactor, 200 000 × 42 in ≈ 125 ms of CPU),
-// close to what scalar loads and stores allow. Four columns per pass
-// measured no faster; a SIMD (assembly) kernel is what is left, and is not
-// needed to beat numpy's lstsq (bench/RESULTS.md).
+// Solve. Most of that is cache blocking and the second core. The
+// reflector kernels — two dot products of a reflector with two columns, and
+// the two column updates (kernel.go) — are also written in AVX2 assembly
+// for amd64 (kernel_amd64.s), because BenchmarkFactor (200 000 × 42, one
+// core, CPU time per factorisation, interleaved runs) measured 67–73 ms
+// with it against 125–132 ms for the earlier two-accumulator Go loop and
+// 139–143 ms for the Go form of the same arithmetic; four columns per pass
+// in Go measured no faster than two. The flop count is that of Householder
+// QR, 2·r·w².
+//
+// The assembly and the Go form compute the same bits: a dot product keeps
+// eight partial sums (term i to sum i mod 8), each product and sum is
+// rounded on its own (no fused multiply-add: the Go code converts every
+// product with float64(·), which forbids fusion on any architecture), and
+// Go adds the partial sums and the tail in one fixed order; the Householder
+// scalars use a plain-Go hypot. So R, and the solution on the QR path, are
+// the same on amd64 with or without AVX2 and on other architectures
+// (checked on amd64 and 386). Not covered: the rare scaled norm of
+// tiny or huge columns (gonum's Nrm2) and the SVD fallback (gonum).
 package lsq

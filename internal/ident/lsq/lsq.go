@@ -30,7 +30,7 @@ const (
 	// chunkRows is the number of rows one worker reduces to its own R
 	// before the R factors are combined. The partition depends on the row
 	// count only, never on the number of cores, so the result is the same
-	// bit for bit on any machine with the same floating-point unit.
+	// bit for bit on any number of cores (and, see kernel.go, on any CPU).
 	chunkRows = 4096
 )
 
@@ -136,7 +136,7 @@ func solveR(R []float64, c, k int) (*mat.Dense, bool) {
 			s := R[i*w+c+j]
 			row := R[i*w : i*w+c]
 			for l := i + 1; l < c; l++ {
-				s -= row[l] * xd.Data[l*xd.Stride+j]
+				s -= float64(row[l] * xd.Data[l*xd.Stride+j])
 			}
 			d := row[i]
 			if d == 0 || math.IsNaN(s) {
@@ -280,7 +280,7 @@ func foldPanel(R []float64, w int, panel []float64, n int) {
 		if xnorm == 0 {
 			continue // H = I
 		}
-		beta := -math.Copysign(math.Hypot(alpha, xnorm), alpha)
+		beta := -math.Copysign(hypot(alpha, xnorm), alpha)
 		tau := (beta - alpha) / beta
 		scale := 1 / (alpha - beta)
 		for i := range x {
@@ -316,13 +316,13 @@ func norm2(x []float64) float64 {
 	s0, s1, s2, s3 := 0.0, 0.0, 0.0, 0.0
 	i := 0
 	for ; i+3 < len(x); i += 4 {
-		s0 += x[i] * x[i]
-		s1 += x[i+1] * x[i+1]
-		s2 += x[i+2] * x[i+2]
-		s3 += x[i+3] * x[i+3]
+		s0 += float64(x[i] * x[i])
+		s1 += float64(x[i+1] * x[i+1])
+		s2 += float64(x[i+2] * x[i+2])
+		s3 += float64(x[i+3] * x[i+3])
 	}
 	for ; i < len(x); i++ {
-		s0 += x[i] * x[i]
+		s0 += float64(x[i] * x[i])
 	}
 	s := (s0 + s1) + (s2 + s3)
 	if s > 1e-280 && s < 1e280 {
@@ -333,40 +333,17 @@ func norm2(x []float64) float64 {
 	return blas64.Nrm2(blas64.Vector{N: len(x), Inc: 1, Data: x})
 }
 
-// dot2 returns (v·a, v·b).
-func dot2(v, a, b []float64) (float64, float64) {
-	a = a[:len(v)]
-	b = b[:len(v)]
-	var s0, s1, t0, t1 float64
-	i := 0
-	for ; i+1 < len(v); i += 2 {
-		v0, v1 := v[i], v[i+1]
-		s0 += v0 * a[i]
-		s1 += v1 * a[i+1]
-		t0 += v0 * b[i]
-		t1 += v1 * b[i+1]
+// hypot is √(p² + q²) for finite p and q ≥ 0 without overflow, in plain
+// Go with every operation rounded on its own (math.Hypot has an assembly
+// form on amd64), so that R has the same bits on every architecture.
+func hypot(p, q float64) float64 {
+	p = math.Abs(p)
+	if p < q {
+		p, q = q, p
 	}
-	if i < len(v) {
-		s0 += v[i] * a[i]
-		t0 += v[i] * b[i]
+	if p == 0 || math.IsInf(p, 0) || math.IsNaN(q) {
+		return p + q
 	}
-	return s0 + s1, t0 + t1
-}
-
-// axpy2 does a −= sa·v, b −= sb·v.
-func axpy2(v, a, b []float64, sa, sb float64) {
-	a = a[:len(v)]
-	b = b[:len(v)]
-	for i, vi := range v {
-		a[i] -= sa * vi
-		b[i] -= sb * vi
-	}
-}
-
-// axpy1 does a −= s·v.
-func axpy1(v, a []float64, s float64) {
-	a = a[:len(v)]
-	for i, vi := range v {
-		a[i] -= s * vi
-	}
+	q /= p
+	return p * math.Sqrt(1+float64(q*q))
 }
