@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
+	"github.com/aml-project/aml/internal/ident/lsq"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -313,46 +315,49 @@ func fitARX(ys, us [][][]float64, ny, nu int, o ARXOrders, opts ARXOptions) (*AR
 			nPen--
 		}
 	}
-	rows := nr + nPen
 	sl := math.Sqrt(opts.Lambda)
-	theta := mat.NewDense(p, ny, nil)
-	if !o.Diag {
-		phi := mat.NewDense(rows, p, nil)
-		yt := mat.NewDense(rows, ny, nil)
-		pd, yd := phi.RawMatrix(), yt.RawMatrix()
-		r := 0
-		for _, s := range segs {
-			for k := lag; k < s.T; k++ {
-				fillRegressor(pd.Data[r*pd.Stride:r*pd.Stride+p], o, ny, nu, m.Intercept, s.ys, s.us, k, 0)
-				copy(yd.Data[r*yd.Stride:r*yd.Stride+ny], s.ys[k*ny:(k+1)*ny])
-				r++
+	// the regression rows, segment after segment, then the nPen ridge rows
+	// √λ·e_i; the solver asks for them a panel at a time (from several
+	// goroutines), so Φ is never stored
+	starts := make([]int, len(segs)+1)
+	for k, sg := range segs {
+		starts[k+1] = starts[k] + max(0, sg.T-lag)
+	}
+	fill := func(out, nrhs int) func(dst []float64, i0, n int) {
+		w := p + nrhs
+		return func(dst []float64, i0, n int) {
+			s := sort.SearchInts(starts, i0+1) - 1 // last segment starting at or before i0
+			for i := i0; i < i0+n; i++ {
+				row := dst[(i-i0)*w : (i-i0+1)*w]
+				if i >= nr {
+					clear(row)
+					row[i-nr] = sl
+					continue
+				}
+				for i >= starts[s+1] {
+					s++
+				}
+				sg := segs[s]
+				k := lag + i - starts[s]
+				fillRegressor(row[:p], o, ny, nu, m.Intercept, sg.ys, sg.us, k, out)
+				if nrhs == 1 {
+					row[p] = sg.ys[k*ny+out]
+				} else {
+					copy(row[p:], sg.ys[k*ny:(k+1)*ny])
+				}
 			}
 		}
-		for i := 0; i < nPen; i++ {
-			phi.Set(nr+i, i, sl)
-		}
-		x, err := lstsq(phi, yt)
+	}
+	theta := mat.NewDense(p, ny, nil)
+	if !o.Diag {
+		x, err := lsq.SolveRows(lsq.Rows{N: nr + nPen, C: p, K: ny, Fill: fill(0, ny)})
 		if err != nil {
 			return nil, err
 		}
 		theta.Copy(x)
 	} else {
-		phi := mat.NewDense(rows, p, nil)
-		yt := mat.NewDense(rows, 1, nil)
-		pd := phi.RawMatrix()
 		for out := 0; out < ny; out++ {
-			r := 0
-			for _, s := range segs {
-				for k := lag; k < s.T; k++ {
-					fillRegressor(pd.Data[r*pd.Stride:r*pd.Stride+p], o, ny, nu, m.Intercept, s.ys, s.us, k, out)
-					yt.Set(r, 0, s.ys[k*ny+out])
-					r++
-				}
-			}
-			for i := 0; i < nPen; i++ {
-				phi.Set(nr+i, i, sl)
-			}
-			x, err := lstsq(phi, yt)
+			x, err := lsq.SolveRows(lsq.Rows{N: nr + nPen, C: p, K: 1, Fill: fill(out, 1)})
 			if err != nil {
 				return nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/aml-project/aml/internal/ident/lsq"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -131,5 +132,30 @@ func BenchmarkSimulate(b *testing.B) {
 			_ = m.Simulate(uu, y[:8])
 		}
 		b.ReportMetric(float64(T)*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+	})
+}
+
+// BenchmarkLstsq solves the 200 000 × 41 regression problem of
+// BenchmarkARXFit with the shared solver (internal/ident/lsq, TSQR on all
+// cores) and with a plain gonum mat.QR Factorize + SolveTo, in the same
+// run. bench/lstsq_numpy.sh runs numpy.linalg.lstsq on the same shape.
+func BenchmarkLstsq(b *testing.B) {
+	phi, yt := benchMatrix(benchData())
+	b.Run("lsq", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := lsq.Solve(phi, yt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("gonumQR", func(b *testing.B) {
+		for b.Loop() {
+			var qr mat.QR
+			qr.Factorize(phi)
+			var x mat.Dense
+			if err := qr.SolveTo(&x, false, yt); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }

@@ -28,16 +28,20 @@
 // (one QR, NY right-hand sides); with Diag each output has its own regressor
 // (own past only, all inputs) and its own QR.
 //
-// Least squares uses a Householder QR (gonum mat.QR, LAPACK Dgeqrf/Dormqr)
-// rather than the normal equations, which square the condition number; the
-// QR solution is replaced by a truncated-SVD minimum-norm solution when
-// cond(R) > 1e12 (rank-deficient regressors). The ridge penalty
+// Least squares uses a Householder QR rather than the normal equations,
+// which square the condition number: the shared solver internal/ident/lsq,
+// a tall-skinny QR over row blocks on all cores that forms only R of
+// [Φ Y] (see its package documentation); the ARX fits hand it the
+// regression rows a panel at a time (lsq.SolveRows), so Φ is never stored
+// as a matrix. The QR solution is replaced by a
+// truncated-SVD minimum-norm solution when cond(R) > 1e12 (rank-deficient
+// regressors). The ridge penalty
 // λ Σ θ² on the non-intercept parameters (in scaled coordinates, summed not
 // averaged data term) is solved exactly as an augmented least-squares
 // problem [Φ; √λ·I] θ ≈ [Y; 0], so the same QR path is used. On a
-// 200 000 × 41 problem the whole fit (normalisation, building Φ, QR, solve)
-// costs about 1.1 × a bare mat.QR Factorize + SolveTo of the same
-// matrix (BenchmarkARXFit vs BenchmarkGonumQRSolve).
+// 200 000 × 41 problem BenchmarkLstsq compares the solver with a bare
+// gonum mat.QR Factorize + SolveTo of the same matrix, and BenchmarkARXFit
+// gives the whole fit (normalisation, building Φ, least squares).
 //
 // PredictOneStep uses measured past outputs; its first MaxLag rows are NaN.
 // Simulate (free run) returns the given initial measured outputs unchanged

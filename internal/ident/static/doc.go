@@ -38,7 +38,11 @@
 // columns (c0 = −mean(Φ)·β) and taking the thin SVD of the centred design,
 // Φc = USVᵀ, β = V·diag(s/(s²+λ))·Uᵀy: the same solution as Cholesky on the
 // normal equations (ΦcᵀΦc + λI)β = Φcᵀy, but numerically safer and one
-// factorisation serves the whole λ grid. λ = 0 is ordinary least squares
+// factorisation serves the whole λ grid. With at least as many rows as
+// terms the SVD is taken of the small q×q factor R of the shared
+// least-squares solver's tall-skinny QR of [Φc y] (internal/ident/lsq):
+// Φc = Q·R, so the singular values and V are R's and Uᵀy = U_Rᵀ·(Qᵀy),
+// without the n×q U. λ = 0 is ordinary least squares
 // (minimum-norm, singular values below s_max·max(n,q)·ε dropped, when the
 // design is rank deficient).
 //

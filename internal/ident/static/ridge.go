@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/aml-project/aml/internal/ident/lsq"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -115,8 +116,18 @@ func newPolyPath(X, Y [][]float64, terms [][]int) (*polyPath, error) {
 		pp.out.apply(Y[i], z)
 		Ys.SetRow(i, z)
 	}
+	// Φc = Q·R11 and QᵀY = R12 from the shared least-squares solver's
+	// tall-skinny QR of [Φc Y]; then the SVD of the q×q R11 = U_R S Vᵀ
+	// gives Φc's singular values and V, and Uᵀy = U_Rᵀ R12 (U = Q U_R).
+	// Fewer rows than terms: the SVD of Φc itself.
 	var svd mat.SVD
-	if !svd.Factorize(Phi, mat.SVDThin) {
+	a, rhs := mat.Matrix(Phi), mat.Matrix(Ys)
+	if n >= q {
+		R := lsq.Factor(Phi, Ys)
+		rm := mat.NewDense(q+m, q+m, R)
+		a, rhs = rm.Slice(0, q, 0, q), rm.Slice(0, q, q, q+m)
+	}
+	if !svd.Factorize(a, mat.SVDThin) {
 		return nil, fmt.Errorf("static: SVD of the %d×%d design did not converge", n, q)
 	}
 	pp.s = svd.Values(nil)
@@ -125,7 +136,7 @@ func newPolyPath(X, Y [][]float64, terms [][]int) (*polyPath, error) {
 	pp.v = new(mat.Dense)
 	svd.VTo(pp.v)
 	pp.uty = new(mat.Dense)
-	pp.uty.Mul(U.T(), Ys)
+	pp.uty.Mul(U.T(), rhs)
 	smax := 0.0
 	if len(pp.s) > 0 {
 		smax = pp.s[0]
