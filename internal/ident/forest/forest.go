@@ -150,7 +150,12 @@ type Forest struct {
 	// leaf probabilities are in this order.
 	Classes []float64 `json:"classes,omitempty"`
 	Options Options   `json:"options"`
-	Trees   []Tree    `json:"trees"`
+	// Method is MethodForest (empty) or MethodBoost; a boosted model
+	// predicts Init + LearningRate·Σ_t tree_t(x).
+	Method       string  `json:"method,omitempty"`
+	Init         float64 `json:"init,omitempty"`
+	LearningRate float64 `json:"learning_rate,omitempty"`
+	Trees        []Tree  `json:"trees"`
 	// Importances are the normalised mean decreases in impurity per feature.
 	Importances []float64 `json:"importances"`
 	OOB         OOBScore  `json:"oob"`
@@ -182,6 +187,10 @@ func (f *Forest) Proba(x []float64, out []float64) {
 		for c := 0; c < k; c++ {
 			out[c] += v[c]
 		}
+	}
+	if f.Method == MethodBoost {
+		out[0] = f.Init + f.LearningRate*out[0]
+		return
 	}
 	inv := 1 / float64(len(f.Trees))
 	for c := 0; c < k; c++ {

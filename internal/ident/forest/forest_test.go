@@ -321,3 +321,43 @@ func BenchmarkFitRegression(b *testing.B) {
 		}
 	}
 }
+
+func TestBoost(t *testing.T) {
+	X, y := synth(300, 4, Regression, 11)
+	bo := BoostOptions{Rounds: 200, Seed: 2}
+	f, err := Boost(X, y, bo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Boost(X, y, bo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, _ := json.Marshal(f)
+	b2, _ := json.Marshal(g)
+	if !bytes.Equal(b1, b2) {
+		t.Fatal("boost not deterministic for a seed")
+	}
+	p, err := Parse(b1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu, sse, sst := 0.0, 0.0, 0.0
+	for _, v := range y {
+		mu += v / float64(len(y))
+	}
+	for i, v := range y {
+		if p.Predict(X[i]) != f.Predict(X[i]) {
+			t.Fatal("parsed boosted model predicts differently")
+		}
+		e := f.Predict(X[i]) - v
+		sse += e * e
+		sst += (v - mu) * (v - mu)
+	}
+	if r2 := 1 - sse/sst; r2 < 0.8 {
+		t.Fatalf("boosted training R² %.3f", r2)
+	}
+	if _, err := Boost(X, y, BoostOptions{LearningRate: 2}); err == nil {
+		t.Fatal("learning rate 2 accepted")
+	}
+}

@@ -33,6 +33,15 @@ func (f *Forest) Validate() error {
 	if f.Task != Classification && f.Task != Regression {
 		return fmt.Errorf("forest: task %q", f.Task)
 	}
+	switch f.Method {
+	case MethodForest:
+	case MethodBoost:
+		if f.Task != Regression || math.IsNaN(f.Init) || math.IsInf(f.Init, 0) || !(f.LearningRate > 0 && f.LearningRate <= 1) {
+			return fmt.Errorf("forest: a boosted model must be a regression with a finite init and a learning rate in (0, 1]")
+		}
+	default:
+		return fmt.Errorf("forest: method %q", f.Method)
+	}
 	if f.NFeatures < 1 {
 		return fmt.Errorf("forest: %d features", f.NFeatures)
 	}

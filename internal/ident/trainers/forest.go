@@ -23,7 +23,8 @@ const FormatForest = "aml.static-forest/1"
 // internal/ident/forest) per target of a static_response dataset: a
 // classifier for a class target (predicted as the class label), a
 // regression forest otherwise, with its out-of-bag estimate and feature
-// importances in the artifact.
+// importances in the artifact; or, with method boost, gradient-boosted
+// regression trees.
 type StaticForest struct{}
 
 func (StaticForest) Ref() string           { return "static_forest@1" }
@@ -32,8 +33,10 @@ func (StaticForest) HasTrainingStep() bool { return true }
 // ForestParams are static_forest@1's params (also read by the benchmark
 // harness, internal/benchident).
 type ForestParams struct {
+	Method         string  `json:"method" jsonschema:"forest (random forest, trees grown in parallel) or boost (gradient-boosted regression trees on the squared error, trees = rounds; regression only)" param:"default=\"forest\";enum=forest|boost"`
+	LearningRate   float64 `json:"learningRate" jsonschema:"boost only: shrinkage of every tree (0: 0.05)" param:"default=0;min=0;max=1"`
 	Task           string  `json:"task" jsonschema:"classification (targets are class labels, predicted as labels), regression, or auto: classification when every train target value is an integer and there are at most 20 of them" param:"default=\"auto\";enum=auto|classification|regression"`
-	Trees          int     `json:"trees" jsonschema:"trees in the forest" param:"default=500;min=1;max=100000"`
+	Trees          int     `json:"trees" jsonschema:"trees in the forest (boost: rounds, 300 when absent)" param:"default=500;min=1;max=100000"`
 	MaxDepth       int     `json:"maxDepth" jsonschema:"maximum tree depth (0: unlimited)" param:"default=0;min=0"`
 	MinLeaf        int     `json:"minLeaf" jsonschema:"least number of distinct rows in a leaf" param:"default=1;min=1"`
 	MinSplit       int     `json:"minSplit" jsonschema:"least number of distinct rows in a node that is split" param:"default=2;min=2"`
@@ -43,6 +46,23 @@ type ForestParams struct {
 	RandomSplits   bool    `json:"randomSplits" jsonschema:"extremely randomised trees: one random threshold per tried feature" param:"default=false"`
 	Physics        any     `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
 	PhysicsSha256  any     `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
+}
+
+// Fit fits one target's model: a random forest, or with method boost
+// gradient-boosted trees (maxDepth 0 → 4, minLeaf → 3, sampleFraction → 0.8,
+// maxFeatures 0 → all).
+func (p ForestParams) Fit(X [][]float64, y []float64, seed uint64) (*forest.Forest, error) {
+	if p.Method != "boost" {
+		return forest.Fit(X, y, p.Options(y, seed))
+	}
+	if t := p.Options(y, seed).Task; t != forest.Regression {
+		return nil, fmt.Errorf("method boost fits regression trees; the task is %s (set task regression to regress a class label)", t)
+	}
+	bo := forest.BoostOptions{Rounds: p.Trees, LearningRate: p.LearningRate, MaxDepth: p.MaxDepth, MinLeaf: p.MinLeaf, MaxFeatures: p.MaxFeatures, Subsample: p.SampleFraction, Seed: seed}
+	if bo.Subsample > 1 {
+		bo.Subsample = 1
+	}
+	return forest.Boost(X, y, bo)
 }
 
 // Options returns the forest options for a target with values y (to
@@ -127,7 +147,7 @@ func (StaticForest) Train(ctx context.Context, tc *trainer.TrainContext) error {
 			return err
 		}
 		tc.Progress(0.05+0.9*float64(o)/float64(len(Y)), fmt.Sprintf("forest for %s", m.Targets[o]))
-		f, err := forest.Fit(X, y, p.Options(y, uint64(tc.Seed)+uint64(o)))
+		f, err := p.Fit(X, y, uint64(tc.Seed)+uint64(o))
 		if err != nil {
 			return err
 		}
