@@ -45,6 +45,14 @@
 // decrease in impurity per feature, summed over all splits of all trees and
 // normalised to sum 1.
 //
+// # Gradient boosting
+//
+// [Boost] fits gradient-boosted regression trees on the squared error with
+// the same tree grower: each round fits a depth-limited tree to the current
+// residuals on a subsample drawn without replacement, and the model predicts
+// Init + LearningRate·Σ_t tree_t(x) (Forest.Method "boost"). Rounds are
+// sequential (one core) and there is no out-of-bag estimate.
+//
 // # Model file
 //
 // A Forest marshals to JSON (Version 1): per tree, parallel node arrays
