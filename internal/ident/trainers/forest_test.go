@@ -119,3 +119,43 @@ func TestStaticForestOnLegoThroughJobs(t *testing.T) {
 	}
 	t.Logf("OOB R² %.4f over %d rows, importances %.3f", *f.OOB.R2, f.OOB.Rows, f.Importances)
 }
+
+// TestForestLoader: an aml.static-forest/1 artifact loads through
+// loadForest and predicts class labels in a batch; a forest whose node
+// points at a missing feature is refused as an invalid model.
+func TestForestLoader(t *testing.T) {
+	var X [][]float64
+	var y []float64
+	for i := 0; i < 60; i++ {
+		a, b := float64(i%10), float64(i/10)
+		X = append(X, []float64{a, b})
+		y = append(y, map[bool]float64{true: 2, false: 1}[a+b > 7])
+	}
+	o := forest.DefaultOptions(forest.Classification)
+	o.Trees = 20
+	f, err := forest.Fit(X, y, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(f)
+	man := &dataset.Manifest{Kind: dataset.KindStatic, Inputs: []string{"a", "b"}, Targets: []string{"q"}}
+	art, _ := json.Marshal(forestArtifact{Format: FormatForest, Inputs: man.Inputs, Outputs: man.Targets, Forests: []json.RawMessage{raw}, TrainRows: 60})
+	p, err := loadForest(art, t.TempDir(), man)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := []float32{0, 0, 9, 5}
+	out, err := p.PredictBatch(context.Background(), x, make([]float32, 2*man.Dims().ULen()), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0] != 1 || out[1] != 2 {
+		t.Fatalf("predicted %v, want [1 2]", out)
+	}
+	f.Trees[0].Feature[0] = 5
+	raw, _ = json.Marshal(f)
+	art, _ = json.Marshal(forestArtifact{Format: FormatForest, Inputs: man.Inputs, Outputs: man.Targets, Forests: []json.RawMessage{raw}})
+	if _, err := loadForest(art, t.TempDir(), man); err == nil || !strings.Contains(err.Error(), "feature 5 out of range") {
+		t.Fatalf("a corrupt forest loaded: %v", err)
+	}
+}
