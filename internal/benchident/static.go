@@ -19,8 +19,10 @@ import (
 // validation on the raw table, per group (e.g. per part), with fold =
 // row-within-group index mod K ("mod") — the protocol the data sets'
 // SOURCE.md use for their reference figures. The fitting code is the one
-// static_response@1 runs (internal/ident/static, inner CV for degree,
-// penalty and the GP alternative on each outer fold's training rows only).
+// the trainers run: static_response@1's (internal/ident/static, inner CV
+// for degree, penalty and the GP alternative on each outer fold's training
+// rows only) or static_forest@1's (internal/ident/forest, seeded by the
+// config's seed).
 type StaticCV struct {
 	GroupBy string `json:"groupBy,omitempty"` // column that splits the table into groups (string values allowed)
 	Folds   int    `json:"folds"`             // K
@@ -56,8 +58,14 @@ func runStatic(ctx context.Context, c *Config, progress func(string)) (*Report, 
 	}
 	sort.Strings(names)
 	for _, tc := range c.Trainers {
+		if tc.Ref == "static_forest@1" {
+			if err := runForestCV(c, tc, names, groups, rep, progress); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if tc.Ref != "static_response@1" {
-			rep.Results = append(rep.Results, Result{Trainer: tc.Ref, Output: c.Outputs[0], Error: "static benchmarks run static_response@1 only"})
+			rep.Results = append(rep.Results, Result{Trainer: tc.Ref, Output: c.Outputs[0], Error: "static benchmarks run static_response@1 and static_forest@1 only"})
 			continue
 		}
 		opt := static.DefaultOptions()

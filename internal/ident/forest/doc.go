@@ -1,0 +1,63 @@
+// Package forest fits random forests of CART trees to static (one row per
+// cycle) data: classification by soft voting over the trees' leaf class
+// probabilities, regression by the mean of the trees' leaf means.
+//
+//	f, err := forest.Fit(X, y, forest.DefaultOptions(forest.Classification))
+//	class := f.Predict(x)
+//	acc := f.OOB.Accuracy // out-of-bag estimate
+//
+// # Trees
+//
+// Every tree is grown on a bootstrap sample (Options.SampleFraction·n draws
+// with replacement; without Options.Bootstrap, a subsample of that size
+// without replacement, or all rows). At each node Options.MaxFeatures
+// features are drawn without replacement (more are drawn while the drawn
+// ones are constant on the node, as in scikit-learn) and the split
+// x_f ≤ t maximising the impurity decrease is taken: weighted Gini for
+// classification, weighted squared error for regression (the bootstrap
+// counts are the weights). Thresholds are midpoints between consecutive
+// distinct values. A node becomes a leaf at Options.MaxDepth, below
+// Options.MinSplit rows, when it is pure, or when no split leaves
+// Options.MinLeaf distinct rows on each side.
+//
+// # Speed
+//
+// The rows are sorted once per feature; each tree keeps, per feature, its
+// in-bag rows in that order in one flat buffer, and every node is a range of
+// it. A split partitions every feature's range stably in place (one scratch
+// buffer per worker), so finding a split is a linear scan and nothing is
+// allocated per node but the node itself. Trees are grown in parallel on
+// Options.Workers goroutines (default runtime.GOMAXPROCS).
+//
+// # Determinism
+//
+// Tree t draws from its own PCG stream seeded by (Options.Seed, t), and the
+// trees, the out-of-bag sums and the importances are combined in tree
+// order, so a forest is bit-identical for a seed whatever the number of
+// workers or cores.
+//
+// # Out-of-bag estimate and importances
+//
+// Each row is predicted by the trees whose sample left it out (OOB): the
+// accuracy (classification) or R² and RMSE (regression) of those
+// predictions over the rows left out by at least one tree estimates the
+// generalisation error without a held-out set. Importances are the mean
+// decrease in impurity per feature, summed over all splits of all trees and
+// normalised to sum 1.
+//
+// # Gradient boosting
+//
+// [Boost] fits gradient-boosted regression trees on the squared error with
+// the same tree grower: each round fits a depth-limited tree to the current
+// residuals on a subsample drawn without replacement, and the model predicts
+// Init + LearningRate·Σ_t tree_t(x) (Forest.Method "boost"). Rounds are
+// sequential (one core) and there is no out-of-bag estimate.
+//
+// # Model file
+//
+// A Forest marshals to JSON (Version 1): per tree, parallel node arrays
+// (feature, threshold, left, right; feature −1 marks a leaf) and the leaf
+// values (class probabilities, K per node, or one mean per node). [Parse]
+// reads and validates it: children must come after their parent, so a
+// parsed forest always terminates.
+package forest

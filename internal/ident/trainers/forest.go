@@ -1,0 +1,223 @@
+package trainers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/ident/forest"
+	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/trainer"
+)
+
+// FormatForest is the artifact of static_forest@1.
+const FormatForest = "aml.static-forest/1"
+
+// StaticForest ("static_forest@1") fits a random forest (package
+// internal/ident/forest) per target of a static_response dataset: a
+// classifier for a class target (predicted as the class label), a
+// regression forest otherwise, with its out-of-bag estimate and feature
+// importances in the artifact; or, with method boost, gradient-boosted
+// regression trees.
+type StaticForest struct{}
+
+func (StaticForest) Ref() string           { return "static_forest@1" }
+func (StaticForest) HasTrainingStep() bool { return true }
+
+// ForestParams are static_forest@1's params (also read by the benchmark
+// harness, internal/benchident).
+type ForestParams struct {
+	Method         string  `json:"method" jsonschema:"forest (random forest, trees grown in parallel) or boost (gradient-boosted regression trees on the squared error, trees = rounds; regression only)" param:"default=\"forest\";enum=forest|boost"`
+	LearningRate   float64 `json:"learningRate" jsonschema:"boost only: shrinkage of every tree (0: 0.05)" param:"default=0;min=0;max=1"`
+	Task           string  `json:"task" jsonschema:"classification (targets are class labels, predicted as labels), regression, or auto: classification when every train target value is an integer and there are at most 20 of them" param:"default=\"auto\";enum=auto|classification|regression"`
+	Trees          int     `json:"trees" jsonschema:"trees in the forest (boost: rounds, 300 when absent)" param:"default=500;min=1;max=100000"`
+	MaxDepth       int     `json:"maxDepth" jsonschema:"maximum tree depth (0: unlimited)" param:"default=0;min=0"`
+	MinLeaf        int     `json:"minLeaf" jsonschema:"least number of distinct rows in a leaf" param:"default=1;min=1"`
+	MinSplit       int     `json:"minSplit" jsonschema:"least number of distinct rows in a node that is split" param:"default=2;min=2"`
+	MaxFeatures    int     `json:"maxFeatures" jsonschema:"features tried at each split, mtry (0: √d for classification, d/3 for regression)" param:"default=0;min=0"`
+	Bootstrap      *bool   `json:"bootstrap" jsonschema:"draw each tree's rows with replacement (needed for the out-of-bag estimate)" param:"default=true"`
+	SampleFraction float64 `json:"sampleFraction" jsonschema:"rows drawn per tree as a fraction of the train rows" param:"default=1;min=0"`
+	RandomSplits   bool    `json:"randomSplits" jsonschema:"extremely randomised trees: one random threshold per tried feature" param:"default=false"`
+	Physics        any     `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
+	PhysicsSha256  any     `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
+}
+
+// Fit fits one target's model: a random forest, or with method boost
+// gradient-boosted trees (maxDepth 0 → 4, minLeaf → 3, sampleFraction → 0.8,
+// maxFeatures 0 → all).
+func (p ForestParams) Fit(X [][]float64, y []float64, seed uint64) (*forest.Forest, error) {
+	if p.Method != "boost" {
+		return forest.Fit(X, y, p.Options(y, seed))
+	}
+	if t := p.Options(y, seed).Task; t != forest.Regression {
+		return nil, fmt.Errorf("method boost fits regression trees; the task is %s (set task regression to regress a class label)", t)
+	}
+	bo := forest.BoostOptions{Rounds: p.Trees, LearningRate: p.LearningRate, MaxDepth: p.MaxDepth, MinLeaf: p.MinLeaf, MaxFeatures: p.MaxFeatures, Subsample: p.SampleFraction, Seed: seed}
+	if bo.Subsample > 1 {
+		bo.Subsample = 1
+	}
+	return forest.Boost(X, y, bo)
+}
+
+// Options returns the forest options for a target with values y (to
+// resolve task auto) and a seed.
+func (p ForestParams) Options(y []float64, seed uint64) forest.Options {
+	task := p.Task
+	if task == "" || task == "auto" {
+		task = AutoTask(y)
+	}
+	o := forest.DefaultOptions(task)
+	if p.Trees > 0 {
+		o.Trees = p.Trees
+	}
+	o.MaxDepth, o.MaxFeatures, o.RandomSplits, o.Seed = p.MaxDepth, p.MaxFeatures, p.RandomSplits, seed
+	if p.MinLeaf > 0 {
+		o.MinLeaf = p.MinLeaf
+	}
+	if p.MinSplit > 0 {
+		o.MinSplit = p.MinSplit
+	}
+	if p.Bootstrap != nil {
+		o.Bootstrap = *p.Bootstrap
+	}
+	if p.SampleFraction > 0 {
+		o.SampleFraction = p.SampleFraction
+	}
+	return o
+}
+
+// AutoTask is task auto: classification when every value is an integer
+// and there are at most 20 distinct values, regression otherwise.
+func AutoTask(y []float64) string {
+	seen := map[float64]bool{}
+	for _, v := range y {
+		if v != math.Trunc(v) {
+			return forest.Regression
+		}
+		seen[v] = true
+		if len(seen) > 20 {
+			return forest.Regression
+		}
+	}
+	return forest.Classification
+}
+
+type forestArtifact struct {
+	Format    string            `json:"format"`
+	Inputs    []string          `json:"inputs"`
+	Outputs   []string          `json:"outputs"`
+	Forests   []json.RawMessage `json:"forests"` // one forest.Forest per output
+	TrainRows int               `json:"trainRows"`
+}
+
+func (StaticForest) Train(ctx context.Context, tc *trainer.TrainContext) error {
+	b := tc.Dataset
+	m := b.Manifest
+	if m.Kind != dataset.KindStatic {
+		return fmt.Errorf("static_forest@1 needs a static_response dataset (one row per cycle); this one is %s", m.Kind)
+	}
+	var p ForestParams
+	if len(tc.Params) > 0 {
+		if err := json.Unmarshal(tc.Params, &p); err != nil {
+			return fmt.Errorf("params: %w", err)
+		}
+	}
+	lo, hi := b.Split("train")
+	X := make([][]float64, 0, hi-lo)
+	var Y [][]float64
+	for n := lo; n < hi; n++ {
+		x, _, y := b.Window(n)
+		X = append(X, f64(x))
+		if Y == nil {
+			Y = make([][]float64, len(y))
+		}
+		for o, v := range y {
+			Y[o] = append(Y[o], float64(v))
+		}
+	}
+	art := forestArtifact{Format: FormatForest, Inputs: m.Inputs, Outputs: m.Targets, TrainRows: len(X)}
+	for o, y := range Y {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tc.Progress(0.05+0.9*float64(o)/float64(len(Y)), fmt.Sprintf("forest for %s", m.Targets[o]))
+		f, err := p.Fit(X, y, uint64(tc.Seed)+uint64(o))
+		if err != nil {
+			return err
+		}
+		raw, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		art.Forests = append(art.Forests, raw)
+	}
+	tc.Progress(0.95, "writing")
+	return writeJSON(filepath.Join(tc.ArtifactsDir, model.FileName), art)
+}
+
+type forestPredictor struct {
+	d dataset.Dims
+	f []*forest.Forest
+}
+
+func loadForest(b []byte, dir string, man *dataset.Manifest) (model.Predictor, error) {
+	var a forestArtifact
+	if err := model.Decode(b, &a); err != nil {
+		return nil, err
+	}
+	if man.Kind != dataset.KindStatic {
+		return nil, model.Invalid("format", "%s predicts one row per cycle; the dataset is %s", FormatForest, man.Kind)
+	}
+	d := man.Dims()
+	if len(a.Inputs) != d.XCols || len(a.Outputs) != d.YCols || len(a.Forests) != d.YCols {
+		return nil, model.Invalid("inputs", "the model has %d inputs, %d outputs and %d forests, the dataset %d inputs and %d outputs", len(a.Inputs), len(a.Outputs), len(a.Forests), d.XCols, d.YCols)
+	}
+	p := &forestPredictor{d: d}
+	for o, raw := range a.Forests {
+		f, err := forest.Parse(raw)
+		if err != nil {
+			return nil, model.Invalid(fmt.Sprintf("forests[%d]", o), "%v", err)
+		}
+		if f.NFeatures != d.XCols {
+			return nil, model.Invalid(fmt.Sprintf("forests[%d]", o), "the forest has %d features, the dataset %d inputs", f.NFeatures, d.XCols)
+		}
+		p.f = append(p.f, f)
+	}
+	return p, nil
+}
+
+func (p *forestPredictor) Format() string { return FormatForest }
+func (p *forestPredictor) Horizon() int   { return 1 }
+
+func (p *forestPredictor) PredictBatch(ctx context.Context, x, u []float32, n int) ([]float32, error) {
+	if err := model.CheckBatch(p.d, x, u, n); err != nil {
+		return nil, err
+	}
+	out := make([]float32, n*p.d.YCols)
+	row := make([]float64, p.d.XCols)
+	for i := 0; i < n; i++ {
+		for j := range row {
+			row[j] = float64(x[i*p.d.XCols+j])
+		}
+		for o, f := range p.f {
+			out[i*p.d.YCols+o] = float32(f.Predict(row))
+		}
+	}
+	return out, nil
+}
+
+var forestSchema = sync.OnceValue(trainer.MustParamSchema[ForestParams])
+
+var _ trainer.Described = StaticForest{}
+
+func (StaticForest) Summary() string {
+	return "random forest of CART trees (classification by soft vote, or regression) with out-of-bag estimate and feature importances, for static_response datasets"
+}
+func (StaticForest) Formats() []string               { return []string{FormatForest} }
+func (StaticForest) ParamSchema() *jsonschema.Schema { return forestSchema() }
