@@ -123,7 +123,7 @@ func normalize(t *testing.T, s string) any {
 
 func volatileKey(k string) bool {
 	switch k {
-	case "id", "seconds", "path", "file", "worker", "hash":
+	case "id", "seconds", "path", "file", "worker", "hash", "trainingSec":
 		return true
 	}
 	for _, suf := range []string{"Id", "ID", "At", "By", "Path", "Ids", "IDs"} {
