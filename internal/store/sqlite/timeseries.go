@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,6 +50,7 @@ type ingestTx struct {
 	samples.Keys
 	spans map[int64]span
 	args  []any
+	order []int32 // the batch's rows in (node, ts) order
 }
 
 // Ingest implements core.TimeSeries.
@@ -99,6 +102,14 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 	var lastCtx core.ContextFilter
 	var lastCtxPK int64 = -1
 	it.args = it.args[:0]
+	// Validate in the caller's order (the first bad sample is the one
+	// named), then insert in (node, ts) order: consecutive rows of one node
+	// land on the same B-tree leaf, so the cost of an insert does not grow
+	// with the store (rows of ten interleaved nodes would each seek a
+	// different leaf). The sort is stable: of two samples of one node at
+	// one instant the later in the batch is written last and wins.
+	it.order = it.order[:0]
+	sorted := true
 	for i := range samples {
 		sm := &samples[i]
 		if sm.Node == "" {
@@ -107,6 +118,16 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 		if math.IsNaN(sm.Value) || math.IsInf(sm.Value, 0) {
 			return st, core.FieldErrorf(core.CodeNonFinite, "samples["+strconv.Itoa(i)+"].value", "node %q at %d: value %v is not finite", sm.Node, sm.TsUs, sm.Value)
 		}
+		if i > 0 && sorted && cmpNodeTs(&samples[i-1], sm) > 0 {
+			sorted = false
+		}
+		it.order = append(it.order, int32(i))
+	}
+	if !sorted {
+		slices.SortStableFunc(it.order, func(x, y int32) int { return cmpNodeTs(&samples[x], &samples[y]) })
+	}
+	for _, i := range it.order {
+		sm := &samples[i]
 		if sm.Node != lastNode || lastNodePK < 0 {
 			pk, created, err := it.NodePK(core.Node{ID: sm.Node, LineID: sm.Line, Kind: core.NodeDAQ})
 			if err != nil {
@@ -273,3 +294,11 @@ func (readDB) NoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+// cmpNodeTs orders samples by node, then time.
+func cmpNodeTs(a, b *core.Sample) int {
+	if c := strings.Compare(a.Node, b.Node); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.TsUs, b.TsUs)
+}
