@@ -436,11 +436,31 @@ func cleanStaleTemps(root string) {
 	}
 }
 
+// pageAppender is a store that appends a page to a slice (samples.Reader):
+// readAll then fills one slice instead of copying every page.
+type pageAppender interface {
+	AppendPage(ctx context.Context, q core.PageQuery, dst []core.Point) (core.Page, error)
+}
+
 func readAll(ctx context.Context, ts core.TimeSeries, nodeID, runID string, from, to int64) ([]core.Point, error) {
 	var out []core.Point
 	var after *int64
+	pa, direct := ts.(pageAppender)
 	for {
-		p, err := ts.QueryPage(ctx, core.PageQuery{Node: nodeID, Filter: core.ContextFilter{Run: runID}, AfterTs: after, FromMs: &from, ToMs: &to, Limit: pageLimit})
+		q := core.PageQuery{Node: nodeID, Filter: core.ContextFilter{Run: runID}, AfterTs: after, FromMs: &from, ToMs: &to, Limit: pageLimit}
+		if direct && out != nil {
+			p, err := pa.AppendPage(ctx, q, out)
+			if err != nil {
+				return nil, err
+			}
+			out = p.Points
+			if !p.HasMore {
+				return out, nil
+			}
+			after = &p.NextAfterTs
+			continue
+		}
+		p, err := ts.QueryPage(ctx, q)
 		if err != nil {
 			return nil, err
 		}

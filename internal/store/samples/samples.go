@@ -15,6 +15,7 @@ import (
 	"context"
 	"database/sql"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -147,7 +148,18 @@ func stateOf(ns sql.NullString) string {
 
 // QueryPage implements core.TimeSeries.
 func (r *Reader) QueryPage(ctx context.Context, q core.PageQuery) (core.Page, error) {
-	page := core.Page{Node: q.Node, Points: []core.Point{}}
+	return r.AppendPage(ctx, q, nil)
+}
+
+// AppendPage is QueryPage appending the page's points to dst (the
+// returned page's Points is dst extended): a caller reading a whole
+// series page by page fills one slice instead of allocating and copying a
+// slice per page.
+func (r *Reader) AppendPage(ctx context.Context, q core.PageQuery, dst []core.Point) (core.Page, error) {
+	if dst == nil {
+		dst = []core.Point{}
+	}
+	page := core.Page{Node: q.Node, Points: dst}
 	limit, err := q.PageLimit()
 	if err != nil {
 		return page, err
@@ -173,14 +185,17 @@ func (r *Reader) QueryPage(ctx context.Context, q core.PageQuery) (core.Page, er
 		return page, sqldb.Err(err, "query page")
 	}
 	defer rows.Close()
-	page.Points = make([]core.Point, 0, min(limit, 4096))
+	base := len(dst)
+	if cap(dst)-base < min(limit, 4096) {
+		page.Points = slices.Grow(dst, min(limit, 4096))
+	}
+	var p core.Point
+	var st sql.NullString
 	for rows.Next() {
-		var p core.Point
-		var st sql.NullString
 		if err := rows.Scan(&p.TsUs, &p.Value, &st); err != nil {
 			return page, sqldb.Err(err, "query page")
 		}
-		if len(page.Points) == limit {
+		if len(page.Points)-base == limit {
 			page.HasMore = true
 			break
 		}
@@ -191,7 +206,7 @@ func (r *Reader) QueryPage(ctx context.Context, q core.PageQuery) (core.Page, er
 	if err := rows.Err(); err != nil {
 		return page, sqldb.Err(err, "query page")
 	}
-	if n := len(page.Points); n > 0 {
+	if n := len(page.Points); n > base {
 		page.NextAfterTs = page.Points[n-1].TsUs
 	}
 	return page, nil
