@@ -28,8 +28,8 @@ const (
 	MaxGap         = 30 * 24 * time.Hour
 	// MaxTotalSamples bounds one configuration: runs × steps × nodes, checked
 	// before anything is simulated. [Stream] holds one batch of samples at a
-	// time, so this bounds the time and disk one call takes (about 1 GB of
-	// store per 20 M samples), not its memory.
+	// time, so this bounds the time and disk one call takes (≈ 30 B of
+	// SQLite store a sample: 1 G samples ≈ 30 GB), not its memory.
 	MaxTotalSamples = 1_000_000_000
 	// MaxInMemorySamples bounds what [GenerateInjection] holds in memory
 	// (≈ 200 B a sample; 1000 default runs are 18 M samples).
