@@ -25,7 +25,7 @@ func newSimCmd(a *app) *cobra.Command {
 				}
 				cfg.StartMs = *ms
 			}
-			out, err := sim.GenerateInjection(cfg)
+			out, err := sim.NewStream(cfg) // validated before the store is opened
 			if err != nil {
 				return err
 			}
@@ -33,23 +33,14 @@ func newSimCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			bar := a.newProgress(int64(len(out.Runs)), "writing runs", false)
+			bar := a.newProgress(int64(cfg.Runs), "writing runs", false)
 			t0 := time.Now()
-			sum, err := out.Write(cmd.Context(), s, func(done, total int) { bar.set(int64(done)) })
+			sum, files, err := out.Write(cmd.Context(), s, sim.StreamOptions{CSVDir: csvDir, Progress: func(done, total int) { bar.set(int64(done)) }})
 			bar.finish()
 			if err != nil {
 				return err
 			}
-			var files []string
-			if csvDir != "" {
-				if files, err = out.WriteCSV(csvDir); err != nil {
-					return err
-				}
-			}
-			runIDs := make([]string, len(out.Runs))
-			for i, r := range out.Runs {
-				runIDs[i] = r.Run.ID
-			}
+			runIDs := out.RunIDs()
 			res := map[string]any{
 				"line": out.Line.ID, "product": out.Product.ID, "recipe": out.Recipe.ID,
 				"recipeVersion": sum.RecipeVersion, "contentHash": sum.ContentHash,

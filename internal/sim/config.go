@@ -26,9 +26,14 @@ const (
 	MaxRunSteps    = 1_000_000
 	MaxRunDuration = 7 * 24 * time.Hour
 	MaxGap         = 30 * 24 * time.Hour
-	// MaxTotalSamples bounds what one call may hold in memory (1000 default
-	// runs are 18M samples).
-	MaxTotalSamples = 20_000_000
+	// MaxTotalSamples bounds one configuration: runs × steps × nodes, checked
+	// before anything is simulated. [Stream] holds one batch of samples at a
+	// time, so this bounds the time and disk one call takes (≈ 30 B of
+	// SQLite store a sample: 1 G samples ≈ 30 GB), not its memory.
+	MaxTotalSamples = 1_000_000_000
+	// MaxInMemorySamples bounds what [GenerateInjection] holds in memory
+	// (≈ 200 B a sample; 1000 default runs are 18 M samples).
+	MaxInMemorySamples = 20_000_000
 )
 
 // Field names reported in validation errors (the CLI flag names).
@@ -153,8 +158,8 @@ func (c InjectionConfig) Normalize() (InjectionConfig, error) {
 	if c.StartMs < 0 {
 		return c, inv(FieldStartMs, "start must be a non-negative epoch ms, got %d", c.StartMs)
 	}
-	if total := int64(c.Runs) * steps * int64(len(signals)); total > MaxTotalSamples {
-		return c, inv(FieldRuns, "%d runs of %d steps would be %d samples, at most %d allowed; use fewer runs or a longer step", c.Runs, steps, total, MaxTotalSamples)
+	if total := c.MaxSamples(); total > MaxTotalSamples {
+		return c, inv(FieldRuns, "%d runs of %d steps would be up to %d samples, at most %d allowed in one call; use fewer runs, shorter runs or a longer step", c.Runs, steps, total, MaxTotalSamples)
 	}
 	for _, f := range []struct{ field, v string }{{FieldLine, c.LineID}, {FieldProduct, c.ProductID}, {FieldRecipe, c.RecipeID}} {
 		if !idPattern.MatchString(f.v) {
@@ -162,6 +167,12 @@ func (c InjectionConfig) Normalize() (InjectionConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// MaxSamples is the number of samples of the configuration before
+// dropouts and gaps: runs × steps × nodes (of a normalized config).
+func (c InjectionConfig) MaxSamples() int64 {
+	return int64(c.Runs) * c.steps() * int64(len(signals))
 }
 
 // steps is the number of samples of one run.

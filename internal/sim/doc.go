@@ -1,7 +1,10 @@
 // Package sim is a deterministic simulated injection-moulding line for demos,
 // tests and benchmarks of AML. [GenerateInjection] turns an
-// [InjectionConfig] into a data set of runs and samples; [Output.Write] puts
-// it into a core.Store and [Output.WriteCSV] writes it as long-format CSV.
+// [InjectionConfig] into a data set of runs and samples held in memory;
+// [Output.Write] puts it into a core.Store and [Output.WriteCSV] writes it as
+// long-format CSV. [Stream] gives the same data run by run and batch by
+// batch: [Stream.Write] stores (and exports) it while it is simulated, in a
+// few batches of memory whatever the size (aml sim injection uses it).
 //
 // # The plant
 //
@@ -68,7 +71,7 @@
 // The output is a pure function of the configuration: every run draws from
 // its own PCG streams (schedule, disturbances, noise, impairments, gaps)
 // keyed by the seed and the run index, so the same config and seed give
-// identical samples (runs are simulated concurrently without changing the
-// result) and another seed gives different ones. Timestamps, ids and
-// created-at times derive from the config, never from the clock.
+// identical samples (runs are simulated concurrently, or streamed, without
+// changing the result) and another seed gives different ones. Timestamps,
+// ids and created-at times derive from the config, never from the clock.
 package sim

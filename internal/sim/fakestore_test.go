@@ -22,6 +22,7 @@ type fakeStore struct {
 	runs     map[string]core.Run
 	segments []core.ContextSegment
 	samples  map[sampleKey]core.Sample
+	log      []core.Sample // every committed sample in write order
 
 	ingestCalls int
 	maxBatch    int
@@ -212,6 +213,7 @@ func (f *fakeStore) Ingest(_ context.Context, fn func(tx core.IngestTx) error) e
 	for _, s := range tx.samples {
 		f.samples[sampleKey{s.Node, s.TsUs}] = s
 	}
+	f.log = append(f.log, tx.samples...)
 	return nil
 }
 

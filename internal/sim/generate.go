@@ -11,9 +11,9 @@ import (
 	"github.com/aml-project/aml/internal/core"
 )
 
-// Output is a generated data set: the context entities, the recipe
-// parameters, the nodes and the runs with their samples.
-type Output struct {
+// Header is what a data set holds besides its runs: the configuration, the
+// context entities, the recipe parameters and the nodes.
+type Header struct {
 	// Config is the configuration with defaults applied.
 	Config  InjectionConfig
 	Line    core.Line
@@ -24,7 +24,25 @@ type Output struct {
 	RecipeParams map[string]any
 	// Nodes are the ten nodes, sorted by ID.
 	Nodes []core.Node
-	Runs  []RunData
+}
+
+func newHeader(c InjectionConfig) Header {
+	created := time.UnixMilli(c.StartMs).UTC()
+	return Header{
+		Config:       c,
+		Line:         core.Line{ID: c.LineID, Name: "Injection moulding line (simulated)", CreatedAt: created},
+		Product:      core.Product{ID: c.ProductID, LineID: c.LineID, Name: "Injection-moulded part A (simulated)", CreatedAt: created},
+		Recipe:       core.Recipe{ID: c.RecipeID, LineID: c.LineID, ProductID: c.ProductID, Name: "Injection recipe A (simulated)", CreatedAt: created},
+		RecipeParams: RecipeParams(),
+		Nodes:        InjectionNodes(c.LineID, created),
+	}
+}
+
+// Output is a generated data set held in memory: the header and the runs
+// with their samples. [Stream] produces the same data run by run.
+type Output struct {
+	Header
+	Runs []RunData
 }
 
 // RunData is one run and its samples, sorted by (TsUs, Node).
@@ -101,10 +119,12 @@ const (
 	uncertainNoiseFactor   = 5.0
 )
 
-// GenerateInjection simulates cfg.Runs runs of the injection-moulding line.
-// The result depends only on cfg: the same config and seed give identical
-// samples, another seed gives different ones. Errors are *core.Error with
-// code AML_INVALID_ARGUMENT and Field set.
+// GenerateInjection simulates cfg.Runs runs of the injection-moulding line
+// and holds every sample in memory (at most MaxInMemorySamples; [Stream]
+// writes larger data sets run by run). The result depends only on cfg: the
+// same config and seed give identical samples, another seed gives different
+// ones, and [Stream] gives the same ones. Errors are *core.Error with code
+// AML_INVALID_ARGUMENT and Field set.
 func GenerateInjection(cfg InjectionConfig) (*Output, error) {
 	o, _, err := generate(cfg, false)
 	return o, err
@@ -118,16 +138,12 @@ func generate(cfg InjectionConfig, keepTruth bool) (*Output, [][]float64, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	created := time.UnixMilli(c.StartMs).UTC()
-	o := &Output{
-		Config:       c,
-		Line:         core.Line{ID: c.LineID, Name: "Injection moulding line (simulated)", CreatedAt: created},
-		Product:      core.Product{ID: c.ProductID, LineID: c.LineID, Name: "Injection-moulded part A (simulated)", CreatedAt: created},
-		Recipe:       core.Recipe{ID: c.RecipeID, LineID: c.LineID, ProductID: c.ProductID, Name: "Injection recipe A (simulated)", CreatedAt: created},
-		RecipeParams: RecipeParams(),
-		Nodes:        InjectionNodes(c.LineID, created),
-		Runs:         make([]RunData, c.Runs),
+	if total := c.MaxSamples(); total > MaxInMemorySamples {
+		return nil, nil, core.FieldErrorf(core.CodeInvalidArgument, FieldRuns,
+			"%d runs of %d steps would be up to %d samples, at most %d are generated in memory; stream them (sim.Stream, aml sim injection) or use fewer runs or a longer step",
+			c.Runs, c.steps(), total, MaxInMemorySamples)
 	}
+	o := &Output{Header: newHeader(c), Runs: make([]RunData, c.Runs)}
 	var truth [][]float64
 	if keepTruth {
 		truth = make([][]float64, c.Runs)
@@ -194,91 +210,108 @@ func splitmix64(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// schedule returns the setpoints of every step: the recipe's nominal values,
-// then a step every 2..8 minutes moving one, several or all controls by
-// 10..50% of their range, at the setpoint resolution.
-func schedule(c InjectionConfig, r, n int) []Controls {
-	rs := newStream(c.Seed, r, streamSchedule)
-	holdSteps := func() int {
-		ms := 120_000 + rs.Float64()*360_000
-		return max(1, int(math.Ceil(ms/float64(c.StepMs))))
-	}
-	var u [3]float64
-	for i, cs := range controlSpecs {
-		u[i] = cs.nominal
-	}
-	out := make([]Controls, n)
-	next := holdSteps()
-	for k := range n {
-		if k == next {
-			var move [3]bool
-			if rs.Float64() < 0.35 {
-				move[rs.IntN(3)] = true
-			} else {
-				moved := false
-				for i := range move {
-					move[i] = rs.Float64() < 0.6
-					moved = moved || move[i]
-				}
-				if !moved {
-					move[rs.IntN(3)] = true
-				}
-			}
-			for i, cs := range controlSpecs {
-				if !move[i] {
-					continue
-				}
-				lo, hi := signals[cs.idx].min, signals[cs.idx].max
-				size := (0.1 + 0.4*rs.Float64()) * (hi - lo)
-				if rs.IntN(2) == 0 {
-					size = -size
-				}
-				v := u[i] + size
-				if v < lo || v > hi {
-					v = u[i] - size
-				}
-				u[i] = clamp(math.Round(v*cs.perUnit)/cs.perUnit, lo, hi)
-			}
-			next += holdSteps()
-		}
-		out[k] = Controls{HoldPressure: u[0], HoldTime: u[1], MeltTemperatureSetpoint: u[2]}
-	}
-	return out
+// scheduler yields the setpoints of each step in turn: the recipe's nominal
+// values, then a step every 2..8 minutes moving one, several or all controls
+// by 10..50% of their range, at the setpoint resolution.
+type scheduler struct {
+	rs     *rand.Rand
+	stepMs int64
+	u      [3]float64
+	next   int // the step of the next move
 }
 
-// disturbances returns ambient temperature and material batch factor of
-// every step. Ambient is a daily sinusoid (coolest in the early morning)
-// plus a mean-reverting random walk plus a slow drift across runs; the batch
-// factor is a new batch per run, changed mid-run in some runs.
-func disturbances(c InjectionConfig, r, n int) []Disturbances {
+func newScheduler(c InjectionConfig, r int) *scheduler {
+	s := &scheduler{rs: newStream(c.Seed, r, streamSchedule), stepMs: c.StepMs}
+	for i, cs := range controlSpecs {
+		s.u[i] = cs.nominal
+	}
+	s.next = s.holdSteps()
+	return s
+}
+
+func (s *scheduler) holdSteps() int {
+	ms := 120_000 + s.rs.Float64()*360_000
+	return max(1, int(math.Ceil(ms/float64(s.stepMs))))
+}
+
+// at returns the setpoints of step k; it is called for k = 0, 1, 2, ...
+func (s *scheduler) at(k int) Controls {
+	if k == s.next {
+		rs := s.rs
+		var move [3]bool
+		if rs.Float64() < 0.35 {
+			move[rs.IntN(3)] = true
+		} else {
+			moved := false
+			for i := range move {
+				move[i] = rs.Float64() < 0.6
+				moved = moved || move[i]
+			}
+			if !moved {
+				move[rs.IntN(3)] = true
+			}
+		}
+		for i, cs := range controlSpecs {
+			if !move[i] {
+				continue
+			}
+			lo, hi := signals[cs.idx].min, signals[cs.idx].max
+			size := (0.1 + 0.4*rs.Float64()) * (hi - lo)
+			if rs.IntN(2) == 0 {
+				size = -size
+			}
+			v := s.u[i] + size
+			if v < lo || v > hi {
+				v = s.u[i] - size
+			}
+			s.u[i] = clamp(math.Round(v*cs.perUnit)/cs.perUnit, lo, hi)
+		}
+		s.next += s.holdSteps()
+	}
+	return Controls{HoldPressure: s.u[0], HoldTime: s.u[1], MeltTemperatureSetpoint: s.u[2]}
+}
+
+// disturber yields the ambient temperature and material batch factor of
+// each step in turn. Ambient is a daily sinusoid (coolest in the early
+// morning) plus a mean-reverting random walk plus a slow drift across runs;
+// the batch factor is a new batch per run, changed mid-run in some runs.
+type disturber struct {
+	rd                   *rand.Rand
+	batch, batch2        float64
+	changeAt             int
+	a, innov, walk, base float64
+	start, stepMs        int64
+}
+
+func newDisturber(c InjectionConfig, r, n int) *disturber {
 	rd := newStream(c.Seed, c.FirstRun+r, streamDisturbance)
 	newBatch := func() float64 {
 		return math.Round(clamp(1+batchSD*rd.NormFloat64(), 0.9, 1.1)*1000) / 1000
 	}
-	batch := newBatch()
-	changeAt, batch2 := -1, batch
+	d := &disturber{rd: rd, batch: newBatch(), changeAt: -1, start: c.runStartMs(r), stepMs: c.StepMs}
+	d.batch2 = d.batch
 	if rd.Float64() < pBatchMid {
-		changeAt = int(float64(n) * (0.2 + 0.6*rd.Float64()))
-		batch2 = newBatch()
+		d.changeAt = int(float64(n) * (0.2 + 0.6*rd.Float64()))
+		d.batch2 = newBatch()
 	}
 	dt := float64(c.StepMs) / 1000
-	a := math.Exp(-dt / ambientWalkTauSec)
-	innov := ambientWalkSD * math.Sqrt(1-a*a)
-	walk := ambientWalkSD * rd.NormFloat64()
-	start := c.runStartMs(r)
-	out := make([]Disturbances, n)
-	for k := range n {
-		ts := start + int64(k)*c.StepMs
-		hour := float64(ts%86_400_000) / 3_600_000
-		amb := ambientBase + ambientDrift(c.AgeRuns+r) +
-			ambientDailyAmplitude*math.Sin(2*math.Pi*(hour-11)/24) + walk
-		walk = a*walk + innov*rd.NormFloat64()
-		if k == changeAt {
-			batch = batch2
-		}
-		out[k] = Disturbances{AmbientTemperature: clamp(amb, 10, 40), MaterialBatchFactor: batch}
+	d.a = math.Exp(-dt / ambientWalkTauSec)
+	d.innov = ambientWalkSD * math.Sqrt(1-d.a*d.a)
+	d.walk = ambientWalkSD * rd.NormFloat64()
+	d.base = ambientBase + ambientDrift(c.AgeRuns+r)
+	return d
+}
+
+// at returns the disturbances of step k; it is called for k = 0, 1, 2, ...
+func (d *disturber) at(k int) Disturbances {
+	ts := d.start + int64(k)*d.stepMs
+	hour := float64(ts%86_400_000) / 3_600_000
+	amb := d.base + ambientDailyAmplitude*math.Sin(2*math.Pi*(hour-11)/24) + d.walk
+	d.walk = d.a*d.walk + d.innov*d.rd.NormFloat64()
+	if k == d.changeAt {
+		d.batch = d.batch2
 	}
-	return out
+	return Disturbances{AmbientTemperature: clamp(amb, 10, 40), MaterialBatchFactor: d.batch}
 }
 
 // mouldWear is the part-weight bias after runs (fractional) runs: about
@@ -293,12 +326,15 @@ func ambientDrift(r int) float64 {
 	return ambientDriftMax * math.Tanh(ambientDriftPerRun*float64(r)/ambientDriftMax)
 }
 
-// gapMask marks, per measured node, the steps at which the node is silent.
-func gapMask(c InjectionConfig, r, n int) [len(signals)][]bool {
-	var mask [len(signals)][]bool
+// span is the steps [from, to) of one gap.
+type span struct{ from, to int }
+
+// gapSpans lists, per measured node, the steps at which the node is silent.
+func gapSpans(c InjectionConfig, r, n int) [len(signals)][]span {
+	var gaps [len(signals)][]span
 	rg := newStream(c.Seed, r, streamGaps)
 	if rg.Float64() >= pRunGaps {
-		return mask
+		return gaps
 	}
 	measured := measuredIdx()
 	for range 1 + rg.IntN(2) {
@@ -310,15 +346,19 @@ func gapMask(c InjectionConfig, r, n int) [len(signals)][]bool {
 			targets = []int{measured[rg.IntN(len(measured))]}
 		}
 		for _, i := range targets {
-			if mask[i] == nil {
-				mask[i] = make([]bool, n)
-			}
-			for k := from; k < min(n, from+length); k++ {
-				mask[i][k] = true
-			}
+			gaps[i] = append(gaps[i], span{from, min(n, from+length)})
 		}
 	}
-	return mask
+	return gaps
+}
+
+func inGap(gaps []span, k int) bool {
+	for _, g := range gaps {
+		if k >= g.from && k < g.to {
+			return true
+		}
+	}
+	return false
 }
 
 func measuredIdx() []int {
@@ -338,88 +378,130 @@ type burst struct {
 	mode  int
 }
 
-// simulateRun generates run r (0-based).
-func simulateRun(c InjectionConfig, r int, keepTruth bool) (RunData, []float64) {
-	n := int(c.steps())
+// runRecord is the run record of run r (0-based): id, context and span.
+func runRecord(c InjectionConfig, r int) core.Run {
+	n := c.steps()
 	start := c.runStartMs(r)
-	dt := float64(c.StepMs) / 1000
+	version := 1
+	end := start + (n-1)*c.StepMs
+	return core.Run{
+		ID: RunID(c.RecipeID, c.FirstRun+r), LineID: c.LineID, ProductID: c.ProductID, RecipeID: c.RecipeID,
+		RecipeVersion: &version, StartedMs: start, EndedMs: &end, Status: core.RunEnded,
+	}
+}
+
+// runGen simulates run r (0-based) step by step, holding only the state of
+// the current step: its memory does not grow with the run's length.
+type runGen struct {
+	c           InjectionConfig
+	r, n, k     int // k: the next step
+	start       int64
+	dt          float64
+	runID       string
+	sch         *scheduler
+	dist        *disturber
+	gaps        [len(signals)][]span
+	rn, ri      *rand.Rand
+	state       State
+	clean, last [len(signals)]float64 // last: last reported ok value, for frozen garbage
+	bursts      [len(signals)]burst
+}
+
+func newRunGen(c InjectionConfig, r int) *runGen {
+	n := int(c.steps())
 	// k is the run's number on the line: its id and random streams
 	// (timing stays relative to StartMs).
 	k := c.FirstRun + r
-	ctl := schedule(c, k, n)
-	dist := disturbances(c, r, n)
-	gaps := gapMask(c, k, n)
-	rn := newStream(c.Seed, k, streamNoise)
-	ri := newStream(c.Seed, k, streamImpairment)
-	rinit := newStream(c.Seed, k, streamInit)
-
-	runID := RunID(c.RecipeID, k)
-	version := 1
-	end := start + int64(n-1)*c.StepMs
-	rd := RunData{
-		Run: core.Run{
-			ID: runID, LineID: c.LineID, ProductID: c.ProductID, RecipeID: c.RecipeID,
-			RecipeVersion: &version, StartedMs: start, EndedMs: &end, Status: core.RunEnded,
-		},
-		Samples: make([]core.Sample, 0, n*len(signals)),
+	g := &runGen{
+		c: c, r: r, n: n, start: c.runStartMs(r), dt: float64(c.StepMs) / 1000, runID: RunID(c.RecipeID, k),
+		sch: newScheduler(c, k), dist: newDisturber(c, r, n), gaps: gapSpans(c, k, n),
+		rn: newStream(c.Seed, k, streamNoise), ri: newStream(c.Seed, k, streamImpairment),
 	}
+	// The machine starts with an empty cavity and the melt near its
+	// setpoint (step 0's setpoints are the nominal ones).
+	rinit := newStream(c.Seed, k, streamInit)
+	g.state = State{CavityPressure: 0, MeltTemperature: g.sch.u[2] + meltInitialSD*rinit.NormFloat64()}
+	return g
+}
+
+// done reports whether every step has been simulated.
+func (g *runGen) done() bool { return g.k >= g.n }
+
+// step simulates the next step and appends its samples to dst; with truth
+// not nil it also stores the step's noise-free values at
+// truth[step*len(signals):].
+func (g *runGen) step(dst []core.Sample, truth []float64) []core.Sample {
+	c, k := &g.c, g.k
+	g.k++
+	ctl, dist := g.sch.at(k), g.dist.at(k)
+	var out Outputs
+	wear := mouldWear(float64(c.AgeRuns+g.r) + float64(k)/float64(g.n))
+	g.state, out = TruePlant.Step(g.state, ctl, dist, wear, g.dt)
+	clean := &g.clean
+	clean[idxAmbient] = dist.AmbientTemperature
+	clean[idxPressure] = g.state.CavityPressure
+	clean[idxFlash] = out.FlashRate
+	clean[idxHoldP] = ctl.HoldPressure
+	clean[idxHoldT] = ctl.HoldTime
+	clean[idxBatch] = dist.MaterialBatchFactor
+	clean[idxMelt] = g.state.MeltTemperature
+	clean[idxMeltSP] = ctl.MeltTemperatureSetpoint
+	clean[idxWeight] = out.PartWeight
+	clean[idxSink] = out.SinkRate
+	if truth != nil {
+		copy(truth[k*len(signals):], clean[:])
+	}
+	if k == 0 {
+		g.last = *clean
+	}
+
+	tsUs := (g.start + int64(k)*c.StepMs) * 1000
+	for i := range signals {
+		s := &signals[i]
+		v, st := clean[i], core.StateOK // setpoints are always logged, ok
+		if s.kind == core.NodeDAQ {
+			var ok bool
+			if v, st, ok = impair(s, i, clean[i], &g.last[i], &g.bursts[i], inGap(g.gaps[i], k), g.ri, g.rn); !ok {
+				continue
+			}
+		}
+		dst = append(dst, core.Sample{
+			Node: s.id, TsUs: tsUs, Value: v, State: st,
+			Line: c.LineID, Product: c.ProductID, Recipe: c.RecipeID, Run: g.runID,
+		})
+	}
+	return dst
+}
+
+// fill appends whole steps to dst while they fit in limit samples (at least
+// one step unless the run is done).
+func (g *runGen) fill(dst []core.Sample, limit int) []core.Sample {
+	for !g.done() && (len(dst) == 0 || len(dst)+len(signals) <= limit) {
+		dst = g.step(dst, nil)
+	}
+	return dst
+}
+
+// simulateRun generates run r (0-based) in full.
+func simulateRun(c InjectionConfig, r int, keepTruth bool) (RunData, []float64) {
+	g := newRunGen(c, r)
+	rd := RunData{Run: runRecord(c, r), Samples: make([]core.Sample, 0, g.n*len(signals))}
 	var truth []float64
 	if keepTruth {
-		truth = make([]float64, n*len(signals))
+		truth = make([]float64, g.n*len(signals))
 	}
-
-	// The machine starts with an empty cavity and the melt near its setpoint.
-	state := State{CavityPressure: 0, MeltTemperature: ctl[0].MeltTemperatureSetpoint + meltInitialSD*rinit.NormFloat64()}
-	var (
-		clean  [len(signals)]float64
-		last   [len(signals)]float64 // last reported ok value, for frozen garbage
-		bursts [len(signals)]burst
-	)
-	for k := range n {
-		var out Outputs
-		wear := mouldWear(float64(c.AgeRuns+r) + float64(k)/float64(n))
-		state, out = TruePlant.Step(state, ctl[k], dist[k], wear, dt)
-		clean[idxAmbient] = dist[k].AmbientTemperature
-		clean[idxPressure] = state.CavityPressure
-		clean[idxFlash] = out.FlashRate
-		clean[idxHoldP] = ctl[k].HoldPressure
-		clean[idxHoldT] = ctl[k].HoldTime
-		clean[idxBatch] = dist[k].MaterialBatchFactor
-		clean[idxMelt] = state.MeltTemperature
-		clean[idxMeltSP] = ctl[k].MeltTemperatureSetpoint
-		clean[idxWeight] = out.PartWeight
-		clean[idxSink] = out.SinkRate
-		if keepTruth {
-			copy(truth[k*len(signals):], clean[:])
-		}
-		if k == 0 {
-			last = clean
-		}
-
-		ts := start + int64(k)*c.StepMs
-		for i := range signals {
-			s := &signals[i]
-			v, st := clean[i], core.StateOK // setpoints are always logged, ok
-			if s.kind == core.NodeDAQ {
-				var ok bool
-				if v, st, ok = impair(s, i, k, clean[i], &last[i], &bursts[i], gaps[i], ri, rn); !ok {
-					continue
-				}
-			}
-			rd.Samples = append(rd.Samples, core.Sample{
-				Node: s.id, TsUs: ts * 1000, Value: v, State: st,
-				Line: c.LineID, Product: c.ProductID, Recipe: c.RecipeID, Run: runID,
-			})
-		}
+	for !g.done() {
+		rd.Samples = g.step(rd.Samples, truth)
 	}
 	return rd, truth
 }
 
-// impair turns the clean value of measured node i at step k into what the
-// data acquisition reports: ok reports false for a missing sample (gap or
-// dropout); otherwise v is the reported value and st its state.
-func impair(s *signalSpec, i, k int, clean float64, last *float64, b *burst, gap []bool, ri, rn *rand.Rand) (v float64, st string, ok bool) {
-	if gap != nil && gap[k] {
+// impair turns the clean value of measured node i into what the data
+// acquisition reports (gap: the node is silent at this step): ok reports
+// false for a missing sample (gap or dropout); otherwise v is the reported
+// value and st its state.
+func impair(s *signalSpec, i int, clean float64, last *float64, b *burst, gap bool, ri, rn *rand.Rand) (v float64, st string, ok bool) {
+	if gap {
 		if b.left > 0 {
 			b.left--
 		}

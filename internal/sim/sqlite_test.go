@@ -103,3 +103,48 @@ func TestWriteToSQLite(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamToSQLite streams a data set into the real embedded store and
+// reads back exactly the samples GenerateInjection gives.
+func TestStreamToSQLite(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	cfg := smallConfig()
+	cfg.Runs, cfg.Seed = 2, 5
+	o := mustGenerate(t, cfg)
+	sum, _, err := mustStream(t, cfg).Write(ctx, st, StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Runs != 2 || sum.RunsCreated != 2 || sum.SegmentsAdded != 2 || sum.Samples != o.SampleCount() {
+		t.Errorf("summary %+v", sum)
+	}
+	ids := make([]string, len(o.Nodes))
+	for i, n := range o.Nodes {
+		ids[i] = n.ID
+	}
+	for _, rd := range o.Runs {
+		res, err := st.QueryMulti(ctx, core.MultiQuery{Nodes: ids, Filter: core.ContextFilter{Run: rd.Run.ID}, Limit: 10 * sqlite.MaxPageLimit})
+		if err != nil || res.Truncated {
+			t.Fatalf("query: %v, truncated %v", err, res.Truncated)
+		}
+		got := res.Samples
+		sort.Slice(got, func(i, j int) bool {
+			if got[i].TsUs != got[j].TsUs {
+				return got[i].TsUs < got[j].TsUs
+			}
+			return got[i].Node < got[j].Node
+		})
+		if !slices.Equal(got, rd.Samples) {
+			t.Errorf("run %s: read back %d samples, generated %d (or they differ)", rd.Run.ID, len(got), len(rd.Samples))
+		}
+	}
+}

@@ -42,52 +42,27 @@ type WriteSummary struct {
 // product, recipe or time span is an AML_CONFLICT error (samples of a
 // different configuration must not be mixed into it).
 func (o *Output) Write(ctx context.Context, st core.SeriesStore, progress func(doneRuns, totalRuns int)) (WriteSummary, error) {
-	var sum WriteSummary
-	if err := ctx.Err(); err != nil {
+	sum, rv, err := writeHeader(ctx, st, &o.Header)
+	if err != nil {
 		return sum, err
 	}
-	if err := st.EnsureLine(ctx, o.Line); err != nil {
-		return sum, core.Wrap(core.CodeInternal, err, "ensure line %s", o.Line.ID)
-	}
-	if err := st.EnsureProduct(ctx, o.Product); err != nil {
-		return sum, core.Wrap(core.CodeInternal, err, "ensure product %s", o.Product.ID)
-	}
-	if err := st.EnsureRecipe(ctx, o.Recipe); err != nil {
-		return sum, core.Wrap(core.CodeInternal, err, "ensure recipe %s", o.Recipe.ID)
-	}
-	rv, err := st.PutRecipeVersion(ctx, o.Recipe.ID, o.RecipeParams)
-	if err != nil {
-		return sum, core.Wrap(core.CodeInternal, err, "put recipe version of %s", o.Recipe.ID)
-	}
-	if rv.ContentHash == "" {
-		if rv.ContentHash, err = core.CanonicalHash(o.RecipeParams); err != nil {
-			return sum, err
-		}
-	}
-	sum.RecipeVersion, sum.ContentHash = rv.Version, rv.ContentHash
-	for _, n := range o.Nodes {
-		if err := st.UpsertNode(ctx, n); err != nil {
-			return sum, core.Wrap(core.CodeInternal, err, "upsert node %s", n.ID)
-		}
-		sum.Nodes++
-	}
-
 	for i := range o.Runs {
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		created, added, err := writeRun(ctx, st, &o.Runs[i], rv)
+		rd := &o.Runs[i]
+		created, added, n, err := writeRun(ctx, st, rd.Run, rv, func(emit func([]core.Sample) error) error {
+			for from := 0; from < len(rd.Samples); from += WriteBatchSize {
+				if err := emit(rd.Samples[from:min(from+WriteBatchSize, len(rd.Samples))]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			return sum, err
 		}
-		sum.Runs++
-		sum.Samples += len(o.Runs[i].Samples)
-		if created {
-			sum.RunsCreated++
-		}
-		if added {
-			sum.SegmentsAdded++
-		}
+		sum.add(created, added, n)
 		if progress != nil {
 			progress(i+1, len(o.Runs))
 		}
@@ -95,10 +70,57 @@ func (o *Output) Write(ctx context.Context, st core.SeriesStore, progress func(d
 	return sum, nil
 }
 
-// writeRun writes one run and its context segment; it reports whether the
-// run was created and whether a segment was added.
-func writeRun(ctx context.Context, st core.SeriesStore, rd *RunData, rv core.RecipeVersion) (created, added bool, err error) {
-	run := rd.Run
+func (s *WriteSummary) add(created, added bool, samples int) {
+	s.Runs++
+	s.Samples += samples
+	if created {
+		s.RunsCreated++
+	}
+	if added {
+		s.SegmentsAdded++
+	}
+}
+
+// writeHeader stores line, product, recipe, the recipe version and the
+// nodes of h.
+func writeHeader(ctx context.Context, st core.SeriesStore, h *Header) (WriteSummary, core.RecipeVersion, error) {
+	var sum WriteSummary
+	if err := ctx.Err(); err != nil {
+		return sum, core.RecipeVersion{}, err
+	}
+	if err := st.EnsureLine(ctx, h.Line); err != nil {
+		return sum, core.RecipeVersion{}, core.Wrap(core.CodeInternal, err, "ensure line %s", h.Line.ID)
+	}
+	if err := st.EnsureProduct(ctx, h.Product); err != nil {
+		return sum, core.RecipeVersion{}, core.Wrap(core.CodeInternal, err, "ensure product %s", h.Product.ID)
+	}
+	if err := st.EnsureRecipe(ctx, h.Recipe); err != nil {
+		return sum, core.RecipeVersion{}, core.Wrap(core.CodeInternal, err, "ensure recipe %s", h.Recipe.ID)
+	}
+	rv, err := st.PutRecipeVersion(ctx, h.Recipe.ID, h.RecipeParams)
+	if err != nil {
+		return sum, rv, core.Wrap(core.CodeInternal, err, "put recipe version of %s", h.Recipe.ID)
+	}
+	if rv.ContentHash == "" {
+		if rv.ContentHash, err = core.CanonicalHash(h.RecipeParams); err != nil {
+			return sum, rv, err
+		}
+	}
+	sum.RecipeVersion, sum.ContentHash = rv.Version, rv.ContentHash
+	for _, n := range h.Nodes {
+		if err := st.UpsertNode(ctx, n); err != nil {
+			return sum, rv, core.Wrap(core.CodeInternal, err, "upsert node %s", n.ID)
+		}
+		sum.Nodes++
+	}
+	return sum, rv, nil
+}
+
+// writeRun writes one run, its samples as samples hands them to emit (in
+// batches of at most WriteBatchSize, each free for reuse once emit
+// returns), and its context segment; it reports whether the run was created,
+// whether a segment was added and the number of samples written.
+func writeRun(ctx context.Context, st core.SeriesStore, run core.Run, rv core.RecipeVersion, samples func(emit func([]core.Sample) error) error) (created, added bool, n int, err error) {
 	version := rv.Version
 	run.RecipeVersion = &version
 
@@ -108,39 +130,40 @@ func writeRun(ctx context.Context, st core.SeriesStore, rd *RunData, rv core.Rec
 	case err == nil:
 		if old.LineID != run.LineID || old.ProductID != run.ProductID || old.RecipeID != run.RecipeID ||
 			old.StartedMs != run.StartedMs || old.EndedMs == nil || *old.EndedMs != *run.EndedMs {
-			return false, false, core.FieldErrorf(core.CodeConflict, FieldRecipe,
+			return false, false, 0, core.FieldErrorf(core.CodeConflict, FieldRecipe,
 				"run %s already exists with another context or time span; use another recipe id or an empty store", run.ID)
 		}
 	case core.CodeOf(err) != core.CodeNotFound:
-		return false, false, core.Wrap(core.CodeInternal, err, "get run %s", run.ID)
+		return false, false, 0, core.Wrap(core.CodeInternal, err, "get run %s", run.ID)
 	}
 
 	err = st.Ingest(ctx, func(tx core.IngestTx) error {
+		n = 0
 		c, err := tx.EnsureRun(run)
 		if err != nil {
 			return core.Wrap(core.CodeInternal, err, "ensure run %s", run.ID)
 		}
 		created = c
-		for from := 0; from < len(rd.Samples); from += WriteBatchSize {
-			to := min(from+WriteBatchSize, len(rd.Samples))
-			if _, err := tx.Write(rd.Samples[from:to]); err != nil {
+		return samples(func(batch []core.Sample) error {
+			if _, err := tx.Write(batch); err != nil {
 				return core.Wrap(core.CodeInternal, err, "write samples of run %s", run.ID)
 			}
-		}
-		return nil
+			n += len(batch)
+			return nil
+		})
 	})
 	if err != nil {
-		return false, false, err
+		return false, false, 0, err
 	}
 
 	segs, err := st.ListContextSegments(ctx, run.ID)
 	if err != nil {
-		return created, false, core.Wrap(core.CodeInternal, err, "list context segments of run %s", run.ID)
+		return created, false, n, core.Wrap(core.CodeInternal, err, "list context segments of run %s", run.ID)
 	}
 	for _, s := range segs {
 		if s.RecipeID == run.RecipeID && s.RecipeVersion == rv.Version && s.ContentHash == rv.ContentHash &&
 			s.FromMs == run.StartedMs && s.ToMs != nil && *s.ToMs == *run.EndedMs {
-			return created, false, nil
+			return created, false, n, nil
 		}
 	}
 	to := *run.EndedMs
@@ -149,9 +172,9 @@ func writeRun(ctx context.Context, st core.SeriesStore, rd *RunData, rv core.Rec
 		FromMs: run.StartedMs, ToMs: &to, ConfirmedBy: ConfirmedBy,
 	})
 	if err != nil {
-		return created, false, core.Wrap(core.CodeInternal, err, "add context segment of run %s", run.ID)
+		return created, false, n, core.Wrap(core.CodeInternal, err, "add context segment of run %s", run.ID)
 	}
-	return created, true, nil
+	return created, true, n, nil
 }
 
 // NodesCSV is the name of the node table WriteCSV writes.
@@ -171,48 +194,75 @@ func (o *Output) WriteCSV(dir string) ([]string, error) {
 	var paths []string
 	for i := range o.Runs {
 		rd := &o.Runs[i]
-		if !fileIDPattern.MatchString(rd.Run.ID) {
-			return paths, core.Errorf(core.CodeInvalidArgument, "run id %q is not a safe file name", rd.Run.ID)
-		}
-		path := filepath.Join(dir, rd.Run.ID+".csv")
-		err := writeAtomic(path, func(w *bufio.Writer) error {
-			w.WriteString("time,node,value,state\n")
-			var buf []byte
-			for _, s := range rd.Samples {
-				buf = strconv.AppendInt(buf[:0], core.UsToMs(s.TsUs), 10) // the simulator samples on whole ms
-				buf = append(buf, ',')
-				buf = append(buf, s.Node...)
-				buf = append(buf, ',')
-				buf = strconv.AppendFloat(buf, s.Value, 'g', -1, 64)
-				buf = append(buf, ',')
-				buf = append(buf, s.State...)
-				buf = append(buf, '\n')
-				if _, err := w.Write(buf); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		f, err := createRunCSV(dir, rd.Run.ID)
 		if err != nil {
 			return paths, err
 		}
-		paths = append(paths, path)
+		if err := f.rows(rd.Samples); err != nil {
+			f.abort()
+			return paths, err
+		}
+		if err := f.commit(); err != nil {
+			return paths, err
+		}
+		paths = append(paths, f.path)
 	}
+	path, err := writeNodesCSV(dir, o.Nodes)
+	if err != nil {
+		return paths, err
+	}
+	return append(paths, path), nil
+}
 
+// createRunCSV starts the CSV file of one run, header written.
+func createRunCSV(dir, runID string) (*atomicFile, error) {
+	if !fileIDPattern.MatchString(runID) {
+		return nil, core.Errorf(core.CodeInvalidArgument, "run id %q is not a safe file name", runID)
+	}
+	f, err := createAtomic(filepath.Join(dir, runID+".csv"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.w.WriteString("time,node,value,state\n"); err != nil {
+		f.abort()
+		return nil, core.Wrap(core.CodeInternal, err, "write %s", f.path)
+	}
+	return f, nil
+}
+
+// rows appends samples as CSV rows.
+func (f *atomicFile) rows(samples []core.Sample) error {
+	buf := f.buf
+	for _, s := range samples {
+		buf = strconv.AppendInt(buf[:0], core.UsToMs(s.TsUs), 10) // the simulator samples on whole ms
+		buf = append(buf, ',')
+		buf = append(buf, s.Node...)
+		buf = append(buf, ',')
+		buf = strconv.AppendFloat(buf, s.Value, 'g', -1, 64)
+		buf = append(buf, ',')
+		buf = append(buf, s.State...)
+		buf = append(buf, '\n')
+		if _, err := f.w.Write(buf); err != nil {
+			return core.Wrap(core.CodeInternal, err, "write %s", f.path)
+		}
+	}
+	f.buf = buf
+	return nil
+}
+
+// writeNodesCSV writes nodes.csv into dir and returns its path.
+func writeNodesCSV(dir string, nodes []core.Node) (string, error) {
 	path := filepath.Join(dir, NodesCSV)
 	err := writeAtomic(path, func(w *bufio.Writer) error {
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"id", "unit", "min", "max", "kind", "meaning"})
-		for _, n := range o.Nodes {
+		for _, n := range nodes {
 			_ = cw.Write([]string{n.ID, n.Unit, formatOpt(n.Min), formatOpt(n.Max), n.Kind, n.Meaning})
 		}
 		cw.Flush()
 		return cw.Error()
 	})
-	if err != nil {
-		return paths, err
-	}
-	return append(paths, path), nil
+	return path, err
 }
 
 func formatOpt(v *float64) string {
@@ -224,36 +274,60 @@ func formatOpt(v *float64) string {
 
 // writeAtomic writes path through a temporary file in the same directory,
 // synced and renamed into place; on failure the temporary file is removed.
-func writeAtomic(path string, fill func(w *bufio.Writer) error) (err error) {
+func writeAtomic(path string, fill func(w *bufio.Writer) error) error {
+	f, err := createAtomic(path)
+	if err != nil {
+		return err
+	}
+	if err := fill(f.w); err != nil {
+		f.abort()
+		return core.Wrap(core.CodeInternal, err, "write %s", path)
+	}
+	return f.commit()
+}
+
+// atomicFile is a file written through a temporary file in its directory:
+// commit syncs and renames it into place, abort removes it.
+type atomicFile struct {
+	f         *os.File
+	w         *bufio.Writer
+	path, tmp string
+	buf       []byte // scratch of rows
+}
+
+func createAtomic(path string) (*atomicFile, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return core.Wrap(core.CodeInternal, err, "create temporary file for %s", path)
+		return nil, core.Wrap(core.CodeInternal, err, "create temporary file for %s", path)
 	}
-	tmp := f.Name()
+	return &atomicFile{f: f, w: bufio.NewWriterSize(f, 1<<16), path: path, tmp: f.Name()}, nil
+}
+
+func (a *atomicFile) abort() {
+	a.f.Close()
+	_ = os.Remove(a.tmp) // best effort: the caller reports the first error
+}
+
+func (a *atomicFile) commit() (err error) {
 	defer func() {
 		if err != nil {
-			f.Close()
-			_ = os.Remove(tmp) // best effort: err is what is returned
+			a.abort()
 		}
 	}()
-	w := bufio.NewWriterSize(f, 1<<16)
-	if err = fill(w); err != nil {
-		return core.Wrap(core.CodeInternal, err, "write %s", path)
+	if err = a.w.Flush(); err != nil {
+		return core.Wrap(core.CodeInternal, err, "write %s", a.path)
 	}
-	if err = w.Flush(); err != nil {
-		return core.Wrap(core.CodeInternal, err, "write %s", path)
+	if err = a.f.Chmod(0o644); err != nil {
+		return core.Wrap(core.CodeInternal, err, "chmod %s", a.path)
 	}
-	if err = f.Chmod(0o644); err != nil {
-		return core.Wrap(core.CodeInternal, err, "chmod %s", path)
+	if err = a.f.Sync(); err != nil {
+		return core.Wrap(core.CodeInternal, err, "sync %s", a.path)
 	}
-	if err = f.Sync(); err != nil {
-		return core.Wrap(core.CodeInternal, err, "sync %s", path)
+	if err = a.f.Close(); err != nil {
+		return core.Wrap(core.CodeInternal, err, "close %s", a.path)
 	}
-	if err = f.Close(); err != nil {
-		return core.Wrap(core.CodeInternal, err, "close %s", path)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return core.Wrap(core.CodeInternal, err, "rename %s", path)
+	if err = os.Rename(a.tmp, a.path); err != nil {
+		return core.Wrap(core.CodeInternal, err, "rename %s", a.path)
 	}
 	return nil
 }
