@@ -3,6 +3,8 @@
 # for 2 h each (≈1.7 M samples), beside the raw paged read of the same
 # samples (bench/rawread: plain prepared SELECT pages) measured in the same run.
 # Targets: build time ≤ 1.5× raw read time; peak RSS ≤ 2× output array bytes.
+# With Debian's python3-numpy (/usr/bin/python3) it also times
+# bench/dataset_numpy.py, the same pipeline in numpy, on the same store.
 # Usage: bench/dataset.sh [stride ...]   (default: 10 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,3 +48,18 @@ windows = d["trainWindows"] + d["valWindows"] + d["testWindows"]
 print(f"{stride:<7} {windows:>10} {b['seconds']:>12.3f} {r1['samples']/b['seconds']:>10.0f} {raw_s:>12.3f} {b['seconds']/raw_s:>8.2f} {arr/2**20:>12.1f} {rss_mib:>10.1f} {rss_mib/(arr/2**20):>8.2f}")
 PY
 done
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  for stride in ${@:-10 1}; do
+    python3 -c 'import json,sys; s=json.load(open("bench/dataset-spec.json")); s["stride"]=int(sys.argv[1]); json.dump(s,open(sys.argv[2],"w"))' "$stride" "$work/spec.json"
+    np=$(/usr/bin/python3 bench/dataset_numpy.py "$D" "$work/spec.json" "$work/np")
+    out=$("$work/aml" dataset build --spec "$work/spec.json" --data "$D" --json)
+    python3 - "$stride" "$np" "$out" <<'PY'
+import json, sys
+stride, np, b = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+d = b["dataset"]
+print(f"stride {stride}: numpy pipeline {np['seconds']:.3f} s ({np['windows']} windows), aml {b['seconds']:.3f} s ({d['trainWindows']+d['valWindows']+d['testWindows']} windows): aml/numpy {b['seconds']/np['seconds']:.2f}")
+PY
+  done
+else
+  echo "numpy comparison skipped: install python3-numpy (apt-get install python3-numpy) for /usr/bin/python3"
+fi
