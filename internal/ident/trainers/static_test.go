@@ -19,10 +19,12 @@ import (
 
 const lego = "../../../../shared/datasets/injection_molding_lego_warpage/injection_molding_lego_warpage.csv"
 
-// TestStaticResponseOnLegoThroughJobs runs the whole platform path on real
-// data: CSV ingest (one row per moulded part) → static dataset → job with
-// static_response@1 → platform evaluation and gates.
-func TestStaticResponseOnLegoThroughJobs(t *testing.T) {
+// legoPartJob runs the whole platform path on real data — CSV ingest (one
+// row per moulded part of the 6x2 brick) → static dataset → a job with
+// trainer ref and params → platform evaluation and gates — and returns the
+// finished job, its platform test R² and the data directory.
+func legoPartJob(t *testing.T, ref, params string) (core.Job, float64, string) {
+	t.Helper()
 	if _, err := os.Stat(lego); err != nil {
 		t.Skip("shared datasets folder absent")
 	}
@@ -74,7 +76,7 @@ func TestStaticResponseOnLegoThroughJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(All()...).WithFormats(Formats()), Bus: events.New()})
-	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "static_response@1", Params: json.RawMessage(`{"degrees":[1,2]}`), Seed: 1})
+	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: ref, Params: json.RawMessage(params), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,9 +95,16 @@ func TestStaticResponseOnLegoThroughJobs(t *testing.T) {
 	if err := json.Unmarshal(j.Metrics, &m); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("lego part 6x2, random row split: platform test R² %.4f, gates passed %v", m.Test.MeanR2, j.GatePassed)
-	if m.Test.MeanR2 < 0.9 {
-		t.Fatalf("test R² %.3f", m.Test.MeanR2)
+	t.Logf("lego part 6x2, random row split, %s: platform test R² %.4f, gates passed %v", ref, m.Test.MeanR2, j.GatePassed)
+	return j, m.Test.MeanR2, dir
+}
+
+// TestStaticResponseOnLegoThroughJobs: static_response@1 on the Lego part
+// through the platform.
+func TestStaticResponseOnLegoThroughJobs(t *testing.T) {
+	j, r2, dir := legoPartJob(t, "static_response@1", `{"degrees":[1,2]}`)
+	if r2 < 0.9 {
+		t.Fatalf("test R² %.3f", r2)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "jobs", j.ID, "artifacts", "model.json")); err != nil {
 		t.Fatal(err)
