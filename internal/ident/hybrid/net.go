@@ -88,7 +88,7 @@ func (n *Net) Forward(x, h, y []float64) {
 		w := w1[j*in : (j+1)*in : (j+1)*in]
 		a := b1[j]
 		for k, xv := range x[:in] {
-			a += float64(w[k] * xv) // the conversion forbids a fused multiply-add
+			a += w[k] * xv
 		}
 		h[j] = math.Tanh(a)
 	}
@@ -97,7 +97,7 @@ func (n *Net) Forward(x, h, y []float64) {
 		w := w2[o*H : (o+1)*H : (o+1)*H]
 		a := b2[o]
 		for j, hv := range h[:H] {
-			a += float64(w[j] * hv)
+			a += w[j] * hv
 		}
 		y[o] = n.Scale * math.Tanh(a)
 	}
