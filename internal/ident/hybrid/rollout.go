@@ -129,6 +129,7 @@ type Rollout struct {
 	t                    *traj
 	raw, feat, h, yv, sq []float64
 	live                 []*Net
+	packed               [][]float64 // live[i]'s W1 for the AVX2 kernel (nil without)
 }
 
 // NewRollout returns an empty rollout buffer for m.
@@ -138,6 +139,7 @@ func (m *Model) NewRollout() *Rollout {
 		for _, n := range e.Members {
 			if !n.isZero() {
 				r.live = append(r.live, n)
+				r.packed = append(r.packed, n.packW1())
 			}
 		}
 	}
@@ -231,8 +233,8 @@ func (m *Model) Roll(sim *physics.Sim, s *Start, u, d [][]float64, r *Rollout) e
 				}
 				copy(r.feat[l*nb:(l+1)*nb], src)
 			}
-			for _, n := range r.live {
-				n.forward4(r.feat, r.h[:n.Hidden], r.yv)
+			for i, n := range r.live {
+				n.forwardPacked(r.packed[i], r.feat, r.h[:n.Hidden], r.yv)
 				for o, v := range r.yv[:ny] {
 					mean[k*ny+o] += v
 					r.sq[k*ny+o] += v * v
@@ -267,10 +269,10 @@ func (n *Net) forward4(x, h, y []float64) {
 		wd := w1[(j+3)*in : (j+4)*in : (j+4)*in]
 		a, b, c, d := b1[j], b1[j+1], b1[j+2], b1[j+3]
 		for k, xv := range x {
-			a += wa[k] * xv
-			b += wb[k] * xv
-			c += wc[k] * xv
-			d += wd[k] * xv
+			a += float64(wa[k] * xv)
+			b += float64(wb[k] * xv)
+			c += float64(wc[k] * xv)
+			d += float64(wd[k] * xv)
 		}
 		h[j], h[j+1], h[j+2], h[j+3] = math.Tanh(a), math.Tanh(b), math.Tanh(c), math.Tanh(d)
 	}
@@ -278,16 +280,79 @@ func (n *Net) forward4(x, h, y []float64) {
 		w := w1[j*in : (j+1)*in : (j+1)*in]
 		a := b1[j]
 		for k, xv := range x {
-			a += w[k] * xv
+			a += float64(w[k] * xv)
 		}
 		h[j] = math.Tanh(a)
 	}
+	n.output(w2, b2, h, y)
+}
+
+// output is the output layer of Forward: y = Scale·tanh(W2·h + b2), each
+// sum over the hidden units in order.
+func (n *Net) output(w2, b2, h, y []float64) {
+	H := n.Hidden
 	for o := range y[:n.Out] {
 		w := w2[o*H : (o+1)*H : (o+1)*H]
 		a := b2[o]
 		for jj, hv := range h[:H] {
-			a += w[jj] * hv
+			a += float64(w[jj] * hv)
 		}
 		y[o] = n.Scale * math.Tanh(a)
 	}
+}
+
+// packW1 lays out W1 for the AVX2 kernel: the hidden units in blocks of
+// four, each block input-major (w[(b·In+k)·4+l] = W1[4b+l][k]); the units
+// after the last whole block are not in it. nil without AVX2 (or without
+// a whole block): forwardPacked then runs forward4.
+func (n *Net) packW1() []float64 {
+	nb := n.Hidden / 4
+	if !useAVX2 || nb == 0 || n.In == 0 {
+		return nil
+	}
+	w1, _, _, _ := n.parts()
+	in := n.In
+	w := make([]float64, nb*in*4)
+	for b := 0; b < nb; b++ {
+		for k := 0; k < in; k++ {
+			for l := 0; l < 4; l++ {
+				w[(b*in+k)*4+l] = w1[(4*b+l)*in+k]
+			}
+		}
+	}
+	return w
+}
+
+// forwardPacked is forward4 with the whole blocks of four hidden units in
+// the AVX2 kernels (wp from packW1; nil runs forward4): each unit's sum
+// still starts from its bias and adds the products in input order, every
+// product and sum rounded separately, and tanhAVX2 is math.Tanh bit for
+// bit, so the result is bit for bit Forward's.
+func (n *Net) forwardPacked(wp, x, h, y []float64) {
+	if wp == nil {
+		n.forward4(x, h, y)
+		return
+	}
+	w1, b1, w2, b2 := n.parts()
+	in, H := n.In, n.Hidden
+	H4 := H &^ 3
+	x = x[:in:in]
+	copy(h[:H4], b1[:H4])
+	hiddenAVX2(wp, x, h[:H4])
+	if useTanhAVX2 {
+		tanhAVX2(h[:H4], &tanhConst)
+	} else {
+		for j, a := range h[:H4] {
+			h[j] = math.Tanh(a)
+		}
+	}
+	for j := H4; j < H; j++ {
+		w := w1[j*in : (j+1)*in : (j+1)*in]
+		a := b1[j]
+		for k, xv := range x {
+			a += float64(w[k] * xv)
+		}
+		h[j] = math.Tanh(a)
+	}
+	n.output(w2, b2, h, y)
 }

@@ -94,3 +94,33 @@ func TestRollEqualsSimulate(t *testing.T) {
 		}
 	}
 }
+
+// forwardPacked (the AVX2 kernel where the CPU has it) is bit for bit
+// Forward for hidden layers with and without a remainder after the
+// blocks of four, and for short and long inputs.
+func TestForwardPackedEqualsForward(t *testing.T) {
+	t.Logf("AVX2 kernel in use: %v", useAVX2)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, in := range []int{1, 3, 8, 66} {
+		for _, hidden := range []int{1, 4, 7, 16, 20, 32, 35} {
+			n := NewNet(in, hidden, 2, 0.7, rng)
+			for i := range n.P {
+				n.P[i] = rng.NormFloat64() / 3
+			}
+			wp := n.packW1()
+			x := make([]float64, in)
+			h1, h2 := make([]float64, hidden), make([]float64, hidden)
+			y1, y2 := make([]float64, 2), make([]float64, 2)
+			for trial := 0; trial < 20; trial++ {
+				for i := range x {
+					x[i] = 3 * rng.NormFloat64()
+				}
+				n.Forward(x, h1, y1)
+				n.forwardPacked(wp, x, h2, y2)
+				if !slices.Equal(h1, h2) || !slices.Equal(y1, y2) {
+					t.Fatalf("in %d hidden %d: forwardPacked %v %v, Forward %v %v", in, hidden, h2, y2, h1, y1)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package hybrid
+
+import "golang.org/x/sys/cpu"
+
+// useAVX2 selects the assembly hidden-layer kernel (same bits as the Go
+// loops: every product and every sum rounded separately, in the same
+// order).
+var useAVX2 = cpu.X86.HasAVX2
+
+// hiddenAVX2 adds, for every block b of four hidden units and every input
+// k in increasing order, w[(b·in+k)·4+l]·x[k] to acc[4b+l] (a product, then
+// a sum, each rounded); in = len(x) ≥ 1, len(acc) a multiple of 4 and
+// len(w) = len(acc)·in.
+//
+//go:noescape
+func hiddenAVX2(w, x, acc []float64)
+
+// useTanhAVX2 selects the assembly tanh (tanhAVX2): math.Tanh bit for bit
+// on CPUs where math.Exp runs its fused multiply-add form (AVX and FMA,
+// math's own test), which the kernel follows step by step.
+var useTanhAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// tanhConst are the constants of math.Tanh and math.Exp (amd64) in the
+// order tanhAVX2 reads them, from the same decimal literals.
+var tanhConst = [...]float64{
+	0.5 * 8.8029691931113054295988e+01,   // 0: 0.5·MAXLOG, beyond it ±1
+	0.625,                                // 8: from here tanh = 1 − 2/(exp(2z)+1)
+	1,                                    // 16
+	2,                                    // 24
+	-9.64399179425052238628e-1,           // 32: tanhP
+	-9.92877231001918586564e1,            // 40
+	-1.61468768441708447952e3,            // 48
+	1.12811678491632931402e2,             // 56: tanhQ
+	2.23548839060100448583e3,             // 64
+	4.84406305325125486048e3,             // 72
+	1.4426950408889634073599246810018920, // 80: LOG2E
+	0.69314718055966295651160180568695068359375,           // 88: LN2U
+	0.28235290563031577122588448175013436025525412068e-12, // 96: LN2L
+	0.0625,                   // 104
+	2.4801587301587301587e-5, // 112: the Taylor series, highest term first
+	1.9841269841269841270e-4, // 120
+	1.3888888888888888889e-3, // 128
+	8.3333333333333333333e-3, // 136
+	4.1666666666666666667e-2, // 144
+	1.6666666666666666667e-1, // 152
+	0.5,                      // 160
+}
+
+// tanhAVX2 replaces every x[i] by math.Tanh(x[i]), four at a time;
+// len(x) is a multiple of 4.
+//
+//go:noescape
+func tanhAVX2(x []float64, c *[21]float64)
