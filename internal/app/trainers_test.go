@@ -49,6 +49,8 @@ var badParams = []struct {
 	{"hybrid_residual@1", `{"physics":"phys-000000000000000000000000","lr":-0.1}`, "params.lr", "below the minimum 0"},
 	{"hybrid_residual@1", `{"physics":"phys-000000000000000000000000","mapping":{"output":{}}}`, "params.mapping.output", "the known fields are controls, disturbances, outputs"},
 	{"hybrid_residual@1", `{"mapping":{}}`, "params.physics", "required"},
+	{"static_forest@1", `{"trees":0}`, "params.trees", "below the minimum 1"},
+	{"static_forest@1", `{"task":"ranking"}`, "params.task", "classification"},
 }
 
 // TestJobSubmitRefusesBadParams: job.submit validates a native trainer's
