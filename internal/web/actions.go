@@ -40,6 +40,13 @@ func actionRoutes(s *server) []action {
 	return []action{
 		{Route: "POST /ui/ingest/csv", Op: "ingest.csv", Upload: true, h: s.ingestCSV},
 		{Route: "POST /ui/lines/apply", Op: "line.apply", h: s.lineApply},
+		{Route: "POST /ui/datasets/check", Op: "dataset.build", Check: true, h: s.datasetCheck},
+		{Route: "POST /ui/datasets", Op: "dataset.build", h: s.datasetBuild},
+		{Route: "POST /ui/jobs", Op: "job.submit", h: s.jobSubmit},
+		{Route: "POST /ui/jobs/{id}/cancel", Op: "job.cancel", h: s.jobCancel},
+		{Route: "POST /ui/jobs/{id}/retry", Op: "job.retry", h: s.jobRetry},
+		{Route: "POST /ui/models/{id}/promote", Op: "model.promote", h: s.modelPromote},
+		{Route: "POST /ui/models/{id}/retire", Op: "model.retire", h: s.modelRetire},
 		{Route: "POST /ui/certificates/{id}/approve", Op: "cert.approve", h: s.certApprove},
 		{Route: "POST /ui/certificates/{id}/revoke", Op: "cert.revoke", h: s.certRevoke},
 	}

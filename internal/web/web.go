@@ -95,6 +95,8 @@ func New(d *service.Deps, o Options) http.Handler {
 	page("GET /ui/certificates", s.certsPage)
 	page("GET /ui/certificates/{id}", s.certPage)
 	page("GET /ui/ingest", s.ingestPage)
+	page("GET /ui/datasets/new", s.datasetNewPage)
+	page("GET /ui/jobs/new", s.jobNewPage)
 	for _, a := range actionRoutes(s) {
 		if a.Upload {
 			mux.HandleFunc(a.Route, s.authedUpload(a.h))
