@@ -152,10 +152,11 @@ func (s *server) authed(h func(w http.ResponseWriter, r *http.Request, p auth.Pr
 			// A form is held to the body limit before a byte of it is
 			// read (the CSRF token is in the body).
 			r.Body = http.MaxBytesReader(w, r.Body, s.lim.body.Load())
+			if err := parseForm(r); err != nil {
+				s.errorPage(w, r, &p, err)
+				return
+			}
 			if err := s.checkCSRF(r); err != nil {
-				if core.CodeOf(bodyErr(err)) == core.CodeQuotaExceeded {
-					err = bodyErr(err)
-				}
 				s.errorPage(w, r, &p, err)
 				return
 			}
@@ -189,6 +190,21 @@ func (s *server) authedUpload(h func(w http.ResponseWriter, r *http.Request, p a
 			s.errorPage(w, r, &p, err)
 		}
 	}
+}
+
+// parseForm reads a form body (urlencoded or multipart, under the limit
+// the caller set): a body over it is the API's 413.
+func parseForm(r *http.Request) error {
+	var err error
+	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "multipart/") {
+		err = r.ParseMultipartForm(1 << 20)
+	} else {
+		err = r.ParseForm()
+	}
+	if err != nil {
+		return bodyErr(err)
+	}
+	return nil
 }
 
 // csrfToken is what forms carry to prove they were served to the holder
