@@ -92,9 +92,22 @@ func TestBrowserOwnLineWorkflow(t *testing.T) {
 	run(t, ctx, "job form",
 		chromedp.Click(chromedp.ID("train-link")),
 		chromedp.WaitVisible(chromedp.ID("job-form")),
-		chromedp.SetValue(chromedp.ID("trainer-select"), "linear_state_space@1"),
-		chromedp.Click(chromedp.ID("trainer-show")),
-		chromedp.WaitVisible(chromedp.CSS(`#job-params [data-param="initSteps"] input`)),
+	)
+	// Choosing the trainer reloads the form with its schema's fields
+	// (static/forms.js submits the picker on change).
+	value(t, ctx, "choose the trainer", chromedp.Evaluate[bool](`(() => { const s = document.getElementById("trainer-select"); s.value = "linear_state_space@1"; s.dispatchEvent(new Event("change")); return true; })()`))
+	// The poll may be cut by the navigation it waits for: poll again.
+	for try := 0; ; try++ {
+		ok, err := chromedp.Run(ctx, chromedp.Poll[bool](`location.search.includes("trainer=linear_state_space") && document.readyState === "complete" && !!document.querySelector('#job-params [data-param="initSteps"] input')`,
+			chromedp.WithPollingTimeout(20*time.Second)))
+		if err == nil && ok {
+			break
+		}
+		if try == 5 {
+			t.Fatalf("the trainer's fields never showed: %v", err)
+		}
+	}
+	run(t, ctx, "job params",
 		chromedp.SetValue(chromedp.CSS(`#job-params [data-param="initSteps"] input`), "2"),
 		chromedp.SendKeys(chromedp.CSS(`#job-form input[name=note]`), "own line from the browser"),
 	)

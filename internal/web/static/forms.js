@@ -1,10 +1,16 @@
-// forms.js: the dataset form's live check. On each edit the form is posted
+// forms.js: the line and trainer pickers, and the dataset form's live check. On each edit the form is posted
 // (with its CSRF token) to its data-check address, which validates the
 // spec with dataset.build's own request validation and answers
 // {ok, message, problems}; the answer is shown under the form (a live
 // region, so screen readers hear it). Nothing is built or stored.
 (function () {
   "use strict";
+  // Choosing another line or trainer reloads its form (the button stays
+  // for a browser without scripts).
+  [["ds-line-pick", "line-pick"], ["trainer-select", "trainer-pick"]].forEach(function (p) {
+    const sel = document.getElementById(p[0]), f = document.getElementById(p[1]);
+    if (sel && f) sel.addEventListener("change", function () { f.submit(); });
+  });
   const form = document.getElementById("dataset-form");
   if (!form || !form.dataset.check) return;
   const out = document.getElementById("spec-check");
