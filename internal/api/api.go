@@ -28,10 +28,10 @@ const Prefix = "/api/v1"
 
 // Defaults of Options.
 const (
-	DefaultMaxBodyBytes    = 8 << 20   // JSON request bodies
-	DefaultMaxCSVBytes     = 512 << 20 // CSV uploads
-	DefaultMaxBatchSamples = 100_000   // samples in one JSON ingest batch
-	DefaultRatePerSec      = 100       // requests per second per token
+	DefaultMaxBodyBytes    = app.DefaultMaxBodyBytes // JSON request bodies
+	DefaultMaxCSVBytes     = app.DefaultMaxCSVBytes  // CSV uploads
+	DefaultMaxBatchSamples = 100_000                 // samples in one JSON ingest batch
+	DefaultRatePerSec      = 100                     // requests per second per token
 	DefaultRateBurst       = 200
 	DefaultHeavyConcurrent = app.DefaultHeavyConcurrent // trials, optimise, gate, dataset builds at once
 	DefaultBodyTimeout     = time.Minute                // a JSON (or form, MCP) request body must arrive within
@@ -166,10 +166,23 @@ func NewServer(d *service.Deps, o Options) *Server {
 	if o.RatePerSec > 0 {
 		s.limiter = newLimiter(o.RatePerSec, o.RateBurst)
 	}
+	if ui, ok := o.UI.(BodyLimited); ok {
+		ui.SetBodyLimits(o.MaxBodyBytes, o.MaxCSVBytes)
+	}
 	s.routes = table()
 	s.router = s.build()
 	return s
 }
+
+// BodyLimited is a UI handler that takes the API's request body limits for
+// its forms and uploads (internal/web's does): NewServer passes them on,
+// so a form and an API call are held to the same limits.
+type BodyLimited interface {
+	SetBodyLimits(maxBody, maxCSV int64)
+}
+
+// UICSVPath is the UI's CSV upload, which gets the CSV body timeout.
+const UICSVPath = "/ui/ingest/csv"
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
@@ -267,7 +280,7 @@ func (s *Server) bodyDeadline(next http.Handler) http.Handler {
 			return
 		}
 		d := s.o.BodyTimeout
-		if r.URL.Path == Prefix+"/ingest/csv" {
+		if r.URL.Path == Prefix+"/ingest/csv" || r.URL.Path == UICSVPath {
 			d = s.o.CSVTimeout
 		}
 		if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(d)); err == nil {

@@ -24,6 +24,10 @@ type Principal = auth.Principal
 const (
 	DefaultHeavyConcurrent = 4       // trials, optimise, gate, dataset builds at once
 	DefaultMaxBatchSamples = 100_000 // samples in one JSON ingest batch
+	// Request body limits of the HTTP front doors (the API and the UI's
+	// forms), applied before a body is read.
+	DefaultMaxBodyBytes = 8 << 20   // JSON request bodies and forms
+	DefaultMaxCSVBytes  = 512 << 20 // CSV uploads
 )
 
 // Options configure an App beyond its shared resources.

@@ -1,9 +1,12 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"strconv"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
@@ -100,6 +103,29 @@ func (r *NodeSetRequest) Validate() error {
 type LineApplyRequest struct {
 	Line  string     `json:"line" yaml:"line" jsonschema:"the line"`
 	Nodes []NodeSpec `json:"nodes" yaml:"nodes" jsonschema:"the nodes (at most 10 000)"`
+}
+
+// ParseLineFile reads a line file (YAML or JSON, one document, no unknown
+// fields), as aml line apply reads one; line, when not empty, is the line
+// the file must name (a form posted for one line).
+func ParseLineFile(b []byte, line string) (LineApplyRequest, error) {
+	var req LineApplyRequest
+	if len(bytes.TrimSpace(b)) == 0 {
+		return req, core.FieldErrorf(core.CodeInvalidArgument, "file", "the line file is empty")
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&req); err != nil {
+		return LineApplyRequest{}, core.FieldErrorf(core.CodeInvalidArgument, "file", "not a line file: %v", err)
+	}
+	if line != "" && req.Line != line {
+		if req.Line == "" {
+			req.Line = line
+		} else {
+			return LineApplyRequest{}, core.FieldErrorf(core.CodeInvalidArgument, "line", "the file is for line %q, not %q", req.Line, line)
+		}
+	}
+	return req, nil
 }
 
 // MaxLineNodes bounds a line file.

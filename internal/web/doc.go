@@ -80,9 +80,43 @@
 // stored tube. Recomputations and predictions are cached per immutable
 // record.
 //
+// # Actions
+//
+// The engineer's actions are POST forms, each a thin adapter over one app
+// op — the op the API's route of the same action names — run through
+// app.Lookup(op).Invoke, the API's entry point, so the role, line scope,
+// validation, limits and audit are the application's (actionRoutes lists
+// them; a test checks that each names an API route's op, runs exactly
+// that op and refuses a post without the session's CSRF token):
+//
+//   - Ingest (/ui/ingest): a CSV upload with the plant options of aml
+//     ingest (ingest.csv), read as a multipart stream under the API's CSV
+//     body limit, the CSRF token (the first part) checked before a byte of
+//     the file is read; the file report is shown. A line file, pasted or
+//     uploaded, read by app.ParseLineFile (line.apply).
+//   - A dataset form (/ui/datasets/new) built from the line's node catalog
+//     (node.list): a role per node, beat, history and horizon steps,
+//     cleaning and split. static/forms.js posts it on each edit to
+//     /ui/datasets/check, which runs dataset.build's own request decoding
+//     and validation (the strict spec parser, DatasetBuildRequest.Validate)
+//     and stores nothing; the form builds with dataset.build.
+//   - A job form (/ui/jobs/new) whose parameter fields are generated from
+//     the trainer's JSON schema (trainer.show), submitted with job.submit
+//     to the job's page, which follows it over the event stream; cancel
+//     and retry (job.cancel, job.retry).
+//   - Promote and retire on the model card (model.promote, model.retire,
+//     compare-and-set on the stage shown), the gate result and its failed
+//     checks beside the buttons.
+//
+// A refused action is shown on its form with the reason (a role refusal
+// names the rule and the principal's role). Forms are read under the API's
+// body limits (api.NewServer passes them through SetBodyLimits; default
+// app.DefaultMaxBodyBytes and app.DefaultMaxCSVBytes): a larger body is
+// 413 before its CSRF token is looked at.
+//
 // # Decisions
 //
-// Approve and revoke are POST forms. Every principal is checked with
+// Approve and revoke are POST forms too. Every principal is checked with
 // auth.Principal.Allow(ActCertApprove, line) — agents, viewers and
 // engineers are refused with a message naming the rule — and the store
 // then applies its own rules (a requester never approves their own

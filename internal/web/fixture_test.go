@@ -16,6 +16,8 @@ import (
 
 	"github.com/aml-project/aml/internal/api"
 	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/ident/trainers"
+	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/twin/cert"
@@ -36,6 +38,7 @@ type fixture struct {
 	store  *sqlite.Store
 	deps   *service.Deps
 	srv    *httptest.Server
+	queue  *jobs.Queue
 }
 
 type demoOut struct {
@@ -66,6 +69,11 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if fx != nil {
 		fx.srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := fx.queue.Stop(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "stop the fixture's job queue:", err)
+		}
+		cancel()
 		if err := fx.store.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "close the fixture store:", err)
 			code = 1
@@ -137,6 +145,17 @@ func buildFixture() (*fixture, error) {
 	}
 	f.store = st
 	f.deps = &service.Deps{Store: st, DataDir: data, Bus: events.New(), Key: key}
+	// A job system with one worker, as aml serve runs it: the job form's
+	// jobs train in this process and their progress reaches the pages.
+	f.deps.Runner = jobs.NewRunner(st, jobs.Options{DataDir: data, Bus: f.deps.Bus, Trainers: jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats())})
+	q, err := jobs.NewQueueFor(context.Background(), st, f.deps.Runner, jobs.QueueOptions{Work: true, MaxConcurrent: 1})
+	if err != nil {
+		return nil, err
+	}
+	if err := q.Start(context.Background()); err != nil {
+		return nil, err
+	}
+	f.deps.Queue, f.queue = q, q
 	// The served app: the API with the UI mounted, as aml serve builds it.
 	f.srv = httptest.NewServer(api.New(f.deps, api.Options{UI: Handler(f.deps), RatePerSec: -1}))
 	return f, nil

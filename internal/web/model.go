@@ -154,7 +154,22 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 			pvaErr = err.Error()
 		}
 	}
-	s.render(w, r, http.StatusOK, "model", &p, map[string]any{"Title": "Model " + m.ID, "M": m, "History": hist, "Met": met, "Gates": gates, "HasGates": hasGates,
+	// The stage buttons, with the gate result they act on: the failed
+	// checks are listed beside them, before the click.
+	var failed []string
+	for _, c := range gates.Checks {
+		if !c.Passed {
+			failed = append(failed, c.ID+" "+c.Name)
+		}
+	}
+	status := http.StatusOK
+	stageErr, _ := ctx.Value(stageErrKey{}).(*formError)
+	if stageErr != nil {
+		status = stageErr.Status
+	}
+	stage := map[string]any{"Can": auth.RoleAllows(p.Role, auth.ActModelStage), "CanProduction": auth.RoleAllows(p.Role, auth.ActPromoteProduction),
+		"Failed": failed, "Err": stageErr, "Done": r.URL.Query().Get("done")}
+	s.render(w, r, status, "model", &p, map[string]any{"Title": "Model " + m.ID, "M": m, "Stage": stage, "History": hist, "Met": met, "Gates": gates, "HasGates": hasGates,
 		"TwinGate": twinGate, "TwinGateRec": twinGateRec, "Shadow": shadowRows, "ShadowProfile": prof.ID, "CovTol": covTol, "CovOff": covOff, "Widths": widths, "TestRuns": testRuns, "Run": run, "PvA": pva, "PvAErr": pvaErr,
 		"IsTest": slices.Contains(testRuns, run)})
 	return nil

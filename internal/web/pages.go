@@ -360,7 +360,8 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 	}
 	var gates eval.GateReport
 	hasGates := len(j.Gates) > 0 && json.Unmarshal(j.Gates, &gates) == nil
-	s.render(w, r, http.StatusOK, "job", &p, map[string]any{"Title": "Job " + j.ID, "J": j, "Gates": gates, "HasGates": hasGates})
+	s.render(w, r, http.StatusOK, "job", &p, map[string]any{"Title": "Job " + j.ID, "J": j, "Gates": gates, "HasGates": hasGates,
+		"CanJob": auth.RoleAllows(p.Role, auth.ActJob), "Done": r.URL.Query().Get("done")})
 	return nil
 }
 

@@ -97,6 +97,8 @@ var funcs = template.FuncMap{
 	},
 	"svg":  func(c *plot.Chart) template.HTML { return template.HTML(c.SVG()) }, // our renderer escapes every text it writes
 	"join": strings.Join,
+	"strs": func(v ...string) []string { return v },
+	"mib":  func(n int64) string { return strconv.FormatInt(n>>20, 10) + " MiB" },
 	"short": func(s string) string {
 		if len(s) > 12 {
 			return s[:12] + "…"

@@ -32,6 +32,10 @@ type Options struct {
 	// foreign origin (as api.Options.AllowedHosts; aml serve passes the
 	// same list).
 	AllowedHosts []string
+	// MaxBodyBytes and MaxCSVBytes limit form bodies and CSV uploads
+	// (default app.DefaultMaxBodyBytes, app.DefaultMaxCSVBytes; mounted
+	// by the API, its own limits: api.NewServer calls SetBodyLimits).
+	MaxBodyBytes, MaxCSVBytes int64
 	// App runs the UI's actions (default: app.New over the deps with
 	// Now). Pass the process's App to share its heavy slots.
 	App *app.App
@@ -54,6 +58,14 @@ func New(d *service.Deps, o Options) http.Handler {
 		o.App = app.New(d, app.Options{Now: o.Now})
 	}
 	s := &server{d: d, app: o.App, o: o, hosts: auth.NewHosts(o.AllowedHosts...), cache: newCache(32)}
+	s.lim.body.Store(app.DefaultMaxBodyBytes)
+	s.lim.csv.Store(app.DefaultMaxCSVBytes)
+	if o.MaxBodyBytes > 0 {
+		s.lim.body.Store(o.MaxBodyBytes)
+	}
+	if o.MaxCSVBytes > 0 {
+		s.lim.csv.Store(o.MaxCSVBytes)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusSeeOther) })
 	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix, http.StatusSeeOther) })
@@ -82,13 +94,21 @@ func New(d *service.Deps, o Options) http.Handler {
 	page("GET /ui/trials/{id}", s.trialPage)
 	page("GET /ui/certificates", s.certsPage)
 	page("GET /ui/certificates/{id}", s.certPage)
-	page("POST /ui/certificates/{id}/approve", s.certApprove)
-	page("POST /ui/certificates/{id}/revoke", s.certRevoke)
+	page("GET /ui/ingest", s.ingestPage)
+	page("GET /ui/datasets/new", s.datasetNewPage)
+	page("GET /ui/jobs/new", s.jobNewPage)
+	for _, a := range actionRoutes(s) {
+		if a.Upload {
+			mux.HandleFunc(a.Route, s.authedUpload(a.h))
+		} else {
+			page(a.Route, a.h)
+		}
+	}
 	page("GET /ui/audit", s.auditPage)
 	mux.HandleFunc("GET /ui/data/trend", s.dataAPI(s.trendData))
 	page("GET /ui/live", s.livePage)
 	page("GET /ui/live/fragment", s.liveFragment)
-	return securityHeaders(mux)
+	return &ui{Handler: securityHeaders(mux), s: s}
 }
 
 type server struct {
@@ -97,6 +117,7 @@ type server struct {
 	o     Options
 	hosts *auth.Hosts
 	cache *cache
+	lim   limits
 }
 
 // securityHeaders: the UI loads nothing from elsewhere, so the content
@@ -128,6 +149,13 @@ func (s *server) authed(h func(w http.ResponseWriter, r *http.Request, p auth.Pr
 			return
 		}
 		if r.Method == http.MethodPost {
+			// A form is held to the body limit before a byte of it is
+			// read (the CSRF token is in the body).
+			r.Body = http.MaxBytesReader(w, r.Body, s.lim.body.Load())
+			if err := parseForm(r); err != nil {
+				s.errorPage(w, r, &p, err)
+				return
+			}
 			if err := s.checkCSRF(r); err != nil {
 				s.errorPage(w, r, &p, err)
 				return
@@ -137,6 +165,46 @@ func (s *server) authed(h func(w http.ResponseWriter, r *http.Request, p auth.Pr
 			s.errorPage(w, r, &p, err)
 		}
 	}
+}
+
+// authedUpload wraps an upload action: the principal as in authed, the
+// body under the CSV limit; the action reads the multipart stream and
+// checks the CSRF token (its first part) before the file (readUpload).
+func (s *server) authedUpload(h func(w http.ResponseWriter, r *http.Request, p auth.Principal) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, ok := auth.FromContext(r.Context())
+		if !ok {
+			s.errorPage(w, r, nil, auth.Unauthenticated("log in first"))
+			return
+		}
+		if err := p.Allow(auth.ActRead, ""); err != nil {
+			s.errorPage(w, r, &p, err)
+			return
+		}
+		if err := s.hosts.CheckOrigin(r); err != nil {
+			s.errorPage(w, r, &p, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.lim.csv.Load())
+		if err := h(w, r, p); err != nil {
+			s.errorPage(w, r, &p, err)
+		}
+	}
+}
+
+// parseForm reads a form body (urlencoded or multipart, under the limit
+// the caller set): a body over it is the API's 413.
+func parseForm(r *http.Request) error {
+	var err error
+	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "multipart/") {
+		err = r.ParseMultipartForm(1 << 20)
+	} else {
+		err = r.ParseForm()
+	}
+	if err != nil {
+		return bodyErr(err)
+	}
+	return nil
 }
 
 // csrfToken is what forms carry to prove they were served to the holder
