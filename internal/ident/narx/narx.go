@@ -41,6 +41,14 @@ type Config struct {
 	ValShare   float64       // tail share of every segment held out (0: 0.2)
 	Budget     time.Duration // training-time budget (0: none)
 	Ridge      float64       // ridge of the ARX fit, relative (0: 1e-8)
+	// FineTuneEpochs of simulation-error training follow the one-step
+	// epochs (0: none): subsequences of SeqLen steps (0: 40), minibatches
+	// of SeqBatch (0: 16), learning rate FineTuneLR (0: LR); with a
+	// budget the one-step phase then gets half of it.
+	FineTuneEpochs int
+	SeqLen         int
+	SeqBatch       int
+	FineTuneLR     float64
 	// Progress, when set, is called after every epoch; an error stops
 	// the training with that error.
 	Progress func(epoch int, trainLoss, valNRMSE float64) error
@@ -74,6 +82,12 @@ type Report struct {
 	TrainSamples int     `json:"trainSamples"`
 	ValSamples   int     `json:"valSamples"`
 	Stop         string  `json:"stop"` // epochs, patience or budget
+	// FineTuneEpochs are the simulation-error epochs run, FineTuneStop
+	// why they stopped and BestPhase the phase of the epoch kept (arx,
+	// one_step or fine_tune).
+	FineTuneEpochs int    `json:"fineTuneEpochs"`
+	FineTuneStop   string `json:"fineTuneStop,omitempty"`
+	BestPhase      string `json:"bestPhase"`
 }
 
 // Lag is the number of past steps a prediction needs.
@@ -303,7 +317,6 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 
 	// train rows [0, cut) of each segment, validation rows [cut, T) started
 	// from the lag rows before cut
-	type block struct{ lo, cut, hi int }
 	blocks := make([]block, len(ys))
 	var trainSamples, valSamples int
 	for s := range ys {
@@ -312,7 +325,7 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 		if T-cut < 10 || cut-lag < 10 {
 			cut = T
 		}
-		blocks[s] = block{0, cut, T}
+		blocks[s] = block{cut, T}
 		trainSamples += max(0, cut-lag)
 		if cut < T {
 			valSamples += T - cut
@@ -434,22 +447,16 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 		}
 		return total / float64(m.NY)
 	}
-	rep := &Report{TrainSamples: n, ValSamples: valSamples, Stop: "epochs"}
+	rep := &Report{TrainSamples: n, ValSamples: valSamples, Stop: "epochs", BestPhase: "arx"}
 	rep.ARXValNRMSE = valNRMSE()
 	rep.ValNRMSE = rep.ARXValNRMSE
 	best := append([]float64(nil), net.p...)
-	tr := newAdam(net, cfg.LR, cfg.Batch, n, rng)
+	// keep records epoch ep's validation v; it reports whether training
+	// goes on (patience) and the stop reason otherwise
 	since := 0
-	for ep := 1; ep <= cfg.Epochs; ep++ {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		loss := tr.epoch(X, R)
-		net.into(m)
-		v := valNRMSE()
-		rep.Epochs = ep
+	keep := func(ep int, phase string, loss, v float64, deadline time.Duration) (string, error) {
 		if v < rep.ValNRMSE {
-			rep.ValNRMSE, rep.BestEpoch, rep.TrainLoss = v, ep, loss
+			rep.ValNRMSE, rep.BestEpoch, rep.TrainLoss, rep.BestPhase = v, ep, loss, phase
 			copy(best, net.p)
 			since = 0
 		} else {
@@ -457,16 +464,68 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 		}
 		if cfg.Progress != nil {
 			if err := cfg.Progress(ep, loss, v); err != nil {
-				return nil, nil, err
+				return "", err
 			}
 		}
 		if cfg.Patience > 0 && since >= cfg.Patience {
-			rep.Stop = "patience"
+			return "patience", nil
+		}
+		if deadline > 0 && time.Since(start) >= deadline {
+			return "budget", nil
+		}
+		return "", nil
+	}
+	oneStepBudget := cfg.Budget
+	if cfg.FineTuneEpochs > 0 {
+		oneStepBudget /= 2
+	}
+	tr := newAdam(net, cfg.LR, cfg.Batch, n, rng)
+	for ep := 1; ep <= cfg.Epochs; ep++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		loss := tr.epoch(X, R)
+		rep.Epochs = ep
+		stop, err := keep(ep, "one_step", loss, valNRMSE(), oneStepBudget)
+		if err != nil {
+			return nil, nil, err
+		}
+		if stop != "" {
+			rep.Stop = stop
 			break
 		}
-		if cfg.Budget > 0 && time.Since(start) >= cfg.Budget {
-			rep.Stop = "budget"
-			break
+	}
+	if cfg.FineTuneEpochs > 0 {
+		copy(net.p, best)
+		L := cfg.SeqLen
+		if L < 1 {
+			L = 40
+		}
+		sb := cfg.SeqBatch
+		if sb < 1 {
+			sb = 16
+		}
+		lr := cfg.FineTuneLR
+		if !(lr > 0) {
+			lr = cfg.LR
+		}
+		st := newSimTrainer(newAdam(net, lr, sb, 0, rng), m, L, sb)
+		since = 0
+		rep.FineTuneStop = "epochs"
+		for ep := 1; ep <= cfg.FineTuneEpochs; ep++ {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			loss := st.epoch(yns, uns, blocks)
+			rep.FineTuneEpochs = ep
+			stop, err := keep(rep.Epochs+ep, "fine_tune", loss, valNRMSE(), cfg.Budget)
+			if err != nil {
+				return nil, nil, err
+			}
+			if stop != "" {
+				rep.FineTuneStop = stop
+				break
+			}
 		}
 	}
 	copy(net.p, best)

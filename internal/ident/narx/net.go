@@ -151,6 +151,19 @@ func (a *adam) step(X, Y []float64, batch []int) float64 {
 			}
 		}
 	}
+	a.update()
+	return loss
+}
+
+// update applies one Adam step with the gradient in a.g (none when it is
+// not finite: a diverging simulation must not wreck the weights).
+func (a *adam) update() {
+	for _, gi := range a.g {
+		if math.IsNaN(gi) || math.IsInf(gi, 0) {
+			return
+		}
+	}
+	n := a.n
 	const b1, b2, eps = 0.9, 0.999, 1e-8
 	a.t++
 	a.b1pow *= b1
@@ -163,5 +176,64 @@ func (a *adam) step(X, Y []float64, batch []int) float64 {
 		v[i] = b2*v[i] + (1-b2)*gi*gi
 		p[i] -= a.lr * m[i] * c1 / (math.Sqrt(v[i]*c2) + eps)
 	}
-	return loss
+}
+
+// forward computes the network on x, keeping every layer's output in acts
+// (acts[0] = x, len layers+1), and returns the output.
+func (n *net) forward(x []float64, acts [][]float64) []float64 {
+	L := n.layers()
+	copy(acts[0], x)
+	for l := 0; l < L; l++ {
+		w, b := n.w(l), n.b(l)
+		ni := n.sizes[l]
+		xin, h := acts[l], acts[l+1]
+		for j := range h {
+			row := w[j*ni : (j+1)*ni : (j+1)*ni]
+			z := b[j]
+			for k, v := range xin[:ni] {
+				z += row[k] * v
+			}
+			if l < L-1 {
+				z = math.Tanh(z)
+			}
+			h[j] = z
+		}
+	}
+	return acts[L]
+}
+
+// backward back-propagates dOut (the loss gradient at the output) through
+// the forward pass kept in acts: it adds the weight gradient to g and
+// writes the gradient at the input into dx; delta is scratch like acts.
+func (n *net) backward(acts, delta [][]float64, dOut, g, dx []float64) {
+	L := n.layers()
+	copy(delta[L], dOut)
+	for l := L - 1; l >= 0; l-- {
+		w := n.w(l)
+		o := n.off[l]
+		ni, no := n.sizes[l], n.sizes[l+1]
+		gw := g[o : o+ni*no]
+		gb := g[o+ni*no : o+ni*no+no]
+		x, d, dp := acts[l], delta[l+1], delta[l]
+		clear(dp)
+		for j := 0; j < no; j++ {
+			dj := d[j]
+			if dj == 0 {
+				continue
+			}
+			gb[j] += dj
+			row := gw[j*ni : (j+1)*ni : (j+1)*ni]
+			wr := w[j*ni : (j+1)*ni : (j+1)*ni]
+			for k, v := range x[:ni] {
+				row[k] += dj * v
+				dp[k] += dj * wr[k]
+			}
+		}
+		if l > 0 {
+			for k, v := range x[:ni] {
+				dp[k] *= 1 - v*v
+			}
+		}
+	}
+	copy(dx, delta[0])
 }

@@ -39,6 +39,10 @@ type narxParams struct {
 	LR            float64 `json:"lr" jsonschema:"Adam learning rate" param:"default=0.001;min=0"`
 	Patience      *int    `json:"patience" jsonschema:"stop after this many epochs without a better validation free run (0: never)" param:"default=20;min=0"`
 	ValShare      float64 `json:"valShare" jsonschema:"share of the tail of every train segment held out for the epoch choice" param:"default=0.2;min=0;max=0.9"`
+	FineTune      *int    `json:"fineTuneEpochs" jsonschema:"epochs of simulation-error training after the one-step epochs (truncated back-propagation through seqLen steps; with a budget the one-step epochs get half of it)" param:"default=20;min=0;max=100000"`
+	SeqLen        int     `json:"seqLen" jsonschema:"steps of every simulated subsequence of the fine-tuning" param:"default=40;min=1;max=10000"`
+	SeqBatch      int     `json:"seqBatch" jsonschema:"subsequences per minibatch of the fine-tuning" param:"default=16;min=1;max=100000"`
+	FineTuneLR    float64 `json:"fineTuneLr" jsonschema:"Adam learning rate of the fine-tuning (0: lr)" param:"default=0;min=0"`
 	Seed          *int64  `json:"seed" jsonschema:"random seed of the initialisation and the minibatch order (default: the job's seed)"`
 	BudgetSeconds float64 `json:"budgetSeconds" jsonschema:"training-time budget in seconds (0: none); the training stops after the epoch that exceeds it" param:"default=0;min=0"`
 	Physics       any     `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
@@ -92,6 +96,10 @@ func (NARXMLP) Train(ctx context.Context, tc *trainer.TrainContext) error {
 	if cfg.Epochs == 0 {
 		cfg.Epochs = 100
 	}
+	cfg.FineTuneEpochs, cfg.SeqLen, cfg.SeqBatch, cfg.FineTuneLR = 20, p.SeqLen, p.SeqBatch, p.FineTuneLR
+	if p.FineTune != nil {
+		cfg.FineTuneEpochs = *p.FineTune
+	}
 	if p.Patience != nil {
 		cfg.Patience = *p.Patience
 	}
@@ -121,7 +129,7 @@ func (NARXMLP) Train(ctx context.Context, tc *trainer.TrainContext) error {
 		return errors.New("no NaN-free train segment is long enough")
 	}
 	cfg.Progress = func(ep int, loss, val float64) error {
-		linProgress(tc, 0.05+0.9*float64(ep)/float64(cfg.Epochs), fmt.Sprintf("epoch %d/%d: train loss %.4g, validation free-run NRMSE %.4g", ep, cfg.Epochs, loss, val))
+		linProgress(tc, 0.05+0.9*min(1, float64(ep)/float64(cfg.Epochs+cfg.FineTuneEpochs)), fmt.Sprintf("epoch %d/%d: train loss %.4g, validation free-run NRMSE %.4g", ep, cfg.Epochs+cfg.FineTuneEpochs, loss, val))
 		return ctx.Err()
 	}
 	m, rep, err := narx.Fit(ctx, segs.y, segs.u, cfg)
@@ -129,7 +137,7 @@ func (NARXMLP) Train(ctx context.Context, tc *trainer.TrainContext) error {
 		return err
 	}
 	if tc.Log != nil {
-		_, _ = fmt.Fprintf(tc.Log, "narx_mlp: %d epochs (%s), best %d: validation free-run NRMSE %.4g (ARX %.4g)\n", rep.Epochs, rep.Stop, rep.BestEpoch, rep.ValNRMSE, rep.ARXValNRMSE)
+		_, _ = fmt.Fprintf(tc.Log, "narx_mlp: %d one-step epochs (%s), %d fine-tuning epochs (%s), best %d (%s): validation free-run NRMSE %.4g (ARX %.4g)\n", rep.Epochs, rep.Stop, rep.FineTuneEpochs, rep.FineTuneStop, rep.BestEpoch, rep.BestPhase, rep.ValNRMSE, rep.ARXValNRMSE)
 	}
 	art := &narxArtifact{Format: FormatNARX, Inputs: c.inputs, Outputs: c.outputs, NA: m.NA, NB: m.NB, NK: m.NK,
 		UMean: m.UMean, UStd: m.UStd, YMean: m.YMean, YStd: m.YStd, Linear: m.Lin, Seed: seed, Training: rep}
