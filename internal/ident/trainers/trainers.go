@@ -7,9 +7,9 @@ import (
 
 // All returns the native trainers: one_step@1, linear_state_space@1,
 // output_error@1, armax@1, box_jenkins@1, static_response@1,
-// hybrid_residual@1, process_model@1 and static_forest@1.
+// hybrid_residual@1, process_model@1, static_forest@1 and narx_mlp@1.
 func All() []trainer.Trainer {
-	return []trainer.Trainer{OneStep{}, LinearStateSpace{}, OutputError{}, ARMAX{}, BoxJenkins{}, StaticResponse{}, HybridResidual{}, ProcessModel{}, StaticForest{}}
+	return []trainer.Trainer{OneStep{}, LinearStateSpace{}, OutputError{}, ARMAX{}, BoxJenkins{}, StaticResponse{}, HybridResidual{}, ProcessModel{}, StaticForest{}, NARXMLP{}}
 }
 
 // Formats returns the model formats the native trainers write, by name,
@@ -26,5 +26,6 @@ func Formats() map[string]model.FormatLoader {
 		FormatARMAX:      loadARMAX,
 		FormatBJ:         loadBJ,
 		FormatForest:     loadForest,
+		FormatNARX:       loadNARX,
 	}
 }

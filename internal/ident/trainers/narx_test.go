@@ -1,0 +1,120 @@
+package trainers
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/eval"
+	"github.com/aml-project/aml/internal/model"
+)
+
+// narxSystem is a two-input, two-output nonlinear process with small
+// output noise (σ 0.02):
+//
+//	y1(t) = 0.6 y1(t−1) + tanh(u1(t−1)) + 0.2 u2(t−1)
+//	y2(t) = 0.5 y2(t−1) + 0.3 u1(t−1)² − 0.1 y1(t−1)
+func narxSystem(u [][]float64, r *rand.Rand) [][]float64 {
+	x := make([][]float64, len(u))
+	for k := range x {
+		x[k] = []float64{0, 0}
+		if k > 0 {
+			p, q := x[k-1], u[k-1]
+			x[k] = []float64{0.6*p[0] + math.Tanh(q[0]) + 0.2*q[1], 0.5*p[1] + 0.3*q[0]*q[0] - 0.1*p[0]}
+		}
+	}
+	out := make([][]float64, len(u))
+	for k := range out {
+		out[k] = []float64{x[k][0] + 0.02*r.NormFloat64(), x[k][1] + 0.02*r.NormFloat64()}
+	}
+	return out
+}
+
+func narxBundle(t *testing.T) (*dataset.Bundle, []linSynRun) {
+	runs := linSynRuns(11, narxSystem, []linSynSpec{{dataset.SplitTrain, 1500, nil}, {dataset.SplitTrain, 1500, []int{700}}, {dataset.SplitVal, 300, nil}, {dataset.SplitTest, 800, nil}})
+	return linSynBundle(t, runs, 4, 3), runs
+}
+
+const narxTestParams = `{"na":2,"nb":2,"nk":1,"hidden":[16],"epochs":40,"batch":32,"lr":0.003,"patience":15}`
+
+// narx_mlp@1 on a nonlinear process: a loadable artifact that beats ARX
+// (one_step@1 of the same orders) in free run on the test run, never
+// worse than its ARX start on the validation block, the same bytes for
+// the same seed, and a run simulator the platform's free run uses.
+func TestNARXMLPTrains(t *testing.T) {
+	b, runs := narxBundle(t)
+	dir, err := linTrainNative(t, NARXMLP{}, b, narxTestParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a narxArtifact
+	raw := linReadArtifact(t, dir, &a)
+	if a.Format != FormatNARX || a.Training == nil || len(a.Layers) != 2 {
+		t.Fatalf("artifact %.300s", raw)
+	}
+	if a.Training.ValNRMSE > a.Training.ARXValNRMSE {
+		t.Fatalf("validation free-run NRMSE %g worse than the ARX start %g", a.Training.ValNRMSE, a.Training.ARXValNRMSE)
+	}
+	dir2, err := linTrainNative(t, NARXMLP{}, b, narxTestParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw, linReadArtifact(t, dir2, nil)) {
+		t.Fatal("two trainings with one seed wrote different artifacts")
+	}
+	p, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arxDir, err := linTrainNative(t, OneStep{}, b, `{"na":2,"nb":2,"nk":1,"select":false}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arx, err := model.Load(arxDir, b.Manifest, model.LoadOptions{Formats: Formats()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := runs[3]
+	rn, ra := freeRunRMSE(t, p, test, 4), freeRunRMSE(t, arx, test, 4)
+	t.Logf("free-run RMSE on the test run: NARX %.4f, ARX %.4f; training %+v", rn, ra, *a.Training)
+	for o := range rn {
+		if !(rn[o] < 0.7*ra[o]) {
+			t.Errorf("output %d: NARX free-run RMSE %.4f not below 0.7 × ARX %.4f", o, rn[o], ra[o])
+		}
+	}
+	// windows: the window predictor is the free run over the horizon
+	if w := linWindowRMSE(t, b, p, 0, b.Manifest.Split.Train.Count); !(w[0] < 0.2 && w[1] < 0.2) {
+		t.Errorf("window RMSE %v", w)
+	}
+	fr, err := eval.FreeRun(t.Context(), b, p.(eval.RunSimulator), dataset.SplitTest, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := fr.Targets[0].NRMSE; !(n < 0.3) {
+		t.Errorf("platform free-run NRMSE %g", n)
+	}
+}
+
+// A tampered artifact is refused at load.
+func TestNARXLoaderRefusesBadShapes(t *testing.T) {
+	b, _ := narxBundle(t)
+	dir, err := linTrainNative(t, NARXMLP{}, b, `{"na":1,"nb":1,"hidden":[3],"epochs":1}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a narxArtifact
+	linReadArtifact(t, dir, &a)
+	a.Layers[0].W = a.Layers[0].W[:2]
+	bad := t.TempDir()
+	if err := writeJSON(bad+"/"+model.FileName, &a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := model.Load(bad, b.Manifest, model.LoadOptions{Formats: Formats()}); err == nil {
+		t.Fatal("a layer with missing rows loaded")
+	}
+	if _, err := linTrainNative(t, NARXMLP{}, b, `{"na":9}`); err == nil {
+		t.Fatal("a lag longer than the history accepted")
+	}
+}
