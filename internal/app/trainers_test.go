@@ -51,6 +51,8 @@ var badParams = []struct {
 	{"hybrid_residual@1", `{"mapping":{}}`, "params.physics", "required"},
 	{"static_forest@1", `{"trees":0}`, "params.trees", "below the minimum 1"},
 	{"static_forest@1", `{"task":"ranking"}`, "params.task", "classification"},
+	{"narx_mlp@1", `{"na":0}`, "params.na", "below the minimum 1"},
+	{"narx_mlp@1", `{"hidden":[32,0]}`, "params.hidden[1]", "below the minimum 1"},
 }
 
 // TestJobSubmitRefusesBadParams: job.submit validates a native trainer's
