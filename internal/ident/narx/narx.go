@@ -187,6 +187,12 @@ func (m *Model) ensureScratch() {
 // step writes the normalised prediction for regressor phi into out.
 func (m *Model) step(phi, out []float64) {
 	m.ensureScratch()
+	m.stepWith(phi, out, m.scratch)
+}
+
+// stepWith is step with the caller's layer buffers (scratch[i] of the
+// size of layer i's output): the model is only read.
+func (m *Model) stepWith(phi, out []float64, scratch [][]float64) {
 	d := len(phi)
 	for o, r := range m.Lin {
 		a := r[d]
@@ -198,7 +204,7 @@ func (m *Model) step(phi, out []float64) {
 	x := phi
 	last := len(m.Layers) - 1
 	for li, l := range m.Layers {
-		h := m.scratch[li]
+		h := scratch[li]
 		for j := 0; j < l.Out; j++ {
 			w := l.W[j*l.In : (j+1)*l.In : (j+1)*l.In]
 			a := l.B[j]
