@@ -197,6 +197,7 @@ type narxPredictor struct {
 	a    *narxArtifact
 	mu   sync.Mutex
 	pool []*narx.Model
+	narxTwinState
 }
 
 func (p *narxPredictor) Format() string { return FormatNARX }

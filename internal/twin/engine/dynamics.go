@@ -122,3 +122,44 @@ func (r *linearRoller) roll(s *dynStart, u, _ [][]float64) (*rollout, error) {
 	r.out.Out, r.out.Fail = r.out.Y, T
 	return &r.out, nil
 }
+
+// ---- history-started neural models: aml.narx/1 (trainers.HistoryTwin)
+
+// neuralDyn runs a neural model started from the window's history: like a
+// linear model its quantities are dataset columns and its states (if any)
+// abstract; its ensemble (if any) reports its members' spread. A new
+// class plugs in by implementing trainers.HistoryTwin.
+type neuralDyn struct {
+	ht trainers.HistoryTwin
+	ny int
+}
+
+func (n neuralDyn) start(u, _, _, yFilled [][]float64) (*dynStart, error) {
+	s, err := n.ht.StartHistory(u, yFilled)
+	if err != nil {
+		return nil, err
+	}
+	return &dynStart{last: s.Last, lastOut: s.Fitted, lastY: s.Fitted, names: s.States, impl: s}, nil
+}
+
+func (n neuralDyn) newRoller() roller { return &neuralRoller{n: n, r: n.ht.NewHistoryRoller()} }
+
+type neuralRoller struct {
+	n   neuralDyn
+	r   trainers.HistoryRoller
+	out rollout
+}
+
+func (r *neuralRoller) roll(s *dynStart, u, _ [][]float64) (*rollout, error) {
+	T, ny := len(u), r.n.ny
+	if cap(r.out.Y) < T*ny {
+		r.out.Y, r.out.Spread = make([]float64, T*ny), make([]float64, T*ny)
+	}
+	r.out.Y, r.out.Spread = r.out.Y[:T*ny], r.out.Spread[:T*ny]
+	fail, err := r.r.Roll(s.impl.(*trainers.HistoryStart), u, r.out.Y, r.out.Spread)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.n.ht.Format(), err)
+	}
+	r.out.Out, r.out.Fail = r.out.Y, fail
+	return &r.out, nil
+}

@@ -443,7 +443,7 @@ func (p *plan) evaluate(sc *scratch, cand [][]float64, keep bool) *evalResult {
 	}
 	r, err := sc.roller.roll(p.s.start, sc.U, p.dHeld)
 	if err != nil {
-		res.modelErr = err.Error()
+		res.modelErr, res.oodCode = err.Error(), "NOT_EVALUATED"
 		res.fail = 0
 		return res
 	}
@@ -486,7 +486,8 @@ func (p *plan) evaluate(sc *scratch, cand [][]float64, keep bool) *evalResult {
 		}
 	}
 	if r.Fail < T {
-		res.modelErr = fmt.Sprintf("the physics simulation fails at horizon step %d", r.Fail)
+		// nothing after the failure is judged: the record says so
+		res.modelErr, res.oodCode = fmt.Sprintf("the %s fails at horizon step %d", t.failWhat(), r.Fail), "NOT_EVALUATED"
 		return res
 	}
 	p.checkConstraints(sc, res)

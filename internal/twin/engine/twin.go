@@ -35,7 +35,7 @@ func errf(code, field, format string, args ...any) *core.Error {
 }
 
 // Twin is a loaded twin model: a dynamic model of a class the twin runs
-// (aml.hybrid/1, aml.statespace/1, aml.arx/1) with its dataset's layout and the uncertainty figures measured when it was evaluated. It is
+// (aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1) with its dataset's layout and the uncertainty figures measured when it was evaluated. It is
 // safe for concurrent use; the only mutable part is the cache of window
 // starts, guarded by a mutex, whose entries are immutable.
 type Twin struct {
@@ -123,10 +123,11 @@ type metricsJSON struct {
 }
 
 // TwinFormats are the artifact formats the twin runs: hybrid_residual@1,
-// linear_state_space@1 and one_step@1 (ARX) models of dynamic datasets.
-var TwinFormats = []string{trainers.FormatHybrid, trainers.FormatStateSpace, trainers.FormatARX}
+// linear_state_space@1, one_step@1 (ARX) and narx_mlp@1 models of dynamic
+// datasets.
+var TwinFormats = []string{trainers.FormatHybrid, trainers.FormatStateSpace, trainers.FormatARX, trainers.FormatNARX}
 
-const twinFormatList = "aml.hybrid/1, aml.statespace/1 or aml.arx/1"
+const twinFormatList = "aml.hybrid/1, aml.statespace/1, aml.arx/1 or aml.narx/1"
 
 // IsTwinFormat says whether the twin runs models of artifact format f.
 func IsTwinFormat(f string) bool { return slices.Contains(TwinFormats, f) }
@@ -151,9 +152,15 @@ func New(modelID string, man *dataset.Manifest, p model.Predictor, metrics json.
 	if hp, ok := trainers.AsHybrid(p); ok {
 		t.initHybrid(hp)
 	} else if lt, ok := trainers.AsLinearTwin(p); ok {
-		if err := t.initLinear(lt); err != nil {
+		if err := t.initColumns(lt.LinearLayout()); err != nil {
 			return nil, err
 		}
+		t.dyn, t.estimator, t.hideStates = linearDyn{lt, len(t.outs)}, lt.WindowEstimator(), true
+	} else if ht, ok := trainers.AsHistoryTwin(p); ok {
+		if err := t.initColumns(ht.LinearLayout()); err != nil {
+			return nil, err
+		}
+		t.dyn, t.estimator, t.hideStates, t.members = neuralDyn{ht, len(t.outs)}, ht.WindowEstimator(), true, ht.Members()
 	} else {
 		return nil, errf(CodeModelUnsupported, "format", "model %s is %s; the twin runs %s models", modelID, p.Format(), twinFormatList)
 	}
@@ -216,11 +223,10 @@ func (t *Twin) initHybrid(hp trainers.HybridPredictor) {
 	}
 }
 
-// initLinear lays out a linear model: its quantities are the dataset
-// columns it uses, named by their node ids; its targets are its model
-// outputs.
-func (t *Twin) initLinear(lt trainers.LinearTwin) error {
-	in, out := lt.LinearLayout()
+// initColumns lays out a linear or history-started neural model: its
+// quantities are the dataset columns it uses, named by their node ids;
+// its inputs are controls and its targets its model outputs.
+func (t *Twin) initColumns(in, out []trainers.HybridColumnRef) error {
 	for _, c := range in {
 		if c.Col < 0 || c.Col >= len(t.nodes) {
 			return errf(CodeModelUnsupported, "inputs", "model %s has an input without a dataset column", t.modelID)
@@ -234,8 +240,15 @@ func (t *Twin) initLinear(lt trainers.LinearTwin) error {
 		t.outs = append(t.outs, qcol{t.nodes[c.Col], c.Col, math.NaN()})
 		t.modelOuts = append(t.modelOuts, t.nodes[c.Col])
 	}
-	t.dyn, t.estimator, t.hideStates = linearDyn{lt, len(t.outs)}, lt.WindowEstimator(), true
 	return nil
+}
+
+// failWhat names what fails when a rollout stops being finite.
+func (t *Twin) failWhat() string {
+	if _, ok := t.dyn.(hybridDyn); ok {
+		return "physics simulation"
+	}
+	return "model's prediction"
 }
 
 // ModelID returns the model's id.

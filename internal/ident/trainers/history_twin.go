@@ -1,0 +1,161 @@
+package trainers
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/aml-project/aml/internal/ident/narx"
+	"github.com/aml-project/aml/internal/model"
+)
+
+// What the digital twin (internal/twin/engine) needs from a loaded neural
+// dynamic model that starts from a window's history — narx_mlp@1
+// (aml.narx/1), whose state is the window's last outputs and inputs; a
+// neural state-space model's encoder maps the same rows to a state. As for
+// LinearTwin: the columns of its inputs (dataset controls) and outputs
+// (dataset targets), a start made once from a measured window, and
+// rollouts continuing it exactly as PredictBatch predicts a dataset window
+// (the path the conformal widths were measured on).
+//
+// A new class plugs in by implementing HistoryTwin on its predictor (a
+// start, a roller with its own buffers) and naming its format in
+// engine.TwinFormats and registry.TwinFormats.
+
+// HistoryTwin is implemented by the predictors of narx_mlp@1.
+type HistoryTwin interface {
+	model.Predictor
+	// LinearLayout returns the model's inputs (model input order: dataset
+	// controls) and outputs (dataset target order) with their columns.
+	LinearLayout() (inputs, outputs []HybridColumnRef)
+	// StartHistory makes the start of a measured window from its H rows:
+	// u [H][inputs] and y [H][outputs], both finite, in the orders of
+	// LinearLayout.
+	StartHistory(u, y [][]float64) (*HistoryStart, error)
+	// NewHistoryRoller returns one goroutine's rollout buffers.
+	NewHistoryRoller() HistoryRoller
+	// Members is the size of the model's ensemble (1 without one).
+	Members() int
+	// WindowEstimator names how StartHistory estimates the state.
+	WindowEstimator() string
+}
+
+// HistoryStart is a history-started model's state at the end of a
+// measured window. It is immutable once made.
+type HistoryStart struct {
+	// States names the model's abstract states (none for NARX, whose
+	// state is the window's rows) and Last their values at the window's
+	// last row.
+	States []string
+	Last   []float64
+	// Fitted is the model's output at the window's last row (the measured
+	// one for NARX), LinearLayout's output order.
+	Fitted []float64
+	// Impl is the class's own start (*narx.Start).
+	Impl any
+}
+
+// HistoryRoller continues starts with its own buffers: one goroutine's.
+type HistoryRoller interface {
+	// Roll predicts the outputs over the steps of u ([T][inputs]) after
+	// the window s was started from into y and spread ([T*outputs],
+	// row-major, LinearLayout's output order; spread the ensemble's
+	// standard deviation, 0 without one). It returns the first step whose
+	// prediction is not finite (T when none); an error means the rollout
+	// could not start at all. s is only read.
+	Roll(s *HistoryStart, u [][]float64, y, spread []float64) (fail int, err error)
+}
+
+// AsHistoryTwin returns p as a HistoryTwin when it is a model of a class
+// started from a window's history (narx_mlp@1).
+func AsHistoryTwin(p model.Predictor) (HistoryTwin, bool) {
+	h, ok := p.(HistoryTwin)
+	return h, ok
+}
+
+var _ HistoryTwin = (*narxPredictor)(nil)
+
+// LinearLayout returns the columns of the model's inputs and outputs.
+func (p *narxPredictor) LinearLayout() (inputs, outputs []HybridColumnRef) {
+	return p.cols.LinearLayout()
+}
+
+// WindowEstimator: narx-history/1, the window's last outputs and inputs
+// are the state (as PredictBatch starts a window).
+func (p *narxPredictor) WindowEstimator() string { return "narx-history/1" }
+
+// Members: a NARX model is one network.
+func (p *narxPredictor) Members() int { return 1 }
+
+// shared is one model only read by the twin's starts and rollers.
+func (p *narxPredictor) shared() *narx.Model {
+	p.once.Do(func() { p.ro, _ = p.a.model() }) // checked by the loader
+	return p.ro
+}
+
+// StartHistory starts the model from the window's rows as PredictBatch
+// does: its last Lag() outputs and inputs.
+func (p *narxPredictor) StartHistory(u, y [][]float64) (*HistoryStart, error) {
+	c := p.cols
+	H := len(u)
+	if H == 0 || len(y) != H {
+		return nil, fmt.Errorf("a window start needs as many input as output rows (%d, %d), at least one", H, len(y))
+	}
+	if err := c.checkRows("input", u, len(c.xIn)); err != nil {
+		return nil, err
+	}
+	if err := c.checkRows("output", y, len(c.tgtOut)); err != nil {
+		return nil, err
+	}
+	st, err := p.shared().StartFrom(u, c.toModel(y))
+	if err != nil {
+		return nil, err
+	}
+	return &HistoryStart{Fitted: append([]float64(nil), y[H-1]...), Impl: st}, nil
+}
+
+// NewHistoryRoller returns a roller with its own narx.Runner.
+func (p *narxPredictor) NewHistoryRoller() HistoryRoller {
+	return &narxRoller{p: p, r: p.shared().NewRunner()}
+}
+
+type narxRoller struct {
+	p   *narxPredictor
+	r   *narx.Runner
+	buf []float64 // model output order
+}
+
+func (r *narxRoller) Roll(s *HistoryStart, u [][]float64, y, spread []float64) (int, error) {
+	c := r.p.cols
+	T, ny := len(u), len(c.tgtOut)
+	st, ok := s.Impl.(*narx.Start)
+	if !ok {
+		return 0, fmt.Errorf("the start is not a NARX model's")
+	}
+	if len(y) < T*ny || len(spread) < T*ny {
+		return 0, fmt.Errorf("the output buffers hold %d and %d values, %d needed", len(y), len(spread), T*ny)
+	}
+	if err := c.checkRows("input", u, len(c.xIn)); err != nil {
+		return 0, err
+	}
+	nOut := len(c.xOut)
+	if cap(r.buf) < T*nOut {
+		r.buf = make([]float64, T*nOut)
+	}
+	r.buf = r.buf[:T*nOut]
+	fail, err := r.r.Continue(st, u, r.buf)
+	if err != nil {
+		return 0, err
+	}
+	for k := 0; k < T; k++ {
+		for t, o := range c.tgtOut {
+			y[k*ny+t], spread[k*ny+t] = r.buf[k*nOut+o], 0
+		}
+	}
+	return fail, nil
+}
+
+// narxTwinState is the part of narxPredictor the twin uses.
+type narxTwinState struct {
+	once sync.Once
+	ro   *narx.Model
+}
