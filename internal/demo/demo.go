@@ -88,6 +88,14 @@ type Options struct {
 	// Seed of the simulated line; Runs before the model (≥ 12).
 	Seed uint64
 	Runs int
+	// Trainer is the twin model's trainer: "" or hybrid_residual@1 (the
+	// physics file examples/physics/injection.aml plus a residual, with
+	// the built-in scene and objective), or a model class whose
+	// quantities are the dataset's columns (narx_mlp@1, one_step@1,
+	// linear_state_space@1) with TrainerParams, on ColumnScene and
+	// ColumnObjective.
+	Trainer       string
+	TrainerParams json.RawMessage
 	// WearContinues lets the mould keep wearing after the model.
 	WearContinues bool
 	// Live recommends and writes on a live line served over OPC UA, at
@@ -178,22 +186,27 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.DatasetID, res.DatasetSHA256 = built.Dataset.ID, built.Dataset.SHA256
 	logf("2. built dataset %s (sha256 %.12s…)", res.DatasetID, res.DatasetSHA256)
 
-	// 3. Hybrid model. The physics model is stored content (physics.put):
-	// the job and later recalibrations name it by id.
-	phys, err := fs.ReadFile(examples.FS, "physics/injection.aml")
+	// 3. The twin model: by default the hybrid. The physics model is
+	// stored content (physics.put): the job and later recalibrations name
+	// it by id.
+	trainer, params, hybrid := o.Trainer, o.TrainerParams, o.Trainer == "" || o.Trainer == "hybrid_residual@1"
+	if hybrid {
+		phys, err := fs.ReadFile(examples.FS, "physics/injection.aml")
+		if err != nil {
+			return nil, err
+		}
+		pm, err := ap.PhysicsPut(ctx, eng, amlapp.PhysicsPutRequest{Source: string(phys), FileName: "injection.aml"})
+		if err != nil {
+			return nil, err
+		}
+		trainer = "hybrid_residual@1"
+		params, _ = json.Marshal(map[string]any{"physics": pm.ID, "mapping": map[string]any{"outputs": map[string]string{"weight": "part_weight"}}})
+	}
+	job, err := ap.JobSubmit(ctx, eng, amlapp.JobSubmitRequest{DatasetID: built.Dataset.ID, Trainer: trainer, Seed: 1, Params: params})
 	if err != nil {
 		return nil, err
 	}
-	pm, err := ap.PhysicsPut(ctx, eng, amlapp.PhysicsPutRequest{Source: string(phys), FileName: "injection.aml"})
-	if err != nil {
-		return nil, err
-	}
-	params, _ := json.Marshal(map[string]any{"physics": pm.ID, "mapping": map[string]any{"outputs": map[string]string{"weight": "part_weight"}}})
-	job, err := ap.JobSubmit(ctx, eng, amlapp.JobSubmitRequest{DatasetID: built.Dataset.ID, Trainer: "hybrid_residual@1", Seed: 1, Params: params})
-	if err != nil {
-		return nil, err
-	}
-	logf("3. training hybrid_residual@1 (job %s) …", job.ID)
+	logf("3. training %s (job %s) …", trainer, job.ID)
 	if err := runner.Run(ctx, job.ID, 0); err != nil {
 		return nil, err
 	}
@@ -225,7 +238,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// 4. Scene and objective.
 	// The built-in scene, written at the demo's clock (its trials and
 	// gate run on that clock, which must not be before the scene).
-	preset := contract.DefaultInjectionScene()
+	preset, objReq, target := contract.DefaultInjectionScene(), amlapp.ObjectivePutRequest{Preset: amlapp.PresetDefaultInjection}, "weight"
+	if !hybrid {
+		preset, objReq.Preset, objReq.Objective, target = ColumnScene(), "", ColumnObjective(), "part_weight"
+	}
 	preset.CreatedAt = line.now().Truncate(time.Millisecond)
 	put, err := ap.ScenePut(ctx, eng, amlapp.ScenePutRequest{Scene: preset})
 	if err != nil {
@@ -238,7 +254,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	op, err := ap.ObjectivePut(ctx, eng, amlapp.ObjectivePutRequest{Preset: amlapp.PresetDefaultInjection})
+	op, err := ap.ObjectivePut(ctx, eng, objReq)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +263,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	scene := sc.Scene
-	logf("4. scene %s@%s frozen, objective %s (weight → %.1f g)", scene.SceneID, scene.SceneVersion, op.ObjectiveID, obj.Objective.Targets["weight"])
+	logf("4. scene %s@%s frozen, objective %s (%s → %.1f g)", scene.SceneID, scene.SceneVersion, op.ObjectiveID, target, obj.Objective.Targets[target])
 
 	// 5–6. Shadow runs, twin gate, promotion. When the gate fails on the
 	// shadow evidence (the line drifted: mould wear grows run by run), the
@@ -492,4 +508,30 @@ func Anchor(now time.Time, span time.Duration) time.Time {
 		a = a.Add(-day)
 	}
 	return a
+}
+
+// ColumnScene is the injection line's scene for a twin model whose
+// quantities are the dataset's columns by node id (narx_mlp@1,
+// one_step@1, linear_state_space@1): the built-in scene's controls and
+// write policy, the part weight (node part_weight) as the target with
+// its hard range, no physics states or guards.
+func ColumnScene() *contract.SceneContract {
+	f := func(x float64) *float64 { return &x }
+	sc := contract.DefaultInjectionScene()
+	sc.SceneID, sc.PhysicsProfileID = "injection-columns", ""
+	sc.States, sc.Guards, sc.Disturbances = nil, nil, nil
+	sc.Observations = []contract.SceneVariable{{ID: "part_weight", Role: contract.RoleTarget, PhysicalMeaning: "part weight", Unit: "g", Min: f(31), Max: f(34)}}
+	sc.Constraints = []contract.Constraint{{ID: "weight", Kind: contract.KindHardRange, Variable: "part_weight", Min: f(31), Max: f(34)}}
+	sc.ObjectiveProfileIDs = []string{"injection-columns-objective"}
+	return sc
+}
+
+// ColumnObjective is ColumnScene's objective: the built-in objective with
+// its weight target on node part_weight.
+func ColumnObjective() *contract.ObjectiveProfile {
+	obj := contract.DefaultInjectionObjective()
+	obj.ObjectiveID = "injection-columns-objective"
+	t, w := obj.Targets["weight"], obj.Weights["weight"]
+	obj.Targets, obj.Weights = map[string]float64{"part_weight": t}, map[string]float64{"part_weight": w}
+	return obj
 }
