@@ -1,33 +1,51 @@
 // Package engine is the digital twin's engine: it loads a registered
 // dynamic model as a [Twin] — a hybrid (aml.hybrid/1: calibrated physics +
 // bounded residual ensemble, internal/ident/hybrid), a linear state-space
-// model (aml.statespace/1) or an ARX model (aml.arx/1) — estimates the
-// state of a line from a snapshot's recent window, runs virtual trials of
-// candidate setpoint trajectories and searches for the best safe one.
-// Nothing here writes to a machine: a trial's candidateExecuted is always
-// false.
+// model (aml.statespace/1), an ARX model (aml.arx/1) or a NARX network
+// (aml.narx/1, narx_mlp@1) — estimates the state of a line from a
+// snapshot's recent window, runs virtual trials of candidate setpoint
+// trajectories and searches for the best safe one. Nothing here writes to a
+// machine: a trial's candidateExecuted is always false.
 //
 // # Loading
 //
 // [LoadFrom] reads the model row, verifies the artifact's hash and loads
 // the dataset manifest through a [ModelSource] ([StoreSource] over a
-// back-end's store; [Load] is the shorthand), loads the predictor, and takes from the model's metrics
-// what its evaluation measured: the split-conformal half-widths W[f][k]
-// (val split, coverage level q), the coverage measured on the test split
-// and the OOD training envelope (eval.FitOOD). Any other format is refused
-// with AML_TWIN_MODEL_UNSUPPORTED ([IsTwinFormat]). Every model class runs
+// back-end's store; [Load] is the shorthand), loads the predictor, and
+// takes from the model's metrics what its evaluation measured: the
+// split-conformal half-widths W[f][k] (val split, coverage level q), the
+// coverage measured on the test split and the OOD training envelope
+// (eval.FitOOD). Any other format is refused with
+// AML_TWIN_MODEL_UNSUPPORTED ([IsTwinFormat]). Every model class runs
 // behind one small interface (dynamics.go: a start from a window, rollouts
 // that continue from it), each along the path its PredictBatch predicts a
 // dataset window — the path the conformal widths were measured on
-// (TestLinearTwinMatchesPredictBatch). A hybrid's quantities are its
-// physics names (trainers.HybridLayout): controls, disturbances, the
-// outputs that are dataset targets, and states measured by a column of
-// their own name. A linear model's quantities are the dataset columns it
-// uses, by node id: its inputs are controls, its targets its outputs; it
-// has no ensemble (the tube is the conformal width alone) and its states
-// are abstract (a state-space model's x1 … xn, shown in a trial's detail,
-// no scene variables). [Twin.DraftScene] drafts a scene from the model
-// and [Twin.CheckScene] lists every way a scene does not fit it.
+// (TestLinearTwinMatchesPredictBatch, TestNARXTwinMatchesPredictBatch). The
+// classes:
+//
+//   - hybrid (trainers.HybridPredictor): physics states, outputs and guards
+//     plus the residual ensemble;
+//   - linear (trainers.LinearTwin): aml.statespace/1 and aml.arx/1;
+//   - history-started neural (trainers.HistoryTwin): aml.narx/1. A model
+//     of this kind starts from the window's H rows (its inputs and
+//     outputs) and rolls out with a roller of its own buffers per
+//     goroutine; an ensemble reports its members' spread. A new neural
+//     class (neural_state_space@1: an encoder from the same rows to its
+//     state) plugs in by implementing trainers.HistoryTwin on its
+//     predictor and naming its format in [TwinFormats] and
+//     registry.TwinFormats (TestRegistryKnowsTwinFormats checks they
+//     agree); nothing else in the engine changes.
+//
+// A hybrid's quantities are its physics names (trainers.HybridLayout):
+// controls, disturbances, the outputs that are dataset targets, and states
+// measured by a column of their own name. A linear or neural model's
+// quantities are the dataset columns it uses, by node id: its inputs are
+// controls, its targets its outputs; a linear model or a NARX network has
+// no ensemble (the tube is the conformal width alone) and its states are
+// abstract (a state-space model's x1 … xn, shown in a trial's detail, no
+// scene variables; a NARX model has none beyond the window's rows).
+// [Twin.DraftScene] drafts a scene from the model and [Twin.CheckScene]
+// lists every way a scene does not fit it.
 //
 // # State estimation
 //
@@ -39,14 +57,18 @@
 // through the window; a state-space model's is its window estimate (the
 // Kalman filter without process noise: the prior's MAP initial state,
 // propagated; or the least-squares one, as trained); an ARX model's is the
-// window's rows. Gaps (null
+// window's rows, a NARX model's (narx-history/1) the window's last outputs
+// and inputs, normalised as the network reads them — the start PredictBatch
+// makes for a dataset window, so the twin's rollout is the model's own
+// prediction to the last bit of PredictBatch's float32 output. Gaps (null
 // values) hold the last valid value for inputs (the first valid one before
-// it), are left out of the state fit for outputs, and a control or target
-// column without any value in the H rows is refused
-// (AML_TWIN_WINDOW_INVALID). [Twin.EstimateState] reports the states at the
+// it), are left out of the state fit for outputs (a linear or neural model
+// reads them held), and a control or target column without any value in
+// the H rows is refused (AML_TWIN_WINDOW_INVALID). [Twin.EstimateState] reports the states at the
 // window's last row: a directly measured state its last valid measurement,
 // every other state the model's estimate; the estimator version is
-// "hybrid-x0fit/1:<modelID>".
+// "<estimator>:<modelID>" (hybrid-x0fit/1, statespace-kalman/1,
+// statespace-x0ls/1, arx-history/1, narx-history/1).
 //
 // # Virtual trials
 //
