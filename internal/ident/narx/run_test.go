@@ -1,6 +1,7 @@
 package narx
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -113,5 +114,50 @@ func TestStartAndContinueRefuse(t *testing.T) {
 	// an infinite input at step 1 reaches the output at step 2 (delay 1)
 	if fail != 2 || math.IsNaN(dst[0]) || math.IsNaN(dst[2]) || !math.IsNaN(dst[4]) || !math.IsNaN(dst[5]) {
 		t.Fatalf("fail %d, %v", fail, dst)
+	}
+}
+
+// Runners share a model and a start across goroutines: each gets what
+// one runner alone gets (run with -race: nothing shared is written).
+func TestRunnersConcurrent(t *testing.T) {
+	m := randomModel(3, 2, 1, 4)
+	rng := rand.New(rand.NewPCG(4, 4))
+	s, err := m.StartFrom(randomRows(6, 2, rng), randomRows(6, 2, rng))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const T, G = 20, 4
+	inputs := make([][][]float64, G)
+	want := make([][]float64, G)
+	for g := range inputs {
+		inputs[g] = randomRows(T, 2, rng)
+		want[g] = make([]float64, T*m.NY)
+		if _, err := m.NewRunner().Continue(s, inputs[g], want[g]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, G)
+	for g := 0; g < G; g++ {
+		go func(g int) {
+			r, dst := m.NewRunner(), make([]float64, T*m.NY)
+			for rep := 0; rep < 50; rep++ {
+				if _, err := r.Continue(s, inputs[g], dst); err != nil {
+					errs <- err
+					return
+				}
+				for i := range dst {
+					if dst[i] != want[g][i] {
+						errs <- fmt.Errorf("goroutine %d, repeat %d: value %d is %v, alone %v", g, rep, i, dst[i], want[g][i])
+						return
+					}
+				}
+			}
+			errs <- nil
+		}(g)
+	}
+	for g := 0; g < G; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

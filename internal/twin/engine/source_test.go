@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/ident/trainers"
 )
 
 // fakeSource is a ModelSource without a store: one model row, and a
@@ -49,6 +51,17 @@ func TestLoadFromSource(t *testing.T) {
 	}
 	if len(src.asked) != 2 || src.asked[1] != "model" {
 		t.Fatalf("asked %v: the artifact of a refused model was read", src.asked)
+	}
+	// every format the twin does not run (static models, the noise-model
+	// and process-model classes) is refused the same way, unread
+	for _, f := range []string{trainers.FormatForest, trainers.FormatOE, trainers.FormatARMAX, trainers.FormatBJ, trainers.FormatProcess, "ext:mine"} {
+		src := &fakeSource{m: core.Model{ID: "m1", ArtifactKind: f}}
+		if _, err := LoadFrom(ctx, src, "m1"); core.CodeOf(err) != CodeModelUnsupported || !strings.Contains(err.Error(), "aml.narx/1") {
+			t.Fatalf("%s: %v, want %s naming the formats the twin runs", f, err, CodeModelUnsupported)
+		}
+		if len(src.asked) != 1 {
+			t.Fatalf("%s: asked %v", f, src.asked)
+		}
 	}
 	tampered := core.Errorf(core.CodeModelTampered, "changed")
 	src = &fakeSource{m: core.Model{ID: "m1", ArtifactKind: "aml.hybrid/1"}, dirErr: tampered}
