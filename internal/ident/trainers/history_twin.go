@@ -2,9 +2,7 @@ package trainers
 
 import (
 	"fmt"
-	"sync"
 
-	"github.com/aml-project/aml/internal/ident/narx"
 	"github.com/aml-project/aml/internal/model"
 )
 
@@ -17,9 +15,10 @@ import (
 // rollouts continuing it exactly as PredictBatch predicts a dataset window
 // (the path the conformal widths were measured on).
 //
-// A new class plugs in by implementing HistoryTwin on its predictor (a
-// start, a roller with its own buffers) and naming its format in
-// engine.TwinFormats and registry.TwinFormats.
+// A new class plugs in by implementing HistoryTwin on its predictor —
+// embedding historyCols with its simulator (a StartFrom and runners with
+// a Continue, shaped like narx.Model's) gives all of it but Members — and
+// naming its format in engine.TwinFormats and registry.TwinFormats.
 
 // HistoryTwin is implemented by the predictors of narx_mlp@1.
 type HistoryTwin interface {
@@ -72,30 +71,50 @@ func AsHistoryTwin(p model.Predictor) (HistoryTwin, bool) {
 	return h, ok
 }
 
-var _ HistoryTwin = (*narxPredictor)(nil)
+// historyModel is the simulator shape of a history-started neural model
+// (narx.Model): a start from a window's rows (model input and output
+// order) and runners continuing it, one per goroutine, with their own
+// buffers; the model is only read.
+type historyModel[S any, R historyRunner[S]] interface {
+	StartFrom(u, y [][]float64) (S, error)
+	NewRunner() R
+}
+
+// historyRunner continues a start over inputs u into dst ([T*outputs],
+// model output order), returning the first step that is not finite (T
+// when none). A runner of an ensemble also implements spreadRunner.
+type historyRunner[S any] interface {
+	Continue(s S, u [][]float64, dst []float64) (int, error)
+}
+
+// spreadRunner is a runner of an ensemble: the members' mean into dst and
+// their standard deviation into spread.
+type spreadRunner[S any] interface {
+	ContinueSpread(s S, u [][]float64, dst, spread []float64) (int, error)
+}
+
+// historyCols implements HistoryTwin (but Members and model.Predictor)
+// for a model whose inputs and outputs are a linear predictor's columns:
+// a new history-started class embeds it with its simulator and its
+// estimator's name.
+type historyCols[S any, R historyRunner[S]] struct {
+	cols      *linearPredictor
+	sim       historyModel[S, R] // only read
+	estimator string
+}
 
 // LinearLayout returns the columns of the model's inputs and outputs.
-func (p *narxPredictor) LinearLayout() (inputs, outputs []HybridColumnRef) {
-	return p.cols.LinearLayout()
+func (h *historyCols[S, R]) LinearLayout() (inputs, outputs []HybridColumnRef) {
+	return h.cols.LinearLayout()
 }
 
-// WindowEstimator: narx-history/1, the window's last outputs and inputs
-// are the state (as PredictBatch starts a window).
-func (p *narxPredictor) WindowEstimator() string { return "narx-history/1" }
-
-// Members: a NARX model is one network.
-func (p *narxPredictor) Members() int { return 1 }
-
-// shared is one model only read by the twin's starts and rollers.
-func (p *narxPredictor) shared() *narx.Model {
-	p.once.Do(func() { p.ro, _ = p.a.model() }) // checked by the loader
-	return p.ro
-}
+// WindowEstimator names the window state estimator.
+func (h *historyCols[S, R]) WindowEstimator() string { return h.estimator }
 
 // StartHistory starts the model from the window's rows as PredictBatch
-// does: its last Lag() outputs and inputs.
-func (p *narxPredictor) StartHistory(u, y [][]float64) (*HistoryStart, error) {
-	c := p.cols
+// does.
+func (h *historyCols[S, R]) StartHistory(u, y [][]float64) (*HistoryStart, error) {
+	c := h.cols
 	H := len(u)
 	if H == 0 || len(y) != H {
 		return nil, fmt.Errorf("a window start needs as many input as output rows (%d, %d), at least one", H, len(y))
@@ -106,30 +125,30 @@ func (p *narxPredictor) StartHistory(u, y [][]float64) (*HistoryStart, error) {
 	if err := c.checkRows("output", y, len(c.tgtOut)); err != nil {
 		return nil, err
 	}
-	st, err := p.shared().StartFrom(u, c.toModel(y))
+	st, err := h.sim.StartFrom(u, c.toModel(y))
 	if err != nil {
 		return nil, err
 	}
 	return &HistoryStart{Fitted: append([]float64(nil), y[H-1]...), Impl: st}, nil
 }
 
-// NewHistoryRoller returns a roller with its own narx.Runner.
-func (p *narxPredictor) NewHistoryRoller() HistoryRoller {
-	return &narxRoller{p: p, r: p.shared().NewRunner()}
+// NewHistoryRoller returns a roller with its own runner.
+func (h *historyCols[S, R]) NewHistoryRoller() HistoryRoller {
+	return &historyRoller[S, R]{h: h, r: h.sim.NewRunner()}
 }
 
-type narxRoller struct {
-	p   *narxPredictor
-	r   *narx.Runner
-	buf []float64 // model output order
+type historyRoller[S any, R historyRunner[S]] struct {
+	h        *historyCols[S, R]
+	r        R
+	buf, spr []float64 // model output order
 }
 
-func (r *narxRoller) Roll(s *HistoryStart, u [][]float64, y, spread []float64) (int, error) {
-	c := r.p.cols
+func (r *historyRoller[S, R]) Roll(s *HistoryStart, u [][]float64, y, spread []float64) (int, error) {
+	c := r.h.cols
 	T, ny := len(u), len(c.tgtOut)
-	st, ok := s.Impl.(*narx.Start)
+	st, ok := s.Impl.(S)
 	if !ok {
-		return 0, fmt.Errorf("the start is not a NARX model's")
+		return 0, fmt.Errorf("the start is not this model's")
 	}
 	if len(y) < T*ny || len(spread) < T*ny {
 		return 0, fmt.Errorf("the output buffers hold %d and %d values, %d needed", len(y), len(spread), T*ny)
@@ -139,23 +158,31 @@ func (r *narxRoller) Roll(s *HistoryStart, u [][]float64, y, spread []float64) (
 	}
 	nOut := len(c.xOut)
 	if cap(r.buf) < T*nOut {
-		r.buf = make([]float64, T*nOut)
+		r.buf, r.spr = make([]float64, T*nOut), make([]float64, T*nOut)
 	}
-	r.buf = r.buf[:T*nOut]
-	fail, err := r.r.Continue(st, u, r.buf)
+	r.buf, r.spr = r.buf[:T*nOut], r.spr[:T*nOut]
+	var fail int
+	var err error
+	if e, ok := any(r.r).(spreadRunner[S]); ok {
+		fail, err = e.ContinueSpread(st, u, r.buf, r.spr)
+	} else {
+		clear(r.spr)
+		fail, err = r.r.Continue(st, u, r.buf)
+	}
 	if err != nil {
 		return 0, err
 	}
 	for k := 0; k < T; k++ {
 		for t, o := range c.tgtOut {
-			y[k*ny+t], spread[k*ny+t] = r.buf[k*nOut+o], 0
+			y[k*ny+t], spread[k*ny+t] = r.buf[k*nOut+o], r.spr[k*nOut+o]
 		}
 	}
 	return fail, nil
 }
 
-// narxTwinState is the part of narxPredictor the twin uses.
-type narxTwinState struct {
-	once sync.Once
-	ro   *narx.Model
-}
+// narx_mlp@1: the window's last outputs and inputs are the state.
+
+var _ HistoryTwin = (*narxPredictor)(nil)
+
+// Members: a NARX model is one network.
+func (p *narxPredictor) Members() int { return 1 }

@@ -186,7 +186,7 @@ func loadNARX(b []byte, _ string, man *dataset.Manifest) (model.Predictor, error
 	if err != nil {
 		return nil, err
 	}
-	return &narxPredictor{cols: lp, a: &a}, nil
+	return &narxPredictor{cols: lp, a: &a, historyCols: historyCols[*narx.Start, *narx.Runner]{cols: lp, sim: m, estimator: "narx-history/1"}}, nil
 }
 
 // narxPredictor predicts windows and runs with a NARX model (the columns
@@ -197,7 +197,8 @@ type narxPredictor struct {
 	a    *narxArtifact
 	mu   sync.Mutex
 	pool []*narx.Model
-	narxTwinState
+	// the twin's view (HistoryTwin), over a model only read
+	historyCols[*narx.Start, *narx.Runner]
 }
 
 func (p *narxPredictor) Format() string { return FormatNARX }

@@ -118,3 +118,92 @@ func TestNARXLoaderRefusesBadShapes(t *testing.T) {
 		t.Fatal("a lag longer than the history accepted")
 	}
 }
+
+// The twin's view of a narx_mlp@1 model (HistoryTwin): a start from a
+// dataset window's H rows continued by one roller over the window's
+// future controls is PredictBatch of the window, to the last float32 bit,
+// for both outputs, without spread; the roller is reused across windows.
+func TestNARXHistoryTwinMatchesPredictBatch(t *testing.T) {
+	b, _ := narxBundle(t)
+	dir, err := linTrainNative(t, NARXMLP{}, b, `{"na":2,"nb":3,"nk":1,"hidden":[6],"epochs":3,"fineTuneEpochs":1,"seqLen":8}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ht, ok := AsHistoryTwin(p)
+	if !ok {
+		t.Fatalf("%T is no HistoryTwin", p)
+	}
+	if _, ok := AsLinearTwin(p); ok {
+		t.Fatal("a NARX model also passes for a linear twin")
+	}
+	if ht.WindowEstimator() != "narx-history/1" || ht.Members() != 1 {
+		t.Fatalf("estimator %s, %d members", ht.WindowEstimator(), ht.Members())
+	}
+	man, d := b.Manifest, b.Dims()
+	in, out := ht.LinearLayout()
+	uCol := map[string]int{}
+	for j, n := range man.Controls {
+		uCol[n] = j
+	}
+	r := ht.NewHistoryRoller()
+	n := b.Manifest.Split.Train.Count
+	for _, w := range []int{0, n / 2, n - 1} {
+		xw := b.X[w*d.XLen() : (w+1)*d.XLen()]
+		uw := b.U[w*d.ULen() : (w+1)*d.ULen()]
+		U, Y, Uf := make([][]float64, d.H), make([][]float64, d.H), make([][]float64, d.F)
+		for k := 0; k < d.H; k++ {
+			for _, c := range in {
+				U[k] = append(U[k], float64(xw[k*d.XCols+c.Col]))
+			}
+			for _, c := range out {
+				Y[k] = append(Y[k], float64(xw[k*d.XCols+c.Col]))
+			}
+		}
+		for f := 0; f < d.F; f++ {
+			for _, c := range in {
+				Uf[f] = append(Uf[f], float64(uw[f*d.UCols+uCol[man.AllNodes[c.Col]]]))
+			}
+		}
+		s, err := ht.StartHistory(U, Y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ny := len(out)
+		y, spread := make([]float64, d.F*ny), make([]float64, d.F*ny)
+		for i := range spread {
+			spread[i] = -1 // overwritten
+		}
+		fail, err := r.Roll(s, Uf, y, spread)
+		if err != nil || fail != d.F {
+			t.Fatalf("window %d: fail %d, %v", w, fail, err)
+		}
+		want, err := p.PredictBatch(t.Context(), xw, uw, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range want {
+			if float32(y[i]) != v || spread[i] != 0 {
+				t.Fatalf("window %d value %d: rollout %v (spread %v), PredictBatch %v", w, i, y[i], spread[i], v)
+			}
+		}
+	}
+	// what it cannot start from or run is refused
+	bad := [][]float64{{math.NaN(), 0}}
+	if _, err := ht.StartHistory(bad, [][]float64{{0, 0}}); err == nil {
+		t.Fatal("a NaN input row started the model")
+	}
+	s, err := ht.StartHistory([][]float64{{0, 0}}, [][]float64{{0, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Roll(s, bad, make([]float64, 2), make([]float64, 2)); err == nil {
+		t.Fatal("a NaN control rolled out")
+	}
+	if _, err := r.Roll(&HistoryStart{Impl: "x"}, [][]float64{{0, 0}}, make([]float64, 2), make([]float64, 2)); err == nil {
+		t.Fatal("a start of another class rolled out")
+	}
+}
