@@ -12,6 +12,7 @@ import (
 	"github.com/aml-project/aml/internal/demo"
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/registry"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
@@ -49,8 +50,8 @@ func TestDemoNARXTwin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.ArtifactKind != trainers.FormatNARX {
-		t.Fatalf("the demo's model is %s", m.ArtifactKind)
+	if m.ArtifactKind != trainers.FormatNARX || !registry.IsTwin(m) {
+		t.Fatalf("the demo's model is %s (a twin model: %v)", m.ArtifactKind, registry.IsTwin(m))
 	}
 	if !res.GatePassed || res.Stage != core.StageProduction || res.ShadowRuns != 3 || res.TuningMode != "precise_search" {
 		t.Fatalf("twin gate %v %v, stage %s, shadow runs %d, mode %s", res.GatePassed, res.GateRejects, res.Stage, res.ShadowRuns, res.TuningMode)
@@ -65,6 +66,15 @@ func TestDemoNARXTwin(t *testing.T) {
 	}
 	if v := snap.Snapshot.EstimatorVersion; !strings.Contains(v, "narx-history/1:"+res.ModelID) {
 		t.Fatalf("the snapshot's estimator is %q", v)
+	}
+	// a scene drafted from the model names its columns: the controls,
+	// part_weight; no physics states or guards
+	dr, err := ap.SceneDraft(ctx, demo.Engineer, amlapp.SceneDraftRequest{Model: res.ModelID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := dr.File.Scene; len(sc.Controls) != 3 || len(sc.Observations) != 1 || sc.Observations[0].ID != "part_weight" || len(sc.States) != 0 || len(sc.Guards) != 0 || sc.PhysicsProfileID != "" {
+		t.Fatalf("drafted scene: controls %v, observations %v, states %v, guards %v, physics %q", sc.Controls, sc.Observations, sc.States, sc.Guards, sc.PhysicsProfileID)
 	}
 	c, err := ap.CertShow(ctx, demo.Approver, amlapp.CertRequest{ID: res.CertificateID})
 	if err != nil {
