@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/aml-project/aml/internal/render"
 
@@ -45,6 +46,7 @@ func newDemoCmd(a *app) *cobra.Command {
 	cmd.Flags().IntVar(&o.Runs, "runs", 24, "simulated runs before the model (12 train / 6 val / 6 test at 24)")
 	cmd.Flags().BoolVar(&o.Live, "live", false, "recommend and write on a live line: the simulated line served over OPC UA (in process), ingested by the OPC UA connector, the approved move written over OPC UA and read back; reports the part weight's distance to its target before and after")
 	cmd.Flags().Float64Var(&o.Speed, "speed", 20, "with --live: simulated seconds per wall second")
+	cmd.Flags().StringVar(&o.Trainer, "trainer", "hybrid_residual@1", "the twin model's trainer: hybrid_residual@1 (physics file + residual, the built-in scene) or a model of the dataset's columns, "+strings.Join(demo.ColumnTrainers, ", ")+" (the scene names nodes: part_weight is the target)")
 	cmd.Flags().BoolVar(&o.WearContinues, "wear-continues", false, "let the mould keep wearing in the runs after the model (which it cannot see): the shadow coverage falls to the twin gate's G8 limit (0.806 against 0.80 at the demo's clock, so it passes); when the gate fails on its shadow evidence the demo goes through recalibration")
 	return cmd
 }

@@ -156,3 +156,29 @@ func TestDemoAnchor(t *testing.T) {
 		}
 	}
 }
+
+// aml demo --trainer: an unknown trainer is a usage error before anything
+// is simulated; --trainer narx_mlp@1 runs the whole loop with a NARX twin
+// model on the column scene (the gate passes, the certificate is
+// executed).
+func TestDemoTrainer(t *testing.T) {
+	d := t.TempDir()
+	if _, errs, code := aml(t, "demo", "--trainer", "static_forest@1", "--data", d); code != 2 || !strings.Contains(errs, "error: AML_USAGE: ") || !strings.Contains(errs, "narx_mlp@1") {
+		t.Fatalf("an unknown trainer: exit %d %s", code, errs)
+	}
+	if out, errs, code := aml(t, "runs", "list", "--data", d, "--json"); code != 0 || strings.TrimSpace(out) != "[]" && !strings.Contains(out, `"items":[]`) {
+		t.Fatalf("after the refusal: %d %s %s", code, errs, out)
+	}
+	skipTraining(t, "aml demo --trainer narx_mlp@1")
+	demoWall = func() time.Time { return time.Now().Add(-2 * time.Minute) }
+	defer func() { demoWall = nil }()
+	out, errs, code := aml(t, "demo", "--trainer", "narx_mlp@1", "--runs", "16", "--data", t.TempDir(), "--json")
+	if code != 0 {
+		t.Fatalf("demo --trainer narx_mlp@1: exit %d\n%s", code, errs)
+	}
+	var r demo.Result
+	mustJSON(t, out, &r)
+	if !r.GatePassed || r.Stage != "production" || !(r.Improvement > 0) || r.CertStatus != "EXECUTED" || !r.CertVerified || r.WriteOutcome != "readback-verified" {
+		t.Fatalf("demo --trainer narx_mlp@1: %+v", r)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aml-project/aml/examples"
@@ -90,10 +92,9 @@ type Options struct {
 	Runs int
 	// Trainer is the twin model's trainer: "" or hybrid_residual@1 (the
 	// physics file examples/physics/injection.aml plus a residual, with
-	// the built-in scene and objective), or a model class whose
-	// quantities are the dataset's columns (narx_mlp@1, one_step@1,
-	// linear_state_space@1) with TrainerParams, on ColumnScene and
-	// ColumnObjective.
+	// the built-in scene and objective), or one of ColumnTrainers, whose
+	// quantities are the dataset's columns, with TrainerParams (narx_mlp@1
+	// without: DefaultNARXParams), on ColumnScene and ColumnObjective.
 	Trainer       string
 	TrainerParams json.RawMessage
 	// WearContinues lets the mould keep wearing after the model.
@@ -141,6 +142,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if len(existing) > 0 {
 		return nil, core.FieldErrorf(core.CodeConflict, "data", "the data dir %s already holds %d runs: aml demo needs a fresh one (use --data DIR)", o.DataDir, len(existing))
+	}
+	if o.Trainer != "" && o.Trainer != "hybrid_residual@1" && !slices.Contains(ColumnTrainers, o.Trainer) {
+		return nil, core.FieldErrorf(core.CodeUsage, "trainer", "--trainer %q: the demo trains hybrid_residual@1 or one of %s", o.Trainer, strings.Join(ColumnTrainers, ", "))
+	}
+	if o.Trainer == "narx_mlp@1" && len(o.TrainerParams) == 0 {
+		o.TrainerParams = json.RawMessage(DefaultNARXParams)
 	}
 	if nRuns < 12 {
 		return nil, core.FieldErrorf(core.CodeUsage, "runs", "--runs must be at least 12 (the gate needs 3 train runs and test runs to trial on)")
@@ -509,6 +516,15 @@ func Anchor(now time.Time, span time.Duration) time.Time {
 	}
 	return a
 }
+
+// ColumnTrainers are the trainers Options.Trainer may name besides
+// hybrid_residual@1: the twin runs their models on the dataset's columns.
+var ColumnTrainers = []string{"narx_mlp@1", "one_step@1", "linear_state_space@1"}
+
+// DefaultNARXParams are the demo's narx_mlp@1 parameters: a small network
+// (one hidden layer of 8), a few epochs — seconds of training; the twin
+// gate passes with it on the demo's line (TestDemoNARXTwin).
+const DefaultNARXParams = `{"na":3,"nb":3,"nk":1,"hidden":[8],"epochs":10,"fineTuneEpochs":3,"seqLen":10}`
 
 // ColumnScene is the injection line's scene for a twin model whose
 // quantities are the dataset's columns by node id (narx_mlp@1,

@@ -2,7 +2,6 @@ package demo_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +41,7 @@ func TestDemoNARXTwin(t *testing.T) {
 	wall := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	res, err := demo.Run(ctx, demo.Options{Store: st, DataDir: dir, Key: key, Trainers: jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats()),
 		Seed: 7, Runs: 16, Now: func() time.Time { return wall }, Logf: t.Logf,
-		Trainer: "narx_mlp@1", TrainerParams: json.RawMessage(`{"na":3,"nb":3,"nk":1,"hidden":[8],"epochs":10,"fineTuneEpochs":3,"seqLen":10}`)})
+		Trainer: "narx_mlp@1"}) // DefaultNARXParams
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func runLive(ctx context.Context, s store.Store, ap *amlapp.App, line *lineClock
 	connDone := make(chan error, 1)
 	go func() { connDone <- connect.RunReported(cctx, rep, conn.Run, o.Log) }()
 	runID := sim.RunID(in.scene.RecipeID, in.nextRun)
-	sum := &liveSummary{Endpoint: srv.Endpoint(), Speed: o.Speed, RunID: runID, Target: in.obj.Targets["weight"]}
+	sum := &liveSummary{Endpoint: srv.Endpoint(), Speed: o.Speed, RunID: runID, Target: weightTarget(in.obj)}
 	res.Live = sum
 	logf("7. live: simulated line served at %s (%.0f× real time), OPC UA connector ingesting run %s …", srv.Endpoint(), o.Speed, runID)
 
@@ -237,4 +237,13 @@ func weightWindow(ctx context.Context, s store.Store, runID string, toMs int64, 
 	}
 	w.MeanWeight, w.TargetError = sum/float64(w.Samples), dist/float64(w.Samples)
 	return w, nil
+}
+
+// weightTarget is the objective's part-weight target: "weight" on the
+// hybrid's scene, "part_weight" on ColumnScene.
+func weightTarget(obj *contract.ObjectiveProfile) float64 {
+	if v, ok := obj.Targets["weight"]; ok {
+		return v
+	}
+	return obj.Targets["part_weight"]
 }
