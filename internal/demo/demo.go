@@ -531,9 +531,9 @@ const DefaultNARXParams = `{"na":3,"nb":3,"nk":1,"hidden":[8],"epochs":10,"fineT
 
 // ColumnScene is the injection line's scene for a twin model whose
 // quantities are the dataset's columns by node id (narx_mlp@1; the linear
-// models too): the built-in scene's controls and
-// write policy, the part weight (node part_weight) as the target with
-// its hard range, no physics states or guards.
+// models too): the built-in scene's controls and write policy, the part
+// weight (node part_weight) as the target with its hard range, no physics
+// states or guards.
 func ColumnScene() *contract.SceneContract {
 	f := func(x float64) *float64 { return &x }
 	sc := contract.DefaultInjectionScene()
