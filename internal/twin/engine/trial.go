@@ -95,6 +95,10 @@ type TrialDetail struct {
 	CalibratedOutputs []string `json:"calibratedOutputs"`
 	TubeMethod        string   `json:"tubeMethod"`
 	WindowGaps        int      `json:"windowGaps"`
+	// Disturbances are the scene's declared unmeasured disturbances as
+	// estimated from the window (disturb.go); the targets' means include
+	// them and their tubes their uncertainty. Omitted without.
+	Disturbances []DisturbanceEstimate `json:"disturbances,omitempty"`
 }
 
 // TubeMethod documents the tube in every detail.
@@ -293,14 +297,15 @@ func (p *plan) record(in TrialInput, res *evalResult, cand [][]float64) (*contra
 	if t.ood != nil {
 		d.OOD.Threshold = t.ood.Threshold
 	}
+	d.Disturbances = p.disturbanceReport()
 	if res.cons != nil {
 		d.Cost = res.costOf()
 	}
 	for j, n := range t.states {
-		d.InitialState[n] = p.s.start.last[j]
+		d.InitialState[n] = p.start.last[j]
 	}
-	for j, n := range p.s.start.names { // a linear model's abstract states
-		d.InitialState[n] = p.s.start.last[j]
+	for j, n := range p.start.names { // a linear model's abstract states
+		d.InitialState[n] = p.start.last[j]
 	}
 	// traces and the predicted trajectory (only for rolled-out candidates)
 	if res.cons != nil && res.mean != nil {
