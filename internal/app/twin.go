@@ -906,6 +906,28 @@ func (a *App) ShadowCollect(ctx context.Context, p Principal, req ShadowCollectR
 	})
 }
 
+// sceneDisturbances maps the unmeasured disturbances scene sc declares
+// (scene schema 2) onto model modelID's dataset targets, by the twin's
+// bindings of its quantities to nodes: the shadow evidence's
+// disturbance correction (nil when the scene declares none).
+func (a *App) sceneDisturbances(ctx context.Context, sc *contract.SceneContract, modelID string) (map[string]contract.UnmeasuredDisturbance, error) {
+	if sc == nil || len(sc.UnmeasuredDisturbances) == 0 {
+		return nil, nil
+	}
+	tw, err := engine.Load(ctx, a.d.Store, a.d.DataDir, modelID)
+	if err != nil {
+		return nil, err
+	}
+	b := tw.Bindings()
+	out := map[string]contract.UnmeasuredDisturbance{}
+	for _, d := range sc.UnmeasuredDisturbances {
+		if n, ok := b[d.Target]; ok {
+			out[n] = d
+		}
+	}
+	return out, nil
+}
+
 // ShadowListRequest names a model.
 type ShadowListRequest struct {
 	Model string `json:"model" jsonschema:"model id"`
@@ -962,9 +984,13 @@ func (a *App) Calibrate(ctx context.Context, p Principal, req CalibrateRequest) 
 		}
 		// The scene names the request's key; when it is a stored scene, it
 		// must be in p's lines too.
+		var so shadow.Options
 		if req.Scene != "" {
 			if sc, err := a.d.Store.GetScene(ctx, req.Scene, ""); err == nil {
 				if err := p.Allow(auth.ActTrial, sc.LineID); err != nil {
+					return CalibrateResponse{}, err
+				}
+				if so.Disturbances, err = a.sceneDisturbances(ctx, sc, m.ID); err != nil {
 					return CalibrateResponse{}, err
 				}
 			} else if core.CodeOf(err) != core.CodeNotFound {
@@ -977,7 +1003,7 @@ func (a *App) Calibrate(ctx context.Context, p Principal, req CalibrateRequest) 
 			return CalibrateResponse{}, core.FieldErrorf(core.CodeForbidden, "run", "processing the recalibration queue acts on every line's requests; %s is scoped to %v", p.Name, p.Lines)
 		}
 		pol := recal.DefaultPolicy()
-		sig, err := recal.ComputeSignals(ctx, a.d.Store, a.d.DataDir, m.ID, req.Scene, recal.SignalOptions{Now: a.o.Now})
+		sig, err := recal.ComputeSignals(ctx, a.d.Store, a.d.DataDir, m.ID, req.Scene, recal.SignalOptions{Now: a.o.Now, Shadow: so})
 		if err != nil {
 			return CalibrateResponse{}, err
 		}
