@@ -65,3 +65,17 @@ func TestOptionsRefusedBeforeWork(t *testing.T) {
 		}
 	}
 }
+
+// The terminal report states the spec band and the noise floor and has a
+// line per mode.
+func TestReport(t *testing.T) {
+	r := &Result{Seed: 7, Runs: 60, RunSteps: 600, Wear: true, Target: 32, SpecLow: 31.7, SpecHigh: 32.3, NoiseSD: 0.03, NoiseFloor: 0.0012, TestRMSE: 0.094,
+		Modes: []ModeResult{{Name: ModeFixed, MeanAbsError: 0.89}, {Name: ModePerMove}, {Name: ModeEnvelope, Approvals: 1}, {Name: ModeOracle}}, EnvelopeShare: 0.86}
+	var b strings.Builder
+	r.Report(&b)
+	for _, want := range []string{"spec band 31.70–32.30 g", "noise 0.030 g", "noise floor of a run mean 0.0012 g", "fixed", "per_move", "envelope", "oracle", "envelope 86 %"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

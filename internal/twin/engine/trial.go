@@ -104,6 +104,10 @@ type TrialDetail struct {
 // TubeMethod documents the tube in every detail.
 const TubeMethod = "mean ± (conformal half-width + ensemble std); past the calibrated horizon F the half-width is max_f W[f]·√((k+1)/F)"
 
+// TubeMethodDisturbance documents the tube of a trial whose scene declares
+// unmeasured disturbances.
+const TubeMethodDisturbance = TubeMethod + "; a target with a declared unmeasured disturbance: mean + its estimate b, half-width + z·√(P + (k+1)·q) (P the estimate's variance, q its walk's per step)"
+
 // Trial runs one virtual trial: validate the candidate (rejected with
 // CONTROL_SAFETY, still returned and recordable), roll it out from a fresh
 // copy of the snapshot's start, evaluate every scene constraint on the
@@ -297,7 +301,9 @@ func (p *plan) record(in TrialInput, res *evalResult, cand [][]float64) (*contra
 	if t.ood != nil {
 		d.OOD.Threshold = t.ood.Threshold
 	}
-	d.Disturbances = p.disturbanceReport()
+	if d.Disturbances = p.disturbanceReport(); d.Disturbances != nil {
+		d.TubeMethod = TubeMethodDisturbance
+	}
 	if res.cons != nil {
 		d.Cost = res.costOf()
 	}
