@@ -22,7 +22,10 @@ func shadowDry() shadow.Options { return shadow.Options{DryRun: true} }
 // the disturbance-corrected ones (coverage back up from the raw model's),
 // and the disturbance trigger fires; without the declaration the evidence
 // is the raw model's, exactly the figures the corrected evidence keeps as
-// raw.
+// raw. The trigger queues a recalibration, and the model retrained with
+// the worn runs passes its evaluation gates (the model gates of its
+// training job; the twin gate, with fresh shadow runs and trials, is not
+// run here).
 func TestDisturbanceSignal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a hybrid model")
@@ -36,7 +39,7 @@ func TestDisturbanceSignal(t *testing.T) {
 	first := testfix.Injection(t, cfg)
 	ds := testfix.InjectionDataset(t, st, dir, first)
 	made := time.UnixMilli(*first.Runs[11].Run.EndedMs + 60_000)
-	j, _, _ := testfix.TrainHybrid(t, st, dir, ds.ID, testfix.HybridParams(t, dir, `,"ensemble":2,"epochs":15,"starts":2`), made)
+	j, _, runner := testfix.TrainHybrid(t, st, dir, ds.ID, testfix.HybridParams(t, dir, `,"ensemble":2,"epochs":15,"starts":2`), made)
 	lcfg := cfg
 	lcfg.Runs, lcfg.FirstRun, lcfg.AgeRuns = 3, 12, 60
 	lcfg.StartMs = *first.Runs[11].Run.EndedMs + cfg.GapBetweenRuns.Milliseconds()
@@ -85,5 +88,23 @@ func TestDisturbanceSignal(t *testing.T) {
 	}
 	if !(cor.ShadowRMSE[0] < raw.ShadowRMSE[0]) || !(*cor.ErrorScore <= *raw.ErrorScore) {
 		t.Fatalf("corrected RMSE %.4f, raw %.4f", cor.ShadowRMSE[0], raw.ShadowRMSE[0])
+	}
+	// the trigger queues a recalibration; the worker retrains with the worn
+	// runs and the new model's evaluation gates are reported
+	d1, err := RequestAt(ctx, st, *cor, DefaultPolicy(), "ann", now)
+	if err != nil || !d1.Accepted || !slices.Contains(d1.Triggers, "disturbance") {
+		t.Fatalf("request: %+v %v", d1, err)
+	}
+	step, err := RunNext(ctx, st, runner, RunOptions{DataDir: dir, RunJob: true, Now: func() time.Time { return now.Add(time.Minute) }})
+	if err != nil || step.Claimed == nil || step.Claimed.NewModelID == "" {
+		t.Fatalf("step %+v %v", step, err)
+	}
+	nj, err := st.GetJob(ctx, step.Claimed.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recalibrated model %s: model gates passed %v", step.Claimed.NewModelID, nj.GatePassed)
+	if !nj.GatePassed {
+		t.Fatalf("the recalibrated model fails its evaluation gates: %s", nj.Error)
 	}
 }
