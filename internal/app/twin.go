@@ -884,6 +884,9 @@ type ShadowCollectRequest struct {
 	Model   string `json:"model" jsonschema:"model id"`
 	MaxRuns int    `json:"maxRuns,omitempty" jsonschema:"at most this many runs after the model (default all)"`
 	DryRun  bool   `json:"dryRun,omitempty" jsonschema:"compute without storing"`
+	// Scene, when it declares unmeasured disturbances (scene schema 2),
+	// corrects the predictions of their targets (shadow.Options.Disturbances).
+	Scene string `json:"scene,omitempty" jsonschema:"scene whose declared unmeasured disturbances correct the predictions (default none)"`
 }
 
 // Validate requires the model.
@@ -902,7 +905,20 @@ func (a *App) ShadowCollect(ctx context.Context, p Principal, req ShadowCollectR
 		if err != nil {
 			return nil, err
 		}
-		return shadow.Collect(ctx, a.d.Store, a.d.DataDir, m.ID, shadow.Options{MaxRuns: req.MaxRuns, DryRun: req.DryRun, Now: a.o.Now})
+		so := shadow.Options{MaxRuns: req.MaxRuns, DryRun: req.DryRun, Now: a.o.Now}
+		if req.Scene != "" {
+			sc, err := a.d.Store.GetScene(ctx, req.Scene, "")
+			if err != nil {
+				return nil, err
+			}
+			if err := p.Allow(auth.ActTrial, sc.LineID); err != nil {
+				return nil, err
+			}
+			if so.Disturbances, err = a.sceneDisturbances(ctx, sc, m.ID); err != nil {
+				return nil, err
+			}
+		}
+		return shadow.Collect(ctx, a.d.Store, a.d.DataDir, m.ID, so)
 	})
 }
 
