@@ -109,6 +109,7 @@ func TestRemoteTwinParity(t *testing.T) {
 	p.both("twin snapshot list --line --limit", "viewer", fixed("twin", "snapshot", "list", "--line", sc.LineID, "--limit", "1"))
 	p.both("twin shadow --dry-run", "engineer", fixed("twin", "shadow", "--model", m, "--dry-run"))
 	p.both("twin shadow", "engineer", fixed("twin", "shadow", "--model", m, "--max-runs", "2"))
+	p.both("twin shadow --scene", "engineer", fixed("twin", "shadow", "--model", m, "--scene", put.SceneID, "--dry-run"))
 	p.both("twin calibrate", "engineer", fixed("twin", "calibrate", "--model", m, "--scene", "inj"))
 	p.both("twin calibrate list", "viewer", fixed("twin", "calibrate", "list"))
 
@@ -124,6 +125,7 @@ func TestRemoteTwinParity(t *testing.T) {
 	p.bothFail("scene freeze of a frozen scene", "approver", 1, contract.CodeSceneFrozen, fixed("twin", "scene", "freeze", put.SceneID, "--version", "1.0.0", "--expect-hash", put.Hash))
 	p.bothFail("scene show unknown", "viewer", 1, "AML_NOT_FOUND", fixed("twin", "scene", "show", "no-such-scene"))
 	p.bothFail("shadow of an unknown model", "engineer", 1, "AML_NOT_FOUND", fixed("twin", "shadow", "--model", "no-such-model"))
+	p.bothFail("shadow with an unknown scene", "engineer", 1, "AML_NOT_FOUND", fixed("twin", "shadow", "--model", m, "--scene", "no-such-scene"))
 	for name, args := range map[string]func(map[string]string) []string{
 		"trial of a model that is not a twin": func(ids map[string]string) []string {
 			return []string{"twin", "trial", "--model", m, "--snapshot", ids["snap"], "--set", "hold_pressure=70"}

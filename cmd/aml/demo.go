@@ -10,12 +10,13 @@ import (
 
 	"github.com/aml-project/aml/internal/render"
 
+	"github.com/aml-project/aml/internal/benefit"
 	"github.com/aml-project/aml/internal/demo"
 	"github.com/spf13/cobra"
 )
 
 func newDemoCmd(a *app) *cobra.Command {
-	var o demo.Options
+	o, bo, study := demo.Options{}, benefit.Options{}, false
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole loop on a fresh data dir: simulate, build, train, gate, shadow, optimise, certify, approve, write",
@@ -29,6 +30,17 @@ func newDemoCmd(a *app) *cobra.Command {
 				if !a.jsonOut {
 					fmt.Fprintf(a.stdout, format+"\n", args...)
 				}
+			}
+			if study {
+				if cmd.Flags().Changed("runs") {
+					bo.Runs = o.Runs
+				}
+				bo.Store, bo.DataDir, bo.Trainers, bo.Logf, bo.Seed = s, a.dataDir, trainers(), logf, o.Seed
+				res, err := benefit.Run(cmd.Context(), bo)
+				if err != nil {
+					return err
+				}
+				return a.emit(res, res.Report)
 			}
 			key, err := a.certKey()
 			if err != nil {
@@ -48,6 +60,9 @@ func newDemoCmd(a *app) *cobra.Command {
 	cmd.Flags().Float64Var(&o.Speed, "speed", 20, "with --live: simulated seconds per wall second")
 	cmd.Flags().StringVar(&o.Trainer, "trainer", "hybrid_residual@1", "the twin model's trainer: hybrid_residual@1 (physics file + residual, the built-in scene) or a model of the dataset's columns, "+strings.Join(demo.ColumnTrainers, ", ")+" (the scene names nodes: part_weight is the target)")
 	cmd.Flags().BoolVar(&o.WearContinues, "wear-continues", false, "let the mould keep wearing in the runs after the model (which it cannot see): the shadow coverage falls to the twin gate's G8 limit (0.806 against 0.80 at the demo's clock, so it passes); when the gate fails on its shadow evidence the demo goes through recalibration")
+	cmd.Flags().BoolVar(&study, "benefit", false, "run the benefit study instead (internal/benefit): one simulated line under four controllers (fixed, per_move, envelope, oracle); --runs is then the runs per mode (default 60)")
+	cmd.Flags().BoolVar(&bo.Wear, "wear", false, "with --benefit: the unmeasured mould wear keeps growing run by run")
+	cmd.Flags().BoolVar(&bo.MaterialLots, "material-lots", false, "with --benefit: every run gets a new material lot (batch factor), changing mid-run in about a quarter of the runs")
 	return cmd
 }
 

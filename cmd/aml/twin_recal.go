@@ -10,7 +10,7 @@ import (
 func newTwinShadowCmd(a *app) *cobra.Command {
 	var req amlapp.ShadowCollectRequest
 	cmd := &cobra.Command{
-		Use:   "shadow --model ID [--max-runs N] [--dry-run]",
+		Use:   "shadow --model ID [--scene ID] [--max-runs N] [--dry-run]",
 		Short: "Compare a model with what the line did on runs that ended after it was made (shadow evidence)",
 		Args:  argsExact(0),
 	}
@@ -23,6 +23,7 @@ func newTwinShadowCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&req.Model, "model", "", "model id (required)")
 	cmd.Flags().IntVar(&req.MaxRuns, "max-runs", 0, "evaluate at most the N most recent eligible runs (default 20)")
 	cmd.Flags().BoolVar(&req.DryRun, "dry-run", false, "compute without storing")
+	cmd.Flags().StringVar(&req.Scene, "scene", "", "scene whose declared unmeasured disturbances correct the predictions")
 	return cmd
 }
 

@@ -884,6 +884,9 @@ type ShadowCollectRequest struct {
 	Model   string `json:"model" jsonschema:"model id"`
 	MaxRuns int    `json:"maxRuns,omitempty" jsonschema:"at most this many runs after the model (default all)"`
 	DryRun  bool   `json:"dryRun,omitempty" jsonschema:"compute without storing"`
+	// Scene, when it declares unmeasured disturbances (scene schema 2),
+	// corrects the predictions of their targets (shadow.Options.Disturbances).
+	Scene string `json:"scene,omitempty" jsonschema:"scene whose declared unmeasured disturbances correct the predictions (default none)"`
 }
 
 // Validate requires the model.
@@ -902,8 +905,43 @@ func (a *App) ShadowCollect(ctx context.Context, p Principal, req ShadowCollectR
 		if err != nil {
 			return nil, err
 		}
-		return shadow.Collect(ctx, a.d.Store, a.d.DataDir, m.ID, shadow.Options{MaxRuns: req.MaxRuns, DryRun: req.DryRun, Now: a.o.Now})
+		so := shadow.Options{MaxRuns: req.MaxRuns, DryRun: req.DryRun, Now: a.o.Now}
+		if req.Scene != "" {
+			sc, err := a.d.Store.GetScene(ctx, req.Scene, "")
+			if err != nil {
+				return nil, err
+			}
+			if err := p.Allow(auth.ActTrial, sc.LineID); err != nil {
+				return nil, err
+			}
+			if so.Disturbances, err = a.sceneDisturbances(ctx, sc, m.ID); err != nil {
+				return nil, err
+			}
+		}
+		return shadow.Collect(ctx, a.d.Store, a.d.DataDir, m.ID, so)
 	})
+}
+
+// sceneDisturbances maps the unmeasured disturbances scene sc declares
+// (scene schema 2) onto model modelID's dataset targets, by the twin's
+// bindings of its quantities to nodes: the shadow evidence's
+// disturbance correction (nil when the scene declares none).
+func (a *App) sceneDisturbances(ctx context.Context, sc *contract.SceneContract, modelID string) (map[string]contract.UnmeasuredDisturbance, error) {
+	if sc == nil || len(sc.UnmeasuredDisturbances) == 0 {
+		return nil, nil
+	}
+	tw, err := engine.Load(ctx, a.d.Store, a.d.DataDir, modelID)
+	if err != nil {
+		return nil, err
+	}
+	b := tw.Bindings()
+	out := map[string]contract.UnmeasuredDisturbance{}
+	for _, d := range sc.UnmeasuredDisturbances {
+		if n, ok := b[d.Target]; ok {
+			out[n] = d
+		}
+	}
+	return out, nil
 }
 
 // ShadowListRequest names a model.
@@ -962,9 +1000,13 @@ func (a *App) Calibrate(ctx context.Context, p Principal, req CalibrateRequest) 
 		}
 		// The scene names the request's key; when it is a stored scene, it
 		// must be in p's lines too.
+		var so shadow.Options
 		if req.Scene != "" {
 			if sc, err := a.d.Store.GetScene(ctx, req.Scene, ""); err == nil {
 				if err := p.Allow(auth.ActTrial, sc.LineID); err != nil {
+					return CalibrateResponse{}, err
+				}
+				if so.Disturbances, err = a.sceneDisturbances(ctx, sc, m.ID); err != nil {
 					return CalibrateResponse{}, err
 				}
 			} else if core.CodeOf(err) != core.CodeNotFound {
@@ -977,7 +1019,7 @@ func (a *App) Calibrate(ctx context.Context, p Principal, req CalibrateRequest) 
 			return CalibrateResponse{}, core.FieldErrorf(core.CodeForbidden, "run", "processing the recalibration queue acts on every line's requests; %s is scoped to %v", p.Name, p.Lines)
 		}
 		pol := recal.DefaultPolicy()
-		sig, err := recal.ComputeSignals(ctx, a.d.Store, a.d.DataDir, m.ID, req.Scene, recal.SignalOptions{Now: a.o.Now})
+		sig, err := recal.ComputeSignals(ctx, a.d.Store, a.d.DataDir, m.ID, req.Scene, recal.SignalOptions{Now: a.o.Now, Shadow: so})
 		if err != nil {
 			return CalibrateResponse{}, err
 		}

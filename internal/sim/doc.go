@@ -66,6 +66,15 @@
 //   - gaps: in about half of the runs one node or every measured node is
 //     silent for 10..60 s, once or twice.
 //
+// # Closed loop
+//
+// [ClosedLine] runs the same plant step by step under a controller's
+// setpoints instead of the excitation schedule (the benefit study,
+// internal/benefit): the same seed and run give the same ambient
+// temperature, material lots, mould wear and sensor noise whatever the
+// controller does; measured values get gaussian noise at the sensor
+// resolution, without the impairments above.
+//
 // # Determinism
 //
 // The output is a pure function of the configuration: every run draws from

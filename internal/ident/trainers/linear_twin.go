@@ -43,7 +43,14 @@ type LinearStart struct {
 	Last   []float64
 	// Fitted is the model's output at the window's last row (the measured
 	// one for ARX, whose history rows are given), LinearLayout's order.
-	Fitted     []float64
+	Fitted []float64
+	// Hist is the model's prediction of the window's own target rows
+	// ([H][targets], LinearLayout's order; NaN where the model does not
+	// predict a row: an ARX model's first rows, which initialise it): a
+	// state-space model's output along the estimated state, an ARX
+	// model's free run from the window's first rows. The twin's
+	// disturbance estimator compares it with the measured rows.
+	Hist       [][]float64
 	next       []float64   // state-space: the state after the last row
 	uWin, yWin [][]float64 // ARX: the window's rows in model order (state space with delays: uWin)
 }
@@ -130,6 +137,13 @@ func (p *linearPredictor) StartWindow(u, y [][]float64) (*LinearStart, error) {
 		for t, o := range p.tgtOut {
 			s.Fitted[t] = yh[H-1][o]
 		}
+		s.Hist = make([][]float64, H)
+		for k := range s.Hist {
+			s.Hist[k] = make([]float64, len(p.tgtOut))
+			for t, o := range p.tgtOut {
+				s.Hist[k][t] = yh[k][o]
+			}
+		}
 		for _, v := range s.next {
 			if !hybFinite(v) {
 				return nil, fmt.Errorf("the state estimated from the window is not finite")
@@ -139,6 +153,18 @@ func (p *linearPredictor) StartWindow(u, y [][]float64) (*LinearStart, error) {
 	}
 	s.uWin, s.yWin = u, ym
 	copy(s.Fitted, y[H-1])
+	s.Hist = make([][]float64, H)
+	n0 := min(H, max(1, p.arx.Orders.MaxLag()))
+	sim := p.simulate(u, ym, n0)
+	for k := range s.Hist {
+		s.Hist[k] = make([]float64, len(p.tgtOut))
+		for t, o := range p.tgtOut {
+			s.Hist[k][t] = math.NaN()
+			if k >= n0 && k < len(sim) {
+				s.Hist[k][t] = sim[k][o]
+			}
+		}
+	}
 	return s, nil
 }
 

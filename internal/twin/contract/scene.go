@@ -139,9 +139,12 @@ type SceneContract struct {
 	PhysicsProfileID    string          `json:"physicsProfileId,omitempty"` // none for a model without physics (linear, ARX)
 	ObjectiveProfileIDs []string        `json:"objectiveProfileIds,omitempty"`
 	WritePolicy         WritePolicy     `json:"writePolicy"`
-	Status              SceneStatus     `json:"status"`
-	FrozenBy            string          `json:"frozenBy,omitempty"`
-	FrozenAt            time.Time       `json:"frozenAt,omitzero"`
+	// UnmeasuredDisturbances declares the unmeasured disturbances the twin
+	// estimates (schema version 2; disturbance.go).
+	UnmeasuredDisturbances []UnmeasuredDisturbance `json:"unmeasuredDisturbances,omitempty"`
+	Status                 SceneStatus             `json:"status"`
+	FrozenBy               string                  `json:"frozenBy,omitempty"`
+	FrozenAt               time.Time               `json:"frozenAt,omitzero"`
 }
 
 // SceneHashExcluded lists the top-level JSON fields SceneContract.Hash
@@ -209,7 +212,7 @@ func (s *SceneContract) Control(id string) *SceneVariable {
 // docs/twin-contracts.md.
 func (s *SceneContract) Validate() error {
 	var p problems
-	checkSchemaVersion(&p, s.SchemaVersion, SceneSchemaVersion)
+	checkSchemaVersion(&p, s.SchemaVersion, SceneSchemaVersionMax)
 	checkTime(&p, "createdAt", s.CreatedAt, true)
 	checkRef(&p, "createdBy", s.CreatedBy)
 	checkRef(&p, "sceneId", s.SceneID)
@@ -293,6 +296,7 @@ func (s *SceneContract) Validate() error {
 		}
 	}
 	s.checkWritePolicy(&p)
+	s.checkDisturbances(&p, seen)
 
 	switch s.Status {
 	case SceneDraft:
@@ -566,6 +570,13 @@ func (s *SceneContract) Clone() *SceneContract {
 	}
 	n.ObjectiveProfileIDs = cloneSlice(s.ObjectiveProfileIDs)
 	n.WritePolicy.MaxDeltaPerAction = cloneMap(s.WritePolicy.MaxDeltaPerAction)
+	if s.UnmeasuredDisturbances != nil {
+		n.UnmeasuredDisturbances = make([]UnmeasuredDisturbance, len(s.UnmeasuredDisturbances))
+		for i, d := range s.UnmeasuredDisturbances {
+			d.ProcessSDPerStep, d.MeasurementSD, d.MaxAbs = clonePtr(d.ProcessSDPerStep), clonePtr(d.MeasurementSD), clonePtr(d.MaxAbs)
+			n.UnmeasuredDisturbances[i] = d
+		}
+	}
 	return &n
 }
 

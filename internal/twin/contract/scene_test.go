@@ -95,6 +95,10 @@ func TestSceneHashCoverage(t *testing.T) {
 		"writePolicy":         func(s *SceneContract) { s.WritePolicy.MaxActionsPerRun = 4 },
 		"maxDeltaPerAction":   func(s *SceneContract) { s.WritePolicy.MaxDeltaPerAction["hold_time"] = 0.25 },
 		"guard unit":          func(s *SceneContract) { s.Guards[0].Unit = "1" },
+		"disturbance": func(s *SceneContract) {
+			s.SchemaVersion = 2
+			s.UnmeasuredDisturbances = []UnmeasuredDisturbance{{ID: "wear", Target: "weight", Model: DisturbanceOutputBias, PriorSD: 1}}
+		},
 	}
 	for name, f := range changes {
 		s := base.Clone()
@@ -115,7 +119,7 @@ func TestSceneValidationRules(t *testing.T) {
 		mutate func(s *SceneContract)
 		fields []string
 	}{
-		{"schema too new", func(s *SceneContract) { s.SchemaVersion = 2 }, []string{"schemaVersion"}},
+		{"schema too new", func(s *SceneContract) { s.SchemaVersion = SceneSchemaVersionMax + 1 }, []string{"schemaVersion"}},
 		{"no createdAt", func(s *SceneContract) { s.CreatedAt = time.Time{} }, []string{"createdAt"}},
 		{"bad version", func(s *SceneContract) { s.SceneVersion = "1.0" }, []string{"sceneVersion"}},
 		{"leading zero version", func(s *SceneContract) { s.SceneVersion = "1.01.0" }, []string{"sceneVersion"}},

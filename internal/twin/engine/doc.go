@@ -131,6 +131,23 @@
 // record's rejectCode says why not (CONTROL_SAFETY, MODEL_FAILURE,
 // CONSTRAINT_VIOLATION, OUT_OF_DISTRIBUTION).
 //
+// # Unmeasured disturbances
+//
+// A scene of schema 2 may declare unmeasured disturbances
+// (contract.UnmeasuredDisturbance): an additive output disturbance on a
+// target, a constant bias or a random walk. The plan estimates each from
+// the window jointly with the class's own state estimate (disturb.go,
+// internal/twin/disturb): the errors of the class's prediction of the
+// window's rows, the share of an offset the state estimate absorbs
+// (one more start from the targets shifted by a probe), and a Kalman
+// filter's weights give the disturbance b; the rollouts then continue from
+// the start estimated from the targets less b and the target's mean is
+// the rollout plus b. The tube widens by z·√(P + (k+1)·q), the cost's
+// variance by P + (k+1)·q, the OOD envelope sees the window with b taken
+// off the target (an estimate beyond the scene's maxAbs is
+// OOD_DISTURBANCE), and the trial's detail lists the estimates. A scene
+// without declarations gives exactly the trials it gave before.
+//
 // # Optimiser
 //
 // [Twin.Optimize] moves the scene's controls only where the write policy

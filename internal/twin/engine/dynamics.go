@@ -28,7 +28,11 @@ type dynStart struct {
 	lastOut []float64 // model outputs at the last row (Twin.modelOuts order)
 	lastY   []float64 // predicted targets at the last row (dataset target order)
 	names   []string  // abstract states' names (Twin.hideStates)
-	impl    any       // the class's own start
+	// histY is the class's prediction of the window's own target rows
+	// ([H][targets], NaN where it predicts none): what the disturbance
+	// estimator compares the measured rows with.
+	histY [][]float64
+	impl  any // the class's own start
 }
 
 // rollout is one rollout's result, overwritten by the roller's next call:
@@ -60,7 +64,7 @@ func (h hybridDyn) start(u, d, y, _ [][]float64) (*dynStart, error) {
 		return nil, err
 	}
 	T := st.T
-	return &dynStart{last: st.Last, lastOut: st.HistOut[T-1], lastY: st.Hist.Y[T-1], impl: st}, nil
+	return &dynStart{last: st.Last, lastOut: st.HistOut[T-1], lastY: st.Hist.Y[T-1], histY: st.Hist.Y, impl: st}, nil
 }
 
 func (h hybridDyn) newRoller() roller {
@@ -100,7 +104,7 @@ func (l linearDyn) start(u, _, _, yFilled [][]float64) (*dynStart, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dynStart{last: s.Last, lastOut: s.Fitted, lastY: s.Fitted, names: s.States, impl: s}, nil
+	return &dynStart{last: s.Last, lastOut: s.Fitted, lastY: s.Fitted, names: s.States, histY: s.Hist, impl: s}, nil
 }
 
 func (l linearDyn) newRoller() roller { return &linearRoller{l: l} }

@@ -90,6 +90,14 @@ type plan struct {
 	dHeld    [][]float64 // disturbance rows over the horizon (one shared row)
 	ctrlU    []float64   // model controls at the last row (for controls not in the scene)
 	oodOK    bool
+	// dist is the declared unmeasured disturbances' estimate per target
+	// (nil entries: none; nil: the scene declares none) and oodHist the
+	// window's rows as the OOD envelope sees them (disturb.go)
+	dist    []*distEst
+	oodHist [][]float64
+	// start is the rollouts' start: the window's (s.start) or, with
+	// declared disturbances, the one estimated jointly with them
+	start *dynStart
 
 	base *evalResult // the baseline's evaluation
 }
@@ -256,8 +264,14 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 			p.conf[k][o] = t.confWidth(k, o)
 		}
 	}
+	// declared unmeasured disturbances: the start is the joint estimate
+	p.start = s.start
+	if p.dist, p.start, err = t.disturbances(scene, s, p.zq); err != nil {
+		return nil, err
+	}
+	p.oodHist = p.oodHistory()
 	// values at the window's last row
-	st := s.start
+	st := p.start
 	p.prev = make([]float64, len(p.vars))
 	for i, v := range p.vars {
 		switch v.kind {
@@ -272,6 +286,9 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 		}
 		if v.target >= 0 {
 			p.prev[i] = st.lastY[v.target]
+			if p.dist != nil && p.dist[v.target] != nil {
+				p.prev[i] += p.dist[v.target].b
+			}
 		}
 	}
 	for c, q := range p.ctrlModel {
@@ -441,7 +458,7 @@ func (p *plan) evaluate(sc *scratch, cand [][]float64, keep bool) *evalResult {
 			sc.U[k][q] = cand[k][c]
 		}
 	}
-	r, err := sc.roller.roll(p.s.start, sc.U, p.dHeld)
+	r, err := sc.roller.roll(p.start, sc.U, p.dHeld)
 	if err != nil {
 		res.modelErr, res.oodCode = err.Error(), "NOT_EVALUATED"
 		res.fail = 0
@@ -472,6 +489,11 @@ func (p *plan) evaluate(sc *scratch, cand [][]float64, keep bool) *evalResult {
 				o := v.target
 				m = r.Y[k*ny+o]
 				h := p.conf[k][o] + r.Spread[k*ny+o]
+				if p.dist != nil && p.dist[o] != nil {
+					d := p.dist[o]
+					m += d.b
+					h += p.zq * math.Sqrt(d.varAt(k))
+				}
 				lo, hi = m-h, m+h
 			}
 			sc.mean[row+i], sc.lower[row+i], sc.upr[row+i] = m, lo, hi
@@ -502,6 +524,9 @@ func (p *plan) evaluate(sc *scratch, cand [][]float64, keep bool) *evalResult {
 				sd := p.conf[k][v.target] / p.zq
 				sp := sc.spread[k*ny+v.target]
 				res.costVariance += tm.weight * (sd*sd + sp*sp)
+				if p.dist != nil && p.dist[v.target] != nil {
+					res.costVariance += tm.weight * p.dist[v.target].varAt(k)
+				}
 			}
 		}
 		for c := range p.sceneCtrl {
@@ -657,7 +682,7 @@ func (p *plan) checkOOD(sc *scratch, res *evalResult) {
 	}
 	o := t.ood
 	H, cols := o.H, o.Cols
-	hist := p.s.rows
+	hist := p.oodHist
 	clear(sc.sum)
 	for _, row := range hist[len(hist)-H:] {
 		for j, v := range row {
@@ -711,6 +736,8 @@ func (p *plan) checkOOD(sc *scratch, res *evalResult) {
 		}
 	}
 	switch {
+	case p.distBeyond():
+		res.oodCode = "OOD_DISTURBANCE"
 	case !(res.oodDist <= o.Threshold):
 		res.oodCode = "OOD_DISTANCE"
 	case !(res.disagreement <= MaxDisagreement):

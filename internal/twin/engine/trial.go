@@ -95,10 +95,18 @@ type TrialDetail struct {
 	CalibratedOutputs []string `json:"calibratedOutputs"`
 	TubeMethod        string   `json:"tubeMethod"`
 	WindowGaps        int      `json:"windowGaps"`
+	// Disturbances are the scene's declared unmeasured disturbances as
+	// estimated from the window (disturb.go); the targets' means include
+	// them and their tubes their uncertainty. Omitted without.
+	Disturbances []DisturbanceEstimate `json:"disturbances,omitempty"`
 }
 
 // TubeMethod documents the tube in every detail.
 const TubeMethod = "mean ± (conformal half-width + ensemble std); past the calibrated horizon F the half-width is max_f W[f]·√((k+1)/F)"
+
+// TubeMethodDisturbance documents the tube of a trial whose scene declares
+// unmeasured disturbances.
+const TubeMethodDisturbance = TubeMethod + "; a target with a declared unmeasured disturbance: mean + its estimate b, half-width + z·√(P + (k+1)·q) (P the estimate's variance, q its walk's per step)"
 
 // Trial runs one virtual trial: validate the candidate (rejected with
 // CONTROL_SAFETY, still returned and recordable), roll it out from a fresh
@@ -293,14 +301,17 @@ func (p *plan) record(in TrialInput, res *evalResult, cand [][]float64) (*contra
 	if t.ood != nil {
 		d.OOD.Threshold = t.ood.Threshold
 	}
+	if d.Disturbances = p.disturbanceReport(); d.Disturbances != nil {
+		d.TubeMethod = TubeMethodDisturbance
+	}
 	if res.cons != nil {
 		d.Cost = res.costOf()
 	}
 	for j, n := range t.states {
-		d.InitialState[n] = p.s.start.last[j]
+		d.InitialState[n] = p.start.last[j]
 	}
-	for j, n := range p.s.start.names { // a linear model's abstract states
-		d.InitialState[n] = p.s.start.last[j]
+	for j, n := range p.start.names { // a linear model's abstract states
+		d.InitialState[n] = p.start.last[j]
 	}
 	// traces and the predicted trajectory (only for rolled-out candidates)
 	if res.cons != nil && res.mean != nil {

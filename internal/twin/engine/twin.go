@@ -305,14 +305,18 @@ func (t *Twin) EstimateState(ctx context.Context, w *contract.SnapshotWindow) (m
 // snapStart is everything a window gives every rollout from it: immutable
 // once made.
 type snapStart struct {
-	start     *dynStart
-	rows      [][]float64 // H filled rows over the dataset's columns (gaps held, for OOD)
-	complete  bool        // every column has at least one value (else OOD cannot be judged)
-	lastValid map[int]float64
-	ctrlLast  []float64 // model controls at the last row
-	distLast  []float64 // model disturbances at the last row
-	gaps      int       // null values filled
-	endMs     int64
+	start *dynStart
+	rows  [][]float64 // H filled rows over the dataset's columns (gaps held, for OOD)
+	yRaw  [][]float64 // H rows of the targets as measured (NaN for gaps)
+	// the class's start inputs (u, d, y, yFilled), kept to re-start with
+	// disturbance-corrected targets (disturb.go)
+	inU, inD, inYf [][]float64
+	complete       bool // every column has at least one value (else OOD cannot be judged)
+	lastValid      map[int]float64
+	ctrlLast       []float64 // model controls at the last row
+	distLast       []float64 // model disturbances at the last row
+	gaps           int       // null values filled
+	endMs          int64
 }
 
 const maxCachedStarts = 32
@@ -467,6 +471,7 @@ func (t *Twin) estimate(w *contract.SnapshotWindow) (*snapStart, error) {
 			Yf[k][o] = s.rows[k][c.col]
 		}
 	}
+	s.yRaw, s.inU, s.inD, s.inYf = Y, U, D, Yf
 	st, err := t.dyn.start(U, D, Y, Yf)
 	if err != nil {
 		return nil, errf(CodeWindowInvalid, "window", "%v", err)

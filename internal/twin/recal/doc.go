@@ -40,6 +40,14 @@
 //	            the target's noise (a noisy target would trigger forever, a
 //	            smooth one never) and on how many runs share the std.
 //
+//	disturbance where a scene declares unmeasured disturbances (scene
+//	            schema 2, SignalOptions.Shadow.Disturbances): the shadow
+//	            predictions are disturbance-corrected (the error and drift
+//	            scores are the corrected ones) and the estimated drift of
+//	            the most recent shadow run is reported; the trigger
+//	            "disturbance" fires when an estimate exceeds
+//	            DisturbanceScoreMax (2) × the target's test RMSE.
+//
 // Shadow evidence is (re)computed by ComputeSignals through
 // shadow.Collect, so the error and drift scores always describe the runs
 // that ended after the model was made; without such runs both are

@@ -44,6 +44,15 @@ type Policy struct {
 	ErrorScoreMax     float64 `json:"errorScoreMax"`
 }
 
+// DisturbanceScoreMax is the disturbance trigger: an estimated
+// unmeasured disturbance larger than twice the target's test RMSE means
+// the line has moved away from the data the model learnt, even though the
+// disturbance estimate keeps its predictions on target; a model retrained
+// with the new runs learns the line where it now is. It applies only where
+// a scene declares a disturbance, so the policy (and its version) is
+// unchanged.
+const DisturbanceScoreMax = 2.0
+
 // DefaultPolicy is twin-calibration-v1.
 func DefaultPolicy() Policy {
 	return Policy{PolicyVersion: PolicyVersion, MinNewRuns: 3, MinNewRows: 500, CooldownSec: 3600, MaxConcurrentRuns: 1,
@@ -114,6 +123,14 @@ type Signal struct {
 	TestRMSE   []float64 `json:"testRmse"`
 	ErrorNRMSE *float64  `json:"errorNrmse"`
 	ShadowRuns int       `json:"shadowRuns"`
+	// Disturbances are the estimated drifts of the targets with a declared
+	// unmeasured disturbance (SignalOptions.Shadow.Disturbances), on the
+	// most recent scored shadow run, by dataset target; DisturbanceScore
+	// is the largest |estimate| over that target's test RMSE (nil
+	// without). The error and drift scores are then those of the
+	// disturbance-corrected predictions.
+	Disturbances     map[string]shadow.DriftEvidence `json:"disturbances,omitempty"`
+	DisturbanceScore *float64                        `json:"disturbanceScore,omitempty"`
 	// Reason summarises the signal.
 	Reason     string    `json:"reason"`
 	ComputedAt time.Time `json:"computedAt"`
@@ -216,6 +233,20 @@ func ComputeSignals(ctx context.Context, st Store, dataDir, modelID, sceneID str
 			sig.ShadowRMSE, sig.TestRMSE = nil, nil
 		}
 	}
+	if len(sum.Drift) > 0 {
+		sig.Disturbances = sum.Drift
+		score, ok := 0.0, false
+		for k, tgt := range l.Manifest.Targets {
+			d, has := sum.Drift[tgt]
+			if !has || k >= len(l.TestRMSE) || !finite(l.TestRMSE[k]) || !(l.TestRMSE[k] > 0) || !finite(float64(d.Estimate)) {
+				continue
+			}
+			score, ok = math.Max(score, math.Abs(float64(d.Estimate))/l.TestRMSE[k]), true
+		}
+		if ok {
+			sig.DisturbanceScore = &score
+		}
+	}
 	sig.Reason = describe(sig)
 	return sig, nil
 }
@@ -227,12 +258,16 @@ func describe(s *Signal) string {
 		}
 		return fmt.Sprintf("%.3f", *p)
 	}
-	return fmt.Sprintf("%d new run(s), %d new row(s); drift %s over %d window(s); error %s over %d shadow run(s)",
+	r := fmt.Sprintf("%d new run(s), %d new row(s); drift %s over %d window(s); error %s over %d shadow run(s)",
 		s.NewRuns, s.NewRows, f(s.DriftScore), s.DriftWindows, f(s.ErrorScore), s.ShadowRuns)
+	if s.DisturbanceScore != nil {
+		r += "; disturbance " + f(s.DisturbanceScore) + " × test RMSE"
+	}
+	return r
 }
 
 // Triggers returns which of the policy's triggers the signal reaches
-// ("newRuns", "newRows", "drift", "error"); none means no recalibration.
+// ("newRuns", "newRows", "drift", "error", "disturbance"); none means no recalibration.
 func Triggers(s Signal, p Policy) []string {
 	var out []string
 	if s.NewRuns >= p.MinNewRuns {
@@ -246,6 +281,9 @@ func Triggers(s Signal, p Policy) []string {
 	}
 	if s.ErrorScore != nil && *s.ErrorScore > p.ErrorScoreMax {
 		out = append(out, "error")
+	}
+	if s.DisturbanceScore != nil && *s.DisturbanceScore > DisturbanceScoreMax {
+		out = append(out, "disturbance")
 	}
 	return out
 }

@@ -43,6 +43,8 @@ func TestTriggers(t *testing.T) {
 		{"error at threshold does not trigger", Signal{ErrorScore: fp(0.15)}, ""},
 		{"error above", Signal{ErrorScore: fp(0.5)}, "error"},
 		{"undefined scores never trigger", Signal{DriftScore: nil, ErrorScore: nil, NewRuns: 1}, ""},
+		{"disturbance at threshold does not trigger", Signal{DisturbanceScore: fp(DisturbanceScoreMax)}, ""},
+		{"disturbance above", Signal{DisturbanceScore: fp(2.5)}, "disturbance"},
 	}
 	for _, c := range cases {
 		if got := strings.Join(Triggers(c.s, p), ","); got != c.want {

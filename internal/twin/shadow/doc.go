@@ -55,6 +55,17 @@
 // step's conformal half-width (1: the members disagree as much as the
 // calibrated error).
 //
+// Unmeasured disturbances: with Options.Disturbances (a scene's declared
+// disturbances, by dataset target) each such target's window predictions
+// are corrected by the disturbance filter (internal/twin/disturb) causally
+// — window i by the estimate from the errors of the windows whose futures
+// had ended by its start, carried to each of its rows — and its band
+// widened by z·√(the estimate's variance). The target's WindowRMSE,
+// WindowNRMSE and Coverage are then the corrected ones; its Drift holds
+// the estimate at the run's last window and the raw model's RMSE and
+// coverage. Summary.Drift is the most recent scored run's estimate. The
+// free-run figures are never corrected.
+//
 // A run's headline figures (the twin_shadow columns): NRMSE = the mean
 // over targets of WindowNRMSE, Coverage = the pooled window coverage,
 // Steps = the number of window values' grid steps scored (W·F). A run

@@ -49,6 +49,12 @@ type Options struct {
 	DryRun bool
 	// Now is the clock of the rows' creation time (default time.Now).
 	Now func() time.Time
+	// Disturbances declares unmeasured disturbances by dataset target
+	// (node id): each such target's window predictions are corrected by
+	// the disturbance filter (disturb.go) and its figures are the
+	// corrected ones, the raw model's kept in its Drift. Empty: no
+	// correction (the evidence as before).
+	Disturbances map[string]contract.UnmeasuredDisturbance
 }
 
 // TargetEvidence is one target's figures on one run (see the package doc).
@@ -61,6 +67,9 @@ type TargetEvidence struct {
 	FreeRunNRMSE Num    `json:"freeRunNrmse"`
 	MeanSpread   Num    `json:"meanSpread"`
 	SpreadRatio  Num    `json:"spreadRatio"`
+	// Drift is the target's declared disturbance's estimate (omitted
+	// without one).
+	Drift *DriftEvidence `json:"drift,omitempty"`
 }
 
 // RunEvidence is a model's shadow evidence on one run.
@@ -128,6 +137,9 @@ type Summary struct {
 	// WindowRMSE[k] pools target k's window errors over the scored runs:
 	// sqrt(Σ_runs RMSE² · Steps / Σ_runs Steps), in model units.
 	WindowRMSE []Num `json:"windowRmse"`
+	// Drift is, per target with a declared disturbance, the estimate on
+	// the most recent scored run (omitted without any).
+	Drift map[string]DriftEvidence `json:"drift,omitempty"`
 }
 
 // Evidence is the result of Collect.
@@ -361,6 +373,19 @@ func Summarize(runs []RunEvidence) Summary {
 			}
 		}
 	}
+	for _, r := range runs {
+		if r.Windows == 0 {
+			continue
+		}
+		for _, t := range r.Targets {
+			if t.Drift != nil {
+				if s.Drift == nil {
+					s.Drift = map[string]DriftEvidence{}
+				}
+				s.Drift[t.Target] = *t.Drift // runs are oldest first: the last one wins
+			}
+		}
+	}
 	s.WindowRMSE = []Num{}
 	for _, v := range sse {
 		s.WindowRMSE = append(s.WindowRMSE, Num(math.Sqrt(v/float64(steps))))
@@ -525,11 +550,32 @@ func (l *Loaded) windows(ctx context.Context, g *dataset.ServeGrid, re *RunEvide
 			}
 		}
 	}
+	drift := make([]*DriftEvidence, nT)
+	for k := 0; k < nT && len(opts.Disturbances) > 0; k++ {
+		d, ok := opts.Disturbances[l.Manifest.Targets[k]]
+		if !ok {
+			continue
+		}
+		corr, add, ev := l.correct(d, k, starts, F, pred[k], truth[k])
+		rawRMSE, _ := rmseNRMSE(truth[k], pred[k])
+		ev.RawWindowRMSE, ev.RawCoverage = Num(rawRMSE), Num(math.NaN())
+		if l.Conformal != nil {
+			ev.RawCoverage = Num(float64(inT[k]) / float64(len(truth[k])))
+			inT[k] = 0
+			for v := range corr {
+				if math.Abs(corr[v]-truth[k][v]) <= l.Conformal.Widths[v%F][k]+add[v] {
+					inT[k]++
+				}
+			}
+		}
+		pred[k], drift[k] = corr, &ev
+	}
 	var nrs []float64
 	for k := 0; k < nT; k++ {
 		rmse, nrmse := rmseNRMSE(truth[k], pred[k])
 		t := &re.Targets[k]
 		t.WindowRMSE, t.WindowNRMSE = Num(rmse), Num(nrmse)
+		t.Drift = drift[k]
 		nrs = append(nrs, nrmse)
 		if l.Conformal != nil {
 			t.Coverage = Num(float64(inT[k]) / float64(len(truth[k])))

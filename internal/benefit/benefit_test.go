@@ -1,0 +1,70 @@
+package benefit
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/aml-project/aml/internal/ident/trainers"
+	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/store/sqlite"
+)
+
+func study(t *testing.T, o Options) *Result {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := sqlite.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	o.Store, o.DataDir = st, dir
+	o.Trainers = jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats())
+	o.Logf = t.Logf
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(r, "", " ")
+	if p := os.Getenv("AML_BENEFIT_OUT"); p != "" {
+		_ = os.WriteFile(p, b, 0o644)
+	}
+	return r
+}
+
+// TestBenefitWearingLine is the must-show of the benefit study: on the
+// wearing line over 60 runs the supervised twin (envelope mode) achieves
+// at least 80 % of the oracle's reduction of mean |run-mean part weight −
+// target| relative to the fixed recipe, with no hard-constraint violation
+// and no write outside the envelope, and the recalibration trigger fires
+// on the drift.
+func TestBenefitWearingLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the hybrid twin and runs 4 × 60 simulated runs")
+	}
+	runs := 60
+	if v, err := strconv.Atoi(os.Getenv("AML_BENEFIT_RUNS")); err == nil {
+		runs = v
+	}
+	r := study(t, Options{Runs: runs, Wear: true})
+	for _, m := range r.Modes {
+		t.Logf("%-9s mae %.4f inSpec %.3f viol %d appr %d writes %d recal %d refused %d maxDrift %.3f", m.Name, m.MeanAbsError, m.InSpecFraction, m.Violations, m.Approvals, m.Writes, m.Recalibrations, m.Refused, m.MaxDrift)
+	}
+	t.Logf("envelope share %.3f, per_move share %.3f, noise floor %.4f", r.EnvelopeShare, r.PerMoveShare, r.NoiseFloor)
+	env := r.Mode(ModeEnvelope)
+	if !(r.EnvelopeShare >= 0.8) {
+		t.Errorf("the envelope mode reaches %.1f %% of the oracle's reduction, want ≥ 80 %%", 100*r.EnvelopeShare)
+	}
+	if env.Violations != 0 || env.OutsideEnvelope != 0 {
+		t.Errorf("envelope: %d violations, %d writes outside the envelope", env.Violations, env.OutsideEnvelope)
+	}
+	if env.Recalibrations == 0 {
+		t.Errorf("the recalibration trigger never fired on the drift (largest estimate %.3f g, test RMSE %.3f g)", env.MaxDrift, r.TestRMSE)
+	}
+	if math.IsNaN(r.NoiseFloor) || r.Mode(ModeFixed).Writes != 0 || r.Mode(ModeFixed).Approvals != 0 {
+		t.Errorf("fixed: %+v", r.Mode(ModeFixed))
+	}
+}
