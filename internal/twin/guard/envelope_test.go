@@ -17,7 +17,7 @@ func toEnvelope(t testing.TB, f *fixture) {
 	f.ch.p.ControlPolicy = contract.PolicyBoundedAuto
 	f.ch.p.Bounds = map[string]contract.Bound{"hold_pressure": {Min: 50, Max: 90}, "hold_time": {Min: 4, Max: 14}, "melt_temperature_setpoint": {Min: 235, Max: 260}}
 	e, err := cert.IssueEnvelope(cert.EnvelopeInput{EnvelopeID: "env-1", CreatedBy: "alice", Scene: f.req.Scene, ModelID: "hybrid-1",
-		Bounds: map[string]contract.ChannelBound{"hold_pressure": {Min: 60, Max: 70}, "hold_time": {Min: 6, Max: 10}, "melt_temperature_setpoint": {Min: 240, Max: 250}},
+		Bounds:          map[string]contract.ChannelBound{"hold_pressure": {Min: 60, Max: 70}, "hold_time": {Min: 6, Max: 10}, "melt_temperature_setpoint": {Min: 240, Max: 250}},
 		MaxMovesPerHour: 6}, f.key, t0, 2*time.Hour)
 	if err != nil {
 		t.Fatal(err)
