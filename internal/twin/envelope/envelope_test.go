@@ -183,7 +183,9 @@ func TestCycleRefusals(t *testing.T) {
 				t.Fatalf("first cycle: %v %+v", err, res)
 			}
 		}, nil, envelope.StatusStopped, guard.ReasonRateExceeded},
-		{"gate failure", "", nil, func(_ *fixture, in *envelope.CycleInput) { in.GatePassed, in.GateDetail = false, "G8 shadow coverage 78 %" }, envelope.StatusStopped, envelope.ReasonGateFailed},
+		{"gate failure", "", nil, func(_ *fixture, in *envelope.CycleInput) {
+			in.GatePassed, in.GateDetail = false, "G8 shadow coverage 78 %"
+		}, envelope.StatusStopped, envelope.ReasonGateFailed},
 		{"OOD trial", "", nil, func(_ *fixture, in *envelope.CycleInput) { in.Trial.OutOfDistribution.Accepted = false }, envelope.StatusStopped, envelope.ReasonOOD},
 		{"OOD snapshot", "", nil, func(_ *fixture, in *envelope.CycleInput) {
 			in.Trial, in.SnapshotOOD = nil, &contract.OutOfDistribution{Distance: 9, Accepted: false}
@@ -196,7 +198,9 @@ func TestCycleRefusals(t *testing.T) {
 		{"trial breaks a constraint", "", nil, func(_ *fixture, in *envelope.CycleInput) {
 			in.Trial.ConstraintResults[0] = contract.ConstraintResult{ID: "weight", Passed: false, Detail: "34.2 g > 34 g"}
 		}, envelope.StatusStopped, envelope.ReasonTrialFailed},
-		{"delta too large", "", nil, func(_ *fixture, in *envelope.CycleInput) { in.Trial.CandidateControlTrajectory[0]["hold_pressure"] = 67 }, envelope.StatusStopped, guard.ReasonDeltaTooLarge},
+		{"delta too large", "", nil, func(_ *fixture, in *envelope.CycleInput) {
+			in.Trial.CandidateControlTrajectory[0]["hold_pressure"] = 67
+		}, envelope.StatusStopped, guard.ReasonDeltaTooLarge},
 		{"readback differs", "", nil, func(f *fixture, _ *envelope.CycleInput) {
 			f.w.Distort = func(node string, v float64) float64 { return v + 0.5 }
 		}, envelope.StatusStopped, envelope.ReasonWriteFailed},
