@@ -466,7 +466,8 @@ func TestToolsAreOps(t *testing.T) {
 		table[row.name] = row.op
 	}
 	never := map[string]bool{"cert.approve": true, "cert.revoke": true, "cert.execute": true, "model.promote": true, "model.retire": true,
-		"scene.freeze": true, "channel.set": true, "token.create": true, "token.revoke": true, "retention.apply": true}
+		"scene.freeze": true, "channel.set": true, "token.create": true, "token.revoke": true, "retention.apply": true,
+		"envelope.approve": true, "envelope.revoke": true, "envelope.cycle": true}
 	forbidden := map[auth.Action]bool{auth.ActCertApprove: true, auth.ActPromoteProduction: true, auth.ActSceneFreeze: true, auth.ActWrite: true,
 		auth.ActModelStage: true, auth.ActAdmin: true}
 	ops := map[string]string{}

@@ -75,8 +75,11 @@ type CycleInput struct {
 	// ActionID names this cycle (unique under the envelope; default a
 	// random "cyc-…").
 	ActionID string
-	// Snapshot is the fresh snapshot taken this cycle (required).
-	Snapshot *contract.TwinSnapshot
+	// Snapshot is the fresh snapshot taken this cycle (required);
+	// SnapshotProblem says why there is none (the connector's or the
+	// store's error), for the stop's detail.
+	Snapshot        *contract.TwinSnapshot
+	SnapshotProblem string
 	// Trial is the virtual trial the twin re-optimised from Snapshot with
 	// the envelope's model: its first candidate step is what is written.
 	// nil: no candidate passed, nothing to write (StatusHeld) unless the
@@ -233,7 +236,7 @@ func Cycle(ctx context.Context, st Store, pub ed25519.PublicKey, w guard.Writer,
 	}
 	snap := in.Snapshot
 	if snap == nil {
-		return stop(ReasonStaleConnector, "no fresh snapshot this cycle")
+		return stop(ReasonStaleConnector, "no fresh snapshot this cycle: %s", orDash(in.SnapshotProblem))
 	}
 	maxAge := in.SnapshotMaxAge
 	if maxAge == 0 {
