@@ -312,7 +312,7 @@ func (a *App) EnvelopeCycle(ctx context.Context, p Principal, req EnvelopeCycleR
 				return envelope.CycleResult{}, err
 			}
 			if in.GatePassed {
-				snap, err := a.takeSnapshot(ctx, p, scene, SnapshotTakeRequest{Scene: e.SceneID, SceneVersion: e.SceneVersion, Model: e.ModelID, Phase: "supervised"})
+				snap, err := a.takeSnapshot(ctx, p, scene, SnapshotTakeRequest{Scene: e.SceneID, SceneVersion: e.SceneVersion, Model: e.ModelID})
 				if err != nil {
 					in.SnapshotProblem = err.Error()
 				} else {
