@@ -8,6 +8,9 @@ import (
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/store"
+	"github.com/aml-project/aml/internal/store/postgres"
+	"github.com/aml-project/aml/internal/store/postgres/pgtest"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/testfix"
@@ -24,7 +27,7 @@ const line = "line-injection-01"
 var bob = twinstore.Approver{Name: "bob", Role: twinstore.RoleApprover}
 
 type fixture struct {
-	st    *sqlite.Store
+	st    store.Store
 	key   *cert.KeyPair
 	scene *contract.SceneContract
 	w     *guard.RecordingWriter
@@ -37,8 +40,27 @@ type fixture struct {
 // deployment key registered, a line whose nodes hold baseline.
 func newFixture(t *testing.T, policy string) *fixture {
 	t.Helper()
-	ctx := context.Background()
 	st, dir := testfix.SQLite(t)
+	return newFixtureOn(t, st, dir, policy)
+}
+
+// backends runs fn on a fresh fixture on SQLite and on PostgreSQL (when
+// AML_TEST_PG names a server; pgtest skips otherwise, fails in CI).
+func backends(t *testing.T, policy string, fn func(t *testing.T, f *fixture)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, newFixture(t, policy)) })
+	t.Run("postgres", func(t *testing.T) {
+		st, err := postgres.Open(context.Background(), pgtest.Schema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		fn(t, newFixtureOn(t, st, t.TempDir(), policy))
+	})
+}
+
+func newFixtureOn(t *testing.T, st store.Store, dir, policy string) *fixture {
+	t.Helper()
+	ctx := context.Background()
 	key, err := cert.LoadOrCreateKey(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +138,10 @@ func (f *fixture) cycle(in envelope.CycleInput) (envelope.CycleResult, error) {
 }
 
 func TestCycleWritesWithinEnvelope(t *testing.T) {
-	f := newFixture(t, contract.PolicyBoundedAuto)
+	backends(t, contract.PolicyBoundedAuto, cycleWritesWithinEnvelope)
+}
+
+func cycleWritesWithinEnvelope(t *testing.T, f *fixture) {
 	f.envelope(t, "env-1", 12, true)
 	for i := range 2 {
 		res, err := f.cycle(f.input("env-1", t0.Add(time.Duration(i)*2*time.Minute), small))
@@ -152,17 +177,18 @@ func TestCycleWritesWithinEnvelope(t *testing.T) {
 // TestCycleRefusals: every path that refuses (the envelope does not
 // authorise writing) or stops (it did, and the cycle left it): nothing is
 // written, and a stop revokes the envelope and raises EventStopped.
+type refusalCase struct {
+	name   string
+	policy string
+	setup  func(t *testing.T, f *fixture) // default: env-1, 12 moves/h, approved
+	mutate func(f *fixture, in *envelope.CycleInput)
+	status string
+	reason string
+}
+
 func TestCycleRefusals(t *testing.T) {
-	type tc struct {
-		name   string
-		policy string
-		setup  func(t *testing.T, f *fixture) // default: env-1, 12 moves/h, approved
-		mutate func(f *fixture, in *envelope.CycleInput)
-		status string
-		reason string
-	}
 	approved := func(t *testing.T, f *fixture) { f.envelope(t, "env-1", 12, true) }
-	cases := []tc{
+	cases := []refusalCase{
 		{"never issued", "", func(*testing.T, *fixture) {}, nil, envelope.StatusRefused, guard.ReasonNoCertificate},
 		{"not approved", "", func(t *testing.T, f *fixture) { f.envelope(t, "env-1", 12, false) }, nil, envelope.StatusRefused, guard.ReasonCertNotApproved},
 		{"revoked", "", func(t *testing.T, f *fixture) {
@@ -211,49 +237,54 @@ func TestCycleRefusals(t *testing.T) {
 			if pol == "" {
 				pol = contract.PolicyBoundedAuto
 			}
-			f := newFixture(t, pol)
-			sub := f.bus.Subscribe(8, nil)
-			if c.setup == nil {
-				approved(t, f)
-			} else {
-				c.setup(t, f)
-			}
-			before := len(f.w.Writes)
-			in := f.input("env-1", t0, small)
-			if c.mutate != nil {
-				c.mutate(f, &in)
-			}
-			res, err := f.cycle(in)
-			if err == nil || res.Status != c.status || res.Reason != c.reason {
-				t.Fatalf("want %s %s, got err=%v %s %s: %s", c.status, c.reason, err, res.Status, res.Reason, res.Detail)
-			}
-			if core.CodeOf(err) != core.CodeWriteDenied {
-				t.Fatalf("error code %s", core.CodeOf(err))
-			}
-			if c.reason != envelope.ReasonWriteFailed && len(f.w.Writes) != before {
-				t.Fatalf("%d writes reached the line", len(f.w.Writes)-before)
-			}
-			if c.status != envelope.StatusStopped {
-				return
-			}
-			// A stop revokes the envelope and asks for a person.
-			select {
-			case ev := <-sub.C:
-				if ev.Kind != envelope.EventStopped || ev.ID != "env-1" || ev.Data["askPerson"] != true {
-					t.Fatalf("event %+v", ev)
-				}
-			default:
-				t.Fatal("no stop event")
-			}
-			r, err := envelope.Load(context.Background(), f.st, f.key.Public, "env-1", t0)
-			if err != nil || r.Envelope.Status != contract.CertRevoked || r.Stop == "" || r.Envelope.RevokedBy != envelope.SupervisorActor {
-				t.Fatalf("after the stop: %v %+v", err, r)
-			}
-			next := f.input("env-1", t0.Add(3*time.Minute), small)
-			if res, err := f.cycle(next); err == nil || res.Reason != guard.ReasonCertRevoked {
-				t.Fatalf("a stopped envelope wrote again: %v %+v", err, res)
-			}
+			backends(t, pol, func(t *testing.T, f *fixture) { refusal(t, f, c) })
 		})
+	}
+}
+
+func refusal(t *testing.T, f *fixture, c refusalCase) {
+	t.Helper()
+	approved := func(t *testing.T, f *fixture) { f.envelope(t, "env-1", 12, true) }
+	sub := f.bus.Subscribe(8, nil)
+	if c.setup == nil {
+		approved(t, f)
+	} else {
+		c.setup(t, f)
+	}
+	before := len(f.w.Writes)
+	in := f.input("env-1", t0, small)
+	if c.mutate != nil {
+		c.mutate(f, &in)
+	}
+	res, err := f.cycle(in)
+	if err == nil || res.Status != c.status || res.Reason != c.reason {
+		t.Fatalf("want %s %s, got err=%v %s %s: %s", c.status, c.reason, err, res.Status, res.Reason, res.Detail)
+	}
+	if core.CodeOf(err) != core.CodeWriteDenied {
+		t.Fatalf("error code %s", core.CodeOf(err))
+	}
+	if c.reason != envelope.ReasonWriteFailed && len(f.w.Writes) != before {
+		t.Fatalf("%d writes reached the line", len(f.w.Writes)-before)
+	}
+	if c.status != envelope.StatusStopped {
+		return
+	}
+	// A stop revokes the envelope and asks for a person.
+	select {
+	case ev := <-sub.C:
+		if ev.Kind != envelope.EventStopped || ev.ID != "env-1" || ev.Data["askPerson"] != true {
+			t.Fatalf("event %+v", ev)
+		}
+	default:
+		t.Fatal("no stop event")
+	}
+	r, err := envelope.Load(context.Background(), f.st, f.key.Public, "env-1", t0)
+	if err != nil || r.Envelope.Status != contract.CertRevoked || r.Stop == "" || r.Envelope.RevokedBy != envelope.SupervisorActor {
+		t.Fatalf("after the stop: %v %+v", err, r)
+	}
+	next := f.input("env-1", t0.Add(3*time.Minute), small)
+	if res, err := f.cycle(next); err == nil || res.Reason != guard.ReasonCertRevoked {
+		t.Fatalf("a stopped envelope wrote again: %v %+v", err, res)
 	}
 }
 
@@ -292,10 +323,11 @@ func TestTamperedTrail(t *testing.T) {
 	t.Run("widened bounds in the issue entry", func(t *testing.T) {
 		f := newFixture(t, contract.PolicyBoundedAuto)
 		f.envelope(t, "env-1", 12, true)
-		if _, err := f.st.DB().Exec(`DROP TRIGGER audit_log_no_update`); err != nil {
+		db := f.st.(*sqlite.Store).DB()
+		if _, err := db.Exec(`DROP TRIGGER audit_log_no_update`); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.st.DB().Exec(`UPDATE audit_log SET payload = replace(payload, '"max":70', '"max":900') WHERE action='envelope.issue'`); err != nil {
+		if _, err := db.Exec(`UPDATE audit_log SET payload = replace(payload, '"max":70', '"max":900') WHERE action='envelope.issue'`); err != nil {
 			t.Fatal(err)
 		}
 		res, err := f.cycle(f.input("env-1", t0, small))
