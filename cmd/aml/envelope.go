@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	amlapp "github.com/aml-project/aml/internal/app"
@@ -62,5 +63,52 @@ func newTwinEnvelopeCmd(a *app) *cobra.Command {
 		"envelope.cycle", "as", &cr, func(x []string) error { cr.ID = x[0]; return a.requireActor(cycle) }, func(r any) bool { return r.(envelope.CycleResult).Status != "" })
 	cycle.Flags().String("as", "", "who runs the supervisor (recorded in the audit log)")
 	cmd.AddCommand(issue, list, show, approve, revoke, cycle)
+	return cmd
+}
+
+// newTwinStepTestCmd is "aml twin steptest": step-test design.
+func newTwinStepTestCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "steptest", Short: "Plant step tests for identification: design (approval and guarded execution: not yet)"}
+	var (
+		req        amlapp.StepTestPlanRequest
+		scene      string
+		amp, bases map[string]string
+	)
+	floats := func(flag string, in map[string]string) (map[string]float64, error) {
+		var out map[string]float64
+		for k, v := range in {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, usagef("--%s %s=%s: want VAR=NUMBER", flag, k, v)
+			}
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[k] = x
+		}
+		return out, nil
+	}
+	plan := opCommand(a, &cobra.Command{Use: "plan --scene ID[@V] [--signal steps|prbs] [--var V]... [--one-at-a-time]", Short: "Design a step test within the write policy and the controls' ranges (nothing is written)", Args: argsExact(0)},
+		"steptest.plan", "", &req, func([]string) error {
+			req.Scene, req.SceneVersion, _ = strings.Cut(scene, "@")
+			var err error
+			if req.Amplitude, err = floats("amplitude", amp); err != nil {
+				return err
+			}
+			req.Base, err = floats("base", bases)
+			return err
+		})
+	f := plan.Flags()
+	f.StringVar(&scene, "scene", "", "frozen scene ID[@VERSION]")
+	f.StringVar(&req.Signal, "signal", "", "steps (default) or prbs")
+	f.StringSliceVar(&req.Variables, "var", nil, "a control to excite (repeat; default every movable control)")
+	f.StringToStringVar(&amp, "amplitude", nil, "a control's step size, VAR=A (default the largest allowed)")
+	f.StringToStringVar(&bases, "base", nil, "a control's operating point, VAR=X (default the snapshot's)")
+	f.StringVar(&req.Snapshot, "snapshot", "", "snapshot giving the operating point (default the line's newest)")
+	f.Var(&req.Hold, "hold", "time between moves (default the write policy's interval)")
+	f.IntVar(&req.Switches, "switches", 0, "PRBS moves per control (default 8)")
+	f.BoolVar(&req.OneAtATime, "one-at-a-time", false, "move one control per action")
+	f.Uint64Var(&req.Seed, "seed", 0, "PRBS seed (default 1)")
+	cmd.AddCommand(plan)
 	return cmd
 }

@@ -130,6 +130,7 @@ func table() []route {
 		{Method: P, Path: "/shadow", Op: "shadow.collect", Tag: "twin"},
 		{Method: G, Path: "/shadow/{model}", Op: "shadow.list", Tag: "twin"},
 		{Method: P, Path: "/calibrate", Op: "calibrate", Tag: "twin"},
+		{Method: P, Path: "/steptests/plan", Op: "steptest.plan", Tag: "twin"},
 		{Method: G, Path: "/calibrations", Op: "calibration.list", Tag: "twin"},
 
 		// Certificates and channels.

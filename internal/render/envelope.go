@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/twin/envelope"
 )
 
@@ -74,5 +75,31 @@ func printCycle(w io.Writer, r envelope.CycleResult) {
 				row(m.VariableID, m.NodeID, m.From, m.To, m.Readback, m.Verified)
 			}
 		})
+	}
+}
+
+func printStepTestPlan(w io.Writer, r app.StepTestPlanResponse) {
+	p := r.Plan
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(w, "step test (%s) on scene %s@%s, line %s: %d actions over %gs, a move every %gs%s\n", p.Signal, p.SceneID, p.SceneVersion, p.LineID,
+		p.Actions, p.DurationSec, p.HoldSec, map[bool]string{true: ", one control at a time"}[p.OneAtATime])
+	fmt.Fprintf(w, "operating point from the %s %s\n", r.BaseFrom, r.SnapshotID)
+	table(w, "CONTROL\tBASE\tAMPLITUDE", len(p.Variables), "control(s) excited", func(row func(...any)) {
+		for _, v := range p.Variables {
+			row(v, p.Base[v], p.Amplitude[v])
+		}
+	})
+	table(w, "AT\tSET", len(p.Moves), "move(s)", func(row func(...any)) {
+		for _, m := range p.Moves {
+			row(fmt.Sprintf("%gs", m.AtSec), fmtControls(m.Set))
+		}
+	})
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	for _, pr := range p.Problems {
+		fmt.Fprintf(w, "problem: %s\n", pr)
 	}
 }

@@ -118,6 +118,7 @@ var byOp = map[string]fn{
 	"shadow.list":      list(printShadowRuns),
 	"calibrate":        out(printCalibrate),
 	"calibration.list": list(printCalibrations),
+	"steptest.plan":    out(printStepTestPlan),
 	// stored content
 	"physics.put":      out(printPhysics),
 	"physics.list":     list(printPhysicsList),
