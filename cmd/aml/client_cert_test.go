@@ -296,3 +296,109 @@ func TestRemoteCertificateFlow(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteEnvelopeFlow is the operating-envelope flow through
+// "aml twin envelope --server" on the demo's data: refused while the line
+// is hitl_governed, proposed by an engineer once an admin sets
+// bounded_auto, approval refused to the engineer and an agent, approved
+// by an approver, listed and shown, one supervised cycle, and revoked,
+// after which a cycle is refused.
+func TestRemoteEnvelopeFlow(t *testing.T) {
+	dir, out := sharedDemo(t)
+	var demo struct {
+		ModelID    string    `json:"modelId"`
+		SnapshotID string    `json:"snapshotId"`
+		DemoClock  time.Time `json:"demoClock"`
+	}
+	mustJSON(t, out, &demo)
+	base, start := demo.DemoClock.Add(70*time.Second), time.Now()
+	srv := startServer(t, dir, api.Options{Now: func() time.Time { return base.Add(time.Since(start)) }})
+	var snap struct {
+		Snapshot struct {
+			SceneID, SceneVersion, LineID string
+		} `json:"snapshot"`
+	}
+	o, errs, code := srv.as(t, "viewer", "twin", "snapshot", "show", demo.SnapshotID, "--json")
+	if code != 0 {
+		t.Fatalf("snapshot show: %s", errs)
+	}
+	mustJSON(t, o, &snap)
+	scene := snap.Snapshot.SceneID + "@" + snap.Snapshot.SceneVersion
+	issue := []string{"twin", "envelope", "issue", "--scene", scene, "--model", demo.ModelID, "--bound", "hold_pressure=55:75",
+		"--bound", "hold_time=5:12", "--bound", "melt_temperature_setpoint=238:255", "--max-moves-per-hour", "12", "--json"}
+	if _, errs, code := srv.as(t, "engineer", issue...); code == 0 || !strings.Contains(errs, "AML_CERT_REFUSED") || !strings.Contains(errs, "hitl_governed") {
+		t.Fatalf("envelope on a hitl_governed line: exit %d %s", code, errs)
+	}
+	if _, errs, code := srv.as(t, "admin", "channel", "set", "--line", snap.Snapshot.LineID, "--profile", "hybrid_twin", "--policy", "bounded_auto",
+		"--bound", "hold_pressure=50:90", "--bound", "hold_time=4:14", "--bound", "melt_temperature_setpoint=235:260"); code != 0 {
+		t.Fatalf("channel set: %s", errs)
+	}
+	o, errs, code = srv.as(t, "engineer", issue...)
+	if code != 0 {
+		t.Fatalf("issue: %s", errs)
+	}
+	var rec struct {
+		Envelope struct {
+			ID         string `json:"envelopeId"`
+			Status     string `json:"status"`
+			CreatedBy  string `json:"createdBy"`
+			ApprovedBy string `json:"approvedBy"`
+		} `json:"envelope"`
+		Stop string `json:"stop"`
+	}
+	mustJSON(t, o, &rec)
+	id := rec.Envelope.ID
+	if rec.Envelope.Status != "ISSUED" || rec.Envelope.CreatedBy != "erin" {
+		t.Fatalf("issued: %s", o)
+	}
+	for _, role := range []string{"engineer", "agent"} {
+		if _, errs, code := srv.as(t, role, "twin", "envelope", "approve", id); code == 0 || !strings.Contains(errs, "AML_FORBIDDEN") {
+			t.Fatalf("%s approved: exit %d %s", role, code, errs)
+		}
+	}
+	o, errs, code = srv.as(t, "approver", "twin", "envelope", "approve", id, "--json")
+	if code != 0 {
+		t.Fatalf("approve: %s", errs)
+	}
+	mustJSON(t, o, &rec)
+	if rec.Envelope.Status != "APPROVED" || rec.Envelope.ApprovedBy == "" {
+		t.Fatalf("approved: %s", o)
+	}
+	o, errs, code = srv.as(t, "viewer", "twin", "envelope", "list", "--json")
+	if code != 0 || !strings.Contains(o, id) || !strings.HasPrefix(strings.TrimSpace(o), "[") {
+		t.Fatalf("list: %s %s", o, errs)
+	}
+	if o, errs, code := srv.as(t, "viewer", "twin", "envelope", "show", id); code != 0 || !strings.Contains(o, "APPROVED") || !strings.Contains(o, "hold_time") {
+		t.Fatalf("show: %s %s", o, errs)
+	}
+	// One supervised cycle: whatever the line's state, it writes, holds
+	// or stops with a reason — never an unexplained failure.
+	o, errs, code = srv.as(t, "approver", "twin", "envelope", "cycle", id, "--json")
+	var cyc struct {
+		Status, Reason, Detail string
+	}
+	mustJSON(t, o, &cyc)
+	switch {
+	case cyc.Status == "written" || cyc.Status == "held":
+		if code != 0 {
+			t.Fatalf("cycle %s exit %d: %s", cyc.Status, code, errs)
+		}
+	case cyc.Status == "stopped":
+		if code == 0 || !strings.Contains(errs, "AML_WRITE_DENIED") || cyc.Reason == "" {
+			t.Fatalf("stop: exit %d %s %+v", code, errs, cyc)
+		}
+	default:
+		t.Fatalf("cycle: exit %d %s: %s", code, errs, o)
+	}
+	t.Logf("cycle: %s %s %s", cyc.Status, cyc.Reason, cyc.Detail)
+	if cyc.Status != "stopped" {
+		if _, errs, code := srv.as(t, "approver", "twin", "envelope", "revoke", id, "--reason", "mould change"); code != 0 {
+			t.Fatalf("revoke: %s", errs)
+		}
+	}
+	o, _, code = srv.as(t, "approver", "twin", "envelope", "cycle", id, "--json")
+	mustJSON(t, o, &cyc)
+	if code == 0 || cyc.Status != "refused" || cyc.Reason != "CERT_REVOKED" {
+		t.Fatalf("cycle after revoke/stop: exit %d %s", code, o)
+	}
+}

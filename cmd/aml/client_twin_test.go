@@ -106,6 +106,22 @@ func TestRemoteTwinParity(t *testing.T) {
 	})
 	p.both("twin snapshot show", "viewer", func(ids map[string]string) []string { return []string{"twin", "snapshot", "show", ids["snap"]} })
 	p.both("twin snapshot list", "viewer", fixed("twin", "snapshot", "list"))
+	p.both("twin steptest plan", "viewer", func(ids map[string]string) []string {
+		return []string{"twin", "steptest", "plan", "--scene", put.SceneID + "@1.0.0", "--snapshot", ids["snap"]}
+	})
+	lo, _ = p.both("twin steptest plan --signal prbs", "viewer", fixed("twin", "steptest", "plan", "--scene", put.SceneID+"@1.0.0", "--signal", "prbs",
+		"--var", "hold_pressure", "--var", "hold_time", "--one-at-a-time", "--switches", "4", "--base", "hold_pressure=64", "--base", "hold_time=8", "--seed", "9"))
+	var plan struct {
+		BaseFrom string
+		Actions  int
+		Problems []string
+	}
+	if mustJSON(t, lo, &plan); plan.BaseFrom != "request" || plan.Actions != 10 || len(plan.Problems) != 1 {
+		t.Fatalf("step test plan: %s", lo)
+	}
+	p.bothFail("steptest plan over the policy", "viewer", 1, "AML_INVALID_ARGUMENT", fixed("twin", "steptest", "plan", "--scene", put.SceneID+"@1.0.0",
+		"--var", "hold_time", "--base", "hold_time=8", "--amplitude", "hold_time=0.6"))
+	p.bothFail("steptest plan, bad --base", "viewer", 2, "AML_USAGE", fixed("twin", "steptest", "plan", "--scene", "s", "--base", "hold_time=high"))
 	p.both("twin snapshot list --line --limit", "viewer", fixed("twin", "snapshot", "list", "--line", sc.LineID, "--limit", "1"))
 	p.both("twin shadow --dry-run", "engineer", fixed("twin", "shadow", "--model", m, "--dry-run"))
 	p.both("twin shadow", "engineer", fixed("twin", "shadow", "--model", m, "--max-runs", "2"))

@@ -13,7 +13,7 @@ func newTwinCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "twin", Short: "Digital twin contracts"}
 	scene := &cobra.Command{Use: "scene", Short: "Store, freeze, show and list scene contracts"}
 	cmd.AddCommand(scene, newTwinSnapshotCmd(a), newTwinShadowCmd(a), newTwinCalibrateCmd(a))
-	cmd.AddCommand(newTwinObjectiveCmd(a), newTwinTrialCmd(a), newTwinOptimizeCmd(a), newTwinGateCmd(a))
+	cmd.AddCommand(newTwinObjectiveCmd(a), newTwinTrialCmd(a), newTwinOptimizeCmd(a), newTwinGateCmd(a), newTwinEnvelopeCmd(a), newTwinStepTestCmd(a))
 
 	var (
 		pr     amlapp.ScenePutRequest

@@ -130,6 +130,7 @@ func table() []route {
 		{Method: P, Path: "/shadow", Op: "shadow.collect", Tag: "twin"},
 		{Method: G, Path: "/shadow/{model}", Op: "shadow.list", Tag: "twin"},
 		{Method: P, Path: "/calibrate", Op: "calibrate", Tag: "twin"},
+		{Method: P, Path: "/steptests/plan", Op: "steptest.plan", Tag: "twin"},
 		{Method: G, Path: "/calibrations", Op: "calibration.list", Tag: "twin"},
 
 		// Certificates and channels.
@@ -143,6 +144,12 @@ func table() []route {
 		{Method: G, Path: "/certificates/{id}/moves", Op: "cert.moves", Tag: "governance"},
 		{Method: G, Path: "/certificates/{id}/verify", Op: "cert.verify", Tag: "governance", ErrResult: true},
 		{Method: P, Path: "/certificates/{id}/execute", Op: "cert.execute", Tag: "governance", ErrResult: true},
+		{Method: G, Path: "/envelopes", Op: "envelope.list", Tag: "governance"},
+		{Method: P, Path: "/envelopes", Op: "envelope.issue", Tag: "governance", Status: C},
+		{Method: G, Path: "/envelopes/{id}", Op: "envelope.show", Tag: "governance"},
+		{Method: P, Path: "/envelopes/{id}/approve", Op: "envelope.approve", Tag: "governance"},
+		{Method: P, Path: "/envelopes/{id}/revoke", Op: "envelope.revoke", Tag: "governance"},
+		{Method: P, Path: "/envelopes/{id}/cycle", Op: "envelope.cycle", Tag: "governance", ErrResult: true},
 		{Method: G, Path: "/channels/{line}", Op: "channel.show", Tag: "governance"},
 		{Method: U, Path: "/channels/{line}", Op: "channel.set", Tag: "governance"},
 

@@ -354,6 +354,9 @@ var wantHints = map[string]hints{
 	"twin_gate_evaluate":       additive,
 	"twin_calibration_request": {idempotent: true},
 	"twin_certificate_request": additive,
+	"twin_envelope_request":    additive,
+	"twin_envelope_list":       readOnly,
+	"twin_envelope_read":       readOnly,
 }
 
 // checkTools lists the tools and checks names, annotations and schemas.
@@ -466,7 +469,8 @@ func TestToolsAreOps(t *testing.T) {
 		table[row.name] = row.op
 	}
 	never := map[string]bool{"cert.approve": true, "cert.revoke": true, "cert.execute": true, "model.promote": true, "model.retire": true,
-		"scene.freeze": true, "channel.set": true, "token.create": true, "token.revoke": true, "retention.apply": true}
+		"scene.freeze": true, "channel.set": true, "token.create": true, "token.revoke": true, "retention.apply": true,
+		"envelope.approve": true, "envelope.revoke": true, "envelope.cycle": true}
 	forbidden := map[auth.Action]bool{auth.ActCertApprove: true, auth.ActPromoteProduction: true, auth.ActSceneFreeze: true, auth.ActWrite: true,
 		auth.ActModelStage: true, auth.ActAdmin: true}
 	ops := map[string]string{}
@@ -533,6 +537,8 @@ func TestArguments(t *testing.T) {
 		{"aml_node_catalog", map[string]any{"line": 7}, core.CodeInvalidArgument, "line"},
 		{"twin_snapshot_create", map[string]any{"scene": "s", "maxAge": "-1s"}, core.CodeInvalidArgument, "maxAge"},
 		{"twin_certificate_request", map[string]any{"trial": "t", "ttl": "48h"}, core.CodeInvalidArgument, "ttl"},
+		{"twin_envelope_request", map[string]any{"scene": "s", "model": "m", "bounds": map[string]any{"hold_time": map[string]any{"min": 6, "max": 7}}, "maxMovesPerHour": 0}, core.CodeInvalidArgument, "maxMovesPerHour"},
+		{"twin_envelope_request", map[string]any{"scene": "s", "model": "m", "bounds": map[string]any{"hold_time": map[string]any{"min": 8, "max": 7}}, "maxMovesPerHour": 4}, core.CodeInvalidArgument, "bounds.hold_time"},
 		{"aml_model_reference", nil, core.CodeInvalidArgument, "id"},
 		{"aml_leaderboard", map[string]any{"limit": 500}, core.CodeInvalidArgument, "limit"},
 		{"mpc_optimize", map[string]any{"model": "m", "snapshot": "s", "mode": "fast"}, core.CodeInvalidArgument, "mode"},

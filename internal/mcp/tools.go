@@ -82,4 +82,13 @@ var tools = []tool{
 	{"twin_certificate_request", "Request a certificate",
 		"Issue a signed recommendation certificate for a stored trial (trial) that passes and improves on the baseline. It is queued with status ISSUED for a person with the approver role; the requester can never approve it, and nothing is written to the machine.",
 		additive, "cert.issue"},
+	{"twin_envelope_request", "Propose an operating envelope",
+		"Propose a signed operating envelope for a bounded_auto line: the frozen scene (scene), the model the supervisor re-optimises with (model), per control the range every target must lie in (bounds: {control: {min, max}}), the node writes allowed per rolling hour (maxMovesPerHour) and a lifetime (ttl, at most 12h). It is queued ISSUED for a person with the approver role; the proposer can never approve it, and nothing is written to the machine. Refused on a hitl_governed line (one approval per move there).",
+		additive, "envelope.issue"},
+	{"twin_envelope_list", "List operating envelopes",
+		"List the operating envelopes of your lines (optionally of one line), newest first, each verified against its signed audit trail: status (ISSUED, APPROVED, REVOKED), expiry, bounds, moves per hour, and why the supervisor stopped one.",
+		readOnly, "envelope.list"},
+	{"twin_envelope_read", "Read an operating envelope",
+		"Read one operating envelope (id) as its signed audit trail has it: bounds, moves per hour, expiry, approver, revocation or stop reason.",
+		readOnly, "envelope.show"},
 }

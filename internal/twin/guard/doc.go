@@ -42,6 +42,14 @@
 //
 // A panic anywhere in Check is recovered and denies with INTERNAL.
 //
+// Operating envelopes. A request may name an approved operating envelope
+// (Request.Envelope, with an ActionID) instead of a certificate: under
+// bounded_auto only (ENVELOPE_NOT_ALLOWED otherwise), the moves are then
+// whatever the supervisor re-optimised, each within the envelope's
+// bounds (OUTSIDE_ENVELOPE) and together within its moves per rolling
+// hour (RATE_EXCEEDED); every other check applies as above. See
+// envelope.go and package twin/envelope.
+//
 // Clocks. Now is the clock the certificate and the snapshot were stamped
 // on (the application's, which a demo runs at simulated time): expiry and
 // freshness are judged on it. The write history is kept on the wall clock

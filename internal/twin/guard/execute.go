@@ -88,6 +88,7 @@ func Execute(ctx context.Context, w Writer, rec Recorder, d Decision, req Reques
 	if w == nil || rec == nil {
 		return Outcome{Status: OutcomeRefused, Detail: "no writer or recorder"}, fmt.Errorf("%w: no writer or recorder", ErrNotAllowed)
 	}
+	authID, _, _ := req.authority()
 	fail := func(r MoveResult, format string, args ...any) (Outcome, error) {
 		r.Err = fmt.Sprintf(format, args...)
 		out.Results = append(out.Results, r)
@@ -113,7 +114,7 @@ func Execute(ctx context.Context, w Writer, rec Recorder, d Decision, req Reques
 		if at.IsZero() {
 			at = time.Now()
 		}
-		if err := rec.Record(ctx, contract.WriteRecord{LineID: req.LineID, NodeID: m.NodeID, CertificateID: req.Cert.RecommendationID, RunID: req.RunID, At: at, Value: m.To, Delta: m.Delta()}); err != nil {
+		if err := rec.Record(ctx, contract.WriteRecord{LineID: req.LineID, NodeID: m.NodeID, CertificateID: authID, RunID: req.RunID, At: at, Value: m.To, Delta: m.Delta()}); err != nil {
 			return fail(r, "record write: %v", err)
 		}
 		if werr != nil {
@@ -152,11 +153,13 @@ func refusal(d Decision, req Request) string {
 		return fmt.Sprintf("decision denied (%s): %s", d.Reason, d.Detail)
 	case d.grant == nil:
 		return "decision was not made by Check"
-	case req.Cert == nil:
-		return "no certificate"
+	}
+	_, hash, ok := req.authority()
+	if !ok {
+		return "no certificate or envelope"
 	}
 	g := d.grant
-	if g.lineID != req.LineID || g.runID != req.RunID || g.certHash != req.Cert.CertificateHash || len(g.moves) != len(req.Moves) {
+	if g.lineID != req.LineID || g.runID != req.RunID || g.certHash != hash || len(g.moves) != len(req.Moves) {
 		return "decision was made for another request"
 	}
 	for i := range g.moves {

@@ -43,6 +43,16 @@ const (
 	// wall clock (beyond ClockTolerance): a clock is wrong, and no
 	// interval measured against that entry means anything.
 	ReasonClockFault = "CLOCK_FAULT"
+	// ReasonEnvelopeNotAllowed: an operating envelope was given on a
+	// channel whose policy is not bounded_auto (hitl_governed stays one
+	// approval per move).
+	ReasonEnvelopeNotAllowed = "ENVELOPE_NOT_ALLOWED"
+	// ReasonOutsideEnvelope: a move's control is not in the envelope or
+	// its target lies outside the envelope's bounds.
+	ReasonOutsideEnvelope = "OUTSIDE_ENVELOPE"
+	// ReasonRateExceeded: the moves would exceed the envelope's
+	// maxMovesPerHour in the rolling hour.
+	ReasonRateExceeded = "RATE_EXCEEDED"
 )
 
 // Reasons lists every reason code.
@@ -53,7 +63,7 @@ var Reasons = []string{
 	ReasonCertExpired, ReasonSceneMismatch, ReasonSnapshotStale, ReasonMovesMismatch,
 	ReasonDeltaTooLarge, ReasonOutOfBounds, ReasonHistoryError, ReasonNodeInterval,
 	ReasonLineInterval, ReasonCertAlreadyUsed, ReasonTooManyActions, ReasonInternal,
-	ReasonClockFault,
+	ReasonClockFault, ReasonEnvelopeNotAllowed, ReasonOutsideEnvelope, ReasonRateExceeded,
 }
 
 const (
@@ -114,6 +124,13 @@ type Request struct {
 	// certificate and the snapshot were stamped on (the application's,
 	// which a demo runs at simulated time).
 	Now time.Time
+	// Envelope, instead of Cert, is the approved operating envelope the
+	// moves are written under (bounded_auto only; see envelope.go), and
+	// ActionID the id of this action (cycle) under it: the history
+	// records the writes with certificate id
+	// contract.EnvelopeActionPrefix(envelope id) + ActionID.
+	Envelope *contract.EnvelopeCertificate
+	ActionID string
 	// WallNow is the wall clock at the decision (zero: Now). The
 	// write history is kept on the wall clock: Execute stamps its records
 	// with it and the history checks (intervals, actions per run, clock
@@ -215,6 +232,9 @@ func check(ctx context.Context, ch Channels, hist History, req Request) Decision
 		return deny(ReasonLineMismatch, "scene %s is of line %q, not %q", s.SceneID, s.LineID, req.LineID)
 	}
 	wp := s.WritePolicy
+	if req.Envelope != nil || req.ActionID != "" {
+		return checkEnvelope(ctx, prof, s, hist, req, now)
+	}
 
 	// Certificate.
 	c := req.Cert
@@ -247,20 +267,8 @@ func check(ctx context.Context, ch Channels, hist History, req Request) Decision
 		return deny(ReasonSceneMismatch, "certificate is for scene %s %s (%s), given %s %s (%s)", c.SceneID, c.SceneVersion, c.SceneHash, s.SceneID, s.SceneVersion, sh)
 	}
 
-	// Snapshot.
-	maxAge := req.SnapshotMaxAge
-	if maxAge == 0 {
-		maxAge = DefaultSnapshotMaxAge
-	}
-	switch {
-	case maxAge < 0:
-		return deny(ReasonSnapshotStale, "negative snapshot max age %v", maxAge)
-	case req.SnapshotAt.IsZero():
-		return deny(ReasonSnapshotStale, "no snapshot time")
-	case req.SnapshotAt.After(now):
-		return deny(ReasonSnapshotStale, "snapshot time %s is after now %s", req.SnapshotAt.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
-	case now.Sub(req.SnapshotAt) > maxAge:
-		return deny(ReasonSnapshotStale, "snapshot is %v old, more than %v", now.Sub(req.SnapshotAt), maxAge)
+	if d, ok := checkSnapshotAge(req, now); !ok {
+		return d
 	}
 
 	// Moves: exactly the certificate's first step.
@@ -317,9 +325,20 @@ func check(ctx context.Context, ch Channels, hist History, req Request) Decision
 		}
 	}
 
+	if d, ok := checkHistory(ctx, hist, req, wp, nodes, c.RecommendationID, now); !ok {
+		return d
+	}
+
+	return Decision{Allowed: true, Detail: fmt.Sprintf("%d moves under certificate %s (%s)", len(req.Moves), c.RecommendationID, prof.ControlPolicy),
+		grant: &grant{lineID: req.LineID, runID: req.RunID, certHash: c.CertificateHash, moves: append([]Move(nil), req.Moves...)}}
+}
+
+// checkHistory runs the history checks (on the wall clock) of an action
+// with id actionID moving nodes; ok false with the denial when one fails.
+func checkHistory(ctx context.Context, hist History, req Request, wp contract.WritePolicy, nodes map[string]bool, actionID string, now time.Time) (Decision, bool) {
 	// History, on the wall clock.
 	if hist == nil {
-		return deny(ReasonHistoryError, "no write history")
+		return deny(ReasonHistoryError, "no write history"), false
 	}
 	wall := req.WallNow
 	if wall.IsZero() {
@@ -330,14 +349,14 @@ func check(ctx context.Context, ch Channels, hist History, req Request) Decision
 	since := wall.Add(-max(RunLookback, nodeIv, lineIv))
 	recs, err := hist.Writes(ctx, req.LineID, since)
 	if err != nil {
-		return deny(ReasonHistoryError, "write history of line %s: %v", req.LineID, err)
+		return deny(ReasonHistoryError, "write history of line %s: %v", req.LineID, err), false
 	}
 	for _, r := range recs {
 		if r.LineID != req.LineID {
-			return deny(ReasonHistoryError, "history of line %s returned a write of line %q", req.LineID, r.LineID)
+			return deny(ReasonHistoryError, "history of line %s returned a write of line %q", req.LineID, r.LineID), false
 		}
 		if r.At.IsZero() {
-			return deny(ReasonHistoryError, "history holds a write to %s without a time", r.NodeID)
+			return deny(ReasonHistoryError, "history holds a write to %s without a time", r.NodeID), false
 		}
 	}
 	// An entry dated in the future would turn into a misleading interval
@@ -349,24 +368,24 @@ func check(ctx context.Context, ch Channels, hist History, req Request) Decision
 				what = "a write claim"
 			}
 			return deny(ReasonClockFault, "clock fault: the write history of line %s holds %s (certificate %s) dated %s, %v after the wall clock %s: a clock is wrong; fix the clock or the entry before writing",
-				req.LineID, what, r.CertificateID, r.At.UTC().Format(time.RFC3339Nano), r.At.Sub(wall).Round(time.Millisecond), wall.UTC().Format(time.RFC3339Nano))
+				req.LineID, what, r.CertificateID, r.At.UTC().Format(time.RFC3339Nano), r.At.Sub(wall).Round(time.Millisecond), wall.UTC().Format(time.RFC3339Nano)), false
 		}
 	}
 	for _, r := range recs {
 		if nodes[r.NodeID] && wall.Sub(r.At) < nodeIv {
-			return deny(ReasonNodeInterval, "node %s was written at %s, less than %v ago", r.NodeID, r.At.UTC().Format(time.RFC3339Nano), nodeIv)
+			return deny(ReasonNodeInterval, "node %s was written at %s, less than %v ago", r.NodeID, r.At.UTC().Format(time.RFC3339Nano), nodeIv), false
 		}
 	}
 	for _, r := range recs {
 		if wall.Sub(r.At) < lineIv {
-			return deny(ReasonLineInterval, "line %s had an action at %s, less than %v ago", req.LineID, r.At.UTC().Format(time.RFC3339Nano), lineIv)
+			return deny(ReasonLineInterval, "line %s had an action at %s, less than %v ago", req.LineID, r.At.UTC().Format(time.RFC3339Nano), lineIv), false
 		}
 	}
 	actions := map[string]bool{}
 	n := 0
 	for i, r := range recs {
-		if r.CertificateID != "" && r.CertificateID == c.RecommendationID {
-			return deny(ReasonCertAlreadyUsed, "certificate %s was already written at %s", c.RecommendationID, r.At.UTC().Format(time.RFC3339Nano))
+		if r.CertificateID != "" && r.CertificateID == actionID {
+			return deny(ReasonCertAlreadyUsed, "certificate %s was already written at %s", actionID, r.At.UTC().Format(time.RFC3339Nano)), false
 		}
 		if r.RunID != req.RunID {
 			continue
@@ -381,11 +400,30 @@ func check(ctx context.Context, ch Channels, hist History, req Request) Decision
 		}
 	}
 	if n+1 > wp.MaxActionsPerRun {
-		return deny(ReasonTooManyActions, "run %s already has %d actions, at most %d allowed", req.RunID, n, wp.MaxActionsPerRun)
+		return deny(ReasonTooManyActions, "run %s already has %d actions, at most %d allowed", req.RunID, n, wp.MaxActionsPerRun), false
 	}
 
-	return Decision{Allowed: true, Detail: fmt.Sprintf("%d moves under certificate %s (%s)", len(req.Moves), c.RecommendationID, prof.ControlPolicy),
-		grant: &grant{lineID: req.LineID, runID: req.RunID, certHash: c.CertificateHash, moves: append([]Move(nil), req.Moves...)}}
+	return Decision{}, true
+}
+
+// checkSnapshotAge checks that the snapshot the moves start from is fresh.
+func checkSnapshotAge(req Request, now time.Time) (Decision, bool) {
+	maxAge := req.SnapshotMaxAge
+	if maxAge == 0 {
+		maxAge = DefaultSnapshotMaxAge
+	}
+	switch {
+	case maxAge < 0:
+		return deny(ReasonSnapshotStale, "negative snapshot max age %v", maxAge), false
+	case req.SnapshotAt.IsZero():
+		return deny(ReasonSnapshotStale, "no snapshot time"), false
+	case req.SnapshotAt.After(now):
+		return deny(ReasonSnapshotStale, "snapshot time %s is after now %s", req.SnapshotAt.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano)), false
+	case now.Sub(req.SnapshotAt) > maxAge:
+		return deny(ReasonSnapshotStale, "snapshot is %v old, more than %v", now.Sub(req.SnapshotAt), maxAge), false
+	}
+
+	return Decision{}, true
 }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -241,6 +241,17 @@ func TestDenyReasons(t *testing.T) {
 				f.rec("n-z", "", "run-1", time.Duration(2+i)*time.Hour)
 			}
 		}},
+		{"envelope on hitl_governed", ReasonEnvelopeNotAllowed, func(t *testing.T, f *fixture) {
+			toEnvelope(t, f)
+			f.ch.p.ControlPolicy = contract.PolicyHITLGoverned
+		}},
+		{"envelope: target outside it", ReasonOutsideEnvelope, func(t *testing.T, f *fixture) { toEnvelope(t, f); f.req.Moves[0].From, f.req.Moves[0].To = 70, 70.5 }},
+		{"envelope: rate exceeded", ReasonRateExceeded, func(t *testing.T, f *fixture) {
+			toEnvelope(t, f)
+			for i := range 4 {
+				f.rec("n-old", contract.EnvelopeActionPrefix("env-1")+"c0", "run-0", time.Duration(50-i)*time.Minute)
+			}
+		}},
 		{"panic in channels", ReasonInternal, func(_ *testing.T, f *fixture) { f.ch.panic = true }},
 	}
 	seen := map[string]bool{}

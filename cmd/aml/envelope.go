@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	amlapp "github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/twin/envelope"
+	"github.com/spf13/cobra"
+)
+
+// newTwinEnvelopeCmd is "aml twin envelope": operating envelopes under
+// bounded_auto (long help in help/twin-envelope*.txt).
+func newTwinEnvelopeCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "envelope", Short: "Operating envelopes: one approval for a supervised receding horizon (bounded_auto)"}
+	sub := func(use, short, op, actor string, req any, build func([]string) error) *cobra.Command {
+		n := 0
+		if f := strings.Fields(use); len(f) > 1 && f[1] == "ID" {
+			n = 1
+		}
+		c := opCommand(a, &cobra.Command{Use: use, Short: short, Args: argsExact(n)}, op, actor, req, build)
+		if actor != "" {
+			c.Flags().String("as", "", "who does this (recorded in the audit log)")
+		}
+		return c
+	}
+	var (
+		ir     = amlapp.EnvelopeIssueRequest{Bounds: map[string]amlapp.EnvelopeBound{}}
+		scene  string
+		bounds map[string]string
+		lr     amlapp.EnvelopeListRequest
+		sr, ar amlapp.EnvelopeRequest
+		rr     amlapp.EnvelopeRevokeRequest
+		cr     amlapp.EnvelopeCycleRequest
+	)
+	var issue, approve, revoke, cycle *cobra.Command
+	issue = sub("issue --scene ID[@V] --model M --bound VAR=MIN:MAX... --max-moves-per-hour N --as PERSON", "Propose a signed envelope for a person to approve", "envelope.issue", "as", &ir, func([]string) error {
+		ir.Scene, ir.SceneVersion, _ = strings.Cut(scene, "@")
+		for v, s := range bounds {
+			var b amlapp.EnvelopeBound
+			if _, err := fmt.Sscanf(s, "%g:%g", &b.Min, &b.Max); err != nil {
+				return usagef("--bound %s=%s: want VAR=MIN:MAX", v, s)
+			}
+			ir.Bounds[v] = b
+		}
+		return a.requireActor(issue)
+	})
+	f := issue.Flags()
+	f.StringVar(&scene, "scene", "", "frozen scene ID[@VERSION]")
+	f.StringVar(&ir.Model, "model", "", "model the supervisor re-optimises with")
+	f.StringVar(&ir.Objective, "objective", "", "objective (default: the scene's first)")
+	f.StringToStringVar(&bounds, "bound", nil, "a control's range, VAR=MIN:MAX (repeat)")
+	f.IntVar(&ir.MaxMovesPerHour, "max-moves-per-hour", 0, "node writes allowed in any rolling hour")
+	f.Var(&ir.TTL, "ttl", "lifetime (default 4h, at most 12h)")
+	list := sub("list [--line L]", "List envelopes, newest first, each verified", "envelope.list", "", &lr, nil)
+	list.Flags().StringVar(&lr.Line, "line", "", "only this line")
+	show := sub("show ID", "Show an envelope as its signed audit trail has it", "envelope.show", "", &sr, func(x []string) error { sr.ID = x[0]; return nil })
+	approve = sub("approve ID --as PERSON", "Approve an ISSUED envelope (never by its proposer)", "envelope.approve", "as", &ar, func(x []string) error { ar.ID = x[0]; return a.requireActor(approve) })
+	revoke = sub("revoke ID --as PERSON --reason R", "Revoke an envelope: the supervisor stops writing", "envelope.revoke", "as", &rr, func(x []string) error { rr.ID = x[0]; return a.requireActor(revoke) })
+	revoke.Flags().StringVar(&rr.Reason, "reason", "", "why")
+	cycle = reportCommand(a, &cobra.Command{Use: "cycle ID --as PERSON", Short: "Run one supervised cycle (fresh snapshot, re-optimise, guarded write)", Args: argsExact(1)},
+		"envelope.cycle", "as", &cr, func(x []string) error { cr.ID = x[0]; return a.requireActor(cycle) }, func(r any) bool { return r.(envelope.CycleResult).Status != "" })
+	cycle.Flags().String("as", "", "who runs the supervisor (recorded in the audit log)")
+	cmd.AddCommand(issue, list, show, approve, revoke, cycle)
+	return cmd
+}
+
+// newTwinStepTestCmd is "aml twin steptest": step-test design.
+func newTwinStepTestCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "steptest", Short: "Plant step tests for identification: design (approval and guarded execution: not yet)"}
+	var (
+		req        amlapp.StepTestPlanRequest
+		scene      string
+		amp, bases map[string]string
+	)
+	floats := func(flag string, in map[string]string) (map[string]float64, error) {
+		var out map[string]float64
+		for k, v := range in {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, usagef("--%s %s=%s: want VAR=NUMBER", flag, k, v)
+			}
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[k] = x
+		}
+		return out, nil
+	}
+	plan := opCommand(a, &cobra.Command{Use: "plan --scene ID[@V] [--signal steps|prbs] [--var V]... [--one-at-a-time]", Short: "Design a step test within the write policy and the controls' ranges (nothing is written)", Args: argsExact(0)},
+		"steptest.plan", "", &req, func([]string) error {
+			req.Scene, req.SceneVersion, _ = strings.Cut(scene, "@")
+			var err error
+			if req.Amplitude, err = floats("amplitude", amp); err != nil {
+				return err
+			}
+			req.Base, err = floats("base", bases)
+			return err
+		})
+	f := plan.Flags()
+	f.StringVar(&scene, "scene", "", "frozen scene ID[@VERSION]")
+	f.StringVar(&req.Signal, "signal", "", "steps (default) or prbs")
+	f.StringSliceVar(&req.Variables, "var", nil, "a control to excite (repeat; default every movable control)")
+	f.StringToStringVar(&amp, "amplitude", nil, "a control's step size, VAR=A (default the largest allowed)")
+	f.StringToStringVar(&bases, "base", nil, "a control's operating point, VAR=X (default the snapshot's)")
+	f.StringVar(&req.Snapshot, "snapshot", "", "snapshot giving the operating point (default the line's newest)")
+	f.Var(&req.Hold, "hold", "time between moves (default the write policy's interval)")
+	f.IntVar(&req.Switches, "switches", 0, "PRBS moves per control (default 8)")
+	f.BoolVar(&req.OneAtATime, "one-at-a-time", false, "move one control per action")
+	f.Uint64Var(&req.Seed, "seed", 0, "PRBS seed (default 1)")
+	cmd.AddCommand(plan)
+	return cmd
+}
