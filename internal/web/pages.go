@@ -145,10 +145,18 @@ func (s *server) trendPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	for _, run := range runs {
 		runIDs = append(runIDs, run.ID)
 	}
+	golden, k, err := goldenParams(q)
+	if err != nil {
+		return err
+	}
+	if k == 0 {
+		k = defaultGoldenK
+	}
 	s.render(w, r, http.StatusOK, "trend", &p, map[string]any{"Title": "Trend " + strings.Join(picked, ", "), "Line": line, "Node": node, "Runs": runs, "All": all, "Chart": chart,
-		"Nodes": lineNodes, "Align": align, "DataURL": trendDataURL(picked, runIDs, align),
-		"NodeSelected": func(id string) bool { return slices.Contains(picked, id) },
-		"Selected":     func(id string) bool { return slices.ContainsFunc(runs, func(x core.Run) bool { return x.ID == id }) }})
+		"Nodes": lineNodes, "Align": align, "DataURL": trendDataURL(picked, runIDs, align) + goldenQuery(golden, k), "K": k, "Golden": golden,
+		"GoldenSelected": func(id string) bool { return slices.Contains(golden, id) },
+		"NodeSelected":   func(id string) bool { return slices.Contains(picked, id) },
+		"Selected":       func(id string) bool { return slices.ContainsFunc(runs, func(x core.Run) bool { return x.ID == id }) }})
 	return nil
 }
 
