@@ -34,8 +34,17 @@
 //
 // # Pages
 //
+// Every page reads through the application's ops (line.list, run.list,
+// run.show, node.list, ts.query, dataset.show/report, job.list/show,
+// scene.list/show, snapshot.list, trial.list, model.show, gate.latest,
+// shadow.list, connector.list, cert.list, audit.list, line.overview), so
+// role and line scope are the application's; TestWebIsThin names the few
+// functions that still read the store and why.
+//
 // Lines and runs with trend plots (a node's runs overlaid on the time since
-// each run's start, from the store's bucket aggregates), dataset reports
+// each run's start, from ts.query's bucket aggregates; a golden-run band,
+// mean ± k·σ over runs the user ticks as good, aligned at run start:
+// golden.go), dataset reports
 // (report.json: summaries, cleaning counts, lag cross-correlation, per-run
 // target profiles), the Live page (each line's connectors from their
 // status rows, stale ones flagged, and the newest run's trend, its body
