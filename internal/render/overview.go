@@ -22,7 +22,7 @@ func printOverview(w io.Writer, o app.LineOverview) {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NODE\tTYPE\tVALUE\tUNIT\tMIN\tMAX\tAT\tALARM")
 		for _, n := range o.Nodes {
-			typ, val, at := "PV", "–", "–"
+			typ, val, at := "PV", "-", "-"
 			if n.Setpoint {
 				typ = "SP"
 			}
