@@ -91,7 +91,8 @@ func TestNoExternalResources(t *testing.T) {
 // 768×1024 (a tablet held upright): the page never scrolls sideways (wide
 // tables scroll inside themselves), every control is reachable with the
 // keyboard (none taken out of the tab order, and Tab moves through
-// distinct controls), and the browser loaded nothing from another origin.
+// distinct controls), and the browser loaded nothing from another origin;
+// the operator overview refreshes its body by itself.
 func TestBrowserEveryPageFits(t *testing.T) {
 	f := getFixture(t)
 	pages := everyPage(t, f)
@@ -150,6 +151,9 @@ func TestBrowserEveryPageFits(t *testing.T) {
 			}
 		}
 		run(t, ctx, "operator page", chromedp.Navigate(f.srv.URL+"/ui/operator/line-injection-01"), chromedp.WaitVisible(chromedp.ID("operator-nodes")))
+		// The overview reloads its body from line.overview by itself.
+		value(t, ctx, "operator refresh", chromedp.Poll[bool](`+(document.getElementById("live-refresh").getAttribute("data-refreshes") || 0) >= 1 && !!document.getElementById("operator-nodes")`,
+			chromedp.WithPollingTimeout(15*time.Second)))
 		screenshot(t, ctx, fmt.Sprintf("operator-%dx%d", size.w, size.h))
 	}
 }
