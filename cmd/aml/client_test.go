@@ -123,7 +123,7 @@ func normalize(t *testing.T, s string) any {
 
 func volatileKey(k string) bool {
 	switch k {
-	case "id", "seconds", "path", "file", "worker", "hash", "trainingSec":
+	case "id", "seconds", "path", "file", "worker", "hash", "trainingSec", "at", "ageMs":
 		return true
 	}
 	for _, suf := range []string{"Id", "ID", "At", "By", "Path", "Ids", "IDs"} {
@@ -250,6 +250,7 @@ func TestRemoteParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	both("line apply --from-map", "engineer", fixed("line", "apply", "--from-map", mapFile))
+	both("line overview", "viewer", fixed("line", "overview", "--line", "injection-line-1", "--stale-after", "87600h"))
 	recipeFile := filepath.Join(csvDir, "recipe.yaml")
 	eventsFile := filepath.Join(csvDir, "events.csv")
 	if err := os.WriteFile(recipeFile, []byte("setpoint: 0.5\ngain: 2\n"), 0o600); err != nil {

@@ -102,7 +102,7 @@ func newLineCmd(a *app) *cobra.Command {
 		}
 		return a.emit(draft.Req, func(w io.Writer) { _, _ = w.Write(draft.YAML()) })
 	}
-	cmd.AddCommand(apply)
+	cmd.AddCommand(apply, newLineOverviewCmd(a))
 	return cmd
 }
 

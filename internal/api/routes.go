@@ -74,11 +74,13 @@ func table() []route {
 		{Method: P, Path: "/ingest/samples", Op: "ingest.samples", Tag: "data"},
 		{Method: P, Path: "/ingest/csv", Op: "ingest.csv", Tag: "data", raw: rawIngestCSV, InType: "text/csv"},
 		{Method: G, Path: "/connectors", Op: "connector.list", Tag: "data"},
+		{Method: G, Path: "/lines/{line}/overview", Op: "line.overview", Tag: "data"},
 		{Method: G, Path: "/gate-profiles", Op: "gate.profiles", Tag: "models"},
 
 		// Datasets.
 		{Method: P, Path: "/datasets", Op: "dataset.build", Tag: "datasets", Status: C},
 		{Method: G, Path: "/datasets", Op: "dataset.list", Tag: "datasets"},
+		{Method: P, Path: "/dataset-checks", Op: "dataset.check", Tag: "datasets"},
 		{Method: G, Path: "/datasets/{id}", Op: "dataset.show", Tag: "datasets"},
 		{Method: G, Path: "/datasets/{id}/verify", Op: "dataset.verify", Tag: "datasets"},
 		{Method: G, Path: "/datasets/{id}/report", Op: "dataset.report", Tag: "datasets"},

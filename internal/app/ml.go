@@ -139,11 +139,9 @@ func (a *App) DatasetBuild(ctx context.Context, p Principal, req DatasetBuildReq
 		if maxB == 0 {
 			maxB = dataset.DefaultMaxBytes
 		}
-		cells := a.o.MaxDatasetCells
-		if req.MaxCells > cells {
-			return DatasetBuildResponse{}, core.FieldErrorf(core.CodeQuotaExceeded, "maxCells", "maxCells %d is over this server's work budget of %d cells", req.MaxCells, cells)
-		} else if req.MaxCells > 0 {
-			cells = req.MaxCells
+		cells, err := a.datasetCells(req.MaxCells)
+		if err != nil {
+			return DatasetBuildResponse{}, err
 		}
 		t0 := time.Now()
 		spec := req.Spec
@@ -154,6 +152,18 @@ func (a *App) DatasetBuild(ctx context.Context, p Principal, req DatasetBuildReq
 		return DatasetBuildResponse{Dataset: res.Dataset, Dropped: res.Report.Dropped, Lineage: res.Manifest.Lineage, Shapes: res.Manifest.Shapes,
 			Seconds: time.Since(t0).Seconds()}, nil
 	})
+}
+
+// datasetCells is a build's work budget: the request's maxCells (0: the
+// server's), never more than the server's.
+func (a *App) datasetCells(want int64) (int64, error) {
+	cells := a.o.MaxDatasetCells
+	if want > cells {
+		return 0, core.FieldErrorf(core.CodeQuotaExceeded, "maxCells", "maxCells %d is over this server's work budget of %d cells", want, cells)
+	} else if want > 0 {
+		cells = want
+	}
+	return cells, nil
 }
 
 // DatasetListRequest filters datasets.

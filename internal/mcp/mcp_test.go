@@ -337,6 +337,8 @@ var wantHints = map[string]hints{
 	"aml_line_apply":           {idempotent: true},
 	"aml_dataset_build":        additive,
 	"aml_dataset_stats":        readOnly,
+	"aml_dataset_check":        readOnly,
+	"aml_line_overview":        readOnly,
 	"aml_job_submit":           additive,
 	"aml_trainer_show":         readOnly,
 	"aml_job_status":           readOnly,
@@ -834,6 +836,21 @@ func TestHTTP(t *testing.T) {
 	}
 	var stats dataset.Report
 	call(t, agent, "aml_dataset_stats", map[string]any{"id": demo.DatasetID}, &stats)
+	// The operator's overview and the spec check, as the API and UI have them.
+	var ov app.LineOverview
+	call(t, agent, "aml_line_overview", map[string]any{"line": line}, &ov)
+	if ov.Line != line || len(ov.Nodes) != len(nodes.Items) || ov.Run == nil {
+		t.Fatalf("line overview: %s, %d nodes (catalog %d), run %v", ov.Line, len(ov.Nodes), len(nodes.Items), ov.Run)
+	}
+	var chk app.DatasetCheckResponse
+	call(t, agent, "aml_dataset_check", map[string]any{"spec": exampleSpec(t)}, &chk)
+	if !chk.OK || chk.Spec == nil {
+		t.Fatalf("dataset check of the example spec: %+v", chk)
+	}
+	call(t, agent, "aml_dataset_check", map[string]any{"spec": map[string]any{"lineId": line, "beatMs": -1}}, &chk)
+	if chk.OK || len(chk.Problems) == 0 {
+		t.Fatalf("dataset check of a bad spec: %+v", chk)
+	}
 	if len(stats.Nodes) == 0 || stats.Windows.Train == 0 {
 		t.Fatalf("dataset stats: %+v", stats)
 	}
@@ -997,6 +1014,7 @@ func TestHTTP(t *testing.T) {
 		"twin_certificate_request": {"trial": demo.TrialID},
 		"aml_model_reference":      {"id": demo.ModelID},
 		"aml_leaderboard":          {"line": line},
+		"aml_line_overview":        {"line": line},
 	} {
 		if te := callErr(t, other, name, args); te.Code != core.CodeForbidden || te.Field != "lineId" {
 			t.Errorf("other line %s: %+v", name, te)

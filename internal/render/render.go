@@ -71,6 +71,8 @@ var byOp = map[string]fn{
 	"ingest.samples": out(printIngestSamples),
 	"ingest.csv":     out(PrintFileReport),
 	"connector.list": list(printConnectorStatus),
+	"line.overview":  out(printOverview),
+	"dataset.check":  out(printDatasetCheck),
 	// datasets, jobs, models
 	"dataset.build":  out(printBuild),
 	"dataset.list":   list(printDatasets),

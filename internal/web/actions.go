@@ -23,8 +23,8 @@ import (
 // a thin adapter: it decodes the form into the op's request type and runs
 // the op through app.Lookup(Op).Invoke, the entry point the API's routes
 // take, so role, line scope, validation, limits and audit are the
-// application's, once. Check routes only validate a request of the op
-// (the op's own Validate, nothing stored).
+// application's, once. Check routes run an op that stores nothing and
+// answer JSON for a form's live check.
 type action struct {
 	Route string
 	Op    string
@@ -40,7 +40,7 @@ func actionRoutes(s *server) []action {
 	return []action{
 		{Route: "POST /ui/ingest/csv", Op: "ingest.csv", Upload: true, h: s.ingestCSV},
 		{Route: "POST /ui/lines/apply", Op: "line.apply", h: s.lineApply},
-		{Route: "POST /ui/datasets/check", Op: "dataset.build", Check: true, h: s.datasetCheck},
+		{Route: "POST /ui/datasets/check", Op: "dataset.check", Check: true, h: s.datasetCheck},
 		{Route: "POST /ui/datasets", Op: "dataset.build", h: s.datasetBuild},
 		{Route: "POST /ui/jobs", Op: "job.submit", h: s.jobSubmit},
 		{Route: "POST /ui/jobs/{id}/cancel", Op: "job.cancel", h: s.jobCancel},

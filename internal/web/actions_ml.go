@@ -73,6 +73,24 @@ func (s *server) renderDatasetForm(w http.ResponseWriter, r *http.Request, p aut
 // API and a spec file are read).
 func datasetRequest(form url.Values) (app.DatasetBuildRequest, error) {
 	var req app.DatasetBuildRequest
+	b, err := datasetJSON(form)
+	if err != nil {
+		return req, err
+	}
+	if err := json.Unmarshal(b, &req); err != nil {
+		var ae *core.Error
+		if errors.As(err, &ae) {
+			return req, ae
+		}
+		return req, core.FieldErrorf(core.CodeInvalidArgument, "spec", "%v", err)
+	}
+	return req, nil
+}
+
+// datasetJSON is the form as dataset.build's JSON request body: the
+// spec's fields from the form's, numbers parsed (a field that is not a
+// number is refused here, naming it).
+func datasetJSON(form url.Values) ([]byte, error) {
 	spec := map[string]any{"lineId": strings.TrimSpace(form.Get("line")), "productId": strings.TrimSpace(form.Get("product")), "recipeId": strings.TrimSpace(form.Get("recipe")),
 		"purpose": form.Get("purpose"), "note": form.Get("note")}
 	if b := strings.TrimSpace(form.Get("beat")); b != "" {
@@ -99,7 +117,7 @@ func datasetRequest(form url.Values) (app.DatasetBuildRequest, error) {
 		}
 		v, err := num(k, form.Get(k), true)
 		if err != nil {
-			return req, err
+			return nil, err
 		}
 		spec[k] = v
 	}
@@ -107,7 +125,7 @@ func datasetRequest(form url.Values) (app.DatasetBuildRequest, error) {
 	for _, k := range []string{"valRatio", "testRatio", "seed"} {
 		v, err := num("split."+k, form.Get(k), k == "seed")
 		if err != nil {
-			return req, err
+			return nil, err
 		}
 		split[k] = v
 	}
@@ -118,7 +136,7 @@ func datasetRequest(form url.Values) (app.DatasetBuildRequest, error) {
 	if v := strings.TrimSpace(form.Get("maxDropRatio")); v != "" {
 		f, err := num("cleaning.maxDropRatio", v, false)
 		if err != nil {
-			return req, err
+			return nil, err
 		}
 		spec["cleaning"] = map[string]any{"maxDropRatio": f}
 	}
@@ -138,43 +156,31 @@ func datasetRequest(form url.Values) (app.DatasetBuildRequest, error) {
 	spec["nodes"] = nodes
 	b, err := json.Marshal(map[string]any{"spec": spec})
 	if err != nil {
-		return req, core.Wrap(core.CodeInternal, err, "encode the spec")
+		return nil, core.Wrap(core.CodeInternal, err, "encode the spec")
 	}
-	if err := json.Unmarshal(b, &req); err != nil {
-		var ae *core.Error
-		if errors.As(err, &ae) {
-			return req, ae
-		}
-		return req, core.FieldErrorf(core.CodeInvalidArgument, "spec", "%v", err)
-	}
-	return req, nil
+	return b, nil
 }
 
-// specCheck is the live check's answer.
-type specCheck struct {
-	OK       bool           `json:"ok"`
-	Message  string         `json:"message"`
-	Problems []core.Problem `json:"problems,omitempty"`
-}
-
-// datasetCheck validates the form's spec with dataset.build's own request
-// validation (the strict parser and DatasetBuildRequest.Validate) and
-// answers JSON for static/forms.js; nothing is read from the store or
-// built.
+// datasetCheck runs the application's dataset.check on the form's spec
+// (the strict parser, dataset.build's validation and work budget; nothing
+// read or stored) and answers its JSON for static/forms.js. A field that
+// is not a number is the form's own refusal, answered the same way.
 func (s *server) datasetCheck(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	if err := r.ParseForm(); err != nil {
 		return bodyErr(err)
 	}
-	req, err := datasetRequest(r.PostForm)
+	var out app.DatasetCheckResponse
+	b, err := datasetJSON(r.PostForm)
 	if err == nil {
-		err = req.Validate()
+		var req app.DatasetCheckRequest
+		if err = json.Unmarshal(b, &req); err == nil {
+			out, err = invoke[app.DatasetCheckResponse](s, r, p, "dataset.check", &req)
+		}
 	}
-	out := specCheck{OK: err == nil, Message: "The spec is valid."}
 	if err != nil {
-		fe := toFormError(p, err)
-		out.Message, out.Problems = fe.Message, fe.Problems
-		if len(out.Problems) == 0 {
-			out.Problems = []core.Problem{{Field: fe.Field, Message: fe.Message}}
+		out = app.CheckAnswer(err)
+		if fe := toFormError(p, err); fe != nil {
+			out.Message = fe.Message
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -34,8 +34,17 @@
 //
 // # Pages
 //
+// Every page reads through the application's ops (line.list, run.list,
+// run.show, node.list, ts.query, dataset.show/report, job.list/show,
+// scene.list/show, snapshot.list, trial.list, model.show, gate.latest,
+// shadow.list, connector.list, cert.list, audit.list, line.overview), so
+// role and line scope are the application's; TestWebIsThin names the few
+// functions that still read the store and why.
+//
 // Lines and runs with trend plots (a node's runs overlaid on the time since
-// each run's start, from the store's bucket aggregates), dataset reports
+// each run's start, from ts.query's bucket aggregates; a golden-run band,
+// mean ± k·σ over runs the user ticks as good, aligned at run start:
+// golden.go), dataset reports
 // (report.json: summaries, cleaning counts, lag cross-correlation, per-run
 // target profiles), the Live page (each line's connectors from their
 // status rows, stale ones flagged, and the newest run's trend, its body
@@ -64,6 +73,15 @@
 // certificate's expiry and time left are shown only while it can still be
 // approved or executed (app.CertExecution); an expired, revoked, executed
 // or unverified one says why it cannot execute instead.
+//
+// The operator overview (/ui/operator/{line}; /ui/operator lists the
+// lines) is the application's line.overview, the API's GET
+// /api/v1/lines/{line}/overview: each node's newest value, setpoints (SP)
+// first, against its range with an alarm (high, low, stale beyond a
+// chosen age, no data), the connectors, the certificates awaiting approval
+// or execution with whether they still can, and the last governed writes
+// with the value written and read back. Its body reloads every 2 s
+// (static/linelive.js, the Live page's script, on the page's fragment).
 //
 // Predicted vs actual uses the model the way the platform evaluated it:
 // consecutive windows of the run, each predicted from H measured rows and
@@ -97,9 +115,10 @@
 //   - A dataset form (/ui/datasets/new) built from the line's node catalog
 //     (node.list): a role per node, beat, history and horizon steps,
 //     cleaning and split. static/forms.js posts it on each edit to
-//     /ui/datasets/check, which runs dataset.build's own request decoding
-//     and validation (the strict spec parser, DatasetBuildRequest.Validate)
-//     and stores nothing; the form builds with dataset.build.
+//     /ui/datasets/check, which runs the application's dataset.check (the
+//     API's POST /api/v1/dataset-checks, dataset.build's own decoding,
+//     validation and work budget; nothing read or stored); the form builds
+//     with dataset.build.
 //   - A job form (/ui/jobs/new) whose parameter fields are generated from
 //     the trainer's JSON schema (trainer.show), submitted with job.submit
 //     to the job's page, which follows it over the event stream; cancel

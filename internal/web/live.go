@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/connect"
 	"github.com/aml-project/aml/internal/core"
@@ -94,13 +95,13 @@ func (s *server) liveData(r *http.Request, p auth.Principal) (*liveData, error) 
 		minutes = n
 	}
 	now := s.o.Now()
-	all, err := connect.NewStatusStore(s.d.Store.SQL()).List(ctx, "", now)
+	all, err := s.app.ConnectorList(ctx, p, app.ConnectorListRequest{})
 	if err != nil {
 		return nil, err
 	}
 	byLine := map[string][]connect.Status{}
 	var lines []string
-	for _, st := range all {
+	for _, st := range all.Items {
 		if p.InScope(st.Line) {
 			if _, ok := byLine[st.Line]; !ok {
 				lines = append(lines, st.Line)
@@ -122,7 +123,7 @@ func (s *server) liveData(r *http.Request, p auth.Principal) (*liveData, error) 
 	sort.Strings(lines)
 	d := &liveData{Title: "Live", Minutes: minutes, FragmentURL: "/ui/live/fragment?" + q.Encode(), RefreshMs: LiveRefreshMs, Now: now}
 	for _, l := range lines {
-		ll, err := s.liveLine(r, l, byLine[l], q["node"], minutes)
+		ll, err := s.liveLine(r, p, l, byLine[l], q["node"], minutes)
 		if err != nil {
 			return nil, err
 		}
@@ -132,13 +133,14 @@ func (s *server) liveData(r *http.Request, p auth.Principal) (*liveData, error) 
 }
 
 // liveLine plots the newest run of line over its last minutes.
-func (s *server) liveLine(r *http.Request, line string, conns []connect.Status, want []string, minutes int) (liveLine, error) {
+func (s *server) liveLine(r *http.Request, p auth.Principal, line string, conns []connect.Status, want []string, minutes int) (liveLine, error) {
 	ctx := r.Context()
 	ll := liveLine{Line: line, Connectors: conns}
-	runs, err := s.d.Store.ListRuns(ctx, core.RunFilter{Line: line})
+	rl, err := s.app.RunList(ctx, p, app.RunListRequest{Line: line})
 	if err != nil {
 		return ll, err
 	}
+	runs := rl.Items
 	if len(runs) == 0 {
 		ll.Note = "No run on this line yet."
 		return ll, nil
@@ -146,10 +148,11 @@ func (s *server) liveLine(r *http.Request, line string, conns []connect.Status, 
 	sort.Slice(runs, func(i, j int) bool { return runs[i].StartedMs > runs[j].StartedMs })
 	run := runs[0]
 	ll.Run = &run
-	nodes, err := s.d.Store.ListNodes(ctx, line)
+	nl, err := s.app.NodeList(ctx, p, app.NodeListRequest{Line: line})
 	if err != nil {
 		return ll, err
 	}
+	nodes := nl.Items
 	var pick []core.Node
 	if len(want) > 0 {
 		for _, n := range nodes {
@@ -186,9 +189,14 @@ func (s *server) liveLine(r *http.Request, line string, conns []connect.Status, 
 	width := max(int64(1000), (end-from)/liveMaxPoints)
 	width = (width + 999) / 1000 * 1000
 	for _, n := range pick {
-		bs, err := s.d.Store.Buckets(ctx, core.BucketQuery{Node: n.ID, Filter: core.ContextFilter{Run: run.ID}, FromMs: &from, ToMs: &end, BucketMs: width})
+		fi, ti := app.Instant(from), app.Instant(end)
+		ts, err := s.app.TSQuery(ctx, p, app.TSQueryRequest{Node: n.ID, Run: run.ID, From: &fi, To: &ti, Bucket: app.Duration(width * 1e6)})
 		if err != nil {
 			return ll, err
+		}
+		var bs []core.Bucket
+		if ts.TSBuckets != nil {
+			bs = ts.TSBuckets.Buckets
 		}
 		var x, y []float64
 		for _, b := range bs {

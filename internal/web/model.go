@@ -61,17 +61,11 @@ type splitMetrics struct {
 // conformal band.
 func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	ctx := r.Context()
-	m, err := s.d.Store.GetModel(ctx, r.PathValue("id"))
+	shown, err := s.app.ModelShow(ctx, p, app.ModelRequest{ID: r.PathValue("id")})
 	if err != nil {
 		return err
 	}
-	if err := p.Allow(auth.ActRead, m.LineID); err != nil {
-		return err
-	}
-	hist, err := s.d.Store.ModelHistory(ctx, m.ID)
-	if err != nil {
-		return err
-	}
+	m, hist := shown.Model, shown.History
 	var met modelMetrics
 	if len(m.Metrics) > 0 {
 		if err := json.Unmarshal(m.Metrics, &met); err != nil {
@@ -81,21 +75,17 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	var gates eval.GateReport
 	hasGates := len(m.Gates) > 0 && json.Unmarshal(m.Gates, &gates) == nil
 	var twinGate *eval.TwinGateReport
-	var twinGateRec contract.GateEvalRecord
-	if g, err := s.d.Store.LatestGateEval(ctx, m.ID); err == nil {
-		var res struct {
-			Report eval.TwinGateReport `json:"report"`
-		}
-		if json.Unmarshal(g.Report, &res) == nil {
-			twinGate, twinGateRec = &res.Report, g
-		}
+	var twinGateRec app.GateLatestResponse
+	if g, err := s.app.GateLatest(ctx, p, app.GateLatestRequest{Model: m.ID}); err == nil {
+		twinGate, twinGateRec = &g.Report, g
 	} else if core.CodeOf(err) != core.CodeNotFound {
 		return err
 	}
-	sh, err := s.d.Store.ListShadow(ctx, m.ID)
+	shl, err := s.app.ShadowList(ctx, p, app.ShadowListRequest{Model: m.ID})
 	if err != nil {
 		return err
 	}
+	sh := shl.Items
 	// Flags on bad evidence: shadow runs against the profile of the
 	// latest twin gate (without one, the newest profile), the measured
 	// coverage against its target ± the measurement's tolerance.
@@ -139,11 +129,8 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	var testRuns []string
 	var pva *predVsActual
 	var pvaErr string
-	d, derr := s.d.Store.GetDataset(ctx, m.DatasetID)
-	if derr == nil {
-		if man, err := dataset.FetchManifest(ctx, s.d.Store, s.d.DataDir, d); err == nil {
-			testRuns = man.Split.Test.RunIDs
-		}
+	if ds, err := s.app.DatasetShow(ctx, p, app.DatasetRequest{ID: m.DatasetID}); err == nil && ds.Manifest != nil {
+		testRuns = ds.Manifest.Split.Test.RunIDs
 	}
 	run := r.URL.Query().Get("run")
 	if run == "" && len(testRuns) > 0 {

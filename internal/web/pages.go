@@ -15,7 +15,6 @@ import (
 	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/web/plot"
@@ -31,7 +30,7 @@ const maxOverlayRuns = 12
 
 func (s *server) home(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	ctx := r.Context()
-	lines, err := s.d.Store.ListLines(ctx)
+	lines, err := s.app.LineList(ctx, p, app.LineListRequest{})
 	if err != nil {
 		return err
 	}
@@ -40,29 +39,22 @@ func (s *server) home(w http.ResponseWriter, r *http.Request, p auth.Principal) 
 		Runs, Nodes int
 	}
 	var rows []lineRow
-	for _, l := range lines {
-		if !p.InScope(l.ID) {
-			continue
-		}
-		runs, err := s.d.Store.ListRuns(ctx, core.RunFilter{Line: l.ID})
+	for _, l := range lines.Items {
+		runs, err := s.app.RunList(ctx, p, app.RunListRequest{Line: l.ID})
 		if err != nil {
 			return err
 		}
-		nodes, err := s.d.Store.ListNodes(ctx, l.ID)
+		nodes, err := s.app.NodeList(ctx, p, app.NodeListRequest{Line: l.ID})
 		if err != nil {
 			return err
 		}
-		rows = append(rows, lineRow{l, len(runs), len(nodes)})
+		rows = append(rows, lineRow{l, runs.Count, nodes.Count})
 	}
-	issued, err := s.d.Store.ListCertificates(ctx, contract.CertFilter{Status: "ISSUED"}, nil)
-	if err != nil {
-		return err
-	}
+	// Certificates awaiting approval (cert.list verifies each; a process
+	// without the certificate key has none to show).
 	pending := 0
-	for _, c := range issued {
-		if p.InScope(c.LineID) {
-			pending++
-		}
+	if issued, err := s.app.CertList(ctx, p, app.CertListRequest{Status: "ISSUED", Limit: 1000}); err == nil {
+		pending = issued.Count
 	}
 	s.render(w, r, http.StatusOK, "home", &p, map[string]any{"Title": "AML", "Lines": rows, "Pending": pending})
 	return nil
@@ -71,17 +63,15 @@ func (s *server) home(w http.ResponseWriter, r *http.Request, p auth.Principal) 
 func (s *server) linePage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	ctx := r.Context()
 	line := r.PathValue("line")
-	if err := p.Allow(auth.ActRead, line); err != nil {
-		return err
-	}
-	runs, err := s.d.Store.ListRuns(ctx, core.RunFilter{Line: line})
+	rl, err := s.app.RunList(ctx, p, app.RunListRequest{Line: line})
 	if err != nil {
 		return err
 	}
-	nodes, err := s.d.Store.ListNodes(ctx, line)
+	nl, err := s.app.NodeList(ctx, p, app.NodeListRequest{Line: line})
 	if err != nil {
 		return err
 	}
+	runs, nodes := rl.Items, nl.Items
 	if len(runs) == 0 && len(nodes) == 0 {
 		return core.Errorf(core.CodeNotFound, "line %q has no runs or nodes", line)
 	}
@@ -107,17 +97,21 @@ func (s *server) trendPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 		picked = picked[:maxChartNodes]
 	}
 	nodeID := picked[0]
-	node, err := s.d.Store.GetNode(ctx, nodeID)
+	nl, err := s.app.NodeList(ctx, p, app.NodeListRequest{Line: line})
 	if err != nil {
 		return err
 	}
-	if node.LineID != line {
+	lineNodes := nl.Items
+	i := slices.IndexFunc(lineNodes, func(n core.Node) bool { return n.ID == nodeID })
+	if i < 0 {
 		return core.FieldErrorf(core.CodeNotFound, "node", "node %s is not on line %s", nodeID, line)
 	}
-	all, err := s.d.Store.ListRuns(ctx, core.RunFilter{Line: line})
+	node := lineNodes[i]
+	rl, err := s.app.RunList(ctx, p, app.RunListRequest{Line: line})
 	if err != nil {
 		return err
 	}
+	all := rl.Items
 	sort.Slice(all, func(i, j int) bool { return all[i].StartedMs > all[j].StartedMs })
 	want := q["run"]
 	var runs []core.Run
@@ -129,11 +123,7 @@ func (s *server) trendPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if len(runs) > maxOverlayRuns {
 		runs = runs[:maxOverlayRuns]
 	}
-	chart, err := s.trendChart(r, node, runs)
-	if err != nil {
-		return err
-	}
-	lineNodes, err := s.d.Store.ListNodes(ctx, line)
+	chart, err := s.trendChart(r, p, node, runs)
 	if err != nil {
 		return err
 	}
@@ -145,28 +135,43 @@ func (s *server) trendPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	for _, run := range runs {
 		runIDs = append(runIDs, run.ID)
 	}
+	golden, k, err := goldenParams(q)
+	if err != nil {
+		return err
+	}
+	if k == 0 {
+		k = defaultGoldenK
+	}
 	s.render(w, r, http.StatusOK, "trend", &p, map[string]any{"Title": "Trend " + strings.Join(picked, ", "), "Line": line, "Node": node, "Runs": runs, "All": all, "Chart": chart,
-		"Nodes": lineNodes, "Align": align, "DataURL": trendDataURL(picked, runIDs, align),
-		"NodeSelected": func(id string) bool { return slices.Contains(picked, id) },
-		"Selected":     func(id string) bool { return slices.ContainsFunc(runs, func(x core.Run) bool { return x.ID == id }) }})
+		"Nodes": lineNodes, "Align": align, "DataURL": trendDataURL(picked, runIDs, align) + goldenQuery(golden, k), "K": k, "Golden": golden,
+		"GoldenSelected": func(id string) bool { return slices.Contains(golden, id) },
+		"NodeSelected":   func(id string) bool { return slices.Contains(picked, id) },
+		"Selected":       func(id string) bool { return slices.ContainsFunc(runs, func(x core.Run) bool { return x.ID == id }) }})
 	return nil
 }
 
-func (s *server) trendChart(r *http.Request, node core.Node, runs []core.Run) (*plot.Chart, error) {
+// trendChart is the server-drawn SVG of node over runs (the page's
+// fallback without scripts), from ts.query's bucket aggregates; an active
+// run is drawn up to now.
+func (s *server) trendChart(r *http.Request, p auth.Principal, node core.Node, runs []core.Run) (*plot.Chart, error) {
 	c := &plot.Chart{Title: node.ID + " by run", XLabel: "time since run start", XUnit: "min", YLabel: node.ID, YUnit: node.Unit}
 	for _, run := range runs {
 		from := run.StartedMs
-		to := from + int64(60*60*1000)
+		to := s.o.Now().UnixMilli()
 		if run.EndedMs != nil {
 			to = *run.EndedMs
-		} else if last, err := s.d.Store.Latest(r.Context(), []string{node.ID}, core.ContextFilter{Run: run.ID}); err == nil && len(last) > 0 {
-			to = core.UsToMs(last[0].TsUs)
 		}
+		to = max(to, from+1000)
 		width := max(int64(1000), (to-from)/maxTrendBuckets)
 		width = (width + 999) / 1000 * 1000
-		bs, err := s.d.Store.Buckets(r.Context(), core.BucketQuery{Node: node.ID, Filter: core.ContextFilter{Run: run.ID}, FromMs: &from, ToMs: &to, BucketMs: width})
+		fi, ti := app.Instant(from), app.Instant(to)
+		ts, err := s.app.TSQuery(r.Context(), p, app.TSQueryRequest{Node: node.ID, Run: run.ID, From: &fi, To: &ti, Bucket: app.Duration(width * 1e6)})
 		if err != nil {
 			return nil, err
+		}
+		var bs []core.Bucket
+		if ts.TSBuckets != nil {
+			bs = ts.TSBuckets.Buckets
 		}
 		var x, avg, lo, hi []float64
 		for _, b := range bs {
@@ -194,21 +199,16 @@ func (s *server) trendChart(r *http.Request, node core.Node, runs []core.Run) (*
 
 func (s *server) runPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	ctx := r.Context()
-	run, err := s.d.Store.GetRun(ctx, r.PathValue("id"))
+	rs, err := s.app.RunShow(ctx, p, app.RunShowRequest{ID: r.PathValue("id")})
 	if err != nil {
 		return err
 	}
-	if err := p.Allow(auth.ActRead, run.LineID); err != nil {
-		return err
-	}
-	counts, err := s.d.Store.CountRunSamples(ctx, run.ID)
+	run, counts, segs := rs.Run, rs.Samples, rs.Segments
+	nl, err := s.app.NodeList(ctx, p, app.NodeListRequest{Line: run.LineID})
 	if err != nil {
 		return err
 	}
-	nodes, err := s.d.Store.ListNodes(ctx, run.LineID)
-	if err != nil {
-		return err
-	}
+	nodes := nl.Items
 	type nodeRow struct {
 		core.Node
 		Samples int64
@@ -227,7 +227,7 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 	var chart *plot.Chart
 	for _, n := range rows {
 		if sel == "" || n.ID == sel {
-			if chart, err = s.trendChart(r, n.Node, []core.Run{run}); err != nil {
+			if chart, err = s.trendChart(r, p, n.Node, []core.Run{run}); err != nil {
 				return err
 			}
 			sel = n.ID
@@ -249,22 +249,17 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 	if len(plotted) > 0 {
 		dataURL = trendDataURL(plotted, []string{run.ID}, "time")
 	}
-	segs, err := s.d.Store.ListContextSegments(ctx, run.ID)
-	if err != nil {
-		return err
-	}
 	s.render(w, r, http.StatusOK, "run", &p, map[string]any{"Title": "Run " + run.ID, "Run": run, "Nodes": rows, "Node": sel, "Chart": chart, "Segments": segs,
 		"DataURL": dataURL, "Plotted": func(id string) bool { return slices.Contains(plotted, id) }})
 	return nil
 }
 
 func (s *server) datasetsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	ds, err := s.d.Store.ListDatasets(r.Context(), core.DatasetFilter{Line: r.URL.Query().Get("line")})
+	ds, err := s.app.DatasetList(r.Context(), p, app.DatasetListRequest{Line: r.URL.Query().Get("line")})
 	if err != nil {
 		return err
 	}
-	ds = slices.DeleteFunc(ds, func(d core.Dataset) bool { return !p.InScope(d.LineID) })
-	s.render(w, r, http.StatusOK, "datasets", &p, map[string]any{"Title": "Datasets", "Datasets": ds})
+	s.render(w, r, http.StatusOK, "datasets", &p, map[string]any{"Title": "Datasets", "Datasets": ds.Items})
 	return nil
 }
 
@@ -272,14 +267,12 @@ func (s *server) datasetsPage(w http.ResponseWriter, r *http.Request, p auth.Pri
 // estimates, per-run target profiles, dropped runs.
 func (s *server) datasetPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	ctx := r.Context()
-	d, err := s.d.Store.GetDataset(ctx, r.PathValue("id"))
+	shown, err := s.app.DatasetShow(ctx, p, app.DatasetRequest{ID: r.PathValue("id")})
 	if err != nil {
 		return err
 	}
-	if err := p.Allow(auth.ActRead, d.LineID); err != nil {
-		return err
-	}
-	rep, err := dataset.FetchReport(ctx, s.d.Store, s.d.DataDir, d)
+	d := shown.Dataset
+	rep, err := s.app.DatasetReport(ctx, p, app.DatasetRequest{ID: d.ID})
 	if err != nil {
 		return err
 	}
@@ -324,39 +317,18 @@ func (s *server) datasetPage(w http.ResponseWriter, r *http.Request, p auth.Prin
 }
 
 func (s *server) jobsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	ctx := r.Context()
-	jobs, err := s.d.Store.ListJobs(ctx, core.JobFilter{Status: core.JobStatus(r.URL.Query().Get("status")), Limit: 200})
+	jobs, err := s.app.JobList(r.Context(), p, app.JobListRequest{Status: r.URL.Query().Get("status"), Limit: 200})
 	if err != nil {
 		return err
 	}
-	lineOf := map[string]string{}
-	var rows []core.Job
-	for _, j := range jobs {
-		l, ok := lineOf[j.DatasetID]
-		if !ok {
-			if d, err := s.d.Store.GetDataset(ctx, j.DatasetID); err == nil {
-				l = d.LineID
-			}
-			lineOf[j.DatasetID] = l
-		}
-		if l == "" || p.InScope(l) {
-			rows = append(rows, j)
-		}
-	}
-	s.render(w, r, http.StatusOK, "jobs", &p, map[string]any{"Title": "Jobs", "Jobs": rows, "Statuses": core.AllJobStatuses, "Status": r.URL.Query().Get("status")})
+	s.render(w, r, http.StatusOK, "jobs", &p, map[string]any{"Title": "Jobs", "Jobs": jobs.Items, "Statuses": core.AllJobStatuses, "Status": r.URL.Query().Get("status")})
 	return nil
 }
 
 func (s *server) jobPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	ctx := r.Context()
-	j, err := s.d.Store.GetJob(ctx, r.PathValue("id"))
+	j, err := s.app.JobShow(r.Context(), p, app.JobRequest{ID: r.PathValue("id")})
 	if err != nil {
 		return err
-	}
-	if d, err := s.d.Store.GetDataset(ctx, j.DatasetID); err == nil {
-		if err := p.Allow(auth.ActRead, d.LineID); err != nil {
-			return err
-		}
 	}
 	var gates eval.GateReport
 	hasGates := len(j.Gates) > 0 && json.Unmarshal(j.Gates, &gates) == nil
@@ -366,34 +338,30 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 }
 
 func (s *server) scenesPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	sc, err := s.d.Store.ListScenes(r.Context(), "")
+	sc, err := s.app.SceneList(r.Context(), p, app.SceneListRequest{})
 	if err != nil {
 		return err
 	}
-	sc = slices.DeleteFunc(sc, func(c *contractScene) bool { return !p.InScope(c.LineID) })
-	s.render(w, r, http.StatusOK, "scenes", &p, map[string]any{"Title": "Scenes", "Scenes": sc})
+	s.render(w, r, http.StatusOK, "scenes", &p, map[string]any{"Title": "Scenes", "Scenes": sc.Items})
 	return nil
 }
 
 func (s *server) scenePage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	sc, err := s.d.Store.GetScene(r.Context(), r.PathValue("id"), r.PathValue("version"))
+	shown, err := s.app.SceneShow(r.Context(), p, app.SceneShowRequest{ID: r.PathValue("id"), Version: r.PathValue("version")})
 	if err != nil {
 		return err
 	}
-	if err := p.Allow(auth.ActRead, sc.LineID); err != nil {
-		return err
-	}
-	h, _ := sc.Hash()
+	sc, h := shown.Scene, shown.Hash
 	type group struct {
 		Name string
 		Vars []sceneVar
 	}
 	groups := []group{{"Controls", sc.Controls}, {"States", sc.States}, {"Disturbances", sc.Disturbances}, {"Observations", sc.Observations}, {"Guards", sc.Guards}}
-	snaps, err := s.d.Store.ListSnapshots(r.Context(), sc.LineID, 20)
+	sl, err := s.app.SnapshotList(r.Context(), p, app.SnapshotListRequest{Line: sc.LineID, Limit: 20})
 	if err != nil {
 		return err
 	}
-	snaps = slices.DeleteFunc(snaps, func(x contract.SnapshotInfo) bool {
+	snaps := slices.DeleteFunc(sl.Items, func(x contract.SnapshotInfo) bool {
 		return x.SceneID != sc.SceneID || x.SceneVersion != sc.SceneVersion
 	})
 	s.render(w, r, http.StatusOK, "scene", &p, map[string]any{"Title": "Scene " + sc.SceneID + "@" + sc.SceneVersion, "S": sc, "Hash": h, "Groups": groups, "Snapshots": snaps})
@@ -402,12 +370,11 @@ func (s *server) scenePage(w http.ResponseWriter, r *http.Request, p auth.Princi
 
 func (s *server) trialsPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	q := r.URL.Query()
-	ts, err := s.d.Store.ListTrials(r.Context(), contract.TrialFilter{ModelID: q.Get("model"), LineID: q.Get("line"), Limit: 200})
+	ts, err := s.app.TrialList(r.Context(), p, app.TrialListRequest{Model: q.Get("model"), Line: q.Get("line"), Limit: 200})
 	if err != nil {
 		return err
 	}
-	ts = slices.DeleteFunc(ts, func(t contract.TrialRecord) bool { return !p.InScope(t.LineID) })
-	s.render(w, r, http.StatusOK, "trials", &p, map[string]any{"Title": "Trials", "Trials": ts})
+	s.render(w, r, http.StatusOK, "trials", &p, map[string]any{"Title": "Trials", "Trials": ts.Items})
 	return nil
 }
 

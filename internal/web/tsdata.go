@@ -28,6 +28,8 @@ type trendDoc struct {
 	Align  string        `json:"align"`
 	Nodes  []trendNode   `json:"nodes"`
 	Series []trendSeries `json:"series"`
+	// Bands are golden-run bands (?golden=R…&k=K; golden.go).
+	Bands []trendBand `json:"bands,omitempty"`
 }
 
 type trendNode struct {
@@ -81,7 +83,8 @@ func (s *server) dataAPI(h func(r *http.Request, p auth.Principal) (any, error))
 	}
 }
 
-// trendData answers GET /ui/data/trend?node=A[&node=B…]&run=R[&run=S…]&align=start|time.
+// trendData answers GET /ui/data/trend?node=A[&node=B…]&run=R[&run=S…]&align=start|time
+// [&golden=G&golden=H…&k=K] (a golden band per node, golden.go).
 func (s *server) trendData(r *http.Request, p auth.Principal) (any, error) {
 	ctx := r.Context()
 	q := r.URL.Query()
@@ -96,6 +99,10 @@ func (s *server) trendData(r *http.Request, p auth.Principal) (any, error) {
 		align = "start"
 	case align != "start" && align != "time":
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "align", "align is start or time, got %q", align)
+	}
+	golden, k, err := goldenParams(q)
+	if err != nil {
+		return nil, err
 	}
 	doc := trendDoc{Align: align, Nodes: []trendNode{}, Series: []trendSeries{}}
 	lineNodes := map[string]map[string]core.Node{}
@@ -142,6 +149,11 @@ func (s *server) trendData(r *http.Request, p auth.Principal) (any, error) {
 				return nil, err
 			}
 			doc.Series = append(doc.Series, bucketSeries(n.ID, run, ts.TSBuckets, align))
+		}
+	}
+	if len(golden) > 0 {
+		if err := s.goldenBands(r, p, &doc, nodes, golden, k); err != nil {
+			return nil, err
 		}
 	}
 	return doc, nil

@@ -108,6 +108,7 @@ func New(d *service.Deps, o Options) http.Handler {
 	mux.HandleFunc("GET /ui/data/trend", s.dataAPI(s.trendData))
 	page("GET /ui/live", s.livePage)
 	page("GET /ui/live/fragment", s.liveFragment)
+	s.operatorRoutes(page)
 	return &ui{Handler: securityHeaders(mux), s: s}
 }
 

@@ -6,7 +6,8 @@
 // and the buttons pan, double-click or "Reset" shows everything; with the
 // chart focused the keys + − ← → 0 do the same. The x axis is either the
 // absolute time in UTC or the minutes since each run's start (runs
-// overlay). The server-drawn SVG inside the figure stays when there is no
+// overlay); on the latter, golden-run bands (mean ± k·σ over runs the
+// user chose as good) are filled between their high and low lines. The server-drawn SVG inside the figure stays when there is no
 // script or no data. No framework, no external code.
 (function () {
   "use strict";
@@ -34,6 +35,9 @@
     var status = fig.querySelector(".ichart-status");
     var tables = doc.series.filter(function (s) { return s.x.length > 0; }).map(function (s) { return [s.x, s.y]; });
     var shown = doc.series.filter(function (s) { return s.x.length > 0; });
+    // Golden-run bands: hi, lo (filled between) and the mean, per node.
+    var bands = (doc.bands || []).filter(function (b) { return b.x.length > 0; });
+    bands.forEach(function (b) { tables.push([b.x, b.hi], [b.x, b.lo], [b.x, b.mean]); });
     if (!tables.length) {
       fig.setAttribute("data-state", "empty");
       status.textContent = "No samples for the chosen signals and runs.";
@@ -57,6 +61,7 @@
     var axes = [{ label: xLabel, size: abs ? 56 : 40, values: abs ? utcTicks : function (u, vals) { return vals.map(fmt); } }];
     var used = {};
     shown.forEach(function (s) { used[s.node] = true; });
+    bands.forEach(function (b) { used[b.node] = true; });
     var byRun = {};
     shown.forEach(function (s) { byRun[s.run] = true; });
     var manyRuns = Object.keys(byRun).length > 1;
@@ -88,6 +93,15 @@
       if (d && manyRuns) { sr.dash = d; }
       series.push(sr);
     });
+    var uBands = [];
+    bands.forEach(function (b) {
+      var n = nodes[b.node] || {}, hi = series.length;
+      var k = " (" + b.k + "σ)";
+      series.push({ label: "golden high · " + b.node + k, scale: b.node, spanGaps: true, width: 0.5, stroke: "#8a8a8a", value: function (u, v) { return withUnit(v, n.unit); } });
+      series.push({ label: "golden low · " + b.node + k, scale: b.node, spanGaps: true, width: 0.5, stroke: "#8a8a8a", value: function (u, v) { return withUnit(v, n.unit); } });
+      series.push({ label: "golden mean · " + b.node + " (" + b.runs.length + " runs)", scale: b.node, spanGaps: true, width: 1, dash: [6, 3], stroke: "#555", value: function (u, v) { return withUnit(v, n.unit); } });
+      uBands.push({ series: [hi, hi + 1], fill: "rgba(120,120,120,0.18)" });
+    });
     var limitsHook = function (u) {
       var ctx = u.ctx, b = u.bbox;
       ctx.save();
@@ -111,6 +125,7 @@
       tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
       cursor: { drag: { x: true, y: false }, sync: { key: "aml" } },
       legend: { live: true },
+      bands: uBands,
       hooks: {
         draw: [limitsHook],
         // The visible x range, for the page's own tests and tools.
@@ -158,6 +173,7 @@
     if (fb) { fb.parentNode.removeChild(fb); }
     fig.setAttribute("data-state", "ready");
     fig.setAttribute("data-series", String(shown.length));
+    fig.setAttribute("data-bands", String(bands.length));
     fig.setAttribute("data-points", String(data[0].length));
     status.textContent = shown.length + " series, " + data[0].length + " points" + (abs ? ", times in UTC" : "");
     return u;

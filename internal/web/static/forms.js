@@ -1,6 +1,6 @@
 // forms.js: the line and trainer pickers, and the dataset form's live check. On each edit the form is posted
-// (with its CSRF token) to its data-check address, which validates the
-// spec with dataset.build's own request validation and answers
+// (with its CSRF token) to its data-check address, which runs the
+// application's dataset.check (dataset.build's own validation) and answers
 // {ok, message, problems}; the answer is shown under the form (a live
 // region, so screen readers hear it). Nothing is built or stored.
 (function () {
