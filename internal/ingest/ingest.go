@@ -97,7 +97,7 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 		seen := make(map[string]bool)
 		newNodes := 0
 		var perr error
-		rep, perr = ParseCSV(r, name, opts, func(batch []core.Sample) error {
+		rep, perr = parseAhead(r, name, opts, func(batch []core.Sample) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -145,6 +145,70 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 		rep.RunCreated, rep.NewNodes = false, 0
 	}
 	return rep, err
+}
+
+// errStopped stops the parser of parseAhead when the writer has failed.
+var errStopped = errors.New("ingest: writer stopped")
+
+// parseAhead is ParseCSV with the parsing one batch ahead of write: the
+// parser runs in its own goroutine while write, in the caller's goroutine,
+// stores the batch before, so that reading and parsing the file overlap
+// the store's work (a PostgreSQL COPY waits on the server; SQLite's
+// writer is CPU-bound in this process) instead of alternating with it.
+// write sees the batches in file order, each exactly as ParseCSV emits
+// it; the result is ParseCSV's, except that an error of write — the
+// first, in file order, as without the goroutine — wins over the parser's
+// (the parser stops at its next batch and its error is then errStopped).
+// The parser goroutine has ended when parseAhead returns, so r and the
+// report are the caller's again.
+func parseAhead(r io.Reader, name string, opts CSVOptions, write func([]core.Sample) error) (FileReport, error) {
+	const inFlight = 2 // batches parsed and not yet written
+	full := make(chan []core.Sample, inFlight)
+	free := make(chan []core.Sample, inFlight+1)
+	stop := make(chan struct{})
+	var (
+		rep  FileReport
+		perr error
+	)
+	parsed := make(chan struct{})
+	go func() {
+		defer close(parsed)
+		defer close(full)
+		rep, perr = ParseCSV(r, name, opts, func(batch []core.Sample) error {
+			var buf []core.Sample
+			select {
+			case buf = <-free:
+			default:
+			}
+			buf = append(buf[:0], batch...)
+			select {
+			case full <- buf:
+				return nil
+			case <-stop:
+				return errStopped
+			}
+		})
+	}()
+	var werr error
+	for buf := range full {
+		if werr != nil {
+			continue // drain until the parser has seen stop
+		}
+		if werr = write(buf); werr != nil {
+			close(stop)
+			continue
+		}
+		clear(buf) // drop the strings before the buffer waits for reuse
+		select {
+		case free <- buf:
+		default:
+		}
+	}
+	<-parsed
+	if werr != nil {
+		return rep, werr
+	}
+	return rep, perr
 }
 
 func ingestFile(ctx context.Context, ts core.TimeSeries, file string, opts CSVOptions, progress func(string, int64, int64)) (FileReport, error) {

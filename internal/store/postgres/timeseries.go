@@ -237,7 +237,18 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 	if err := it.s.ensurePartitions(it.ctx, months); err != nil {
 		return st, err
 	}
-	done, err := it.appendOnly(samples)
+	// A batch within one month whose partition exists is copied into that
+	// partition itself: PostgreSQL then skips routing every row through
+	// samples (≈ 15 % of a COPY's server time), and checks each row
+	// against the partition's bounds.
+	var part string
+	var partLo int64
+	if len(months) == 1 {
+		for lo := range months {
+			partLo, part = lo, it.s.partitionOf(lo)
+		}
+	}
+	done, err := it.appendOnly(samples, part, partLo)
 	if err == nil && !done {
 		err = it.upsert(samples)
 	}
@@ -345,7 +356,11 @@ func (it *ingestTx) copyIn(sql string, samples []core.Sample, seq bool) error {
 // that writer), is rolled back to its savepoint, and done reports false
 // so the batch takes the upsert path, which applies the conflict rule to
 // what is there now.
-func (it *ingestTx) appendOnly(samples []core.Sample) (done bool, err error) {
+//
+// part, when not "", is the partition that holds every row of the batch;
+// if it is gone or holds another range (a COPY error on the relation or
+// its partition bound), the batch is copied through samples instead.
+func (it *ingestTx) appendOnly(samples []core.Sample, part string, partLo int64) (done bool, err error) {
 	b := it.b
 	b.pks, b.los, b.his = b.pks[:0], b.los[:0], b.his[:0]
 	for _, nr := range b.nodes {
@@ -361,7 +376,19 @@ func (it *ingestTx) appendOnly(samples []core.Sample) (done bool, err error) {
 	if _, err := it.tx.Exec(it.ctx, `SAVEPOINT aml_append`); err != nil {
 		return false, dbErr(err, "write samples")
 	}
-	err = it.copyIn(copySamples, samples, false)
+	if part != "" {
+		err = it.copyIn(`COPY `+pgx.Identifier{part}.Sanitize()+` (node, ts, value, state, ctx) FROM STDIN BINARY`, samples, false)
+		if c := pgCode(err); c == sqlUndefinedTable || c == sqlCheckViolation {
+			it.s.forgetPartition(partLo)
+			if _, err := it.tx.Exec(it.ctx, `ROLLBACK TO SAVEPOINT aml_append`); err != nil {
+				return false, dbErr(err, "write samples")
+			}
+			part = ""
+		}
+	}
+	if part == "" {
+		err = it.copyIn(copySamples, samples, false)
+	}
 	if c := pgCode(err); c == sqlUniqueViolation || c == sqlDeadlock {
 		if _, err := it.tx.Exec(it.ctx, `ROLLBACK TO SAVEPOINT aml_append`); err != nil {
 			return false, dbErr(err, "write samples")
