@@ -360,3 +360,23 @@ func TestCopyIntoPartition(t *testing.T) {
 		}
 	}
 }
+
+// upToDate, the one-query check every open makes first, is true only when
+// schema_migrations holds exactly the binary's steps and checksums.
+func TestMigrationsUpToDate(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	ms, _ := Migrations()
+	changed := append([]Migration{}, ms...)
+	changed[3].Checksum = "different"
+	more := append(append([]Migration{}, ms...), Migration{Version: len(ms) + 1, Name: "x", Checksum: "y"})
+	for _, c := range []struct {
+		name string
+		ms   []Migration
+		want bool
+	}{{"same", ms, true}, {"newer schema", ms[:len(ms)-1], false}, {"checksum", changed, false}, {"pending", more, false}, {"none", nil, false}} {
+		if got := upToDate(ctx, s.pool, c.ms); got != c.want {
+			t.Errorf("%s: upToDate %v, want %v", c.name, got, c.want)
+		}
+	}
+}
