@@ -88,11 +88,17 @@ func fileError(file string, err error) error {
 // ingest transaction: nodes are created as they first appear (checkNode,
 // when set, may refuse one first — a node of another line), and the run
 // opts.Run is created from the first and last sample unless it exists.
-// Nothing is buffered beyond a parser batch; on any error nothing of the
+// Nothing is buffered beyond a few parser batches (the parser runs one to
+// two batches ahead of the writes; a store may ask for larger batches
+// with an IngestBatchSize() int method); on any error nothing of the
 // stream is written. Every CSV ingest — files from the CLI, uploads to the
 // API — takes this one path.
 func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, opts CSVOptions, checkNode func(id string) error) (FileReport, error) {
 	var rep FileReport
+	if bs, ok := ts.(interface{ IngestBatchSize() int }); ok && opts.BatchSize == 0 {
+		// A store whose writes cost round trips asks for larger batches.
+		opts.BatchSize = bs.IngestBatchSize()
+	}
 	err := ts.Ingest(ctx, func(tx core.IngestTx) error {
 		seen := make(map[string]bool)
 		newNodes := 0
