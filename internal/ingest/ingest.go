@@ -180,20 +180,27 @@ func parseAhead(r io.Reader, name string, opts CSVOptions, write func([]core.Sam
 	go func() {
 		defer close(parsed)
 		defer close(full)
-		rep, perr = ParseCSV(r, name, opts, func(batch []core.Sample) error {
-			var buf []core.Sample
+		p := &parser{name: name, opts: opts}
+		p.rep = FileReport{File: name, Run: opts.Run}
+		// The parser hands each batch over whole and fills a free one
+		// (or a new one) next: batches are never copied.
+		p.handoff = func(batch []core.Sample) ([]core.Sample, error) {
 			select {
-			case buf = <-free:
-			default:
-			}
-			buf = append(buf[:0], batch...)
-			select {
-			case full <- buf:
-				return nil
+			case full <- batch:
 			case <-stop:
-				return errStopped
+				return nil, errStopped
 			}
-		})
+			select {
+			case next := <-free:
+				return next, nil
+			default:
+				// Room for a full batch and the row that crosses its end,
+				// so the next one is filled without regrowth.
+				return make([]core.Sample, 0, max(cap(batch), len(batch)+len(p.nodeCols)+1)), nil
+			}
+		}
+		perr = p.run(r)
+		rep = p.rep
 	}()
 	var werr error
 	for buf := range full {
@@ -204,9 +211,8 @@ func parseAhead(r io.Reader, name string, opts CSVOptions, write func([]core.Sam
 			close(stop)
 			continue
 		}
-		clear(buf) // drop the strings before the buffer waits for reuse
 		select {
-		case free <- buf:
+		case free <- buf[:0]:
 		default:
 		}
 	}
