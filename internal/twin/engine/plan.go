@@ -350,7 +350,6 @@ type scratch struct {
 	mean, lower, upr []float64 // [T][vars] flat
 	spread           []float64 // [T][targets]
 	row, sum, z      []float64 // OOD
-	dz               []float64 // OOD: z − mean
 	condLo, condHi   []float64
 }
 
@@ -701,7 +700,7 @@ func (p *plan) checkOOD(sc *scratch, res *evalResult) {
 				z[cols+j] = row[j]
 			}
 		}
-		d := mahalanobisInto(o, z, &sc.dz)
+		d := mahalanobis(o, z)
 		if !(d <= res.oodDist) || math.IsNaN(d) {
 			if math.IsNaN(d) {
 				res.oodDist, res.oodStep = math.Inf(1), k
@@ -720,45 +719,15 @@ func (p *plan) checkOOD(sc *scratch, res *evalResult) {
 	}
 }
 
-// mahalanobisInto is the Mahalanobis distance of z under o, √((z−μ)ᵀP(z−μ)),
-// with z − μ formed once into *dz (grown as needed) instead of once per
-// row of the precision matrix, and four rows' sums run side by side. Each row's sum adds the same products
-// in the same order, and q adds the rows in order, so the distance is bit
-// for bit the plain double loop's (TestMahalanobisInto).
-func mahalanobisInto(o *eval.OOD, z []float64, dz *[]float64) float64 {
-	n := len(o.Prec)
-	if cap(*dz) < len(o.Mean) {
-		*dz = make([]float64, len(o.Mean))
-	}
-	d := (*dz)[:len(o.Mean)]
-	for j, m := range o.Mean {
-		d[j] = z[j] - m
-	}
+func mahalanobis(o *eval.OOD, z []float64) float64 {
 	q := 0.0
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		r0, r1, r2, r3 := o.Prec[i], o.Prec[i+1], o.Prec[i+2], o.Prec[i+3]
-		if len(r0) != len(d) || len(r1) != len(d) || len(r2) != len(d) || len(r3) != len(d) {
-			break
-		}
-		var s0, s1, s2, s3 float64
-		for j, dj := range d {
-			s0 += r0[j] * dj
-			s1 += r1[j] * dj
-			s2 += r2[j] * dj
-			s3 += r3[j] * dj
-		}
-		q += d[i] * s0
-		q += d[i+1] * s1
-		q += d[i+2] * s2
-		q += d[i+3] * s3
-	}
-	for ; i < n; i++ {
+	for i, row := range o.Prec {
+		di := z[i] - o.Mean[i]
 		s := 0.0
-		for j, pv := range o.Prec[i] {
-			s += pv * d[j]
+		for j, pv := range row {
+			s += pv * (z[j] - o.Mean[j])
 		}
-		q += d[i] * s
+		q += di * s
 	}
 	return math.Sqrt(math.Max(0, q))
 }
