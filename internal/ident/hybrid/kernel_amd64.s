@@ -103,16 +103,6 @@ tloop:
 	JL   tdone
 	VMOVUPD (DI), Y0     // x
 	VANDPD  Y12, Y0, Y1  // z = |x|
-	VANDPD  Y14, Y0, Y10 // sign of x
-
-	// Lanes with z ≥ 0.625 take the exp branch, the others the
-	// polynomial; a branch no lane takes is skipped (the result is the
-	// same: the blend below would discard it).
-	VBROADCASTSD 8(SI), Y4
-	VCMPPD       $0x1D, Y4, Y1, Y15 // z >= 0.625 (GE_OQ)
-	VMOVMSKPD    Y15, AX
-	CMPQ         AX, $15
-	JEQ          texp
 
 	// polynomial branch: x + x*s*((P0*s+P1)*s+P2)/(((s+Q0)*s+Q1)*s+Q2)
 	VMULPD       Y0, Y0, Y2 // s
@@ -135,10 +125,7 @@ tloop:
 	VMULPD       Y3, Y5, Y5 // x*s*num
 	VDIVPD       Y4, Y5, Y5 // /den
 	VADDPD       Y5, Y0, Y6 // poly result
-	TESTQ        AX, AX
-	JEQ          tchoose
 
-texp:
 	// exp branch: e = exp(2z), r = ±(1 − 2/(e+1))
 	VADDPD       Y1, Y1, Y2 // y = 2z (exact)
 	VBROADCASTSD 80(SI), Y3
@@ -183,12 +170,13 @@ texp:
 	VADDPD       Y8, Y2, Y2  // e+1
 	VDIVPD       Y2, Y9, Y2  // 2/(e+1)
 	VSUBPD       Y2, Y8, Y2  // 1 − 2/(e+1)
+	VANDPD       Y14, Y0, Y10 // sign of x
 	VXORPD       Y10, Y2, Y2  // −r where x < 0
-	VBLENDVPD    Y15, Y2, Y6, Y6 // z ≥ 0.625 → exp branch
 
-tchoose:
-	// z > 0.5·MAXLOG → ±1; x = 0 → x
-	VBROADCASTSD 16(SI), Y8 // 1
+	// choose: z ≥ 0.625 → exp branch; z > 0.5·MAXLOG → ±1; x = 0 → x
+	VBROADCASTSD 8(SI), Y4
+	VCMPPD       $0x1D, Y4, Y1, Y5 // z >= 0.625 (GE_OQ)
+	VBLENDVPD    Y5, Y2, Y6, Y6
 	VBROADCASTSD 0(SI), Y4
 	VCMPPD       $0x1E, Y4, Y1, Y5 // z > 0.5·MAXLOG (GT_OQ)
 	VORPD        Y10, Y8, Y11      // ±1
