@@ -376,8 +376,8 @@ func (it *ingestTx) appendOnly(samples []core.Sample, part string, partLo int64)
 		b.pks, b.los, b.his = append(b.pks, nr.pk), append(b.los, nr.lo), append(b.his, nr.hi)
 	}
 	// One round trip: release the previous batch's savepoint, check for
-	// stored samples, take this batch's savepoint (kept, unused, when the
-	// batch takes the upsert path).
+	// stored samples, take this batch's savepoint (released at once when
+	// the batch takes the upsert path).
 	var pb pgx.Batch
 	if it.savepoint {
 		pb.Queue(`RELEASE SAVEPOINT aml_append`)
@@ -390,6 +390,11 @@ func (it *ingestTx) appendOnly(samples []core.Sample, part string, partLo int64)
 	}
 	it.savepoint = true
 	if overlap {
+		// The upsert runs outside a subtransaction, as before.
+		if _, err := it.tx.Exec(it.ctx, `RELEASE SAVEPOINT aml_append`); err != nil {
+			return false, dbErr(err, "write samples")
+		}
+		it.savepoint = false
 		return false, nil
 	}
 	if part != "" {
