@@ -670,8 +670,9 @@ func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to
 		return nil, fmt.Sprintf("missing ratio %.3f above maxDropRatio %.3f", g.missing, *spec.Cleaning.MaxDropRatio)
 	}
 	if spec.Purpose != PurposeStaticResponse {
+		lc := newLagCols(g, nAll, maxLagBeats(spec))
 		for _, pair := range lagPairs(nodes) {
-			g.lags = append(g.lags, runLagSums(g, nAll, pair[0], pair[1], maxLagBeats(spec)))
+			g.lags = append(g.lags, lc.sums(pair[0], pair[1]))
 		}
 	}
 	return g, ""

@@ -132,34 +132,134 @@ type lagSums struct {
 	n             []int
 }
 
-func runLagSums(g *runGrid, nAll, ci, co, maxLag int) lagSums {
+// lagCols caches one run's mean-removed columns, and the sums of squares
+// that do not depend on the pair, for the lag cross-correlations of all
+// its (input, target) pairs: each column is copied once, and when both
+// columns of a pair are complete Σa² (per input and lag) and Σb² (per
+// target and lag) are computed once instead of once per pair. Every sum
+// is still formed over the same terms in the same order as the plain
+// per-pair loop, so the report's figures are bit for bit the same.
+type lagCols struct {
+	g           *runGrid
+	nAll, lag   int
+	cols        map[int]*lagCol
+	sxxIn, syyT map[int][]float64
+}
+
+type lagCol struct {
+	v, m []float64
+	full bool
+}
+
+func newLagCols(g *runGrid, nAll, maxLag int) *lagCols {
+	return &lagCols{g: g, nAll: nAll, lag: maxLag, cols: map[int]*lagCol{}, sxxIn: map[int][]float64{}, syyT: map[int][]float64{}}
+}
+
+func (lc *lagCols) col(j int) *lagCol {
+	c := lc.cols[j]
+	if c == nil {
+		c = &lagCol{}
+		c.v, c.m, c.full = column(lc.g, lc.nAll, j)
+		lc.cols[j] = c
+	}
+	return c
+}
+
+// lagRange is the range of a's indices paired at lag li-maxLag.
+func lagRange(T, maxLag, li int) (lo, hi, lag int) {
+	lag = li - maxLag
+	return max(0, -lag), min(T, T-lag), lag
+}
+
+// squares returns, for each lag, the sum of squares of a complete
+// column over the indices it takes part in at that lag: as the input
+// (a[lo:hi]) or as the target (b[lo+lag:hi+lag]).
+func (lc *lagCols) squares(j int, target bool) []float64 {
+	cache := lc.sxxIn
+	if target {
+		cache = lc.syyT
+	}
+	if s, ok := cache[j]; ok {
+		return s
+	}
+	x := lc.col(j).v
+	T, L := lc.g.steps, 2*lc.lag+1
+	s := make([]float64, L)
+	// The index range [p, q) of x at lag li.
+	rng := func(li int) (p, q int) {
+		lo, hi, lag := lagRange(T, lc.lag, li)
+		if hi <= lo {
+			return 0, 0
+		}
+		if target {
+			return lo + lag, hi + lag
+		}
+		return lo, hi
+	}
+	li := 0
+	// Four lags at a time, as in sums: each sum over its own range in
+	// increasing index order, the four ranges' common part in one loop.
+	for ; li+4 <= L; li += 4 {
+		var p, q [4]int
+		cp, cq := 0, T
+		for k := range 4 {
+			p[k], q[k] = rng(li + k)
+			cp, cq = max(cp, p[k]), min(cq, q[k])
+		}
+		if cq <= cp {
+			break
+		}
+		var acc [4]float64
+		for k := range 4 {
+			for _, v := range x[p[k]:cp] {
+				acc[k] += v * v
+			}
+		}
+		s0, s1, s2, s3 := acc[0], acc[1], acc[2], acc[3]
+		for _, v := range x[cp:cq] {
+			sq := v * v
+			s0 += sq
+			s1 += sq
+			s2 += sq
+			s3 += sq
+		}
+		acc = [4]float64{s0, s1, s2, s3}
+		for k := range 4 {
+			for _, v := range x[cq:max(cq, q[k])] {
+				acc[k] += v * v
+			}
+			s[li+k] = acc[k]
+		}
+	}
+	for ; li < L; li++ {
+		p, q := rng(li)
+		var sq float64
+		for _, v := range x[p:q] {
+			sq += v * v
+		}
+		s[li] = sq
+	}
+	cache[j] = s
+	return s
+}
+
+func (lc *lagCols) sums(ci, co int) lagSums {
+	maxLag := lc.lag
 	L := 2*maxLag + 1
 	s := lagSums{sxy: make([]float64, L), sxx: make([]float64, L), syy: make([]float64, L), n: make([]int, L)}
-	// Contiguous, mean-removed copies; a missing value becomes 0 with mask 0
-	// so the inner loops have no branches.
-	a, ma, fullA := column(g, nAll, ci)
-	b, mb, fullB := column(g, nAll, co)
-	T := g.steps
-	for li := 0; li < L; li++ {
-		lag := li - maxLag
-		lo, hi := max(0, -lag), min(T, T-lag)
-		if hi <= lo {
-			continue
-		}
-		as, bs := a[lo:hi], b[lo+lag:hi+lag]
-		var sxy, sxx, syy float64
-		n := 0
-		if fullA && fullB {
-			for t := range as {
-				x, y := as[t], bs[t]
-				sxy += x * y
-				sxx += x * x
-				syy += y * y
+	A, B := lc.col(ci), lc.col(co)
+	a, b := A.v, B.v
+	T := lc.g.steps
+	if !(A.full && B.full) {
+		ma, mb := A.m, B.m
+		for li := 0; li < L; li++ {
+			lo, hi, lag := lagRange(T, maxLag, li)
+			if hi <= lo {
+				continue
 			}
-			n = len(as)
-		} else {
+			as, bs := a[lo:hi], b[lo+lag:hi+lag]
 			mas, mbs := ma[lo:hi], mb[lo+lag:hi+lag]
-			cnt := 0.0
+			var sxy, sxx, syy, cnt float64
 			for t := range as {
 				x, y, w := as[t], bs[t], mas[t]*mbs[t]
 				sxy += x * y * w
@@ -167,11 +267,78 @@ func runLagSums(g *runGrid, nAll, ci, co, maxLag int) lagSums {
 				syy += y * y * w
 				cnt += w
 			}
-			n = int(cnt)
+			s.sxy[li], s.sxx[li], s.syy[li], s.n[li] = sxy, sxx, syy, int(cnt)
 		}
-		s.sxy[li], s.sxx[li], s.syy[li], s.n[li] = sxy, sxx, syy, n
+		return s
+	}
+	copy(s.sxx, lc.squares(ci, false))
+	copy(s.syy, lc.squares(co, true))
+	// Σab four lags at a time: each lag's sum runs over its own indices in
+	// increasing order (its part before the four lags' common range, the
+	// common range together with the others, then its part after), so it
+	// adds the same terms in the same order as one lag alone, while the
+	// four independent sums keep the FPU busy.
+	li := 0
+	for ; li+4 <= L; li += 4 {
+		var lo, hi, lag [4]int
+		clo, chi := 0, T
+		ok := true
+		for k := range 4 {
+			lo[k], hi[k], lag[k] = lagRange(T, maxLag, li+k)
+			if hi[k] <= lo[k] {
+				ok = false
+			}
+			clo, chi = max(clo, lo[k]), min(chi, hi[k])
+		}
+		if !ok || chi <= clo {
+			for k := range 4 {
+				s.sxy[li+k], s.n[li+k] = dotLag(a, b, lo[k], hi[k], lag[k])
+			}
+			continue
+		}
+		var acc [4]float64
+		for k := range 4 {
+			for i := lo[k]; i < clo; i++ {
+				acc[k] += a[i] * b[i+lag[k]]
+			}
+		}
+		s0, s1, s2, s3 := acc[0], acc[1], acc[2], acc[3]
+		b0, b1, b2, b3 := b[clo+lag[0]:chi+lag[0]], b[clo+lag[1]:chi+lag[1]], b[clo+lag[2]:chi+lag[2]], b[clo+lag[3]:chi+lag[3]]
+		ac := a[clo:chi]
+		b0, b1, b2, b3 = b0[:len(ac)], b1[:len(ac)], b2[:len(ac)], b3[:len(ac)]
+		for t, x := range ac {
+			s0 += x * b0[t]
+			s1 += x * b1[t]
+			s2 += x * b2[t]
+			s3 += x * b3[t]
+		}
+		acc = [4]float64{s0, s1, s2, s3}
+		for k := range 4 {
+			for i := chi; i < hi[k]; i++ {
+				acc[k] += a[i] * b[i+lag[k]]
+			}
+			s.sxy[li+k], s.n[li+k] = acc[k], hi[k]-lo[k]
+		}
+	}
+	for ; li < L; li++ {
+		lo, hi, lag := lagRange(T, maxLag, li)
+		if hi > lo {
+			s.sxy[li], s.n[li] = dotLag(a, b, lo, hi, lag)
+		}
 	}
 	return s
+}
+
+// dotLag is Σ a[i]·b[i+lag] over lo ≤ i < hi, in order, and its count.
+func dotLag(a, b []float64, lo, hi, lag int) (float64, int) {
+	if hi <= lo {
+		return 0, 0
+	}
+	var q float64
+	for i := lo; i < hi; i++ {
+		q += a[i] * b[i+lag]
+	}
+	return q, hi - lo
 }
 
 // column copies grid column j, mean-removed, NaN replaced by 0; mask is 1

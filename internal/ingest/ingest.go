@@ -88,16 +88,22 @@ func fileError(file string, err error) error {
 // ingest transaction: nodes are created as they first appear (checkNode,
 // when set, may refuse one first — a node of another line), and the run
 // opts.Run is created from the first and last sample unless it exists.
-// Nothing is buffered beyond a parser batch; on any error nothing of the
+// Nothing is buffered beyond a few parser batches (the parser runs one to
+// two batches ahead of the writes; a store may ask for larger batches
+// with an IngestBatchSize() int method); on any error nothing of the
 // stream is written. Every CSV ingest — files from the CLI, uploads to the
 // API — takes this one path.
 func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, opts CSVOptions, checkNode func(id string) error) (FileReport, error) {
 	var rep FileReport
+	if bs, ok := ts.(interface{ IngestBatchSize() int }); ok && opts.BatchSize == 0 {
+		// A store whose writes cost round trips asks for larger batches.
+		opts.BatchSize = bs.IngestBatchSize()
+	}
 	err := ts.Ingest(ctx, func(tx core.IngestTx) error {
 		seen := make(map[string]bool)
 		newNodes := 0
 		var perr error
-		rep, perr = ParseCSV(r, name, opts, func(batch []core.Sample) error {
+		rep, perr = parseAhead(r, name, opts, func(batch []core.Sample) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -145,6 +151,76 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 		rep.RunCreated, rep.NewNodes = false, 0
 	}
 	return rep, err
+}
+
+// errStopped stops the parser of parseAhead when the writer has failed.
+var errStopped = errors.New("ingest: writer stopped")
+
+// parseAhead is ParseCSV with the parsing one batch ahead of write: the
+// parser runs in its own goroutine while write, in the caller's goroutine,
+// stores the batch before, so that reading and parsing the file overlap
+// the store's work (a PostgreSQL COPY waits on the server; SQLite's
+// writer is CPU-bound in this process) instead of alternating with it.
+// write sees the batches in file order, each exactly as ParseCSV emits
+// it; the result is ParseCSV's, except that an error of write — the
+// first, in file order, as without the goroutine — wins over the parser's
+// (the parser stops at its next batch and its error is then errStopped).
+// The parser goroutine has ended when parseAhead returns, so r and the
+// report are the caller's again.
+func parseAhead(r io.Reader, name string, opts CSVOptions, write func([]core.Sample) error) (FileReport, error) {
+	const inFlight = 2 // batches parsed and not yet written
+	full := make(chan []core.Sample, inFlight)
+	free := make(chan []core.Sample, inFlight+1)
+	stop := make(chan struct{})
+	var (
+		rep  FileReport
+		perr error
+	)
+	parsed := make(chan struct{})
+	go func() {
+		defer close(parsed)
+		defer close(full)
+		p := &parser{name: name, opts: opts}
+		p.rep = FileReport{File: name, Run: opts.Run}
+		// The parser hands each batch over whole and fills a free one
+		// (or a new one) next: batches are never copied.
+		p.handoff = func(batch []core.Sample) ([]core.Sample, error) {
+			select {
+			case full <- batch:
+			case <-stop:
+				return nil, errStopped
+			}
+			select {
+			case next := <-free:
+				return next, nil
+			default:
+				// Room for a full batch and the row that crosses its end,
+				// so the next one is filled without regrowth.
+				return make([]core.Sample, 0, max(cap(batch), len(batch)+len(p.nodeCols)+1)), nil
+			}
+		}
+		perr = p.run(r)
+		rep = p.rep
+	}()
+	var werr error
+	for buf := range full {
+		if werr != nil {
+			continue // drain until the parser has seen stop
+		}
+		if werr = write(buf); werr != nil {
+			close(stop)
+			continue
+		}
+		select {
+		case free <- buf[:0]:
+		default:
+		}
+	}
+	<-parsed
+	if werr != nil {
+		return rep, werr
+	}
+	return rep, perr
 }
 
 func ingestFile(ctx context.Context, ts core.TimeSeries, file string, opts CSVOptions, progress func(string, int64, int64)) (FileReport, error) {

@@ -34,7 +34,10 @@ type parser struct {
 	name string
 	opts CSVOptions
 	emit func([]core.Sample) error
-	rep  FileReport
+	// handoff, when set, replaces emit: it takes the batch slice over and
+	// returns the (empty) slice to fill next, so no batch is copied.
+	handoff func([]core.Sample) ([]core.Sample, error)
+	rep     FileReport
 
 	rr     *recordReader
 	header []string
@@ -185,8 +188,28 @@ func (p *parser) run(r io.Reader) error {
 	return nil
 }
 
+// firstCap is the capacity of the first batch buffer for rows of up to
+// perRow samples: small for a plain parse (a short file stays small),
+// a whole batch when batches are handed off (parseAhead), since every
+// later buffer is that size anyway and growing the first one by
+// appending would copy it over and over.
+func (p *parser) firstCap(perRow int) int {
+	if p.handoff != nil {
+		return p.batch + perRow + 1
+	}
+	return min(p.batch+perRow, 1024)
+}
+
 func (p *parser) flush() error {
 	if len(p.buf) == 0 {
+		return nil
+	}
+	if p.handoff != nil {
+		next, err := p.handoff(p.buf)
+		if err != nil {
+			return err
+		}
+		p.buf = next[:0]
 		return nil
 	}
 	if err := p.emit(p.buf); err != nil {
@@ -326,7 +349,7 @@ func (p *parser) readHeader(fields [][]byte, line int) error {
 		}
 		p.longNodes = make(map[string]*longNode)
 		p.states = map[string]string{core.StateOK: core.StateOK}
-		p.buf = make([]core.Sample, 0, min(p.batch+1, 1024))
+		p.buf = make([]core.Sample, 0, p.firstCap(1))
 		return nil
 	}
 
@@ -349,7 +372,7 @@ func (p *parser) readHeader(fields [][]byte, line int) error {
 		return core.FieldErrorf(core.CodeIngestInvalid, fmt.Sprintf("%s:%d", p.name, line),
 			"%s:%d: no value columns: the header has only the time column or ignored columns", p.name, line)
 	}
-	p.buf = make([]core.Sample, 0, min(p.batch+len(p.nodeCols), 1024))
+	p.buf = make([]core.Sample, 0, p.firstCap(len(p.nodeCols)))
 	return nil
 }
 

@@ -55,7 +55,15 @@
 //     common case), else into a per-connection temporary staging table
 //     and upserts from there in one statement: re-writing a (node, ts) of
 //     the same context replaces it; a sample of another context at an
-//     occupied instant is AML_CONFLICT, as in SQLite. The COPY rows are
+//     occupied instant is AML_CONFLICT, as in SQLite. A new-data batch
+//     within one month goes straight into that month's partition (no
+//     per-row routing through samples; the partition's bound still checks
+//     every row, and a refused or missing partition falls back to samples);
+//     the overlap check, the batch's savepoint and the release of the
+//     previous one travel as one pipelined round trip; CSV ingest hands
+//     Write batches of IngestBatchSize samples, four times the parser's
+//     default, so a file costs a handful of round trips (bench/pg_copy.sh
+//     compares it with psql's \copy). The COPY rows are
 //     PostgreSQL's binary format written by hand (copybin.go says why:
 //     pgx's generic CopyFrom boxes every value; BenchmarkWriteSamples and
 //     bench/RESULTS.md show the difference).

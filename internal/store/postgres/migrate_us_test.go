@@ -52,7 +52,7 @@ func TestMigrationToMicroseconds(t *testing.T) {
 	}
 	for _, sm := range b {
 		lo, _ := monthBounds(sm.TsUs)
-		old.parts[lo] = true
+		old.parts[lo] = partitionName(lo)
 	}
 	if _, err := old.WriteSamples(ctx, b); err != nil {
 		t.Fatal(err)

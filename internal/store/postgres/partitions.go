@@ -43,7 +43,7 @@ func (s *Store) ensurePartitions(ctx context.Context, months map[int64]bool) err
 	var missing []int64
 	s.mu.RLock()
 	for m := range months {
-		if !s.parts[m] {
+		if s.parts[m] == "" {
 			missing = append(missing, m)
 		}
 	}
@@ -58,7 +58,7 @@ func (s *Store) ensurePartitions(ctx context.Context, months map[int64]bool) err
 	created := 0
 	for _, lo := range missing {
 		s.mu.RLock()
-		ok := s.parts[lo]
+		ok := s.parts[lo] != ""
 		s.mu.RUnlock()
 		if ok {
 			continue
@@ -83,38 +83,58 @@ func (s *Store) ensurePartitions(ctx context.Context, months map[int64]bool) err
 		}
 		created++
 		s.mu.Lock()
-		s.parts[lo] = true
+		s.parts[lo] = partitionName(lo)
 		s.mu.Unlock()
 	}
 	return nil
 }
 
+// partitionOf returns the name of the partition that holds the month
+// starting at lo, "" when none is known (then rows go through samples and
+// its default partition).
+func (s *Store) partitionOf(lo int64) string {
+	if !s.partitioned {
+		return ""
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.parts[lo]
+}
+
+// forgetPartition drops a cached partition that turned out not to be
+// there (or not to hold its month).
+func (s *Store) forgetPartition(lo int64) {
+	s.mu.Lock()
+	delete(s.parts, lo)
+	s.mu.Unlock()
+}
+
 // loadPartitions refreshes the cache of existing monthly partitions from
 // the catalog (another process may have made some).
 func (s *Store) loadPartitions(ctx context.Context) error {
-	rows, err := s.pool.Query(ctx, `SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+	rows, err := s.pool.Query(ctx, `SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		WHERE i.inhparent = 'samples'::regclass`)
 	if err != nil {
 		return dbErr(err, "list partitions")
 	}
 	defer rows.Close()
-	var found []int64
+	found := map[int64]string{}
 	for rows.Next() {
-		var bound string
-		if err := rows.Scan(&bound); err != nil {
+		var name, bound string
+		if err := rows.Scan(&name, &bound); err != nil {
 			return dbErr(err, "list partitions")
 		}
 		var lo, hi int64
 		if _, err := fmt.Sscanf(bound, "FOR VALUES FROM ('%d') TO ('%d')", &lo, &hi); err == nil {
-			found = append(found, lo)
+			found[lo] = name
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr(err, "list partitions")
 	}
 	s.mu.Lock()
-	for _, lo := range found {
-		s.parts[lo] = true
+	for lo, name := range found {
+		s.parts[lo] = name
 	}
 	s.mu.Unlock()
 	return nil

@@ -51,7 +51,7 @@ type Store struct {
 	mu    sync.RWMutex                        // guards parts
 	nodes *keycache.Cache[string]             // node id → pk
 	ctxs  *keycache.Cache[core.ContextFilter] // interned sample context → pk
-	parts map[int64]bool                      // month start (ms) → partition exists
+	parts map[int64]string                    // month start (µs) → its partition's name
 }
 
 var _ core.Store = (*Store)(nil)
@@ -96,7 +96,7 @@ func OpenWith(ctx context.Context, url string, opt Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	s := &Store{location: redact(cfg), pool: pool, nodes: keycache.New[string](), ctxs: keycache.New[core.ContextFilter](), parts: map[int64]bool{}}
+	s := &Store{location: redact(cfg), pool: pool, nodes: keycache.New[string](), ctxs: keycache.New[core.ContextFilter](), parts: map[int64]string{}}
 	db := stdlib.OpenDBFromPool(pool)
 	s.sql = sqldb.New(db, db, &Dialect).WithDirect(poolDirect{pool})
 	s.Reader = &samples.Reader{DB: readDB{pool}, Nodes: s.nodes, ArrayIn: true}
@@ -236,6 +236,8 @@ const (
 	sqlSerialization       = "40001"
 	sqlDeadlock            = "40P01"
 	sqlLockNotAvailable    = "55P03"
+	sqlUndefinedTable      = "42P01"
+	sqlCheckViolation      = "23514"
 	sqlQueryCanceled       = "57014"
 )
 

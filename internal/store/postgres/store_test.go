@@ -303,3 +303,80 @@ func TestErrorMapping(t *testing.T) {
 		t.Fatalf("undefined table → %s", got)
 	}
 }
+
+// A batch within one month is copied into its partition directly; a
+// cached partition that is gone, or that holds another range, makes the
+// batch go through samples instead (same rows stored, nothing lost).
+func TestCopyIntoPartition(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	c := core.ContextFilter{Line: "L", Product: "P", Recipe: "R", Run: "r"}
+	mk := func(day int, v float64) []core.Sample {
+		var b []core.Sample
+		for i := range 50 {
+			b = append(b, core.Sample{Node: "n", TsUs: us(2026, 4, day) + int64(i)*1000, Value: v, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run})
+		}
+		return b
+	}
+	if _, err := s.WriteSamples(ctx, mk(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	lo, _ := monthBounds(us(2026, 4, 1))
+	if got := s.partitionOf(lo); got != "samples_202604" {
+		t.Fatalf("partition of April 2026: %q", got)
+	}
+	// The cache names a table that does not exist.
+	s.mu.Lock()
+	s.parts[lo] = "samples_gone"
+	s.mu.Unlock()
+	if _, err := s.WriteSamples(ctx, mk(2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	// The cache names a partition of another month: its bound refuses the
+	// rows, which then go through samples to their own partition.
+	if _, err := s.WriteSamples(ctx, []core.Sample{{Node: "n", TsUs: us(2026, 5, 3), Value: 5, Line: c.Line, Product: c.Product, Recipe: c.Recipe, Run: c.Run}}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.parts[lo] = "samples_202605"
+	s.mu.Unlock()
+	if _, err := s.WriteSamples(ctx, mk(3, 3)); err != nil {
+		t.Fatal(err)
+	}
+	// The wrong entry is dropped; the next write finds the partition in
+	// the catalog again.
+	if got := s.partitionOf(lo); got != "" {
+		t.Fatalf("after the fallback the cache names %q", got)
+	}
+	if _, err := s.WriteSamples(ctx, mk(4, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.partitionOf(lo); got != "samples_202604" {
+		t.Fatalf("after a reload the cache names %q", got)
+	}
+	for table, want := range map[string]int{"samples_202604": 200, "samples_202605": 1, "samples_default": 0} {
+		if got := countIn(t, s, table); got != want {
+			t.Fatalf("%s holds %d rows, want %d", table, got, want)
+		}
+	}
+}
+
+// upToDate, the one-query check every open makes first, is true only when
+// schema_migrations holds exactly the binary's steps and checksums.
+func TestMigrationsUpToDate(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	ms, _ := Migrations()
+	changed := append([]Migration{}, ms...)
+	changed[3].Checksum = "different"
+	more := append(append([]Migration{}, ms...), Migration{Version: len(ms) + 1, Name: "x", Checksum: "y"})
+	for _, c := range []struct {
+		name string
+		ms   []Migration
+		want bool
+	}{{"same", ms, true}, {"newer schema", ms[:len(ms)-1], false}, {"checksum", changed, false}, {"pending", more, false}, {"none", nil, false}} {
+		if got := upToDate(ctx, s.pool, c.ms); got != c.want {
+			t.Errorf("%s: upToDate %v, want %v", c.name, got, c.want)
+		}
+	}
+}

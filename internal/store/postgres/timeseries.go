@@ -54,6 +54,9 @@ type ingestTx struct {
 	ctx    context.Context
 	tx     pgx.Tx
 	staged bool // temp table created on this connection
+	// savepoint: aml_append is held (released with the next batch's
+	// overlap check or by the commit).
+	savepoint bool
 	// Keys interns nodes and contexts in the same transaction.
 	samples.Keys
 	spans map[int64]span
@@ -85,6 +88,12 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 	it.Ctxs.Commit()
 	return nil
 }
+
+// IngestBatchSize is the batch size a CSV ingest hands Write on this
+// back-end (internal/ingest asks for it): each batch costs a few round
+// trips and a COPY statement, so batches four times the parser's default
+// keep a file's ingest at a handful of them (≈ 3.5 MiB of samples a batch).
+func (s *Store) IngestBatchSize() int { return 32768 }
 
 // WriteSamples implements core.TimeSeries.
 func (s *Store) WriteSamples(ctx context.Context, batch []core.Sample) (core.WriteStats, error) {
@@ -237,7 +246,18 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 	if err := it.s.ensurePartitions(it.ctx, months); err != nil {
 		return st, err
 	}
-	done, err := it.appendOnly(samples)
+	// A batch within one month whose partition exists is copied into that
+	// partition itself: PostgreSQL then skips routing every row through
+	// samples (≈ 15 % of a COPY's server time), and checks each row
+	// against the partition's bounds.
+	var part string
+	var partLo int64
+	if len(months) == 1 {
+		for lo := range months {
+			partLo, part = lo, it.s.partitionOf(lo)
+		}
+	}
+	done, err := it.appendOnly(samples, part, partLo)
 	if err == nil && !done {
 		err = it.upsert(samples)
 	}
@@ -345,23 +365,51 @@ func (it *ingestTx) copyIn(sql string, samples []core.Sample, seq bool) error {
 // that writer), is rolled back to its savepoint, and done reports false
 // so the batch takes the upsert path, which applies the conflict rule to
 // what is there now.
-func (it *ingestTx) appendOnly(samples []core.Sample) (done bool, err error) {
+//
+// part, when not "", is the partition that holds every row of the batch;
+// if it is gone or holds another range (a COPY error on the relation or
+// its partition bound), the batch is copied through samples instead.
+func (it *ingestTx) appendOnly(samples []core.Sample, part string, partLo int64) (done bool, err error) {
 	b := it.b
 	b.pks, b.los, b.his = b.pks[:0], b.los[:0], b.his[:0]
 	for _, nr := range b.nodes {
 		b.pks, b.los, b.his = append(b.pks, nr.pk), append(b.los, nr.lo), append(b.his, nr.hi)
 	}
+	// One round trip: release the previous batch's savepoint, check for
+	// stored samples, take this batch's savepoint (released at once when
+	// the batch takes the upsert path).
+	var pb pgx.Batch
+	if it.savepoint {
+		pb.Queue(`RELEASE SAVEPOINT aml_append`)
+	}
 	var overlap bool
-	if err := it.tx.QueryRow(it.ctx, overlapQuery, b.pks, b.los, b.his).Scan(&overlap); err != nil {
+	pb.Queue(overlapQuery, b.pks, b.los, b.his).QueryRow(func(row pgx.Row) error { return row.Scan(&overlap) })
+	pb.Queue(`SAVEPOINT aml_append`)
+	if err := it.tx.SendBatch(it.ctx, &pb).Close(); err != nil {
 		return false, dbErr(err, "check stored samples")
 	}
+	it.savepoint = true
 	if overlap {
+		// The upsert runs outside a subtransaction, as before.
+		if _, err := it.tx.Exec(it.ctx, `RELEASE SAVEPOINT aml_append`); err != nil {
+			return false, dbErr(err, "write samples")
+		}
+		it.savepoint = false
 		return false, nil
 	}
-	if _, err := it.tx.Exec(it.ctx, `SAVEPOINT aml_append`); err != nil {
-		return false, dbErr(err, "write samples")
+	if part != "" {
+		err = it.copyIn(`COPY `+pgx.Identifier{part}.Sanitize()+` (node, ts, value, state, ctx) FROM STDIN BINARY`, samples, false)
+		if c := pgCode(err); c == sqlUndefinedTable || c == sqlCheckViolation {
+			it.s.forgetPartition(partLo)
+			if _, err := it.tx.Exec(it.ctx, `ROLLBACK TO SAVEPOINT aml_append`); err != nil {
+				return false, dbErr(err, "write samples")
+			}
+			part = ""
+		}
 	}
-	err = it.copyIn(copySamples, samples, false)
+	if part == "" {
+		err = it.copyIn(copySamples, samples, false)
+	}
 	if c := pgCode(err); c == sqlUniqueViolation || c == sqlDeadlock {
 		if _, err := it.tx.Exec(it.ctx, `ROLLBACK TO SAVEPOINT aml_append`); err != nil {
 			return false, dbErr(err, "write samples")
@@ -371,9 +419,8 @@ func (it *ingestTx) appendOnly(samples []core.Sample) (done bool, err error) {
 	} else {
 		done = true
 	}
-	if _, err := it.tx.Exec(it.ctx, `RELEASE SAVEPOINT aml_append`); err != nil {
-		return false, dbErr(err, "write samples")
-	}
+	// The savepoint is released with the next batch's check, or by the
+	// commit: one subtransaction at a time, without a round trip of its own.
 	return done, nil
 }
 

@@ -1,0 +1,91 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aml-project/aml/internal/core"
+)
+
+func aheadCSV(rows int, badAt int) string {
+	var b strings.Builder
+	b.WriteString("time_ms,a,b,c\n")
+	for i := 0; i < rows; i++ {
+		if i == badAt {
+			fmt.Fprintf(&b, "%d,1,oops,3\n", 1_700_000_000_000+int64(i)*1000)
+			continue
+		}
+		fmt.Fprintf(&b, "%d,%d,%d.5,-%d\n", 1_700_000_000_000+int64(i)*1000, i, i, i)
+	}
+	return b.String()
+}
+
+// parseAhead hands write the batches ParseCSV emits, in order, with the
+// same report.
+func TestParseAheadSameBatches(t *testing.T) {
+	for _, rows := range []int{1, 6, 7, 100, 1000} {
+		opts := CSVOptions{Line: "L", Product: "P", Recipe: "R", Run: "r", BatchSize: 7}
+		var want [][]core.Sample
+		wrep, werr := ParseCSV(strings.NewReader(aheadCSV(rows, -1)), "f", opts, func(b []core.Sample) error {
+			want = append(want, slices.Clone(b))
+			return nil
+		})
+		var got [][]core.Sample
+		grep, gerr := parseAhead(strings.NewReader(aheadCSV(rows, -1)), "f", opts, func(b []core.Sample) error {
+			got = append(got, slices.Clone(b))
+			return nil
+		})
+		if werr != nil || gerr != nil {
+			t.Fatalf("rows %d: errors %v / %v", rows, werr, gerr)
+		}
+		if fmt.Sprint(want) != fmt.Sprint(got) || fmt.Sprint(wrep) != fmt.Sprint(grep) {
+			t.Fatalf("rows %d: batches or report differ:\n%v\n%v\n%+v\n%+v", rows, want, got, wrep, grep)
+		}
+	}
+}
+
+// A write error stops the parser and is what parseAhead returns; no batch
+// after the failing one reaches write.
+func TestParseAheadWriteError(t *testing.T) {
+	boom := errors.New("boom")
+	opts := CSVOptions{Line: "L", Product: "P", Recipe: "R", Run: "r", BatchSize: 3}
+	calls := 0
+	_, err := parseAhead(strings.NewReader(aheadCSV(1000, 900)), "f", opts, func(b []core.Sample) error {
+		calls++
+		if calls == 2 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || calls != 2 {
+		t.Fatalf("err %v after %d calls, want boom after 2", err, calls)
+	}
+}
+
+// A bad row fails with the parser's error after every batch before it was
+// written, as ParseCSV alone does.
+func TestParseAheadParseError(t *testing.T) {
+	opts := CSVOptions{Line: "L", Product: "P", Recipe: "R", Run: "r", BatchSize: 3}
+	count := func(f func(func([]core.Sample) error) error) (int, error) {
+		n := 0
+		err := f(func(b []core.Sample) error { n += len(b); return nil })
+		return n, err
+	}
+	n1, e1 := count(func(w func([]core.Sample) error) error {
+		_, err := ParseCSV(strings.NewReader(aheadCSV(50, 40)), "f", opts, w)
+		return err
+	})
+	n2, e2 := count(func(w func([]core.Sample) error) error {
+		_, err := parseAhead(strings.NewReader(aheadCSV(50, 40)), "f", opts, w)
+		return err
+	})
+	if e1 == nil || e2 == nil || e1.Error() != e2.Error() || n1 != n2 || n1 == 0 {
+		t.Fatalf("ParseCSV %d samples, %v; parseAhead %d, %v", n1, e1, n2, e2)
+	}
+	if c := core.CodeOf(e2); c != core.CodeIngestInvalid {
+		t.Fatalf("code %s", c)
+	}
+}
