@@ -63,7 +63,7 @@ func (s *server) trialPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 		}
 	}
 	s.render(w, r, http.StatusOK, "trial", &p, map[string]any{"Title": "Trial " + t.TrialID, "Rec": rec, "T": t, "V": v, "Certs": mine,
-		"CanRequest": p.Allow(auth.ActCertRequest, rec.LineID) == nil})
+		"CanRequest": p.Allow(auth.ActCertRequest, rec.LineID) == nil, "Try": s.trialMoves(ctx, p, t), "Flash": r.URL.Query().Get("done")})
 	return nil
 }
 
