@@ -51,7 +51,7 @@ func actionRoutes(s *server) []action {
 		{Route: "POST /ui/models/{id}/retire", Op: "model.retire", h: s.modelRetire},
 		{Route: "POST /ui/certificates/{id}/approve", Op: "cert.approve", h: s.certApprove},
 		{Route: "POST /ui/certificates/{id}/revoke", Op: "cert.revoke", h: s.certRevoke},
-	}, twinActions(s)...)
+	}, twinAndBatchActions(s)...)
 }
 
 // limits are the request body limits of forms and uploads (the API's,

@@ -46,13 +46,16 @@ func twinActions(s *server) []action {
 	}
 }
 
+// twinAndBatchActions are the actions of this file and actions_batch.go.
+func twinAndBatchActions(s *server) []action { return append(batchActions(s), twinActions(s)...) }
+
 // twinPages are the GET pages of those actions.
 func twinPages(s *server) map[string]func(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	return map[string]func(w http.ResponseWriter, r *http.Request, p auth.Principal) error{
-		"GET /ui/scenes/new":                   s.sceneEditPage,
-		"GET /ui/snapshots/{id}":               s.snapshotPage,
-		"GET /ui/certificates/{id}/confirm":    s.certConfirmPage,
-		"GET /ui/scenes/{id}/{version}/edit":   s.sceneEditStored,
+		"GET /ui/scenes/new":                 s.sceneEditPage,
+		"GET /ui/snapshots/{id}":             s.snapshotPage,
+		"GET /ui/certificates/{id}/confirm":  s.certConfirmPage,
+		"GET /ui/scenes/{id}/{version}/edit": s.sceneEditStored,
 	}
 }
 
