@@ -183,6 +183,28 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 			t.Errorf("%s: the page is %d px wider than the 1366 px viewport", what, over)
 		}
 	}
+	// until waits for the element sel, or fails at once with what the
+	// page says when it shows an error instead.
+	until := func(what, sel string) chromedp.Action[chromedp.Void] {
+		return func(c context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			js := fmt.Sprintf(`(() => { if (document.querySelector(%q)) return "ok"; const e = document.querySelector(".form-error, #error"); return e ? e.innerText : ""; })()`, sel)
+			deadline := time.Now().Add(5 * time.Minute)
+			for {
+				got, err := chromedp.Evaluate[string](js)(c, tg)
+				if err == nil && got == "ok" {
+					return chromedp.Void{}, nil
+				}
+				if err == nil && got != "" {
+					return chromedp.Void{}, fmt.Errorf("%s: the page shows: %s", what, got)
+				}
+				if time.Now().After(deadline) {
+					body, _ := chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 2000) : ""`)(c, tg)
+					return chromedp.Void{}, fmt.Errorf("%s: no %s after 5 min; the page: %s", what, sel, body)
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+		}
+	}
 	loginAs := func(user, target string) {
 		t.Helper()
 		run(t, ctx, "log in as "+user,
@@ -210,7 +232,7 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 			discard(chromedp.Evaluate[bool](`document.querySelector('#csv-form input[name=decimalComma]').checked = true`)),
 			chromedp.SetUploadFiles(chromedp.ID("csv-file"), []string{file}),
 			chromedp.Click(chromedp.ID("csv-submit")),
-			chromedp.WaitVisible(chromedp.ID("ingest-report")))
+			until("ingest-report", "#ingest-report"))
 	}
 	read := func(path string) string {
 		t.Helper()
@@ -226,7 +248,7 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 	}
 	flash := func(what, want string) {
 		t.Helper()
-		run(t, ctx, what, chromedp.WaitVisible(chromedp.ID("flash")))
+		run(t, ctx, what, until(what, "#flash"))
 		if got := value(t, ctx, what, chromedp.Text(chromedp.ID("flash"))); !strings.Contains(got, want) {
 			t.Errorf("%s: flash %q, want %q", what, got, want)
 		}
@@ -244,7 +266,7 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 	run(t, ctx, "line file",
 		chromedp.SetValue(chromedp.ID("line-file"), read(ex.LineFile)),
 		chromedp.Click(chromedp.ID("line-submit")),
-		chromedp.WaitVisible(chromedp.ID("line-applied")))
+		until("line-applied", "#line-applied"))
 	if kind := value(t, ctx, "heater_sp kind", chromedp.Text(chromedp.CSS(`#line-applied tr[data-node="heater_sp"] .kind`))); kind != "dcw" {
 		t.Errorf("heater_sp after the line file: kind %q", kind)
 	}
@@ -253,17 +275,17 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 	// 3. The batch records: the recipe version and the runs' records.
 	run(t, ctx, "batch records",
 		chromedp.Click(chromedp.ID("batch-link")),
-		chromedp.WaitVisible(chromedp.ID("recipe-form")),
+		until("recipe-form", "#recipe-form"),
 		chromedp.SetValue(chromedp.ID("recipe-line"), "tank-line"),
 		chromedp.SetValue(chromedp.ID("recipe-product"), "tank"),
 		chromedp.SetValue(chromedp.ID("recipe-recipe"), "tank-level"),
 		chromedp.SetValue(chromedp.ID("recipe-params"), read(ex.Recipe)),
 		chromedp.Click(chromedp.ID("recipe-submit")),
-		chromedp.WaitVisible(chromedp.ID("recipe-done")),
+		until("recipe-done", "#recipe-done"),
 		chromedp.SetValue(chromedp.ID("events-line"), "tank-line"),
 		chromedp.SetValue(chromedp.ID("events-text"), read(ex.Batch)),
 		chromedp.Click(chromedp.ID("events-submit")),
-		chromedp.WaitVisible(chromedp.ID("events-done")))
+		until("events-done", "#events-done"))
 	shot("batch-records")
 
 	// 4. The dataset (examples/own-line/spec.json) from the node catalog.
@@ -278,7 +300,7 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("ds-horizon"), "12"),
 		chromedp.SetValue(chromedp.CSS(`#dataset-form select[name=mode]`), "by_run"))
 	poll("live check passes", `(() => { const e = document.getElementById("spec-check"); e.closest("form").dispatchEvent(new Event("change")); return e.dataset.ok === "true"; })()`)
-	run(t, ctx, "build", chromedp.Click(chromedp.ID("ds-build")), chromedp.WaitVisible(chromedp.ID("dataset-built")))
+	run(t, ctx, "build", chromedp.Click(chromedp.ID("ds-build")), until("dataset-built", "#dataset-built"))
 	ds := value(t, ctx, "dataset id", chromedp.Text(chromedp.ID("built-link")))
 	if d, err := f.store.GetDataset(t.Context(), ds); err != nil || !d.LineageVerified {
 		t.Fatalf("dataset %s: lineage verified %v (%v)", ds, d.LineageVerified, err)
@@ -292,7 +314,7 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 			chromedp.Navigate(base+"/ui/jobs/new?datasetId="+ds+"&trainer="+trainer),
 			chromedp.WaitVisible(chromedp.ID("job-form")),
 			chromedp.Click(chromedp.ID("job-submit")),
-			chromedp.WaitVisible(chromedp.ID("flash")))
+			until("job submitted", "#flash"))
 		loc := value(t, ctx, "job page", chromedp.Location())
 		return waitJob(t, f, strings.TrimPrefix(strings.Split(loc, "?")[0], base+"/ui/jobs/"))
 	}
@@ -307,14 +329,14 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`input[name=model][value="`+model+`"]`)),
 		chromedp.Click(chromedp.CSS(`input[name=model][value="`+arx+`"]`)),
 		chromedp.Submit(chromedp.ID("compare-form")),
-		chromedp.WaitVisible(chromedp.ID("compare")))
+		until("compare", "#compare"))
 	if fits := value(t, ctx, "fit cells", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#compare tbody tr td.fit")].map(td => td.textContent)`)); len(fits) < 2 {
 		t.Errorf("compare: fit cells %v", fits)
 	}
 	shot("compare")
 	run(t, ctx, "promote",
 		chromedp.Navigate(base+"/ui/models/"+model),
-		chromedp.WaitVisible(chromedp.ID("stage-card")),
+		until("stage-card", "#stage-card"),
 		chromedp.SetValue(chromedp.ID("promote-to"), "shadow"),
 		chromedp.SendKeys(chromedp.CSS(`#promote-form input[name=reason]`), "own line through the browser"),
 		chromedp.Click(chromedp.ID("promote")))
@@ -328,7 +350,7 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("draft-form")),
 		chromedp.SetValue(chromedp.ID("draft-id"), "tank"),
 		chromedp.Click(chromedp.ID("draft-submit")),
-		chromedp.WaitVisible(chromedp.ID("scene-doc")))
+		until("scene-doc", "#scene-doc"))
 	poll("the draft checks", `document.getElementById("scene-check").dataset.ok === "true"`)
 	value(t, ctx, "break it", chromedp.Evaluate[bool](`(() => { const d = document.getElementById("scene-doc"); window.amlDoc = d.value; d.value = d.value + "\nbogus: 1\n"; d.dispatchEvent(new Event("input")); return true; })()`))
 	poll("a finding", `document.getElementById("scene-check").dataset.ok === "false" && document.querySelectorAll("#scene-problems li").length > 0`)
@@ -365,18 +387,18 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("snap-model"), model),
 		chromedp.SetValue(chromedp.ID("snap-run"), "live"),
 		chromedp.Click(chromedp.ID("snapshot")),
-		chromedp.WaitVisible(chromedp.ID("trial-form")))
+		until("trial-form", "#trial-form"))
 	snapURL := value(t, ctx, "snapshot page", chromedp.Location())
 	fits("snapshot page")
 	shot("snapshot")
 	value(t, ctx, "move the heater slider", chromedp.Evaluate[bool](`(() => { const s = document.querySelector('input.move-slider[data-for="move-heater_sp"]');
 		s.value = String(+document.getElementById("move-heater_sp").value + 0.5); s.dispatchEvent(new Event("input")); return true; })()`))
-	run(t, ctx, "trial", chromedp.Click(chromedp.ID("trial-run")), chromedp.WaitVisible(chromedp.CSS("#trial-plots svg")))
+	run(t, ctx, "trial", chromedp.Click(chromedp.ID("trial-run")), until("trial plots", "#trial-plots svg"))
 	if tr := charts(t, ctx, "#trial-plots svg.chart"); tr.Charts < 1 || tr.Series < 2 {
 		t.Errorf("trial tube: %+v", tr)
 	}
 	shot("trial")
-	run(t, ctx, "optimise", chromedp.Navigate(snapURL), chromedp.WaitVisible(chromedp.ID("optimize-form")), chromedp.Click(chromedp.ID("optimize")), chromedp.WaitVisible(chromedp.ID("opt-verdict")))
+	run(t, ctx, "optimise", chromedp.Navigate(snapURL), until("optimize-form", "#optimize-form"), chromedp.Click(chromedp.ID("optimize")), until("opt-verdict", "#opt-verdict"))
 	if v := value(t, ctx, "verdict", chromedp.Text(chromedp.ID("opt-verdict"))); !strings.HasPrefix(v, "Best passing move") {
 		t.Fatalf("optimise: %q", v)
 	}
@@ -433,7 +455,7 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 	}
 	fits("inbox")
 	shot("inbox")
-	run(t, ctx, "approve", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-cert=%q] a.approve`, cert))), chromedp.WaitVisible(chromedp.ID("confirm")))
+	run(t, ctx, "approve", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-cert=%q] a.approve`, cert))), until("confirm", "#confirm"))
 	shot("approve-confirm")
 	run(t, ctx, "confirm approval", chromedp.Click(chromedp.ID("confirm")))
 	flash("approved", "approved")
@@ -446,9 +468,9 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 	// 12. The approver executes it: re-validated from a fresh snapshot,
 	// written and read back.
 	loginAs("alice", "/ui/certificates/"+cert)
-	run(t, ctx, "execute", chromedp.Click(chromedp.CSS("a.execute")), chromedp.WaitVisible(chromedp.ID("confirm")))
+	run(t, ctx, "execute", chromedp.Click(chromedp.CSS("a.execute")), until("confirm", "#confirm"))
 	shot("execute-confirm")
-	run(t, ctx, "confirm execution", chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("exec-result")))
+	run(t, ctx, "confirm execution", chromedp.Click(chromedp.ID("confirm")), until("exec-result", "#exec-result"))
 	if res := value(t, ctx, "result", chromedp.Text(chromedp.ID("exec-result"))); !strings.HasPrefix(res, "Written and read back") {
 		t.Errorf("execute: %q", res)
 	}
