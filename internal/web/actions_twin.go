@@ -56,6 +56,7 @@ func twinPages(s *server) map[string]func(w http.ResponseWriter, r *http.Request
 		"GET /ui/snapshots/{id}":             s.snapshotPage,
 		"GET /ui/certificates/{id}/confirm":  s.certConfirmPage,
 		"GET /ui/scenes/{id}/{version}/edit": s.sceneEditStored,
+		"GET /ui/batch":                      s.batchPage,
 	}
 }
 

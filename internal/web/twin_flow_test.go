@@ -84,6 +84,9 @@ func TestTwinFormsRoles(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `id="confirm"`) || !strings.Contains(body, `class="targets cert-targets"`) || !strings.Contains(body, `class="evidence"`) {
 		t.Errorf("the approver's confirmation: %d %s", code, excerpt(body))
 	}
+	if code, body = get2(t, eve, base+"/ui/batch?line=line-injection-01"); code != 200 || !strings.Contains(body, `id="recipe-form"`) || !strings.Contains(body, `id="events-form"`) {
+		t.Errorf("the batch records page: %d %s", code, excerpt(body))
+	}
 	code, body = get2(t, alice, base+"/ui/certificates")
 	if code != 200 || !strings.Contains(body, `data-review="`+id+`"`) {
 		t.Errorf("the inbox row's review: %d %s", code, excerpt(body))
