@@ -245,16 +245,28 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 		}
 		return string(b)
 	}
+	// poll waits for the JS condition js, through navigations (an
+	// evaluation in a page being left is tried again).
 	poll := func(what, js string) {
 		t.Helper()
-		value(t, ctx, what, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(300*time.Millisecond)))
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+			if err == nil && ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 2000) : ""`))
+				t.Fatalf("%s: %s never held (%v); the page: %s", what, js, err, body)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
 	}
+	// flash waits for the page's notice to say want (the page a form
+	// was posted from may have had a notice of its own).
 	flash := func(what, want string) {
 		t.Helper()
-		run(t, ctx, what, until(what, "#flash"))
-		if got := value(t, ctx, what, chromedp.Text(chromedp.ID("flash"))); !strings.Contains(got, want) {
-			t.Errorf("%s: flash %q, want %q", what, got, want)
-		}
+		poll(what, fmt.Sprintf(`(() => { const e = document.getElementById("flash"); return !!e && e.textContent.includes(%q); })()`, want))
 	}
 
 	// 1. The engineer uploads the history runs (run id = file name).
@@ -353,7 +365,7 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("draft-form")),
 		chromedp.SetValue(chromedp.ID("draft-id"), "tank"),
 		chromedp.Click(chromedp.ID("draft-submit")),
-		until("scene-doc", "#scene-doc"))
+		until("the drafted file", "#scene-doc:not(:empty)"))
 	poll("the draft checks", `document.getElementById("scene-check").dataset.ok === "true"`)
 	value(t, ctx, "break it", chromedp.Evaluate[bool](`(() => { const d = document.getElementById("scene-doc"); window.amlDoc = d.value; d.value = d.value + "\nbogus: 1\n"; d.dispatchEvent(new Event("input")); return true; })()`))
 	poll("a finding", `document.getElementById("scene-check").dataset.ok === "false" && document.querySelectorAll("#scene-problems li").length > 0`)
@@ -401,7 +413,8 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 		t.Errorf("trial tube: %+v", tr)
 	}
 	shot("trial")
-	run(t, ctx, "optimise", chromedp.Navigate(snapURL), until("optimize-form", "#optimize-form"), chromedp.Click(chromedp.ID("optimize")), until("opt-verdict", "#opt-verdict"))
+	run(t, ctx, "optimise", chromedp.Navigate(snapURL), until("optimize-form", "#optimize-form"),
+		chromedp.SetValue(chromedp.ID("opt-mode"), "precise_search"), chromedp.Click(chromedp.ID("optimize")), until("opt-verdict", "#opt-verdict"))
 	if v := value(t, ctx, "verdict", chromedp.Text(chromedp.ID("opt-verdict"))); !strings.HasPrefix(v, "Best passing move") {
 		t.Fatalf("optimise: %q", v)
 	}
