@@ -157,7 +157,13 @@ func TestBrowserModelCardAndTrial(t *testing.T) {
 	}
 	screenshot(t, ctx, "model-card")
 
-	run(t, ctx, "trial view", chromedp.Navigate(f.srv.URL+"/ui/trials/"+f.demo.TrialID), chromedp.WaitVisible(chromedp.CSS("#trial-plots svg")))
+	// The interactive tube (uPlot) replaces the server's SVG plots, which
+	// stay in the page, hidden, for a browser without scripts.
+	run(t, ctx, "trial view", chromedp.Navigate(f.srv.URL+"/ui/trials/"+f.demo.TrialID), chromedp.WaitReady(chromedp.CSS("#trial-plots svg")),
+		chromedp.WaitVisible(chromedp.CSS(`#trial-tube[data-state="ready"] canvas`)))
+	if n := value(t, ctx, "interactive charts", chromedp.Evaluate[int](`document.querySelectorAll("#trial-tube .tube-chart canvas").length`)); n < 3 {
+		t.Errorf("%d interactive trial charts", n)
+	}
 	tr := charts(t, ctx, "#trial-plots svg.chart")
 	if tr.Charts < 3 || tr.MinPoints < 1 || tr.Bands < 1 || tr.Limits < 1 || tr.Series < 2*tr.Charts {
 		t.Errorf("trial plots: %+v (want candidate and baseline per chart, a tube, a limit line)", tr)

@@ -412,6 +412,7 @@ func TestBrowserWholeOwnLineWorkflow(t *testing.T) {
 	if tr := charts(t, ctx, "#trial-plots svg.chart"); tr.Charts < 1 || tr.Series < 2 {
 		t.Errorf("trial tube: %+v", tr)
 	}
+	poll("the tube redrawn", `document.querySelectorAll('#trial-tube[data-state="ready"] .tube-chart canvas').length > 0`)
 	shot("trial")
 	run(t, ctx, "optimise", chromedp.Navigate(snapURL), until("optimize-form", "#optimize-form"),
 		chromedp.SetValue(chromedp.ID("opt-mode"), "precise_search"), chromedp.Click(chromedp.ID("optimize")), until("opt-verdict", "#opt-verdict"))
