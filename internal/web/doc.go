@@ -128,7 +128,10 @@
 //   - Snapshots and trials: snapshot.take from the scene page; the
 //     snapshot page has a slider and a number field per control (its
 //     range, the snapshot's value) posted to trial.run, whose trial page
-//     redraws the tube and offers the same form again, and the optimiser
+//     redraws the tube (static/tube.js draws the recomputed traces, JSON
+//     in the page, with the vendored uPlot: mean, tube band, baseline,
+//     limits and target, zoom and hover values with units; the SVG stays
+//     for a browser without scripts) and offers the same form again, and the optimiser
 //     (optimize), whose result shows the moves and each objective target's
 //     prediction and band against the target in its unit. A passing trial
 //     that improves on holding can be certified (cert.issue).
