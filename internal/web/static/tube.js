@@ -36,9 +36,19 @@
       series.push({ label: "baseline (hold)", stroke: "#d55e00", dash: [6, 4], value: val });
       data.push(tr.baseline);
     }
+    // The y range is the trajectories' (and the target's): a limit far
+    // outside it would squash the tube to a line, so it is named in the
+    // legend as off scale instead of drawn.
+    var lo = Infinity, hi = -Infinity;
+    data.slice(1).forEach(function (col) { col.forEach(function (v) { if (v != null && isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }); });
+    (tr.limits || []).forEach(function (l) { if (l.name === "objective target") { lo = Math.min(lo, l.y); hi = Math.max(hi, l.y); } });
+    var pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.01 || 1;
+    lo -= pad; hi += pad;
     (tr.limits || []).forEach(function (l) {
       var target = l.name === "objective target";
-      series.push({ label: l.name, stroke: target ? "#009e73" : "#c0392b", dash: target ? [10, 3, 2, 3] : [2, 3], value: val });
+      var off = l.y < lo ? " (off scale, below)" : l.y > hi ? " (off scale, above)" : "";
+      series.push({ label: l.name + " = " + fmt(l.y) + unit + off, stroke: target ? "#009e73" : "#c0392b", dash: target ? [10, 3, 2, 3] : [2, 3],
+        show: !off, value: val });
       data.push(tr.x.map(function () { return l.y; }));
     });
     var fig = document.createElement("figure");
@@ -46,7 +56,7 @@
     fig.dataset.trace = tr.id;
     box.appendChild(fig);
     var title = tr.id + " (" + tr.kind + (tr.calibrated ? ", calibrated tube" : "") + ")";
-    new uPlot({ title: title, width: width, height: 260, bands: bands, scales: { x: { time: false } },
+    new uPlot({ title: title, width: width, height: 260, bands: bands, scales: { x: { time: false }, y: { range: [lo, hi] } },
       axes: [{ label: "time after the snapshot [s]" }, { label: tr.id + (tr.unit ? " [" + tr.unit + "]" : ""), size: 60 }],
       series: series }, data, fig);
     drawn++;
