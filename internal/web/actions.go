@@ -29,6 +29,8 @@ type action struct {
 	Route string
 	Op    string
 	Check bool
+	// Read: the op only reads (a viewer may run it; nothing is stored).
+	Read bool
 	// Upload: a multipart body read as a stream (the CSRF token is its
 	// first part), under the CSV limit.
 	Upload bool
@@ -37,7 +39,7 @@ type action struct {
 
 // actionRoutes is every UI action (s may be nil to read the table).
 func actionRoutes(s *server) []action {
-	return []action{
+	return append([]action{
 		{Route: "POST /ui/ingest/csv", Op: "ingest.csv", Upload: true, h: s.ingestCSV},
 		{Route: "POST /ui/lines/apply", Op: "line.apply", h: s.lineApply},
 		{Route: "POST /ui/datasets/check", Op: "dataset.check", Check: true, h: s.datasetCheck},
@@ -49,7 +51,7 @@ func actionRoutes(s *server) []action {
 		{Route: "POST /ui/models/{id}/retire", Op: "model.retire", h: s.modelRetire},
 		{Route: "POST /ui/certificates/{id}/approve", Op: "cert.approve", h: s.certApprove},
 		{Route: "POST /ui/certificates/{id}/revoke", Op: "cert.revoke", h: s.certRevoke},
-	}
+	}, twinAndBatchActions(s)...)
 }
 
 // limits are the request body limits of forms and uploads (the API's,

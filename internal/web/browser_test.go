@@ -157,7 +157,13 @@ func TestBrowserModelCardAndTrial(t *testing.T) {
 	}
 	screenshot(t, ctx, "model-card")
 
-	run(t, ctx, "trial view", chromedp.Navigate(f.srv.URL+"/ui/trials/"+f.demo.TrialID), chromedp.WaitVisible(chromedp.CSS("#trial-plots svg")))
+	// The interactive tube (uPlot) replaces the server's SVG plots, which
+	// stay in the page, hidden, for a browser without scripts.
+	run(t, ctx, "trial view", chromedp.Navigate(f.srv.URL+"/ui/trials/"+f.demo.TrialID), chromedp.WaitReady(chromedp.CSS("#trial-plots svg")),
+		chromedp.WaitVisible(chromedp.CSS(`#trial-tube[data-state="ready"] canvas`)))
+	if n := value(t, ctx, "interactive charts", chromedp.Evaluate[int](`document.querySelectorAll("#trial-tube .tube-chart canvas").length`)); n < 3 {
+		t.Errorf("%d interactive trial charts", n)
+	}
 	tr := charts(t, ctx, "#trial-plots svg.chart")
 	if tr.Charts < 3 || tr.MinPoints < 1 || tr.Bands < 1 || tr.Limits < 1 || tr.Series < 2*tr.Charts {
 		t.Errorf("trial plots: %+v (want candidate and baseline per chart, a tube, a limit line)", tr)
@@ -177,21 +183,25 @@ func TestBrowserCertificateApproval(t *testing.T) {
 	login(t, ctx, f, "alice", "/ui/certificates")
 	row := fmt.Sprintf(`tr[data-cert=%q]`, id)
 	screenshot(t, ctx, "certificate-inbox")
+	// Approve opens the confirmation page (what is decided, and one
+	// button that posts it).
 	run(t, ctx, "approve",
-		chromedp.WaitVisible(chromedp.CSS(row+" button.approve")),
-		chromedp.Click(chromedp.CSS(row+" button.approve")),
-		chromedp.WaitVisible(chromedp.ID("flash")),
+		chromedp.WaitVisible(chromedp.CSS(row+" a.approve")),
+		chromedp.Click(chromedp.CSS(row+" a.approve")),
+		chromedp.WaitVisible(chromedp.ID("confirm")),
 	)
+	screenshot(t, ctx, "certificate-confirm")
+	run(t, ctx, "confirm", chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("flash")))
 	flash := value(t, ctx, "flash", chromedp.Text(chromedp.ID("flash")))
-	if !strings.Contains(flash, id+" approved") {
+	if !strings.Contains(flash, "approved") {
 		t.Errorf("flash %q", flash)
 	}
 	if got := f.certStatus(t, id); got != "APPROVED" {
-		t.Fatalf("certificate %s is %s after the approver clicked approve", id, got)
+		t.Fatalf("certificate %s is %s after the approver confirmed approve", id, got)
 	}
-	status := value(t, ctx, "status in the list", chromedp.Text(chromedp.CSS(row+" .status")))
+	status := value(t, ctx, "status on its page", chromedp.Text(chromedp.CSS("#cert-status .status")))
 	if status != "APPROVED" {
-		t.Errorf("list shows %q", status)
+		t.Errorf("the certificate page shows %q", status)
 	}
 	screenshot(t, ctx, "certificate-approved")
 
@@ -199,7 +209,7 @@ func TestBrowserCertificateApproval(t *testing.T) {
 	run(t, ctx, "log out", chromedp.Click(chromedp.CSS("header form.who button")), chromedp.WaitVisible(chromedp.ID("token")))
 	id2 := f.issueCert(t)
 	login(t, ctx, f, "bot", "/ui/certificates/"+id2)
-	buttons := value(t, ctx, "decision buttons", chromedp.Evaluate[int](`document.querySelectorAll("button.approve, button.revoke").length`))
+	buttons := value(t, ctx, "decision buttons", chromedp.Evaluate[int](`document.querySelectorAll("a.approve, a.revoke, a.execute, #confirm").length`))
 	note := value(t, ctx, "role note", chromedp.Text(chromedp.ID("role-note")))
 	if buttons != 0 || !strings.Contains(note, "role (agent) cannot approve") {
 		t.Errorf("agent sees %d decision buttons, note %q", buttons, note)

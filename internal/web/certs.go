@@ -24,7 +24,10 @@ func (s *server) certsPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	}
 	var inbox, rest []certRow
 	for _, it := range l.Items {
-		row := certRow{it, s.certExec(r, &it.CertRecord, it.Verified, it.Problem)}
+		row := certRow{it, s.certExec(r, &it.CertRecord, it.Verified, it.Problem), nil}
+		if st := it.Cert.Status; st == contract.CertIssued || st == contract.CertApproved {
+			row.D = s.certDetailOf(r.Context(), p, it.Cert.RecommendationID)
+		}
 		if it.Cert.Status == contract.CertIssued {
 			inbox = append(inbox, row)
 		} else {
@@ -55,7 +58,7 @@ func (s *server) certPage(w http.ResponseWriter, r *http.Request, p auth.Princip
 	}
 	s.render(w, r, http.StatusOK, "cert", &p, map[string]any{"Title": "Certificate " + rec.Cert.RecommendationID, "Rec": rec, "C": rec.Cert,
 		"Exec": execView{rec.Execution, countdown(rec.Execution, s.app.Now())}, "Moves": moves.Items, "Trail": trail.Items,
-		"CanApprove": auth.RoleAllows(p.Role, auth.ActCertApprove), "Flash": r.URL.Query().Get("done")})
+		"CanApprove": auth.RoleAllows(p.Role, auth.ActCertApprove), "CanExecute": auth.RoleAllows(p.Role, auth.ActWrite), "Flash": r.URL.Query().Get("done")})
 	return nil
 }
 
@@ -63,6 +66,9 @@ func (s *server) certPage(w http.ResponseWriter, r *http.Request, p auth.Princip
 type certRow struct {
 	contract.CertListItem
 	Exec execView
+	// D is what an approver reviews (certificates still to decide or
+	// execute).
+	D *certDetail
 }
 
 // execView is a certificate's execution state with its countdown ("" when

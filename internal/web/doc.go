@@ -112,6 +112,7 @@
 //     body limit, the CSRF token (the first part) checked before a byte of
 //     the file is read; the file report is shown. A line file, pasted or
 //     uploaded, read by app.ParseLineFile (line.apply).
+//
 //   - A dataset form (/ui/datasets/new) built from the line's node catalog
 //     (node.list): a role per node, beat, history and horizon steps,
 //     cleaning and split. static/forms.js posts it on each edit to
@@ -119,13 +120,51 @@
 //     API's POST /api/v1/dataset-checks, dataset.build's own decoding,
 //     validation and work budget; nothing read or stored); the form builds
 //     with dataset.build.
+//
 //   - A job form (/ui/jobs/new) whose parameter fields are generated from
 //     the trainer's JSON schema (trainer.show), submitted with job.submit
 //     to the job's page, which follows it over the event stream; cancel
 //     and retry (job.cancel, job.retry).
+//
 //   - Promote and retire on the model card (model.promote, model.retire,
 //     compare-and-set on the stage shown), the gate result and its failed
 //     checks beside the buttons.
+//
+//   - Batch records (/ui/batch): a recipe version (recipe.put) and the
+//     runs' records (run.events), pasted or uploaded, read as aml recipe
+//     put and aml runs events read them: the lineage evidence.
+//
+//   - Scenes (actions_twin.go): the editor (/ui/scenes/new) drafts a
+//     scene file from a model (scene.draft) into a text area;
+//     static/twin.js posts it on each edit to /ui/scenes/check
+//     (scene.check: contract, bindings, fit to the model; every finding
+//     listed with its path); save is scene.put. On the scene page an
+//     approver freezes the draft whose hash the page showed (scene.freeze)
+//     and lets a frozen scene govern the line's writes (channel.set:
+//     hybrid_twin, hitl_governed); others see why they cannot, and a
+//     refusal is shown on the page.
+//
+//   - Snapshots and trials: snapshot.take from the scene page; the
+//     snapshot page has a slider and a number field per control (its
+//     range, the snapshot's value) posted to trial.run, whose trial page
+//     redraws the tube (static/tube.js draws the recomputed traces, JSON
+//     in the page, with the vendored uPlot: mean, tube band, baseline,
+//     limits and target, zoom and hover values with units; the SVG stays
+//     for a browser without scripts) and offers the same form again, and the optimiser
+//     (optimize), whose result shows the moves and each objective target's
+//     prediction and band against the target in its unit. A passing trial
+//     that improves on holding can be certified (cert.issue).
+//
+//   - Certificates: each row of the inbox shows what the approver
+//     reviews (certDetail: band against target, moves with the controls'
+//     ranges, twin gate, shadow runs flagged against its profile, the
+//     trial's OOD check) and whether it can still execute. Approve, revoke
+//     and execute (cert.execute) open a confirmation page
+//     (/ui/certificates/{id}/confirm?do=…) whose one button posts the
+//     decision; a role that may not take it (an agent's token, a viewer,
+//     an engineer) sees the rule instead of the button, and a posted
+//     decision is refused by the op. Execute shows the writes with their
+//     readback and the re-validation.
 //
 // A refused action is shown on its form with the reason (a role refusal
 // names the rule and the principal's role). Forms are read under the API's

@@ -364,7 +364,8 @@ func (s *server) scenePage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	snaps := slices.DeleteFunc(sl.Items, func(x contract.SnapshotInfo) bool {
 		return x.SceneID != sc.SceneID || x.SceneVersion != sc.SceneVersion
 	})
-	s.render(w, r, http.StatusOK, "scene", &p, map[string]any{"Title": "Scene " + sc.SceneID + "@" + sc.SceneVersion, "S": sc, "Hash": h, "Groups": groups, "Snapshots": snaps})
+	s.render(w, r, http.StatusOK, "scene", &p, map[string]any{"Title": "Scene " + sc.SceneID + "@" + sc.SceneVersion, "S": sc, "Hash": h, "Groups": groups, "Snapshots": snaps,
+		"Act": s.sceneActions(r, p, sc)})
 	return nil
 }
 

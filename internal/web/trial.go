@@ -21,6 +21,8 @@ type trialView struct {
 	// traces are exactly those of the recorded trial.
 	Reproduced bool
 	Note       string
+	// Tube is the traces as JSON for the interactive chart (tubeDoc).
+	Tube string
 }
 
 // trialPage shows a stored trial: its verdict, constraint results, and
@@ -63,7 +65,7 @@ func (s *server) trialPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 		}
 	}
 	s.render(w, r, http.StatusOK, "trial", &p, map[string]any{"Title": "Trial " + t.TrialID, "Rec": rec, "T": t, "V": v, "Certs": mine,
-		"CanRequest": p.Allow(auth.ActCertRequest, rec.LineID) == nil})
+		"CanRequest": p.Allow(auth.ActCertRequest, rec.LineID) == nil, "Try": s.trialMoves(ctx, p, t), "Flash": r.URL.Query().Get("done")})
 	return nil
 }
 
@@ -99,6 +101,7 @@ func (s *server) trialTraces(ctx context.Context, rec contract.TrialRecord, scen
 		v.Note = "The recomputed trial does not hash to the stored record (its objective profile or model changed since); the plots show the recomputation."
 	}
 	v.Charts = detailCharts(res.Detail, scene, obj)
+	v.Tube = tubeDoc(res.Detail, scene, obj)
 	s.cache.put(key, v)
 	return v
 }

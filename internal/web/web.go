@@ -97,6 +97,9 @@ func New(d *service.Deps, o Options) http.Handler {
 	page("GET /ui/ingest", s.ingestPage)
 	page("GET /ui/datasets/new", s.datasetNewPage)
 	page("GET /ui/jobs/new", s.jobNewPage)
+	for route, h := range twinPages(s) {
+		page(route, h)
+	}
 	for _, a := range actionRoutes(s) {
 		if a.Upload {
 			mux.HandleFunc(a.Route, s.authedUpload(a.h))
