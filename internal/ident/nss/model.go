@@ -295,3 +295,46 @@ func normalise(u, y [][]float64, um, us, ym, ys []float64) (un, yn [][]float64) 
 	}
 	return un, yn
 }
+
+// Ensemble is a model made of members trained from different seeds: its
+// simulation is the mean of theirs.
+type Ensemble []*Model
+
+// Lag is the largest window a member's encoder reads.
+func (e Ensemble) Lag() int {
+	l := 1
+	for _, m := range e {
+		l = max(l, m.Lag())
+	}
+	return l
+}
+
+// Simulate is the mean of the members' Simulate (a NaN where any member
+// diverges).
+func (e Ensemble) Simulate(u, y0 [][]float64) [][]float64 {
+	var out [][]float64
+	for i, m := range e {
+		s := m.Simulate(u, y0)
+		if i == 0 {
+			out = s
+			continue
+		}
+		for t, r := range s {
+			for o, v := range r {
+				out[t][o] += v
+			}
+		}
+	}
+	if k := float64(len(e)); k > 1 {
+		for t, r := range out {
+			if t < len(y0) {
+				copy(r, y0[t])
+				continue
+			}
+			for o := range r {
+				r[o] /= k
+			}
+		}
+	}
+	return out
+}

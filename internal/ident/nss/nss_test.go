@@ -194,3 +194,32 @@ func TestFitRandomInitAndCheck(t *testing.T) {
 		t.Error("a record shorter than one subsequence trained")
 	}
 }
+
+// An ensemble's simulation is the mean of its members', the measured
+// rows returned as given.
+func TestEnsembleMean(t *testing.T) {
+	y, u := system(800, 6)
+	var e Ensemble
+	for s := uint64(1); s <= 2; s++ {
+		cfg := shortConfig(s)
+		cfg.Epochs = 2
+		m, _, err := Fit(t.Context(), [][][]float64{y}, [][][]float64{u}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e = append(e, m)
+	}
+	if e.Lag() != 3 {
+		t.Fatalf("lag %d", e.Lag())
+	}
+	a, b, s := e[0].Simulate(u, y[:5]), e[1].Simulate(u, y[:5]), e.Simulate(u, y[:5])
+	for k := range s {
+		want := (a[k][0] + b[k][0]) / 2
+		if k < 5 {
+			want = y[k][0]
+		}
+		if math.Abs(s[k][0]-want) > 1e-12 {
+			t.Fatalf("row %d: %g, want %g", k, s[k][0], want)
+		}
+	}
+}

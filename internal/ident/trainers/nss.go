@@ -18,13 +18,15 @@ import (
 // FormatNSS is the artifact format of neural_state_space@1.
 const FormatNSS = "aml.nss/1"
 
-// NeuralStateSpace is neural_state_space@1: one neural state-space model
+// NeuralStateSpace is neural_state_space@1: a neural state-space model
 // of all targets (internal/ident/nss: an encoder from the past na outputs
 // and nb inputs to the state, x+ = A x + B u + f(x, u), y = C x + D u +
 // h(x, u) with MLPs f, h), started from the subspace model, trained on
 // the free-run error of subsequences (multiple shooting) by Adam, the
 // epoch kept the best by free-run NRMSE on the last valShare of every
-// train segment (the linear start included, so it is never worse there).
+// train segment (the linear start included, so it is never worse there);
+// with ensemble > 1 the members of seeds seed, seed+1, … are trained one
+// after the other and the model simulates their mean.
 type NeuralStateSpace struct{}
 
 func (NeuralStateSpace) Ref() string           { return "neural_state_space@1" }
@@ -44,6 +46,7 @@ type nssParams struct {
 	LR            float64 `json:"lr" jsonschema:"Adam learning rate" param:"default=0.001;min=0"`
 	Patience      *int    `json:"patience" jsonschema:"stop after this many epochs without a better validation free run (0: never)" param:"default=30;min=0"`
 	ValShare      float64 `json:"valShare" jsonschema:"share of the tail of every train segment held out for the epoch choice" param:"default=0.2;min=0;max=0.9"`
+	Ensemble      int     `json:"ensemble" jsonschema:"members trained from seeds seed, seed+1, …; the model simulates their mean (with a budget every member gets an equal share)" param:"default=1;min=1;max=32"`
 	Seed          *int64  `json:"seed" jsonschema:"random seed of the initialisation and the subsequence order (default: the job's seed)"`
 	BudgetSeconds float64 `json:"budgetSeconds" jsonschema:"training-time budget in seconds (0: none); the training stops after the epoch that exceeds it" param:"default=0;min=0"`
 	Physics       any     `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
@@ -59,13 +62,17 @@ type nssArtifact struct {
 	NB          int         `json:"nb"`
 	Feedthrough bool        `json:"feedthrough"`
 	Hidden      []int       `json:"hidden"`
-	UMean       []float64   `json:"uMean"`
-	UStd        []float64   `json:"uStd"`
-	YMean       []float64   `json:"yMean"`
-	YStd        []float64   `json:"yStd"`
-	Params      []float64   `json:"params"` // A, B, C, D, E, e0, then the transition, output and encoder networks (internal/ident/nss layout)
-	Seed        int64       `json:"seed"`
-	Training    *nss.Report `json:"training"`
+	Members     []nssMember `json:"members"` // the model simulates their mean
+}
+
+type nssMember struct {
+	UMean    []float64   `json:"uMean"`
+	UStd     []float64   `json:"uStd"`
+	YMean    []float64   `json:"yMean"`
+	YStd     []float64   `json:"yStd"`
+	Params   []float64   `json:"params"` // A, B, C, D, E, e0, then the transition, output and encoder networks (internal/ident/nss layout)
+	Seed     int64       `json:"seed"`
+	Training *nss.Report `json:"training"`
 }
 
 func (NeuralStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) error {
@@ -108,7 +115,8 @@ func (NeuralStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 	if p.Seed != nil {
 		seed = *p.Seed
 	}
-	cfg.Seed = uint64(seed)
+	K := max(p.Ensemble, 1)
+	cfg.Budget /= time.Duration(K)
 	c, err := linColumnsOf(tc.Dataset.Manifest, ref)
 	if err != nil {
 		return err
@@ -129,31 +137,42 @@ func (NeuralStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 	if len(segs.y) == 0 {
 		return errors.New("no NaN-free train segment is long enough")
 	}
-	linProgress(tc, 0.04, "linear initialisation")
-	cfg.Progress = func(ep int, loss, val float64) error {
-		linProgress(tc, 0.05+0.9*min(1, float64(ep)/float64(max(cfg.Epochs, 1))), fmt.Sprintf("epoch %d/%d: train loss %.4g, validation free-run NRMSE %.4g", ep, cfg.Epochs, loss, val))
-		return ctx.Err()
+	art := &nssArtifact{Format: FormatNSS, Inputs: c.inputs, Outputs: c.outputs, Order: cfg.Order, NA: cfg.NA, NB: cfg.NB, Feedthrough: cfg.Feedthrough, Hidden: cfg.Hidden}
+	for k := 0; k < K; k++ {
+		cfg.Seed = uint64(seed + int64(k))
+		linProgress(tc, 0.04+0.92*float64(k)/float64(K), fmt.Sprintf("member %d/%d: linear initialisation", k+1, K))
+		cfg.Progress = func(ep int, loss, val float64) error {
+			f := (float64(k) + min(1, float64(ep)/float64(max(cfg.Epochs, 1)))) / float64(K)
+			linProgress(tc, 0.05+0.9*f, fmt.Sprintf("member %d/%d, epoch %d/%d: train loss %.4g, validation free-run NRMSE %.4g", k+1, K, ep, cfg.Epochs, loss, val))
+			return ctx.Err()
+		}
+		m, rep, err := nss.Fit(ctx, segs.y, segs.u, cfg)
+		if err != nil {
+			return err
+		}
+		if tc.Log != nil {
+			_, _ = fmt.Fprintf(tc.Log, "neural_state_space: member %d (seed %d): %d epochs (%s), best %d: validation free-run NRMSE %.4g (start %.4g)\n", k+1, seed+int64(k), rep.Epochs, rep.Stop, rep.BestEpoch, rep.ValNRMSE, rep.InitValNRMSE)
+		}
+		art.Members = append(art.Members, nssMember{UMean: m.UMean, UStd: m.UStd, YMean: m.YMean, YStd: m.YStd, Params: m.P, Seed: seed + int64(k), Training: rep})
 	}
-	m, rep, err := nss.Fit(ctx, segs.y, segs.u, cfg)
-	if err != nil {
-		return err
-	}
-	if tc.Log != nil {
-		_, _ = fmt.Fprintf(tc.Log, "neural_state_space: %d epochs (%s), best %d: validation free-run NRMSE %.4g (start %.4g)\n", rep.Epochs, rep.Stop, rep.BestEpoch, rep.ValNRMSE, rep.InitValNRMSE)
-	}
-	art := &nssArtifact{Format: FormatNSS, Inputs: c.inputs, Outputs: c.outputs, Order: m.N, NA: m.NA, NB: m.NB, Feedthrough: m.Feedthrough, Hidden: m.Hidden,
-		UMean: m.UMean, UStd: m.UStd, YMean: m.YMean, YStd: m.YStd, Params: m.P, Seed: seed, Training: rep}
 	linProgress(tc, 0.97, "writing")
 	return polyWrite(tc, art)
 }
 
-func (a *nssArtifact) model() (*nss.Model, error) {
-	m := &nss.Model{N: a.Order, NA: a.NA, NB: a.NB, NY: len(a.Outputs), NU: len(a.Inputs), Feedthrough: a.Feedthrough, Hidden: a.Hidden,
-		UMean: a.UMean, UStd: a.UStd, YMean: a.YMean, YStd: a.YStd, P: a.Params}
-	if err := m.Check(); err != nil {
-		return nil, model.Invalid("model", "%v", err)
+func (a *nssArtifact) model() (nss.Ensemble, error) {
+	if len(a.Members) < 1 || len(a.Members) > 32 {
+		return nil, model.Invalid("members", "%d members (1 to 32)", len(a.Members))
 	}
-	return m, nil
+	var e nss.Ensemble
+	for i, mb := range a.Members {
+		m := &nss.Model{N: a.Order, NA: a.NA, NB: a.NB, NY: len(a.Outputs), NU: len(a.Inputs), Feedthrough: a.Feedthrough, Hidden: a.Hidden,
+			UMean: mb.UMean, UStd: mb.UStd, YMean: mb.YMean, YStd: mb.YStd, P: mb.Params}
+		if err := m.Check(); err != nil {
+			return nil, model.Invalid("members", "member %d: %v", i, err)
+		}
+		e = append(e, m)
+	}
+	return e, nil
 }
 
 func loadNSS(b []byte, _ string, man *dataset.Manifest) (model.Predictor, error) {
@@ -179,13 +198,13 @@ type nssPredictor struct {
 	cols *linearPredictor
 	a    *nssArtifact
 	mu   sync.Mutex
-	pool []*nss.Model
+	pool []nss.Ensemble
 }
 
 func (p *nssPredictor) Format() string { return FormatNSS }
 func (p *nssPredictor) Horizon() int   { return p.cols.d.F }
 
-func (p *nssPredictor) get() *nss.Model {
+func (p *nssPredictor) get() nss.Ensemble {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if n := len(p.pool); n > 0 {
@@ -197,7 +216,7 @@ func (p *nssPredictor) get() *nss.Model {
 	return m
 }
 
-func (p *nssPredictor) put(m *nss.Model) {
+func (p *nssPredictor) put(m nss.Ensemble) {
 	p.mu.Lock()
 	p.pool = append(p.pool, m)
 	p.mu.Unlock()

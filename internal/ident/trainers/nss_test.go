@@ -26,11 +26,12 @@ func TestNeuralStateSpaceTrains(t *testing.T) {
 	}
 	var a nssArtifact
 	raw := linReadArtifact(t, dir, &a)
-	if a.Format != FormatNSS || a.Training == nil || !a.Training.LinearInit {
+	if a.Format != FormatNSS || len(a.Members) != 1 || a.Members[0].Training == nil || !a.Members[0].Training.LinearInit {
 		t.Fatalf("artifact %.300s", raw)
 	}
-	if a.Training.ValNRMSE > a.Training.InitValNRMSE {
-		t.Fatalf("validation free-run NRMSE %g worse than the linear start %g", a.Training.ValNRMSE, a.Training.InitValNRMSE)
+	tr := a.Members[0].Training
+	if tr.ValNRMSE > tr.InitValNRMSE {
+		t.Fatalf("validation free-run NRMSE %g worse than the linear start %g", tr.ValNRMSE, tr.InitValNRMSE)
 	}
 	dir2, err := linTrainNative(t, NeuralStateSpace{}, b, nssTestParams)
 	if err != nil {
@@ -53,7 +54,7 @@ func TestNeuralStateSpaceTrains(t *testing.T) {
 	}
 	test := runs[3]
 	rn, rl := freeRunRMSE(t, p, test, 4), freeRunRMSE(t, lin, test, 4)
-	t.Logf("free-run RMSE on the test run: neural state space %.4f, linear %.4f; training %+v", rn, rl, *a.Training)
+	t.Logf("free-run RMSE on the test run: neural state space %.4f, linear %.4f; training %+v", rn, rl, *tr)
 	for o := range rn {
 		if !(rn[o] < 0.5*rl[o]) {
 			t.Errorf("output %d: neural free-run RMSE %.4f not below 0.5 × linear %.4f", o, rn[o], rl[o])
@@ -75,22 +76,31 @@ func TestNeuralStateSpaceTrains(t *testing.T) {
 // dataset's history is refused before training.
 func TestNSSLoaderRefusesBadShapes(t *testing.T) {
 	b, _ := narxBundle(t)
-	dir, err := linTrainNative(t, NeuralStateSpace{}, b, `{"order":1,"na":1,"nb":1,"hidden":[3],"epochs":1,"refine":false}`)
+	dir, err := linTrainNative(t, NeuralStateSpace{}, b, `{"order":1,"na":1,"nb":1,"hidden":[3],"epochs":1,"refine":false,"ensemble":2}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var a nssArtifact
-	linReadArtifact(t, dir, &a)
+	raw := linReadArtifact(t, dir, &a)
+	if len(a.Members) != 2 || a.Members[1].Seed != a.Members[0].Seed+1 {
+		t.Fatalf("members %d", len(a.Members))
+	}
+	if _, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()}); err != nil {
+		t.Fatal(err)
+	}
 	for name, bad := range map[string]func(a *nssArtifact){
-		"short params":     func(a *nssArtifact) { a.Params = a.Params[:len(a.Params)-1] },
-		"zero scale":       func(a *nssArtifact) { a.YStd[0] = 0 },
+		"short params":     func(a *nssArtifact) { a.Members[1].Params = a.Members[1].Params[:len(a.Members[1].Params)-1] },
+		"zero scale":       func(a *nssArtifact) { a.Members[0].YStd[0] = 0 },
 		"huge order":       func(a *nssArtifact) { a.Order = 1 << 40 },
 		"negative hidden":  func(a *nssArtifact) { a.Hidden = []int{-3} },
-		"missing mean":     func(a *nssArtifact) { a.UMean = nil },
+		"missing mean":     func(a *nssArtifact) { a.Members[1].UMean = nil },
 		"feedthrough flip": func(a *nssArtifact) { a.Feedthrough = !a.Feedthrough },
+		"no member":        func(a *nssArtifact) { a.Members = nil },
 	} {
-		c := a
-		c.Params, c.YStd, c.UMean, c.Hidden = append([]float64{}, a.Params...), append([]float64{}, a.YStd...), append([]float64{}, a.UMean...), append([]int{}, a.Hidden...)
+		var c nssArtifact
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
 		bad(&c)
 		d := t.TempDir()
 		if err := writeJSON(d+"/"+model.FileName, &c); err != nil {
@@ -112,7 +122,7 @@ func FuzzLoadNSS(f *testing.F) {
 		AllNodes: linSynNodes, Controls: []string{"u1", "u2"}, Targets: []string{"y1", "y2"}, HistorySteps: 4, HorizonSteps: 3, Stride: 1, BeatMs: 1000}
 	m := nss.Model{N: 1, NA: 1, NB: 1, NY: 2, NU: 2, Hidden: []int{1}}
 	good, _ := json.Marshal(nssArtifact{Format: FormatNSS, Inputs: []string{"u1", "u2"}, Outputs: []string{"y1", "y2"}, Order: 1, NA: 1, NB: 1, Hidden: []int{1},
-		UMean: []float64{0, 0}, UStd: []float64{1, 1}, YMean: []float64{0, 0}, YStd: []float64{1, 1}, Params: make([]float64, m.NumParams())})
+		Members: []nssMember{{UMean: []float64{0, 0}, UStd: []float64{1, 1}, YMean: []float64{0, 0}, YStd: []float64{1, 1}, Params: make([]float64, m.NumParams())}}})
 	if _, err := loadNSS(good, "", man); err != nil {
 		f.Fatal(err)
 	}
