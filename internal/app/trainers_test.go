@@ -53,6 +53,9 @@ var badParams = []struct {
 	{"static_forest@1", `{"task":"ranking"}`, "params.task", "classification"},
 	{"narx_mlp@1", `{"na":0}`, "params.na", "below the minimum 1"},
 	{"narx_mlp@1", `{"hidden":[32,0]}`, "params.hidden[1]", "below the minimum 1"},
+	{"neural_state_space@1", `{"order":0}`, "params.order", "below the minimum 1"},
+	{"neural_state_space@1", `{"hidden":[16,0]}`, "params.hidden[1]", "below the minimum 1"},
+	{"neural_state_space@1", `{"linearInit":"yes"}`, "params.linearInit", "want null or boolean"},
 }
 
 // TestJobSubmitRefusesBadParams: job.submit validates a native trainer's

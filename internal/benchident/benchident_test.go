@@ -164,3 +164,55 @@ func silverboxLinear(t *testing.T, rs []Result) {
 		t.Errorf("silverbox: %d per-test results, want multisine and arrow full", seen)
 	}
 }
+
+// TestNeuralStateSpaceBenchConfigs checks issue 19's targets for
+// neural_state_space@1 (Silverbox multisine ≤ 1.4 mV and arrow full ≤
+// 2.6 mV; cascaded tanks black box ≤ 0.39 V). Its trainings take about
+// 10 + 4 minutes on 2 cores, beyond the full suite's 15-minute budget,
+// so it runs only with AML_BENCH_NSS=1.
+func TestNeuralStateSpaceBenchConfigs(t *testing.T) {
+	if os.Getenv("AML_BENCH_NSS") != "1" {
+		t.Skip("trains neural_state_space@1 for about 14 minutes; set AML_BENCH_NSS=1")
+	}
+	if _, err := os.Stat("../../../shared/datasets"); err != nil {
+		t.Skip("shared datasets folder absent")
+	}
+	run := func(path string) []Result {
+		cfg, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), cfg, t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rs []Result
+		for _, r := range rep.Results {
+			if r.Trainer == "neural_state_space@1" {
+				if r.Error != "" {
+					t.Fatalf("%s: %s", path, r.Error)
+				}
+				t.Logf("%s %s %s: free-run RMSE %.5f", rep.Name, r.Output, r.Test, deref(r.FreeRunRMSE))
+				rs = append(rs, r)
+			}
+		}
+		return rs
+	}
+	want := map[string]float64{"multisine": 0.0014, "arrow full": 0.0026}
+	seen := 0
+	for _, r := range run("../../examples/bench/silverbox_nss.json") {
+		if w, ok := want[r.Test]; ok {
+			seen++
+			if r.FreeRunRMSE == nil || *r.FreeRunRMSE > w {
+				t.Errorf("silverbox %s: free-run RMSE %v V > %.4f V", r.Test, deref(r.FreeRunRMSE), w)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("silverbox: %d per-test results, want multisine and arrow full", seen)
+	}
+	rs := run("../../examples/bench/cascaded_tanks_nss.json")
+	if len(rs) == 0 || rs[0].FreeRunRMSE == nil || *rs[0].FreeRunRMSE > 0.39 {
+		t.Errorf("tanks black-box free-run RMSE %v V > 0.39 V", rs)
+	}
+}

@@ -1,41 +1,28 @@
 package narx
 
 import (
-	"math"
 	"math/rand/v2"
+
+	"github.com/aml-project/aml/internal/ident/mlp"
 )
 
-// net is an MLP on one flat parameter vector (the optimiser's view): per
-// layer W [out×in] row-major then b; tanh on the hidden layers, linear
-// output.
+// net is an MLP on one flat parameter vector (the optimiser's view), laid
+// out by internal/ident/mlp: per layer W [out×in] row-major then b; tanh
+// on the hidden layers, linear output.
 type net struct {
+	*mlp.Net
 	sizes []int
-	off   []int // start of layer l's W in p
 	p     []float64
 }
 
 func newNet(sizes []int) *net {
-	n := &net{sizes: sizes}
-	k := 0
-	for l := 0; l+1 < len(sizes); l++ {
-		n.off = append(n.off, k)
-		k += sizes[l]*sizes[l+1] + sizes[l+1]
-	}
-	n.p = make([]float64, k)
-	return n
+	l := mlp.New(sizes, 0)
+	return &net{Net: l, sizes: l.Sizes, p: make([]float64, l.Len())}
 }
 
-func (n *net) layers() int { return len(n.sizes) - 1 }
-
-func (n *net) w(l int) []float64 {
-	o := n.off[l]
-	return n.p[o : o+n.sizes[l]*n.sizes[l+1]]
-}
-
-func (n *net) b(l int) []float64 {
-	o := n.off[l] + n.sizes[l]*n.sizes[l+1]
-	return n.p[o : o+n.sizes[l+1]]
-}
+func (n *net) layers() int       { return n.Layers() }
+func (n *net) w(l int) []float64 { return n.W(n.p, l) }
+func (n *net) b(l int) []float64 { return n.B(n.p, l) }
 
 // into points m's layers at the network's weights (views, no copy).
 func (n *net) into(m *Model) {
@@ -45,28 +32,24 @@ func (n *net) into(m *Model) {
 	}
 }
 
-// adam trains a net by Adam on the mean squared error of minibatches.
+// adam trains a net by Adam (mlp.Adam) on the mean squared error of
+// minibatches.
 type adam struct {
-	n            *net
-	g, m, v      []float64
-	lr           float64
-	batch        int
-	rng          *rand.Rand
-	order        []int
-	t            int
-	b1pow, b2pow float64
-	act, delta   [][]float64 // per layer boundary: activations, back-propagated errors
+	n          *net
+	g          []float64
+	opt        *mlp.Adam
+	batch      int
+	rng        *rand.Rand
+	order      []int
+	act, delta [][]float64 // per layer boundary: activations, back-propagated errors
+	dOut       []float64
 }
 
 func newAdam(n *net, lr float64, batch, samples int, rng *rand.Rand) *adam {
-	a := &adam{n: n, g: make([]float64, len(n.p)), m: make([]float64, len(n.p)), v: make([]float64, len(n.p)),
-		lr: lr, batch: batch, rng: rng, order: make([]int, samples), b1pow: 1, b2pow: 1}
+	a := &adam{n: n, g: make([]float64, len(n.p)), opt: mlp.NewAdam(len(n.p), lr),
+		batch: batch, rng: rng, order: make([]int, samples), act: n.Scratch(), delta: n.Scratch(), dOut: make([]float64, n.Out())}
 	for i := range a.order {
 		a.order[i] = i
-	}
-	for _, s := range n.sizes {
-		a.act = append(a.act, make([]float64, s))
-		a.delta = append(a.delta, make([]float64, s))
 	}
 	return a
 }
@@ -79,77 +62,25 @@ func (a *adam) epoch(X, Y []float64) float64 {
 	for lo := 0; lo < len(a.order); lo += a.batch {
 		loss += a.step(X, Y, a.order[lo:min(len(a.order), lo+a.batch)])
 	}
-	return loss / float64(len(a.order)*a.n.sizes[len(a.n.sizes)-1])
+	return loss / float64(len(a.order)*a.n.Out())
 }
 
 // step back-propagates one minibatch, applies one Adam update and returns
 // the batch's summed squared error.
 func (a *adam) step(X, Y []float64, batch []int) float64 {
 	n := a.n
-	L := n.layers()
-	in, out := n.sizes[0], n.sizes[L]
+	in, out := n.In(), n.Out()
 	clear(a.g)
 	norm := 2 / float64(len(batch)*out)
 	loss := 0.0
 	for _, s := range batch {
-		copy(a.act[0], X[s*in:(s+1)*in])
-		for l := 0; l < L; l++ {
-			w, b := n.w(l), n.b(l)
-			ni := n.sizes[l]
-			x, h := a.act[l], a.act[l+1]
-			for j := range h {
-				row := w[j*ni : (j+1)*ni : (j+1)*ni]
-				z := b[j]
-				for k, v := range x[:ni] {
-					z += row[k] * v
-				}
-				if l < L-1 {
-					z = math.Tanh(z)
-				}
-				h[j] = z
-			}
-		}
-		dOut := a.delta[L]
-		for o := range dOut {
-			e := a.act[L][o] - Y[s*out+o]
+		y := n.Forward(n.p, X[s*in:(s+1)*in], a.act)
+		for o := range a.dOut {
+			e := y[o] - Y[s*out+o]
 			loss += e * e
-			dOut[o] = norm * e
+			a.dOut[o] = norm * e
 		}
-		for l := L - 1; l >= 0; l-- {
-			w := n.w(l)
-			o := n.off[l]
-			ni, no := n.sizes[l], n.sizes[l+1]
-			gw := a.g[o : o+ni*no]
-			gb := a.g[o+ni*no : o+ni*no+no]
-			x, d := a.act[l], a.delta[l+1]
-			var dp []float64
-			if l > 0 {
-				dp = a.delta[l]
-				clear(dp)
-			}
-			for j := 0; j < no; j++ {
-				dj := d[j]
-				if dj == 0 {
-					continue
-				}
-				gb[j] += dj
-				row := gw[j*ni : (j+1)*ni : (j+1)*ni]
-				for k, v := range x[:ni] {
-					row[k] += dj * v
-				}
-				if dp != nil {
-					wr := w[j*ni : (j+1)*ni : (j+1)*ni]
-					for k := range dp[:ni] {
-						dp[k] += dj * wr[k]
-					}
-				}
-			}
-			if dp != nil {
-				for k, v := range x[:ni] {
-					dp[k] *= 1 - v*v
-				}
-			}
-		}
+		n.Backward(n.p, a.act, a.delta, a.dOut, a.g, nil)
 	}
 	a.update()
 	return loss
@@ -157,83 +88,17 @@ func (a *adam) step(X, Y []float64, batch []int) float64 {
 
 // update applies one Adam step with the gradient in a.g (none when it is
 // not finite: a diverging simulation must not wreck the weights).
-func (a *adam) update() {
-	for _, gi := range a.g {
-		if math.IsNaN(gi) || math.IsInf(gi, 0) {
-			return
-		}
-	}
-	n := a.n
-	const b1, b2, eps = 0.9, 0.999, 1e-8
-	a.t++
-	a.b1pow *= b1
-	a.b2pow *= b2
-	c1, c2 := 1/(1-a.b1pow), 1/(1-a.b2pow)
-	p, m, v, g := n.p, a.m, a.v, a.g
-	for i := range p {
-		gi := g[i]
-		m[i] = b1*m[i] + (1-b1)*gi
-		v[i] = b2*v[i] + (1-b2)*gi*gi
-		p[i] -= a.lr * m[i] * c1 / (math.Sqrt(v[i]*c2) + eps)
-	}
-}
+func (a *adam) update() { a.opt.Step(a.n.p, a.g) }
 
 // forward computes the network on x, keeping every layer's output in acts
 // (acts[0] = x, len layers+1), and returns the output.
 func (n *net) forward(x []float64, acts [][]float64) []float64 {
-	L := n.layers()
-	copy(acts[0], x)
-	for l := 0; l < L; l++ {
-		w, b := n.w(l), n.b(l)
-		ni := n.sizes[l]
-		xin, h := acts[l], acts[l+1]
-		for j := range h {
-			row := w[j*ni : (j+1)*ni : (j+1)*ni]
-			z := b[j]
-			for k, v := range xin[:ni] {
-				z += row[k] * v
-			}
-			if l < L-1 {
-				z = math.Tanh(z)
-			}
-			h[j] = z
-		}
-	}
-	return acts[L]
+	return n.Forward(n.p, x, acts)
 }
 
 // backward back-propagates dOut (the loss gradient at the output) through
 // the forward pass kept in acts: it adds the weight gradient to g and
 // writes the gradient at the input into dx; delta is scratch like acts.
 func (n *net) backward(acts, delta [][]float64, dOut, g, dx []float64) {
-	L := n.layers()
-	copy(delta[L], dOut)
-	for l := L - 1; l >= 0; l-- {
-		w := n.w(l)
-		o := n.off[l]
-		ni, no := n.sizes[l], n.sizes[l+1]
-		gw := g[o : o+ni*no]
-		gb := g[o+ni*no : o+ni*no+no]
-		x, d, dp := acts[l], delta[l+1], delta[l]
-		clear(dp)
-		for j := 0; j < no; j++ {
-			dj := d[j]
-			if dj == 0 {
-				continue
-			}
-			gb[j] += dj
-			row := gw[j*ni : (j+1)*ni : (j+1)*ni]
-			wr := w[j*ni : (j+1)*ni : (j+1)*ni]
-			for k, v := range x[:ni] {
-				row[k] += dj * v
-				dp[k] += dj * wr[k]
-			}
-		}
-		if l > 0 {
-			for k, v := range x[:ni] {
-				dp[k] *= 1 - v*v
-			}
-		}
-	}
-	copy(dx, delta[0])
+	n.Backward(n.p, acts, delta, dOut, g, dx)
 }

@@ -7,9 +7,10 @@ import (
 
 // All returns the native trainers: one_step@1, linear_state_space@1,
 // output_error@1, armax@1, box_jenkins@1, static_response@1,
-// hybrid_residual@1, process_model@1, static_forest@1 and narx_mlp@1.
+// hybrid_residual@1, process_model@1, static_forest@1, narx_mlp@1 and
+// neural_state_space@1.
 func All() []trainer.Trainer {
-	return []trainer.Trainer{OneStep{}, LinearStateSpace{}, OutputError{}, ARMAX{}, BoxJenkins{}, StaticResponse{}, HybridResidual{}, ProcessModel{}, StaticForest{}, NARXMLP{}}
+	return []trainer.Trainer{OneStep{}, LinearStateSpace{}, OutputError{}, ARMAX{}, BoxJenkins{}, StaticResponse{}, HybridResidual{}, ProcessModel{}, StaticForest{}, NARXMLP{}, NeuralStateSpace{}}
 }
 
 // Formats returns the model formats the native trainers write, by name,
@@ -27,5 +28,6 @@ func Formats() map[string]model.FormatLoader {
 		FormatBJ:         loadBJ,
 		FormatForest:     loadForest,
 		FormatNARX:       loadNARX,
+		FormatNSS:        loadNSS,
 	}
 }

@@ -15,12 +15,12 @@ func TestLists(t *testing.T) {
 		refs = append(refs, tr.Ref())
 	}
 	slices.Sort(refs)
-	want := []string{"armax@1", "box_jenkins@1", "hybrid_residual@1", "linear_state_space@1", "narx_mlp@1", "one_step@1", "output_error@1", "process_model@1", "static_forest@1", "static_response@1"}
+	want := []string{"armax@1", "box_jenkins@1", "hybrid_residual@1", "linear_state_space@1", "narx_mlp@1", "neural_state_space@1", "one_step@1", "output_error@1", "process_model@1", "static_forest@1", "static_response@1"}
 	if !slices.Equal(refs, want) {
 		t.Fatalf("All() = %v, want %v", refs, want)
 	}
 	f := Formats()
-	for _, name := range []string{FormatARX, FormatStateSpace, FormatStatic, FormatHybrid, FormatProcess, FormatOE, FormatARMAX, FormatBJ, FormatForest, FormatNARX} {
+	for _, name := range []string{FormatARX, FormatStateSpace, FormatStatic, FormatHybrid, FormatProcess, FormatOE, FormatARMAX, FormatBJ, FormatForest, FormatNARX, FormatNSS} {
 		if f[name] == nil {
 			t.Errorf("Formats() has no loader for %s", name)
 		}

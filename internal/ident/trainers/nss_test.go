@@ -1,0 +1,142 @@
+package trainers
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/eval"
+	"github.com/aml-project/aml/internal/ident/nss"
+	"github.com/aml-project/aml/internal/model"
+)
+
+const nssTestParams = `{"order":3,"na":3,"nb":3,"hidden":[16],"feedthrough":false,"epochs":50,"seqLen":20,"batch":8,"lr":0.005,"patience":20}`
+
+// neural_state_space@1 on a nonlinear process: a loadable artifact that
+// beats the linear state-space model of the same order (by half) in free run on
+// the test run, never worse than its linear start on the validation
+// block, the same bytes for the same seed, and a run simulator the
+// platform's free run uses.
+func TestNeuralStateSpaceTrains(t *testing.T) {
+	b, runs := narxBundle(t)
+	dir, err := linTrainNative(t, NeuralStateSpace{}, b, nssTestParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a nssArtifact
+	raw := linReadArtifact(t, dir, &a)
+	if a.Format != FormatNSS || len(a.Members) != 1 || a.Members[0].Training == nil || !a.Members[0].Training.LinearInit {
+		t.Fatalf("artifact %.300s", raw)
+	}
+	tr := a.Members[0].Training
+	if tr.ValNRMSE > tr.InitValNRMSE {
+		t.Fatalf("validation free-run NRMSE %g worse than the linear start %g", tr.ValNRMSE, tr.InitValNRMSE)
+	}
+	dir2, err := linTrainNative(t, NeuralStateSpace{}, b, nssTestParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw, linReadArtifact(t, dir2, nil)) {
+		t.Fatal("two trainings with one seed wrote different artifacts")
+	}
+	p, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	linDir, err := linTrainNative(t, LinearStateSpace{}, b, `{"order":3,"refine":true,"initSteps":4}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin, err := model.Load(linDir, b.Manifest, model.LoadOptions{Formats: Formats()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := runs[3]
+	rn, rl := freeRunRMSE(t, p, test, 4), freeRunRMSE(t, lin, test, 4)
+	t.Logf("free-run RMSE on the test run: neural state space %.4f, linear %.4f; training %+v", rn, rl, *tr)
+	for o := range rn {
+		if !(rn[o] < 0.5*rl[o]) {
+			t.Errorf("output %d: neural free-run RMSE %.4f not below 0.5 × linear %.4f", o, rn[o], rl[o])
+		}
+	}
+	if w := linWindowRMSE(t, b, p, 0, b.Manifest.Split.Train.Count); !(w[0] < 0.2 && w[1] < 0.2) {
+		t.Errorf("window RMSE %v", w)
+	}
+	fr, err := eval.FreeRun(t.Context(), b, p.(eval.RunSimulator), dataset.SplitTest, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := fr.Targets[0].NRMSE; !(n < 0.3) {
+		t.Errorf("platform free-run NRMSE %g", n)
+	}
+}
+
+// A tampered artifact is refused at load; an encoder longer than the
+// dataset's history is refused before training.
+func TestNSSLoaderRefusesBadShapes(t *testing.T) {
+	b, _ := narxBundle(t)
+	dir, err := linTrainNative(t, NeuralStateSpace{}, b, `{"order":1,"na":1,"nb":1,"hidden":[3],"epochs":1,"refine":false,"ensemble":2}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a nssArtifact
+	raw := linReadArtifact(t, dir, &a)
+	if len(a.Members) != 2 || a.Members[1].Seed != a.Members[0].Seed+1 {
+		t.Fatalf("members %d", len(a.Members))
+	}
+	if _, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()}); err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string]func(a *nssArtifact){
+		"short params":     func(a *nssArtifact) { a.Members[1].Params = a.Members[1].Params[:len(a.Members[1].Params)-1] },
+		"zero scale":       func(a *nssArtifact) { a.Members[0].YStd[0] = 0 },
+		"huge order":       func(a *nssArtifact) { a.Order = 1 << 40 },
+		"negative hidden":  func(a *nssArtifact) { a.Hidden = []int{-3} },
+		"missing mean":     func(a *nssArtifact) { a.Members[1].UMean = nil },
+		"feedthrough flip": func(a *nssArtifact) { a.Feedthrough = !a.Feedthrough },
+		"no member":        func(a *nssArtifact) { a.Members = nil },
+	} {
+		var c nssArtifact
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		bad(&c)
+		d := t.TempDir()
+		if err := writeJSON(d+"/"+model.FileName, &c); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := model.Load(d, b.Manifest, model.LoadOptions{Formats: Formats()}); err == nil {
+			t.Errorf("%s: loaded", name)
+		}
+	}
+	if _, err := linTrainNative(t, NeuralStateSpace{}, b, `{"na":9}`); err == nil {
+		t.Fatal("an encoder longer than the history accepted")
+	}
+}
+
+// FuzzLoadNSS: the loader never panics on any bytes, and a model it
+// accepts simulates a run without panicking.
+func FuzzLoadNSS(f *testing.F) {
+	man := &dataset.Manifest{FormatVersion: dataset.FormatVersion, Kind: dataset.KindDynamic, Purpose: dataset.PurposeMPCSurrogate,
+		AllNodes: linSynNodes, Controls: []string{"u1", "u2"}, Targets: []string{"y1", "y2"}, HistorySteps: 4, HorizonSteps: 3, Stride: 1, BeatMs: 1000}
+	m := nss.Model{N: 1, NA: 1, NB: 1, NY: 2, NU: 2, Hidden: []int{1}}
+	good, _ := json.Marshal(nssArtifact{Format: FormatNSS, Inputs: []string{"u1", "u2"}, Outputs: []string{"y1", "y2"}, Order: 1, NA: 1, NB: 1, Hidden: []int{1},
+		Members: []nssMember{{UMean: []float64{0, 0}, UStd: []float64{1, 1}, YMean: []float64{0, 0}, YStd: []float64{1, 1}, Params: make([]float64, m.NumParams())}}})
+	if _, err := loadNSS(good, "", man); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte(`{"format":"aml.nss/1","order":1e9}`))
+	f.Add([]byte(`{"format":"aml.nss/1","hidden":[1,1,1,1,1,1,1,1,1]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := loadNSS(b, "", man)
+		if err != nil {
+			return
+		}
+		rs := p.(eval.RunSimulator)
+		in := [][]float64{{0, 1}, {1, 0}, {0.5, 0.5}, {1, 1}}
+		out := [][]float64{{0, 0}, {1, 1}, {0, 0}, {1, 1}}
+		_, _ = rs.SimulateRun(in, out, 2)
+	})
+}
