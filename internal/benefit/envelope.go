@@ -179,11 +179,18 @@ func (g *governor) cycle(ctx context.Context, l *loop, now time.Time, runID stri
 	return false, err
 }
 
-// auditedWrites counts the writes the audit log holds for the line since
-// the study's start.
+// auditedWrites counts the node writes ("write.attempt"; the line's
+// claims, which name no node, are not counted) the audit log holds for
+// the line since the study's start.
 func (g *governor) auditedWrites(ctx context.Context) (int, error) {
 	rows, err := g.st.AuditWrites(ctx, g.scene.LineID, time.UnixMilli(studyStartMs))
-	return len(rows), err
+	n := 0
+	for _, r := range rows {
+		if r.NodeID != "" {
+			n++
+		}
+	}
+	return n, err
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
