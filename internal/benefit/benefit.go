@@ -66,9 +66,6 @@ type Options struct {
 	// SpecHalfWidth is the spec band's half-width around the target
 	// (default 0.3 g).
 	SpecHalfWidth float64
-	// NewEnvelope makes the envelope a person approves for the envelope
-	// mode (default: a [StudyEnvelope] over the scene's control ranges).
-	NewEnvelope func(scene *contract.SceneContract, startMs, expiresMs int64, maxMovesPerHour int) Envelope
 }
 
 // ModeResult is one mode's outcome.
@@ -86,12 +83,21 @@ type ModeResult struct {
 	Approvals      int `json:"approvals"`
 	Writes         int `json:"writes"`
 	Recalibrations int `json:"recalibrations"`
-	// Refused counts the twin's proposals the write checks or the
-	// envelope refused; OutsideEnvelope the writes that reached the line
-	// outside the envelope (0 by construction: the line is written only
-	// after the envelope allows it, and re-checked afterwards).
-	Refused         int `json:"refused"`
-	OutsideEnvelope int `json:"writesOutsideEnvelope"`
+	// Refused counts the twin's proposals the study's write checks
+	// (per_move) or the guard's OUTSIDE_ENVELOPE (envelope) refused.
+	Refused int `json:"refused"`
+	// Envelope mode: Moves are the control moves written (a write may
+	// move several controls), AuditedMoves the writes the audit log
+	// records for the line, OutsideEnvelope the written moves whose
+	// target or read-back lies outside the approved envelope's bounds
+	// (checked against the envelope loaded from its signed trail), Held
+	// the cycles that held, Stops the supervisor's stops by reason (each
+	// followed by a new envelope a person approved).
+	Moves           int            `json:"moves,omitempty"`
+	AuditedMoves    int            `json:"auditedMoves,omitempty"`
+	OutsideEnvelope int            `json:"writesOutsideEnvelope"`
+	Held            int            `json:"held,omitempty"`
+	Stops           map[string]int `json:"stops,omitempty"`
 	// RunMeans are the run-mean measured part weights, MaxDrift the
 	// largest |drift estimate| the twin reported (g).
 	RunMeans []float64 `json:"runMeans"`
@@ -159,11 +165,6 @@ func (o *Options) defaults() error {
 	if o.SpecHalfWidth == 0 {
 		o.SpecHalfWidth = 0.3
 	}
-	if o.NewEnvelope == nil {
-		o.NewEnvelope = func(sc *contract.SceneContract, startMs, expiresMs int64, rate int) Envelope {
-			return NewStudyEnvelope(sc, Engineer, Approver, startMs, expiresMs, rate)
-		}
-	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -200,21 +201,30 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	t0 := time.Now()
-	tw, testRMSE, err := train(ctx, o)
+	tw, testRMSE, gatePassed, gateWhy, err := train(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	scene := StudyScene()
 	obj := contract.DefaultInjectionObjective()
+	gov, err := newGovernor(ctx, o, scene, obj, tw.ModelID(), gatePassed, gateWhy)
+	if err != nil {
+		return nil, err
+	}
 	target := obj.Targets["weight"]
 	res := &Result{Seed: o.Seed, Runs: o.Runs, RunSteps: o.RunSteps, Wear: o.Wear, MaterialLots: o.MaterialLots, Target: target,
 		SpecLow: target - o.SpecHalfWidth, SpecHigh: target + o.SpecHalfWidth, NoiseSD: sim.SensorNoiseSD()[sim.NodePartWeight],
 		ModelID: tw.ModelID(), TestRMSE: testRMSE}
 	res.NoiseFloor = res.NoiseSD / math.Sqrt(float64(o.RunSteps))
 	for _, name := range []string{ModeFixed, ModePerMove, ModeEnvelope, ModeOracle} {
-		m, err := runMode(ctx, o, name, tw, scene, obj, testRMSE)
+		m, err := runMode(ctx, o, name, tw, scene, obj, testRMSE, gov)
 		if err != nil {
 			return nil, fmt.Errorf("mode %s: %w", name, err)
+		}
+		if name == ModeEnvelope {
+			if m.AuditedMoves, err = gov.auditedWrites(ctx); err != nil {
+				return nil, err
+			}
 		}
 		o.Logf("   %-9s mean |run mean − %.1f g| %.4f g, in spec %.1f%%, violations %d, approvals %d, writes %d, recalibrations %d",
 			name, target, m.MeanAbsError, 100*m.InSpecFraction, m.Violations, m.Approvals, m.Writes, m.Recalibrations)
@@ -231,61 +241,61 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 // train simulates the history, builds the dataset and trains the hybrid
 // twin (as `aml demo` does), and loads it.
-func train(ctx context.Context, o Options) (*engine.Twin, float64, error) {
+func train(ctx context.Context, o Options) (*engine.Twin, float64, bool, string, error) {
 	s := o.Store
 	existing, err := s.ListRuns(ctx, core.RunFilter{})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	if len(existing) > 0 {
-		return nil, 0, core.FieldErrorf(core.CodeConflict, "data", "the data dir %s already holds %d runs: the benefit study needs a fresh one (use --data DIR)", o.DataDir, len(existing))
+		return nil, 0, false, "", core.FieldErrorf(core.CodeConflict, "data", "the data dir %s already holds %d runs: the benefit study needs a fresh one (use --data DIR)", o.DataDir, len(existing))
 	}
 	cfg := sim.DefaultInjectionConfig()
 	cfg.Runs, cfg.Seed = o.HistoryRuns, o.Seed
 	out, err := sim.GenerateInjection(cfg)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	if _, err := out.Write(ctx, s, nil); err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	o.Logf("1. simulated %d history runs of the injection line", len(out.Runs))
 	raw, err := fs.ReadFile(examples.FS, "specs/injection_weight.json")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	spec, err := dataset.ParseSpec(raw)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	ds, err := dataset.Build(ctx, s, spec, dataset.Options{DataDir: o.DataDir})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	phys, err := fs.ReadFile(examples.FS, "physics/injection.aml")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	// the trainer reads the physics from a file of the data directory
 	pf := filepath.Join(o.DataDir, "benefit-injection.aml")
 	if err := writeFile(pf, phys); err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	r := jobs.NewRunner(s, jobs.Options{DataDir: o.DataDir, Trainers: o.Trainers, Bus: events.New()})
 	params, _ := json.Marshal(map[string]any{"physics": pf, "mapping": map[string]any{"outputs": map[string]string{"weight": "part_weight"}}})
 	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1, Params: params})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	o.Logf("2. dataset %s; training hybrid_residual@1 (job %s) …", ds.Dataset.ID, j.ID)
 	if err := r.Run(ctx, j.ID, 0); err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	if j, err = s.GetJob(ctx, j.ID); err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	if j.Status != core.JobDone || j.ModelID == "" {
-		return nil, 0, core.Errorf(core.CodeInternal, "training job %s ended %s: %s", j.ID, j.Status, j.Error)
+		return nil, 0, false, "", core.Errorf(core.CodeInternal, "training job %s ended %s: %s", j.ID, j.Status, j.Error)
 	}
 	var met struct {
 		Test struct {
@@ -301,10 +311,14 @@ func train(ctx context.Context, o Options) (*engine.Twin, float64, error) {
 	}
 	tw, err := engine.Load(ctx, s, o.DataDir, j.ModelID)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, "", err
 	}
 	o.Logf("3. model %s (test RMSE %.3f g); running %d runs of %d s in each mode", j.ModelID, testRMSE, o.Runs, o.RunSteps)
-	return tw, testRMSE, nil
+	why := ""
+	if !j.GatePassed {
+		why = fmt.Sprintf("model %s did not pass its evaluation gate (%s)", j.ModelID, j.GateProfile)
+	}
+	return tw, testRMSE, j.GatePassed, why, nil
 }
 
 // hardRanges are the scene's hard_range constraints on quantities the

@@ -39,7 +39,8 @@ func study(t *testing.T, o Options) *Result {
 // wearing line over 60 runs the supervised twin (envelope mode) achieves
 // at least 80 % of the oracle's reduction of mean |run-mean part weight −
 // target| relative to the fixed recipe, with no hard-constraint violation
-// and no write outside the envelope, and the recalibration trigger fires
+// and no write outside the envelope (every write through envelope.Cycle,
+// the write guard and the audit log), and the recalibration trigger fires
 // on the drift.
 func TestBenefitWearingLine(t *testing.T) {
 	if testing.Short() {
@@ -51,7 +52,7 @@ func TestBenefitWearingLine(t *testing.T) {
 	}
 	r := study(t, Options{Runs: runs, Wear: true})
 	for _, m := range r.Modes {
-		t.Logf("%-9s mae %.4f inSpec %.3f viol %d appr %d writes %d recal %d refused %d maxDrift %.3f", m.Name, m.MeanAbsError, m.InSpecFraction, m.Violations, m.Approvals, m.Writes, m.Recalibrations, m.Refused, m.MaxDrift)
+		t.Logf("%-9s mae %.4f inSpec %.3f viol %d appr %d writes %d moves %d audited %d held %d stops %v recal %d refused %d maxDrift %.3f", m.Name, m.MeanAbsError, m.InSpecFraction, m.Violations, m.Approvals, m.Writes, m.Moves, m.AuditedMoves, m.Held, m.Stops, m.Recalibrations, m.Refused, m.MaxDrift)
 	}
 	t.Logf("envelope share %.3f, per_move share %.3f, noise floor %.4f", r.EnvelopeShare, r.PerMoveShare, r.NoiseFloor)
 	env := r.Mode(ModeEnvelope)
@@ -60,6 +61,18 @@ func TestBenefitWearingLine(t *testing.T) {
 	}
 	if env.Violations != 0 || env.OutsideEnvelope != 0 {
 		t.Errorf("envelope: %d violations, %d writes outside the envelope", env.Violations, env.OutsideEnvelope)
+	}
+	// every envelope write went through envelope.Cycle and the guard and
+	// is in the audit log; every envelope was approved by a person
+	if env.Writes == 0 || env.Moves < env.Writes || env.AuditedMoves != env.Moves {
+		t.Errorf("envelope: %d writes, %d moves, %d audited moves", env.Writes, env.Moves, env.AuditedMoves)
+	}
+	stops := 0
+	for _, n := range env.Stops {
+		stops += n
+	}
+	if env.Approvals != 1+stops {
+		t.Errorf("envelope: %d approvals for %d stops %v: want one per envelope", env.Approvals, stops, env.Stops)
 	}
 	if env.Recalibrations == 0 {
 		t.Errorf("the recalibration trigger never fired on the drift (largest estimate %.3f g, test RMSE %.3f g)", env.MaxDrift, r.TestRMSE)

@@ -12,12 +12,30 @@
 //     Options.ApprovalDelaySteps (a person does not approve at once), and
 //     the scene's write policy (maxActionsPerRun per run) holds.
 //   - envelope: the twin re-optimises every cycle from a fresh snapshot
-//     within an operating envelope a person approved once (bounds, moves
-//     per hour, expiry); every write passes the study's write checks (the
-//     scene's ranges, maxDeltaPerAction and node interval) and the
-//     envelope ([Envelope]). The study's envelope is [StudyEnvelope];
-//     the interface is where the operating-envelope certificate
-//     (bounded_auto) plugs in.
+//     within an operating envelope a person approved once, on the real
+//     governed path: the study's store gets the deployment key, the study
+//     scene frozen and a bounded_auto channel bounded by the scene's
+//     control ranges; the engineer issues an envelope certificate
+//     (cert.IssueEnvelope: bounds = the scene's control ranges,
+//     MaxMovesPerHour, expiry contract.EnvelopeMaxTTL) and a second person
+//     approves it (internal/twin/envelope Issue and Approve, signed and
+//     recorded in the hash-chained audit log); each cycle hands the best
+//     passing trial to envelope.Cycle, which verifies the envelope and its
+//     audit trail, has the write guard check the first step against the
+//     envelope, the write policy and the channel, writes it to the
+//     simulated line (guard.Execute through a guard.Writer over the
+//     line's controls), reads it back and audits it. The supervisor holds
+//     instead of asking for what the scene's maxActionsPerRun or the
+//     envelope's rate can no longer give (those denials would stop the
+//     envelope); a stop (any other denial, a failed gate, OOD, expiry)
+//     revokes the envelope and the study has a person approve a new one,
+//     counted in approvals and, by reason, in stops. Writes outside the
+//     envelope are counted from what the guard let through: each written
+//     move's target and read-back against the envelope loaded from its
+//     signed trail. The gate the cycle is given is the model's evaluation
+//     gate (the training job's GatePassed), not a twin gate (twin-v3
+//     needs shadow evidence of runs after the model, which the study's
+//     closed loop does not store).
 //   - oracle: knows the simulator's true parameters, disturbances and wear
 //     and sets, every cycle, the hold pressure at which the true plant
 //     settles at the target (the physical limit on this line given its
@@ -34,7 +52,13 @@
 // floor stated with the result is the part-weight sensor's noise and what
 // it leaves on a run mean.
 //
-// The study is not the governed write path: it writes to the simulated
-// line directly after its own checks, without certificates in a store;
-// the governed path is tested in internal/twin/guard and govern.
+// per_move is not the governed path: it writes to the simulated line
+// directly after the study's own checks (scene ranges,
+// maxDeltaPerAction, node and line intervals, maxActionsPerRun), without
+// recommendation certificates in a store; the certificate path is tested
+// in internal/twin/guard and govern.
+//
+// The audit chain is verified in full at every cycle (envelope.Cycle);
+// the study's store is fresh (Run refuses a data dir with runs), so the
+// chain holds only the study's own entries.
 package benefit

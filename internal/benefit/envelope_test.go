@@ -2,80 +2,80 @@ package benefit
 
 import (
 	"context"
-	"strings"
+	"fmt"
 	"testing"
+	"time"
 
-	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/store/sqlite"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
-// Every refusal path of the study's envelope: outside its bounds, a
-// control it does not cover, more moves per hour than it allows, not yet
-// valid, expired, and approved by nobody or by its requester.
-func TestStudyEnvelopeRefusals(t *testing.T) {
-	sc := StudyScene()
-	from := map[string]float64{"hold_pressure": 65, "hold_time": 8, "melt_temperature_setpoint": 245}
-	move := func(id string, v float64) map[string]float64 {
-		m := map[string]float64{}
-		for k, x := range from {
-			m[k] = x
+// The envelope mode's governed path: a move inside the envelope is
+// written through envelope.Cycle and audited; a move outside it is not
+// written, stops the envelope, and the next write needs (and counts) a
+// new approval.
+func TestGovernorWritesOnlyInsideTheEnvelope(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	o := Options{Store: st, DataDir: dir}
+	if err := o.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	scene, obj := StudyScene(), contract.DefaultInjectionObjective()
+	g, err := newGovernor(ctx, o, scene, obj, "model-1", true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &loop{o: o, name: ModeEnvelope, scene: g.scene, res: &ModeResult{Name: ModeEnvelope}, u: nominal(), gov: g}
+	start := time.UnixMilli(studyStartMs).UTC()
+	n := 0
+	try := func(at time.Time, hp float64) bool {
+		t.Helper()
+		n++
+		id := fmt.Sprintf("s%d", n)
+		snap := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: at, CreatedBy: Engineer, SnapshotID: id,
+			SceneID: scene.SceneID, SceneVersion: scene.SceneVersion, LineID: scene.LineID, Phase: "holding", CapturedAt: at,
+			ControlValues: controlsMap(l.u), DataQuality: contract.DataQuality{Fresh: true, Completeness: 1}, EstimatorVersion: "last-valid@1",
+			Window: &contract.SnapshotWindow{}}
+		step := controlsMap(l.u)
+		step[sim.NodeHoldPressure] = hp
+		tr := &contract.VirtualTrial{SchemaVersion: contract.TrialSchemaVersion, CreatedAt: at, CreatedBy: Engineer, TrialID: "t" + id, SnapshotID: id,
+			ModelID: "model-1", ObjectiveID: obj.ObjectiveID, CandidateControlTrajectory: []map[string]float64{step},
+			Uncertainty:        contract.Uncertainty{MaxStd: 0.1, Coverage: 0.92, EnsembleSize: 5},
+			OutOfDistribution:  contract.OutOfDistribution{Distance: 0.4, Accepted: true},
+			ConstraintResults:  []contract.ConstraintResult{{ID: "weight", Passed: true, Detail: "ok"}},
+			BaselineComparison: contract.BaselineComparison{BaselineCost: 1, CandidateCost: 0.5, Improvement: 0.5}}
+		ok, err := g.cycle(ctx, l, at, fmt.Sprintf("run-%d", n), snap, tr)
+		if err != nil {
+			t.Fatal(err)
 		}
-		m[id] = v
-		return m
+		return ok
 	}
-	const t0 = 1_000_000
-	e := NewStudyEnvelope(sc, Engineer, Approver, t0, t0+7_200_000, 2)
-	if err := e.Allow(t0, from, move("hold_pressure", 67)); err != nil {
-		t.Fatalf("a move inside the envelope: %v", err)
+	hp := l.u.HoldPressure
+	hi := *scene.Control(sim.NodeHoldPressure).Max
+	if !try(start, hp+1) || l.u.HoldPressure != hp+1 {
+		t.Fatalf("a move inside the envelope was not written: %+v", l.res)
 	}
-	for _, tc := range []struct {
-		name string
-		e    *StudyEnvelope
-		tMs  int64
-		to   map[string]float64
-		want string
-	}{
-		{"above bounds", e, t0, move("hold_pressure", 91), "outside the envelope"},
-		{"below bounds", e, t0, move("melt_temperature_setpoint", 230), "outside the envelope"},
-		{"not covered", e, t0, move("screw_speed", 1), "not in the envelope"},
-		{"not yet valid", e, t0 - 1, move("hold_pressure", 66), "not yet valid"},
-		{"expired", e, t0 + 7_200_000, move("hold_pressure", 66), "expired"},
-		{"unapproved", NewStudyEnvelope(sc, Engineer, "", t0, t0+1000, 2), t0, move("hold_pressure", 66), "not approved"},
-		{"self-approved", NewStudyEnvelope(sc, Engineer, Engineer, t0, t0+1000, 2), t0, move("hold_pressure", 66), "not approved"},
-	} {
-		if err := tc.e.Allow(tc.tMs, from, tc.to); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
-		}
+	// the scene's maxDeltaPerAction lets the supervisor ask for a target
+	// just past the envelope's upper bound only from next to it
+	l.u.HoldPressure = hi - 0.5
+	if try(start.Add(2*time.Minute), hi+0.5) || l.u.HoldPressure != hi-0.5 {
+		t.Fatalf("a move outside the envelope was written: %+v", l.res)
 	}
-	e.Record(t0)
-	e.Record(t0 + 60_000)
-	if err := e.Allow(t0+120_000, from, move("hold_pressure", 66)); err == nil || !strings.Contains(err.Error(), "moves in the last hour") {
-		t.Fatalf("rate: %v", err)
+	if l.res.Stops["OUTSIDE_ENVELOPE"] != 1 || l.res.Refused != 1 || l.res.Approvals != 1 {
+		t.Fatalf("stop not counted: %+v", l.res)
 	}
-	if err := e.Allow(t0+3_600_001, from, move("hold_pressure", 66)); err != nil {
-		t.Fatalf("an hour after the first move: %v", err)
+	if !try(start.Add(4*time.Minute), hi-1) || l.res.Approvals != 2 || g.n != 2 {
+		t.Fatalf("after a stop a new approved envelope should write: %+v", l.res)
 	}
-}
-
-// Bad options are refused before any work (nothing is simulated or
-// trained: the store is not even read).
-func TestOptionsRefusedBeforeWork(t *testing.T) {
-	for _, o := range []Options{{Runs: 501}, {Runs: -1}, {HistoryRuns: 5}, {RunSteps: 60}, {CycleSteps: 30}, {SpecHalfWidth: -1}, {MaxMovesPerHour: -1}} {
-		if _, err := Run(context.Background(), o); core.CodeOf(err) != core.CodeUsage {
-			t.Errorf("%+v: %v", o, err)
-		}
-	}
-}
-
-// The terminal report states the spec band and the noise floor and has a
-// line per mode.
-func TestReport(t *testing.T) {
-	r := &Result{Seed: 7, Runs: 60, RunSteps: 600, Wear: true, Target: 32, SpecLow: 31.7, SpecHigh: 32.3, NoiseSD: 0.03, NoiseFloor: 0.0012, TestRMSE: 0.094,
-		Modes: []ModeResult{{Name: ModeFixed, MeanAbsError: 0.89}, {Name: ModePerMove}, {Name: ModeEnvelope, Approvals: 1}, {Name: ModeOracle}}, EnvelopeShare: 0.86}
-	var b strings.Builder
-	r.Report(&b)
-	for _, want := range []string{"spec band 31.70–32.30 g", "noise 0.030 g", "noise floor of a run mean 0.0012 g", "fixed", "per_move", "envelope", "oracle", "envelope 86 %"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("the report lacks %q:\n%s", want, b.String())
-		}
+	audited, err := g.auditedWrites(ctx)
+	if err != nil || audited != l.res.Moves || l.res.Moves != 2 || l.res.OutsideEnvelope != 0 {
+		t.Fatalf("audited %d (%v), %+v", audited, err, l.res)
 	}
 }

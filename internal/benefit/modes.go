@@ -31,7 +31,7 @@ type loop struct {
 	nodes   []string
 	colOf   []int // twin window column → ClosedNodes index
 	hist    [][]float64
-	env     Envelope
+	gov     *governor
 	pending *pendingMove
 	// write history (global steps): per control and the line's last
 	lastNode       map[string]int
@@ -66,8 +66,8 @@ func controlsOf(m map[string]float64, base sim.Controls) sim.Controls {
 	return base
 }
 
-func runMode(ctx context.Context, o Options, name string, tw *engine.Twin, scene *contract.SceneContract, obj *contract.ObjectiveProfile, testRMSE float64) (*ModeResult, error) {
-	l := &loop{o: o, name: name, tw: tw, scene: scene, obj: obj, testRMSE: testRMSE, res: &ModeResult{Name: name}, u: nominal(),
+func runMode(ctx context.Context, o Options, name string, tw *engine.Twin, scene *contract.SceneContract, obj *contract.ObjectiveProfile, testRMSE float64, gov *governor) (*ModeResult, error) {
+	l := &loop{o: o, name: name, tw: tw, scene: scene, obj: obj, testRMSE: testRMSE, res: &ModeResult{Name: name}, u: nominal(), gov: gov,
 		lastNode: map[string]int{}, lastLine: math.MinInt32, lastRecalStep: math.MinInt32, violationCheck: sceneRanges(scene)}
 	l.recalCooldown = recal.DefaultPolicy().CooldownSec // steps of 1 s
 	l.line = sim.NewClosedLine(sim.ClosedLoopConfig{Seed: o.Seed, RunSteps: o.RunSteps, AgeRuns: o.HistoryRuns, Wear: o.Wear,
@@ -84,13 +84,8 @@ func runMode(ctx context.Context, o Options, name string, tw *engine.Twin, scene
 		}
 		l.colOf = append(l.colOf, j)
 	}
-	if name == ModeEnvelope {
-		end := studyStartMs + int64(o.Runs*o.RunSteps)*1000
-		l.env = o.NewEnvelope(scene, studyStartMs, end+1, o.MaxMovesPerHour)
-		if l.env.Approval() == "" || l.env.Approval() == Engineer {
-			return nil, fmt.Errorf("the envelope needs a second person's approval")
-		}
-		l.res.Approvals++ // one person approved the envelope
+	if name == ModeEnvelope && gov == nil {
+		return nil, fmt.Errorf("the envelope mode needs the governed write path")
 	}
 	weightCol := closed[sim.NodePartWeight]
 	H, _, _ := tw.Window()
@@ -164,8 +159,16 @@ func (l *loop) decide(ctx context.Context, g int) error {
 		if l.pending != nil || l.runActions >= l.scene.WritePolicy.MaxActionsPerRun {
 			return nil
 		}
+	case ModeEnvelope:
+		// the supervisor does not ask the guard for an action the run's
+		// maxActionsPerRun no longer allows (the denial would stop the
+		// envelope); the twin still estimates the drift
+		if l.runActions >= l.scene.WritePolicy.MaxActionsPerRun {
+			_, _, _, err := l.recommend(ctx, g)
+			return err
+		}
 	}
-	to, err := l.recommend(ctx, g)
+	to, snap, trial, err := l.recommend(ctx, g)
 	if err != nil || to == nil {
 		return err
 	}
@@ -175,7 +178,16 @@ func (l *loop) decide(ctx context.Context, g int) error {
 		// approval delay; written then if the write checks still pass
 		l.pending = &pendingMove{to: to, at: g + l.o.ApprovalDelaySteps}
 	case ModeEnvelope:
-		l.write(g, to, false)
+		now := time.UnixMilli(studyStartMs + int64(g)*1000).UTC()
+		written, err := l.gov.cycle(ctx, l, now, fmt.Sprintf("benefit-run-%03d", g/l.o.RunSteps), snap, trial)
+		if err != nil {
+			return err
+		}
+		if written {
+			l.lastLine = g
+			l.runActions++
+			l.res.Writes++
+		}
 	}
 	return nil
 }
@@ -203,8 +215,9 @@ func (l *loop) oracle() {
 }
 
 // recommend takes a snapshot of the window and asks the twin for the best
-// passing move; nil when it recommends holding.
-func (l *loop) recommend(ctx context.Context, g int) (map[string]float64, error) {
+// passing move; nil when it recommends holding. It returns the sealed
+// snapshot and the best trial with it.
+func (l *loop) recommend(ctx context.Context, g int) (map[string]float64, *contract.TwinSnapshot, *contract.VirtualTrial, error) {
 	H, beat, _ := l.tw.Window()
 	tMs := studyStartMs + int64(g)*1000
 	w := &contract.SnapshotWindow{BeatMs: beat, EndMs: tMs - 1000, Steps: H, Values: map[string][]*float64{}}
@@ -224,16 +237,16 @@ func (l *loop) recommend(ctx context.Context, g int) (map[string]float64, error)
 		DataQuality: contract.DataQuality{Fresh: true, Completeness: 1}, Window: w}
 	est, ver, err := l.tw.EstimateState(ctx, w)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	snap.StateEstimate, snap.EstimatorVersion = est, ver
 	if err := snap.Seal(); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	res, err := l.tw.Optimize(ctx, engine.OptimizeInput{Scene: sc, Snapshot: snap, Objective: l.obj, Mode: "safe_small_step",
 		TrialID: snap.SnapshotID, CreatedBy: Engineer, Now: now})
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if res.BestDetail != nil {
 		for _, d := range res.BestDetail.Disturbances {
@@ -242,7 +255,7 @@ func (l *loop) recommend(ctx context.Context, g int) (map[string]float64, error)
 		}
 	}
 	if res.Best == nil || len(res.Ranked) == 0 || !res.Ranked[0].Passed || len(res.Ranked[0].Setpoints) == 0 {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
 	to := res.Ranked[0].Setpoints[0]
 	cur := controlsMap(l.u)
@@ -251,16 +264,15 @@ func (l *loop) recommend(ctx context.Context, g int) (map[string]float64, error)
 		moved = moved || v != cur[id]
 	}
 	if !moved {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
-	return to, nil
+	return to, snap, res.Best, nil
 }
 
-// write applies a move at global step g after the study's write checks
-// (scene ranges, maxDeltaPerAction, node and line intervals) and, in
-// envelope mode, the envelope; approved says a person approved this move.
+// write applies a per_move move at global step g after the study's write
+// checks (scene ranges, maxDeltaPerAction, node and line intervals);
+// approved says a person approved this move.
 func (l *loop) write(g int, to map[string]float64, approved bool) {
-	tMs := studyStartMs + int64(g)*1000
 	cur := controlsMap(l.u)
 	wp := l.scene.WritePolicy
 	if g-l.lastLine < int(wp.MinLineActionIntervalSec) {
@@ -285,12 +297,6 @@ func (l *loop) write(g int, to map[string]float64, approved bool) {
 			return
 		}
 	}
-	if l.env != nil {
-		if err := l.env.Allow(tMs, cur, to); err != nil {
-			l.res.Refused++
-			return
-		}
-	}
 	l.u = controlsOf(to, l.u)
 	for id, v := range to {
 		if v != cur[id] {
@@ -302,16 +308,5 @@ func (l *loop) write(g int, to map[string]float64, approved bool) {
 	l.res.Writes++
 	if approved {
 		l.res.Approvals++
-	}
-	if l.env != nil {
-		// re-check what reached the line against the bounds alone
-		if se, ok := l.env.(*StudyEnvelope); ok {
-			for id, v := range controlsMap(l.u) {
-				if b, ok := se.Bounds[id]; ok && (v < b[0] || v > b[1]) {
-					l.res.OutsideEnvelope++
-				}
-			}
-		}
-		l.env.Record(tMs)
 	}
 }
