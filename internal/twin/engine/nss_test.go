@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/twin/contract"
 )
 
 // A neural_state_space@1 twin of the fixture's dataset: a small network,
@@ -75,4 +77,25 @@ func TestNSSTwinMatchesPredictBatch(t *testing.T) {
 func TestNSSTwinTrialAndOptimize(t *testing.T) {
 	f, tw := nssTwin(t)
 	columnTwinTrialAndOptimize(t, f, tw, "nss-encoder/1:", 0)
+}
+
+// The history-started neural classes do not predict their window's own
+// rows, so a declared unmeasured disturbance cannot be estimated: the
+// plan refuses it with AML_TWIN_SCENE_MISMATCH naming why, for NARX and
+// neural state-space models alike.
+func TestNeuralTwinRefusesDisturbances(t *testing.T) {
+	for name, get := range map[string]func(*testing.T) (*fixture, *Twin){"narx_mlp@1": narxTwin, "neural_state_space@1": nssTwin} {
+		f, tw := get(t)
+		steps, _, _ := tw.Window()
+		w, _ := f.window(t, 1, 200, steps)
+		s, err := tw.start(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := driftScene(contract.DisturbanceOutputBias, 0)
+		sc.UnmeasuredDisturbances[0].Target = tw.outs[0].name
+		if _, _, err := tw.disturbances(sc, s, 1.6448536269514722); core.CodeOf(err) != CodeSceneMismatch || !strings.Contains(err.Error(), "does not predict its window's rows") {
+			t.Fatalf("%s: a declared disturbance: %v, want %s", name, err, CodeSceneMismatch)
+		}
+	}
 }
