@@ -1,6 +1,7 @@
 package nss
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -145,5 +146,55 @@ func TestStartAndContinueRefuse(t *testing.T) {
 	}
 	if fail != 1 || math.IsNaN(dst[0]) || !math.IsNaN(dst[2]) || !math.IsNaN(dst[5]) {
 		t.Fatalf("fail %d, %v", fail, dst)
+	}
+}
+
+// Runners share an ensemble and a start across goroutines: each gets what
+// one runner alone gets (run with -race: nothing shared is written).
+func TestRunnersConcurrent(t *testing.T) {
+	e := Ensemble{randomModel(3, 2, 2, true, 4), randomModel(3, 2, 2, true, 5)}
+	for _, m := range e {
+		if err := m.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	s, err := e.StartFrom(randomRows(6, 2, rng), randomRows(6, 2, rng))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const T, G = 20, 4
+	inputs := make([][][]float64, G)
+	want := make([][]float64, G)
+	for g := range inputs {
+		inputs[g] = randomRows(T, 2, rng)
+		want[g] = make([]float64, 2*T*2)
+		if _, err := e.NewRunner().ContinueSpread(s, inputs[g], want[g][:T*2], want[g][T*2:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, G)
+	for g := 0; g < G; g++ {
+		go func(g int) {
+			r, dst := e.NewRunner(), make([]float64, 2*T*2)
+			for rep := 0; rep < 50; rep++ {
+				if _, err := r.ContinueSpread(s, inputs[g], dst[:T*2], dst[T*2:]); err != nil {
+					errs <- err
+					return
+				}
+				for i := range dst {
+					if dst[i] != want[g][i] {
+						errs <- fmt.Errorf("goroutine %d, repeat %d: value %d is %v, alone %v", g, rep, i, dst[i], want[g][i])
+						return
+					}
+				}
+			}
+			errs <- nil
+		}(g)
+	}
+	for g := 0; g < G; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
