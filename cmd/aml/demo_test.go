@@ -163,7 +163,7 @@ func TestDemoAnchor(t *testing.T) {
 // executed).
 func TestDemoTrainer(t *testing.T) {
 	d := t.TempDir()
-	if _, errs, code := aml(t, "demo", "--trainer", "static_forest@1", "--data", d); code != 2 || !strings.Contains(errs, "error: AML_USAGE: ") || !strings.Contains(errs, "narx_mlp@1") {
+	if _, errs, code := aml(t, "demo", "--trainer", "static_forest@1", "--data", d); code != 2 || !strings.Contains(errs, "error: AML_USAGE: ") || !strings.Contains(errs, "narx_mlp@1") || !strings.Contains(errs, "neural_state_space@1") {
 		t.Fatalf("an unknown trainer: exit %d %s", code, errs)
 	}
 	if out, errs, code := aml(t, "runs", "list", "--data", d, "--json"); code != 0 || strings.TrimSpace(out) != "[]" && !strings.Contains(out, `"items":[]`) {

@@ -93,8 +93,8 @@ type Options struct {
 	// Trainer is the twin model's trainer: "" or hybrid_residual@1 (the
 	// physics file examples/physics/injection.aml plus a residual, with
 	// the built-in scene and objective), or one of ColumnTrainers, whose
-	// quantities are the dataset's columns, with TrainerParams (narx_mlp@1
-	// without: DefaultNARXParams), on ColumnScene and ColumnObjective.
+	// quantities are the dataset's columns, with TrainerParams (without:
+	// DefaultColumnParams), on ColumnScene and ColumnObjective.
 	Trainer       string
 	TrainerParams json.RawMessage
 	// WearContinues lets the mould keep wearing after the model.
@@ -146,8 +146,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Trainer != "" && o.Trainer != "hybrid_residual@1" && !slices.Contains(ColumnTrainers, o.Trainer) {
 		return nil, core.FieldErrorf(core.CodeUsage, "trainer", "--trainer %q: the demo trains hybrid_residual@1 or one of %s", o.Trainer, strings.Join(ColumnTrainers, ", "))
 	}
-	if o.Trainer == "narx_mlp@1" && len(o.TrainerParams) == 0 {
-		o.TrainerParams = json.RawMessage(DefaultNARXParams)
+	if p, ok := DefaultColumnParams[o.Trainer]; ok && len(o.TrainerParams) == 0 {
+		o.TrainerParams = json.RawMessage(p)
 	}
 	if nRuns < 12 {
 		return nil, core.FieldErrorf(core.CodeUsage, "runs", "--runs must be at least 12 (the gate needs 3 train runs and test runs to trial on)")
@@ -522,15 +522,25 @@ func Anchor(now time.Time, span time.Duration) time.Time {
 // (one_step@1 with its default parameters fails its model gates on the
 // demo's line, and linear_state_space@1 trains for minutes: neither is
 // offered.)
-var ColumnTrainers = []string{"narx_mlp@1"}
+var ColumnTrainers = []string{"narx_mlp@1", "neural_state_space@1"}
+
+// DefaultColumnParams are the demo's parameters of each of ColumnTrainers.
+var DefaultColumnParams = map[string]string{"narx_mlp@1": DefaultNARXParams, "neural_state_space@1": DefaultNSSParams}
 
 // DefaultNARXParams are the demo's narx_mlp@1 parameters: a small network
 // (one hidden layer of 8), a few epochs — seconds of training; the twin
 // gate passes with it on the demo's line (TestDemoNARXTwin).
 const DefaultNARXParams = `{"na":3,"nb":3,"nk":1,"hidden":[8],"epochs":10,"fineTuneEpochs":3,"seqLen":10}`
 
+// DefaultNSSParams are the demo's neural_state_space@1 parameters: order
+// 2, an encoder over 3 rows, one hidden layer of 8, a few epochs from the
+// subspace start — seconds of training; the twin gate passes with it on
+// the demo's line (TestDemoNSSTwin).
+const DefaultNSSParams = `{"order":2,"na":3,"nb":3,"hidden":[8],"epochs":5,"seqLen":10,"batch":8}`
+
 // ColumnScene is the injection line's scene for a twin model whose
-// quantities are the dataset's columns by node id (narx_mlp@1; the linear
+// quantities are the dataset's columns by node id (narx_mlp@1,
+// neural_state_space@1; the linear
 // models too): the built-in scene's controls and write policy, the part
 // weight (node part_weight) as the target with its hard range, no physics
 // states or guards.

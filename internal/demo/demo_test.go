@@ -27,6 +27,17 @@ import (
 // writer, read back), and the certificate verifies. The training is small
 // (a few seconds): the test runs with -short too.
 func TestDemoNARXTwin(t *testing.T) {
+	demoColumnTwin(t, "narx_mlp@1", trainers.FormatNARX, "narx-history/1:") // DefaultNARXParams
+}
+
+// The same with a neural_state_space@1 model (DefaultNSSParams: order 2,
+// one hidden layer of 8, a few epochs): the snapshot's state is the
+// encoder's over the window's rows (nss-encoder/1), the rest as above.
+func TestDemoNSSTwin(t *testing.T) {
+	demoColumnTwin(t, "neural_state_space@1", trainers.FormatNSS, "nss-encoder/1:")
+}
+
+func demoColumnTwin(t *testing.T, trainer, format, estimator string) {
 	ctx := context.Background()
 	st, dir := testfix.SQLite(t)
 	key, err := cert.LoadOrCreateKey(dir)
@@ -41,7 +52,7 @@ func TestDemoNARXTwin(t *testing.T) {
 	wall := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	res, err := demo.Run(ctx, demo.Options{Store: st, DataDir: dir, Key: key, Trainers: jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats()),
 		Seed: 7, Runs: 16, Now: func() time.Time { return wall }, Logf: t.Logf,
-		Trainer: "narx_mlp@1"}) // DefaultNARXParams
+		Trainer: trainer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +60,7 @@ func TestDemoNARXTwin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.ArtifactKind != trainers.FormatNARX || !registry.IsTwin(m) {
+	if m.ArtifactKind != format || !registry.IsTwin(m) {
 		t.Fatalf("the demo's model is %s (a twin model: %v)", m.ArtifactKind, registry.IsTwin(m))
 	}
 	if !res.GatePassed || res.Stage != core.StageProduction || res.ShadowRuns != 3 || res.TuningMode != "precise_search" {
@@ -63,7 +74,7 @@ func TestDemoNARXTwin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := snap.Snapshot.EstimatorVersion; !strings.Contains(v, "narx-history/1:"+res.ModelID) {
+	if v := snap.Snapshot.EstimatorVersion; !strings.Contains(v, estimator+res.ModelID) {
 		t.Fatalf("the snapshot's estimator is %q", v)
 	}
 	// a scene drafted from the model names its columns: the controls,
@@ -80,7 +91,7 @@ func TestDemoNARXTwin(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Cert.ModelHash != m.ArtifactHash || len(c.Targets) != 1 || c.Targets[0].NodeID != "part_weight" || len(c.Targets[0].Mean) == 0 {
-		t.Fatalf("the certificate: model hash %s (the NARX model's %s), targets %+v", c.Cert.ModelHash, m.ArtifactHash, c.Targets)
+		t.Fatalf("the certificate: model hash %s (the model's %s), targets %+v", c.Cert.ModelHash, m.ArtifactHash, c.Targets)
 	}
 	for k, mean := range c.Targets[0].Mean {
 		if !(c.Targets[0].Lower[k] < mean && mean < c.Targets[0].Upper[k]) {

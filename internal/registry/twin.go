@@ -26,11 +26,11 @@ const (
 const FormatHybrid = "aml.hybrid/1"
 
 // TwinFormats are the artifact formats the digital twin runs.
-var TwinFormats = []string{FormatHybrid, "aml.statespace/1", "aml.arx/1", "aml.narx/1"}
+var TwinFormats = []string{FormatHybrid, "aml.statespace/1", "aml.arx/1", "aml.narx/1", "aml.nss/1"}
 
 // IsTwin says whether m is a twin model: flagged as one, a hybrid
 // (aml.hybrid/1) model, or a linear or neural model the twin runs
-// (aml.statespace/1, aml.arx/1, aml.narx/1) made for the twin (purpose
+// (aml.statespace/1, aml.arx/1, aml.narx/1, aml.nss/1) made for the twin (purpose
 // mpc_surrogate). Twin models go
 // candidate → shadow → production and need a verified dataset lineage,
 // shadow evidence and a passing twin gate for production.

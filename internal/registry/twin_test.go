@@ -111,6 +111,8 @@ func TestTwinPromotionNeedsLineage(t *testing.T) {
 		{core.Model{ArtifactKind: "aml.arx/1", Purpose: "quality_predict"}, false},
 		{core.Model{ArtifactKind: "aml.narx/1", Purpose: "mpc_surrogate"}, true},
 		{core.Model{ArtifactKind: "aml.narx/1", Purpose: "quality_predict"}, false},
+		{core.Model{ArtifactKind: "aml.nss/1", Purpose: "mpc_surrogate"}, true},
+		{core.Model{ArtifactKind: "aml.nss/1", Purpose: "quality_predict"}, false},
 		{core.Model{ArtifactKind: "aml.static-response/1", Purpose: "static_response"}, false},
 	} {
 		if IsTwin(c.m) != c.twin {

@@ -27,4 +27,13 @@
 // never worse than its start. Training is deterministic for a seed on
 // one machine (math/rand/v2 PCG from the seed) unless the time budget
 // stops it.
+//
+// For the digital twin a model's free run comes in two parts (run.go): a
+// Start made once from a measured window (Ensemble.StartFrom: every
+// member's encoder state) and Runners, one per goroutine with their own
+// buffers over members only read, that continue it over candidate inputs
+// (Continue: the members' mean; ContinueSpread: and their standard
+// deviation). Start then Continue performs the operations of
+// Ensemble.Simulate in the same order, so it gives the same floats
+// (TestContinueMatchesSimulate).
 package nss

@@ -8,8 +8,10 @@ import (
 
 // What the digital twin (internal/twin/engine) needs from a loaded neural
 // dynamic model that starts from a window's history — narx_mlp@1
-// (aml.narx/1), whose state is the window's last outputs and inputs; a
-// neural state-space model's encoder maps the same rows to a state. As for
+// (aml.narx/1), whose state is the window's last outputs and inputs, and
+// neural_state_space@1 (aml.nss/1), whose encoder maps the same rows to a
+// state (every member's; the ensemble's mean is the prediction, its
+// members' spread widens the tube). As for
 // LinearTwin: the columns of its inputs (dataset controls) and outputs
 // (dataset targets), a start made once from a measured window, and
 // rollouts continuing it exactly as PredictBatch predicts a dataset window
@@ -20,7 +22,8 @@ import (
 // a Continue, shaped like narx.Model's) gives all of it but Members — and
 // naming its format in engine.TwinFormats and registry.TwinFormats.
 
-// HistoryTwin is implemented by the predictors of narx_mlp@1.
+// HistoryTwin is implemented by the predictors of narx_mlp@1 and
+// neural_state_space@1.
 type HistoryTwin interface {
 	model.Predictor
 	// LinearLayout returns the model's inputs (model input order: dataset
@@ -49,7 +52,7 @@ type HistoryStart struct {
 	// Fitted is the model's output at the window's last row (the measured
 	// one for NARX), LinearLayout's output order.
 	Fitted []float64
-	// Impl is the class's own start (*narx.Start).
+	// Impl is the class's own start (*narx.Start, *nss.Start).
 	Impl any
 }
 
@@ -65,14 +68,14 @@ type HistoryRoller interface {
 }
 
 // AsHistoryTwin returns p as a HistoryTwin when it is a model of a class
-// started from a window's history (narx_mlp@1).
+// started from a window's history (narx_mlp@1, neural_state_space@1).
 func AsHistoryTwin(p model.Predictor) (HistoryTwin, bool) {
 	h, ok := p.(HistoryTwin)
 	return h, ok
 }
 
 // historyModel is the simulator shape of a history-started neural model
-// (narx.Model): a start from a window's rows (model input and output
+// (narx.Model, nss.Ensemble): a start from a window's rows (model input and output
 // order) and runners continuing it, one per goroutine, with their own
 // buffers; the model is only read.
 type historyModel[S any, R historyRunner[S]] interface {

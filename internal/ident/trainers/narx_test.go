@@ -143,6 +143,17 @@ func TestNARXHistoryTwinMatchesPredictBatch(t *testing.T) {
 	if ht.WindowEstimator() != "narx-history/1" || ht.Members() != 1 {
 		t.Fatalf("estimator %s, %d members", ht.WindowEstimator(), ht.Members())
 	}
+	historyTwinMatchesPredictBatch(t, b, p, ht, false)
+}
+
+// historyTwinMatchesPredictBatch: a start from a dataset window's H rows
+// continued by one roller over the window's future controls is
+// PredictBatch of the window, to the last float32 bit, for both outputs;
+// the spread is 0 without an ensemble (spread false), non-negative and
+// somewhere positive with one; the roller is reused across windows; what
+// it cannot start from or run is refused.
+func historyTwinMatchesPredictBatch(t *testing.T, b *dataset.Bundle, p model.Predictor, ht HistoryTwin, spreads bool) {
+	t.Helper()
 	man, d := b.Manifest, b.Dims()
 	in, out := ht.LinearLayout()
 	uCol := map[string]int{}
@@ -150,6 +161,7 @@ func TestNARXHistoryTwinMatchesPredictBatch(t *testing.T) {
 		uCol[n] = j
 	}
 	r := ht.NewHistoryRoller()
+	positive := false
 	n := b.Manifest.Split.Train.Count
 	for _, w := range []int{0, n / 2, n - 1} {
 		xw := b.X[w*d.XLen() : (w+1)*d.XLen()]
@@ -186,10 +198,14 @@ func TestNARXHistoryTwinMatchesPredictBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, v := range want {
-			if float32(y[i]) != v || spread[i] != 0 {
+			if float32(y[i]) != v || (!spreads && spread[i] != 0) || !(spread[i] >= 0) {
 				t.Fatalf("window %d value %d: rollout %v (spread %v), PredictBatch %v", w, i, y[i], spread[i], v)
 			}
+			positive = positive || spread[i] > 0
 		}
+	}
+	if spreads && !positive {
+		t.Fatal("an ensemble's members never disagree")
 	}
 	// what it cannot start from or run is refused
 	bad := [][]float64{{math.NaN(), 0}}

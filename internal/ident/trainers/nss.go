@@ -188,7 +188,13 @@ func loadNSS(b []byte, _ string, man *dataset.Manifest) (model.Predictor, error)
 	if err != nil {
 		return nil, err
 	}
-	return &nssPredictor{cols: lp, a: &a}, nil
+	// the twin's model: its own members, only read (the pool's members
+	// keep their own scratch)
+	tw, err := a.model()
+	if err != nil {
+		return nil, err
+	}
+	return &nssPredictor{cols: lp, a: &a, historyCols: historyCols[*nss.Start, *nss.Runner]{cols: lp, sim: tw, estimator: "nss-encoder/1"}}, nil
 }
 
 // nssPredictor predicts windows and runs with a neural state-space model
@@ -199,7 +205,14 @@ type nssPredictor struct {
 	a    *nssArtifact
 	mu   sync.Mutex
 	pool []nss.Ensemble
+	// the twin's view (HistoryTwin), over a model only read
+	historyCols[*nss.Start, *nss.Runner]
 }
+
+var _ HistoryTwin = (*nssPredictor)(nil)
+
+// Members is the size of the model's ensemble.
+func (p *nssPredictor) Members() int { return len(p.a.Members) }
 
 func (p *nssPredictor) Format() string { return FormatNSS }
 func (p *nssPredictor) Horizon() int   { return p.cols.d.F }

@@ -115,6 +115,33 @@ func TestNSSLoaderRefusesBadShapes(t *testing.T) {
 	}
 }
 
+// The twin's view of a neural_state_space@1 ensemble (HistoryTwin): the
+// encoder's start from a dataset window's H rows continued by one roller
+// is PredictBatch of the window (the members' mean) to the last float32
+// bit, with the members' spread; a model is not also a linear twin.
+func TestNSSHistoryTwinMatchesPredictBatch(t *testing.T) {
+	b, _ := narxBundle(t)
+	dir, err := linTrainNative(t, NeuralStateSpace{}, b, `{"order":2,"na":3,"nb":2,"hidden":[6],"epochs":2,"seqLen":10,"batch":8,"linearInit":false,"ensemble":2}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := model.Load(dir, b.Manifest, model.LoadOptions{Formats: Formats()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ht, ok := AsHistoryTwin(p)
+	if !ok {
+		t.Fatalf("%T is no HistoryTwin", p)
+	}
+	if _, ok := AsLinearTwin(p); ok {
+		t.Fatal("a neural state-space model also passes for a linear twin")
+	}
+	if ht.WindowEstimator() != "nss-encoder/1" || ht.Members() != 2 {
+		t.Fatalf("estimator %s, %d members", ht.WindowEstimator(), ht.Members())
+	}
+	historyTwinMatchesPredictBatch(t, b, p, ht, true)
+}
+
 // FuzzLoadNSS: the loader never panics on any bytes, and a model it
 // accepts simulates a run without panicking.
 func FuzzLoadNSS(f *testing.F) {

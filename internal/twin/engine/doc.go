@@ -1,8 +1,9 @@
 // Package engine is the digital twin's engine: it loads a registered
 // dynamic model as a [Twin] — a hybrid (aml.hybrid/1: calibrated physics +
 // bounded residual ensemble, internal/ident/hybrid), a linear state-space
-// model (aml.statespace/1), an ARX model (aml.arx/1) or a NARX network
-// (aml.narx/1, narx_mlp@1) — estimates the state of a line from a
+// model (aml.statespace/1), an ARX model (aml.arx/1), a NARX network
+// (aml.narx/1, narx_mlp@1) or a neural state-space model (aml.nss/1,
+// neural_state_space@1) — estimates the state of a line from a
 // snapshot's recent window, runs virtual trials of candidate setpoint
 // trajectories and searches for the best safe one. Nothing here writes to a
 // machine: a trial's candidateExecuted is always false.
@@ -20,19 +21,20 @@
 // behind one small interface (dynamics.go: a start from a window, rollouts
 // that continue from it), each along the path its PredictBatch predicts a
 // dataset window — the path the conformal widths were measured on
-// (TestLinearTwinMatchesPredictBatch, TestNARXTwinMatchesPredictBatch). The
+// (TestLinearTwinMatchesPredictBatch, TestNARXTwinMatchesPredictBatch,
+// TestNSSTwinMatchesPredictBatch). The
 // classes:
 //
 //   - hybrid (trainers.HybridPredictor): physics states, outputs and guards
 //     plus the residual ensemble;
 //   - linear (trainers.LinearTwin): aml.statespace/1 and aml.arx/1;
-//   - history-started neural (trainers.HistoryTwin): aml.narx/1. A model
-//     of this kind starts from the window's H rows (its inputs and
-//     outputs) and rolls out with a roller of its own buffers per
-//     goroutine; an ensemble reports its members' spread. A new neural
-//     class (neural_state_space@1: an encoder from the same rows to its
-//     state) plugs in by implementing trainers.HistoryTwin on its
-//     predictor and naming its format in [TwinFormats] and
+//   - history-started neural (trainers.HistoryTwin): aml.narx/1 and
+//     aml.nss/1. A model of this kind starts from the window's H rows
+//     (its inputs and outputs) and rolls out with a roller of its own
+//     buffers per goroutine; an ensemble (neural_state_space@1 with
+//     ensemble > 1) predicts its members' mean and reports their spread.
+//     A new neural class plugs in by implementing trainers.HistoryTwin on
+//     its predictor and naming its format in [TwinFormats] and
 //     registry.TwinFormats (TestRegistryKnowsTwinFormats checks they
 //     agree); nothing else in the engine changes.
 //
@@ -41,9 +43,11 @@
 // measured by a column of their own name. A linear or neural model's
 // quantities are the dataset columns it uses, by node id: its inputs are
 // controls, its targets its outputs; a linear model or a NARX network has
-// no ensemble (the tube is the conformal width alone) and its states are
-// abstract (a state-space model's x1 … xn, shown in a trial's detail, no
-// scene variables; a NARX model has none beyond the window's rows).
+// no ensemble (the tube is the conformal width alone; a neural state-space
+// ensemble adds its members' spread as the hybrid's does) and its states
+// are abstract (a state-space model's x1 … xn, shown in a trial's detail,
+// no scene variables; a NARX model has none beyond the window's rows, and
+// a neural state-space model's encoder state is not shown).
 // [Twin.DraftScene] drafts a scene from the model and [Twin.CheckScene]
 // lists every way a scene does not fit it.
 //
@@ -57,7 +61,10 @@
 // through the window; a state-space model's is its window estimate (the
 // Kalman filter without process noise: the prior's MAP initial state,
 // propagated; or the least-squares one, as trained); an ARX model's is the
-// window's rows, a NARX model's (narx-history/1) the window's last outputs
+// window's rows, a neural state-space model's (nss-encoder/1) every
+// member's encoder state from the window's last max(na, nb) rows (the
+// first row held before a shorter window), a NARX model's
+// (narx-history/1) the window's last outputs
 // and inputs, normalised as the network reads them — the start PredictBatch
 // makes for a dataset window, so the twin's rollout is the model's own
 // prediction to the last bit of PredictBatch's float32 output. Gaps (null
@@ -68,7 +75,7 @@
 // window's last row: a directly measured state its last valid measurement,
 // every other state the model's estimate; the estimator version is
 // "<estimator>:<modelID>" (hybrid-x0fit/1, statespace-kalman/1,
-// statespace-x0ls/1, arx-history/1, narx-history/1).
+// statespace-x0ls/1, arx-history/1, narx-history/1, nss-encoder/1).
 //
 // # Virtual trials
 //
@@ -146,7 +153,11 @@
 // variance by P + (k+1)·q, the OOD envelope sees the window with b taken
 // off the target (an estimate beyond the scene's maxAbs is
 // OOD_DISTURBANCE), and the trial's detail lists the estimates. A scene
-// without declarations gives exactly the trials it gave before.
+// without declarations gives exactly the trials it gave before. The
+// history-started neural classes (aml.narx/1, aml.nss/1) do not predict
+// their window's own rows, so a scene declaring an unmeasured disturbance
+// is refused for them (AML_TWIN_SCENE_MISMATCH, "does not predict its
+// window's rows").
 //
 // # Optimiser
 //

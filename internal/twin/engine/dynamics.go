@@ -127,7 +127,7 @@ func (r *linearRoller) roll(s *dynStart, u, _ [][]float64) (*rollout, error) {
 	return &r.out, nil
 }
 
-// ---- history-started neural models: aml.narx/1 (trainers.HistoryTwin)
+// ---- history-started neural models: aml.narx/1, aml.nss/1 (trainers.HistoryTwin)
 
 // neuralDyn runs a neural model started from the window's history: like a
 // linear model its quantities are dataset columns and its states (if any)

@@ -35,7 +35,7 @@ func errf(code, field, format string, args ...any) *core.Error {
 }
 
 // Twin is a loaded twin model: a dynamic model of a class the twin runs
-// (aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1) with its dataset's layout and the uncertainty figures measured when it was evaluated. It is
+// (aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1, aml.nss/1) with its dataset's layout and the uncertainty figures measured when it was evaluated. It is
 // safe for concurrent use; the only mutable part is the cache of window
 // starts, guarded by a mutex, whose entries are immutable.
 type Twin struct {
@@ -123,11 +123,11 @@ type metricsJSON struct {
 }
 
 // TwinFormats are the artifact formats the twin runs: hybrid_residual@1,
-// linear_state_space@1, one_step@1 (ARX) and narx_mlp@1 models of dynamic
-// datasets.
-var TwinFormats = []string{trainers.FormatHybrid, trainers.FormatStateSpace, trainers.FormatARX, trainers.FormatNARX}
+// linear_state_space@1, one_step@1 (ARX), narx_mlp@1 and
+// neural_state_space@1 models of dynamic datasets.
+var TwinFormats = []string{trainers.FormatHybrid, trainers.FormatStateSpace, trainers.FormatARX, trainers.FormatNARX, trainers.FormatNSS}
 
-const twinFormatList = "aml.hybrid/1, aml.statespace/1, aml.arx/1 or aml.narx/1"
+const twinFormatList = "aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1 or aml.nss/1"
 
 // IsTwinFormat says whether the twin runs models of artifact format f.
 func IsTwinFormat(f string) bool { return slices.Contains(TwinFormats, f) }
