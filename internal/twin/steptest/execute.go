@@ -42,6 +42,10 @@ type ExecInput struct {
 	// Outputs are the measured variables recorded (default: the scene's
 	// observations).
 	Outputs []string
+	// Audit, when set, appends every move (decision, outcome, readback)
+	// and the end of the test to the audit log; an audit failure stops
+	// the test.
+	Audit *Auditor
 }
 
 // Sample is one sampling period of the executed test.
@@ -130,6 +134,11 @@ func Execute(ctx context.Context, in ExecInput) (*Execution, error) {
 		if next < len(c.Moves) && el >= c.Moves[next].AtSec-1e-9 {
 			ml := executeMove(ctx, in, node, ex.Start, next, now)
 			ex.Moves = append(ex.Moves, ml)
+			if err := in.Audit.entry(ctx, AuditMove, c, map[string]any{"index": ml.Index, "atSec": ml.AtSec, "set": ml.Set, "allowed": ml.Allowed,
+				"reason": ml.Reason, "detail": ml.Detail, "status": ml.Status, "readback": ml.Readback, "runId": in.RunID, "at": now.UnixMilli()}); err != nil {
+				ex.Stopped = fmt.Sprintf("audit of move %d: %v", next, err)
+				break
+			}
 			if !ml.Allowed || ml.Status != guard.OutcomeVerified {
 				ex.Stopped = fmt.Sprintf("move %d: %s %s", next, ml.Reason, ml.Detail)
 				break
@@ -150,9 +159,12 @@ func Execute(ctx context.Context, in ExecInput) (*Execution, error) {
 			x, err := in.Line.Read(ctx, node(v))
 			if err != nil {
 				ex.Stopped = fmt.Sprintf("read %s: %v", v, err)
-				return ex, nil
+				break
 			}
 			smp.Values[v] = x
+		}
+		if ex.Stopped != "" {
+			break
 		}
 		ex.Samples = append(ex.Samples, smp)
 		if why := breach(limits, smp.Values); why != "" {
@@ -163,6 +175,11 @@ func Execute(ctx context.Context, in ExecInput) (*Execution, error) {
 	ex.End = in.Line.Now()
 	if len(ex.Samples) > 1 {
 		ex.StepSec = ex.Samples[1].At.Sub(ex.Samples[0].At).Seconds()
+	}
+	if err := in.Audit.entry(ctx, AuditExecuted, c, map[string]any{"completed": ex.Completed, "stopped": ex.Stopped, "runId": ex.RunID,
+		"planHash": ex.PlanHash, "recipeId": ex.RecipeID, "moves": len(ex.Moves), "samples": len(ex.Samples),
+		"start": ex.Start.UnixMilli(), "end": ex.End.UnixMilli()}); err != nil {
+		return ex, err
 	}
 	return ex, nil
 }

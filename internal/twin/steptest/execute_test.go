@@ -10,6 +10,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/guard"
@@ -206,5 +207,56 @@ func TestStepTestFitsTheTank(t *testing.T) {
 		if math.Abs(p.K-w[0]) > 0.1*math.Abs(w[0]) || math.Abs(p.ThetaSec-w[1]) > 0.1*w[1] || math.Abs(p.TauSec-truth.TauSec) > 0.1*truth.TauSec {
 			t.Errorf("%s: fitted K %.4f τ %.1f θ %.2f, true K %.2f τ %.0f θ %.0f", p.Input, p.K, p.TauSec, p.ThetaSec, w[0], truth.TauSec, w[1])
 		}
+	}
+}
+
+// TestStepTestAuditTrail: issued, approved and executed through the
+// store: the signed audit trail holds the issue, the person's signed
+// approval, every move with its readback and the end, and replays to an
+// APPROVED test; the proposer cannot approve through the store either.
+func TestStepTestAuditTrail(t *testing.T) {
+	ctx := context.Background()
+	st, dir := testfix.SQLite(t)
+	key, err := cert.LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RegisterSigningKey(ctx, key, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, 70, 300)
+	r.key = key
+	p, err := steptest.Design(r.scene, steptest.Options{Base: map[string]float64{sim.TankHeater: 50, sim.TankFeed: 15}, HoldSec: 300, OneAtATime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.cert, err = steptest.Issue(p, r.scene, steptest.IssueInput{TestID: "st-1", CreatedBy: "alice", Now: start}, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := steptest.RecordIssue(ctx, st, key, r.cert); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := steptest.RecordIssue(ctx, st, key, r.cert); core.CodeOf(err) != core.CodeConflict {
+		t.Fatalf("issued twice: %v", err)
+	}
+	if _, err := steptest.RecordApprove(ctx, st, key, "st-1", twinstore.Approver{Name: "alice", Role: twinstore.RoleApprover}, start); core.CodeOf(err) != core.CodeForbidden {
+		t.Fatalf("proposer approved: %v", err)
+	}
+	rec, err := steptest.RecordApprove(ctx, st, key, "st-1", twinstore.Approver{Name: "bob", Role: twinstore.RoleApprover}, start)
+	if err != nil || rec.Test.Status != contract.CertApproved || rec.Test.ApprovedBy != "bob" {
+		t.Fatalf("approve: %+v %v", rec, err)
+	}
+	r.cert = rec.Test
+	ex, err := steptest.Execute(ctx, steptest.ExecInput{Cert: r.cert, Scene: r.scene, PublicKey: key.Public, Channels: hitl,
+		History: r.hist, Line: r.line, RunID: "steptest-st-1", Audit: &steptest.Auditor{Log: st.AuditLog(), Key: key, Actor: "bob"}})
+	if err != nil || !ex.Completed {
+		t.Fatalf("execute: %v %q", err, ex.Stopped)
+	}
+	rec, err = steptest.Load(ctx, st, key.Public, "st-1", start.Add(time.Hour))
+	if err != nil || rec.Moves != 8 || rec.Executed == 0 || rec.Test.Status != contract.CertApproved || rec.ApproveSeq == 0 {
+		t.Fatalf("replayed %+v %v", rec, err)
+	}
+	if v, err := st.AuditLog().Verify(ctx); err != nil || !v.OK {
+		t.Fatalf("audit chain: %+v %v", v, err)
 	}
 }
