@@ -237,7 +237,9 @@ type StepTestExecuteResponse struct {
 // StepTestExecute runs an approved step test on the live line through
 // the write guard (every move checked against the certificate, audited
 // with its readback) and fits process_model@1 from the recorded run.
-// The run is recorded under run id "steptest-<id>".
+// The run is recorded under run id "steptest-<id>". A refused move or a
+// breached scene limit stops the test: the result comes back with
+// AML_WRITE_DENIED, and nothing was written after the stop.
 func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExecuteRequest) (StepTestExecuteResponse, error) {
 	return run(ctx, a, p, &opStepTestExecute, req, func(ctx context.Context, p Principal, req StepTestExecuteRequest) (StepTestExecuteResponse, error) {
 		var out StepTestExecuteResponse
@@ -248,8 +250,8 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		if req.Line == nil {
 			return out, core.FieldErrorf(core.CodeInvalidArgument, "line", "no live line connector is attached to this process: a step test runs where the line's connector runs")
 		}
-		if r.Moves > 0 || r.Executed > 0 {
-			return out, core.FieldErrorf(core.CodeConflict, "id", "step test %s was executed already", req.ID)
+		if r.Moves > 0 {
+			return out, core.FieldErrorf(core.CodeConflict, "id", "step test %s was executed already (%d moves written)", req.ID, r.Moves)
 		}
 		c := r.Test
 		scene, err := a.d.Store.GetScene(ctx, c.SceneID, c.SceneVersion)
@@ -277,6 +279,9 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		out.Execution = ex
 		if err != nil {
 			return out, err
+		}
+		if ex.Stopped != "" {
+			return out, core.Errorf(core.CodeWriteDenied, "step test %s stopped after %d moves: %s", c.TestID, len(ex.Moves), ex.Stopped)
 		}
 		output := req.Output
 		if output == "" && len(scene.Observations) > 0 {

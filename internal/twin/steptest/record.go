@@ -56,9 +56,11 @@ type Record struct {
 	Expired    bool                          `json:"expired"`
 	IssueSeq   int64                         `json:"issueSeq"`
 	ApproveSeq int64                         `json:"approveSeq,omitempty"`
-	// Moves counts the audited moves, Executed is the end entry (0: not
-	// executed).
+	// Moves counts the audited moves the guard allowed (written),
+	// Refused the ones it refused; Executed is the last end entry (0:
+	// never run).
 	Moves    int   `json:"moves"`
+	Refused  int   `json:"refused,omitempty"`
 	Executed int64 `json:"executedSeq,omitempty"`
 }
 
@@ -201,8 +203,15 @@ func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string,
 			c := r.Test
 			c.Status, c.RevokedBy, c.RevokedAt, c.RevokeReason = contract.CertRevoked, en.Actor, en.At.UTC(), p.Reason
 		case AuditMove:
-			if r != nil {
-				r.Moves++
+			var p struct {
+				Allowed bool `json:"allowed"`
+			}
+			if r != nil && json.Unmarshal(en.Payload, &p) == nil {
+				if p.Allowed {
+					r.Moves++
+				} else {
+					r.Refused++
+				}
 			}
 		case AuditExecuted:
 			if r != nil {
