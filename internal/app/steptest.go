@@ -232,6 +232,10 @@ type StepTestExecuteResponse struct {
 	Execution *steptest.Execution `json:"execution"`
 	Fit       *steptest.FitReport `json:"fit,omitempty"`
 	FitError  string              `json:"fitError,omitempty"`
+	// RunID is the identification run the samples were stored as (empty:
+	// not stored, RunNote says why).
+	RunID   string `json:"runId,omitempty"`
+	RunNote string `json:"runNote,omitempty"`
 }
 
 // StepTestExecute runs an approved step test on the live line through
@@ -280,6 +284,14 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		if err != nil {
 			return out, err
 		}
+		if len(ex.Samples) > 0 && scene.ProductID == "" {
+			out.RunNote = "the scene names no product: the run was not stored (give the scene a productId)"
+		} else if len(ex.Samples) > 0 {
+			if err := a.recordStepTestRun(ctx, scene, ex, nodes); err != nil {
+				return out, err
+			}
+			out.RunID = ex.RunID
+		}
 		if ex.Stopped != "" {
 			return out, core.Errorf(core.CodeWriteDenied, "step test %s stopped after %d moves: %s", c.TestID, len(ex.Moves), ex.Stopped)
 		}
@@ -294,6 +306,56 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		}
 		return out, nil
 	})
+}
+
+// recordStepTestRun stores the executed test as an identification run
+// (id ex.RunID, the scene's line, product and recipe): its samples of
+// every control and measured output, ended at the test's end, so that a
+// dataset can be built from it like from any run.
+func (a *App) recordStepTestRun(ctx context.Context, scene *contract.SceneContract, ex *steptest.Execution, nodes map[string]string) error {
+	recipe := ex.RecipeID
+	if recipe == "" {
+		recipe = scene.RecipeID
+	}
+	if err := a.d.Store.CreateRun(ctx, core.Run{ID: ex.RunID, LineID: ex.LineID, ProductID: scene.ProductID, RecipeID: recipe,
+		StartedMs: ex.Start.UnixMilli(), Status: core.RunActive}); err != nil {
+		return err
+	}
+	node := func(v string) string {
+		if n, ok := nodes[v]; ok {
+			return n
+		}
+		return v
+	}
+	vars := append(append([]string(nil), ex.Inputs...), ex.Outputs...)
+	batch := make([]core.Sample, 0, 4096)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := a.d.Store.WriteSamples(ctx, batch)
+		batch = batch[:0]
+		return err
+	}
+	for _, smp := range ex.Samples {
+		for _, v := range vars {
+			x, ok := smp.Values[v]
+			if !ok {
+				continue
+			}
+			batch = append(batch, core.Sample{Node: node(v), TsUs: smp.At.UnixMicro(), Value: x, State: core.StateOK,
+				Line: ex.LineID, Product: scene.ProductID, Recipe: recipe, Run: ex.RunID})
+			if len(batch) == cap(batch) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return a.d.Store.EndRun(ctx, ex.RunID, ex.End.UnixMilli())
 }
 
 // storeHistory is the store's write history, recording as actor.

@@ -36,7 +36,7 @@ func TestStepTestOps(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
 	sc := &contract.SceneContract{
 		SchemaVersion: contract.SceneSchemaVersion, CreatedAt: fixed.Add(-48 * time.Hour), CreatedBy: "eve",
-		SceneID: "tank-level", SceneVersion: "1.0.0", LineID: "tank-line", RecipeID: "tank-level", Phases: []string{"running"},
+		SceneID: "tank-level", SceneVersion: "1.0.0", LineID: "tank-line", ProductID: "tank-water", RecipeID: "tank-level", Phases: []string{"running"},
 		Controls: []contract.SceneVariable{
 			{ID: sim.TankHeater, Role: contract.RoleControl, PhysicalMeaning: "heater setpoint", Unit: "degC", Min: f(40), Max: f(60), MaxStep: f(4)},
 			{ID: sim.TankFeed, Role: contract.RoleControl, PhysicalMeaning: "feed setpoint", Unit: "l/min", Min: f(10), Max: f(20), MaxStep: f(4)},
@@ -102,6 +102,14 @@ func TestStepTestOps(t *testing.T) {
 		if math.Abs(p.K-k) > 0.1*math.Abs(k) || math.Abs(p.ThetaSec-th) > 0.1*th {
 			t.Errorf("%s: K %.4f θ %.2f, true %.2f %.0f", p.Input, p.K, p.ThetaSec, k, th)
 		}
+	}
+	// The run is stored as an identification run with every sample.
+	run, err := st.GetRun(ctx, out.RunID)
+	if err != nil || run.LineID != "tank-line" || run.RecipeID != "tank-level" || run.EndedMs == nil {
+		t.Fatalf("run %+v %v", run, err)
+	}
+	if n, err := st.CountRunSamples(ctx, run.ID); err != nil || n[sim.TankLevel] != int64(len(out.Execution.Samples)) || n[sim.TankHeater] == 0 {
+		t.Fatalf("run samples %v %v", n, err)
 	}
 	if s, err := a.StepTestShow(ctx, viewer, StepTestRequest{ID: id}); err != nil || s.Moves != 8 || s.Refused != 1 || s.Executed == 0 {
 		t.Fatalf("show: %v %+v", err, s)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/ident/process"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/testfix"
@@ -198,6 +199,23 @@ func TestStepTestFitsTheTank(t *testing.T) {
 	rep1, err := steptest.Fit(context.Background(), ex, sim.TankLevel, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Against a previous model (the fitted one with gains 20 % low): the
+	// report holds both curves; each unit step response ends near its K.
+	prev := *rep1.Model
+	prev.Pairs = append([]process.Pair(nil), prev.Pairs...)
+	for i := range prev.Pairs {
+		prev.Pairs[i].K *= 0.8
+	}
+	cmp, err := steptest.Fit(context.Background(), ex, sim.TankLevel, &prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range cmp.Pairs {
+		last := len(cmp.StepAtSec) - 1
+		if math.Abs(p.PrevK-0.8*p.K) > 1e-9 || len(p.PrevStep) != len(p.Step) || math.Abs(p.Step[last]-p.K) > 0.01*math.Abs(p.K) || p.Step[0] != 0 {
+			t.Fatalf("%s: comparison %+v", p.Input, p)
+		}
 	}
 	truth := sim.PlantTruth()
 	want := map[string][2]float64{sim.TankFeed: {truth.KFeed, truth.ThetaFeed}, sim.TankHeater: {truth.KHeater, truth.ThetaHeater}}
