@@ -12,7 +12,7 @@ func stepTestSeed() StepTestCertificate {
 	return StepTestCertificate{SchemaVersion: 1, TestID: "st-1", CreatedAt: at, CreatedBy: "alice", LineID: "line-1", SceneID: "s",
 		SceneVersion: "1.0.0", SceneHash: strings.Repeat("a", 64), PlanHash: strings.Repeat("d", 64), Signal: "steps",
 		Base: map[string]float64{"hold_time": 8}, Bounds: map[string]ChannelBound{"hold_time": {Min: 7.5, Max: 8.5}}, HoldSec: 60,
-		Moves: []StepTestMove{{AtSec: 0, Set: map[string]float64{"hold_time": 8.5}}, {AtSec: 60, Set: map[string]float64{"hold_time": 8}}},
+		Moves:    []StepTestMove{{AtSec: 0, Set: map[string]float64{"hold_time": 8.5}}, {AtSec: 60, Set: map[string]float64{"hold_time": 8}}},
 		IssuedAt: at, ExpiresAt: at.Add(time.Hour), KeyID: strings.Repeat("b", 16), CertificateHash: strings.Repeat("c", 64),
 		Signature: strings.Repeat("A", 86) + "==", Status: CertIssued}
 }
