@@ -20,9 +20,11 @@
 // compares its gains, time constants, dead times and step responses
 // with a previous model.
 //
-// Not here yet: the signed audit-log records of issue/approve/execute
-// (as twin/envelope keeps them), storing the execution as an ingest run
-// and dataset, linear_state_space@1, and the app/CLI/API/MCP adapters.
+// Issue, approval, every move (decision, outcome, readback) and the end
+// are recorded in the hash-chained audit log under signed checkpoints
+// (record.go: RecordIssue, RecordApprove, Load replays and verifies;
+// Auditor). The application (internal/app, steptest.*) stores the
+// executed samples as an identification run.
 package steptest
 
 import (
