@@ -122,6 +122,13 @@ func TestRemoteTwinParity(t *testing.T) {
 	p.bothFail("steptest plan over the policy", "viewer", 1, "AML_INVALID_ARGUMENT", fixed("twin", "steptest", "plan", "--scene", put.SceneID+"@1.0.0",
 		"--var", "hold_time", "--base", "hold_time=8", "--amplitude", "hold_time=0.6"))
 	p.bothFail("steptest plan, bad --base", "viewer", 2, "AML_USAGE", fixed("twin", "steptest", "plan", "--scene", "s", "--base", "hold_time=high"))
+	// A plan over maxActionsPerRun is never issued; an unknown step test
+	// is neither shown, approved nor executed.
+	p.bothFail("steptest issue over the policy", "engineer", 1, "AML_INVALID_ARGUMENT", fixed("twin", "steptest", "issue", "--scene", put.SceneID+"@1.0.0",
+		"--var", "hold_time", "--base", "hold_time=8", "--as", "erin"))
+	p.bothFail("steptest show unknown", "viewer", 1, "AML_NOT_FOUND", fixed("twin", "steptest", "show", "st-none"))
+	p.bothFail("steptest approve unknown", "approver", 1, "AML_NOT_FOUND", fixed("twin", "steptest", "approve", "st-none", "--as", "ada"))
+	p.bothFail("steptest execute unknown", "approver", 1, "AML_NOT_FOUND", fixed("twin", "steptest", "execute", "st-none", "--as", "ada"))
 	p.both("twin snapshot list --line --limit", "viewer", fixed("twin", "snapshot", "list", "--line", sc.LineID, "--limit", "1"))
 	p.both("twin shadow --dry-run", "engineer", fixed("twin", "shadow", "--model", m, "--dry-run"))
 	p.both("twin shadow", "engineer", fixed("twin", "shadow", "--model", m, "--max-runs", "2"))

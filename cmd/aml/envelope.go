@@ -66,49 +66,75 @@ func newTwinEnvelopeCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// newTwinStepTestCmd is "aml twin steptest": step-test design.
+// newTwinStepTestCmd is "aml twin steptest": design, issue, approve
+// and show step tests (long help in help/twin-steptest*.txt).
 func newTwinStepTestCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "steptest", Short: "Plant step tests for identification: design (approval and guarded execution: not yet)"}
-	var (
-		req        amlapp.StepTestPlanRequest
-		scene      string
-		amp, bases map[string]string
-	)
-	floats := func(flag string, in map[string]string) (map[string]float64, error) {
-		var out map[string]float64
-		for k, v := range in {
-			x, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return nil, usagef("--%s %s=%s: want VAR=NUMBER", flag, k, v)
+	cmd := &cobra.Command{Use: "steptest", Short: "Plant step tests for identification: design, issue as a certificate, approve, execute"}
+	planCmd := func(use, short, op, actor string, req *amlapp.StepTestPlanRequest, wrapped any, then func() error) *cobra.Command {
+		var (
+			scene      string
+			amp, bases map[string]string
+		)
+		floats := func(flag string, in map[string]string) (map[string]float64, error) {
+			var out map[string]float64
+			for k, v := range in {
+				x, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return nil, usagef("--%s %s=%s: want VAR=NUMBER", flag, k, v)
+				}
+				if out == nil {
+					out = map[string]float64{}
+				}
+				out[k] = x
 			}
-			if out == nil {
-				out = map[string]float64{}
-			}
-			out[k] = x
+			return out, nil
 		}
-		return out, nil
-	}
-	plan := opCommand(a, &cobra.Command{Use: "plan --scene ID[@V] [--signal steps|prbs] [--var V]... [--one-at-a-time]", Short: "Design a step test within the write policy and the controls' ranges (nothing is written)", Args: argsExact(0)},
-		"steptest.plan", "", &req, func([]string) error {
+		c := opCommand(a, &cobra.Command{Use: use, Short: short, Args: argsExact(0)}, op, actor, wrapped, func([]string) error {
 			req.Scene, req.SceneVersion, _ = strings.Cut(scene, "@")
 			var err error
 			if req.Amplitude, err = floats("amplitude", amp); err != nil {
 				return err
 			}
-			req.Base, err = floats("base", bases)
-			return err
+			if req.Base, err = floats("base", bases); err != nil {
+				return err
+			}
+			return then()
 		})
-	f := plan.Flags()
-	f.StringVar(&scene, "scene", "", "frozen scene ID[@VERSION]")
-	f.StringVar(&req.Signal, "signal", "", "steps (default) or prbs")
-	f.StringSliceVar(&req.Variables, "var", nil, "a control to excite (repeat; default every movable control)")
-	f.StringToStringVar(&amp, "amplitude", nil, "a control's step size, VAR=A (default the largest allowed)")
-	f.StringToStringVar(&bases, "base", nil, "a control's operating point, VAR=X (default the snapshot's)")
-	f.StringVar(&req.Snapshot, "snapshot", "", "snapshot giving the operating point (default the line's newest)")
-	f.Var(&req.Hold, "hold", "time between moves (default the write policy's interval)")
-	f.IntVar(&req.Switches, "switches", 0, "PRBS moves per control (default 8)")
-	f.BoolVar(&req.OneAtATime, "one-at-a-time", false, "move one control per action")
-	f.Uint64Var(&req.Seed, "seed", 0, "PRBS seed (default 1)")
-	cmd.AddCommand(plan)
+		f := c.Flags()
+		f.StringVar(&scene, "scene", "", "frozen scene ID[@VERSION]")
+		f.StringVar(&req.Signal, "signal", "", "steps (default) or prbs")
+		f.StringSliceVar(&req.Variables, "var", nil, "a control to excite (repeat; default every movable control)")
+		f.StringToStringVar(&amp, "amplitude", nil, "a control's step size, VAR=A (default the largest allowed)")
+		f.StringToStringVar(&bases, "base", nil, "a control's operating point, VAR=X (default the snapshot's)")
+		f.StringVar(&req.Snapshot, "snapshot", "", "snapshot giving the operating point (default the line's newest)")
+		f.Var(&req.Hold, "hold", "time between moves (default the write policy's interval)")
+		f.IntVar(&req.Switches, "switches", 0, "PRBS moves per control (default 8)")
+		f.BoolVar(&req.OneAtATime, "one-at-a-time", false, "move one control per action")
+		f.Uint64Var(&req.Seed, "seed", 0, "PRBS seed (default 1)")
+		return c
+	}
+	var (
+		pr     amlapp.StepTestPlanRequest
+		ir     amlapp.StepTestIssueRequest
+		sr, ar amlapp.StepTestRequest
+		er     amlapp.StepTestExecuteRequest
+	)
+	plan := planCmd("plan --scene ID[@V] [--signal steps|prbs] [--var V]... [--one-at-a-time]", "Design a step test within the write policy and the controls' ranges (nothing is written)",
+		"steptest.plan", "", &pr, &pr, func() error { return nil })
+	var issue, approve, execute *cobra.Command
+	issue = planCmd("issue --scene ID[@V] [plan flags] --as PERSON", "Design a step test and issue it as a signed certificate for a person to approve",
+		"steptest.issue", "as", &ir.StepTestPlanRequest, &ir, func() error { return a.requireActor(issue) })
+	issue.Flags().Var(&ir.TTL, "ttl", "how long the approved test may run (default 8h, at most 24h)")
+	issue.Flags().String("as", "", "who proposes it (recorded in the audit log)")
+	show := opCommand(a, &cobra.Command{Use: "show ID", Short: "Show a step test as its signed audit trail has it", Args: argsExact(1)},
+		"steptest.show", "", &sr, func(x []string) error { sr.ID = x[0]; return nil })
+	approve = opCommand(a, &cobra.Command{Use: "approve ID --as PERSON", Short: "Approve an ISSUED step test (a person, never its proposer)", Args: argsExact(1)},
+		"steptest.approve", "as", &ar, func(x []string) error { ar.ID = x[0]; return a.requireActor(approve) })
+	approve.Flags().String("as", "", "who approves (recorded in the audit log)")
+	execute = opCommand(a, &cobra.Command{Use: "execute ID --as PERSON", Short: "Execute an approved step test through the write guard (where the line's connector runs)", Args: argsExact(1)},
+		"steptest.execute", "as", &er, func(x []string) error { er.ID = x[0]; return a.requireActor(execute) })
+	execute.Flags().String("as", "", "who runs it (recorded in the audit log)")
+	execute.Flags().StringVar(&er.Output, "output", "", "measured variable to fit (default the scene's first observation)")
+	cmd.AddCommand(plan, issue, show, approve, execute)
 	return cmd
 }

@@ -44,7 +44,7 @@ func opNeeds(name string) (runner, key bool) {
 	case "job.submit", "job.cancel", "job.retry", "calibrate", "trainer.list", "trainer.show":
 		runner = true
 	}
-	return runner, strings.HasPrefix(name, "cert.")
+	return runner, strings.HasPrefix(name, "cert.") || (strings.HasPrefix(name, "steptest.") && name != "steptest.plan")
 }
 
 // application is the App over the local data directory, with what op

@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/steptest"
 )
 
@@ -13,7 +16,9 @@ import (
 
 var opStepTestPlan = Op{Name: "steptest.plan", Act: auth.ActRead, Summary: "Design a plant step test (steps or PRBS per control) within the scene's write policy and ranges; nothing is stored or written"}
 
-func stepTestOps() []*Op { return []*Op{bind(&opStepTestPlan, (*App).StepTestPlan)} }
+func stepTestOps() []*Op {
+	return append([]*Op{bind(&opStepTestPlan, (*App).StepTestPlan)}, stepTestCertOps()...)
+}
 
 // StepTestPlanRequest designs a step test.
 type StepTestPlanRequest struct {
@@ -93,4 +98,278 @@ func (a *App) StepTestPlan(ctx context.Context, p Principal, req StepTestPlanReq
 		out.Plan = plan
 		return out, nil
 	})
+}
+
+// Step tests as certificates: a plan is issued as a signed step-test
+// certificate (steptest.issue, recorded in the audit log), a person
+// other than its proposer approves it (steptest.approve: ActCertApprove,
+// never an agent), and steptest.execute runs it move by move through
+// the write guard on the live line (ActWrite) and fits process_model@1
+// from the recorded run.
+
+var (
+	opStepTestIssue   = Op{Name: "steptest.issue", Act: auth.ActCertRequest, Summary: "Design a step test and issue it as a signed step-test certificate, queued for a person to approve"}
+	opStepTestShow    = Op{Name: "steptest.show", Act: auth.ActRead, Summary: "A step test as its signed audit trail has it (verified): status, approval, moves executed"}
+	opStepTestApprove = Op{Name: "steptest.approve", Act: auth.ActCertApprove, Summary: "Approve an ISSUED step test (a person other than its proposer, with the approver role)"}
+	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 from the run"}
+)
+
+func stepTestCertOps() []*Op {
+	return []*Op{
+		bind(&opStepTestIssue, (*App).StepTestIssue),
+		bind(&opStepTestShow, (*App).StepTestShow),
+		bind(&opStepTestApprove, (*App).StepTestApprove),
+		bind(&opStepTestExecute, (*App).StepTestExecute),
+	}
+}
+
+// StepTestIssueRequest designs a step test (as steptest.plan) and issues it.
+type StepTestIssueRequest struct {
+	StepTestPlanRequest
+	TTL Duration `json:"ttl,omitempty" jsonschema:"how long the approved test may run (default 8h, at most 24h)"`
+}
+
+// Validate checks the plan request and the TTL.
+func (r *StepTestIssueRequest) Validate() error {
+	if r.TTL < 0 || r.TTL.D() > contract.StepTestMaxTTL {
+		return core.FieldErrorf(core.CodeInvalidArgument, "ttl", "ttl must be 0..%s", contract.StepTestMaxTTL)
+	}
+	return r.StepTestPlanRequest.Validate()
+}
+
+// StepTestResponse is a step test as its verified trail has it.
+type StepTestResponse = steptest.Record
+
+// StepTestIssue designs a step test and records it as a signed, ISSUED
+// certificate proposed by p.
+func (a *App) StepTestIssue(ctx context.Context, p Principal, req StepTestIssueRequest) (*StepTestResponse, error) {
+	return run(ctx, a, p, &opStepTestIssue, req, func(ctx context.Context, p Principal, req StepTestIssueRequest) (*StepTestResponse, error) {
+		plan, err := a.StepTestPlan(ctx, p, req.StepTestPlanRequest)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.Allow(auth.ActCertRequest, plan.LineID); err != nil {
+			return nil, err
+		}
+		scene, err := a.d.Store.GetScene(ctx, plan.SceneID, plan.SceneVersion)
+		if err != nil {
+			return nil, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return nil, err
+		}
+		c, err := steptest.Issue(plan.Plan, scene, steptest.IssueInput{TestID: a.newID("st"), CreatedBy: p.Name, RecipeID: scene.RecipeID, Now: a.o.Now(), TTL: req.TTL.D()}, k)
+		if err != nil {
+			return nil, err
+		}
+		return steptest.RecordIssue(ctx, a.d.Store, k, c)
+	})
+}
+
+// StepTestRequest names a step test.
+type StepTestRequest struct {
+	ID string `json:"id" jsonschema:"step test id"`
+}
+
+// Validate requires the id.
+func (r *StepTestRequest) Validate() error { return required("id", r.ID) }
+
+func (a *App) stepTestFor(ctx context.Context, p Principal, act auth.Action, id string) (*steptest.Record, error) {
+	k, err := a.key()
+	if err != nil {
+		return nil, err
+	}
+	r, err := steptest.Load(ctx, a.d.Store, k.Public, id, a.o.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Allow(act, r.Test.LineID); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// StepTestShow returns a step test, verified.
+func (a *App) StepTestShow(ctx context.Context, p Principal, req StepTestRequest) (*StepTestResponse, error) {
+	return run(ctx, a, p, &opStepTestShow, req, func(ctx context.Context, p Principal, req StepTestRequest) (*StepTestResponse, error) {
+		return a.stepTestFor(ctx, p, auth.ActRead, req.ID)
+	})
+}
+
+// StepTestApprove approves an ISSUED step test as p (signed statement
+// naming p and p's role; never its proposer, never an agent's name).
+func (a *App) StepTestApprove(ctx context.Context, p Principal, req StepTestRequest) (*StepTestResponse, error) {
+	return run(ctx, a, p, &opStepTestApprove, req, func(ctx context.Context, p Principal, req StepTestRequest) (*StepTestResponse, error) {
+		if _, err := a.stepTestFor(ctx, p, auth.ActCertApprove, req.ID); err != nil {
+			return nil, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return nil, err
+		}
+		return steptest.RecordApprove(ctx, a.d.Store, k, req.ID, twinstore.Approver{Name: p.Name, Role: string(p.Role)}, a.o.Now())
+	})
+}
+
+// StepTestExecuteRequest executes an approved step test.
+type StepTestExecuteRequest struct {
+	ID string `json:"id" jsonschema:"step test id"`
+	// Output is the measured variable fitted (default: the scene's first
+	// observation).
+	Output string `json:"output,omitempty" jsonschema:"measured variable to fit (default: the scene's first observation)"`
+	// Line is the live line (its writable and measured nodes and clock).
+	// Only in-process callers (a connector's runner, the tests) set it.
+	Line steptest.Line `json:"-"`
+}
+
+// Validate requires the id.
+func (r *StepTestExecuteRequest) Validate() error { return required("id", r.ID) }
+
+// StepTestExecuteResponse is the executed test and the model fitted from
+// it (none when it stopped early).
+type StepTestExecuteResponse struct {
+	Execution *steptest.Execution `json:"execution"`
+	Fit       *steptest.FitReport `json:"fit,omitempty"`
+	FitError  string              `json:"fitError,omitempty"`
+	// RunID is the identification run the samples were stored as (empty:
+	// not stored, RunNote says why).
+	RunID   string `json:"runId,omitempty"`
+	RunNote string `json:"runNote,omitempty"`
+}
+
+// StepTestExecute runs an approved step test on the live line through
+// the write guard (every move checked against the certificate, audited
+// with its readback) and fits process_model@1 from the recorded run.
+// The run is recorded under run id "steptest-<id>". A refused move or a
+// breached scene limit stops the test: the result comes back with
+// AML_WRITE_DENIED, and nothing was written after the stop.
+func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExecuteRequest) (StepTestExecuteResponse, error) {
+	return run(ctx, a, p, &opStepTestExecute, req, func(ctx context.Context, p Principal, req StepTestExecuteRequest) (StepTestExecuteResponse, error) {
+		var out StepTestExecuteResponse
+		r, err := a.stepTestFor(ctx, p, auth.ActWrite, req.ID)
+		if err != nil {
+			return out, err
+		}
+		if req.Line == nil {
+			return out, core.FieldErrorf(core.CodeInvalidArgument, "line", "no live line connector is attached to this process: a step test runs where the line's connector runs")
+		}
+		if r.Moves > 0 {
+			return out, core.FieldErrorf(core.CodeConflict, "id", "step test %s was executed already (%d moves written)", req.ID, r.Moves)
+		}
+		c := r.Test
+		scene, err := a.d.Store.GetScene(ctx, c.SceneID, c.SceneVersion)
+		if err != nil {
+			return out, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return out, err
+		}
+		nodes, varOf := map[string]string{}, map[string]string{}
+		for _, group := range [][]contract.SceneVariable{scene.Controls, scene.Observations} {
+			for _, v := range group {
+				if v.NodeID != "" {
+					nodes[v.ID] = v.NodeID
+					varOf[v.NodeID] = v.ID
+				} else {
+					varOf[v.ID] = v.ID
+				}
+			}
+		}
+		ex, err := steptest.Execute(ctx, steptest.ExecInput{Cert: c, Scene: scene, PublicKey: k.Public, Channels: a.d.Store,
+			History: &storeHistory{a: a, actor: p.Name, varOf: varOf}, Line: req.Line, RunID: "steptest-" + c.TestID, Nodes: nodes,
+			Audit: &steptest.Auditor{Log: a.d.Store.AuditLog(), Key: k, Actor: p.Name}})
+		out.Execution = ex
+		if err != nil {
+			return out, err
+		}
+		if len(ex.Samples) > 0 && scene.ProductID == "" {
+			out.RunNote = "the scene names no product: the run was not stored (give the scene a productId)"
+		} else if len(ex.Samples) > 0 {
+			if err := a.recordStepTestRun(ctx, scene, ex, nodes); err != nil {
+				return out, err
+			}
+			out.RunID = ex.RunID
+		}
+		if ex.Stopped != "" {
+			return out, core.Errorf(core.CodeWriteDenied, "step test %s stopped after %d moves: %s", c.TestID, len(ex.Moves), ex.Stopped)
+		}
+		output := req.Output
+		if output == "" && len(scene.Observations) > 0 {
+			output = scene.Observations[0].ID
+		}
+		if ex.Completed {
+			if out.Fit, err = steptest.Fit(ctx, ex, output, nil); err != nil {
+				out.FitError = err.Error()
+			}
+		}
+		return out, nil
+	})
+}
+
+// recordStepTestRun stores the executed test as an identification run
+// (id ex.RunID, the scene's line, product and recipe): its samples of
+// every control and measured output, ended at the test's end, so that a
+// dataset can be built from it like from any run.
+func (a *App) recordStepTestRun(ctx context.Context, scene *contract.SceneContract, ex *steptest.Execution, nodes map[string]string) error {
+	recipe := ex.RecipeID
+	if recipe == "" {
+		recipe = scene.RecipeID
+	}
+	if err := a.d.Store.CreateRun(ctx, core.Run{ID: ex.RunID, LineID: ex.LineID, ProductID: scene.ProductID, RecipeID: recipe,
+		StartedMs: ex.Start.UnixMilli(), Status: core.RunActive}); err != nil {
+		return err
+	}
+	node := func(v string) string {
+		if n, ok := nodes[v]; ok {
+			return n
+		}
+		return v
+	}
+	vars := append(append([]string(nil), ex.Inputs...), ex.Outputs...)
+	batch := make([]core.Sample, 0, 4096)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := a.d.Store.WriteSamples(ctx, batch)
+		batch = batch[:0]
+		return err
+	}
+	for _, smp := range ex.Samples {
+		for _, v := range vars {
+			x, ok := smp.Values[v]
+			if !ok {
+				continue
+			}
+			batch = append(batch, core.Sample{Node: node(v), TsUs: smp.At.UnixMicro(), Value: x, State: core.StateOK,
+				Line: ex.LineID, Product: scene.ProductID, Recipe: recipe, Run: ex.RunID})
+			if len(batch) == cap(batch) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return a.d.Store.EndRun(ctx, ex.RunID, ex.End.UnixMilli())
+}
+
+// storeHistory is the store's write history, recording as actor.
+type storeHistory struct {
+	a     *App
+	actor string
+	varOf map[string]string
+}
+
+func (h *storeHistory) Writes(ctx context.Context, lineID string, since time.Time) ([]contract.WriteRecord, error) {
+	return h.a.d.Store.Writes(ctx, lineID, since)
+}
+
+func (h *storeHistory) Record(ctx context.Context, w contract.WriteRecord) error {
+	_, err := h.a.d.Store.RecordWrite(ctx, h.actor, contract.WriteRow{WriteRecord: w, VariableID: h.varOf[w.NodeID], Outcome: contract.WriteAttempted})
+	return err
 }

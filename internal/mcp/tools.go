@@ -97,4 +97,13 @@ var tools = []tool{
 	{"twin_envelope_read", "Read an operating envelope",
 		"Read one operating envelope (id) as its signed audit trail has it: bounds, moves per hour, expiry, approver, revocation or stop reason.",
 		readOnly, "envelope.show"},
+	{"twin_steptest_plan", "Design a step test",
+		"Design a plant step test on a frozen scene (scene): steps (up, back, down, back) or a PRBS (signal: prbs, switches, seed) per control (variables), amplitude within the write policy's maxDeltaPerAction and the control's range, hold ≥ the write policy's interval, optionally one control at a time (oneAtATime), around the operating point (base, or the newest snapshot's controls). A plan needing more actions than maxActionsPerRun comes back with problems. Nothing is stored or written.",
+		readOnly, "steptest.plan"},
+	{"twin_steptest_request", "Propose a step test",
+		"Design a step test (the fields of twin_steptest_plan) and issue it as a signed step-test certificate, queued ISSUED for a person with the approver role; the proposer can never approve it, an agent can neither approve nor execute it, and nothing is written to the machine.",
+		additive, "steptest.issue"},
+	{"twin_steptest_read", "Read a step test",
+		"Read one step test (id) as its signed audit trail has it: status, moves and their time slots, bounds, approver, moves executed.",
+		readOnly, "steptest.show"},
 }

@@ -121,6 +121,10 @@ var byOp = map[string]fn{
 	"calibrate":        out(printCalibrate),
 	"calibration.list": list(printCalibrations),
 	"steptest.plan":    out(printStepTestPlan),
+	"steptest.issue":   out(printStepTest),
+	"steptest.show":    out(printStepTest),
+	"steptest.approve": out(printStepTest),
+	"steptest.execute": out(printStepTestExecution),
 	// stored content
 	"physics.put":      out(printPhysics),
 	"physics.list":     list(printPhysicsList),

@@ -50,6 +50,12 @@
 // hour (RATE_EXCEEDED); every other check applies as above. See
 // envelope.go and package twin/envelope.
 //
+// Step tests. A request may instead name move StepIndex of an approved
+// step-test certificate (Request.StepTest, StepStart): its values must be
+// exactly the certificate's move, written within the move's time slot
+// (OUTSIDE_SLOT), within the test's bounds; every other check applies as
+// above. See steptest.go and package twin/steptest.
+//
 // Clocks. Now is the clock the certificate and the snapshot were stamped
 // on (the application's, which a demo runs at simulated time): expiry and
 // freshness are judged on it. The write history is kept on the wall clock

@@ -160,6 +160,8 @@ func checkEnvelope(ctx context.Context, prof *contract.ChannelProfile, s *contra
 // hash its grant is for.
 func (req Request) authority() (id, hash string, ok bool) {
 	switch {
+	case req.StepTest != nil && req.Envelope == nil && req.Cert == nil:
+		return contract.StepTestActionID(req.StepTest.TestID, req.StepIndex), req.StepTest.CertificateHash + "/" + contract.StepTestActionID("", req.StepIndex), true
 	case req.Envelope != nil && req.Cert == nil:
 		return contract.EnvelopeActionPrefix(req.Envelope.EnvelopeID) + req.ActionID, req.Envelope.CertificateHash + "/" + req.ActionID, true
 	case req.Cert != nil && req.Envelope == nil:

@@ -53,6 +53,9 @@ const (
 	// ReasonRateExceeded: the moves would exceed the envelope's
 	// maxMovesPerHour in the rolling hour.
 	ReasonRateExceeded = "RATE_EXCEEDED"
+	// ReasonOutsideSlot: a step-test move is written outside its time
+	// slot, or out of order.
+	ReasonOutsideSlot = "OUTSIDE_SLOT"
 )
 
 // Reasons lists every reason code.
@@ -64,6 +67,7 @@ var Reasons = []string{
 	ReasonDeltaTooLarge, ReasonOutOfBounds, ReasonHistoryError, ReasonNodeInterval,
 	ReasonLineInterval, ReasonCertAlreadyUsed, ReasonTooManyActions, ReasonInternal,
 	ReasonClockFault, ReasonEnvelopeNotAllowed, ReasonOutsideEnvelope, ReasonRateExceeded,
+	ReasonOutsideSlot,
 }
 
 const (
@@ -131,6 +135,12 @@ type Request struct {
 	// contract.EnvelopeActionPrefix(envelope id) + ActionID.
 	Envelope *contract.EnvelopeCertificate
 	ActionID string
+	// StepTest, instead of Cert or Envelope, is the approved step test
+	// the moves are move StepIndex of, StepStart the instant (on Now's
+	// clock) the test started: see steptest.go.
+	StepTest  *contract.StepTestCertificate
+	StepIndex int
+	StepStart time.Time
 	// WallNow is the wall clock at the decision (zero: Now). The
 	// write history is kept on the wall clock: Execute stamps its records
 	// with it and the history checks (intervals, actions per run, clock
@@ -232,6 +242,9 @@ func check(ctx context.Context, ch Channels, hist History, req Request) Decision
 		return deny(ReasonLineMismatch, "scene %s is of line %q, not %q", s.SceneID, s.LineID, req.LineID)
 	}
 	wp := s.WritePolicy
+	if req.StepTest != nil {
+		return checkStepTest(ctx, prof, s, hist, req, now)
+	}
 	if req.Envelope != nil || req.ActionID != "" {
 		return checkEnvelope(ctx, prof, s, hist, req, now)
 	}

@@ -252,6 +252,7 @@ func TestDenyReasons(t *testing.T) {
 				f.rec("n-old", contract.EnvelopeActionPrefix("env-1")+"c0", "run-0", time.Duration(50-i)*time.Minute)
 			}
 		}},
+		{"step test: outside its slot", ReasonOutsideSlot, func(t *testing.T, f *fixture) { toStepTest(t, f); f.req.StepStart = f.req.Now.Add(-time.Hour) }},
 		{"panic in channels", ReasonInternal, func(_ *testing.T, f *fixture) { f.ch.panic = true }},
 	}
 	seen := map[string]bool{}

@@ -7,9 +7,24 @@
 // policy does not allow (more actions than maxActionsPerRun) is reported
 // as a problem, never silently cut.
 //
-// Not here yet (issue 21, build item 3): signing and approving a plan as a
-// certificate, executing it move by move through the write guard, and
-// fitting process_model@1 / linear_state_space@1 from the recorded run.
+// A plan becomes a signed step-test certificate (Issue, contract
+// StepTestCertificate) that a person other than its proposer, with the
+// approver or admin role and not an agent's token name, approves
+// (Approve). Execute runs it on the live line: at each move's time it
+// asks the write guard, which checks the move against the certificate
+// (value, time slot), the scene's write policy and the channel, writes it
+// with readback and records it; after every sample it checks the scene's
+// hard ranges on the measured outputs, and a refused move or a breached
+// limit stops the test with nothing written after. Fit fits
+// process_model@1 (FOPDT per input) to the recorded execution and
+// compares its gains, time constants, dead times and step responses
+// with a previous model.
+//
+// Issue, approval, every move (decision, outcome, readback) and the end
+// are recorded in the hash-chained audit log under signed checkpoints
+// (record.go: RecordIssue, RecordApprove, Load replays and verifies;
+// Auditor). The application (internal/app, steptest.*) stores the
+// executed samples as an identification run.
 package steptest
 
 import (

@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/service"
+	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/testfix"
+	"github.com/aml-project/aml/internal/twin/cert"
+	"github.com/aml-project/aml/internal/twin/contract"
+)
+
+// TestStepTestOps: a step test on the plant's tank line end to end
+// through the application: issued by an engineer, approval refused to
+// the engineer's role, an agent and the proposer, approved by an
+// approver; execution refused without the line's connector; executed on
+// the live tank (injected clock) through the guard, the fitted
+// process model within 10 % of the tank's true gains and dead times;
+// executed only once.
+func TestStepTestOps(t *testing.T) {
+	ctx := context.Background()
+	st, dir := testfix.SQLite(t)
+	key, err := cert.LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RegisterSigningKey(ctx, key, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	a := New(&service.Deps{Store: st, DataDir: dir, Key: key}, Options{Now: func() time.Time { return fixed }, WallNow: func() time.Time { return fixed }})
+	f := func(x float64) *float64 { return &x }
+	sc := &contract.SceneContract{
+		SchemaVersion: contract.SceneSchemaVersion, CreatedAt: fixed.Add(-48 * time.Hour), CreatedBy: "eve",
+		SceneID: "tank-level", SceneVersion: "1.0.0", LineID: "tank-line", ProductID: "tank-water", RecipeID: "tank-level", Phases: []string{"running"},
+		Controls: []contract.SceneVariable{
+			{ID: sim.TankHeater, Role: contract.RoleControl, PhysicalMeaning: "heater setpoint", Unit: "degC", Min: f(40), Max: f(60), MaxStep: f(4)},
+			{ID: sim.TankFeed, Role: contract.RoleControl, PhysicalMeaning: "feed setpoint", Unit: "l/min", Min: f(10), Max: f(20), MaxStep: f(4)},
+		},
+		Observations: []contract.SceneVariable{{ID: sim.TankLevel, Role: contract.RoleTarget, PhysicalMeaning: "tank level", Unit: "cm", Min: f(30), Max: f(70)}},
+		Constraints:  []contract.Constraint{{ID: "level", Kind: contract.KindHardRange, Variable: sim.TankLevel, Min: f(30), Max: f(70)}},
+		WritePolicy: contract.WritePolicy{MinNodeIntervalSec: 60, MinLineActionIntervalSec: 60, MaxActionsPerRun: 20,
+			MaxDeltaPerAction: map[string]float64{sim.TankHeater: 4, sim.TankFeed: 4}},
+		Status: contract.SceneDraft,
+	}
+	if err := st.PutScene(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := sc.Hash()
+	if _, err := st.FreezeScene(ctx, sc.SceneID, sc.SceneVersion, "quality-lead", h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ChannelSet(ctx, admin, ChannelSetRequest{Line: "tank-line", Profile: "hybrid_twin", ControlPolicy: contract.PolicyHITLGoverned}); err != nil {
+		t.Fatal(err)
+	}
+	req := StepTestIssueRequest{StepTestPlanRequest: StepTestPlanRequest{Scene: "tank-level", Base: map[string]float64{sim.TankHeater: 50, sim.TankFeed: 15},
+		Hold: Duration(5 * time.Minute), OneAtATime: true}}
+	if _, err := a.StepTestIssue(ctx, viewer, req); core.CodeOf(err) != core.CodeForbidden {
+		t.Fatalf("a viewer issued: %v", err)
+	}
+	r, err := a.StepTestIssue(ctx, engineer, req)
+	if err != nil || r.Test.Status != contract.CertIssued || len(r.Test.Moves) != 8 {
+		t.Fatalf("issue: %v %+v", err, r)
+	}
+	id := r.Test.TestID
+	if out, err := a.StepTestExecute(ctx, admin, StepTestExecuteRequest{ID: id, Line: sim.NewTankLine(11, 1, fixed)}); core.CodeOf(err) != core.CodeWriteDenied ||
+		len(out.Execution.Moves) != 1 || out.Execution.Moves[0].Allowed || out.Execution.Moves[0].Reason != "CERT_NOT_APPROVED" {
+		t.Fatalf("executed without approval: %v", err)
+	}
+	proposer := Principal{Name: engineer.Name, Role: auth.RoleApprover}
+	for _, p := range []Principal{engineer, agent, proposer} {
+		if _, err := a.StepTestApprove(ctx, p, StepTestRequest{ID: id}); core.CodeOf(err) != core.CodeForbidden {
+			t.Fatalf("%s (%s) approved: %v", p.Name, p.Role, err)
+		}
+	}
+	bob := Principal{Name: "bob", Role: auth.RoleApprover}
+	// The refused attempt is audited and wrote nothing: once approved,
+	// the test runs.
+	if r, err = a.StepTestApprove(ctx, bob, StepTestRequest{ID: id}); err != nil || r.Test.Status != contract.CertApproved {
+		t.Fatalf("approve: %v", err)
+	}
+	if _, err := a.StepTestExecute(ctx, agent, StepTestExecuteRequest{ID: id, Line: sim.NewTankLine(11, 1, fixed)}); core.CodeOf(err) != core.CodeForbidden {
+		t.Fatalf("an agent executed: %v", err)
+	}
+	if _, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: id}); core.CodeOf(err) != core.CodeInvalidArgument {
+		t.Fatalf("executed without a line: %v", err)
+	}
+	out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: id, Line: sim.NewTankLine(11, 1, fixed)})
+	if err != nil || !out.Execution.Completed || out.Fit == nil {
+		t.Fatalf("execute: %v %+v", err, out)
+	}
+	truth := sim.PlantTruth()
+	for _, p := range out.Fit.Pairs {
+		k, th := truth.KHeater, truth.ThetaHeater
+		if p.Input == sim.TankFeed {
+			k, th = truth.KFeed, truth.ThetaFeed
+		}
+		if math.Abs(p.K-k) > 0.1*math.Abs(k) || math.Abs(p.ThetaSec-th) > 0.1*th {
+			t.Errorf("%s: K %.4f θ %.2f, true %.2f %.0f", p.Input, p.K, p.ThetaSec, k, th)
+		}
+	}
+	// The run is stored as an identification run with every sample.
+	run, err := st.GetRun(ctx, out.RunID)
+	if err != nil || run.LineID != "tank-line" || run.RecipeID != "tank-level" || run.EndedMs == nil {
+		t.Fatalf("run %+v %v", run, err)
+	}
+	if n, err := st.CountRunSamples(ctx, run.ID); err != nil || n[sim.TankLevel] != int64(len(out.Execution.Samples)) || n[sim.TankHeater] == 0 {
+		t.Fatalf("run samples %v %v", n, err)
+	}
+	if s, err := a.StepTestShow(ctx, viewer, StepTestRequest{ID: id}); err != nil || s.Moves != 8 || s.Refused != 1 || s.Executed == 0 {
+		t.Fatalf("show: %v %+v", err, s)
+	}
+	if _, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: id, Line: sim.NewTankLine(11, 1, fixed)}); core.CodeOf(err) != core.CodeConflict {
+		t.Fatalf("executed twice: %v", err)
+	}
+}

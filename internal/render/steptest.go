@@ -1,0 +1,70 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/twin/steptest"
+)
+
+func printStepTest(w io.Writer, r *steptest.Record) {
+	if r == nil || r.Test == nil {
+		return
+	}
+	c := r.Test
+	status := string(c.Status)
+	if r.Expired && c.Status != "REVOKED" {
+		status += " (expired)"
+	}
+	fmt.Fprintf(w, "step test %s  status %s  line %s\n", c.TestID, status, c.LineID)
+	fmt.Fprintf(w, "scene %s@%s  signal %s  hold %gs  proposed by %s at %s; expires %s\n", c.SceneID, c.SceneVersion, dash(c.Signal), c.HoldSec, c.CreatedBy, certTime(c.CreatedAt), certTime(c.ExpiresAt))
+	if c.ApprovedBy != "" {
+		fmt.Fprintf(w, "approved by %s at %s\n", c.ApprovedBy, certTime(c.ApprovedAt))
+	}
+	if c.RevokedBy != "" {
+		fmt.Fprintf(w, "revoked by %s at %s: %s\n", c.RevokedBy, certTime(c.RevokedAt), c.RevokeReason)
+	}
+	vars := make([]string, 0, len(c.Bounds))
+	for v := range c.Bounds {
+		vars = append(vars, v)
+	}
+	sort.Strings(vars)
+	for _, v := range vars {
+		fmt.Fprintf(w, "  %s around %g within [%g, %g]\n", v, c.Base[v], c.Bounds[v].Min, c.Bounds[v].Max)
+	}
+	fmt.Fprintf(w, "%d moves; %d written, %d refused", len(c.Moves), r.Moves, r.Refused)
+	if r.Executed > 0 {
+		fmt.Fprintf(w, "; executed (audit entry %d)", r.Executed)
+	}
+	fmt.Fprintln(w)
+}
+
+func printStepTestExecution(w io.Writer, r app.StepTestExecuteResponse) {
+	ex := r.Execution
+	if ex == nil {
+		return
+	}
+	st := "completed"
+	if !ex.Completed {
+		st = "stopped: " + ex.Stopped
+	}
+	fmt.Fprintf(w, "step test %s on line %s (run %s): %d moves, %d samples, %s\n", ex.TestID, ex.LineID, ex.RunID, len(ex.Moves), len(ex.Samples), st)
+	for _, m := range ex.Moves {
+		fmt.Fprintf(w, "  move %d at %gs %v: %s %s\n", m.Index, m.AtSec, m.Set, dash(m.Status), dash(m.Reason))
+	}
+	if r.Fit != nil {
+		fmt.Fprintf(w, "process_model@1 of %s (RMSE %.4g):\n", r.Fit.Output, r.Fit.RMSE)
+		for _, p := range r.Fit.Pairs {
+			fmt.Fprintf(w, "  %s: K %.4g  tau %.1fs  theta %.1fs", p.Input, p.K, p.TauSec, p.ThetaSec)
+			if p.PrevK != 0 {
+				fmt.Fprintf(w, "  (previous K %.4g tau %.1fs theta %.1fs)", p.PrevK, p.PrevTau, p.PrevTheta)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if r.FitError != "" {
+		fmt.Fprintf(w, "fit: %s\n", r.FitError)
+	}
+}

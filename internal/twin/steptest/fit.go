@@ -1,0 +1,94 @@
+package steptest
+
+import (
+	"context"
+	"math"
+
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/ident/process"
+)
+
+// PairReport is one input's fitted response next to the previous
+// model's (zero when there is none).
+type PairReport struct {
+	Input     string  `json:"input"`
+	K         float64 `json:"k"`
+	TauSec    float64 `json:"tauSec"`
+	ThetaSec  float64 `json:"thetaSec"`
+	PrevK     float64 `json:"prevK,omitempty"`
+	PrevTau   float64 `json:"prevTauSec,omitempty"`
+	PrevTheta float64 `json:"prevThetaSec,omitempty"`
+	// Step is the unit step response of the fitted pair at each second
+	// of StepAtSec, PrevStep the previous model's.
+	Step     []float64 `json:"step"`
+	PrevStep []float64 `json:"prevStep,omitempty"`
+}
+
+// FitReport is the process model fitted from an executed step test.
+type FitReport struct {
+	TestID    string          `json:"testId"`
+	Output    string          `json:"output"`
+	Model     *process.Model  `json:"model"`
+	RMSE      float64         `json:"rmse"`
+	Params    []process.Param `json:"params"`
+	Pairs     []PairReport    `json:"pairs"`
+	StepAtSec []float64       `json:"stepAtSec"`
+}
+
+// Fit fits process_model@1 (FOPDT per input) to output of the executed
+// test and compares its curves with prev (nil: none; its inputs in the
+// execution's input order).
+func Fit(ctx context.Context, ex *Execution, output string, prev *process.Model) (*FitReport, error) {
+	if ex == nil || len(ex.Samples) < 20 || !(ex.StepSec > 0) {
+		return nil, core.Errorf(core.CodeInvalidArgument, "the step test recorded too few samples to fit a model")
+	}
+	y := make([]float64, len(ex.Samples))
+	u := make([][]float64, len(ex.Samples))
+	for t, s := range ex.Samples {
+		v, ok := s.Values[output]
+		if !ok {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, "output", "%s was not recorded", output)
+		}
+		y[t] = v
+		u[t] = make([]float64, len(ex.Inputs))
+		for i, in := range ex.Inputs {
+			u[t][i] = s.Values[in]
+		}
+	}
+	st := make([]process.Structure, len(ex.Inputs))
+	for i := range st {
+		st[i] = process.FOPDT
+	}
+	res, err := process.Fit(ctx, [][]float64{y}, [][][]float64{u}, ex.StepSec, process.Options{Structures: st})
+	if err != nil {
+		return nil, core.Wrap(core.CodeInvalidArgument, err, "fit process_model@1")
+	}
+	r := &FitReport{TestID: ex.TestID, Output: output, Model: res.Model, RMSE: res.RMSE, Params: res.Params}
+	horizon := 600.0
+	for at := 0.0; at <= horizon; at += 10 {
+		r.StepAtSec = append(r.StepAtSec, at)
+	}
+	for i, in := range ex.Inputs {
+		p := res.Model.Pairs[i]
+		pr := PairReport{Input: in, K: p.K, TauSec: p.Tau1, ThetaSec: p.Theta, Step: stepCurve(p, r.StepAtSec)}
+		if prev != nil && i < len(prev.Pairs) {
+			q := prev.Pairs[i]
+			pr.PrevK, pr.PrevTau, pr.PrevTheta, pr.PrevStep = q.K, q.Tau1, q.Theta, stepCurve(q, r.StepAtSec)
+		}
+		r.Pairs = append(r.Pairs, pr)
+	}
+	return r, nil
+}
+
+// stepCurve is the FOPDT unit step response at the given times.
+func stepCurve(p process.Pair, at []float64) []float64 {
+	out := make([]float64, len(at))
+	for i, t := range at {
+		if t > p.Theta && p.Tau1 > 0 {
+			out[i] = p.K * (1 - expNeg((t-p.Theta)/p.Tau1))
+		}
+	}
+	return out
+}
+
+func expNeg(x float64) float64 { return math.Exp(-x) }

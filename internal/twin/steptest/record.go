@@ -1,0 +1,285 @@
+package steptest
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aml-project/aml/internal/audit"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/contract"
+)
+
+// Audit actions of a step test (subject: the test id), in the
+// hash-chained audit log whose head the deployment key signs after each.
+const (
+	AuditIssue   = "steptest.issue"
+	AuditApprove = "steptest.approve"
+	AuditRevoke  = "steptest.revoke"
+	// AuditMove: one move's guard decision, outcome and readback.
+	AuditMove = "steptest.move"
+	// AuditExecuted: the test's end (completed, or why it stopped).
+	AuditExecuted = "steptest.executed"
+)
+
+// ApprovalKind is the kind of a signed step-test approval statement.
+const ApprovalKind = "aml.steptest.approval/1"
+
+// RecordStore is what the step-test records need of the store (the
+// audit log, the keyring and the roles of a name; store.Store).
+type RecordStore interface {
+	AuditLog() *audit.Log
+	Keyring(ctx context.Context, anchor ed25519.PublicKey) (*twinstore.Keyring, error)
+	NameRoles(ctx context.Context, name string) ([]string, error)
+}
+
+// ApprovalStatement is what a step-test approval signs.
+type ApprovalStatement struct {
+	Kind         string `json:"kind"`
+	TestID       string `json:"testId"`
+	TestHash     string `json:"testHash"`
+	ApprovedBy   string `json:"approvedBy"`
+	ApproverRole string `json:"approverRole"`
+	ApprovedAt   int64  `json:"approvedAt"` // epoch ms
+	KeyID        string `json:"keyId"`
+}
+
+// Record is a step test as its signed audit trail has it.
+type Record struct {
+	Test       *contract.StepTestCertificate `json:"test"`
+	Expired    bool                          `json:"expired"`
+	IssueSeq   int64                         `json:"issueSeq"`
+	ApproveSeq int64                         `json:"approveSeq,omitempty"`
+	// Moves counts the audited moves the guard allowed (written),
+	// Refused the ones it refused; Executed is the last end entry (0:
+	// never run).
+	Moves    int   `json:"moves"`
+	Refused  int   `json:"refused,omitempty"`
+	Executed int64 `json:"executedSeq,omitempty"`
+}
+
+// RecordIssue records a signed, ISSUED step test in the audit log
+// ("steptest.issue") and signs the log's head; an id issued before is
+// refused AML_CONFLICT.
+func RecordIssue(ctx context.Context, st RecordStore, key Signer, c *contract.StepTestCertificate) (*Record, error) {
+	if c == nil || c.Status != contract.CertIssued {
+		return nil, core.Errorf(core.CodeInvalidArgument, "only an ISSUED step test is recorded")
+	}
+	_, pub := key.SigningKey()
+	if err := c.Verify(pub); err != nil {
+		return nil, err
+	}
+	log := st.AuditLog()
+	prev, err := log.Query(ctx, audit.Query{Subject: c.TestID, Action: AuditIssue, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(prev) > 0 {
+		return nil, core.FieldErrorf(core.CodeConflict, "testId", "step test %s was issued already (audit entry %d)", c.TestID, prev[0].Seq)
+	}
+	if _, err := log.Append(ctx, c.CreatedBy, AuditIssue, c.TestID, c.LineID, map[string]any{"test": c, "certificateHash": c.CertificateHash}); err != nil {
+		return nil, err
+	}
+	if _, err := log.Checkpoint(ctx, key); err != nil {
+		return nil, err
+	}
+	return Load(ctx, st, pub, c.TestID, c.IssuedAt)
+}
+
+// RecordApprove approves an ISSUED step test as by (Approve's rules; the
+// name's roles come from the store): it signs the approval statement,
+// appends "steptest.approve" holding it and signs the log's head.
+func RecordApprove(ctx context.Context, st RecordStore, key Signer, id string, by twinstore.Approver, now time.Time) (*Record, error) {
+	_, pub := key.SigningKey()
+	r, err := Load(ctx, st, pub, id, now)
+	if err != nil {
+		return nil, err
+	}
+	roles, err := st.NameRoles(ctx, by.Name)
+	if err != nil {
+		return nil, err
+	}
+	now = now.UTC().Truncate(time.Millisecond)
+	if err := Approve(r.Test, by, roles, now); err != nil {
+		return nil, err
+	}
+	kid, _ := key.SigningKey()
+	b, err := core.CanonicalJSON(ApprovalStatement{Kind: ApprovalKind, TestID: id, TestHash: r.Test.CertificateHash,
+		ApprovedBy: by.Name, ApproverRole: by.Role, ApprovedAt: now.UnixMilli(), KeyID: kid})
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	att := &twinstore.Attestation{Subject: id, Kind: twinstore.AttestApprove, Statement: b, Hash: hex.EncodeToString(sum[:]), CreatedAt: now, KeyID: kid}
+	if att.Signature, err = key.SignDigest(att.Hash); err != nil {
+		return nil, err
+	}
+	log := st.AuditLog()
+	if _, err := log.Append(ctx, by.Name, AuditApprove, id, r.Test.LineID, map[string]any{"approval": att, "statementHash": att.Hash}); err != nil {
+		return nil, err
+	}
+	if _, err := log.Checkpoint(ctx, key); err != nil {
+		return nil, err
+	}
+	return Load(ctx, st, pub, id, now)
+}
+
+// Load replays step test id from its audit trail, verified: the issue
+// entry's certificate verifies with a key of the keyring anchored at
+// pub; an approval counts only with a statement signed by such a key
+// that matches the test (id, hash, approver not its proposer, approver or
+// admin role, not an agent's token name); a revocation revokes it.
+// AML_NOT_FOUND when never issued, AML_CERT_INVALID when what is
+// recorded does not verify.
+func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string, now time.Time) (*Record, error) {
+	if strings.TrimSpace(id) == "" {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "id", "step test id is required")
+	}
+	ring, err := st.Keyring(ctx, pub)
+	if err != nil {
+		return nil, err
+	}
+	var entries []audit.Entry
+	for after := int64(0); ; {
+		page, err := st.AuditLog().List(ctx, after, audit.MaxListLimit, id)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, page...)
+		if len(page) < audit.MaxListLimit {
+			break
+		}
+		after = page[len(page)-1].Seq
+	}
+	var r *Record
+	for _, en := range entries {
+		switch en.Action {
+		case AuditIssue:
+			if r != nil {
+				return nil, core.Errorf(core.CodeCertInvalid, "step test %s has two issue entries", id)
+			}
+			var p struct {
+				Test json.RawMessage `json:"test"`
+			}
+			if err := json.Unmarshal(en.Payload, &p); err != nil {
+				return nil, core.Errorf(core.CodeCertInvalid, "issue entry %d of step test %s does not decode: %v", en.Seq, id, err)
+			}
+			c, err := contract.ParseStepTest(p.Test)
+			if err != nil {
+				return nil, core.Wrap(core.CodeCertInvalid, err, "step test "+id)
+			}
+			if err := c.Verify(ring.Key(c.KeyID)); err != nil {
+				return nil, err
+			}
+			if c.TestID != id || c.Status != contract.CertIssued {
+				return nil, core.Errorf(core.CodeCertInvalid, "issue entry %d records step test %s as %s", en.Seq, c.TestID, c.Status)
+			}
+			r = &Record{Test: c, IssueSeq: en.Seq}
+		case AuditApprove:
+			if r == nil || r.Test.Status != contract.CertIssued {
+				continue
+			}
+			if err := checkApproval(ctx, st, ring, r.Test, en); err != nil {
+				return nil, err
+			}
+			r.ApproveSeq = en.Seq
+		case AuditRevoke:
+			if r == nil || r.Test.Status == contract.CertRevoked {
+				continue
+			}
+			var p struct {
+				Reason string `json:"reason"`
+			}
+			_ = json.Unmarshal(en.Payload, &p)
+			if strings.TrimSpace(p.Reason) == "" {
+				p.Reason = en.Action
+			}
+			c := r.Test
+			c.Status, c.RevokedBy, c.RevokedAt, c.RevokeReason = contract.CertRevoked, en.Actor, en.At.UTC(), p.Reason
+		case AuditMove:
+			var p struct {
+				Allowed bool `json:"allowed"`
+			}
+			if r != nil && json.Unmarshal(en.Payload, &p) == nil {
+				if p.Allowed {
+					r.Moves++
+				} else {
+					r.Refused++
+				}
+			}
+		case AuditExecuted:
+			if r != nil {
+				r.Executed = en.Seq
+			}
+		}
+	}
+	if r == nil {
+		return nil, core.Errorf(core.CodeNotFound, "step test %s was never issued", id)
+	}
+	r.Expired = r.Test.Expired(now)
+	return r, nil
+}
+
+func checkApproval(ctx context.Context, st RecordStore, ring *twinstore.Keyring, c *contract.StepTestCertificate, en audit.Entry) error {
+	var p struct {
+		Approval *twinstore.Attestation `json:"approval"`
+	}
+	if err := json.Unmarshal(en.Payload, &p); err != nil || p.Approval == nil {
+		return core.Errorf(core.CodeCertInvalid, "approval entry %d of step test %s holds no signed statement", en.Seq, c.TestID)
+	}
+	a := p.Approval
+	if err := a.Verify(ring.Key(a.KeyID)); err != nil {
+		return err
+	}
+	var s ApprovalStatement
+	if err := json.Unmarshal(a.Statement, &s); err != nil {
+		return core.Errorf(core.CodeCertInvalid, "the approval of step test %s does not decode: %v", c.TestID, err)
+	}
+	switch {
+	case s.Kind != ApprovalKind || s.TestID != c.TestID || s.TestHash != c.CertificateHash || a.Subject != c.TestID || s.KeyID != a.KeyID:
+		return core.Errorf(core.CodeCertInvalid, "the signed approval at entry %d belongs to another step test or key", en.Seq)
+	case s.ApprovedBy != en.Actor:
+		return core.Errorf(core.CodeCertInvalid, "the signed approval at entry %d names %s, the entry %s", en.Seq, s.ApprovedBy, en.Actor)
+	}
+	roles, err := st.NameRoles(ctx, s.ApprovedBy)
+	if err != nil {
+		return err
+	}
+	if err := Approve(c, twinstore.Approver{Name: s.ApprovedBy, Role: s.ApproverRole}, roles, time.UnixMilli(s.ApprovedAt)); err != nil {
+		return core.Wrap(core.CodeCertInvalid, err, fmt.Sprintf("the approval at entry %d", en.Seq))
+	}
+	return nil
+}
+
+// Auditor appends a step test's execution to the audit log: Execute
+// calls Move after every move and Done at the end.
+type Auditor struct {
+	Log   *audit.Log
+	Key   Signer
+	Actor string
+}
+
+func (a *Auditor) entry(ctx context.Context, action string, c *contract.StepTestCertificate, payload map[string]any) error {
+	if a == nil || a.Log == nil {
+		return nil
+	}
+	actor := a.Actor
+	if actor == "" {
+		actor = "steptest"
+	}
+	if _, err := a.Log.Append(ctx, actor, action, c.TestID, c.LineID, payload); err != nil {
+		return err
+	}
+	if a.Key != nil {
+		if _, err := a.Log.Checkpoint(ctx, a.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
