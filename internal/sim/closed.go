@@ -45,7 +45,6 @@ type ClosedLine struct {
 	rn    *rand.Rand
 	state State
 	dt    float64
-	wear  float64
 	last  Disturbances
 }
 

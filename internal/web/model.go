@@ -20,9 +20,8 @@ import (
 )
 
 type (
-	contractScene = contract.SceneContract
-	sceneVar      = contract.SceneVariable
-	auditEntry    = audit.Entry
+	sceneVar   = contract.SceneVariable
+	auditEntry = audit.Entry
 )
 
 // modelMetrics is the part of a model's metrics JSON the card shows.
