@@ -127,6 +127,12 @@ func writeCanonical(buf *bytes.Buffer, v any, path string) error {
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return FieldErrorf(CodeNonFinite, path, "number %q is not a finite float64", s)
 		}
+		if f == 0 {
+			// -0.0 and 0e5 are the integer 0: one spelling, and the
+			// canonical form stays a fixed point ("-0" reads back as 0).
+			buf.WriteByte('0')
+			return nil
+		}
 		b, _ := json.Marshal(f)
 		buf.Write(b)
 	case []any:
