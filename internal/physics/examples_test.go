@@ -171,3 +171,58 @@ func TestCascadedTanksOnBenchmarkData(t *testing.T) {
 		}
 	}
 }
+
+// TestCascadedTanksPowerContainsTorricelli checks that the power-law tank
+// file is a generalisation of the offsets file (Torricelli): with
+// exponents 0.5 it gives the same trajectory for the same offsets
+// (overflow of both tanks included), and other exponents change it.
+func TestCascadedTanksPowerContainsTorricelli(t *testing.T) {
+	pw := mustParseFile(t, examples+"cascaded_tanks_power.aml")
+	ov := mustParseFile(t, examples+"cascaded_tanks_offsets.aml")
+	if len(pw.Warnings) != 0 {
+		t.Fatalf("warnings %+v", pw.Warnings)
+	}
+	// offsets: k1 k2 k3 k4 k5 c1 c2 x1Init x2Init
+	// power:   k1 k2 k3 k4 k5 c1 c2 a1 a2 x1Init x2Init
+	k := []float64{0.06, 0.045, 0.04, 0.05, 0.7, 0.5, -0.3}
+	pov := append(append([]float64{}, k...), 4, 3)
+	ppw := append(append([]float64{}, k...), 0.5, 0.5, 4, 3)
+	// a multisine-like input that drives both tanks to overflow and back
+	U := make([][]float64, 1500)
+	for i := range U {
+		U[i] = []float64{5 + 4.5*math.Sin(float64(i)/90) + 0.5*math.Sin(float64(i)/7)}
+	}
+	run := func(m *Model, p []float64) [][]float64 {
+		s, err := m.NewSim(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, Y, err := s.Simulate(s.Init(nil, nil, nil), U, nil, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Y
+	}
+	yo, yp := run(ov, pov), run(pw, ppw)
+	top := 0
+	for i := range yo {
+		if math.Abs(yo[i][0]-yp[i][0]) > 1e-9 {
+			t.Fatalf("step %d: power file %v, offsets file %v", i, yp[i][0], yo[i][0])
+		}
+		if yo[i][0] == 10 {
+			top++
+		}
+	}
+	if top == 0 {
+		t.Fatal("the input never drove the lower tank to its overflow level; the test checks nothing of the overflow")
+	}
+	ppw[7], ppw[8] = 0.6, 0.2 // other exponents: a different model
+	y2 := run(pw, ppw)
+	diff := 0.0
+	for i := range y2 {
+		diff = math.Max(diff, math.Abs(y2[i][0]-yo[i][0]))
+	}
+	if diff < 0.1 {
+		t.Fatalf("exponents 0.6/0.2 change the output by at most %v", diff)
+	}
+}
