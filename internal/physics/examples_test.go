@@ -226,3 +226,37 @@ func TestCascadedTanksPowerContainsTorricelli(t *testing.T) {
 		t.Fatalf("exponents 0.6/0.2 change the output by at most %v", diff)
 	}
 }
+
+// TestEMPSAsymmetricTerminalVelocity checks the direction-dependent
+// friction of emps_asym.aml: at constant voltage of either sign the
+// velocity settles where the drive force balances that direction's
+// viscous and Coulomb friction and the offset.
+func TestEMPSAsymmetricTerminalVelocity(t *testing.T) {
+	m := mustParseFile(t, examples+"emps_asym.aml")
+	if len(m.Warnings) != 0 {
+		t.Fatalf("warnings %+v", m.Warnings)
+	}
+	p := m.ParamVector() // M Fvp Fcp Fvn Fcn offset
+	p[5] = 1.5
+	gtau := m.Consts[0].Value
+	for _, c := range []struct{ u, want float64 }{
+		{2, (gtau*2 - p[2] - p[5]) / p[1]},
+		{-2, (gtau*-2 + p[4] - p[5]) / p[3]},
+	} {
+		s, err := m.NewSim(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		U := make([][]float64, 12000)
+		for k := range U {
+			U[k] = []float64{c.u}
+		}
+		X, _, err := s.Simulate([]float64{0.1, 0}, U, nil, 1e-3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := X[len(X)-1][1]; math.Abs(v-c.want) > 1e-6 {
+			t.Errorf("u = %v: terminal velocity %v, want %v", c.u, v, c.want)
+		}
+	}
+}
