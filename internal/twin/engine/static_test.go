@@ -21,28 +21,6 @@ import (
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
-// staticSpec is a static_response dataset of the fixture's injection runs:
-// one row every 5 s of the three controls and the two disturbances → the
-// part weight (the line's features — melt temperature, cavity pressure,
-// flash and sink rates — follow the controls, so a model that read them
-// held would not see a move).
-const staticSpec = `{
- "lineId": "line-injection-01", "productId": "product-injection-a", "recipeId": "recipe-injection-a",
- "nodes": [
-  {"nodeId": "hold_pressure", "role": "control"},
-  {"nodeId": "hold_time", "role": "control"},
-  {"nodeId": "melt_temperature_setpoint", "role": "control"},
-  {"nodeId": "ambient_temperature", "role": "disturbance"},
-  {"nodeId": "material_batch_factor", "role": "disturbance"},
-  {"nodeId": "part_weight", "role": "target"}
- ],
- "beatMs": 5000,
- "cleaning": {"stateFilter": true, "range": true, "maxInterpMs": 15000, "maxDropRatio": 0.3},
- "split": {"valRatio": 0.25, "testRatio": 0.25, "seed": 7},
- "purpose": "static_response",
- "note": "simulated injection line, run-level part weight against the settings (static twin tests)"
-}`
-
 // staticFix is a static dataset of simulated injection runs (its own
 // store: 12 runs of seed 11, no hybrid to train) and a twin of each static
 // class trained on it.
@@ -95,7 +73,13 @@ func buildStatic(f *staticFix) error {
 	if _, err := out.Write(ctx, f.st, nil); err != nil {
 		return err
 	}
-	spec, err := dataset.ParseSpec([]byte(staticSpec))
+	// one row every 5 s of the three controls and the two disturbances →
+	// the part weight
+	raw, err := os.ReadFile("../../../examples/specs/injection_quality.json")
+	if err != nil {
+		return err
+	}
+	spec, err := dataset.ParseSpec(raw)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -304,12 +305,24 @@ type point struct {
 // when there are no test runs): round-robin over the runs in their
 // manifest order, at evenly spaced fractions of each run's usable stretch
 // (after the first H steps of history, before the last horizon steps).
+// A static dataset splits rows, not runs: its test runs are the runs its
+// test rows come from (man.Split.Test.RunIDs).
 func plan(man *dataset.Manifest, H, horizon, n int) []point {
 	var runs []dataset.ManifestRun
+	inSplit := func(r dataset.ManifestRun, split string) bool {
+		if man.Kind != dataset.KindStatic {
+			return r.Split == split
+		}
+		part := man.Split.Test
+		if split == dataset.SplitVal {
+			part = man.Split.Val
+		}
+		return slices.Contains(part.RunIDs, r.RunID)
+	}
 	for _, split := range []string{dataset.SplitTest, dataset.SplitVal} {
 		for _, r := range man.Runs {
 			// Only runs with a usable stretch (see below).
-			if r.Split == split && r.GridSteps-horizon-1 > H+1 {
+			if inSplit(r, split) && r.GridSteps-horizon-1 > H+1 {
 				runs = append(runs, r)
 			}
 		}
