@@ -117,6 +117,16 @@ func TestStaticTwinEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// a scene drafted from the model: its controls, its held inputs as
+	// disturbances, the part weight; a horizon of two minutes at 5 s
+	dr, err := ap.SceneDraft(ctx, eng, amlapp.SceneDraftRequest{Model: m.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := dr.File.Scene; len(d.Controls) != 3 || len(d.Disturbances) != 2 || len(d.Observations) != 1 || d.Observations[0].ID != "part_weight" || len(d.States) != 0 || dr.File.Objective.HorizonSteps != 25 {
+		t.Fatalf("drafted scene: controls %v, disturbances %v, observations %v, horizon %d", d.Controls, d.Disturbances, d.Observations, dr.File.Objective.HorizonSteps)
+	}
+
 	// shadow evidence on three runs after the model: every complete row
 	// predicted from its settings
 	later := sim.DefaultInjectionConfig()

@@ -10,7 +10,8 @@
 //     Conformal.MeasureCoverage on the dataset's val and test splits);
 //   - virtual trials run FOR THIS EVALUATION: snapshots are replayed at
 //     evenly spaced instants of the dataset's test runs (runs the model was
-//     not fitted or calibrated on) through the live snapshot path
+//     not fitted or calibrated on; for a static dataset, which splits rows,
+//     the runs its test rows come from) through the live snapshot path
 //     (internal/twin/snapshot with the model as state estimator), the
 //     optimiser (safe_small_step: the seed's small steps) proposes its
 //     recommendation at each — the lowest-cost candidate passing
