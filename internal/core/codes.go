@@ -246,7 +246,7 @@ var registry = []CodeInfo{
 	{CodeWriteFailed, KindUpstream, "a governed write was allowed but did not complete with a verified readback"},
 	{CodeClockFault, KindInternal, "a write-history entry is dated after the wall clock (beyond a small tolerance): a clock is wrong; such an entry is refused at insert, and a governed write facing one is denied (reason CLOCK_FAULT)"},
 	{CodeCertRevalidation, KindConflict, "executing a certificate whose snapshot is no longer fresh re-ran its moves from a fresh snapshot and the re-run failed (a constraint at a step with its values, no improvement on holding, out of distribution, unusable fresh data); nothing was written"},
-	{CodeTwinModelUnsupported, KindUnprocessable, "the model is not a twin model (a format other than aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1 or aml.nss/1, or no dynamic dataset)"},
+	{CodeTwinModelUnsupported, KindUnprocessable, "the model is not a twin model (a format other than aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1, aml.nss/1, aml.static-response/1 or aml.static-forest/1; a dynamic model without history and horizon; a static model without a control input)"},
 	{CodeTwinWindowInvalid, KindUnprocessable, "a snapshot window cannot start a rollout (wrong grid, too short, a needed column missing)"},
 	{CodeTwinSceneMismatch, KindUnprocessable, "the scene, objective or snapshot does not fit the model"},
 }

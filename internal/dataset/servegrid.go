@@ -32,7 +32,9 @@ type ServeGrid struct {
 // select which data went into the dataset, not how a run is prepared — and
 // it applies no minimum length and no maxDropRatio exclusion: the caller
 // decides what to do with missing values. A run without any common grid
-// step is AML_DATASET_EMPTY.
+// step is AML_DATASET_EMPTY. For a static_response dataset the grid's
+// complete steps are the rows the run gives (its inputs then targets are
+// the manifest's Inputs and Targets columns).
 func BuildServeGrid(ctx context.Context, st interface {
 	core.Meta
 	core.TimeSeries
@@ -42,9 +44,8 @@ func BuildServeGrid(ctx context.Context, st interface {
 		return nil, core.Wrap(core.CodeDatasetTampered, err, "dataset %s spec", d.ID)
 	}
 	spec.Normalize()
-	if spec.Purpose == PurposeStaticResponse {
-		return nil, core.Errorf(core.CodeInvalidArgument, "static_response datasets have no time grid")
-	}
+	// A static_response dataset's rows are the grid steps of its runs,
+	// aligned the same way: its serve grid is the rows a run gives.
 	nodes, err := resolveNodes(ctx, st, &spec)
 	if err != nil {
 		return nil, err

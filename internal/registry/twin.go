@@ -26,12 +26,15 @@ const (
 const FormatHybrid = "aml.hybrid/1"
 
 // TwinFormats are the artifact formats the digital twin runs.
-var TwinFormats = []string{FormatHybrid, "aml.statespace/1", "aml.arx/1", "aml.narx/1", "aml.nss/1"}
+var TwinFormats = []string{FormatHybrid, "aml.statespace/1", "aml.arx/1", "aml.narx/1", "aml.nss/1", "aml.static-response/1", "aml.static-forest/1"}
 
 // IsTwin says whether m is a twin model: flagged as one, a hybrid
 // (aml.hybrid/1) model, or a linear or neural model the twin runs
 // (aml.statespace/1, aml.arx/1, aml.narx/1, aml.nss/1) made for the twin (purpose
-// mpc_surrogate). Twin models go
+// mpc_surrogate). A static quality model (aml.static-response/1,
+// aml.static-forest/1; purpose static_response) runs in the twin but is
+// no twin model: shadow evidence (internal/twin/shadow) is measured on
+// time windows only, so its promotion is a plain one. Twin models go
 // candidate → shadow → production and need a verified dataset lineage,
 // shadow evidence and a passing twin gate for production.
 func IsTwin(m core.Model) bool {

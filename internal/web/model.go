@@ -194,6 +194,9 @@ func (s *server) predictedVsActual(ctx context.Context, m core.Model, runID stri
 	if err != nil {
 		return nil, err
 	}
+	if err := l.RequireDynamic(); err != nil {
+		return nil, err
+	}
 	run, err := s.d.Store.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err

@@ -217,7 +217,7 @@ var forestSchema = sync.OnceValue(trainer.MustParamSchema[ForestParams])
 var _ trainer.Described = StaticForest{}
 
 func (StaticForest) Summary() string {
-	return "random forest of CART trees (classification by soft vote, or regression) with out-of-bag estimate and feature importances, for static_response datasets"
+	return "random forest of CART trees (classification by soft vote, or regression) with out-of-bag estimate and feature importances, for static_response datasets; the twin runs its models (each step predicted from that step's settings)"
 }
 func (StaticForest) Formats() []string               { return []string{FormatForest} }
 func (StaticForest) ParamSchema() *jsonschema.Schema { return forestSchema() }

@@ -44,7 +44,7 @@ func (LinearStateSpace) Formats() []string               { return []string{Forma
 func (LinearStateSpace) ParamSchema() *jsonschema.Schema { return ssSchema() }
 
 func (StaticResponse) Summary() string {
-	return "ridge-regularised polynomial response surface (or a Gaussian process if it wins the cross-validation) for static_response datasets"
+	return "ridge-regularised polynomial response surface (or a Gaussian process if it wins the cross-validation) for static_response datasets; the twin runs its models (each step predicted from that step's settings)"
 }
 func (StaticResponse) Formats() []string               { return []string{FormatStatic} }
 func (StaticResponse) ParamSchema() *jsonschema.Schema { return staticSchema() }

@@ -2,9 +2,10 @@
 // dynamic model as a [Twin] — a hybrid (aml.hybrid/1: calibrated physics +
 // bounded residual ensemble, internal/ident/hybrid), a linear state-space
 // model (aml.statespace/1), an ARX model (aml.arx/1), a NARX network
-// (aml.narx/1, narx_mlp@1) or a neural state-space model (aml.nss/1,
-// neural_state_space@1) — estimates the state of a line from a
-// snapshot's recent window, runs virtual trials of candidate setpoint
+// (aml.narx/1, narx_mlp@1), a neural state-space model (aml.nss/1,
+// neural_state_space@1) or a static quality model (aml.static-response/1,
+// static_response@1; aml.static-forest/1, static_forest@1) — estimates the
+// state of a line from a snapshot's recent window, runs virtual trials of candidate setpoint
 // trajectories and searches for the best safe one. Nothing here writes to a
 // machine: a trial's candidateExecuted is always false.
 //
@@ -36,7 +37,30 @@
 //     A new neural class plugs in by implementing trainers.HistoryTwin on
 //     its predictor and naming its format in [TwinFormats] and
 //     registry.TwinFormats (TestRegistryKnowsTwinFormats checks they
-//     agree); nothing else in the engine changes.
+//     agree); nothing else in the engine changes;
+//   - static (static.go): aml.static-response/1 and aml.static-forest/1,
+//     models of a static_response dataset (one row per beat: settings →
+//     quality). Its inputs that are dataset controls are the controls,
+//     its other inputs (disturbances, features) are held at their last
+//     value in the window, its targets its outputs. It has no state: the
+//     window is H = 1 row (estimator static-row/1, the row itself), and
+//     every horizon step's targets are the model's PredictBatch of that
+//     step's inputs — the path its conformal width was calibrated on, one
+//     row in, one prediction out (TestStaticTwinMatchesPredictBatch) — so
+//     a move shows at the step it is made (steady state: the model knows
+//     no dynamics). The tube is mean ± W, the one calibrated half-width at
+//     every step (no growth past F: each step is the calibrated
+//     prediction); the OOD envelope is the train input rows'
+//     (eval.OODFeaturesRow), judged on every step's input row. A held
+//     input without a value in the window is refused
+//     (AML_TWIN_WINDOW_INVALID); a static model without a control input,
+//     or another format on a static dataset, AML_TWIN_MODEL_UNSUPPORTED.
+//     A static model predicts its window's rows, so a declared unmeasured
+//     disturbance (an output bias, say) is estimated from its one row.
+//     Features that follow the controls (a measured melt temperature)
+//     should not be inputs of a static twin model: held, they would hide
+//     a move's effect (examples/specs/injection_quality.json leaves them
+//     out).
 //
 // A hybrid's quantities are its physics names (trainers.HybridLayout):
 // controls, disturbances, the outputs that are dataset targets, and states

@@ -31,7 +31,9 @@ const (
 	DraftMaxStepFraction = 0.05
 	// DraftHorizonFactor: the objective's horizon is this many times the
 	// model's calibrated horizon F (a move needs time to show; past F the
-	// tube widens like a random walk).
+	// tube widens like a random walk). A static model's horizon spans two
+	// of the write policy's intervals between moves of a control instead
+	// (its prediction follows a move at once).
 	DraftHorizonFactor = 3
 )
 
@@ -60,6 +62,12 @@ func (t *Twin) DraftScene(in DraftInput) (*contract.SceneContract, *contract.Obj
 	obj := &contract.ObjectiveProfile{SchemaVersion: contract.ObjectiveSchemaVersion, CreatedAt: sc.CreatedAt, CreatedBy: in.By,
 		ObjectiveID: id + "-objective", LineID: man.LineID, Targets: map[string]float64{}, Weights: map[string]float64{},
 		ControlCosts: map[string]float64{}, HorizonSteps: min(512, DraftHorizonFactor*t.F), TrustRegion: map[string]contract.TrustRegion{}}
+	if t.static {
+		// a static model's move shows at once: the horizon covers the
+		// write policy's minute between two moves of a control (one more
+		// move after the first), at least DraftHorizonFactor steps
+		obj.HorizonSteps = min(512, max(DraftHorizonFactor, 1+int(math.Ceil(2*sc.WritePolicy.MinNodeIntervalSec*1000/float64(t.beatMs)))))
+	}
 	if t.hybridPhysics() {
 		sc.PhysicsProfileID = t.modelID
 	}

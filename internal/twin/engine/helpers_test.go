@@ -49,6 +49,17 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	if staticF.st != nil {
+		if err := staticF.st.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "close the static fixture store:", err)
+			code = 1
+		}
+	}
+	if staticF.dir != "" {
+		if err := os.RemoveAll(staticF.dir); err != nil {
+			fmt.Fprintln(os.Stderr, "remove the static fixture directory:", err)
+		}
+	}
 	if fix.dir != "" {
 		if err := os.RemoveAll(fix.dir); err != nil {
 			fmt.Fprintln(os.Stderr, "remove the fixture directory:", err)

@@ -334,11 +334,17 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 // the calibrated width for k < F; past the calibrated horizon the largest
 // calibrated width of the target grown like a random walk,
 // max_f W[f][o] · √((k+1)/F) — never smaller than any calibrated width, and
-// growing without bound, because nothing was measured there. Without a
-// calibration the width is +Inf (newPlan refuses trials then).
+// growing without bound, because nothing was measured there. A static
+// model's width is its one calibrated width at every step: each step is
+// predicted from that step's inputs alone, exactly the one-row prediction
+// the width was calibrated on. Without a calibration the width is +Inf
+// (newPlan refuses trials then).
 func (t *Twin) confWidth(k, o int) float64 {
 	if t.widths == nil {
 		return math.Inf(1)
+	}
+	if t.static {
+		return t.widths[0][o]
 	}
 	if k < t.F {
 		return t.widths[k][o]
@@ -705,22 +711,29 @@ func (p *plan) checkOOD(sc *scratch, res *evalResult) {
 			row = make([]float64, cols)
 		}
 		p.oodRow(sc, k, row)
-		var drop []float64
-		if k < H {
-			drop = oldest(k)
-		} else {
-			drop = horizonRows[k-H]
-		}
-		for j := 0; j < cols; j++ {
-			sc.sum[j] += row[j] - drop[j]
-		}
-		if H > 1 {
+		if H > 1 { // the window's running sum (H = 1: the row is the window)
+			var drop []float64
+			if k < H {
+				drop = oldest(k)
+			} else {
+				drop = horizonRows[k-H]
+			}
+			for j := 0; j < cols; j++ {
+				sc.sum[j] += row[j] - drop[j]
+			}
 			horizonRows = append(horizonRows, row)
+		} else {
+			copy(sc.sum, row)
 		}
 		z := sc.z
-		if o.Features == eval.OODFeaturesRow {
+		switch {
+		case t.oodCols != nil: // a static model: its input row
+			for j, c := range t.oodCols {
+				z[j] = row[c]
+			}
+		case o.Features == eval.OODFeaturesRow:
 			copy(z, row)
-		} else {
+		default:
 			for j := 0; j < cols; j++ {
 				z[j] = sc.sum[j] / float64(H)
 				z[cols+j] = row[j]

@@ -42,25 +42,31 @@ func (s *fakeSource) Manifest(context.Context, core.Model) (*dataset.Manifest, e
 // error of the source.
 func TestLoadFromSource(t *testing.T) {
 	ctx := context.Background()
-	src := &fakeSource{m: core.Model{ID: "m1", ArtifactKind: "aml.static-response/1"}}
+	src := &fakeSource{m: core.Model{ID: "m1", ArtifactKind: trainers.FormatOE}}
 	if _, err := LoadFrom(ctx, src, "m2"); core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("unknown model: %v", err)
 	}
 	if _, err := LoadFrom(ctx, src, "m1"); core.CodeOf(err) != CodeModelUnsupported {
-		t.Fatalf("a static model: %v, want %s", err, CodeModelUnsupported)
+		t.Fatalf("an output-error model: %v, want %s", err, CodeModelUnsupported)
 	}
 	if len(src.asked) != 2 || src.asked[1] != "model" {
 		t.Fatalf("asked %v: the artifact of a refused model was read", src.asked)
 	}
-	// every format the twin does not run (static models, the noise-model
-	// and process-model classes) is refused the same way, unread
-	for _, f := range []string{trainers.FormatForest, trainers.FormatOE, trainers.FormatARMAX, trainers.FormatBJ, trainers.FormatProcess, "ext:mine"} {
+	// every format the twin does not run (the noise-model and
+	// process-model classes, external trainers' formats) is refused the
+	// same way, unread; static models are run (static.go)
+	for _, f := range []string{trainers.FormatOE, trainers.FormatARMAX, trainers.FormatBJ, trainers.FormatProcess, "ext:mine"} {
 		src := &fakeSource{m: core.Model{ID: "m1", ArtifactKind: f}}
 		if _, err := LoadFrom(ctx, src, "m1"); core.CodeOf(err) != CodeModelUnsupported || !strings.Contains(err.Error(), "aml.narx/1") {
 			t.Fatalf("%s: %v, want %s naming the formats the twin runs", f, err, CodeModelUnsupported)
 		}
 		if len(src.asked) != 1 {
 			t.Fatalf("%s: asked %v", f, src.asked)
+		}
+	}
+	for _, f := range []string{trainers.FormatStatic, trainers.FormatForest} {
+		if !IsTwinFormat(f) {
+			t.Fatalf("%s is not a twin format", f)
 		}
 	}
 	tampered := core.Errorf(core.CodeModelTampered, "changed")

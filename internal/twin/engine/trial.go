@@ -301,6 +301,9 @@ func (p *plan) record(in TrialInput, res *evalResult, cand [][]float64) (*contra
 	if t.ood != nil {
 		d.OOD.Threshold = t.ood.Threshold
 	}
+	if t.static {
+		d.TubeMethod = TubeMethodStatic
+	}
 	if d.Disturbances = p.disturbanceReport(); d.Disturbances != nil {
 		d.TubeMethod = TubeMethodDisturbance
 	}

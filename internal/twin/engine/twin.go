@@ -19,7 +19,8 @@ import (
 // Error codes of this package (public contract: never rename, only add).
 const (
 	// CodeModelUnsupported: the model is not a twin model (a format
-	// [IsTwinFormat] does not name, or no dynamic dataset). HTTP 422.
+	// [IsTwinFormat] does not name, a dynamic model without history and
+	// horizon, a static model without a control input). HTTP 422.
 	CodeModelUnsupported = core.CodeTwinModelUnsupported
 	// CodeWindowInvalid: a snapshot window cannot start a rollout (wrong
 	// grid, too short, a needed column entirely missing). HTTP 422.
@@ -35,7 +36,10 @@ func errf(code, field, format string, args ...any) *core.Error {
 }
 
 // Twin is a loaded twin model: a dynamic model of a class the twin runs
-// (aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1, aml.nss/1) with its dataset's layout and the uncertainty figures measured when it was evaluated. It is
+// (aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1, aml.nss/1) or a
+// static quality model (aml.static-response/1, aml.static-forest/1) with
+// its dataset's layout and the uncertainty figures measured when it was
+// evaluated. It is
 // safe for concurrent use; the only mutable part is the cache of window
 // starts, guarded by a mutex, whose entries are immutable.
 type Twin struct {
@@ -50,6 +54,10 @@ type Twin struct {
 	// hideStates: the states are abstract (a state-space model's x1 … xn):
 	// reported by EstimateState, no trial quantities
 	hideStates bool
+	// static: a static quality model (static.go): H = F = 1, the same
+	// conformal width at every step, OOD over its input row (oodCols)
+	static  bool
+	oodCols []int // static: the columns of the OOD envelope's row (the model's inputs); nil: every column
 
 	// model quantities
 	ctrl, dist []qcol // model order
@@ -124,10 +132,12 @@ type metricsJSON struct {
 
 // TwinFormats are the artifact formats the twin runs: hybrid_residual@1,
 // linear_state_space@1, one_step@1 (ARX), narx_mlp@1 and
-// neural_state_space@1 models of dynamic datasets.
-var TwinFormats = []string{trainers.FormatHybrid, trainers.FormatStateSpace, trainers.FormatARX, trainers.FormatNARX, trainers.FormatNSS}
+// neural_state_space@1 models of dynamic datasets, static_response@1 and
+// static_forest@1 models of static_response datasets.
+var TwinFormats = []string{trainers.FormatHybrid, trainers.FormatStateSpace, trainers.FormatARX, trainers.FormatNARX, trainers.FormatNSS,
+	trainers.FormatStatic, trainers.FormatForest}
 
-const twinFormatList = "aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1 or aml.nss/1"
+const twinFormatList = "aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1, aml.nss/1, aml.static-response/1 or aml.static-forest/1"
 
 // IsTwinFormat says whether the twin runs models of artifact format f.
 func IsTwinFormat(f string) bool { return slices.Contains(TwinFormats, f) }
@@ -141,15 +151,23 @@ func New(modelID string, man *dataset.Manifest, p model.Predictor, metrics json.
 	if _, err := man.WholeMsBeat(); err != nil {
 		return nil, errf(CodeModelUnsupported, "dataset", "%s", core.MessageOf(err))
 	}
-	if man.BeatMs <= 0 || man.HistorySteps < 1 || man.HorizonSteps < 1 {
+	H, F := man.HistorySteps, man.HorizonSteps
+	if isStatic(man) {
+		H, F = 1, 1 // one row in, one prediction out (dataset.Dims)
+	}
+	if man.BeatMs <= 0 || H < 1 || F < 1 {
 		return nil, errf(CodeModelUnsupported, "dataset", "the model's dataset is not a dynamic dataset with history and horizon")
 	}
-	t := &Twin{modelID: modelID, man: man, pred: p, H: man.HistorySteps, F: man.HorizonSteps, beatMs: man.BeatMs,
+	t := &Twin{modelID: modelID, man: man, pred: p, H: H, F: F, beatMs: man.BeatMs,
 		dt: float64(man.BeatMs) / 1000, nodes: append([]string(nil), man.AllNodes...), colOf: map[string]int{}, cache: map[[32]byte]*snapStart{}}
 	for j, n := range man.AllNodes {
 		t.colOf[n] = j
 	}
-	if hp, ok := trainers.AsHybrid(p); ok {
+	if isStatic(man) {
+		if err := t.initStatic(p); err != nil {
+			return nil, err
+		}
+	} else if hp, ok := trainers.AsHybrid(p); ok {
 		t.initHybrid(hp)
 	} else if lt, ok := trainers.AsLinearTwin(p); ok {
 		if err := t.initColumns(lt.LinearLayout()); err != nil {
@@ -184,7 +202,8 @@ func New(modelID string, man *dataset.Manifest, p model.Predictor, metrics json.
 		if mj.Coverage != nil && t.widths != nil && mj.Coverage.Split == dataset.SplitTest {
 			t.measuredCov = mj.Coverage.Measured
 		}
-		if o := mj.OOD; o != nil && o.H == t.H && o.Cols == len(t.nodes) && len(o.Mean) == len(o.Prec) && len(o.Mean) > 0 {
+		if o := mj.OOD; o != nil && o.H == t.H && o.Cols == t.oodWidth() && len(o.Mean) == len(o.Prec) && len(o.Mean) > 0 &&
+			(!t.static || (o.Features == eval.OODFeaturesRow && len(o.Mean) == o.Cols)) {
 			t.ood = o
 		}
 	}
@@ -241,6 +260,15 @@ func (t *Twin) initColumns(in, out []trainers.HybridColumnRef) error {
 		t.modelOuts = append(t.modelOuts, t.nodes[c.Col])
 	}
 	return nil
+}
+
+// oodWidth is the number of columns of the OOD envelope's rows: a static
+// model's inputs, or every dataset column.
+func (t *Twin) oodWidth() int {
+	if t.oodCols != nil {
+		return len(t.oodCols)
+	}
+	return len(t.nodes)
 }
 
 // failWhat names what fails when a rollout stops being finite.
@@ -400,8 +428,13 @@ func (t *Twin) estimate(w *contract.SnapshotWindow) (*snapStart, error) {
 			return nil, errf(CodeWindowInvalid, "window.values."+t.nodes[c.col], "control %s (node %s) has no value in the last %d rows of the window", c.name, t.nodes[c.col], H)
 		}
 	}
+	for _, c := range t.dist {
+		if t.static && c.col >= 0 && !any(c.col) {
+			return nil, errf(CodeWindowInvalid, "window.values."+t.nodes[c.col], "input %s has no value in the last %d rows of the window: a static model predicts from every input", c.name, H)
+		}
+	}
 	for _, o := range t.outs {
-		if !any(o.col) {
+		if !t.static && !any(o.col) { // a static model has no state to estimate from its targets
 			return nil, errf(CodeWindowInvalid, "window.values."+t.nodes[o.col], "output %s (node %s) has no value in the last %d rows of the window: the state cannot be estimated", o.name, t.nodes[o.col], H)
 		}
 	}
@@ -419,7 +452,9 @@ func (t *Twin) estimate(w *contract.SnapshotWindow) (*snapStart, error) {
 			}
 		}
 		if math.IsNaN(first) {
-			s.complete = false
+			if !t.static || slices.Contains(t.oodCols, j) { // a static model's OOD row is its inputs
+				s.complete = false
+			}
 			continue
 		}
 		prev := first

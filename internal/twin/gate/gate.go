@@ -10,7 +10,8 @@
 //     Conformal.MeasureCoverage on the dataset's val and test splits);
 //   - virtual trials run FOR THIS EVALUATION: snapshots are replayed at
 //     evenly spaced instants of the dataset's test runs (runs the model was
-//     not fitted or calibrated on) through the live snapshot path
+//     not fitted or calibrated on; for a static dataset, which splits rows,
+//     the runs its test rows come from) through the live snapshot path
 //     (internal/twin/snapshot with the model as state estimator), the
 //     optimiser (safe_small_step: the seed's small steps) proposes its
 //     recommendation at each — the lowest-cost candidate passing
@@ -41,6 +42,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -304,12 +306,24 @@ type point struct {
 // when there are no test runs): round-robin over the runs in their
 // manifest order, at evenly spaced fractions of each run's usable stretch
 // (after the first H steps of history, before the last horizon steps).
+// A static dataset splits rows, not runs: its test runs are the runs its
+// test rows come from (man.Split.Test.RunIDs).
 func plan(man *dataset.Manifest, H, horizon, n int) []point {
 	var runs []dataset.ManifestRun
+	inSplit := func(r dataset.ManifestRun, split string) bool {
+		if man.Kind != dataset.KindStatic {
+			return r.Split == split
+		}
+		part := man.Split.Test
+		if split == dataset.SplitVal {
+			part = man.Split.Val
+		}
+		return slices.Contains(part.RunIDs, r.RunID)
+	}
 	for _, split := range []string{dataset.SplitTest, dataset.SplitVal} {
 		for _, r := range man.Runs {
 			// Only runs with a usable stretch (see below).
-			if r.Split == split && r.GridSteps-horizon-1 > H+1 {
+			if inSplit(r, split) && r.GridSteps-horizon-1 > H+1 {
 				runs = append(runs, r)
 			}
 		}

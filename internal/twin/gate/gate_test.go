@@ -55,6 +55,31 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// plan on a static dataset (rows split, runs carry no split): the runs
+// its test rows come from, val's when it has no test rows.
+func TestPlanStatic(t *testing.T) {
+	man := &dataset.Manifest{Kind: dataset.KindStatic, BeatMs: 5000, Runs: []dataset.ManifestRun{
+		{RunID: "a", GridSteps: 360, StartMs: 0},
+		{RunID: "b", GridSteps: 360, StartMs: 10_000_000},
+		{RunID: "c", GridSteps: 360, StartMs: 20_000_000},
+	}}
+	man.Split.Test.RunIDs = []string{"a", "c"}
+	man.Split.Val.RunIDs = []string{"b"}
+	pts := plan(man, 1, 60, 4)
+	if len(pts) != 4 || pts[0].run != "a" || pts[1].run != "c" || pts[2].run != "a" {
+		t.Fatalf("static plan %v", pts)
+	}
+	for _, p := range pts {
+		if step := (p.atMs - map[string]int64{"a": 0, "c": 20_000_000}[p.run]) / 5000; step <= 1 || step >= 360-60 {
+			t.Fatalf("point at step %d is outside the usable stretch", step)
+		}
+	}
+	man.Split.Test.RunIDs = nil
+	if pts := plan(man, 1, 60, 2); len(pts) != 2 || pts[0].run != "b" {
+		t.Fatalf("static val fallback: %v", pts)
+	}
+}
+
 func TestErrorRatio(t *testing.T) {
 	tm := []eval.TargetMetrics{{RMSE: 0.1}, {RMSE: 0.2}}
 	if r := errorRatio([]shadow.Num{0.12, 0.2}, tm); math.Abs(r-1.1) > 1e-12 {

@@ -38,6 +38,13 @@
 //	OODRejected = share of the W windows the training envelope (metrics
 //	              "ood", eval.OOD.Check) rejects; NaN without one
 //
+// A static model (a static_response dataset: one row per grid step) is
+// scored on rows instead: every grid step with every column measured is
+// one "window" with H = F = 1 — its inputs (the manifest's Inputs
+// columns) predicted to its targets, against the one calibrated width,
+// the OOD envelope judging the input row; it has no free run, and
+// declared disturbances are not applied to it.
+//
 // These are the same definitions as the evaluation's test metrics (eval
 // package), so a shadow run's WindowNRMSE compares directly with the
 // model's test rollout NRMSE and its Coverage with the calibrated level.

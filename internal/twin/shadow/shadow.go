@@ -197,8 +197,8 @@ func Load(ctx context.Context, st Store, dataDir, id string) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	if man.Kind != dataset.KindDynamic {
-		return nil, core.Errorf(core.CodeInvalidArgument, "model %s was trained on a %s dataset; shadow evidence needs a dynamic (time-windowed) model", id, man.Kind)
+	if man.Kind != dataset.KindDynamic && man.Kind != dataset.KindStatic {
+		return nil, core.Errorf(core.CodeInvalidArgument, "model %s was trained on a %s dataset; shadow evidence needs a dynamic (time-windowed) or static (one row per step) model", id, man.Kind)
 	}
 	p, err := model.Load(reg.ArtifactDir(m), man, model.LoadOptions{ExecPredict: extrun.Predict, Formats: trainers.Formats()})
 	if err != nil {
@@ -221,10 +221,11 @@ func Load(ctx context.Context, st Store, dataDir, id string) (*Loaded, error) {
 			return nil, core.Wrap(core.CodeModelInvalid, err, "model %s metrics", id)
 		}
 	}
-	if c := met.Conformal; c != nil && len(c.Widths) == man.HorizonSteps && len(c.Widths[0]) == len(man.Targets) {
+	dm := man.Dims() // a static dataset: H = F = 1, the inputs' columns
+	if c := met.Conformal; c != nil && len(c.Widths) == dm.F && len(c.Widths[0]) == len(man.Targets) {
 		l.Conformal = c
 	}
-	if o := met.OOD; o != nil && o.H == man.HistorySteps && o.Cols == len(man.AllNodes) {
+	if o := met.OOD; o != nil && o.H == dm.H && o.Cols == dm.XCols {
 		l.OOD = o
 	}
 	if met.Test.MeanNRMSE != nil {
@@ -459,6 +460,15 @@ func (l *Loaded) EvaluateRun(ctx context.Context, st interface {
 		}
 		rowOK[k] = ok
 	}
+	if man.Kind == dataset.KindStatic {
+		if err := l.rows(ctx, g, re, rowOK, col, ti); err != nil {
+			return nil, err
+		}
+		if re.Windows == 0 && re.Skipped == "" {
+			re.Skipped = "no complete row (every input and target measured)"
+		}
+		return re, nil
+	}
 	if err := l.windows(ctx, g, re, rowOK, ci, ti, opts); err != nil {
 		return nil, err
 	}
@@ -576,6 +586,106 @@ func (l *Loaded) windows(ctx context.Context, g *dataset.ServeGrid, re *RunEvide
 		t := &re.Targets[k]
 		t.WindowRMSE, t.WindowNRMSE = Num(rmse), Num(nrmse)
 		t.Drift = drift[k]
+		nrs = append(nrs, nrmse)
+		if l.Conformal != nil {
+			t.Coverage = Num(float64(inT[k]) / float64(len(truth[k])))
+			re.Inside += inT[k]
+			re.Values += len(truth[k])
+		}
+	}
+	re.NRMSE = Num(mean(nrs))
+	if re.Values > 0 {
+		re.Coverage = Num(float64(re.Inside) / float64(re.Values))
+	}
+	if l.OOD != nil {
+		re.OODRejected = Num(float64(re.Rejected) / float64(re.Windows))
+	}
+	return nil
+}
+
+// RequireDynamic refuses a static model (one row per step) where a view
+// needs time windows.
+func (l *Loaded) RequireDynamic() error {
+	if l.Manifest.Kind != dataset.KindDynamic {
+		return core.Errorf(core.CodeInvalidArgument, "model %s was trained on a %s dataset; this needs a dynamic (time-windowed) model", l.Model.ID, l.Manifest.Kind)
+	}
+	return nil
+}
+
+// rows predicts every complete row of a static model's run grid (every
+// column measured) from its inputs and scores it: a row is a window with
+// H = F = 1 (Windows = Steps = rows), against the one calibrated width
+// and the OOD envelope over the input row. A static model has no free run.
+func (l *Loaded) rows(ctx context.Context, g *dataset.ServeGrid, re *RunEvidence, rowOK []bool, col map[string]int, ti []int) error {
+	man := l.Manifest
+	nAll, nT, nIn := len(man.AllNodes), len(man.Targets), len(man.Inputs)
+	in := make([]int, nIn)
+	for i, n := range man.Inputs {
+		j, ok := col[n]
+		if !ok {
+			return core.Errorf(core.CodeDatasetTampered, "dataset %s: input %s is not a column", l.Dataset.ID, n)
+		}
+		in[i] = j
+	}
+	var ks []int
+	for k, ok := range rowOK {
+		if ok {
+			ks = append(ks, k)
+		}
+	}
+	re.Windows, re.Steps = len(ks), len(ks)
+	if len(ks) == 0 {
+		return nil
+	}
+	truth, pred, inT := make([][]float64, nT), make([][]float64, nT), make([]int, nT)
+	for lo := 0; lo < len(ks); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return core.Wrap(core.CodeInternal, err, "shadow evaluation cancelled")
+		}
+		hi := min(len(ks), lo+batch)
+		n := hi - lo
+		x := make([]float32, 0, n*nIn)
+		y := make([]float32, 0, n*nT)
+		for _, k := range ks[lo:hi] {
+			row := g.Vals[k*nAll : (k+1)*nAll]
+			for _, j := range in {
+				x = append(x, row[j])
+			}
+			for _, j := range ti {
+				y = append(y, row[j])
+			}
+		}
+		if l.OOD != nil {
+			for w := 0; w < n; w++ {
+				if _, ok := l.OOD.Check(x[w*nIn : (w+1)*nIn]); !ok {
+					re.Rejected++
+				}
+			}
+		}
+		p, err := l.Predictor.PredictBatch(ctx, x, nil, n)
+		if err != nil {
+			return err
+		}
+		if len(p) != n*nT {
+			return model.Invalidf("prediction", "the model returned %d values for %d rows, need %d", len(p), n, n*nT)
+		}
+		for i, v := range p {
+			if !finite(float64(v)) {
+				return model.Invalidf("prediction", "the model predicted %v for a row of run %s", v, re.RunID)
+			}
+			k := i % nT
+			truth[k] = append(truth[k], float64(y[i]))
+			pred[k] = append(pred[k], float64(v))
+			if l.Conformal != nil && math.Abs(float64(v)-float64(y[i])) <= l.Conformal.Widths[0][k] {
+				inT[k]++
+			}
+		}
+	}
+	var nrs []float64
+	for k := 0; k < nT; k++ {
+		rmse, nrmse := rmseNRMSE(truth[k], pred[k])
+		t := &re.Targets[k]
+		t.WindowRMSE, t.WindowNRMSE = Num(rmse), Num(nrmse)
 		nrs = append(nrs, nrmse)
 		if l.Conformal != nil {
 			t.Coverage = Num(float64(inT[k]) / float64(len(truth[k])))
