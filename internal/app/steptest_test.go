@@ -10,19 +10,17 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
-// TestStepTestOps: a step test on the plant's tank line end to end
-// through the application: issued by an engineer, approval refused to
-// the engineer's role, an agent and the proposer, approved by an
-// approver; execution refused without the line's connector; executed on
-// the live tank (injected clock) through the guard, the fitted
-// process model within 10 % of the tank's true gains and dead times;
-// executed only once.
-func TestStepTestOps(t *testing.T) {
+// tankApp is an application over a fresh SQLite store with the tank
+// line's frozen scene (level hard range [30, levelMax]) and a
+// hitl_governed channel.
+func tankApp(t *testing.T, levelMax float64) (*App, *sqlite.Store) {
+	t.Helper()
 	ctx := context.Background()
 	st, dir := testfix.SQLite(t)
 	key, err := cert.LoadOrCreateKey(dir)
@@ -42,7 +40,7 @@ func TestStepTestOps(t *testing.T) {
 			{ID: sim.TankFeed, Role: contract.RoleControl, PhysicalMeaning: "feed setpoint", Unit: "l/min", Min: f(10), Max: f(20), MaxStep: f(4)},
 		},
 		Observations: []contract.SceneVariable{{ID: sim.TankLevel, Role: contract.RoleTarget, PhysicalMeaning: "tank level", Unit: "cm", Min: f(30), Max: f(70)}},
-		Constraints:  []contract.Constraint{{ID: "level", Kind: contract.KindHardRange, Variable: sim.TankLevel, Min: f(30), Max: f(70)}},
+		Constraints:  []contract.Constraint{{ID: "level", Kind: contract.KindHardRange, Variable: sim.TankLevel, Min: f(30), Max: f(levelMax)}},
 		WritePolicy: contract.WritePolicy{MinNodeIntervalSec: 60, MinLineActionIntervalSec: 60, MaxActionsPerRun: 20,
 			MaxDeltaPerAction: map[string]float64{sim.TankHeater: 4, sim.TankFeed: 4}},
 		Status: contract.SceneDraft,
@@ -57,6 +55,19 @@ func TestStepTestOps(t *testing.T) {
 	if _, err := a.ChannelSet(ctx, admin, ChannelSetRequest{Line: "tank-line", Profile: "hybrid_twin", ControlPolicy: contract.PolicyHITLGoverned}); err != nil {
 		t.Fatal(err)
 	}
+	return a, st
+}
+
+// TestStepTestOps: a step test on the plant's tank line end to end
+// through the application: issued by an engineer, approval refused to
+// the engineer's role, an agent and the proposer, approved by an
+// approver; execution refused without the line's connector; executed on
+// the live tank (injected clock) through the guard, the fitted
+// process model within 10 % of the tank's true gains and dead times;
+// executed only once.
+func TestStepTestOps(t *testing.T) {
+	ctx := context.Background()
+	a, st := tankApp(t, 70)
 	req := StepTestIssueRequest{StepTestPlanRequest: StepTestPlanRequest{Scene: "tank-level", Base: map[string]float64{sim.TankHeater: 50, sim.TankFeed: 15},
 		Hold: Duration(5 * time.Minute), OneAtATime: true}}
 	if _, err := a.StepTestIssue(ctx, viewer, req); core.CodeOf(err) != core.CodeForbidden {
