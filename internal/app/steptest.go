@@ -111,7 +111,7 @@ var (
 	opStepTestIssue   = Op{Name: "steptest.issue", Act: auth.ActCertRequest, Summary: "Design a step test and issue it as a signed step-test certificate, queued for a person to approve"}
 	opStepTestShow    = Op{Name: "steptest.show", Act: auth.ActRead, Summary: "A step test as its signed audit trail has it (verified): status, approval, moves executed"}
 	opStepTestApprove = Op{Name: "steptest.approve", Act: auth.ActCertApprove, Summary: "Approve an ISSUED step test (a person other than its proposer, with the approver role)"}
-	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 from the run"}
+	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run"}
 )
 
 func stepTestCertOps() []*Op {
@@ -240,7 +240,8 @@ type StepTestExecuteResponse struct {
 
 // StepTestExecute runs an approved step test on the live line through
 // the write guard (every move checked against the certificate, audited
-// with its readback) and fits process_model@1 from the recorded run.
+// with its readback) and fits process_model@1 and linear_state_space@1
+// from the recorded run (steptest.Fit).
 // The run is recorded under run id "steptest-<id>". A refused move or a
 // breached scene limit stops the test: the result comes back with
 // AML_WRITE_DENIED, and nothing was written after the stop.

@@ -147,6 +147,20 @@ func TestStepTestFitsTheTankOverOPCUA(t *testing.T) {
 			t.Errorf("%s: dead time %.2f s, true %.0f", p.Input, p.ThetaSec, w[1])
 		}
 	}
+	// linear_state_space@1 from the same run (its delays from the dead
+	// times above, its gains and curves its own).
+	ss := out.Fit.StateSpace
+	if ss == nil {
+		t.Fatalf("no state-space model: %s", out.Fit.StateSpaceError)
+	}
+	t.Logf("linear_state_space@1: order %d, delays %v samples, free-run RMSE %.4f cm", ss.Order, ss.Delays, ss.RMSE)
+	for _, p := range out.Fit.Pairs {
+		w := want[p.Input]
+		t.Logf("linear_state_space@1 %s: K %.4f (%+.1f %%) dead time %.0f s", p.Input, p.SSK, 100*(p.SSK/w[0]-1), p.SSDeadTimeSec)
+		if math.Abs(p.SSK-w[0]) > 0.1*math.Abs(w[0]) || math.Abs(p.SSDeadTimeSec-w[1]) > 0.1*w[1] || len(p.SSStep) != len(out.Fit.StepAtSec) {
+			t.Errorf("%s: state-space K %.4f dead time %.0f s", p.Input, p.SSK, p.SSDeadTimeSec)
+		}
+	}
 }
 
 // TestStepTestStoppedByTheLevelOverOPCUA: the level's hard upper limit

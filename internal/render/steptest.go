@@ -64,6 +64,15 @@ func printStepTestExecution(w io.Writer, r app.StepTestExecuteResponse) {
 			fmt.Fprintln(w)
 		}
 	}
+	if f := r.Fit; f != nil && f.StateSpace != nil {
+		fmt.Fprintf(w, "linear_state_space@1 of %s (order %d, free-run RMSE %.4g):\n", f.Output, f.StateSpace.Order, f.StateSpace.RMSE)
+		for _, p := range f.Pairs {
+			fmt.Fprintf(w, "  %s: K %.4g  dead time %.1fs\n", p.Input, p.SSK, p.SSDeadTimeSec)
+		}
+	}
+	if r.Fit != nil && r.Fit.StateSpaceError != "" {
+		fmt.Fprintf(w, "state-space fit: %s\n", r.Fit.StateSpaceError)
+	}
 	if r.FitError != "" {
 		fmt.Fprintf(w, "fit: %s\n", r.FitError)
 	}

@@ -226,6 +226,29 @@ func TestStepTestFitsTheTank(t *testing.T) {
 			t.Errorf("%s: fitted K %.4f τ %.1f θ %.2f, true K %.2f τ %.0f θ %.0f", p.Input, p.K, p.TauSec, p.ThetaSec, w[0], truth.TauSec, w[1])
 		}
 	}
+	// linear_state_space@1 from the same run: its gains and dead times
+	// within 10 % of the truth too, its step response next to the FOPDT's.
+	ss := rep1.StateSpace
+	if ss == nil {
+		t.Fatalf("no state-space fit: %s", rep1.StateSpaceError)
+	}
+	t.Logf("linear_state_space@1: order %d, delays %v, free-run RMSE %.4f cm (process_model@1 %.4f)", ss.Order, ss.Delays, ss.RMSE, rep1.RMSE)
+	for _, p := range rep1.Pairs {
+		w := want[p.Input]
+		t.Logf("%s: state-space K %.4f (true %.2f) θ %.0f s (true %.0f)", p.Input, p.SSK, w[0], p.SSDeadTimeSec, w[1])
+		if math.Abs(p.SSK-w[0]) > 0.1*math.Abs(w[0]) || math.Abs(p.SSDeadTimeSec-w[1]) > 0.1*w[1] {
+			t.Errorf("%s: state-space K %.4f θ %.0f, true K %.2f θ %.0f", p.Input, p.SSK, p.SSDeadTimeSec, w[0], w[1])
+		}
+		last := len(p.SSStep) - 1
+		if len(p.SSStep) != len(p.Step) || p.SSStep[0] != 0 || math.Abs(p.SSStep[last]-p.Step[last]) > 0.05*math.Abs(p.K) {
+			t.Errorf("%s: state-space step %v, process %v", p.Input, p.SSStep, p.Step)
+		}
+		for i, at := range rep1.StepAtSec {
+			if d := math.Abs(p.SSStep[i] - p.Step[i]); d > 0.05*math.Abs(p.K) {
+				t.Errorf("%s at %gs: state-space step %.4f, process %.4f", p.Input, at, p.SSStep[i], p.Step[i])
+			}
+		}
+	}
 }
 
 // TestStepTestAuditTrail: issued, approved and executed through the

@@ -22,6 +22,13 @@ type PairReport struct {
 	// of StepAtSec, PrevStep the previous model's.
 	Step     []float64 `json:"step"`
 	PrevStep []float64 `json:"prevStep,omitempty"`
+	// SSK, SSDeadTimeSec and SSStep are the linear_state_space@1 model's
+	// steady-state gain, dead time (its input delay plus the state
+	// update's sample) and unit step response (absent when it was not
+	// fitted: FitReport.StateSpaceError says why).
+	SSK           float64   `json:"ssK,omitempty"`
+	SSDeadTimeSec float64   `json:"ssDeadTimeSec,omitempty"`
+	SSStep        []float64 `json:"ssStep,omitempty"`
 }
 
 // FitReport is the process model fitted from an executed step test.
@@ -33,11 +40,16 @@ type FitReport struct {
 	Params    []process.Param `json:"params"`
 	Pairs     []PairReport    `json:"pairs"`
 	StepAtSec []float64       `json:"stepAtSec"`
+	// StateSpace is linear_state_space@1 fitted from the same run.
+	StateSpace      *StateSpaceFit `json:"stateSpace,omitempty"`
+	StateSpaceError string         `json:"stateSpaceError,omitempty"`
 }
 
-// Fit fits process_model@1 (FOPDT per input) to output of the executed
-// test and compares its curves with prev (nil: none; its inputs in the
-// execution's input order).
+// Fit fits process_model@1 (FOPDT per input) and linear_state_space@1
+// (see StateSpaceFit; a failure of this second fit is reported in
+// StateSpaceError, not returned) to output of the executed test and
+// compares the curves with prev (nil: none; its inputs in the execution's
+// input order).
 func Fit(ctx context.Context, ex *Execution, output string, prev *process.Model) (*FitReport, error) {
 	if ex == nil || len(ex.Samples) < 20 || !(ex.StepSec > 0) {
 		return nil, core.Errorf(core.CodeInvalidArgument, "the step test recorded too few samples to fit a model")
@@ -76,6 +88,28 @@ func Fit(ctx context.Context, ex *Execution, output string, prev *process.Model)
 			pr.PrevK, pr.PrevTau, pr.PrevTheta, pr.PrevStep = q.K, q.Tau1, q.Theta, stepCurve(q, r.StepAtSec)
 		}
 		r.Pairs = append(r.Pairs, pr)
+	}
+	theta := make([]float64, len(ex.Inputs))
+	for i := range theta {
+		theta[i] = res.Model.Pairs[i].Theta
+	}
+	ss, err := fitStateSpace(ctx, y, u, ex.StepSec, theta)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.StateSpaceError = "fit linear_state_space@1: " + err.Error()
+		return r, nil
+	}
+	r.StateSpace = ss
+	for i := range r.Pairs {
+		k, err := dcGain(ss.Model, i)
+		if err != nil {
+			r.StateSpaceError = err.Error()
+			break
+		}
+		r.Pairs[i].SSK, r.Pairs[i].SSDeadTimeSec = k, float64(ss.Delays[i]+1)*ex.StepSec
+		r.Pairs[i].SSStep = ssStepCurve(ss.Model, ss.Delays, i, ex.StepSec, r.StepAtSec)
 	}
 	return r, nil
 }

@@ -18,7 +18,9 @@
 // limit stops the test with nothing written after. Fit fits
 // process_model@1 (FOPDT per input) to the recorded execution and
 // compares its gains, time constants, dead times and step responses
-// with a previous model.
+// with a previous model; it also fits linear_state_space@1's model class
+// (statespace.go: PO-MOESP, the input delays from the FOPDT dead times)
+// and reports its gains, dead times and step responses beside them.
 //
 // Issue, approval, every move (decision, outcome, readback) and the end
 // are recorded in the hash-chained audit log under signed checkpoints
