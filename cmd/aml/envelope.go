@@ -118,10 +118,12 @@ func newTwinStepTestCmd(a *app) *cobra.Command {
 		ir     amlapp.StepTestIssueRequest
 		sr, ar amlapp.StepTestRequest
 		er     amlapp.StepTestExecuteRequest
+		lr     amlapp.StepTestListRequest
+		rr     amlapp.StepTestRevokeRequest
 	)
 	plan := planCmd("plan --scene ID[@V] [--signal steps|prbs] [--var V]... [--one-at-a-time]", "Design a step test within the write policy and the controls' ranges (nothing is written)",
 		"steptest.plan", "", &pr, &pr, func() error { return nil })
-	var issue, approve, execute *cobra.Command
+	var issue, approve, execute, revoke *cobra.Command
 	issue = planCmd("issue --scene ID[@V] [plan flags] --as PERSON", "Design a step test and issue it as a signed certificate for a person to approve",
 		"steptest.issue", "as", &ir.StepTestPlanRequest, &ir, func() error { return a.requireActor(issue) })
 	issue.Flags().Var(&ir.TTL, "ttl", "how long the approved test may run (default 8h, at most 24h)")
@@ -135,6 +137,12 @@ func newTwinStepTestCmd(a *app) *cobra.Command {
 		"steptest.execute", "as", &er, func(x []string) error { er.ID = x[0]; return a.requireActor(execute) })
 	execute.Flags().String("as", "", "who runs it (recorded in the audit log)")
 	execute.Flags().StringVar(&er.Output, "output", "", "measured variable to fit (default the scene's first observation)")
-	cmd.AddCommand(plan, issue, show, approve, execute)
+	list := opCommand(a, &cobra.Command{Use: "list [--line L]", Short: "List step tests, newest first, each verified", Args: argsExact(0)}, "steptest.list", "", &lr, nil)
+	list.Flags().StringVar(&lr.Line, "line", "", "only this line")
+	revoke = opCommand(a, &cobra.Command{Use: "revoke ID --as PERSON --reason R", Short: "Revoke a step test (its proposer or an approver): it can no longer execute", Args: argsExact(1)},
+		"steptest.revoke", "as", &rr, func(x []string) error { rr.ID = x[0]; return a.requireActor(revoke) })
+	revoke.Flags().String("as", "", "who revokes (recorded in the audit log)")
+	revoke.Flags().StringVar(&rr.Reason, "reason", "", "why")
+	cmd.AddCommand(plan, issue, list, show, approve, revoke, execute)
 	return cmd
 }

@@ -111,6 +111,12 @@ var (
 	opStepTestIssue   = Op{Name: "steptest.issue", Act: auth.ActCertRequest, Summary: "Design a step test and issue it as a signed step-test certificate, queued for a person to approve"}
 	opStepTestShow    = Op{Name: "steptest.show", Act: auth.ActRead, Summary: "A step test as its signed audit trail has it (verified): status, approval, moves executed"}
 	opStepTestApprove = Op{Name: "steptest.approve", Act: auth.ActCertApprove, Summary: "Approve an ISSUED step test (a person other than its proposer, with the approver role)"}
+	opStepTestList    = Op{Name: "steptest.list", Act: auth.ActRead, Summary: "List the step tests of p's lines (optionally one line), newest first, each verified"}
+	// steptest.revoke is open to two roles — the test's proposer (an
+	// engineer) and a person with the approver role — so its op action is
+	// read and the body checks which (steptest.CanRevoke, the line's
+	// scope); agents never revoke.
+	opStepTestRevoke  = Op{Name: "steptest.revoke", Act: auth.ActRead, Summary: "Revoke a step test (its proposer or an approver, never an agent): it can no longer execute"}
 	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run"}
 )
 
@@ -119,6 +125,8 @@ func stepTestCertOps() []*Op {
 		bind(&opStepTestIssue, (*App).StepTestIssue),
 		bind(&opStepTestShow, (*App).StepTestShow),
 		bind(&opStepTestApprove, (*App).StepTestApprove),
+		bind(&opStepTestList, (*App).StepTestList),
+		bind(&opStepTestRevoke, (*App).StepTestRevoke),
 		bind(&opStepTestExecute, (*App).StepTestExecute),
 	}
 }
@@ -209,6 +217,79 @@ func (a *App) StepTestApprove(ctx context.Context, p Principal, req StepTestRequ
 			return nil, err
 		}
 		return steptest.RecordApprove(ctx, a.d.Store, k, req.ID, twinstore.Approver{Name: p.Name, Role: string(p.Role)}, a.o.Now())
+	})
+}
+
+// StepTestListRequest filters step tests.
+type StepTestListRequest struct {
+	Line  string `json:"line,omitempty" jsonschema:"only this line"`
+	Limit int    `json:"limit,omitempty" jsonschema:"at most this many (default 100, at most 1000)"`
+}
+
+// Validate bounds the limit.
+func (r *StepTestListRequest) Validate() error { return limitIn("limit", r.Limit, 1, 1000) }
+
+// StepTestList lists the step tests of p's lines, newest first, each
+// replayed from its verified trail (one that does not verify is left
+// out: it never authorises a write).
+func (a *App) StepTestList(ctx context.Context, p Principal, req StepTestListRequest) (List[*StepTestResponse], error) {
+	return run(ctx, a, p, &opStepTestList, req, func(ctx context.Context, p Principal, req StepTestListRequest) (List[*StepTestResponse], error) {
+		var zero List[*StepTestResponse]
+		if err := scope(p, auth.ActRead, req.Line); err != nil {
+			return zero, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return zero, err
+		}
+		limit := req.Limit
+		if limit == 0 {
+			limit = 100
+		}
+		items, _, err := steptest.List(ctx, a.d.Store, k.Public, req.Line, limit, a.o.Now())
+		if err != nil {
+			return zero, err
+		}
+		return ListOf(filter(p, items, func(r *StepTestResponse) string { return r.Test.LineID })), nil
+	})
+}
+
+// StepTestRevokeRequest revokes a step test with a reason.
+type StepTestRevokeRequest struct {
+	ID     string `json:"id" jsonschema:"step test id"`
+	Reason string `json:"reason" jsonschema:"why (recorded in the audit log)"`
+}
+
+// Validate requires id and reason.
+func (r *StepTestRevokeRequest) Validate() error {
+	return firstErr(required("id", r.ID), required("reason", r.Reason))
+}
+
+// StepTestRevoke revokes a step test as p: its proposer (with the
+// cert.request action on its line) or a person who may approve on its
+// line; never an agent. A revoked test never executes (the guard refuses
+// its moves, CERT_REVOKED).
+func (a *App) StepTestRevoke(ctx context.Context, p Principal, req StepTestRevokeRequest) (*StepTestResponse, error) {
+	return run(ctx, a, p, &opStepTestRevoke, req, func(ctx context.Context, p Principal, req StepTestRevokeRequest) (*StepTestResponse, error) {
+		if p.Role == auth.RoleAgent {
+			return nil, core.FieldErrorf(core.CodeForbidden, "id", "an agent does not revoke a step test: a person does")
+		}
+		r, err := a.stepTestFor(ctx, p, auth.ActRead, req.ID)
+		if err != nil {
+			return nil, err
+		}
+		act := auth.ActCertApprove
+		if p.Name == r.Test.CreatedBy && p.Allow(auth.ActCertApprove, r.Test.LineID) != nil {
+			act = auth.ActCertRequest
+		}
+		if err := p.Allow(act, r.Test.LineID); err != nil {
+			return nil, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return nil, err
+		}
+		return steptest.RecordRevoke(ctx, a.d.Store, k, req.ID, steptest.Revoker{Name: p.Name, Role: string(p.Role)}, req.Reason, a.o.Now())
 	})
 }
 

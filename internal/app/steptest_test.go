@@ -129,3 +129,67 @@ func TestStepTestOps(t *testing.T) {
 		t.Fatalf("executed twice: %v", err)
 	}
 }
+
+// TestStepTestRevokeAndList: step tests listed per line within the
+// caller's scope; revoked by its proposer or an approver — not by
+// another engineer, a viewer, an agent or a caller outside the line —
+// and a revoked test is refused by the guard with nothing written.
+func TestStepTestRevokeAndList(t *testing.T) {
+	ctx := context.Background()
+	a, _ := tankApp(t, 70)
+	req := StepTestIssueRequest{StepTestPlanRequest: StepTestPlanRequest{Scene: "tank-level", Base: map[string]float64{sim.TankHeater: 50, sim.TankFeed: 15},
+		Hold: Duration(5 * time.Minute), OneAtATime: true}}
+	var ids []string
+	for range 2 {
+		r, err := a.StepTestIssue(ctx, engineer, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Test.TestID)
+	}
+	bob := Principal{Name: "bob", Role: auth.RoleApprover}
+	if _, err := a.StepTestApprove(ctx, bob, StepTestRequest{ID: ids[0]}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := a.StepTestList(ctx, viewer, StepTestListRequest{Line: "tank-line"})
+	if err != nil || len(l.Items) != 2 || l.Items[0].Test.TestID != ids[1] || l.Items[1].Test.Status != contract.CertApproved {
+		t.Fatalf("list: %v %+v", err, l)
+	}
+	outside := Principal{Name: "olga", Role: auth.RoleApprover, Lines: []string{"other-line"}}
+	if _, err := a.StepTestList(ctx, outside, StepTestListRequest{Line: "tank-line"}); core.CodeOf(err) != core.CodeForbidden {
+		t.Fatalf("listed outside the scope: %v", err)
+	}
+	if l, err := a.StepTestList(ctx, outside, StepTestListRequest{}); err != nil || len(l.Items) != 0 {
+		t.Fatalf("unscoped list outside the line: %v %+v", err, l.Items)
+	}
+	for _, p := range []Principal{{Name: "fred", Role: auth.RoleEngineer}, viewer, agent, {Name: engineer.Name, Role: auth.RoleAgent}, outside} {
+		if _, err := a.StepTestRevoke(ctx, p, StepTestRevokeRequest{ID: ids[0], Reason: "no"}); core.CodeOf(err) != core.CodeForbidden {
+			t.Fatalf("%s (%s) revoked: %v", p.Name, p.Role, err)
+		}
+	}
+	if _, err := a.StepTestRevoke(ctx, engineer, StepTestRevokeRequest{ID: ids[0]}); core.CodeOf(err) != core.CodeInvalidArgument {
+		t.Fatalf("revoked without a reason: %v", err)
+	}
+	// The proposer revokes the approved test; an approver the other one.
+	r, err := a.StepTestRevoke(ctx, engineer, StepTestRevokeRequest{ID: ids[0], Reason: "the tank is being cleaned"})
+	if err != nil || r.Test.Status != contract.CertRevoked || r.Test.RevokedBy != engineer.Name {
+		t.Fatalf("proposer's revoke: %v %+v", err, r)
+	}
+	if r, err := a.StepTestRevoke(ctx, bob, StepTestRevokeRequest{ID: ids[1], Reason: "superseded"}); err != nil || r.Test.RevokedBy != "bob" {
+		t.Fatalf("approver's revoke: %v", err)
+	}
+	if _, err := a.StepTestRevoke(ctx, bob, StepTestRevokeRequest{ID: ids[0], Reason: "again"}); core.CodeOf(err) != core.CodeConflict {
+		t.Fatalf("revoked twice: %v", err)
+	}
+	line := sim.NewTankLine(11, 1, fixed)
+	out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: ids[0], Line: line})
+	if core.CodeOf(err) != core.CodeWriteDenied || len(out.Execution.Moves) != 1 || out.Execution.Moves[0].Reason != "CERT_REVOKED" {
+		t.Fatalf("revoked test executed: %v %+v", err, out.Execution)
+	}
+	if v, _ := line.Read(ctx, sim.TankHeater); v != 50 {
+		t.Fatalf("heater %v written", v)
+	}
+	if _, err := a.StepTestApprove(ctx, bob, StepTestRequest{ID: ids[1]}); err == nil {
+		t.Fatal("a revoked test was approved")
+	}
+}

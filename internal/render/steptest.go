@@ -41,6 +41,19 @@ func printStepTest(w io.Writer, r *steptest.Record) {
 	fmt.Fprintln(w)
 }
 
+func printStepTests(w io.Writer, items []*steptest.Record) {
+	table(w, "STEP TEST\tLINE\tSCENE\tSTATUS\tMOVES\tWRITTEN\tEXPIRES\tPROPOSED BY\tAPPROVED BY", len(items), "step test(s)", func(row func(...any)) {
+		for _, r := range items {
+			c := r.Test
+			st := string(c.Status)
+			if r.Expired && c.Status != "REVOKED" {
+				st += "(expired)"
+			}
+			row(c.TestID, c.LineID, c.SceneID+"@"+c.SceneVersion, st, len(c.Moves), r.Moves, certTime(c.ExpiresAt), c.CreatedBy, dash(c.ApprovedBy))
+		}
+	})
+}
+
 func printStepTestExecution(w io.Writer, r app.StepTestExecuteResponse) {
 	ex := r.Execution
 	if ex == nil {

@@ -301,3 +301,70 @@ func TestStepTestAuditTrail(t *testing.T) {
 		t.Fatalf("audit chain: %+v %v", v, err)
 	}
 }
+
+// TestStepTestRevoked: an approved step test revoked by its proposer
+// (an approver may too; another engineer or an agent may not) is refused
+// by the guard at its first move (CERT_REVOKED) with nothing written; a
+// second revocation is a conflict; List shows it REVOKED.
+func TestStepTestRevoked(t *testing.T) {
+	ctx := context.Background()
+	st, dir := testfix.SQLite(t)
+	key, err := cert.LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RegisterSigningKey(ctx, key, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, 70, 300)
+	r.key = key
+	p, err := steptest.Design(r.scene, steptest.Options{Base: map[string]float64{sim.TankHeater: 50, sim.TankFeed: 15}, HoldSec: 300, OneAtATime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.cert, err = steptest.Issue(p, r.scene, steptest.IssueInput{TestID: "st-1", CreatedBy: "alice", Now: start}, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := steptest.RecordIssue(ctx, st, key, r.cert); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := steptest.RecordApprove(ctx, st, key, "st-1", twinstore.Approver{Name: "bob", Role: twinstore.RoleApprover}, start); err != nil {
+		t.Fatal(err)
+	}
+	for _, by := range []steptest.Revoker{{Name: "carol", Role: "engineer"}, {Name: "bot", Role: "agent"}, {Name: "alice", Role: "engineer", Roles: []string{"agent"}}} {
+		if _, err := steptest.RecordRevoke(ctx, st, key, "st-1", by, "wrong shift", start.Add(time.Minute)); core.CodeOf(err) != core.CodeForbidden {
+			t.Fatalf("%+v revoked: %v", by, err)
+		}
+	}
+	if _, err := steptest.RecordRevoke(ctx, st, key, "st-1", steptest.Revoker{Name: "alice", Role: "engineer"}, " ", start); core.CodeOf(err) != core.CodeInvalidArgument {
+		t.Fatalf("revoked without a reason: %v", err)
+	}
+	rec, err := steptest.RecordRevoke(ctx, st, key, "st-1", steptest.Revoker{Name: "alice", Role: "engineer"}, "the tank is being cleaned", start.Add(time.Minute))
+	if err != nil || rec.Test.Status != contract.CertRevoked || rec.Test.RevokedBy != "alice" || rec.Test.RevokeReason != "the tank is being cleaned" {
+		t.Fatalf("revoke: %+v %v", rec, err)
+	}
+	if _, err := steptest.RecordRevoke(ctx, st, key, "st-1", steptest.Revoker{Name: "bob", Role: twinstore.RoleApprover}, "again", start.Add(time.Minute)); core.CodeOf(err) != core.CodeConflict {
+		t.Fatalf("revoked twice: %v", err)
+	}
+	// The revoked test, as the trail has it, through the guard.
+	r.cert = rec.Test
+	ex := r.exec(t)
+	if ex.Completed || len(ex.Moves) != 1 || ex.Moves[0].Reason != guard.ReasonCertRevoked || len(r.hist.Records) != 0 {
+		t.Fatalf("revoked test: %+v", ex.Moves)
+	}
+	if v, _ := r.line.Read(ctx, sim.TankHeater); v != 50 {
+		t.Fatalf("heater %v was written", v)
+	}
+	// Replayed from the trail later, it stays REVOKED.
+	back, err := steptest.Load(ctx, st, key.Public, "st-1", start.Add(time.Hour))
+	if err != nil || back.Test.Status != contract.CertRevoked {
+		t.Fatalf("replayed %+v %v", back, err)
+	}
+	list, bad, err := steptest.List(ctx, st, key.Public, tankLine, 10, start)
+	if err != nil || len(bad) != 0 || len(list) != 1 || list[0].Test.TestID != "st-1" || list[0].Test.Status != contract.CertRevoked {
+		t.Fatalf("list %+v %v %v", list, bad, err)
+	}
+	if list, _, _ := steptest.List(ctx, st, key.Public, "other-line", 10, start); len(list) != 0 {
+		t.Fatalf("other line lists %+v", list)
+	}
+}
