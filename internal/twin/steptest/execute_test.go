@@ -2,6 +2,7 @@ package steptest_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -217,6 +218,20 @@ func TestStepTestFitsTheTank(t *testing.T) {
 			t.Fatalf("%s: comparison %+v", p.Input, p)
 		}
 	}
+	// Against a previous model given by its step responses (a registry
+	// model in the app): its curves and gains replace the process
+	// model's; one that cannot answer for an input leaves no comparison.
+	cmp.Compare(prevCurves{name: "m-prev", k: map[string]float64{sim.TankHeater: 1.2, sim.TankFeed: -0.5}})
+	for _, p := range cmp.Pairs {
+		if cmp.Previous != "m-prev" || cmp.PreviousError != "" || p.PrevTau != 0 || p.PrevK != map[string]float64{sim.TankHeater: 1.2, sim.TankFeed: -0.5}[p.Input] ||
+			p.PrevStep[len(p.PrevStep)-1] != p.PrevK {
+			t.Fatalf("%s: compared %+v (%s)", p.Input, p, cmp.PreviousError)
+		}
+	}
+	rep1.Compare(prevCurves{name: "m-heater-only", k: map[string]float64{sim.TankHeater: 1}})
+	if !strings.Contains(rep1.PreviousError, "feed_sp") || rep1.Pairs[0].PrevStep != nil || rep1.Pairs[1].PrevStep != nil {
+		t.Fatalf("partial previous model: %q %+v", rep1.PreviousError, rep1.Pairs)
+	}
 	truth := sim.PlantTruth()
 	want := map[string][2]float64{sim.TankFeed: {truth.KFeed, truth.ThetaFeed}, sim.TankHeater: {truth.KHeater, truth.ThetaHeater}}
 	for _, p := range rep1.Pairs {
@@ -367,4 +382,25 @@ func TestStepTestRevoked(t *testing.T) {
 	if list, _, _ := steptest.List(ctx, st, key.Public, "other-line", 10, start); len(list) != 0 {
 		t.Fatalf("other line lists %+v", list)
 	}
+}
+
+// prevCurves is a previous model answering with a first-order step of
+// gain k[input] (τ 60 s) and nothing for the other inputs.
+type prevCurves struct {
+	name string
+	k    map[string]float64
+}
+
+func (p prevCurves) Name() string { return p.name }
+func (p prevCurves) StepResponse(input string, at []float64) ([]float64, float64, error) {
+	k, ok := p.k[input]
+	if !ok {
+		return nil, 0, fmt.Errorf("no input %s", input)
+	}
+	out := make([]float64, len(at))
+	for i, t := range at {
+		out[i] = k * (1 - math.Exp(-t/60))
+	}
+	out[len(out)-1] = k
+	return out, k, nil
 }

@@ -2,6 +2,7 @@ package steptest
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/aml-project/aml/internal/core"
@@ -40,6 +41,10 @@ type FitReport struct {
 	Params    []process.Param `json:"params"`
 	Pairs     []PairReport    `json:"pairs"`
 	StepAtSec []float64       `json:"stepAtSec"`
+	// Previous names the previous model the pairs' Prev* fields come
+	// from (Compare), PreviousError why it could not be compared.
+	Previous      string `json:"previous,omitempty"`
+	PreviousError string `json:"previousError,omitempty"`
 	// StateSpace is linear_state_space@1 fitted from the same run.
 	StateSpace      *StateSpaceFit `json:"stateSpace,omitempty"`
 	StateSpaceError string         `json:"stateSpaceError,omitempty"`
@@ -112,6 +117,41 @@ func Fit(ctx context.Context, ex *Execution, output string, prev *process.Model)
 		r.Pairs[i].SSStep = ssStepCurve(ss.Model, ss.Delays, i, ex.StepSec, r.StepAtSec)
 	}
 	return r, nil
+}
+
+// Previous is a previous model to compare a fit with (a registry model
+// in the application): its unit step response of the fitted output to
+// one input at the given seconds after the step is written, and its
+// steady-state gain (as the model gives it: its response long after the
+// step).
+type Previous interface {
+	Name() string
+	StepResponse(input string, atSec []float64) (curve []float64, gain float64, err error)
+}
+
+// Compare fills every pair's PrevK and PrevStep from prev (PrevTau and
+// PrevTheta stay for a process model given to Fit). A model that cannot
+// answer for some input is reported in PreviousError and leaves the
+// pairs without a comparison; nothing else of the report changes.
+func (r *FitReport) Compare(prev Previous) {
+	r.Previous = prev.Name()
+	curves := make([][]float64, len(r.Pairs))
+	gains := make([]float64, len(r.Pairs))
+	for i, p := range r.Pairs {
+		c, g, err := prev.StepResponse(p.Input, r.StepAtSec)
+		if err == nil && len(c) != len(r.StepAtSec) {
+			err = fmt.Errorf("%d step response values for %d times", len(c), len(r.StepAtSec))
+		}
+		if err != nil {
+			r.PreviousError = fmt.Sprintf("previous model %s, input %s: %v", r.Previous, p.Input, err)
+			return
+		}
+		curves[i], gains[i] = c, g
+	}
+	for i := range r.Pairs {
+		r.Pairs[i].PrevK, r.Pairs[i].PrevStep = gains[i], curves[i]
+		r.Pairs[i].PrevTau, r.Pairs[i].PrevTheta = 0, 0
+	}
 }
 
 // stepCurve is the FOPDT unit step response at the given times.
