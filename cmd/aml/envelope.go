@@ -137,6 +137,7 @@ func newTwinStepTestCmd(a *app) *cobra.Command {
 		"steptest.execute", "as", &er, func(x []string) error { er.ID = x[0]; return a.requireActor(execute) })
 	execute.Flags().String("as", "", "who runs it (recorded in the audit log)")
 	execute.Flags().StringVar(&er.Output, "output", "", "measured variable to fit (default the scene's first observation)")
+	execute.Flags().StringVar(&er.Previous, "previous", "", "registry model to compare the fitted models with (step responses, gains)")
 	list := opCommand(a, &cobra.Command{Use: "list [--line L]", Short: "List step tests, newest first, each verified", Args: argsExact(0)}, "steptest.list", "", &lr, nil)
 	list.Flags().StringVar(&lr.Line, "line", "", "only this line")
 	revoke = opCommand(a, &cobra.Command{Use: "revoke ID --as PERSON --reason R", Short: "Revoke a step test (its proposer or an approver): it can no longer execute", Args: argsExact(1)},

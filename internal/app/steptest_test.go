@@ -2,12 +2,17 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/events"
+	"github.com/aml-project/aml/internal/ident/trainers"
+	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store/sqlite"
@@ -191,5 +196,88 @@ func TestStepTestRevokeAndList(t *testing.T) {
 	}
 	if _, err := a.StepTestApprove(ctx, bob, StepTestRequest{ID: ids[1]}); err == nil {
 		t.Fatal("a revoked test was approved")
+	}
+}
+
+// TestStepTestComparedWithTheRegisteredModel: process_model@1 trained
+// (by the job runner) on the run a first step test recorded, registered,
+// and named as the previous model of a second step test: the report holds
+// its step responses and gains beside the new fits, and they agree.
+func TestStepTestComparedWithTheRegisteredModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two step tests and a training job")
+	}
+	ctx := context.Background()
+	a, st := tankApp(t, 70)
+	bob := Principal{Name: "bob", Role: auth.RoleApprover}
+	req := StepTestIssueRequest{StepTestPlanRequest: StepTestPlanRequest{Scene: "tank-level", Base: map[string]float64{sim.TankHeater: 50, sim.TankFeed: 15},
+		Hold: Duration(5 * time.Minute), OneAtATime: true}}
+	execute := func(line *sim.TankLine, previous string) StepTestExecuteResponse {
+		r, err := a.StepTestIssue(ctx, engineer, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.StepTestApprove(ctx, bob, StepTestRequest{ID: r.Test.TestID}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: r.Test.TestID, Line: line, Previous: previous})
+		if err != nil || out.Fit == nil || out.RunID == "" {
+			t.Fatalf("execute: %v %+v", err, out)
+		}
+		return out
+	}
+	first := execute(sim.NewTankLine(11, 1, fixed), "")
+
+	// A dataset of the recorded run and process_model@1 trained on it.
+	spec, err := dataset.ParseSpec([]byte(`{"lineId":"tank-line","productId":"tank-water","recipeId":"tank-level","nodes":[
+		{"nodeId":"heater_sp","role":"control","unitContract":{"unit":"degC","modelUnit":"degC","scale":1,"offset":0}},
+		{"nodeId":"feed_sp","role":"control","unitContract":{"unit":"l/min","modelUnit":"l/min","scale":1,"offset":0}},
+		{"nodeId":"level","role":"target","unitContract":{"unit":"cm","modelUnit":"cm","scale":1,"offset":0}}],
+		"beatMs":1000,"historySteps":5,"horizonSteps":10,"stride":5,"split":{"mode":"time_blocks","seed":1},"purpose":"mpc_surrogate"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Build(ctx, st, spec, dataset.Options{DataDir: a.d.DataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Manifest.Runs) != 1 || ds.Manifest.Runs[0].RunID != first.RunID {
+		t.Fatalf("dataset runs %+v", ds.Manifest.Runs)
+	}
+	runner := jobs.NewRunner(st, jobs.Options{DataDir: a.d.DataDir, Trainers: jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats()), Bus: events.New(),
+		Now: func() time.Time { return fixed }})
+	j, err := runner.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "process_model@1", Seed: 1, Params: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Run(ctx, j.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if j, err = st.GetJob(ctx, j.ID); err != nil || j.Status != core.JobDone {
+		t.Fatalf("training: %v %+v", err, j)
+	}
+
+	// The second test, two hours later on a fresh tank, against it.
+	second := execute(sim.NewTankLine(12, 1, fixed.Add(2*time.Hour)), j.ModelID)
+	f := second.Fit
+	if f.Previous != j.ModelID || f.PreviousError != "" {
+		t.Fatalf("previous %q: %s", f.Previous, f.PreviousError)
+	}
+	for _, p := range f.Pairs {
+		t.Logf("%s: fitted K %.4f, registered model's K %.4f (its step at 60 s %.4f, the new fit's %.4f)", p.Input, p.K, p.PrevK, p.PrevStep[6], p.Step[6])
+		if math.Abs(p.PrevK-p.K) > 0.05*math.Abs(p.K) || len(p.PrevStep) != len(p.Step) || p.PrevStep[0] != 0 {
+			t.Errorf("%s: registered model's K %.4f, fitted %.4f", p.Input, p.PrevK, p.K)
+		}
+		for i := range p.Step {
+			if math.Abs(p.PrevStep[i]-p.Step[i]) > 0.05*math.Abs(p.K) {
+				t.Errorf("%s at %gs: registered model's step %.4f, fitted %.4f", p.Input, f.StepAtSec[i], p.PrevStep[i], p.Step[i])
+			}
+		}
+	}
+	// A model that does not exist, or is not of the line, is reported,
+	// not fatal: the fit stands.
+	third := execute(sim.NewTankLine(13, 1, fixed.Add(4*time.Hour)), "no-such-model")
+	if third.Fit.PreviousError == "" || third.Fit.Pairs[0].PrevStep != nil || third.Fit.Pairs[0].K == 0 {
+		t.Fatalf("unknown previous model: %+v", third.Fit)
 	}
 }

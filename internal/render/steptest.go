@@ -77,6 +77,17 @@ func printStepTestExecution(w io.Writer, r app.StepTestExecuteResponse) {
 			fmt.Fprintln(w)
 		}
 	}
+	if f := r.Fit; f != nil && f.Previous != "" {
+		if f.PreviousError != "" {
+			fmt.Fprintf(w, "previous model %s not compared: %s\n", f.Previous, f.PreviousError)
+		} else {
+			fmt.Fprintf(w, "previous model %s:", f.Previous)
+			for _, p := range f.Pairs {
+				fmt.Fprintf(w, "  %s K %.4g", p.Input, p.PrevK)
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	if f := r.Fit; f != nil && f.StateSpace != nil {
 		fmt.Fprintf(w, "linear_state_space@1 of %s (order %d, free-run RMSE %.4g):\n", f.Output, f.StateSpace.Order, f.StateSpace.RMSE)
 		for _, p := range f.Pairs {
