@@ -25,8 +25,11 @@
 // Issue, approval, every move (decision, outcome, readback) and the end
 // are recorded in the hash-chained audit log under signed checkpoints
 // (record.go: RecordIssue, RecordApprove, Load replays and verifies;
-// Auditor). The application (internal/app, steptest.*) stores the
-// executed samples as an identification run.
+// Auditor); RecordRevoke revokes a test (its proposer or an approver)
+// and List lists a line's tests. PacedLine is the live line of a
+// production run: a governed writer (OPC UA) sampled on the wall clock.
+// The application (internal/app, steptest.*) stores the executed samples
+// as an identification run.
 package steptest
 
 import (
