@@ -155,7 +155,14 @@ func newCertExecuteCmd(a *app) *cobra.Command {
 	f := execute.Flags()
 	f.String("as", "", "who executes")
 	f.StringVar(&req.Run, "run", "", "check that the action counts against this run (the certified snapshot's, else the line's active run); any other is refused")
-	f.StringVar(&o.endpoint, "opcua-endpoint", "", "write over OPC UA to this server (opc.tcp://...) instead of the recording writer; needs --map")
+	o.flags(execute, "instead of the recording writer")
+	return execute
+}
+
+// flags adds the OPC UA writer's flags to cmd.
+func (o *certOPCUA) flags(cmd *cobra.Command, instead string) {
+	f := cmd.Flags()
+	f.StringVar(&o.endpoint, "opcua-endpoint", "", "write over OPC UA to this server (opc.tcp://...) "+instead+"; needs --map")
 	f.StringVar(&o.mapFile, "map", "", "OPC UA map file (as for aml connect opcua): which OPC UA node each AML node is")
 	f.StringVar(&o.sec.Policy, "security-policy", "None", "OPC UA security policy")
 	f.StringVar(&o.sec.Mode, "security-mode", "None", "OPC UA message security mode: None, Sign, SignAndEncrypt")
@@ -163,7 +170,6 @@ func newCertExecuteCmd(a *app) *cobra.Command {
 	f.StringVar(&o.passwordEnv, "password-env", "", "environment variable holding the OPC UA password")
 	f.StringVar(&o.sec.CertFile, "cert", "", "OPC UA client certificate file")
 	f.StringVar(&o.sec.KeyFile, "key", "", "OPC UA client private key file")
-	return execute
 }
 
 // certOPCUA are the execute command's OPC UA flags.

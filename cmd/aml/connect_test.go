@@ -352,3 +352,25 @@ func isUsage(err error) bool {
 	var u *usageError
 	return errors.As(err, &u)
 }
+
+// TestSimServeTankOPCUA: "aml sim serve-opcua --kind tank" serves the
+// tank's three nodes; an unknown kind is an invalid argument.
+func TestSimServeTankOPCUA(t *testing.T) {
+	d := t.TempDir()
+	out, errs, code := aml(t, "sim", "serve-opcua", "--kind", "tank", "--addr", freePort(t), "--speed", "50", "--for", "300ms", "--data", d, "--json")
+	if code != 0 {
+		t.Fatalf("serve tank: %d %s", code, errs)
+	}
+	var served struct {
+		Nodes map[string]string `json:"nodes"`
+		Stats opcuasrv.Stats    `json:"stats"`
+	}
+	mustJSON(t, out, &served)
+	if len(served.Nodes) != 5 || served.Nodes["level"] != "ns=1;s=level" || served.Nodes["heater_sp"] == "" || served.Stats.Steps < 2 || served.Stats.RunID != "tank-level-run-001" {
+		t.Fatalf("served %+v", served)
+	}
+	_, errs, code = aml(t, "sim", "serve-opcua", "--kind", "boiler", "--addr", freePort(t), "--for", "100ms", "--data", d)
+	if code != 1 || !strings.Contains(errs, "error: AML_INVALID_ARGUMENT: kind:") {
+		t.Fatalf("unknown kind: %d %s", code, errs)
+	}
+}

@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/twin/envelope"
+	"github.com/aml-project/aml/internal/twin/steptest"
 	"github.com/spf13/cobra"
 )
 
@@ -118,10 +121,12 @@ func newTwinStepTestCmd(a *app) *cobra.Command {
 		ir     amlapp.StepTestIssueRequest
 		sr, ar amlapp.StepTestRequest
 		er     amlapp.StepTestExecuteRequest
+		lr     amlapp.StepTestListRequest
+		rr     amlapp.StepTestRevokeRequest
 	)
 	plan := planCmd("plan --scene ID[@V] [--signal steps|prbs] [--var V]... [--one-at-a-time]", "Design a step test within the write policy and the controls' ranges (nothing is written)",
 		"steptest.plan", "", &pr, &pr, func() error { return nil })
-	var issue, approve, execute *cobra.Command
+	var issue, approve, execute, revoke *cobra.Command
 	issue = planCmd("issue --scene ID[@V] [plan flags] --as PERSON", "Design a step test and issue it as a signed certificate for a person to approve",
 		"steptest.issue", "as", &ir.StepTestPlanRequest, &ir, func() error { return a.requireActor(issue) })
 	issue.Flags().Var(&ir.TTL, "ttl", "how long the approved test may run (default 8h, at most 24h)")
@@ -131,10 +136,55 @@ func newTwinStepTestCmd(a *app) *cobra.Command {
 	approve = opCommand(a, &cobra.Command{Use: "approve ID --as PERSON", Short: "Approve an ISSUED step test (a person, never its proposer)", Args: argsExact(1)},
 		"steptest.approve", "as", &ar, func(x []string) error { ar.ID = x[0]; return a.requireActor(approve) })
 	approve.Flags().String("as", "", "who approves (recorded in the audit log)")
-	execute = opCommand(a, &cobra.Command{Use: "execute ID --as PERSON", Short: "Execute an approved step test through the write guard (where the line's connector runs)", Args: argsExact(1)},
-		"steptest.execute", "as", &er, func(x []string) error { er.ID = x[0]; return a.requireActor(execute) })
+	// The line is reached from this process over OPC UA (as cert execute
+	// does), sampled every --sample on the wall clock.
+	var (
+		so     certOPCUA
+		sample time.Duration
+	)
+	execute = reportCommand(a, &cobra.Command{Use: "execute ID --as PERSON --opcua-endpoint URL --map FILE [--sample 1s]", Short: "Execute an approved step test through the write guard on the line over OPC UA", Args: argsExact(1),
+		PreRunE: func(*cobra.Command, []string) error {
+			if a.remote.server != "" && so.set() {
+				return usagef("--opcua-endpoint/--map write from this process: they cannot be combined with --server")
+			}
+			return nil
+		}},
+		"steptest.execute", "as", &er, func(x []string) error {
+			er.ID = x[0]
+			if err := a.requireActor(execute); err != nil || !so.set() {
+				return err
+			}
+			if sample < 10*time.Millisecond {
+				return usagef("--sample must be at least 10ms")
+			}
+			w, err := so.writer(execute.Context())
+			if err == nil {
+				er.Line = &steptest.PacedLine{Writer: w, Period: sample}
+			}
+			return err
+		}, func(r any) bool { return r.(amlapp.StepTestExecuteResponse).Execution != nil })
+	run := execute.RunE
+	execute.RunE = func(cmd *cobra.Command, args []string) error {
+		defer func() {
+			if l, ok := er.Line.(*steptest.PacedLine); ok {
+				if c, ok := l.Writer.(io.Closer); ok {
+					_ = c.Close() // every move was read back before it counted
+				}
+			}
+		}()
+		return run(cmd, args)
+	}
 	execute.Flags().String("as", "", "who runs it (recorded in the audit log)")
+	so.flags(execute, "(without it the op is refused: no line is attached)")
+	execute.Flags().DurationVar(&sample, "sample", time.Second, "sampling period of the line during the test")
 	execute.Flags().StringVar(&er.Output, "output", "", "measured variable to fit (default the scene's first observation)")
-	cmd.AddCommand(plan, issue, show, approve, execute)
+	execute.Flags().StringVar(&er.Previous, "previous", "", "registry model to compare the fitted models with (step responses, gains)")
+	list := opCommand(a, &cobra.Command{Use: "list [--line L]", Short: "List step tests, newest first, each verified", Args: argsExact(0)}, "steptest.list", "", &lr, nil)
+	list.Flags().StringVar(&lr.Line, "line", "", "only this line")
+	revoke = opCommand(a, &cobra.Command{Use: "revoke ID --as PERSON --reason R", Short: "Revoke a step test (its proposer or an approver): it can no longer execute", Args: argsExact(1)},
+		"steptest.revoke", "as", &rr, func(x []string) error { rr.ID = x[0]; return a.requireActor(revoke) })
+	revoke.Flags().String("as", "", "who revokes (recorded in the audit log)")
+	revoke.Flags().StringVar(&rr.Reason, "reason", "", "why")
+	cmd.AddCommand(plan, issue, list, show, approve, revoke, execute)
 	return cmd
 }

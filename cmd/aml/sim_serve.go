@@ -1,6 +1,6 @@
 package main
 
-// aml sim serve-opcua: the simulated injection line as a live OPC UA server.
+// aml sim serve-opcua: the simulated injection (or tank) line as a live OPC UA server.
 
 import (
 	"fmt"
@@ -15,8 +15,8 @@ func newSimServeOPCUACmd(a *app) *cobra.Command {
 	var o opcuasrv.Options
 	var forDur time.Duration
 	cmd := &cobra.Command{
-		Use:   "serve-opcua [--addr 127.0.0.1:4840] [--speed 10]",
-		Short: "Run the simulated injection line live as an OPC UA server",
+		Use:   "serve-opcua [--addr 127.0.0.1:4840] [--speed 10] [--kind injection|tank]",
+		Short: "Run the simulated injection line (or the tank line) live as an OPC UA server",
 		Args:  argsExact(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Logger = a.log
@@ -26,12 +26,11 @@ func newSimServeOPCUACmd(a *app) *cobra.Command {
 			}
 			defer func() { _ = srv.Close() }() // a simulator: nothing to save on the way out
 			nodes := map[string]string{}
-			for _, sp := range []string{"ambient_temperature", "cavity_pressure", "flash_rate", "hold_pressure", "hold_time",
-				"material_batch_factor", "melt_temperature", "melt_temperature_setpoint", "part_weight", "sink_rate", opcuasrv.TagRunID, opcuasrv.TagCycle} {
+			for _, sp := range srv.Nodes() {
 				nodes[sp] = srv.NodeID(sp)
 			}
 			if !a.jsonOut {
-				fmt.Fprintf(a.stdout, "serving the simulated injection line on %s (speed %gx, step %d ms); Ctrl-C stops\n", srv.Endpoint(), o.Speed, o.StepMs)
+				fmt.Fprintf(a.stdout, "serving the simulated %s line on %s (speed %gx, step %d ms); Ctrl-C stops\n", o.Kind, srv.Endpoint(), o.Speed, o.StepMs)
 			}
 			var stop <-chan time.Time
 			if forDur > 0 {
@@ -49,6 +48,7 @@ func newSimServeOPCUACmd(a *app) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
+	fl.StringVar(&o.Kind, "kind", opcuasrv.KindInjection, "the simulated line: injection, or tank (heater_sp, feed_sp, level)")
 	fl.StringVar(&o.Addr, "addr", "127.0.0.1:4840", "host:port to listen on (port 0: a free port)")
 	fl.Float64Var(&o.Speed, "speed", 1, "simulated seconds per wall second (1: real time)")
 	fl.Int64Var(&o.StepMs, "step-ms", 1000, "one physics step of simulated time, ms")

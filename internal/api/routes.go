@@ -134,9 +134,11 @@ func table() []route {
 		{Method: P, Path: "/calibrate", Op: "calibrate", Tag: "twin"},
 		{Method: P, Path: "/steptests/plan", Op: "steptest.plan", Tag: "twin"},
 		{Method: P, Path: "/steptests", Op: "steptest.issue", Tag: "governance", Status: C},
+		{Method: G, Path: "/steptests", Op: "steptest.list", Tag: "governance"},
 		{Method: G, Path: "/steptests/{id}", Op: "steptest.show", Tag: "governance"},
 		{Method: P, Path: "/steptests/{id}/approve", Op: "steptest.approve", Tag: "governance"},
-		{Method: P, Path: "/steptests/{id}/execute", Op: "steptest.execute", Tag: "governance"}, // refused unless the process holds the line's connector
+		{Method: P, Path: "/steptests/{id}/revoke", Op: "steptest.revoke", Tag: "governance"},
+		{Method: P, Path: "/steptests/{id}/execute", Op: "steptest.execute", Tag: "governance", ErrResult: true}, // refused unless the process holds the line's connector
 		{Method: G, Path: "/calibrations", Op: "calibration.list", Tag: "twin"},
 
 		// Certificates and channels.

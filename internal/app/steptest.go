@@ -2,7 +2,12 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"time"
+
+	"github.com/aml-project/aml/internal/dataset"
+	"github.com/aml-project/aml/internal/eval"
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
@@ -111,7 +116,13 @@ var (
 	opStepTestIssue   = Op{Name: "steptest.issue", Act: auth.ActCertRequest, Summary: "Design a step test and issue it as a signed step-test certificate, queued for a person to approve"}
 	opStepTestShow    = Op{Name: "steptest.show", Act: auth.ActRead, Summary: "A step test as its signed audit trail has it (verified): status, approval, moves executed"}
 	opStepTestApprove = Op{Name: "steptest.approve", Act: auth.ActCertApprove, Summary: "Approve an ISSUED step test (a person other than its proposer, with the approver role)"}
-	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 from the run"}
+	opStepTestList    = Op{Name: "steptest.list", Act: auth.ActRead, Summary: "List the step tests of p's lines (optionally one line), newest first, each verified"}
+	// steptest.revoke is open to two roles — the test's proposer (an
+	// engineer) and a person with the approver role — so its op action is
+	// read and the body checks which (steptest.CanRevoke, the line's
+	// scope); agents never revoke.
+	opStepTestRevoke  = Op{Name: "steptest.revoke", Act: auth.ActRead, Summary: "Revoke a step test (its proposer or an approver, never an agent): it can no longer execute"}
+	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run"}
 )
 
 func stepTestCertOps() []*Op {
@@ -119,6 +130,8 @@ func stepTestCertOps() []*Op {
 		bind(&opStepTestIssue, (*App).StepTestIssue),
 		bind(&opStepTestShow, (*App).StepTestShow),
 		bind(&opStepTestApprove, (*App).StepTestApprove),
+		bind(&opStepTestList, (*App).StepTestList),
+		bind(&opStepTestRevoke, (*App).StepTestRevoke),
 		bind(&opStepTestExecute, (*App).StepTestExecute),
 	}
 }
@@ -212,12 +225,88 @@ func (a *App) StepTestApprove(ctx context.Context, p Principal, req StepTestRequ
 	})
 }
 
+// StepTestListRequest filters step tests.
+type StepTestListRequest struct {
+	Line  string `json:"line,omitempty" jsonschema:"only this line"`
+	Limit int    `json:"limit,omitempty" jsonschema:"at most this many (default 100, at most 1000)"`
+}
+
+// Validate bounds the limit.
+func (r *StepTestListRequest) Validate() error { return limitIn("limit", r.Limit, 1, 1000) }
+
+// StepTestList lists the step tests of p's lines, newest first, each
+// replayed from its verified trail (one that does not verify is left
+// out: it never authorises a write).
+func (a *App) StepTestList(ctx context.Context, p Principal, req StepTestListRequest) (List[*StepTestResponse], error) {
+	return run(ctx, a, p, &opStepTestList, req, func(ctx context.Context, p Principal, req StepTestListRequest) (List[*StepTestResponse], error) {
+		var zero List[*StepTestResponse]
+		if err := scope(p, auth.ActRead, req.Line); err != nil {
+			return zero, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return zero, err
+		}
+		limit := req.Limit
+		if limit == 0 {
+			limit = 100
+		}
+		items, _, err := steptest.List(ctx, a.d.Store, k.Public, req.Line, limit, a.o.Now())
+		if err != nil {
+			return zero, err
+		}
+		return ListOf(filter(p, items, func(r *StepTestResponse) string { return r.Test.LineID })), nil
+	})
+}
+
+// StepTestRevokeRequest revokes a step test with a reason.
+type StepTestRevokeRequest struct {
+	ID     string `json:"id" jsonschema:"step test id"`
+	Reason string `json:"reason" jsonschema:"why (recorded in the audit log)"`
+}
+
+// Validate requires id and reason.
+func (r *StepTestRevokeRequest) Validate() error {
+	return firstErr(required("id", r.ID), required("reason", r.Reason))
+}
+
+// StepTestRevoke revokes a step test as p: its proposer (with the
+// cert.request action on its line) or a person who may approve on its
+// line; never an agent. A revoked test never executes (the guard refuses
+// its moves, CERT_REVOKED).
+func (a *App) StepTestRevoke(ctx context.Context, p Principal, req StepTestRevokeRequest) (*StepTestResponse, error) {
+	return run(ctx, a, p, &opStepTestRevoke, req, func(ctx context.Context, p Principal, req StepTestRevokeRequest) (*StepTestResponse, error) {
+		if p.Role == auth.RoleAgent {
+			return nil, core.FieldErrorf(core.CodeForbidden, "id", "an agent does not revoke a step test: a person does")
+		}
+		r, err := a.stepTestFor(ctx, p, auth.ActRead, req.ID)
+		if err != nil {
+			return nil, err
+		}
+		act := auth.ActCertApprove
+		if p.Name == r.Test.CreatedBy && p.Allow(auth.ActCertApprove, r.Test.LineID) != nil {
+			act = auth.ActCertRequest
+		}
+		if err := p.Allow(act, r.Test.LineID); err != nil {
+			return nil, err
+		}
+		k, err := a.key()
+		if err != nil {
+			return nil, err
+		}
+		return steptest.RecordRevoke(ctx, a.d.Store, k, req.ID, steptest.Revoker{Name: p.Name, Role: string(p.Role)}, req.Reason, a.o.Now())
+	})
+}
+
 // StepTestExecuteRequest executes an approved step test.
 type StepTestExecuteRequest struct {
 	ID string `json:"id" jsonschema:"step test id"`
 	// Output is the measured variable fitted (default: the scene's first
 	// observation).
 	Output string `json:"output,omitempty" jsonschema:"measured variable to fit (default: the scene's first observation)"`
+	// Previous is a registry model whose step responses and gains the
+	// fitted models are compared with.
+	Previous string `json:"previous,omitempty" jsonschema:"registry model to compare the fitted models with (its step responses and gains; a model that can simulate runs, of the test's line, whose controls are the test's inputs and whose targets include the output)"`
 	// Line is the live line (its writable and measured nodes and clock).
 	// Only in-process callers (a connector's runner, the tests) set it.
 	Line steptest.Line `json:"-"`
@@ -240,7 +329,8 @@ type StepTestExecuteResponse struct {
 
 // StepTestExecute runs an approved step test on the live line through
 // the write guard (every move checked against the certificate, audited
-// with its readback) and fits process_model@1 from the recorded run.
+// with its readback) and fits process_model@1 and linear_state_space@1
+// from the recorded run (steptest.Fit).
 // The run is recorded under run id "steptest-<id>". A refused move or a
 // breached scene limit stops the test: the result comes back with
 // AML_WRITE_DENIED, and nothing was written after the stop.
@@ -302,6 +392,13 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		if ex.Completed {
 			if out.Fit, err = steptest.Fit(ctx, ex, output, nil); err != nil {
 				out.FitError = err.Error()
+			} else if req.Previous != "" {
+				prev, err := a.previousModel(ctx, p, req.Previous, c, ex, output, nodes)
+				if err != nil {
+					out.Fit.Previous, out.Fit.PreviousError = req.Previous, err.Error()
+				} else {
+					out.Fit.Compare(prev)
+				}
 			}
 		}
 		return out, nil
@@ -372,4 +469,134 @@ func (h *storeHistory) Writes(ctx context.Context, lineID string, since time.Tim
 func (h *storeHistory) Record(ctx context.Context, w contract.WriteRecord) error {
 	_, err := h.a.d.Store.RecordWrite(ctx, h.actor, contract.WriteRow{WriteRecord: w, VariableID: h.varOf[w.NodeID], Outcome: contract.WriteAttempted})
 	return err
+}
+
+// previousModel loads registry model id as a steptest.Previous: a model
+// of the test's line that can simulate runs (eval.RunSimulator), whose
+// controls are all among the test's inputs and whose targets include
+// the output (by node id), simulated around the test's operating point.
+func (a *App) previousModel(ctx context.Context, p Principal, id string, c *contract.StepTestCertificate, ex *steptest.Execution, output string, nodes map[string]string) (steptest.Previous, error) {
+	m, err := a.d.Store.GetModel(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	_, man, load, err := a.servingModel(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Allow(auth.ActRead, man.LineID); err != nil {
+		return nil, err
+	}
+	if man.LineID != c.LineID {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "previous", "model %s is of line %s, the step test of line %s", id, man.LineID, c.LineID)
+	}
+	pred, err := load()
+	if err != nil {
+		return nil, err
+	}
+	sim, ok := pred.(eval.RunSimulator)
+	if !ok || man.Kind != dataset.KindDynamic || !(man.PeriodSeconds() > 0) {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "previous", "model %s (%s) cannot simulate a run: no step responses to compare", id, m.TrainerRef)
+	}
+	node := func(v string) string {
+		if n, ok := nodes[v]; ok {
+			return n
+		}
+		return v
+	}
+	prev := &registryPrevious{id: id, sim: sim, man: man, period: man.PeriodSeconds(), input: map[string]int{}, target: -1}
+	scale := map[string]dataset.ManifestNode{}
+	for _, n := range man.Nodes {
+		scale[n.NodeID] = n
+	}
+	byNode := map[string]string{}
+	for _, v := range ex.Inputs {
+		byNode[node(v)] = v
+	}
+	prev.u0 = make([]float64, len(man.Controls))
+	prev.uScale = make([]float64, len(man.Controls))
+	for j, n := range man.Controls {
+		v, ok := byNode[n]
+		if !ok {
+			return nil, core.FieldErrorf(core.CodeInvalidArgument, "previous", "model %s has control %s, which step test %s does not move", id, n, c.TestID)
+		}
+		prev.input[v] = j
+		prev.u0[j] = c.Base[v]*scale[n].Scale + scale[n].Offset
+		prev.uScale[j] = scale[n].Scale
+	}
+	for j, n := range man.Targets {
+		if n == node(output) {
+			prev.target = j
+		}
+	}
+	if prev.target < 0 {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "previous", "model %s does not predict %s", id, output)
+	}
+	yn := scale[man.Targets[prev.target]]
+	prev.yScale = yn.Scale
+	prev.y0 = make([]float64, len(man.Targets))
+	for j := range prev.y0 {
+		prev.y0[j] = man.Norm.Y.Mean[j]
+	}
+	if len(ex.Samples) > 0 {
+		prev.y0[prev.target] = ex.Samples[0].Values[output]*yn.Scale + yn.Offset
+	}
+	return prev, nil
+}
+
+// registryPrevious is a registry model simulated from rest at the test's
+// operating point (u0, y0, model units): the difference between a run
+// with a unit step (in the test's units) on one input and the run
+// without is its step response.
+type registryPrevious struct {
+	id             string
+	sim            eval.RunSimulator
+	man            *dataset.Manifest
+	period         float64
+	input          map[string]int
+	target         int
+	u0, uScale, y0 []float64
+	yScale         float64
+}
+
+func (r *registryPrevious) Name() string { return r.id }
+
+// StepResponse simulates 3× the last time asked for (the gain is the
+// response there) after the model's history of nInit rest rows; row
+// nInit is the first that sees the step, at one period after it.
+func (r *registryPrevious) StepResponse(input string, at []float64) ([]float64, float64, error) {
+	j, ok := r.input[input]
+	if !ok {
+		return nil, 0, fmt.Errorf("the model has no control %s", input)
+	}
+	nInit := max(1, r.man.HistorySteps)
+	n := nInit + int(math.Ceil(3*at[len(at)-1]/r.period)) + 1
+	base, step := make([][]float64, n), make([][]float64, n)
+	outs := make([][]float64, nInit)
+	for k := range n {
+		base[k] = append([]float64(nil), r.u0...)
+		step[k] = append([]float64(nil), r.u0...)
+		if k >= nInit {
+			step[k][j] += r.uScale[j]
+		}
+	}
+	for k := range outs {
+		outs[k] = append([]float64(nil), r.y0...)
+	}
+	y0, err := r.sim.SimulateRun(base, outs, nInit)
+	if err != nil {
+		return nil, 0, err
+	}
+	y1, err := r.sim.SimulateRun(step, outs, nInit)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp := func(k int) float64 { return (y1[k][r.target] - y0[k][r.target]) / r.yScale }
+	out := make([]float64, len(at))
+	for i, t := range at {
+		if k := nInit + int(math.Round(t/r.period)) - 1; k >= nInit && k < n {
+			out[i] = resp(k)
+		}
+	}
+	return out, resp(n - 1), nil
 }

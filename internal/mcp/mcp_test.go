@@ -362,6 +362,7 @@ var wantHints = map[string]hints{
 	"twin_steptest_plan":       readOnly,
 	"twin_steptest_request":    additive,
 	"twin_steptest_read":       readOnly,
+	"twin_steptest_list":       readOnly,
 }
 
 // checkTools lists the tools and checks names, annotations and schemas.
@@ -476,7 +477,7 @@ func TestToolsAreOps(t *testing.T) {
 	never := map[string]bool{"cert.approve": true, "cert.revoke": true, "cert.execute": true, "model.promote": true, "model.retire": true,
 		"scene.freeze": true, "channel.set": true, "token.create": true, "token.revoke": true, "retention.apply": true,
 		"envelope.approve": true, "envelope.revoke": true, "envelope.cycle": true,
-		"steptest.approve": true, "steptest.execute": true}
+		"steptest.approve": true, "steptest.execute": true, "steptest.revoke": true}
 	forbidden := map[auth.Action]bool{auth.ActCertApprove: true, auth.ActPromoteProduction: true, auth.ActSceneFreeze: true, auth.ActWrite: true,
 		auth.ActModelStage: true, auth.ActAdmin: true}
 	ops := map[string]string{}

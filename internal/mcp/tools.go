@@ -106,4 +106,7 @@ var tools = []tool{
 	{"twin_steptest_read", "Read a step test",
 		"Read one step test (id) as its signed audit trail has it: status, moves and their time slots, bounds, approver, moves executed.",
 		readOnly, "steptest.show"},
+	{"twin_steptest_list", "List step tests",
+		"List the step tests of your lines (optionally of one line: line), newest first, each verified against its signed audit trail: status (ISSUED, APPROVED, REVOKED), expiry, proposer, approver, moves written. Read-only: an agent can neither approve, execute nor revoke a step test.",
+		readOnly, "steptest.list"},
 }

@@ -124,6 +124,8 @@ var byOp = map[string]fn{
 	"steptest.issue":   out(printStepTest),
 	"steptest.show":    out(printStepTest),
 	"steptest.approve": out(printStepTest),
+	"steptest.revoke":  out(printStepTest),
+	"steptest.list":    list(printStepTests),
 	"steptest.execute": out(printStepTestExecution),
 	// stored content
 	"physics.put":      out(printPhysics),

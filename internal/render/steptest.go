@@ -41,6 +41,19 @@ func printStepTest(w io.Writer, r *steptest.Record) {
 	fmt.Fprintln(w)
 }
 
+func printStepTests(w io.Writer, items []*steptest.Record) {
+	table(w, "STEP TEST\tLINE\tSCENE\tSTATUS\tMOVES\tWRITTEN\tEXPIRES\tPROPOSED BY\tAPPROVED BY", len(items), "step test(s)", func(row func(...any)) {
+		for _, r := range items {
+			c := r.Test
+			st := string(c.Status)
+			if r.Expired && c.Status != "REVOKED" {
+				st += "(expired)"
+			}
+			row(c.TestID, c.LineID, c.SceneID+"@"+c.SceneVersion, st, len(c.Moves), r.Moves, certTime(c.ExpiresAt), c.CreatedBy, dash(c.ApprovedBy))
+		}
+	})
+}
+
 func printStepTestExecution(w io.Writer, r app.StepTestExecuteResponse) {
 	ex := r.Execution
 	if ex == nil {
@@ -63,6 +76,26 @@ func printStepTestExecution(w io.Writer, r app.StepTestExecuteResponse) {
 			}
 			fmt.Fprintln(w)
 		}
+	}
+	if f := r.Fit; f != nil && f.Previous != "" {
+		if f.PreviousError != "" {
+			fmt.Fprintf(w, "previous model %s not compared: %s\n", f.Previous, f.PreviousError)
+		} else {
+			fmt.Fprintf(w, "previous model %s:", f.Previous)
+			for _, p := range f.Pairs {
+				fmt.Fprintf(w, "  %s K %.4g", p.Input, p.PrevK)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if f := r.Fit; f != nil && f.StateSpace != nil {
+		fmt.Fprintf(w, "linear_state_space@1 of %s (order %d, free-run RMSE %.4g):\n", f.Output, f.StateSpace.Order, f.StateSpace.RMSE)
+		for _, p := range f.Pairs {
+			fmt.Fprintf(w, "  %s: K %.4g  dead time %.1fs\n", p.Input, p.SSK, p.SSDeadTimeSec)
+		}
+	}
+	if r.Fit != nil && r.Fit.StateSpaceError != "" {
+		fmt.Fprintf(w, "state-space fit: %s\n", r.Fit.StateSpaceError)
 	}
 	if r.FitError != "" {
 		fmt.Fprintf(w, "fit: %s\n", r.FitError)

@@ -191,6 +191,13 @@ func (p *plantRun) step() (u1, u2, y float64) {
 	p.hold--
 	p.hist1 = append(p.hist1, p.u1)
 	p.hist2 = append(p.hist2, p.u2)
+	// Keep only the inputs the dead times still need (a live line runs
+	// for days): once a history holds more than d+1 values, h[0] is never
+	// read again, so cutting it to its last d+1 changes nothing.
+	if keep := max(p.d1, p.d2) + 1; len(p.hist1) > 4*keep+256 {
+		p.hist1 = append(p.hist1[:0:0], p.hist1[len(p.hist1)-keep:]...)
+		p.hist2 = append(p.hist2[:0:0], p.hist2[len(p.hist2)-keep:]...)
+	}
 	delayed := func(h []float64, d int) float64 {
 		if len(h) > d {
 			return h[len(h)-1-d]

@@ -66,6 +66,10 @@ func (l *TankLine) Step() (time.Time, float64) {
 	return l.now, y
 }
 
+// TrueLevel is the noise-free level at the last step (what the
+// measurement would read without sensor noise).
+func (l *TankLine) TrueLevel() float64 { l.mu.Lock(); defer l.mu.Unlock(); return l.p.y }
+
 // Read reads a node: a setpoint reads back what was written, the level
 // its last measurement.
 func (l *TankLine) Read(_ context.Context, node string) (float64, error) {

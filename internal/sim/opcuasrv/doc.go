@@ -1,5 +1,6 @@
 // Package opcuasrv runs the simulated injection-moulding line (package sim)
-// live, as an OPC UA server, so AML's connectors, governed writer and the
+// — or, with Options.Kind KindTank, the plant's tank line — live, as an
+// OPC UA server, so AML's connectors, governed writer and the
 // whole twin loop can be exercised against a real protocol stack on
 // 127.0.0.1 without a machine.
 //
@@ -52,6 +53,22 @@
 // so a client sees every step only if its publishing interval is shorter
 // than a step's wall time; [Server.Stats] counts the steps so tests can
 // check that nothing was lost.
+//
+// # The tank line (Options.Kind = KindTank)
+//
+// The plant's own line (sim.TankLine: the heated, fed tank whose level is
+// a first-order-plus-dead-time response to its two setpoints, true
+// parameters sim.PlantTruth()) on the same clock, run bookkeeping (run ids
+// of recipe "tank-level" on line "tank-line" by default) and manual
+// stepping. Namespace 1 ("urn:aml:sim:tank"), folder "TankLine", three
+// Double variables with EURange and EngineeringUnits as above — heater_sp
+// (degC, 40..60) and feed_sp (l/min, 10..20) read-write, level (cm,
+// 30..70) read-only, measured with the tank's own sensor noise — plus
+// run_id and cycle. StepMs must be whole seconds (the tank's sampling
+// period); Options.Initial setpoints are settled on (ten time constants)
+// before the first reported step. A written setpoint acts from the next
+// step; the level moves after the input's dead time. WearRuns does not
+// apply.
 //
 // Security: None with anonymous login (what the server package
 // implements); the client side's security options are still wired

@@ -1,10 +1,12 @@
 package opcuasrv
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/sim"
@@ -33,8 +35,12 @@ var resolutions = map[string]float64{
 	sim.NodeMaterialBatchFactor: 10000, sim.NodeMeltTemperature: 100, sim.NodePartWeight: 1000, sim.NodeSinkRate: 1000,
 }
 
-// specs returns the ten nodes of the line in id order.
-func specs(lineID string) []nodeSpec {
+// specs returns the numeric nodes of the line of the given kind in id
+// order: the injection line's ten, the tank's three.
+func specs(kind, lineID string) []nodeSpec {
+	if kind == KindTank {
+		return tankSpecs()
+	}
 	noise := sim.SensorNoiseSD()
 	var out []nodeSpec
 	for _, n := range sim.InjectionNodes(lineID, timeZero) {
@@ -46,6 +52,17 @@ func specs(lineID string) []nodeSpec {
 	return out
 }
 
+// tankSpecs are the tank's nodes with the ranges of its line file
+// (sim.WritePlantExports): the two setpoints writable within them, the
+// level measured (noise from the tank itself, sim.PlantTruth().NoiseSD).
+func tankSpecs() []nodeSpec {
+	return []nodeSpec{
+		{id: sim.TankFeed, unit: "l/min", kind: core.NodeDCW, min: 10, max: 20, writable: true},
+		{id: sim.TankHeater, unit: "degC", kind: core.NodeDCW, min: 40, max: 60, writable: true},
+		{id: sim.TankLevel, unit: "cm", kind: core.NodeDAQ, min: 30, max: 70},
+	}
+}
+
 // line is the simulated machine and its clock. Every field is guarded by mu.
 type line struct {
 	mu sync.Mutex
@@ -54,6 +71,7 @@ type line struct {
 	specs   []nodeSpec
 	byID    map[string]int
 	rng     *rand.Rand
+	tank    *sim.TankLine // KindTank: the plant; the fields below it are the injection line's
 	state   sim.State
 	u       sim.Controls
 	ambient float64
@@ -73,11 +91,26 @@ type line struct {
 }
 
 func newLine(cfg Options) *line {
-	l := &line{cfg: cfg, specs: specs(cfg.LineID), byID: map[string]int{},
+	l := &line{cfg: cfg, specs: specs(cfg.Kind, cfg.LineID), byID: map[string]int{},
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x6c697665)),
 		values: map[string]float64{}, truth: map[string]float64{}}
 	for i, s := range l.specs {
 		l.byID[s.id] = i
+	}
+	l.nowMs = cfg.StartMs - cfg.StepMs
+	if cfg.Kind == KindTank {
+		l.tank = sim.NewTankLine(cfg.Seed, int(cfg.StepMs/1000), time.UnixMilli(l.nowMs))
+		if len(cfg.Initial) > 0 {
+			for id, v := range cfg.Initial {
+				_ = l.tank.Write(context.Background(), id, v) // checked by normalize: a setpoint within its range
+			}
+			// Settle at the initial setpoints (ten time constants), no samples.
+			for range int(10*sim.PlantTruth().TauSec*1000/float64(cfg.StepMs)) + 1 {
+				l.tank.Step()
+			}
+		}
+		l.startRun()
+		return l
 	}
 	nom := sim.RecipeParams()
 	get := func(id string) float64 { return nom[id].(map[string]any)["nominal"].(float64) }
@@ -95,7 +128,6 @@ func newLine(cfg Options) *line {
 	}
 	l.ambient = 23
 	l.state = sim.State{CavityPressure: l.u.HoldPressure, MeltTemperature: l.u.MeltTemperatureSetpoint + 0.35, FillFraction: 1}
-	l.nowMs = cfg.StartMs - cfg.StepMs
 	l.startRun()
 	// Settle the plant at the initial setpoints (no samples), so the first
 	// reported step is a steady line, not a cold start.
@@ -108,6 +140,9 @@ func newLine(cfg Options) *line {
 func (l *line) startRun() {
 	l.running, l.inRun = true, 0
 	l.runID = sim.RunID(l.cfg.RecipeID, l.cfg.FirstRun+l.runIdx)
+	if l.tank != nil {
+		return
+	}
 	l.batch = math.Round(clamp(1+0.035*l.rng.NormFloat64(), 0.9, 1.1)*1000) / 1000
 }
 
@@ -133,6 +168,16 @@ func (l *line) advance() (runChanged bool) {
 		runChanged = true
 	}
 	l.inRun++
+
+	if l.tank != nil {
+		_, y := l.tank.Step()
+		for _, id := range []string{sim.TankHeater, sim.TankFeed} {
+			v, _ := l.tank.Read(context.Background(), id) // a tank node: never fails
+			l.values[id], l.truth[id] = v, v
+		}
+		l.values[sim.TankLevel], l.truth[sim.TankLevel] = y, l.tank.TrueLevel()
+		return runChanged
+	}
 
 	// Ambient: mean-reverting walk around 23 degC (tau 30 min).
 	a := math.Exp(-dt / 1800)
@@ -171,6 +216,9 @@ func (l *line) advance() (runChanged bool) {
 func (l *line) setControl(id string, v float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.tank != nil {
+		_ = l.tank.Write(context.Background(), id, v) // checked by SetAttribute: a finite setpoint within its range
+	}
 	switch id {
 	case sim.NodeHoldPressure:
 		l.u.HoldPressure = v

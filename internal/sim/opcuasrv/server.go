@@ -19,16 +19,34 @@ import (
 	"github.com/aml-project/aml/internal/sim"
 )
 
-// NamespaceURI is the name of the line's namespace (index 1).
+// NamespaceURI is the name of the injection line's namespace (index 1).
 const NamespaceURI = "urn:aml:sim:injection"
 
-// FolderName is the browse name of the line's folder under Objects.
+// FolderName is the browse name of the injection line's folder under Objects.
 const FolderName = "InjectionLine"
+
+// The tank line's namespace (index 1) and folder.
+const (
+	TankNamespaceURI = "urn:aml:sim:tank"
+	TankFolderName   = "TankLine"
+)
+
+// Line kinds (Options.Kind).
+const (
+	// KindInjection is the injection-moulding line (sim.TruePlant), the default.
+	KindInjection = "injection"
+	// KindTank is the plant's own tank line (sim.TankLine): setpoints
+	// heater_sp and feed_sp, the level measured; its true gains, time
+	// constant and dead times are sim.PlantTruth().
+	KindTank = "tank"
+)
 
 var timeZero = time.Unix(0, 0).UTC()
 
 // Options configures [Start]. Zero values select the defaults.
 type Options struct {
+	// Kind is the simulated line: KindInjection (default) or KindTank.
+	Kind string
 	// Addr is host:port to listen on (default 127.0.0.1:4840); port 0
 	// picks a free port (see [Server.Endpoint]).
 	Addr string
@@ -43,14 +61,16 @@ type Options struct {
 	// Seed selects the noise and disturbance streams.
 	Seed uint64
 	// LineID, RecipeID name the line and the recipe whose run ids the
-	// line uses (defaults sim.DefaultLineID, sim.DefaultRecipeID).
+	// line uses (defaults sim.DefaultLineID, sim.DefaultRecipeID; the
+	// tank: "tank-line", "tank-level").
 	LineID, RecipeID string
 	// FirstRun numbers the runs from FirstRun+1 (sim.RunID).
 	FirstRun int
 	// RunSteps is the length of a run in steps (default 1800: 30 min at
 	// 1 s); IdleSteps the steps between runs (default 0).
 	RunSteps, IdleSteps int
-	// WearRuns is the line's age in runs at Start (mould wear).
+	// WearRuns is the line's age in runs at Start (mould wear; the
+	// injection line only).
 	WearRuns float64
 	// Initial overrides the recipe's nominal setpoints.
 	Initial map[string]float64
@@ -63,6 +83,13 @@ type Options struct {
 }
 
 func (o Options) normalize() (Options, error) {
+	switch o.Kind {
+	case "":
+		o.Kind = KindInjection
+	case KindInjection, KindTank:
+	default:
+		return o, core.FieldErrorf(core.CodeInvalidArgument, "kind", "line kind must be %s or %s, got %q", KindInjection, KindTank, o.Kind)
+	}
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:4840"
 	}
@@ -78,14 +105,23 @@ func (o Options) normalize() (Options, error) {
 	if o.StepMs < 10 || o.StepMs > 3_600_000 {
 		return o, core.FieldErrorf(core.CodeInvalidArgument, "step-ms", "step must be 10..3600000 ms, got %d", o.StepMs)
 	}
+	if o.Kind == KindTank && o.StepMs%1000 != 0 {
+		return o, core.FieldErrorf(core.CodeInvalidArgument, "step-ms", "the tank samples in whole seconds: step must be a multiple of 1000 ms, got %d", o.StepMs)
+	}
 	if o.StartMs == 0 {
 		o.StartMs = time.Now().Truncate(time.Second).UnixMilli()
 	}
 	if o.LineID == "" {
 		o.LineID = sim.DefaultLineID
+		if o.Kind == KindTank {
+			o.LineID = "tank-line"
+		}
 	}
 	if o.RecipeID == "" {
 		o.RecipeID = sim.DefaultRecipeID
+		if o.Kind == KindTank {
+			o.RecipeID = "tank-level"
+		}
 	}
 	if o.RunSteps == 0 {
 		o.RunSteps = 1800
@@ -96,7 +132,7 @@ func (o Options) normalize() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	for _, s := range specs(o.LineID) {
+	for _, s := range specs(o.Kind, o.LineID) {
 		if v, ok := o.Initial[s.id]; ok && (!s.writable || !(v >= s.min && v <= s.max)) {
 			return o, core.FieldErrorf(core.CodeInvalidArgument, "initial", "initial %s=%v is not a setpoint within [%v, %v]", s.id, v, s.min, s.max)
 		}
@@ -161,7 +197,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		server.EndPoint(host, port),
 		server.EnableSecurity("None", ua.MessageSecurityModeNone),
 		server.EnableAuthMode(ua.UserTokenTypeAnonymous),
-		server.ServerName("AML simulated injection line"),
+		server.ServerName("AML simulated "+o.Kind+" line"),
 		server.ProductName("aml sim serve-opcua"),
 	)
 	s.endpoint = fmt.Sprintf("opc.tcp://%s", net.JoinHostPort(host, strconv.Itoa(port)))
@@ -191,6 +227,16 @@ func (s *Server) Endpoint() string { return s.endpoint }
 
 // NodeID returns the OPC UA node id of a line node or tag ("ns=1;s=<id>").
 func (s *Server) NodeID(node string) string { return ua.NewStringNodeID(s.ns.id, node).String() }
+
+// Nodes returns the ids of the line's numeric nodes (sorted) and its
+// two tags.
+func (s *Server) Nodes() []string {
+	out := make([]string, 0, len(s.line.specs)+2)
+	for _, sp := range s.line.specs {
+		out = append(out, sp.id)
+	}
+	return append(out, TagRunID, TagCycle)
+}
 
 // Stats returns the line's counters.
 func (s *Server) Stats() Stats {
@@ -292,7 +338,12 @@ func newLineNS(s *Server) *lineNS {
 	return &lineNS{s: s, nodes: map[string]*server.Node{}, refs: map[string][]*ua.ReferenceDescription{}, props: map[string]*ua.DataValue{}}
 }
 
-func (ns *lineNS) Name() string   { return NamespaceURI }
+func (ns *lineNS) Name() string {
+	if ns.s.opts.Kind == KindTank {
+		return TankNamespaceURI
+	}
+	return NamespaceURI
+}
 func (ns *lineNS) ID() uint16     { return ns.id }
 func (ns *lineNS) SetID(v uint16) { ns.id = v }
 
@@ -344,7 +395,11 @@ func (ns *lineNS) addRef(from, to *server.Node, refType uint32, typeDef uint32) 
 
 // build creates the folder, the variables and their properties.
 func (ns *lineNS) build() {
-	ns.folder = ns.newNode(ua.NewStringNodeID(ns.id, FolderName), FolderName, ua.NodeClassObject, map[ua.AttributeID]*ua.DataValue{
+	folder := FolderName
+	if ns.s.opts.Kind == KindTank {
+		folder = TankFolderName
+	}
+	ns.folder = ns.newNode(ua.NewStringNodeID(ns.id, folder), folder, ua.NodeClassObject, map[ua.AttributeID]*ua.DataValue{
 		ua.AttributeIDDataType: dv(ua.NewNumericExpandedNodeID(0, id.FolderType)),
 	})
 	access := func(read, write bool) byte {

@@ -2,6 +2,7 @@ package steptest_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -217,6 +218,20 @@ func TestStepTestFitsTheTank(t *testing.T) {
 			t.Fatalf("%s: comparison %+v", p.Input, p)
 		}
 	}
+	// Against a previous model given by its step responses (a registry
+	// model in the app): its curves and gains replace the process
+	// model's; one that cannot answer for an input leaves no comparison.
+	cmp.Compare(prevCurves{name: "m-prev", k: map[string]float64{sim.TankHeater: 1.2, sim.TankFeed: -0.5}})
+	for _, p := range cmp.Pairs {
+		if cmp.Previous != "m-prev" || cmp.PreviousError != "" || p.PrevTau != 0 || p.PrevK != map[string]float64{sim.TankHeater: 1.2, sim.TankFeed: -0.5}[p.Input] ||
+			p.PrevStep[len(p.PrevStep)-1] != p.PrevK {
+			t.Fatalf("%s: compared %+v (%s)", p.Input, p, cmp.PreviousError)
+		}
+	}
+	rep1.Compare(prevCurves{name: "m-heater-only", k: map[string]float64{sim.TankHeater: 1}})
+	if !strings.Contains(rep1.PreviousError, "feed_sp") || rep1.Pairs[0].PrevStep != nil || rep1.Pairs[1].PrevStep != nil {
+		t.Fatalf("partial previous model: %q %+v", rep1.PreviousError, rep1.Pairs)
+	}
 	truth := sim.PlantTruth()
 	want := map[string][2]float64{sim.TankFeed: {truth.KFeed, truth.ThetaFeed}, sim.TankHeater: {truth.KHeater, truth.ThetaHeater}}
 	for _, p := range rep1.Pairs {
@@ -224,6 +239,29 @@ func TestStepTestFitsTheTank(t *testing.T) {
 		t.Logf("%s: K %.4f (true %.2f) τ %.1f s (true %.0f) θ %.2f s (true %.0f)", p.Input, p.K, w[0], p.TauSec, truth.TauSec, p.ThetaSec, w[1])
 		if math.Abs(p.K-w[0]) > 0.1*math.Abs(w[0]) || math.Abs(p.ThetaSec-w[1]) > 0.1*w[1] || math.Abs(p.TauSec-truth.TauSec) > 0.1*truth.TauSec {
 			t.Errorf("%s: fitted K %.4f τ %.1f θ %.2f, true K %.2f τ %.0f θ %.0f", p.Input, p.K, p.TauSec, p.ThetaSec, w[0], truth.TauSec, w[1])
+		}
+	}
+	// linear_state_space@1 from the same run: its gains and dead times
+	// within 10 % of the truth too, its step response next to the FOPDT's.
+	ss := rep1.StateSpace
+	if ss == nil {
+		t.Fatalf("no state-space fit: %s", rep1.StateSpaceError)
+	}
+	t.Logf("linear_state_space@1: order %d, delays %v, free-run RMSE %.4f cm (process_model@1 %.4f)", ss.Order, ss.Delays, ss.RMSE, rep1.RMSE)
+	for _, p := range rep1.Pairs {
+		w := want[p.Input]
+		t.Logf("%s: state-space K %.4f (true %.2f) θ %.0f s (true %.0f)", p.Input, p.SSK, w[0], p.SSDeadTimeSec, w[1])
+		if math.Abs(p.SSK-w[0]) > 0.1*math.Abs(w[0]) || math.Abs(p.SSDeadTimeSec-w[1]) > 0.1*w[1] {
+			t.Errorf("%s: state-space K %.4f θ %.0f, true K %.2f θ %.0f", p.Input, p.SSK, p.SSDeadTimeSec, w[0], w[1])
+		}
+		last := len(p.SSStep) - 1
+		if len(p.SSStep) != len(p.Step) || p.SSStep[0] != 0 || math.Abs(p.SSStep[last]-p.Step[last]) > 0.05*math.Abs(p.K) {
+			t.Errorf("%s: state-space step %v, process %v", p.Input, p.SSStep, p.Step)
+		}
+		for i, at := range rep1.StepAtSec {
+			if d := math.Abs(p.SSStep[i] - p.Step[i]); d > 0.05*math.Abs(p.K) {
+				t.Errorf("%s at %gs: state-space step %.4f, process %.4f", p.Input, at, p.SSStep[i], p.Step[i])
+			}
 		}
 	}
 }
@@ -277,4 +315,92 @@ func TestStepTestAuditTrail(t *testing.T) {
 	if v, err := st.AuditLog().Verify(ctx); err != nil || !v.OK {
 		t.Fatalf("audit chain: %+v %v", v, err)
 	}
+}
+
+// TestStepTestRevoked: an approved step test revoked by its proposer
+// (an approver may too; another engineer or an agent may not) is refused
+// by the guard at its first move (CERT_REVOKED) with nothing written; a
+// second revocation is a conflict; List shows it REVOKED.
+func TestStepTestRevoked(t *testing.T) {
+	ctx := context.Background()
+	st, dir := testfix.SQLite(t)
+	key, err := cert.LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RegisterSigningKey(ctx, key, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, 70, 300)
+	r.key = key
+	p, err := steptest.Design(r.scene, steptest.Options{Base: map[string]float64{sim.TankHeater: 50, sim.TankFeed: 15}, HoldSec: 300, OneAtATime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.cert, err = steptest.Issue(p, r.scene, steptest.IssueInput{TestID: "st-1", CreatedBy: "alice", Now: start}, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := steptest.RecordIssue(ctx, st, key, r.cert); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := steptest.RecordApprove(ctx, st, key, "st-1", twinstore.Approver{Name: "bob", Role: twinstore.RoleApprover}, start); err != nil {
+		t.Fatal(err)
+	}
+	for _, by := range []steptest.Revoker{{Name: "carol", Role: "engineer"}, {Name: "bot", Role: "agent"}, {Name: "alice", Role: "engineer", Roles: []string{"agent"}}} {
+		if _, err := steptest.RecordRevoke(ctx, st, key, "st-1", by, "wrong shift", start.Add(time.Minute)); core.CodeOf(err) != core.CodeForbidden {
+			t.Fatalf("%+v revoked: %v", by, err)
+		}
+	}
+	if _, err := steptest.RecordRevoke(ctx, st, key, "st-1", steptest.Revoker{Name: "alice", Role: "engineer"}, " ", start); core.CodeOf(err) != core.CodeInvalidArgument {
+		t.Fatalf("revoked without a reason: %v", err)
+	}
+	rec, err := steptest.RecordRevoke(ctx, st, key, "st-1", steptest.Revoker{Name: "alice", Role: "engineer"}, "the tank is being cleaned", start.Add(time.Minute))
+	if err != nil || rec.Test.Status != contract.CertRevoked || rec.Test.RevokedBy != "alice" || rec.Test.RevokeReason != "the tank is being cleaned" {
+		t.Fatalf("revoke: %+v %v", rec, err)
+	}
+	if _, err := steptest.RecordRevoke(ctx, st, key, "st-1", steptest.Revoker{Name: "bob", Role: twinstore.RoleApprover}, "again", start.Add(time.Minute)); core.CodeOf(err) != core.CodeConflict {
+		t.Fatalf("revoked twice: %v", err)
+	}
+	// The revoked test, as the trail has it, through the guard.
+	r.cert = rec.Test
+	ex := r.exec(t)
+	if ex.Completed || len(ex.Moves) != 1 || ex.Moves[0].Reason != guard.ReasonCertRevoked || len(r.hist.Records) != 0 {
+		t.Fatalf("revoked test: %+v", ex.Moves)
+	}
+	if v, _ := r.line.Read(ctx, sim.TankHeater); v != 50 {
+		t.Fatalf("heater %v was written", v)
+	}
+	// Replayed from the trail later, it stays REVOKED.
+	back, err := steptest.Load(ctx, st, key.Public, "st-1", start.Add(time.Hour))
+	if err != nil || back.Test.Status != contract.CertRevoked {
+		t.Fatalf("replayed %+v %v", back, err)
+	}
+	list, bad, err := steptest.List(ctx, st, key.Public, tankLine, 10, start)
+	if err != nil || len(bad) != 0 || len(list) != 1 || list[0].Test.TestID != "st-1" || list[0].Test.Status != contract.CertRevoked {
+		t.Fatalf("list %+v %v %v", list, bad, err)
+	}
+	if list, _, _ := steptest.List(ctx, st, key.Public, "other-line", 10, start); len(list) != 0 {
+		t.Fatalf("other line lists %+v", list)
+	}
+}
+
+// prevCurves is a previous model answering with a first-order step of
+// gain k[input] (τ 60 s) and nothing for the other inputs.
+type prevCurves struct {
+	name string
+	k    map[string]float64
+}
+
+func (p prevCurves) Name() string { return p.name }
+func (p prevCurves) StepResponse(input string, at []float64) ([]float64, float64, error) {
+	k, ok := p.k[input]
+	if !ok {
+		return nil, 0, fmt.Errorf("no input %s", input)
+	}
+	out := make([]float64, len(at))
+	for i, t := range at {
+		out[i] = k * (1 - math.Exp(-t/60))
+	}
+	out[len(out)-1] = k
+	return out, k, nil
 }

@@ -2,6 +2,7 @@ package steptest
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/aml-project/aml/internal/core"
@@ -22,6 +23,13 @@ type PairReport struct {
 	// of StepAtSec, PrevStep the previous model's.
 	Step     []float64 `json:"step"`
 	PrevStep []float64 `json:"prevStep,omitempty"`
+	// SSK, SSDeadTimeSec and SSStep are the linear_state_space@1 model's
+	// steady-state gain, dead time (its input delay plus the state
+	// update's sample) and unit step response (absent when it was not
+	// fitted: FitReport.StateSpaceError says why).
+	SSK           float64   `json:"ssK,omitempty"`
+	SSDeadTimeSec float64   `json:"ssDeadTimeSec,omitempty"`
+	SSStep        []float64 `json:"ssStep,omitempty"`
 }
 
 // FitReport is the process model fitted from an executed step test.
@@ -33,11 +41,20 @@ type FitReport struct {
 	Params    []process.Param `json:"params"`
 	Pairs     []PairReport    `json:"pairs"`
 	StepAtSec []float64       `json:"stepAtSec"`
+	// Previous names the previous model the pairs' Prev* fields come
+	// from (Compare), PreviousError why it could not be compared.
+	Previous      string `json:"previous,omitempty"`
+	PreviousError string `json:"previousError,omitempty"`
+	// StateSpace is linear_state_space@1 fitted from the same run.
+	StateSpace      *StateSpaceFit `json:"stateSpace,omitempty"`
+	StateSpaceError string         `json:"stateSpaceError,omitempty"`
 }
 
-// Fit fits process_model@1 (FOPDT per input) to output of the executed
-// test and compares its curves with prev (nil: none; its inputs in the
-// execution's input order).
+// Fit fits process_model@1 (FOPDT per input) and linear_state_space@1
+// (see StateSpaceFit; a failure of this second fit is reported in
+// StateSpaceError, not returned) to output of the executed test and
+// compares the curves with prev (nil: none; its inputs in the execution's
+// input order).
 func Fit(ctx context.Context, ex *Execution, output string, prev *process.Model) (*FitReport, error) {
 	if ex == nil || len(ex.Samples) < 20 || !(ex.StepSec > 0) {
 		return nil, core.Errorf(core.CodeInvalidArgument, "the step test recorded too few samples to fit a model")
@@ -77,7 +94,64 @@ func Fit(ctx context.Context, ex *Execution, output string, prev *process.Model)
 		}
 		r.Pairs = append(r.Pairs, pr)
 	}
+	theta := make([]float64, len(ex.Inputs))
+	for i := range theta {
+		theta[i] = res.Model.Pairs[i].Theta
+	}
+	ss, err := fitStateSpace(ctx, y, u, ex.StepSec, theta)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.StateSpaceError = "fit linear_state_space@1: " + err.Error()
+		return r, nil
+	}
+	r.StateSpace = ss
+	for i := range r.Pairs {
+		k, err := dcGain(ss.Model, i)
+		if err != nil {
+			r.StateSpaceError = err.Error()
+			break
+		}
+		r.Pairs[i].SSK, r.Pairs[i].SSDeadTimeSec = k, float64(ss.Delays[i]+1)*ex.StepSec
+		r.Pairs[i].SSStep = ssStepCurve(ss.Model, ss.Delays, i, ex.StepSec, r.StepAtSec)
+	}
 	return r, nil
+}
+
+// Previous is a previous model to compare a fit with (a registry model
+// in the application): its unit step response of the fitted output to
+// one input at the given seconds after the step is written, and its
+// steady-state gain (as the model gives it: its response long after the
+// step).
+type Previous interface {
+	Name() string
+	StepResponse(input string, atSec []float64) (curve []float64, gain float64, err error)
+}
+
+// Compare fills every pair's PrevK and PrevStep from prev (PrevTau and
+// PrevTheta stay for a process model given to Fit). A model that cannot
+// answer for some input is reported in PreviousError and leaves the
+// pairs without a comparison; nothing else of the report changes.
+func (r *FitReport) Compare(prev Previous) {
+	r.Previous = prev.Name()
+	curves := make([][]float64, len(r.Pairs))
+	gains := make([]float64, len(r.Pairs))
+	for i, p := range r.Pairs {
+		c, g, err := prev.StepResponse(p.Input, r.StepAtSec)
+		if err == nil && len(c) != len(r.StepAtSec) {
+			err = fmt.Errorf("%d step response values for %d times", len(c), len(r.StepAtSec))
+		}
+		if err != nil {
+			r.PreviousError = fmt.Sprintf("previous model %s, input %s: %v", r.Previous, p.Input, err)
+			return
+		}
+		curves[i], gains[i] = c, g
+	}
+	for i := range r.Pairs {
+		r.Pairs[i].PrevK, r.Pairs[i].PrevStep = gains[i], curves[i]
+		r.Pairs[i].PrevTau, r.Pairs[i].PrevTheta = 0, 0
+	}
 }
 
 // stepCurve is the FOPDT unit step response at the given times.

@@ -2,6 +2,7 @@ package steptest_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -133,4 +134,82 @@ func TestStepTestOverOPCUA(t *testing.T) {
 			t.Fatal("written after the stop")
 		}
 	})
+}
+
+// TestStepTestPacedOverOPCUA: the production line adapter (PacedLine:
+// the governed OPC UA writer on a clock that waits one sampling period
+// per step) runs the tank's step test served over OPC UA — the clock and
+// the wait injected, each wait advancing the served tank by as many
+// steps — through the guard, every move read back over OPC UA, and the
+// fitted process model within 10 % of the tank's truth.
+func TestStepTestPacedOverOPCUA(t *testing.T) {
+	ctx := context.Background()
+	srv, err := opcuasrv.Start(ctx, opcuasrv.Options{Kind: opcuasrv.KindTank, Addr: "127.0.0.1:0", Manual: true, Seed: 11, StartMs: start.UnixMilli(), RunSteps: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	m := &opcua.Map{Line: tankLine}
+	for _, n := range []string{sim.TankHeater, sim.TankFeed, sim.TankLevel} {
+		m.Nodes = append(m.Nodes, opcua.MapEntry{OPCUA: srv.NodeID(n), Node: n})
+	}
+	w, err := opcua.DialWriter(ctx, srv.Endpoint(), m, opcua.Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	clock, waits := start, 0
+	line := &steptest.PacedLine{Writer: w, Period: time.Second, Clock: func() time.Time { return clock },
+		Sleep: func(d time.Duration) { clock = clock.Add(d); srv.Step(int(d / time.Second)); waits++ }}
+
+	r := newRig(t, 70, 300)
+	if err := steptest.Approve(r.cert, twinstore.Approver{Name: "bob", Role: twinstore.RoleApprover}, nil, start); err != nil {
+		t.Fatal(err)
+	}
+	_, pub := r.key.SigningKey()
+	ex, err := steptest.Execute(ctx, steptest.ExecInput{Cert: r.cert, Scene: r.scene, PublicKey: pub, Channels: hitl, History: r.hist, Line: line, RunID: "steptest-st-1"})
+	if err != nil || !ex.Completed || len(ex.Moves) != 8 || srv.Stats().Writes != 8 {
+		t.Fatalf("execute: %v completed %v stopped %q writes %d", err, ex.Completed, ex.Stopped, srv.Stats().Writes)
+	}
+	if ex.StepSec != 1 || waits != len(ex.Samples) || !srv.Now().Equal(ex.End) {
+		t.Fatalf("step %vs, %d waits for %d samples, line at %v, test ended %v", ex.StepSec, waits, len(ex.Samples), srv.Now(), ex.End)
+	}
+	fit, err := steptest.Fit(ctx, ex, sim.TankLevel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := sim.PlantTruth()
+	want := map[string][2]float64{sim.TankFeed: {truth.KFeed, truth.ThetaFeed}, sim.TankHeater: {truth.KHeater, truth.ThetaHeater}}
+	for _, p := range fit.Pairs {
+		w := want[p.Input]
+		t.Logf("%s: K %.4f θ %.2f s τ %.1f s", p.Input, p.K, p.ThetaSec, p.TauSec)
+		if math.Abs(p.K-w[0]) > 0.1*math.Abs(w[0]) || math.Abs(p.ThetaSec-w[1]) > 0.1*w[1] || math.Abs(p.TauSec-truth.TauSec) > 0.1*truth.TauSec {
+			t.Errorf("%s: K %.4f θ %.2f τ %.1f", p.Input, p.K, p.ThetaSec, p.TauSec)
+		}
+	}
+}
+
+// TestPacedLineCadence: Step waits for the next instant a period after
+// the last; when the caller comes late it does not wait and the cadence
+// restarts from the late instant.
+func TestPacedLineCadence(t *testing.T) {
+	clock := start
+	var slept []time.Duration
+	l := &steptest.PacedLine{Period: 5 * time.Second, Clock: func() time.Time { return clock },
+		Sleep: func(d time.Duration) { slept = append(slept, d); clock = clock.Add(d) }}
+	at, _ := l.Step() // t0+5
+	clock = clock.Add(2 * time.Second)
+	at2, _ := l.Step() // waits 3 s: t0+10
+	clock = clock.Add(7 * time.Second)
+	at3, _ := l.Step() // late (t0+17 > t0+15): no wait, t0+17
+	at4, _ := l.Step() // t0+22
+	want := []time.Time{start.Add(5 * time.Second), start.Add(10 * time.Second), start.Add(17 * time.Second), start.Add(22 * time.Second)}
+	for i, got := range []time.Time{at, at2, at3, at4} {
+		if !got.Equal(want[i]) {
+			t.Fatalf("step %d at %v, want %v", i, got.Sub(start), want[i].Sub(start))
+		}
+	}
+	if len(slept) != 3 || slept[0] != 5*time.Second || slept[1] != 3*time.Second || slept[2] != 5*time.Second {
+		t.Fatalf("slept %v", slept)
+	}
 }

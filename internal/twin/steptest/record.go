@@ -130,6 +130,84 @@ func RecordApprove(ctx context.Context, st RecordStore, key Signer, id string, b
 	return Load(ctx, st, pub, id, now)
 }
 
+// Revoker is who revokes a step test: a name and role, with the roles
+// the store holds for the name (an agent's token name never revokes).
+type Revoker struct {
+	Name, Role string
+	Roles      []string
+}
+
+// CanRevoke: a step test's proposer, or a person with the approver or
+// admin role; never a name an agent's token carries.
+func CanRevoke(c *contract.StepTestCertificate, by Revoker) error {
+	for _, r := range append([]string{by.Role}, by.Roles...) {
+		if r == "agent" {
+			return core.FieldErrorf(core.CodeForbidden, "revokedBy", "%s is an agent's name: only a person revokes a step test", by.Name)
+		}
+	}
+	if by.Name != c.CreatedBy && by.Role != twinstore.RoleApprover && by.Role != twinstore.RoleAdmin {
+		return core.FieldErrorf(core.CodeForbidden, "revokedBy", "%s (role %q) neither proposed step test %s nor has the approver or admin role", by.Name, by.Role, c.TestID)
+	}
+	return nil
+}
+
+// RecordRevoke revokes step test id (ISSUED or APPROVED; once) as by
+// (CanRevoke, the name's roles from the store): it appends
+// "steptest.revoke" with the reason and signs the log's head. A revoked
+// test never executes: the guard refuses its moves (CERT_REVOKED).
+func RecordRevoke(ctx context.Context, st RecordStore, key Signer, id string, by Revoker, reason string, now time.Time) (*Record, error) {
+	if strings.TrimSpace(reason) == "" {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "reason", "a reason is required")
+	}
+	_, pub := key.SigningKey()
+	r, err := Load(ctx, st, pub, id, now)
+	if err != nil {
+		return nil, err
+	}
+	if r.Test.Status == contract.CertRevoked {
+		return nil, core.FieldErrorf(core.CodeConflict, "id", "step test %s was revoked already by %s", id, r.Test.RevokedBy)
+	}
+	roles, err := st.NameRoles(ctx, by.Name)
+	if err != nil {
+		return nil, err
+	}
+	by.Roles = append(by.Roles, roles...)
+	if err := CanRevoke(r.Test, by); err != nil {
+		return nil, err
+	}
+	log := st.AuditLog()
+	if _, err := log.Append(ctx, by.Name, AuditRevoke, id, r.Test.LineID, map[string]any{"reason": reason, "role": by.Role, "at": now.UnixMilli()}); err != nil {
+		return nil, err
+	}
+	if _, err := log.Checkpoint(ctx, key); err != nil {
+		return nil, err
+	}
+	return Load(ctx, st, pub, id, now)
+}
+
+// List replays the step tests issued on line (every line when empty),
+// newest first, at most limit; the ids whose trail does not verify are
+// returned apart (bad) and never listed.
+func List(ctx context.Context, st RecordStore, pub ed25519.PublicKey, line string, limit int, now time.Time) (out []*Record, bad []string, err error) {
+	q := audit.Query{Action: AuditIssue, Newest: true, Limit: limit}
+	if line != "" {
+		q.Lines = []string{line}
+	}
+	entries, err := st.AuditLog().Query(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, en := range entries {
+		r, err := Load(ctx, st, pub, en.Subject, now)
+		if err != nil {
+			bad = append(bad, en.Subject)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, bad, nil
+}
+
 // Load replays step test id from its audit trail, verified: the issue
 // entry's certificate verifies with a key of the keyring anchored at
 // pub; an approval counts only with a statement signed by such a key

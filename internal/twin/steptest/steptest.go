@@ -18,13 +18,18 @@
 // limit stops the test with nothing written after. Fit fits
 // process_model@1 (FOPDT per input) to the recorded execution and
 // compares its gains, time constants, dead times and step responses
-// with a previous model.
+// with a previous model; it also fits linear_state_space@1's model class
+// (statespace.go: PO-MOESP, the input delays from the FOPDT dead times)
+// and reports its gains, dead times and step responses beside them.
 //
 // Issue, approval, every move (decision, outcome, readback) and the end
 // are recorded in the hash-chained audit log under signed checkpoints
 // (record.go: RecordIssue, RecordApprove, Load replays and verifies;
-// Auditor). The application (internal/app, steptest.*) stores the
-// executed samples as an identification run.
+// Auditor); RecordRevoke revokes a test (its proposer or an approver)
+// and List lists a line's tests. PacedLine is the live line of a
+// production run: a governed writer (OPC UA) sampled on the wall clock.
+// The application (internal/app, steptest.*) stores the executed samples
+// as an identification run.
 package steptest
 
 import (
