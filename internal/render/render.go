@@ -125,6 +125,9 @@ var byOp = map[string]fn{
 	"steptest.show":    out(printStepTest),
 	"steptest.approve": out(printStepTest),
 	"steptest.execute": out(printStepTestExecution),
+	"benefit.run":      out(printBenefitStudy),
+	"benefit.show":     out(printBenefitStudy),
+	"benefit.list":     list(printBenefitStudies),
 	// stored content
 	"physics.put":      out(printPhysics),
 	"physics.list":     list(printPhysicsList),
