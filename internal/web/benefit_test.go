@@ -114,8 +114,23 @@ func TestBrowserBenefitStudy(t *testing.T) {
 		value(t, ctx, "progress", chromedp.Evaluate[bool](`!!document.getElementById("benefit-progress") && document.getElementById("benefit-stage").textContent.length > 0`))
 		screenshot(t, ctx, "benefit-running")
 	}
-	value(t, ctx, "the report after the study", chromedp.Poll[bool](`!!document.getElementById("benefit-table")`,
-		chromedp.WithPollingTimeout(5*time.Minute), chromedp.WithPollingInterval(time.Second)))
+	// The page reloads itself when the study ends (an evaluation caught
+	// by the reload fails and is tried again).
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === "complete" && !!document.getElementById("benefit-table")`))
+		if err == nil && done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no report 5 min after the study started (last error %v)", err)
+		}
+		time.Sleep(time.Second)
+	}
+	polls := value(t, ctx, "reloaded", chromedp.Evaluate[string](`document.getElementById("benefit-status").dataset.status`))
+	if polls != "done" {
+		t.Errorf("after the reload the study is %s", polls)
+	}
 	run(t, ctx, "charts", chromedp.WaitVisible(chromedp.ID("benefit-table")))
 	type report struct {
 		Status, Spec, ChartState string
@@ -131,7 +146,7 @@ func TestBrowserBenefitStudy(t *testing.T) {
 			ChartState: box.dataset.state,
 			Modes: [...document.querySelectorAll("#benefit-table tbody tr")].map(r => r.dataset.mode),
 			Charts: box.querySelectorAll(".uplot").length,
-			SVGHidden: document.getElementById("benefit-svg").hidden ? 1 : 0,
+			SVGHidden: getComputedStyle(document.getElementById("benefit-svg")).display === "none" ? 1 : 0,
 			Legends: [...box.querySelectorAll(".u-legend .u-label")].map(e => e.textContent)};
 	})()`, chromedp.WithPollingTimeout(20*time.Second)))
 	if r.Status != "done" || strings.Join(r.Modes, ",") != "fixed,per_move,envelope,oracle" {

@@ -63,7 +63,7 @@
     fig.dataset.chart = key;
     box.appendChild(fig);
     new uPlot({ title: title, width: width, height: 280, scales: { x: { time: false } },
-      axes: [{ label: "run" }, { label: ylabel + " [g]", size: 60 }], series: series }, data, fig);
+      axes: [{ label: "run", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] }, { label: ylabel + " [g]", size: 60 }], series: series }, data, fig);
   }
   chart("Run-mean part weight per run", "run-mean part weight", "runMeans", [
     { name: "target", y: doc.target, colour: "#000", dash: [10, 3, 2, 3] },
@@ -74,5 +74,5 @@
   box.dataset.state = "ready";
   box.dataset.drawn = "2";
   var svg = document.getElementById("benefit-svg");
-  if (svg) { svg.hidden = true; }
+  if (svg) { svg.hidden = true; svg.style.display = "none"; } // .plots sets display: grid
 })();
