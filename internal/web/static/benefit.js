@@ -55,7 +55,7 @@
       data.push(m[key]);
     });
     limits.forEach(function (l) {
-      series.push({ label: l.name + " = " + fmt(l.y), stroke: l.colour, dash: l.dash, value: val });
+      series.push({ label: l.name + " = " + fmt(l.y), stroke: l.colour, dash: l.dash, points: { show: false }, value: val });
       data.push(x.map(function () { return l.y; }));
     });
     var fig = document.createElement("figure");
