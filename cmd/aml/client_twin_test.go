@@ -132,6 +132,12 @@ func TestRemoteTwinParity(t *testing.T) {
 	p.bothFail("steptest revoke unknown", "approver", 1, "AML_NOT_FOUND", fixed("twin", "steptest", "revoke", "st-none", "--as", "ada", "--reason", "r"))
 	p.bothFail("steptest revoke without a reason", "approver", 2, "AML_USAGE: --reason", fixed("twin", "steptest", "revoke", "st-none", "--as", "ada"))
 	p.both("twin steptest list", "viewer", fixed("twin", "steptest", "list", "--line", sc.LineID))
+	// Benefit studies: none kept yet; a run over the cap and an unknown
+	// study are refused the same way both sides, before any work (the
+	// request is validated before it is sent: a usage error).
+	p.both("benefit list", "viewer", fixed("benefit", "list"))
+	p.bothFail("benefit run over the cap", "engineer", 2, "AML_USAGE", fixed("benefit", "run", "--runs", "201"))
+	p.bothFail("benefit show unknown", "viewer", 1, "AML_NOT_FOUND", fixed("benefit", "show", "bs-20261205T122256.000-abcd1234"))
 	p.both("twin snapshot list --line --limit", "viewer", fixed("twin", "snapshot", "list", "--line", sc.LineID, "--limit", "1"))
 	p.both("twin shadow --dry-run", "engineer", fixed("twin", "shadow", "--model", m, "--dry-run"))
 	p.both("twin shadow", "engineer", fixed("twin", "shadow", "--model", m, "--max-runs", "2"))

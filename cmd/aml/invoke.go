@@ -41,7 +41,7 @@ func localActor(by string) string {
 // needs lists what an op needs beyond the store.
 func opNeeds(name string) (runner, key bool) {
 	switch name {
-	case "job.submit", "job.cancel", "job.retry", "calibrate", "trainer.list", "trainer.show":
+	case "job.submit", "job.cancel", "job.retry", "calibrate", "trainer.list", "trainer.show", "benefit.run":
 		runner = true
 	}
 	return runner, strings.HasPrefix(name, "cert.") || (strings.HasPrefix(name, "steptest.") && name != "steptest.plan")

@@ -196,7 +196,7 @@ func newRoot(a *app) *cobra.Command {
 	root.AddCommand(newMCPCmd(a))
 	root.AddCommand(newConnectCmd(a))
 	root.AddCommand(newTokenCmd(a), newServeCmd(a), newInitCmd(a))
-	root.AddCommand(newPhysicsCmd(a), newTrainerCmd(a), newLineCmd(a), newRecipeCmd(a), newGateCmd(a))
+	root.AddCommand(newPhysicsCmd(a), newTrainerCmd(a), newLineCmd(a), newRecipeCmd(a), newGateCmd(a), newBenefitCmd(a))
 	a.bindRemote(root) // last: wraps every command added above
 	applyHelp(root)
 	return root

@@ -140,6 +140,9 @@ func table() []route {
 		{Method: P, Path: "/steptests/{id}/revoke", Op: "steptest.revoke", Tag: "governance"},
 		{Method: P, Path: "/steptests/{id}/execute", Op: "steptest.execute", Tag: "governance", ErrResult: true}, // refused unless the process holds the line's connector
 		{Method: G, Path: "/calibrations", Op: "calibration.list", Tag: "twin"},
+		{Method: P, Path: "/benefit-studies", Op: "benefit.run", Tag: "twin", Status: C},
+		{Method: G, Path: "/benefit-studies", Op: "benefit.list", Tag: "twin"},
+		{Method: G, Path: "/benefit-studies/{id}", Op: "benefit.show", Tag: "twin"},
 
 		// Certificates and channels.
 		{Method: G, Path: "/certificates", Op: "cert.list", Tag: "governance"},

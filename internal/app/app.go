@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/benefit"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/events"
@@ -49,6 +50,9 @@ type Options struct {
 	// nodes, computed before any sample is read; default
 	// dataset.DefaultMaxCells). A request may ask for less, never more.
 	MaxDatasetCells int64
+	// BenefitStudy, when set, adjusts a benefit study's options after the
+	// request's (tests shorten the history and the runs; benefit.run).
+	BenefitStudy func(*benefit.Options)
 }
 
 // App runs AML's use cases on one set of resources.

@@ -1003,3 +1003,7 @@ func writeJobFile(path string, b []byte) error {
 	}
 	return f.Close()
 }
+
+// Trainers are the native trainers this runner offers (the benefit study
+// trains its twin with them in a scratch store).
+func (r *Runner) Trainers() *Trainers { return r.opt.Trainers }

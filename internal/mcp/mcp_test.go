@@ -363,6 +363,9 @@ var wantHints = map[string]hints{
 	"twin_steptest_request":    additive,
 	"twin_steptest_read":       readOnly,
 	"twin_steptest_list":       readOnly,
+	"aml_benefit_study_start":  additive,
+	"aml_benefit_study_read":   readOnly,
+	"aml_benefit_study_list":   readOnly,
 }
 
 // checkTools lists the tools and checks names, annotations and schemas.

@@ -127,6 +127,9 @@ var byOp = map[string]fn{
 	"steptest.revoke":  out(printStepTest),
 	"steptest.list":    list(printStepTests),
 	"steptest.execute": out(printStepTestExecution),
+	"benefit.run":      out(printBenefitStudy),
+	"benefit.show":     out(printBenefitStudy),
+	"benefit.list":     list(printBenefitStudies),
 	// stored content
 	"physics.put":      out(printPhysics),
 	"physics.list":     list(printPhysicsList),

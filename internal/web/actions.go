@@ -51,6 +51,7 @@ func actionRoutes(s *server) []action {
 		{Route: "POST /ui/models/{id}/retire", Op: "model.retire", h: s.modelRetire},
 		{Route: "POST /ui/certificates/{id}/approve", Op: "cert.approve", h: s.certApprove},
 		{Route: "POST /ui/certificates/{id}/revoke", Op: "cert.revoke", h: s.certRevoke},
+		{Route: "POST /ui/benefit", Op: "benefit.run", h: s.benefitRun},
 	}, twinAndBatchActions(s)...)
 }
 

@@ -166,6 +166,18 @@
 //     decision is refused by the op. Execute shows the writes with their
 //     readback and the re-validation.
 //
+//   - Benefit studies (benefit.go): /ui/benefit lists the studies kept
+//     (benefit.list) beside the form that starts one (benefit.run: runs,
+//     seed, wear, material lots; the op refuses a role, a runs count over
+//     its cap and a second study before any work). A study's page
+//     (benefit.show) shows a running study's progress, which
+//     static/benefit.js follows over GET /api/v1/benefit-studies/{id},
+//     and a finished one's report: spec band, noise floor, the table per
+//     mode and two charts drawn with the vendored uPlot from the report's
+//     run means (run mean per run of each mode against the target and the
+//     spec band; |run mean − target| per run), the server's SVG of the
+//     same series kept for a browser without scripts.
+//
 // A refused action is shown on its form with the reason (a role refusal
 // names the rule and the principal's role). Forms are read under the API's
 // body limits (api.NewServer passes them through SetBodyLimits; default

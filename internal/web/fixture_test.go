@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/api"
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/events"
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
@@ -39,6 +40,7 @@ type fixture struct {
 	deps   *service.Deps
 	srv    *httptest.Server
 	queue  *jobs.Queue
+	app    *app.App
 }
 
 type demoOut struct {
@@ -156,8 +158,10 @@ func buildFixture() (*fixture, error) {
 		return nil, err
 	}
 	f.deps.Queue, f.queue = q, q
-	// The served app: the API with the UI mounted, as aml serve builds it.
-	f.srv = httptest.NewServer(api.New(f.deps, api.Options{UI: Handler(f.deps), RatePerSec: -1}))
+	// The served app: the API with the UI mounted sharing one App, as aml
+	// serve builds it; its benefit studies are shortened (shortStudy).
+	f.app = app.New(f.deps, app.Options{Version: api.Version, BenefitStudy: shortStudy})
+	f.srv = httptest.NewServer(api.New(f.deps, api.Options{UI: New(f.deps, Options{App: f.app}), App: f.app, RatePerSec: -1}))
 	return f, nil
 }
 

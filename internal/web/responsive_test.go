@@ -32,6 +32,7 @@ func everyPage(t *testing.T, f *fixture) []string {
 		"/ui/models", "/ui/models?dataset=" + f.demo.DatasetID, "/ui/models/" + f.demo.ModelID,
 		"/ui/scenes", m[1], "/ui/trials", "/ui/trials/" + f.demo.TrialID,
 		"/ui/certificates", "/ui/certificates/" + f.demo.CertificateID, "/ui/audit",
+		"/ui/benefit", "/ui/benefit/" + fixtureStudy(t, f),
 	}
 }
 

@@ -112,6 +112,7 @@ func New(d *service.Deps, o Options) http.Handler {
 	page("GET /ui/live", s.livePage)
 	page("GET /ui/live/fragment", s.liveFragment)
 	s.operatorRoutes(page)
+	s.benefitRoutes(page)
 	return &ui{Handler: securityHeaders(mux), s: s}
 }
 

@@ -1,0 +1,215 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aml-project/aml/internal/benefit"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/ident/trainers"
+	"github.com/aml-project/aml/internal/jobs"
+	"github.com/aml-project/aml/internal/service"
+	"github.com/aml-project/aml/internal/testfix"
+)
+
+// benefitApp is an App whose process has the native trainers (as aml
+// serve's), its studies shortened by o.BenefitStudy when set.
+func benefitApp(t *testing.T, o Options) (*App, string) {
+	t.Helper()
+	st, dir := testfix.SQLite(t)
+	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats())})
+	if o.Now == nil {
+		o.Now = func() time.Time { return fixed }
+	}
+	return New(&service.Deps{Store: st, DataDir: dir, Runner: r}, o), dir
+}
+
+// noStudyDir: nothing was started (no study directory was made).
+func noStudyDir(t *testing.T, what, dir string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "benefit")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s: the benefit directory exists (%v): work started before the refusal", what, err)
+	}
+}
+
+// TestBenefitRunRefusedBeforeWork: a viewer, a runs count outside
+// 1..MaxBenefitRuns, a process without trainers and a second study while
+// one runs are refused before a study directory exists or anything is
+// simulated.
+func TestBenefitRunRefusedBeforeWork(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, code, field string
+		p                 Principal
+		req               BenefitRunRequest
+	}{
+		{"viewer", core.CodeForbidden, "role", viewer, BenefitRunRequest{Runs: 2}},
+		{"runs over the cap", core.CodeInvalidArgument, "runs", engineer, BenefitRunRequest{Runs: MaxBenefitRuns + 1}},
+		{"negative runs", core.CodeInvalidArgument, "runs", engineer, BenefitRunRequest{Runs: -1}},
+	} {
+		a, dir := benefitApp(t, Options{})
+		_, err := a.BenefitRun(ctx, tc.p, tc.req)
+		var ae *core.Error
+		if !errors.As(err, &ae) || ae.Code != tc.code || ae.Field != tc.field {
+			t.Errorf("%s: %v, want %s on %s", tc.name, err, tc.code, tc.field)
+		}
+		noStudyDir(t, tc.name, dir)
+	}
+
+	// A process without the native trainers cannot train the study's twin.
+	st, dir := testfix.SQLite(t)
+	bare := New(&service.Deps{Store: st, DataDir: dir}, Options{Now: func() time.Time { return fixed }})
+	if _, err := bare.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 2}); core.CodeOf(err) != core.CodeUsage {
+		t.Errorf("no trainers: %v, want AML_USAGE", err)
+	}
+	noStudyDir(t, "no trainers", dir)
+
+	// One study at a time: with the process's slot taken, a second is
+	// refused at once.
+	a, dir := benefitApp(t, Options{})
+	benefitSlot <- struct{}{}
+	_, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 2})
+	<-benefitSlot
+	if core.CodeOf(err) != core.CodeQueueFull {
+		t.Errorf("second study: %v, want AML_QUEUE_FULL", err)
+	}
+	noStudyDir(t, "second study", dir)
+}
+
+// TestBenefitShowNamesNoPath: a study id is a directory name the server
+// made; anything else (a path, a traversal) is refused before a file is
+// opened, and an unknown id is not found.
+func TestBenefitShowNamesNoPath(t *testing.T) {
+	a, dir := benefitApp(t, Options{})
+	ctx := context.Background()
+	// a file outside the studies' directory that a traversal would reach
+	if err := os.WriteFile(filepath.Join(dir, "study.json"), []byte(`{"id":"x","status":"done"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"", "..", "../", "bs-../..", "/etc", "bs-20261205T122256.000-abcd123/../..", "bs-20261205T122256.000-ABCDEF12"} {
+		_, err := a.BenefitShow(ctx, viewer, BenefitShowRequest{ID: id})
+		var ae *core.Error
+		if !errors.As(err, &ae) || ae.Code != core.CodeInvalidArgument || ae.Field != "id" {
+			t.Errorf("show %q: %v, want AML_INVALID_ARGUMENT on id", id, err)
+		}
+	}
+	if _, err := a.BenefitShow(ctx, viewer, BenefitShowRequest{ID: "bs-20261205T122256.000-abcd1234"}); core.CodeOf(err) != core.CodeNotFound {
+		t.Errorf("unknown study: %v, want AML_NOT_FOUND", err)
+	}
+	if _, err := a.BenefitList(ctx, viewer, BenefitListRequest{Limit: 201}); core.CodeOf(err) != core.CodeInvalidArgument {
+		t.Errorf("list limit 201: %v", err)
+	}
+	l, err := a.BenefitList(ctx, viewer, BenefitListRequest{})
+	if err != nil || l.Count != 0 || l.Items == nil {
+		t.Errorf("empty list: %+v, %v", l, err)
+	}
+}
+
+// TestBenefitInterrupted: a study record left running by a process that
+// ended (its heartbeat stale) reads as interrupted; a fresh heartbeat is
+// still running.
+func TestBenefitInterrupted(t *testing.T) {
+	wall := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	a, dataDir := benefitApp(t, Options{WallNow: func() time.Time { return wall }})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		id   string
+		age  time.Duration
+		want string
+	}{
+		{"bs-20261205T110000.000-0000000a", benefitStale + time.Second, BenefitInterrupted},
+		{"bs-20261205T115900.000-0000000b", benefitBeat, BenefitRunning},
+	} {
+		dir := filepath.Join(dataDir, "benefit", tc.id)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeStudy(dir, &BenefitStudy{ID: tc.id, Status: BenefitRunning, Runs: 2, Seed: 7, UpdatedAt: wall.Add(-tc.age)}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := a.BenefitShow(ctx, viewer, BenefitShowRequest{ID: tc.id})
+		if err != nil || st.Status != tc.want {
+			t.Errorf("heartbeat %s old: %s (%v), want %s", tc.age, st.Status, err, tc.want)
+		}
+		if tc.want == BenefitInterrupted && (st.Error == nil || st.Error.Code != core.CodeWorkerLost) {
+			t.Errorf("interrupted study without its reason: %+v", st.Error)
+		}
+	}
+	l, err := a.BenefitList(ctx, viewer, BenefitListRequest{})
+	if err != nil || l.Count != 2 || l.Items[0].ID != "bs-20261205T115900.000-0000000b" {
+		t.Errorf("list, newest first: %+v, %v", l, err)
+	}
+}
+
+// shortStudy is a study small enough for a test: the shortest history
+// and runs benefit.Run accepts.
+func shortStudy(o *benefit.Options) { o.HistoryRuns, o.RunSteps = 12, 120 }
+
+// TestBenefitStudyRuns starts a short study in the background (an
+// engineer, as the UI's form does), follows it with benefit.show until
+// it ends, and reads its report: the four modes, a run mean per run in
+// each, the spec band and noise floor; the scratch store is gone and the
+// list has the study without its per-run series.
+func TestBenefitStudyRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the study's twin and simulates 4 × 2 runs (~30 s)")
+	}
+	a, dataDir := benefitApp(t, Options{BenefitStudy: shortStudy})
+	ctx := context.Background()
+	st, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 2, Seed: 3, Wear: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != BenefitRunning || st.RequestedBy != "eve" || st.Runs != 2 || st.Seed != 3 || !st.Wear {
+		t.Fatalf("started: %+v", st)
+	}
+	// a second study is refused while this one runs
+	if _, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 1}); core.CodeOf(err) != core.CodeQueueFull {
+		t.Errorf("second study while one runs: %v, want AML_QUEUE_FULL", err)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for st.Status == BenefitRunning {
+		if time.Now().After(deadline) {
+			t.Fatalf("the study did not end: %+v", st)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if st, err = a.BenefitShow(ctx, viewer, BenefitShowRequest{ID: st.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.Status != BenefitDone || st.Report == nil || st.Progress != 1 || st.FinishedAt == nil {
+		t.Fatalf("ended: %s %+v (error %+v)", st.Status, st, st.Error)
+	}
+	r := st.Report
+	if r.Runs != 2 || r.Seed != 3 || !r.Wear || !(r.SpecLow < r.Target && r.Target < r.SpecHigh) || !(r.NoiseFloor > 0) {
+		t.Errorf("report: %+v", r)
+	}
+	want := []string{benefit.ModeFixed, benefit.ModePerMove, benefit.ModeEnvelope, benefit.ModeOracle}
+	if len(r.Modes) != len(want) {
+		t.Fatalf("modes: %+v", r.Modes)
+	}
+	for i, m := range r.Modes {
+		if m.Name != want[i] || len(m.RunMeans) != 2 {
+			t.Errorf("mode %d: %s with %d run means, want %s with 2", i, m.Name, len(m.RunMeans), want[i])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "benefit", st.ID, "data")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the scratch store is still there: %v", err)
+	}
+	l, err := a.BenefitList(ctx, viewer, BenefitListRequest{})
+	if err != nil || l.Count != 1 || l.Items[0].ID != st.ID || l.Items[0].Report == nil || l.Items[0].Report.Modes[0].RunMeans != nil {
+		t.Errorf("list: %+v, %v", l, err)
+	}
+	// the slot is free again: the next study would start
+	select {
+	case benefitSlot <- struct{}{}:
+		<-benefitSlot
+	default:
+		t.Error("the study's slot was not released")
+	}
+}
