@@ -340,7 +340,7 @@ func (n *Net) forwardPacked(wp, x, h, y []float64) {
 	copy(h[:H4], b1[:H4])
 	hiddenAVX2(wp, x, h[:H4])
 	if useTanhAVX2 {
-		tanhAVX2(h[:H4], &tanhConst)
+		tanhAVX2(h[:H4], &tanhVec)
 	} else {
 		for j, a := range h[:H4] {
 			h[j] = math.Tanh(a)
