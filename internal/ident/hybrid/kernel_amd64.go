@@ -11,10 +11,10 @@ import (
 // order).
 var useAVX2 = cpu.X86.HasAVX2
 
-// hiddenAVX2 adds, for every block b of four hidden units and every input
-// k in increasing order, w[(b·in+k)·4+l]·x[k] to acc[4b+l] (a product, then
-// a sum, each rounded); in = len(x) ≥ 1, len(acc) a multiple of 4 and
-// len(w) = len(acc)·in.
+// hiddenAVX2 adds, for every hidden unit u and every input k in
+// increasing order, w[k·H+u]·x[k] to acc[u] (a product, then a sum, each
+// rounded); H = len(acc) is a multiple of 4, in = len(x) ≥ 1 and
+// len(w) = H·in (w input-major: packW1).
 //
 //go:noescape
 func hiddenAVX2(w, x, acc []float64)

@@ -1,75 +1,89 @@
 #include "textflag.h"
 
 // func hiddenAVX2(w, x, acc []float64)
-// acc[4b+l] += w[(b*in+k)*4+l] * x[k] for k = 0 … in-1 in order, products
-// and sums rounded separately (VMULPD then VADDPD, never fused). Blocks go
-// four at a time (four independent sums keep the adder busy), then one at
-// a time.
+// acc[u] += w[k*H+u] * x[k] for k = 0 … in-1 in order (H = len(acc), a
+// multiple of 4; w input-major: row k holds the H units' weights), products
+// and sums rounded separately (VMULPD then VADDPD, never fused). Units go
+// 32 at a time (eight independent sums of four lanes keep the multiplier
+// and the adders busy, and x is read once per 32 units), then four at a
+// time.
 TEXT ·hiddenAVX2(SB), NOSPLIT, $0-72
 	MOVQ w_base+0(FP), DI
 	MOVQ x_base+24(FP), SI
 	MOVQ x_len+32(FP), CX
 	MOVQ acc_base+48(FP), R8
 	MOVQ acc_len+56(FP), BX
-	MOVQ CX, R10
-	SHLQ $5, R10 // bytes of one block: in·4·8
+	MOVQ BX, R10
+	SHLQ $3, R10 // bytes of one row of w: H·8
 
-quad:
-	CMPQ BX, $16
-	JL   single
+oct:
+	CMPQ    BX, $32
+	JL      single
 	VMOVUPD (R8), Y0
 	VMOVUPD 32(R8), Y1
 	VMOVUPD 64(R8), Y2
 	VMOVUPD 96(R8), Y3
+	VMOVUPD 128(R8), Y4
+	VMOVUPD 160(R8), Y5
+	VMOVUPD 192(R8), Y6
+	VMOVUPD 224(R8), Y7
 	MOVQ    DI, R11
-	LEAQ    (DI)(R10*1), R12
-	LEAQ    (R12)(R10*1), R13
-	LEAQ    (R13)(R10*1), R9
 	XORQ    AX, AX
 
-quadloop:
-	VBROADCASTSD (SI)(AX*8), Y4
-	VMULPD       (R11), Y4, Y5
-	VADDPD       Y5, Y0, Y0
-	VMULPD       (R12), Y4, Y6
-	VADDPD       Y6, Y1, Y1
-	VMULPD       (R13), Y4, Y7
-	VADDPD       Y7, Y2, Y2
-	VMULPD       (R9), Y4, Y8
-	VADDPD       Y8, Y3, Y3
-	ADDQ         $32, R11
-	ADDQ         $32, R12
-	ADDQ         $32, R13
-	ADDQ         $32, R9
+octloop:
+	VBROADCASTSD (SI)(AX*8), Y8
+	VMULPD       (R11), Y8, Y9
+	VADDPD       Y9, Y0, Y0
+	VMULPD       32(R11), Y8, Y10
+	VADDPD       Y10, Y1, Y1
+	VMULPD       64(R11), Y8, Y11
+	VADDPD       Y11, Y2, Y2
+	VMULPD       96(R11), Y8, Y12
+	VADDPD       Y12, Y3, Y3
+	VMULPD       128(R11), Y8, Y13
+	VADDPD       Y13, Y4, Y4
+	VMULPD       160(R11), Y8, Y14
+	VADDPD       Y14, Y5, Y5
+	VMULPD       192(R11), Y8, Y15
+	VADDPD       Y15, Y6, Y6
+	VMULPD       224(R11), Y8, Y9
+	VADDPD       Y9, Y7, Y7
+	ADDQ         R10, R11
 	INCQ         AX
 	CMPQ         AX, CX
-	JL           quadloop
+	JL           octloop
 
 	VMOVUPD Y0, (R8)
 	VMOVUPD Y1, 32(R8)
 	VMOVUPD Y2, 64(R8)
 	VMOVUPD Y3, 96(R8)
-	MOVQ    R9, DI // R9 ends at the fifth block
-	ADDQ    $128, R8
-	SUBQ    $16, BX
-	JMP     quad
+	VMOVUPD Y4, 128(R8)
+	VMOVUPD Y5, 160(R8)
+	VMOVUPD Y6, 192(R8)
+	VMOVUPD Y7, 224(R8)
+	ADDQ    $256, DI
+	ADDQ    $256, R8
+	SUBQ    $32, BX
+	JMP     oct
 
 single:
-	CMPQ BX, $4
-	JL   done
+	CMPQ    BX, $4
+	JL      done
 	VMOVUPD (R8), Y0
+	MOVQ    DI, R11
 	XORQ    AX, AX
 
 singleloop:
 	VBROADCASTSD (SI)(AX*8), Y4
-	VMULPD       (DI), Y4, Y5
+	VMULPD       (R11), Y4, Y5
 	VADDPD       Y5, Y0, Y0
-	ADDQ         $32, DI
+	ADDQ         R10, R11
 	INCQ         AX
 	CMPQ         AX, CX
 	JL           singleloop
 
 	VMOVUPD Y0, (R8)
+	ADDQ    $32, DI
 	ADDQ    $32, R8
 	SUBQ    $4, BX
 	JMP     single
