@@ -464,6 +464,14 @@ func readAll(ctx context.Context, ts core.TimeSeries, nodeID, runID string, from
 		if err != nil {
 			return nil, err
 		}
+		if out == nil && !p.HasMore {
+			// One page is the whole series: its slice is the result (no
+			// second slice, no copy).
+			if p.Points == nil {
+				return []core.Point{}, nil
+			}
+			return p.Points, nil
+		}
 		if out == nil {
 			// Size the result from the first page's density so later pages
 			// append without repeated regrowth.
