@@ -187,9 +187,13 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 					return
 				}
 				f.points = make([][]core.Point, len(nodes))
+				hint := 0
 				for j, n := range nodes {
-					// Delay-shifted nodes are read over the shifted window.
-					pts, err := readAll(fctx, st, n.NodeID, r.ID, from+n.delayMs, to+n.delayMs)
+					// Delay-shifted nodes are read over the shifted window;
+					// the previous node's count sizes the slice (nodes of a
+					// run are mostly sampled alike).
+					pts, err := readAll(fctx, st, n.NodeID, r.ID, from+n.delayMs, to+n.delayMs, hint)
+					hint = len(pts) + 1
 					if err != nil {
 						f.err = err
 						return
@@ -442,10 +446,16 @@ type pageAppender interface {
 	AppendPage(ctx context.Context, q core.PageQuery, dst []core.Point) (core.Page, error)
 }
 
-func readAll(ctx context.Context, ts core.TimeSeries, nodeID, runID string, from, to int64) ([]core.Point, error) {
+// readAll reads one node's points of a run, page by page; hint > 0 is the
+// expected count (the slice is made that large up front, so a store that
+// appends pages fills it without regrowth or copy).
+func readAll(ctx context.Context, ts core.TimeSeries, nodeID, runID string, from, to int64, hint int) ([]core.Point, error) {
 	var out []core.Point
 	var after *int64
 	pa, direct := ts.(pageAppender)
+	if direct && hint > 0 {
+		out = make([]core.Point, 0, hint)
+	}
 	for {
 		q := core.PageQuery{Node: nodeID, Filter: core.ContextFilter{Run: runID}, AfterTs: after, FromMs: &from, ToMs: &to, Limit: pageLimit}
 		if direct && out != nil {
@@ -463,6 +473,14 @@ func readAll(ctx context.Context, ts core.TimeSeries, nodeID, runID string, from
 		p, err := ts.QueryPage(ctx, q)
 		if err != nil {
 			return nil, err
+		}
+		if out == nil && !p.HasMore {
+			// One page is the whole series: its slice is the result (no
+			// second slice, no copy).
+			if p.Points == nil {
+				return []core.Point{}, nil
+			}
+			return p.Points, nil
 		}
 		if out == nil {
 			// Size the result from the first page's density so later pages

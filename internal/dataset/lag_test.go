@@ -49,21 +49,28 @@ func lagSumsRef(g *runGrid, nAll, ci, co, maxLag int) lagSums {
 }
 
 // The shared, four-lags-at-a-time sums are bit for bit the plain loop's,
-// for complete and gappy columns, runs shorter than the lag range and
-// every lag count.
+// for complete and gappy (sparse or mostly missing) columns, a gappy
+// column holding +Inf (NaN sums, formed alike), runs shorter than the lag
+// range and every lag count.
 func TestLagSumsBitIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const nAll = 4
 	for _, steps := range []int{1, 2, 5, 29, 30, 31, 61, 62, 100, 1000} {
 		for _, maxLag := range []int{0, 1, 3, 10, 30} {
-			for _, nanP := range []float64{0, 0.05} {
+			for _, c := range []struct{ nanP, infP float64 }{{0, 0}, {0.05, 0}, {0.05, 0.002}, {0.6, 0}} {
+				nanP := c.nanP
 				g := &runGrid{steps: steps, vals: make([]float32, steps*nAll)}
 				for i := range g.vals {
 					v := float32(rng.NormFloat64()*3 + 10)
 					if rng.Float64() < nanP && i%nAll != 0 {
 						v = float32(math.NaN())
+					} else if rng.Float64() < c.infP && i%nAll == 3 {
+						v = float32(math.Inf(1))
 					}
 					g.vals[i] = v
+				}
+				if c.infP > 0 {
+					g.vals[steps/2*nAll+3] = float32(math.Inf(1)) // at least one, in a gappy column
 				}
 				lc := newLagCols(g, nAll, maxLag)
 				for _, pair := range [][2]int{{0, 1}, {0, 2}, {3, 1}, {3, 2}, {0, 3}} {
@@ -83,33 +90,44 @@ func TestLagSumsBitIdentical(t *testing.T) {
 
 // BenchmarkLagSums: one run of the bench spec's shape (7 200 steps, 10
 // nodes, 5 inputs × 3 targets, maxLag 30) — the plain per-pair loop
-// ("plain") beside lagCols ("shared") in the same run.
+// ("plain") beside lagCols ("shared") in the same run, on complete columns
+// and on gappy ones (1 % of every column missing, as in the bench store's
+// grids, where the masked sums run).
 func BenchmarkLagSums(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
 	const nAll, steps = 10, 7200
-	g := &runGrid{steps: steps, vals: make([]float32, steps*nAll)}
-	for i := range g.vals {
-		g.vals[i] = float32(rng.NormFloat64())
-	}
 	var pairs [][2]int
 	for i := range 5 {
 		for k := 7; k < 10; k++ {
 			pairs = append(pairs, [2]int{i, k})
 		}
 	}
-	b.Run("plain", func(b *testing.B) {
-		for range b.N {
-			for _, p := range pairs {
-				lagSumsRef(g, nAll, p[0], p[1], 30)
+	for _, gap := range []float64{0, 0.01} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		g := &runGrid{steps: steps, vals: make([]float32, steps*nAll)}
+		for i := range g.vals {
+			g.vals[i] = float32(rng.NormFloat64())
+			if rng.Float64() < gap {
+				g.vals[i] = float32(math.NaN())
 			}
 		}
-	})
-	b.Run("shared", func(b *testing.B) {
-		for range b.N {
-			lc := newLagCols(g, nAll, 30)
-			for _, p := range pairs {
-				lc.sums(p[0], p[1])
-			}
+		sfx := ""
+		if gap > 0 {
+			sfx = "-gappy"
 		}
-	})
+		b.Run("plain"+sfx, func(b *testing.B) {
+			for range b.N {
+				for _, p := range pairs {
+					lagSumsRef(g, nAll, p[0], p[1], 30)
+				}
+			}
+		})
+		b.Run("shared"+sfx, func(b *testing.B) {
+			for range b.N {
+				lc := newLagCols(g, nAll, 30)
+				for _, p := range pairs {
+					lc.sums(p[0], p[1])
+				}
+			}
+		})
+	}
 }

@@ -148,6 +148,7 @@ type lagCols struct {
 
 type lagCol struct {
 	v, m []float64
+	sq   []float64 // v[t]·v[t], for gappy pairs (lagCols.gappy)
 	full bool
 }
 
@@ -250,29 +251,11 @@ func (lc *lagCols) sums(ci, co int) lagSums {
 	A, B := lc.col(ci), lc.col(co)
 	a, b := A.v, B.v
 	T := lc.g.steps
-	if !(A.full && B.full) {
-		ma, mb := A.m, B.m
-		for li := 0; li < L; li++ {
-			lo, hi, lag := lagRange(T, maxLag, li)
-			if hi <= lo {
-				continue
-			}
-			as, bs := a[lo:hi], b[lo+lag:hi+lag]
-			mas, mbs := ma[lo:hi], mb[lo+lag:hi+lag]
-			var sxy, sxx, syy, cnt float64
-			for t := range as {
-				x, y, w := as[t], bs[t], mas[t]*mbs[t]
-				sxy += x * y * w
-				sxx += x * x * w
-				syy += y * y * w
-				cnt += w
-			}
-			s.sxy[li], s.sxx[li], s.syy[li], s.n[li] = sxy, sxx, syy, int(cnt)
-		}
-		return s
+	full := A.full && B.full
+	if full {
+		copy(s.sxx, lc.squares(ci, false))
+		copy(s.syy, lc.squares(co, true))
 	}
-	copy(s.sxx, lc.squares(ci, false))
-	copy(s.syy, lc.squares(co, true))
 	// Σab four lags at a time: each lag's sum runs over its own indices in
 	// increasing order (its part before the four lags' common range, the
 	// common range together with the others, then its part after), so it
@@ -326,7 +309,123 @@ func (lc *lagCols) sums(ci, co int) lagSums {
 			s.sxy[li], s.n[li] = dotLag(a, b, lo, hi, lag)
 		}
 	}
+	if !full {
+		lc.gappy(A, B, &s)
+	}
 	return s
+}
+
+// gappy fills Σa²·w, Σb²·w and the pair counts of a pair with a gap
+// (w = m_a[i]·m_b[i+lag], the masks). Σab needs no mask: a column is 0
+// where its mask is, so a[i]·b[i+lag] is the plain loop's
+// (a[i]·b[i+lag])·w term for term, bit for bit (w = 1: the same product;
+// w = +0: a ±0 or NaN product, unchanged by ·(+0)), and sums already
+// formed like the complete pairs'. Likewise (a[i]·a[i])·m_b[i+lag] is the
+// plain loop's (a[i]·a[i])·w, since a[i]·a[i] = +0 where m_a is 0; so
+// every term and its order are the plain loop's, four lags at a time
+// (eight independent sums, then four, instead of four).
+func (lc *lagCols) gappy(A, B *lagCol, s *lagSums) {
+	if A.sq == nil {
+		A.sq = squaresOf(A.v)
+	}
+	if B.sq == nil {
+		B.sq = squaresOf(B.v)
+	}
+	aa, bb, ma, mb := A.sq, B.sq, A.m, B.m
+	T, maxLag := lc.g.steps, lc.lag
+	L := 2*maxLag + 1
+	one := func(li, lo, hi, lag int) {
+		var sxx, syy, cnt float64
+		for i := lo; i < hi; i++ {
+			sxx += aa[i] * mb[i+lag]
+			syy += bb[i+lag] * ma[i]
+			cnt += ma[i] * mb[i+lag]
+		}
+		s.sxx[li], s.syy[li], s.n[li] = sxx, syy, int(cnt)
+	}
+	li := 0
+	for ; li+4 <= L; li += 4 {
+		var lo, hi, lag [4]int
+		clo, chi := 0, T
+		ok := true
+		for k := range 4 {
+			lo[k], hi[k], lag[k] = lagRange(T, maxLag, li+k)
+			if hi[k] <= lo[k] {
+				ok = false
+			}
+			clo, chi = max(clo, lo[k]), min(chi, hi[k])
+		}
+		if !ok || chi <= clo {
+			for k := range 4 {
+				if hi[k] > lo[k] {
+					one(li+k, lo[k], hi[k], lag[k])
+				} else {
+					s.sxx[li+k], s.syy[li+k], s.n[li+k] = 0, 0, 0
+				}
+			}
+			continue
+		}
+		var xx, yy, cc [4]float64
+		for k := range 4 {
+			for i := lo[k]; i < clo; i++ {
+				xx[k] += aa[i] * mb[i+lag[k]]
+				yy[k] += bb[i+lag[k]] * ma[i]
+				cc[k] += ma[i] * mb[i+lag[k]]
+			}
+		}
+		n := chi - clo
+		aac, mac := aa[clo:chi], ma[clo:chi]
+		b0, b1, b2, b3 := bb[clo+lag[0]:][:n], bb[clo+lag[1]:][:n], bb[clo+lag[2]:][:n], bb[clo+lag[3]:][:n]
+		m0, m1, m2, m3 := mb[clo+lag[0]:][:n], mb[clo+lag[1]:][:n], mb[clo+lag[2]:][:n], mb[clo+lag[3]:][:n]
+		x0, x1, x2, x3 := xx[0], xx[1], xx[2], xx[3]
+		y0, y1, y2, y3 := yy[0], yy[1], yy[2], yy[3]
+		c0, c1, c2, c3 := cc[0], cc[1], cc[2], cc[3]
+		for t := range aac {
+			x, m := aac[t], mac[t]
+			x0 += x * m0[t]
+			y0 += b0[t] * m
+			x1 += x * m1[t]
+			y1 += b1[t] * m
+			x2 += x * m2[t]
+			y2 += b2[t] * m
+			x3 += x * m3[t]
+			y3 += b3[t] * m
+		}
+		// the counts in a loop of their own: twelve sums at once would not
+		// fit the registers
+		for t, m := range mac {
+			c0 += m * m0[t]
+			c1 += m * m1[t]
+			c2 += m * m2[t]
+			c3 += m * m3[t]
+		}
+		xx, yy, cc = [4]float64{x0, x1, x2, x3}, [4]float64{y0, y1, y2, y3}, [4]float64{c0, c1, c2, c3}
+		for k := range 4 {
+			for i := chi; i < hi[k]; i++ {
+				xx[k] += aa[i] * mb[i+lag[k]]
+				yy[k] += bb[i+lag[k]] * ma[i]
+				cc[k] += ma[i] * mb[i+lag[k]]
+			}
+			s.sxx[li+k], s.syy[li+k], s.n[li+k] = xx[k], yy[k], int(cc[k])
+		}
+	}
+	for ; li < L; li++ {
+		lo, hi, lag := lagRange(T, maxLag, li)
+		if hi > lo {
+			one(li, lo, hi, lag)
+		} else {
+			s.sxx[li], s.syy[li], s.n[li] = 0, 0, 0
+		}
+	}
+}
+
+// squaresOf is v[t]·v[t] for every t.
+func squaresOf(v []float64) []float64 {
+	sq := make([]float64, len(v))
+	for t, x := range v {
+		sq[t] = x * x
+	}
+	return sq
 }
 
 // dotLag is Σ a[i]·b[i+lag] over lo ≤ i < hi, in order, and its count.

@@ -77,7 +77,7 @@ func BuildServeWindow(ctx context.Context, st interface {
 	}
 	pts := make([][]core.Point, len(nodes))
 	for j, n := range nodes {
-		if pts[j], err = readAll(ctx, st, n.NodeID, runID, from+n.delayMs, to+n.delayMs); err != nil {
+		if pts[j], err = readAll(ctx, st, n.NodeID, runID, from+n.delayMs, to+n.delayMs, 0); err != nil {
 			return nil, err
 		}
 	}

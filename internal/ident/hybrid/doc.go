@@ -105,4 +105,21 @@
 // 64) takes about 13 ms on one core of the development machine
 // (BenchmarkResidualEpoch); the same network and optimiser on GoMLX
 // v0.26.0's pure-Go backend (simplego) took about 133 ms.
+//
+// # Rollout kernels
+//
+// A twin's rollout ([Model.Roll], 5 members × 60 steps per candidate, 200
+// candidates per optimisation) spends nearly all its time in the residual
+// networks' hidden layer and its tanh, so on amd64 both run in hand-written
+// AVX2 assembly (kernel_amd64.s; no kept library offers a bit-exact
+// vector tanh or a dense layer that keeps Go's rounding), bit for bit the
+// Go code: the hidden layer reads W1 input-major (packW1) and sums 32
+// units per pass over the input, each unit from its bias in input order,
+// every product and sum rounded separately; tanh is math.Tanh with
+// math.Exp's FMA path, eight lanes at a time (CPUs without AVX2/FMA keep
+// the Go code). TestForwardPackedEqualsForward, TestTanhAVX2 and
+// TestRollEqualsSimulate check the bits; BenchmarkForwardPacked against
+// BenchmarkForward and BenchmarkTanhAVX2 against BenchmarkTanhGo measure
+// them, and the twin's BenchmarkOptimizeVsNaive the whole optimisation
+// (bench/RESULTS.md).
 package hybrid

@@ -1,16 +1,20 @@
 package hybrid
 
-import "golang.org/x/sys/cpu"
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
 
 // useAVX2 selects the assembly hidden-layer kernel (same bits as the Go
 // loops: every product and every sum rounded separately, in the same
 // order).
 var useAVX2 = cpu.X86.HasAVX2
 
-// hiddenAVX2 adds, for every block b of four hidden units and every input
-// k in increasing order, w[(b·in+k)·4+l]·x[k] to acc[4b+l] (a product, then
-// a sum, each rounded); in = len(x) ≥ 1, len(acc) a multiple of 4 and
-// len(w) = len(acc)·in.
+// hiddenAVX2 adds, for every hidden unit u and every input k in
+// increasing order, w[k·H+u]·x[k] to acc[u] (a product, then a sum, each
+// rounded); H = len(acc) is a multiple of 4, in = len(x) ≥ 1 and
+// len(w) = H·in (w input-major: packW1).
 //
 //go:noescape
 func hiddenAVX2(w, x, acc []float64)
@@ -46,8 +50,29 @@ var tanhConst = [...]float64{
 	0.5,                      // 160
 }
 
-// tanhAVX2 replaces every x[i] by math.Tanh(x[i]), four at a time;
-// len(x) is a multiple of 4.
+// tanhVec is the table tanhAVX2 reads: tanhConst's values and the masks
+// it needs, each in four lanes (32 bytes), in the kernel's C_* order.
+var tanhVec = func() (v [25][4]float64) {
+	c := tanhConst
+	vals := [...]float64{
+		c[0], c[1], c[2], c[3], // 0.5·MAXLOG, 0.625, 1, 2
+		c[4], c[5], c[6], // tanhP
+		c[7], c[8], c[9], // tanhQ
+		c[10], c[11], c[12], c[13], // LOG2E, LN2U, LN2L, 0.0625
+		c[14], c[15], c[16], c[17], c[18], c[19], c[20], // Taylor
+		math.Float64frombits(1<<63 - 1), // |.| mask
+		math.Float64frombits(1 << 63),   // sign mask
+		math.Float64frombits(1023),      // exponent bias (int64 lanes)
+		0,
+	}
+	for i, x := range vals {
+		v[i] = [4]float64{x, x, x, x}
+	}
+	return v
+}()
+
+// tanhAVX2 replaces every x[i] by math.Tanh(x[i]), eight (then four) at
+// a time; len(x) is a multiple of 4; c is &tanhVec.
 //
 //go:noescape
-func tanhAVX2(x []float64, c *[21]float64)
+func tanhAVX2(x []float64, c *[25][4]float64)

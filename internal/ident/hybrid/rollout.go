@@ -301,23 +301,23 @@ func (n *Net) output(w2, b2, h, y []float64) {
 	}
 }
 
-// packW1 lays out W1 for the AVX2 kernel: the hidden units in blocks of
-// four, each block input-major (w[(b·In+k)·4+l] = W1[4b+l][k]); the units
-// after the last whole block are not in it. nil without AVX2 (or without
-// a whole block): forwardPacked then runs forward4.
+// packW1 lays out W1 for the AVX2 kernel: input-major over the whole
+// blocks of four hidden units (w[k·H4+u] = W1[u][k], H4 = Hidden rounded
+// down to a multiple of 4), so the kernel reads one row per input for all
+// of them; the units after the last whole block are not in it. nil
+// without AVX2 (or without a whole block): forwardPacked then runs
+// forward4.
 func (n *Net) packW1() []float64 {
-	nb := n.Hidden / 4
-	if !useAVX2 || nb == 0 || n.In == 0 {
+	H4 := n.Hidden &^ 3
+	if !useAVX2 || H4 == 0 || n.In == 0 {
 		return nil
 	}
 	w1, _, _, _ := n.parts()
 	in := n.In
-	w := make([]float64, nb*in*4)
-	for b := 0; b < nb; b++ {
-		for k := 0; k < in; k++ {
-			for l := 0; l < 4; l++ {
-				w[(b*in+k)*4+l] = w1[(4*b+l)*in+k]
-			}
+	w := make([]float64, H4*in)
+	for k := 0; k < in; k++ {
+		for u := 0; u < H4; u++ {
+			w[k*H4+u] = w1[u*in+k]
 		}
 	}
 	return w
@@ -340,7 +340,7 @@ func (n *Net) forwardPacked(wp, x, h, y []float64) {
 	copy(h[:H4], b1[:H4])
 	hiddenAVX2(wp, x, h[:H4])
 	if useTanhAVX2 {
-		tanhAVX2(h[:H4], &tanhConst)
+		tanhAVX2(h[:H4], &tanhVec)
 	} else {
 		for j, a := range h[:H4] {
 			h[j] = math.Tanh(a)

@@ -97,12 +97,13 @@ func TestRollEqualsSimulate(t *testing.T) {
 
 // forwardPacked (the AVX2 kernel where the CPU has it) is bit for bit
 // Forward for hidden layers with and without a remainder after the
-// blocks of four, and for short and long inputs.
+// blocks of four, below, at and above the kernel's 32 units at a time,
+// and for short and long inputs.
 func TestForwardPackedEqualsForward(t *testing.T) {
 	t.Logf("AVX2 kernel in use: %v", useAVX2)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, in := range []int{1, 3, 8, 66} {
-		for _, hidden := range []int{1, 4, 7, 16, 20, 32, 35} {
+		for _, hidden := range []int{1, 4, 7, 16, 20, 32, 35, 40, 64} {
 			n := NewNet(in, hidden, 2, 0.7, rng)
 			for i := range n.P {
 				n.P[i] = rng.NormFloat64() / 3
@@ -121,6 +122,32 @@ func TestForwardPackedEqualsForward(t *testing.T) {
 					t.Fatalf("in %d hidden %d: forwardPacked %v %v, Forward %v %v", in, hidden, h2, y2, h1, y1)
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkForwardPacked: one forward pass of a residual network of the
+// twin's shape (66 → 32 → 1) through the AVX2 kernels;
+// BenchmarkForward is Net.Forward on the same network and input (the
+// comparison, same bits).
+func BenchmarkForwardPacked(b *testing.B) { benchForward(b, true) }
+
+func BenchmarkForward(b *testing.B) { benchForward(b, false) }
+
+func benchForward(b *testing.B, packed bool) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	n := NewNet(66, 32, 1, 0.7, rng)
+	x := make([]float64, 66)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	h, y := make([]float64, 32), make([]float64, 1)
+	wp := n.packW1()
+	for b.Loop() {
+		if packed {
+			n.forwardPacked(wp, x, h, y)
+		} else {
+			n.Forward(x, h, y)
 		}
 	}
 }
