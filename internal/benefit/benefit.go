@@ -83,12 +83,18 @@ type ModeResult struct {
 	Approvals      int `json:"approvals"`
 	Writes         int `json:"writes"`
 	Recalibrations int `json:"recalibrations"`
-	// Refused counts the twin's proposals the study's write checks
-	// (per_move) or the guard's OUTSIDE_ENVELOPE (envelope) refused.
+	// Refused counts the twin's proposals the governed path refused:
+	// per_move the certificates the guard (or the store's issue, the
+	// approval) denied, envelope the guard's OUTSIDE_ENVELOPE.
 	Refused int `json:"refused"`
-	// Envelope mode: Moves are the control moves written (a write may
-	// move several controls), AuditedMoves the writes the audit log
-	// records for the line, OutsideEnvelope the written moves whose
+	// per_move: Certificates are the recommendation certificates issued,
+	// Denials the denied ones by reason (guard.Reason*, govern.Reason*,
+	// CERT_REFUSED at issue).
+	Certificates int            `json:"certificates,omitempty"`
+	Denials      map[string]int `json:"denials,omitempty"`
+	// Governed modes: Moves are the control moves written (a write may
+	// move several controls), AuditedMoves the node writes the audit log
+	// records for the line in the mode's span. Envelope mode: OutsideEnvelope the written moves whose
 	// target or read-back lies outside the approved envelope's bounds
 	// (checked against the envelope loaded from its signed trail), Held
 	// the cycles that held, Stops the supervisor's stops by reason (each
@@ -165,6 +171,7 @@ func (o *Options) defaults() error {
 	if o.SpecHalfWidth == 0 {
 		o.SpecHalfWidth = 0.3
 	}
+
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -216,13 +223,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		SpecLow: target - o.SpecHalfWidth, SpecHigh: target + o.SpecHalfWidth, NoiseSD: sim.SensorNoiseSD()[sim.NodePartWeight],
 		ModelID: tw.ModelID(), TestRMSE: testRMSE}
 	res.NoiseFloor = res.NoiseSD / math.Sqrt(float64(o.RunSteps))
-	for _, name := range []string{ModeFixed, ModePerMove, ModeEnvelope, ModeOracle} {
-		m, err := runMode(ctx, o, name, tw, scene, obj, testRMSE, gov)
+	for i, name := range []string{ModeFixed, ModePerMove, ModeEnvelope, ModeOracle} {
+		m, err := runMode(ctx, o, i, name, tw, scene, obj, testRMSE, gov)
 		if err != nil {
 			return nil, fmt.Errorf("mode %s: %w", name, err)
 		}
-		if name == ModeEnvelope {
-			if m.AuditedMoves, err = gov.auditedWrites(ctx); err != nil {
+		if name == ModeEnvelope || name == ModePerMove {
+			if m.AuditedMoves, err = gov.auditedWrites(ctx, modeBaseMs(o, i), modeBaseMs(o, i+1)); err != nil {
 				return nil, err
 			}
 		}

@@ -52,7 +52,7 @@ func TestBenefitWearingLine(t *testing.T) {
 	}
 	r := study(t, Options{Runs: runs, Wear: true})
 	for _, m := range r.Modes {
-		t.Logf("%-9s mae %.4f inSpec %.3f viol %d appr %d writes %d moves %d audited %d held %d stops %v recal %d refused %d maxDrift %.3f", m.Name, m.MeanAbsError, m.InSpecFraction, m.Violations, m.Approvals, m.Writes, m.Moves, m.AuditedMoves, m.Held, m.Stops, m.Recalibrations, m.Refused, m.MaxDrift)
+		t.Logf("%-9s mae %.4f inSpec %.3f viol %d certs %d appr %d writes %d moves %d audited %d held %d stops %v denials %v recal %d refused %d maxDrift %.3f", m.Name, m.MeanAbsError, m.InSpecFraction, m.Violations, m.Certificates, m.Approvals, m.Writes, m.Moves, m.AuditedMoves, m.Held, m.Stops, m.Denials, m.Recalibrations, m.Refused, m.MaxDrift)
 	}
 	t.Logf("envelope share %.3f, per_move share %.3f, noise floor %.4f", r.EnvelopeShare, r.PerMoveShare, r.NoiseFloor)
 	env := r.Mode(ModeEnvelope)
@@ -76,6 +76,21 @@ func TestBenefitWearingLine(t *testing.T) {
 	}
 	if env.Recalibrations == 0 {
 		t.Errorf("the recalibration trigger never fired on the drift (largest estimate %.3f g, test RMSE %.3f g)", env.MaxDrift, r.TestRMSE)
+	}
+	// per_move: every write is a certificate the engineer issued, another
+	// person approved (signed) and the guard let through, read back and
+	// audited; every other certificate was denied (counted by reason) or
+	// is still waiting for its approval at the study's end
+	pm := r.Mode(ModePerMove)
+	denied := 0
+	for reason, n := range pm.Denials {
+		if reason != "CERT_REFUSED" {
+			denied += n
+		}
+	}
+	if pm.Writes == 0 || pm.Violations != 0 || pm.AuditedMoves != pm.Moves || pm.Moves < pm.Writes || pm.Approvals < pm.Writes ||
+		pm.Writes+denied > pm.Certificates || pm.Writes+denied < pm.Certificates-1 {
+		t.Errorf("per_move: %d certificates, %d approvals, %d writes, %d moves, %d audited, denials %v", pm.Certificates, pm.Approvals, pm.Writes, pm.Moves, pm.AuditedMoves, pm.Denials)
 	}
 	if math.IsNaN(r.NoiseFloor) || r.Mode(ModeFixed).Writes != 0 || r.Mode(ModeFixed).Approvals != 0 {
 		t.Errorf("fixed: %+v", r.Mode(ModeFixed))

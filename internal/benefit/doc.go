@@ -7,10 +7,28 @@
 //   - per_move: the twin (a hybrid model trained on the line's history,
 //     with the scene's declared mould-wear disturbance estimated from
 //     each snapshot window, internal/twin/engine) recommends a move every
-//     cycle; each move needs one person's approval, which the study gives
-//     programmatically as a person other than the requester after
-//     Options.ApprovalDelaySteps (a person does not approve at once), and
-//     the scene's write policy (maxActionsPerRun per run) holds.
+//     cycle, and each move goes the governed hitl_governed path, one
+//     approval per move (permove.go): the cycle's snapshot and passing
+//     trial are stored and the engineer issues a recommendation
+//     certificate on them (signed, audited); after
+//     Options.ApprovalDelaySteps (a person does not approve at once) the
+//     approver, a person other than the requester, approves it with a
+//     signed approval, and it is executed through govern.Execute — the
+//     signed approval and audit trail checked, the write guard (channel,
+//     frozen scene, maxDeltaPerAction, node and line intervals,
+//     maxActionsPerRun against the snapshot's run, expiry), guard.Execute
+//     writing to the simulated line with readback, every write in the
+//     write history and the audit log. The certified snapshot is then
+//     older than the guard's freshness limit, so, as internal/app's
+//     execute does, the study re-validates: a fresh snapshot, the
+//     certified trajectory re-run from it with the same model, both
+//     stored; a re-run that no longer passes or improves is denied
+//     REVALIDATION_FAILED. Approvals count the signed approvals, writes
+//     the certificates the guard let through, denials are counted by
+//     reason (ModeResult.Denials). The requester does not ask for more
+//     moves than the run's maxActionsPerRun allows, nor while a
+//     certificate waits for its approval; a certificate due before the
+//     next run has a full snapshot window waits for it.
 //   - envelope: the twin re-optimises every cycle from a fresh snapshot
 //     within an operating envelope a person approved once, on the real
 //     governed path: the study's store gets the deployment key, the study
@@ -52,11 +70,13 @@
 // floor stated with the result is the part-weight sensor's noise and what
 // it leaves on a run mean.
 //
-// per_move is not the governed path: it writes to the simulated line
-// directly after the study's own checks (scene ranges,
-// maxDeltaPerAction, node and line intervals, maxActionsPerRun), without
-// recommendation certificates in a store; the certificate path is tested
-// in internal/twin/guard and govern.
+// The governed modes share the study's store and its line's write
+// history, which is kept on the clock: each mode runs on its own span of
+// the study's clock, whole days apart (modeBaseMs), so the history of one
+// mode is never in another's future and the line's daily ambient cycle,
+// and so its disturbances, stay the same in every mode. The line's channel
+// is set to the mode's policy (hitl_governed, then bounded_auto) before
+// the mode runs.
 //
 // The audit chain is verified in full at every cycle (envelope.Cycle);
 // the study's store is fresh (Run refuses a data dir with runs), so the
