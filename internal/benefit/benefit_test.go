@@ -77,6 +77,26 @@ func TestBenefitWearingLine(t *testing.T) {
 	if env.Recalibrations == 0 {
 		t.Errorf("the recalibration trigger never fired on the drift (largest estimate %.3f g, test RMSE %.3f g)", env.MaxDrift, r.TestRMSE)
 	}
+	// the trigger recalibrated through the scheduler (the stored study
+	// runs), and the new model's twin gate (twin-v3) was evaluated on its
+	// shadow evidence; the replaced model passes twin-v3 on its
+	// disturbance-corrected shadow evidence of the wearing line. The new
+	// model does NOT pass twin-v3 today (G1_SINGLE_STEP, G6: see
+	// docs/twin.md); this test records that instead of asserting a pass.
+	if len(env.RecalibrationDetails) != 1 {
+		t.Fatalf("envelope: %d recalibrations carried out, want 1: %+v", len(env.RecalibrationDetails), env.RecalibrationDetails)
+	}
+	rc := env.RecalibrationDetails[0]
+	t.Logf("recalibration after run %d: %+v", rc.Run, rc)
+	if rc.NewModelID == "" || rc.NewModelID == r.ModelID || rc.RequestID == "" || rc.GateEvalID == "" || rc.GateProfile != "twin-v3" || rc.ShadowRuns < 1 {
+		t.Errorf("recalibration: %+v", rc)
+	}
+	if !rc.PreviousGatePassed {
+		t.Errorf("the replaced model fails twin-v3 on its shadow evidence: %v", rc.PreviousGateRejects)
+	}
+	if rc.GatePassed != (len(rc.GateRejects) == 0) {
+		t.Errorf("gate passed %v with rejects %v", rc.GatePassed, rc.GateRejects)
+	}
 	// per_move: every write is a certificate the engineer issued, another
 	// person approved (signed) and the guard let through, read back and
 	// audited; every other certificate was denied (counted by reason) or

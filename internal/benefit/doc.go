@@ -51,9 +51,10 @@
 //     envelope are counted from what the guard let through: each written
 //     move's target and read-back against the envelope loaded from its
 //     signed trail. The gate the cycle is given is the model's evaluation
-//     gate (the training job's GatePassed), not a twin gate (twin-v3
-//     needs shadow evidence of runs after the model, which the study's
-//     closed loop does not store).
+//     gate (the training job's GatePassed), not a twin gate: at the
+//     study's start no run after the model exists, and twin-v3 needs
+//     shadow evidence of such runs. The envelope mode stores its runs and
+//     recalibrates (below).
 //   - oracle: knows the simulator's true parameters, disturbances and wear
 //     and sets, every cycle, the hold pressure at which the true plant
 //     settles at the target (the physical limit on this line given its
@@ -65,10 +66,34 @@
 // (samples whose true values leave a hard_range of the scene), approvals,
 // writes and recalibrations (runs at whose end the recalibration
 // scheduler's disturbance trigger, recal.DisturbanceScoreMax × the
-// model's test RMSE, fires on the twin's drift estimate; the study
-// counts the trigger, it does not retrain inside the loop). The noise
-// floor stated with the result is the part-weight sensor's noise and what
-// it leaves on a run mean.
+// model's test RMSE, fires on the twin's drift estimate, with the
+// policy's cooldown). The noise floor stated with the result is the
+// part-weight sensor's noise and what it leaves on a run mean.
+//
+// Recalibration (envelope mode, recalib.go). The envelope mode stores
+// every study run in the study's store as the line's connector would
+// (run record under the line's next run id, all ten nodes' measured
+// samples, context segment), so the runs after the model exist for the
+// recalibration scheduler and the shadow evidence; the model is made an
+// hour before the study's first run (the job runner's clock), and every
+// record is stamped on the study's clock. When the trigger fires and the
+// line has stored at least Options.RecalMinRuns study runs (a
+// recalibration on one or two new runs is mostly the old data), the
+// study recalibrates through the platform's scheduler: recal.ComputeSignals
+// (with the scene's declared disturbances, so the shadow evidence is
+// disturbance-corrected), recal.RequestAt and one worker step
+// (recal.RunNext, in process: the model's dataset spec rebuilt with the
+// new runs, the same trainer, params and seed; Options.RecalWindow > 0
+// instead retrains on that many most recent runs). The new model is a
+// candidate, not switched in (a person promotes a model). After
+// Options.ShadowRuns more study runs its shadow evidence is collected
+// (shadow.Collect, disturbance-corrected) and its twin gate evaluated
+// (gate.Evaluate, profile twin-v3, stored), and so is the replaced
+// model's, for comparison. ModeResult.RecalibrationDetails reports each:
+// trigger, run, the scheduler's triggers, request, dataset, new model,
+// its shadow figures and gate (profile, passed, failed checks with their
+// values, trials). Options.Retrains (default 1) bounds the retrains;
+// later triggers are counted only.
 //
 // The governed modes share the study's store and its line's write
 // history, which is kept on the clock: each mode runs on its own span of

@@ -122,6 +122,10 @@ func runMode(ctx context.Context, o Options, idx int, name string, tw *engine.Tw
 			}
 		}
 	}
+	var rc *recalibrator
+	if name == ModeEnvelope && o.Retrains > 0 {
+		rc = newRecalibrator(o, gov.scene, gov.objID, gov.modelID)
+	}
 	weightCol := closed[sim.NodePartWeight]
 	H, _, _ := tw.Window()
 	inSpec, samples := 0, 0
@@ -150,6 +154,9 @@ func runMode(ctx context.Context, o Options, idx int, name string, tw *engine.Tw
 				}
 			}
 			s := l.line.Step(l.u)
+			if rc != nil {
+				rc.record(l, s)
+			}
 			row := make([]float64, len(l.colOf))
 			for i, j := range l.colOf {
 				row[i] = s.Measured[j]
@@ -176,11 +183,29 @@ func runMode(ctx context.Context, o Options, idx int, name string, tw *engine.Tw
 		sumAbs += math.Abs(mean - l.obj.Targets["weight"])
 		// the recalibration scheduler's disturbance trigger on the twin's
 		// drift estimate at the run's end, with the policy's cooldown
+		// (envelope: the run is stored first, and the trigger
+		// recalibrates through the scheduler)
+		if rc != nil {
+			if err := rc.endRun(ctx, l, r); err != nil {
+				return nil, err
+			}
+		}
 		g := (r + 1) * o.RunSteps
 		if l.haveDrift && finite(l.testRMSE) && math.Abs(l.lastDrift) > recal.DisturbanceScoreMax*l.testRMSE && g-l.lastRecalStep >= l.recalCooldown {
 			l.res.Recalibrations++
 			l.lastRecalStep = g
+			if rc != nil {
+				if err := rc.trigger(ctx, l, r, l.lastDrift); err != nil {
+					return nil, err
+				}
+			}
 		}
+	}
+	if rc != nil {
+		if err := rc.finish(ctx, l); err != nil {
+			return nil, err
+		}
+		l.res.RecalibrationDetails = rc.out
 	}
 	l.res.MeanAbsError = sumAbs / float64(o.Runs)
 	l.res.InSpecFraction = float64(inSpec) / float64(samples)
