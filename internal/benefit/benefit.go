@@ -66,6 +66,19 @@ type Options struct {
 	// SpecHalfWidth is the spec band's half-width around the target
 	// (default 0.3 g).
 	SpecHalfWidth float64
+	// Retrains is how many recalibrations the envelope mode carries out
+	// (retrain and twin gate, default 1; later triggers are counted
+	// only), ShadowRuns how many study runs after a new model its shadow
+	// evidence and gate wait for (default 3).
+	Retrains, ShadowRuns int
+	// RecalWindow is how many of the line's most recent ended runs a
+	// recalibration retrains on (default 12; -1: all of them, the
+	// recalibration scheduler's own rebuild, recal.RunNext).
+	RecalWindow int
+	// RecalMinRuns is how many study runs the line must have stored
+	// before a trigger is carried out as a recalibration (default 6;
+	// earlier triggers are counted only).
+	RecalMinRuns int
 }
 
 // ModeResult is one mode's outcome.
@@ -83,12 +96,18 @@ type ModeResult struct {
 	Approvals      int `json:"approvals"`
 	Writes         int `json:"writes"`
 	Recalibrations int `json:"recalibrations"`
-	// Refused counts the twin's proposals the study's write checks
-	// (per_move) or the guard's OUTSIDE_ENVELOPE (envelope) refused.
+	// Refused counts the twin's proposals the governed path refused:
+	// per_move the certificates the guard (or the store's issue, the
+	// approval) denied, envelope the guard's OUTSIDE_ENVELOPE.
 	Refused int `json:"refused"`
-	// Envelope mode: Moves are the control moves written (a write may
-	// move several controls), AuditedMoves the writes the audit log
-	// records for the line, OutsideEnvelope the written moves whose
+	// per_move: Certificates are the recommendation certificates issued,
+	// Denials the denied ones by reason (guard.Reason*, govern.Reason*,
+	// CERT_REFUSED at issue).
+	Certificates int            `json:"certificates,omitempty"`
+	Denials      map[string]int `json:"denials,omitempty"`
+	// Governed modes: Moves are the control moves written (a write may
+	// move several controls), AuditedMoves the node writes the audit log
+	// records for the line in the mode's span. Envelope mode: OutsideEnvelope the written moves whose
 	// target or read-back lies outside the approved envelope's bounds
 	// (checked against the envelope loaded from its signed trail), Held
 	// the cycles that held, Stops the supervisor's stops by reason (each
@@ -102,6 +121,10 @@ type ModeResult struct {
 	// largest |drift estimate| the twin reported (g).
 	RunMeans []float64 `json:"runMeans"`
 	MaxDrift float64   `json:"maxDriftEstimate,omitempty"`
+	// RecalibrationDetails (envelope mode, which stores its runs) are the
+	// recalibrations carried out: trigger, run, the new model and its
+	// twin gate on its shadow evidence (see Recalibration).
+	RecalibrationDetails []Recalibration `json:"recalibrationDetails,omitempty"`
 }
 
 // Result is the study's report.
@@ -165,6 +188,18 @@ func (o *Options) defaults() error {
 	if o.SpecHalfWidth == 0 {
 		o.SpecHalfWidth = 0.3
 	}
+	if o.Retrains == 0 {
+		o.Retrains = 1
+	}
+	if o.ShadowRuns == 0 {
+		o.ShadowRuns = 3
+	}
+	if o.RecalWindow == 0 {
+		o.RecalWindow = -1
+	}
+	if o.RecalMinRuns == 0 {
+		o.RecalMinRuns = 6
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -179,6 +214,8 @@ func (o *Options) defaults() error {
 		return core.FieldErrorf(core.CodeUsage, "cycleSteps", "the cycle must be 60 steps (the write policy's interval) up to a run, got %d", o.CycleSteps)
 	case o.ApprovalDelaySteps < 0 || o.MaxMovesPerHour < 1 || !(o.SpecHalfWidth > 0):
 		return core.FieldErrorf(core.CodeUsage, "options", "approval delay ≥ 0, moves per hour ≥ 1 and a positive spec band are required")
+	case o.Retrains < 0 || o.Retrains > 5 || o.ShadowRuns < 1 || o.ShadowRuns > 20 || o.RecalWindow < -1 || (o.RecalWindow > 0 && o.RecalWindow < 8):
+		return core.FieldErrorf(core.CodeUsage, "options", "retrains must be 0..5, shadow runs 1..20 and the recalibration window -1 (all runs) or at least 8 runs")
 	}
 	return nil
 }
@@ -216,13 +253,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		SpecLow: target - o.SpecHalfWidth, SpecHigh: target + o.SpecHalfWidth, NoiseSD: sim.SensorNoiseSD()[sim.NodePartWeight],
 		ModelID: tw.ModelID(), TestRMSE: testRMSE}
 	res.NoiseFloor = res.NoiseSD / math.Sqrt(float64(o.RunSteps))
-	for _, name := range []string{ModeFixed, ModePerMove, ModeEnvelope, ModeOracle} {
-		m, err := runMode(ctx, o, name, tw, scene, obj, testRMSE, gov)
+	for i, name := range []string{ModeFixed, ModePerMove, ModeEnvelope, ModeOracle} {
+		m, err := runMode(ctx, o, i, name, tw, scene, obj, testRMSE, gov)
 		if err != nil {
 			return nil, fmt.Errorf("mode %s: %w", name, err)
 		}
-		if name == ModeEnvelope {
-			if m.AuditedMoves, err = gov.auditedWrites(ctx); err != nil {
+		if name == ModeEnvelope || name == ModePerMove {
+			if m.AuditedMoves, err = gov.auditedWrites(ctx, modeBaseMs(o, i), modeBaseMs(o, i+1)); err != nil {
 				return nil, err
 			}
 		}
@@ -281,7 +318,10 @@ func train(ctx context.Context, o Options) (*engine.Twin, float64, bool, string,
 	if err := writeFile(pf, phys); err != nil {
 		return nil, 0, false, "", err
 	}
-	r := jobs.NewRunner(s, jobs.Options{DataDir: o.DataDir, Trainers: o.Trainers, Bus: events.New()})
+	// the model is made an hour before the study's first run (its shadow
+	// evidence is the stored study runs that ended after it)
+	made := time.UnixMilli(studyStartMs).Add(-time.Hour).UTC()
+	r := jobs.NewRunner(s, jobs.Options{DataDir: o.DataDir, Trainers: o.Trainers, Bus: events.New(), Now: func() time.Time { return made }})
 	params, _ := json.Marshal(map[string]any{"physics": pf, "mapping": map[string]any{"outputs": map[string]string{"weight": "part_weight"}}})
 	j, err := r.Submit(ctx, jobs.SubmitRequest{DatasetID: ds.Dataset.ID, TrainerRef: "hybrid_residual@1", Seed: 1, Params: params})
 	if err != nil {

@@ -7,10 +7,28 @@
 //   - per_move: the twin (a hybrid model trained on the line's history,
 //     with the scene's declared mould-wear disturbance estimated from
 //     each snapshot window, internal/twin/engine) recommends a move every
-//     cycle; each move needs one person's approval, which the study gives
-//     programmatically as a person other than the requester after
-//     Options.ApprovalDelaySteps (a person does not approve at once), and
-//     the scene's write policy (maxActionsPerRun per run) holds.
+//     cycle, and each move goes the governed hitl_governed path, one
+//     approval per move (permove.go): the cycle's snapshot and passing
+//     trial are stored and the engineer issues a recommendation
+//     certificate on them (signed, audited); after
+//     Options.ApprovalDelaySteps (a person does not approve at once) the
+//     approver, a person other than the requester, approves it with a
+//     signed approval, and it is executed through govern.Execute — the
+//     signed approval and audit trail checked, the write guard (channel,
+//     frozen scene, maxDeltaPerAction, node and line intervals,
+//     maxActionsPerRun against the snapshot's run, expiry), guard.Execute
+//     writing to the simulated line with readback, every write in the
+//     write history and the audit log. The certified snapshot is then
+//     older than the guard's freshness limit, so, as internal/app's
+//     execute does, the study re-validates: a fresh snapshot, the
+//     certified trajectory re-run from it with the same model, both
+//     stored; a re-run that no longer passes or improves is denied
+//     REVALIDATION_FAILED. Approvals count the signed approvals, writes
+//     the certificates the guard let through, denials are counted by
+//     reason (ModeResult.Denials). The requester does not ask for more
+//     moves than the run's maxActionsPerRun allows, nor while a
+//     certificate waits for its approval; a certificate due before the
+//     next run has a full snapshot window waits for it.
 //   - envelope: the twin re-optimises every cycle from a fresh snapshot
 //     within an operating envelope a person approved once, on the real
 //     governed path: the study's store gets the deployment key, the study
@@ -33,9 +51,10 @@
 //     envelope are counted from what the guard let through: each written
 //     move's target and read-back against the envelope loaded from its
 //     signed trail. The gate the cycle is given is the model's evaluation
-//     gate (the training job's GatePassed), not a twin gate (twin-v3
-//     needs shadow evidence of runs after the model, which the study's
-//     closed loop does not store).
+//     gate (the training job's GatePassed), not a twin gate: at the
+//     study's start no run after the model exists, and twin-v3 needs
+//     shadow evidence of such runs. The envelope mode stores its runs and
+//     recalibrates (below).
 //   - oracle: knows the simulator's true parameters, disturbances and wear
 //     and sets, every cycle, the hold pressure at which the true plant
 //     settles at the target (the physical limit on this line given its
@@ -47,16 +66,42 @@
 // (samples whose true values leave a hard_range of the scene), approvals,
 // writes and recalibrations (runs at whose end the recalibration
 // scheduler's disturbance trigger, recal.DisturbanceScoreMax × the
-// model's test RMSE, fires on the twin's drift estimate; the study
-// counts the trigger, it does not retrain inside the loop). The noise
-// floor stated with the result is the part-weight sensor's noise and what
-// it leaves on a run mean.
+// model's test RMSE, fires on the twin's drift estimate, with the
+// policy's cooldown). The noise floor stated with the result is the
+// part-weight sensor's noise and what it leaves on a run mean.
 //
-// per_move is not the governed path: it writes to the simulated line
-// directly after the study's own checks (scene ranges,
-// maxDeltaPerAction, node and line intervals, maxActionsPerRun), without
-// recommendation certificates in a store; the certificate path is tested
-// in internal/twin/guard and govern.
+// Recalibration (envelope mode, recalib.go). The envelope mode stores
+// every study run in the study's store as the line's connector would
+// (run record under the line's next run id, all ten nodes' measured
+// samples, context segment), so the runs after the model exist for the
+// recalibration scheduler and the shadow evidence; the model is made an
+// hour before the study's first run (the job runner's clock), and every
+// record is stamped on the study's clock. When the trigger fires and the
+// line has stored at least Options.RecalMinRuns study runs (a
+// recalibration on one or two new runs is mostly the old data), the
+// study recalibrates through the platform's scheduler: recal.ComputeSignals
+// (with the scene's declared disturbances, so the shadow evidence is
+// disturbance-corrected), recal.RequestAt and one worker step
+// (recal.RunNext, in process: the model's dataset spec rebuilt with the
+// new runs, the same trainer, params and seed; Options.RecalWindow > 0
+// instead retrains on that many most recent runs). The new model is a
+// candidate, not switched in (a person promotes a model). After
+// Options.ShadowRuns more study runs its shadow evidence is collected
+// (shadow.Collect, disturbance-corrected) and its twin gate evaluated
+// (gate.Evaluate, profile twin-v3, stored), and so is the replaced
+// model's, for comparison. ModeResult.RecalibrationDetails reports each:
+// trigger, run, the scheduler's triggers, request, dataset, new model,
+// its shadow figures and gate (profile, passed, failed checks with their
+// values, trials). Options.Retrains (default 1) bounds the retrains;
+// later triggers are counted only.
+//
+// The governed modes share the study's store and its line's write
+// history, which is kept on the clock: each mode runs on its own span of
+// the study's clock, whole days apart (modeBaseMs), so the history of one
+// mode is never in another's future and the line's daily ambient cycle,
+// and so its disturbances, stay the same in every mode. The line's channel
+// is set to the mode's policy (hitl_governed, then bounded_auto) before
+// the mode runs.
 //
 // The audit chain is verified in full at every cycle (envelope.Cycle);
 // the study's store is fresh (Run refuses a data dir with runs), so the

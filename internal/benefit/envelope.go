@@ -92,10 +92,11 @@ func newGovernor(ctx context.Context, o Options, scene *contract.SceneContract, 
 			b[c.ID] = contract.ChannelBound{Min: *c.Min, Max: *c.Max}
 		}
 	}
-	if _, err := st.SetChannel(ctx, contract.ChannelRecord{LineID: frozen.LineID, Profile: "hybrid_twin", ControlPolicy: contract.PolicyBoundedAuto, Bounds: b}, Approver); err != nil {
+	if _, err := st.PutObjective(ctx, obj); err != nil {
 		return nil, err
 	}
-	return &governor{st: st, key: key, scene: frozen, modelID: modelID, objID: obj.ObjectiveID, bounds: b, rate: o.MaxMovesPerHour, gate: gatePassed, gateWhy: gateWhy}, nil
+	g := &governor{st: st, key: key, scene: frozen, modelID: modelID, objID: obj.ObjectiveID, bounds: b, rate: o.MaxMovesPerHour, gate: gatePassed, gateWhy: gateWhy}
+	return g, g.setPolicy(ctx, contract.PolicyBoundedAuto)
 }
 
 // approve issues a new envelope at now (the engineer) and has the
@@ -119,9 +120,10 @@ func (g *governor) approve(ctx context.Context, now time.Time, res *ModeResult) 
 	return nil
 }
 
-// cycle writes the trial's first step through envelope.Cycle at now.
+// cycle writes the trial's first step through envelope.Cycle at now (the
+// action counts against the snapshot's run).
 // written says whether the line was written.
-func (g *governor) cycle(ctx context.Context, l *loop, now time.Time, runID string, snap *contract.TwinSnapshot, trial *contract.VirtualTrial) (bool, error) {
+func (g *governor) cycle(ctx context.Context, l *loop, now time.Time, snap *contract.TwinSnapshot, trial *contract.VirtualTrial) (bool, error) {
 	if g.envID == "" {
 		if err := g.approve(ctx, now, l.res); err != nil {
 			return false, err
@@ -140,7 +142,6 @@ func (g *governor) cycle(ctx context.Context, l *loop, now time.Time, runID stri
 		return false, nil
 	}
 	g.cyc++
-	snap.Window.RunID = runID
 	in := envelope.CycleInput{EnvelopeID: g.envID, Actor: Engineer, ActionID: fmt.Sprintf("c%d", g.cyc), Snapshot: snap, Trial: trial,
 		GatePassed: g.gate, GateDetail: g.gateWhy, Now: now, WallNow: now}
 	r, err := envelope.Cycle(ctx, g.st, g.key.Public, lineWriter{l}, in, nil)
@@ -181,16 +182,24 @@ func (g *governor) cycle(ctx context.Context, l *loop, now time.Time, runID stri
 
 // auditedWrites counts the node writes ("write.attempt"; the line's
 // claims, which name no node, are not counted) the audit log holds for
-// the line since the study's start.
-func (g *governor) auditedWrites(ctx context.Context) (int, error) {
-	rows, err := g.st.AuditWrites(ctx, g.scene.LineID, time.UnixMilli(studyStartMs))
+// the line from from on, before to (a mode's span of the study's clock).
+func (g *governor) auditedWrites(ctx context.Context, from, to int64) (int, error) {
+	rows, err := g.st.AuditWrites(ctx, g.scene.LineID, time.UnixMilli(from))
 	n := 0
 	for _, r := range rows {
-		if r.NodeID != "" {
+		if r.NodeID != "" && r.At.UnixMilli() < to {
 			n++
 		}
 	}
 	return n, err
+}
+
+// setPolicy sets the line's channel to the control policy a mode runs
+// under (hitl_governed for per_move, bounded_auto for envelope), bounded
+// by the scene's control ranges; the channel change is audited.
+func (g *governor) setPolicy(ctx context.Context, policy string) error {
+	_, err := g.st.SetChannel(ctx, contract.ChannelRecord{LineID: g.scene.LineID, Profile: "hybrid_twin", ControlPolicy: policy, Bounds: g.bounds}, Approver)
+	return err
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }

@@ -3,6 +3,7 @@ package benefit
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestGovernorWritesOnlyInsideTheEnvelope(t *testing.T) {
 		snap := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: at, CreatedBy: Engineer, SnapshotID: id,
 			SceneID: scene.SceneID, SceneVersion: scene.SceneVersion, LineID: scene.LineID, Phase: "holding", CapturedAt: at,
 			ControlValues: controlsMap(l.u), DataQuality: contract.DataQuality{Fresh: true, Completeness: 1}, EstimatorVersion: "last-valid@1",
-			Window: &contract.SnapshotWindow{}}
+			Window: &contract.SnapshotWindow{RunID: fmt.Sprintf("run-%d", n)}}
 		step := controlsMap(l.u)
 		step[sim.NodeHoldPressure] = hp
 		tr := &contract.VirtualTrial{SchemaVersion: contract.TrialSchemaVersion, CreatedAt: at, CreatedBy: Engineer, TrialID: "t" + id, SnapshotID: id,
@@ -51,7 +52,7 @@ func TestGovernorWritesOnlyInsideTheEnvelope(t *testing.T) {
 			OutOfDistribution:  contract.OutOfDistribution{Distance: 0.4, Accepted: true},
 			ConstraintResults:  []contract.ConstraintResult{{ID: "weight", Passed: true, Detail: "ok"}},
 			BaselineComparison: contract.BaselineComparison{BaselineCost: 1, CandidateCost: 0.5, Improvement: 0.5}}
-		ok, err := g.cycle(ctx, l, at, fmt.Sprintf("run-%d", n), snap, tr)
+		ok, err := g.cycle(ctx, l, at, snap, tr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func TestGovernorWritesOnlyInsideTheEnvelope(t *testing.T) {
 	if !try(start.Add(4*time.Minute), hi-1) || l.res.Approvals != 2 || g.n != 2 {
 		t.Fatalf("after a stop a new approved envelope should write: %+v", l.res)
 	}
-	audited, err := g.auditedWrites(ctx)
+	audited, err := g.auditedWrites(ctx, studyStartMs, math.MaxInt64)
 	if err != nil || audited != l.res.Moves || l.res.Moves != 2 || l.res.OutsideEnvelope != 0 {
 		t.Fatalf("audited %d (%v), %+v", audited, err, l.res)
 	}

@@ -28,13 +28,15 @@ type loop struct {
 	res      *ModeResult
 	u        sim.Controls
 
+	// base is the mode's first sample (ms): every mode runs on its own
+	// span of the study's clock, whole days apart (see modeBaseMs)
+	base    int64
 	nodes   []string
 	colOf   []int // twin window column → ClosedNodes index
 	hist    [][]float64
 	gov     *governor
-	pending *pendingMove
-	// write history (global steps): per control and the line's last
-	lastNode       map[string]int
+	pending *pendingCert
+	// write history (global steps): the line's last write
 	lastLine       int
 	runActions     int
 	lastDrift      float64
@@ -44,9 +46,30 @@ type loop struct {
 	violationCheck []hardRange
 }
 
-type pendingMove struct {
-	to map[string]float64
-	at int // global step it is approved and written
+// modeBaseMs is the first sample of mode i (0: fixed, 1: per_move, …):
+// studyStartMs plus i times the study's span rounded up to whole days and
+// one day more. The governed modes share the study's store, whose write
+// history is kept on the clock (an entry dated after a write would be a
+// clock fault), so each mode runs on its own span; whole days keep the
+// line's daily ambient cycle, and so its disturbances, the same in every
+// mode.
+func modeBaseMs(o Options, i int) int64 {
+	const day = 86_400_000
+	span := int64(o.Runs) * int64(o.RunSteps) * 1000
+	return studyStartMs + int64(i)*((span+day-1)/day+1)*day
+}
+
+// at is global step g of the mode on the study's clock.
+func (l *loop) at(g int) time.Time { return time.UnixMilli(l.base + int64(g)*1000).UTC() }
+
+// runID is the id of the mode's study run r: the governed modes' actions
+// count against it (maxActionsPerRun); the envelope mode stores its runs
+// under it.
+func (l *loop) runID(r int) string {
+	if l.name == ModeEnvelope {
+		return sim.RunID(sim.DefaultRecipeID, l.o.HistoryRuns+r)
+	}
+	return fmt.Sprintf("benefit-%s-run-%03d", l.name, r)
 }
 
 func controlsMap(u sim.Controls) map[string]float64 {
@@ -66,12 +89,12 @@ func controlsOf(m map[string]float64, base sim.Controls) sim.Controls {
 	return base
 }
 
-func runMode(ctx context.Context, o Options, name string, tw *engine.Twin, scene *contract.SceneContract, obj *contract.ObjectiveProfile, testRMSE float64, gov *governor) (*ModeResult, error) {
-	l := &loop{o: o, name: name, tw: tw, scene: scene, obj: obj, testRMSE: testRMSE, res: &ModeResult{Name: name}, u: nominal(), gov: gov,
-		lastNode: map[string]int{}, lastLine: math.MinInt32, lastRecalStep: math.MinInt32, violationCheck: sceneRanges(scene)}
+func runMode(ctx context.Context, o Options, idx int, name string, tw *engine.Twin, scene *contract.SceneContract, obj *contract.ObjectiveProfile, testRMSE float64, gov *governor) (*ModeResult, error) {
+	l := &loop{o: o, name: name, base: modeBaseMs(o, idx), tw: tw, scene: scene, obj: obj, testRMSE: testRMSE, res: &ModeResult{Name: name}, u: nominal(), gov: gov,
+		lastLine: math.MinInt32, lastRecalStep: math.MinInt32, violationCheck: sceneRanges(scene)}
 	l.recalCooldown = recal.DefaultPolicy().CooldownSec // steps of 1 s
 	l.line = sim.NewClosedLine(sim.ClosedLoopConfig{Seed: o.Seed, RunSteps: o.RunSteps, AgeRuns: o.HistoryRuns, Wear: o.Wear,
-		MaterialLots: o.MaterialLots, StartMs: studyStartMs})
+		MaterialLots: o.MaterialLots, StartMs: l.base})
 	_, _, l.nodes = tw.Window()
 	closed := map[string]int{}
 	for j, n := range sim.ClosedNodes() {
@@ -84,8 +107,24 @@ func runMode(ctx context.Context, o Options, name string, tw *engine.Twin, scene
 		}
 		l.colOf = append(l.colOf, j)
 	}
-	if name == ModeEnvelope && gov == nil {
-		return nil, fmt.Errorf("the envelope mode needs the governed write path")
+	if (name == ModeEnvelope || name == ModePerMove) && gov == nil {
+		return nil, fmt.Errorf("the %s mode needs the governed write path", name)
+	}
+	if gov != nil {
+		switch name {
+		case ModePerMove:
+			if err := gov.setPolicy(ctx, contract.PolicyHITLGoverned); err != nil {
+				return nil, err
+			}
+		case ModeEnvelope:
+			if err := gov.setPolicy(ctx, contract.PolicyBoundedAuto); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var rc *recalibrator
+	if name == ModeEnvelope && o.Retrains > 0 {
+		rc = newRecalibrator(o, gov.scene, gov.objID, gov.modelID)
 	}
 	weightCol := closed[sim.NodePartWeight]
 	H, _, _ := tw.Window()
@@ -100,9 +139,14 @@ func runMode(ctx context.Context, o Options, name string, tw *engine.Twin, scene
 		sum := 0.0
 		for k := 0; k < o.RunSteps; k++ {
 			g := r*o.RunSteps + k
-			if l.pending != nil && g >= l.pending.at {
-				l.write(g, l.pending.to, true)
+			// a pending certificate is approved after the approval delay
+			// and executed once the run has a full snapshot window
+			if l.pending != nil && g >= l.pending.at && len(l.hist) >= H {
+				p := l.pending
 				l.pending = nil
+				if err := l.gov.execute(ctx, l, g, p); err != nil {
+					return nil, err
+				}
 			}
 			if name != ModeFixed && k >= H && (k-H)%o.CycleSteps == 0 {
 				if err := l.decide(ctx, g); err != nil {
@@ -110,6 +154,9 @@ func runMode(ctx context.Context, o Options, name string, tw *engine.Twin, scene
 				}
 			}
 			s := l.line.Step(l.u)
+			if rc != nil {
+				rc.record(l, s)
+			}
 			row := make([]float64, len(l.colOf))
 			for i, j := range l.colOf {
 				row[i] = s.Measured[j]
@@ -136,11 +183,29 @@ func runMode(ctx context.Context, o Options, name string, tw *engine.Twin, scene
 		sumAbs += math.Abs(mean - l.obj.Targets["weight"])
 		// the recalibration scheduler's disturbance trigger on the twin's
 		// drift estimate at the run's end, with the policy's cooldown
+		// (envelope: the run is stored first, and the trigger
+		// recalibrates through the scheduler)
+		if rc != nil {
+			if err := rc.endRun(ctx, l, r); err != nil {
+				return nil, err
+			}
+		}
 		g := (r + 1) * o.RunSteps
 		if l.haveDrift && finite(l.testRMSE) && math.Abs(l.lastDrift) > recal.DisturbanceScoreMax*l.testRMSE && g-l.lastRecalStep >= l.recalCooldown {
 			l.res.Recalibrations++
 			l.lastRecalStep = g
+			if rc != nil {
+				if err := rc.trigger(ctx, l, r, l.lastDrift); err != nil {
+					return nil, err
+				}
+			}
 		}
+	}
+	if rc != nil {
+		if err := rc.finish(ctx, l); err != nil {
+			return nil, err
+		}
+		l.res.RecalibrationDetails = rc.out
 	}
 	l.res.MeanAbsError = sumAbs / float64(o.Runs)
 	l.res.InSpecFraction = float64(inSpec) / float64(samples)
@@ -174,12 +239,15 @@ func (l *loop) decide(ctx context.Context, g int) error {
 	}
 	switch l.name {
 	case ModePerMove:
-		// requested by the engineer, approved by another person after the
-		// approval delay; written then if the write checks still pass
-		l.pending = &pendingMove{to: to, at: g + l.o.ApprovalDelaySteps}
+		// a recommendation certificate requested by the engineer; another
+		// person approves it after the approval delay (execute)
+		p, err := l.gov.issue(ctx, l, g, snap, trial)
+		if err != nil || p == nil {
+			return err
+		}
+		l.pending = p
 	case ModeEnvelope:
-		now := time.UnixMilli(studyStartMs + int64(g)*1000).UTC()
-		written, err := l.gov.cycle(ctx, l, now, fmt.Sprintf("benefit-run-%03d", g/l.o.RunSteps), snap, trial)
+		written, err := l.gov.cycle(ctx, l, l.at(g), snap, trial)
 		if err != nil {
 			return err
 		}
@@ -218,31 +286,12 @@ func (l *loop) oracle() {
 // passing move; nil when it recommends holding. It returns the sealed
 // snapshot and the best trial with it.
 func (l *loop) recommend(ctx context.Context, g int) (map[string]float64, *contract.TwinSnapshot, *contract.VirtualTrial, error) {
-	H, beat, _ := l.tw.Window()
-	tMs := studyStartMs + int64(g)*1000
-	w := &contract.SnapshotWindow{BeatMs: beat, EndMs: tMs - 1000, Steps: H, Values: map[string][]*float64{}}
-	for i, n := range l.nodes {
-		vs := make([]*float64, H)
-		for k := 0; k < H; k++ {
-			v := l.hist[k][i]
-			vs[k] = &v
-		}
-		w.Values[n] = vs
-	}
-	now := time.UnixMilli(tMs).UTC()
-	sc := l.scene
-	snap := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: now, CreatedBy: Engineer,
-		SnapshotID: fmt.Sprintf("benefit-%s-%d", l.name, g), SceneID: sc.SceneID, SceneVersion: sc.SceneVersion, LineID: sc.LineID,
-		Phase: "holding", CapturedAt: now, DAQWatermark: w.EndMs, ControlValues: controlsMap(l.u),
-		DataQuality: contract.DataQuality{Fresh: true, Completeness: 1}, Window: w}
-	est, ver, err := l.tw.EstimateState(ctx, w)
+	snap, err := l.snapshot(ctx, g, "")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	snap.StateEstimate, snap.EstimatorVersion = est, ver
-	if err := snap.Seal(); err != nil {
-		return nil, nil, nil, err
-	}
+	now := snap.CapturedAt
+	sc := l.scene
 	res, err := l.tw.Optimize(ctx, engine.OptimizeInput{Scene: sc, Snapshot: snap, Objective: l.obj, Mode: "safe_small_step",
 		TrialID: snap.SnapshotID, CreatedBy: Engineer, Now: now})
 	if err != nil {
@@ -269,44 +318,38 @@ func (l *loop) recommend(ctx context.Context, g int) (map[string]float64, *contr
 	return to, snap, res.Best, nil
 }
 
-// write applies a per_move move at global step g after the study's write
-// checks (scene ranges, maxDeltaPerAction, node and line intervals);
-// approved says a person approved this move.
-func (l *loop) write(g int, to map[string]float64, approved bool) {
-	cur := controlsMap(l.u)
-	wp := l.scene.WritePolicy
-	if g-l.lastLine < int(wp.MinLineActionIntervalSec) {
-		l.res.Refused++
-		return
+// snapshot is the sealed snapshot of the line at global step g: the
+// twin's window of the run's last H steps (g must be at least H steps
+// into the run), the current controls, the twin's state estimate, the
+// run's id. suffix ends its id.
+func (l *loop) snapshot(ctx context.Context, g int, suffix string) (*contract.TwinSnapshot, error) {
+	H, beat, _ := l.tw.Window()
+	if len(l.hist) < H {
+		return nil, fmt.Errorf("snapshot at step %d: %d of the window's %d steps", g, len(l.hist), H)
 	}
-	for id, v := range to {
-		c := l.scene.Control(id)
-		if c == nil || c.Min == nil || c.Max == nil || v < *c.Min || v > *c.Max {
-			l.res.Refused++
-			return
+	now := l.at(g)
+	tMs := now.UnixMilli()
+	w := &contract.SnapshotWindow{BeatMs: beat, EndMs: tMs - 1000, Steps: H, RunID: l.runID(g / l.o.RunSteps), Values: map[string][]*float64{}}
+	for i, n := range l.nodes {
+		vs := make([]*float64, H)
+		for k := 0; k < H; k++ {
+			v := l.hist[k][i]
+			vs[k] = &v
 		}
-		if v == cur[id] {
-			continue
-		}
-		if math.Abs(v-cur[id]) > wp.MaxDeltaPerAction[id]+1e-9 {
-			l.res.Refused++
-			return
-		}
-		if last, ok := l.lastNode[id]; ok && g-last < int(wp.MinNodeIntervalSec) {
-			l.res.Refused++
-			return
-		}
+		w.Values[n] = vs
 	}
-	l.u = controlsOf(to, l.u)
-	for id, v := range to {
-		if v != cur[id] {
-			l.lastNode[id] = g
-		}
+	sc := l.scene
+	snap := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: now, CreatedBy: Engineer,
+		SnapshotID: fmt.Sprintf("benefit-%s-%d%s", l.name, g, suffix), SceneID: sc.SceneID, SceneVersion: sc.SceneVersion, LineID: sc.LineID,
+		Phase: "holding", CapturedAt: now, DAQWatermark: w.EndMs, ControlValues: controlsMap(l.u),
+		DataQuality: contract.DataQuality{Fresh: true, Completeness: 1}, Window: w}
+	est, ver, err := l.tw.EstimateState(ctx, w)
+	if err != nil {
+		return nil, err
 	}
-	l.lastLine = g
-	l.runActions++
-	l.res.Writes++
-	if approved {
-		l.res.Approvals++
+	snap.StateEstimate, snap.EstimatorVersion = est, ver
+	if err := snap.Seal(); err != nil {
+		return nil, err
 	}
+	return snap, nil
 }
