@@ -189,8 +189,37 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 	var lastCtx core.ContextFilter
 	var lastCtxPK int64 = -1
 	var ctxLo, ctxHi int64
+	// The batch's months first: a month without its partition has it
+	// made on another connection (ensurePartitions) while this one keys
+	// the batch — creating nodes and contexts costs round trips, and so
+	// does the partition's DDL; done one after the other they would add
+	// up before the first COPY. Only a batch whose samples all pass the
+	// checks below starts it (an invalid batch fails as before, making
+	// nothing).
 	months := map[int64]bool{}
 	var lastMonthLo, lastMonthHi int64 = 1, 0
+	valid := true
+	for i := range samples {
+		sm := &samples[i]
+		if sm.Node == "" || math.IsNaN(sm.Value) || math.IsInf(sm.Value, 0) {
+			valid = false
+			break
+		}
+		if sm.TsUs < lastMonthLo || sm.TsUs >= lastMonthHi {
+			lastMonthLo, lastMonthHi = monthBounds(sm.TsUs)
+			months[lastMonthLo] = true
+		}
+	}
+	var parts chan error // ensurePartitions' result, when running
+	if valid && it.s.missingPartition(months) {
+		parts = make(chan error, 1)
+		go func() { parts <- it.s.ensurePartitions(it.ctx, months) }()
+		defer func() {
+			if parts != nil {
+				<-parts // an error return below: wait for it all the same
+			}
+		}()
+	}
 	for i := range samples {
 		sm := &samples[i]
 		if sm.Node == "" {
@@ -232,10 +261,6 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 			lastCtx, lastCtxPK, ctxLo, ctxHi = c, pk, sm.TsUs, sm.TsUs
 		}
 		ctxLo, ctxHi = min(ctxLo, sm.TsUs), max(ctxHi, sm.TsUs)
-		if sm.TsUs < lastMonthLo || sm.TsUs >= lastMonthHi {
-			lastMonthLo, lastMonthHi = monthBounds(sm.TsUs)
-			months[lastMonthLo] = true
-		}
 		b.keys[i] = rowKey{node: b.nodes[ni].pk, ctx: lastCtxPK}
 		b.ni[i] = ni
 	}
@@ -243,8 +268,12 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 	if err := b.sortUnique(samples); err != nil {
 		return st, err
 	}
-	if err := it.s.ensurePartitions(it.ctx, months); err != nil {
-		return st, err
+	if parts != nil {
+		err := <-parts
+		parts = nil
+		if err != nil {
+			return st, err
+		}
 	}
 	// A batch within one month whose partition exists is copied into that
 	// partition itself: PostgreSQL then skips routing every row through
