@@ -107,12 +107,14 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 	}
 	err := ts.Ingest(ctx, func(tx core.IngestTx) error {
 		seen := make(map[string]bool)
+		var fresh []core.Node // the batch's nodes not seen before
 		newNodes := 0
 		var perr error
 		rep, perr = parseAhead(r, name, opts, first, func(batch []core.Sample) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			fresh = fresh[:0]
 			for i := range batch {
 				id := batch[i].Node
 				if seen[id] {
@@ -124,12 +126,13 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 						return err
 					}
 				}
-				created, err := tx.EnsureNode(core.Node{ID: id, LineID: opts.Line, Unit: opts.Units[id], Kind: core.NodeDAQ})
+				fresh = append(fresh, core.Node{ID: id, LineID: opts.Line, Unit: opts.Units[id], Kind: core.NodeDAQ})
+			}
+			if len(fresh) > 0 {
+				n, err := ensureNodes(tx, fresh)
+				newNodes += n
 				if err != nil {
 					return err
-				}
-				if created {
-					newNodes++
 				}
 			}
 			_, err := tx.Write(batch)
@@ -157,6 +160,28 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 		rep.RunCreated, rep.NewNodes = false, 0
 	}
 	return rep, err
+}
+
+// ensureNodes ensures nodes in tx, in one call when tx can take several
+// (a store where each costs round trips: see the PostgreSQL store's
+// EnsureNodes), and returns how many it created.
+func ensureNodes(tx core.IngestTx, nodes []core.Node) (int, error) {
+	if m, ok := tx.(interface {
+		EnsureNodes([]core.Node) (int, error)
+	}); ok {
+		return m.EnsureNodes(nodes)
+	}
+	created := 0
+	for _, n := range nodes {
+		ok, err := tx.EnsureNode(n)
+		if err != nil {
+			return created, err
+		}
+		if ok {
+			created++
+		}
+	}
+	return created, nil
 }
 
 // rampFirstBatch is the first batch of a Stream into a store that asks
