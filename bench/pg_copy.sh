@@ -18,6 +18,9 @@
 # exit), measured alternately (the order flips every round) against one
 # server started --durable (fsync and synchronous_commit on).
 # Usage: bench/pg_copy.sh [rounds]   (default 7)
+# With AML_OLD=path/to/aml (another build, e.g. of main) each round also
+# times that binary's ingest into a fourth schema, so a change is measured
+# before/after in the same run (column "old", ratio aml/old).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=0
@@ -47,12 +50,13 @@ awk -v wide="$work/line.csv" -v long="$work/keyed.csv" -v filelong="$work/keyed_
   for (i = 0; i < n; i++) for (j = 1; j <= m; j++) printf "%d,%.0f,%s,,1\n", j, (t0 + i * 1000) * 1000, v[j, i] > filelong
 }'
 
-aml_round() { # schema
+aml_round() { # schema [binary]
+  local exe="${2:-$work/aml}"
   psql "$pg" -c "CREATE SCHEMA $1"
   "$work/aml" nodes list --db "$pg&search_path=$1" >/dev/null # migrate (not timed)
   local t0 t1
   t0=$(date +%s%N)
-  "$work/aml" ingest csv --db "$pg&search_path=$1" --line L --product P --recipe R --run r1 "$work/line.csv" >/dev/null
+  "$exe" ingest csv --db "$pg&search_path=$1" --line L --product P --recipe R --run r1 "$work/line.csv" >/dev/null
   t1=$(date +%s%N)
   echo $(((t1 - t0) / 1000))
 }
@@ -68,22 +72,32 @@ copy_round() { # schema file
 }
 
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)  go: $(go env GOVERSION)  postgres: $("$bin/postgres" --version | awk '{print $3}')  head: $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo '+dirty')  load: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-6s %10s %14s %14s %10s %10s\n" round "aml (ms)" "\\copy node (ms)" "\\copy file (ms)" "aml/node" "aml/file"
+old="${AML_OLD:-}"
+printf "%-6s %10s %14s %14s %10s %10s" round "aml (ms)" "\\copy node (ms)" "\\copy file (ms)" "aml/node" "aml/file"
+[ -z "$old" ] || printf " %10s %10s" "old (ms)" "aml/old"
+printf "\n"
 for r in $(seq 1 "$rounds"); do
-  # The order of the three rotates every round.
-  case $((r % 3)) in
-    1) a=$(aml_round a$r); c=$(copy_round c$r "$work/keyed.csv"); f=$(copy_round f$r "$work/keyed_file.csv") ;;
-    2) c=$(copy_round c$r "$work/keyed.csv"); f=$(copy_round f$r "$work/keyed_file.csv"); a=$(aml_round a$r) ;;
-    0) f=$(copy_round f$r "$work/keyed_file.csv"); a=$(aml_round a$r); c=$(copy_round c$r "$work/keyed.csv") ;;
-  esac
+  # The order of the three (four with AML_OLD) rotates every round.
+  sides=(a c f); [ -z "$old" ] || sides+=(o)
+  n=${#sides[@]}; o=0
+  for k in $(seq 0 $((n - 1))); do
+    case ${sides[$(((k + r) % n))]} in
+      a) a=$(aml_round a$r) ;;
+      c) c=$(copy_round c$r "$work/keyed.csv") ;;
+      f) f=$(copy_round f$r "$work/keyed_file.csv") ;;
+      o) o=$(aml_round o$r "$old") ;;
+    esac
+  done
   # Every schema holds the same 200 000 samples.
-  for sch in a$r c$r f$r; do
+  for sch in a$r c$r f$r $([ -z "$old" ] || echo o$r); do
     n=$(psql "$pg" -At -c "SELECT count(*) FROM $sch.samples")
     [ "$n" = 200000 ] || { echo "$sch holds $n samples" >&2; exit 1; }
   done
-  awk -v r="$r" -v a="$a" -v c="$c" -v f="$f" 'BEGIN { printf "%-6s %10.1f %14.1f %14.1f %10.3f %10.3f\n", r, a / 1000, c / 1000, f / 1000, a / c, a / f }'
-  echo "$a $c $f" >>"$work/times"
+  awk -v r="$r" -v a="$a" -v c="$c" -v f="$f" -v o="$o" 'BEGIN { printf "%-6s %10.1f %14.1f %14.1f %10.3f %10.3f", r, a / 1000, c / 1000, f / 1000, a / c, a / f; if (o > 0) printf " %10.1f %10.3f", o / 1000, a / o; printf "\n" }'
+  echo "$a $c $f $o" >>"$work/times"
   psql "$pg" -c "SET client_min_messages=warning" -c "DROP SCHEMA a$r CASCADE" -c "DROP SCHEMA c$r CASCADE" -c "DROP SCHEMA f$r CASCADE"
+  [ -z "$old" ] || psql "$pg" -c "SET client_min_messages=warning" -c "DROP SCHEMA o$r CASCADE"
 done
 med() { sort -n | awk '{ q[NR] = $1 } END { printf "%.3f", q[int((NR + 1) / 2)] }'; }
-echo "medians: aml $(awk '{ print $1 / 1000 }' "$work/times" | med) ms, \\copy node order $(awk '{ print $2 / 1000 }' "$work/times" | med) ms, file order $(awk '{ print $3 / 1000 }' "$work/times" | med) ms; per-round ratio medians: aml/node $(awk '{ print $1 / $2 }' "$work/times" | med), aml/file $(awk '{ print $1 / $3 }' "$work/times" | med)"
+echo "medians: aml $(awk '{ print $1 / 1000 }' "$work/times" | med) ms, \\copy node order $(awk '{ print $2 / 1000 }' "$work/times" | med) ms, file order $(awk '{ print $3 / 1000 }' "$work/times" | med) ms; per-round ratio medians: aml/node $(awk '{ print $1 / $2 }' "$work/times" | med), aml/file $(awk '{ print $1 / $3 }' "$work/times" | med)$([ -z "$old" ] || echo ", old $(awk '{ print $4 / 1000 }' "$work/times" | med) ms, aml/old $(awk '{ print $1 / $4 }' "$work/times" | med), old/node $(awk '{ print $4 / $2 }' "$work/times" | med)")"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -34,7 +34,7 @@ func TestParseAheadSameBatches(t *testing.T) {
 			return nil
 		})
 		var got [][]core.Sample
-		grep, gerr := parseAhead(strings.NewReader(aheadCSV(rows, -1)), "f", opts, func(b []core.Sample) error {
+		grep, gerr := parseAhead(strings.NewReader(aheadCSV(rows, -1)), "f", opts, 0, func(b []core.Sample) error {
 			got = append(got, slices.Clone(b))
 			return nil
 		})
@@ -53,7 +53,7 @@ func TestParseAheadWriteError(t *testing.T) {
 	boom := errors.New("boom")
 	opts := CSVOptions{Line: "L", Product: "P", Recipe: "R", Run: "r", BatchSize: 3}
 	calls := 0
-	_, err := parseAhead(strings.NewReader(aheadCSV(1000, 900)), "f", opts, func(b []core.Sample) error {
+	_, err := parseAhead(strings.NewReader(aheadCSV(1000, 900)), "f", opts, 0, func(b []core.Sample) error {
 		calls++
 		if calls == 2 {
 			return boom
@@ -79,7 +79,7 @@ func TestParseAheadParseError(t *testing.T) {
 		return err
 	})
 	n2, e2 := count(func(w func([]core.Sample) error) error {
-		_, err := parseAhead(strings.NewReader(aheadCSV(50, 40)), "f", opts, w)
+		_, err := parseAhead(strings.NewReader(aheadCSV(50, 40)), "f", opts, 0, w)
 		return err
 	})
 	if e1 == nil || e2 == nil || e1.Error() != e2.Error() || n1 != n2 || n1 == 0 {
@@ -87,5 +87,46 @@ func TestParseAheadParseError(t *testing.T) {
 	}
 	if c := core.CodeOf(e2); c != core.CodeIngestInvalid {
 		t.Fatalf("code %s", c)
+	}
+}
+
+// With a ramp, the batches close at first, 2×first, 4×first … samples
+// up to the batch size (a wide row is never split: a batch closes at the
+// first row that reaches its size), and together they are ParseCSV's
+// samples in the same order, with the same report; a ramp at or above
+// the batch size changes nothing.
+func TestParseAheadRamp(t *testing.T) {
+	for _, tc := range []struct {
+		rows, batch, first int
+		sizes              []int // batch lengths expected
+	}{
+		// 3 samples a row: batches close at the row reaching 4, 8, 16, 20.
+		{rows: 40, batch: 20, first: 4, sizes: []int{6, 9, 18, 21, 21, 21, 21, 3}},
+		{rows: 1, batch: 20, first: 4, sizes: []int{3}},
+		{rows: 10, batch: 6, first: 6, sizes: []int{6, 6, 6, 6, 6}},
+		{rows: 10, batch: 6, first: 100, sizes: []int{6, 6, 6, 6, 6}},
+	} {
+		opts := CSVOptions{Line: "L", Product: "P", Recipe: "R", Run: "r", BatchSize: tc.batch}
+		var want []core.Sample
+		wrep, werr := ParseCSV(strings.NewReader(aheadCSV(tc.rows, -1)), "f", opts, func(b []core.Sample) error {
+			want = append(want, b...)
+			return nil
+		})
+		var got []core.Sample
+		var sizes []int
+		grep, gerr := parseAhead(strings.NewReader(aheadCSV(tc.rows, -1)), "f", opts, tc.first, func(b []core.Sample) error {
+			got = append(got, b...)
+			sizes = append(sizes, len(b))
+			return nil
+		})
+		if werr != nil || gerr != nil {
+			t.Fatalf("%+v: errors %v / %v", tc, werr, gerr)
+		}
+		if !slices.Equal(want, got) || fmt.Sprint(wrep) != fmt.Sprint(grep) {
+			t.Fatalf("%+v: samples or report differ:\n%+v\n%+v", tc, wrep, grep)
+		}
+		if !slices.Equal(sizes, tc.sizes) {
+			t.Fatalf("%+v: batch sizes %v, want %v", tc, sizes, tc.sizes)
+		}
 	}
 }

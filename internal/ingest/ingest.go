@@ -95,18 +95,26 @@ func fileError(file string, err error) error {
 // API — takes this one path.
 func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, opts CSVOptions, checkNode func(id string) error) (FileReport, error) {
 	var rep FileReport
+	first := 0
 	if bs, ok := ts.(interface{ IngestBatchSize() int }); ok && opts.BatchSize == 0 {
-		// A store whose writes cost round trips asks for larger batches.
+		// A store whose writes cost round trips asks for larger batches;
+		// the first ones are small and grow to that size, so that the
+		// store starts writing (creating nodes, partitions, the first
+		// COPY) a few rows into the file instead of a whole large batch
+		// into it, while the parser reads on.
 		opts.BatchSize = bs.IngestBatchSize()
+		first = rampFirstBatch
 	}
 	err := ts.Ingest(ctx, func(tx core.IngestTx) error {
 		seen := make(map[string]bool)
+		var fresh []core.Node // the batch's nodes not seen before
 		newNodes := 0
 		var perr error
-		rep, perr = parseAhead(r, name, opts, func(batch []core.Sample) error {
+		rep, perr = parseAhead(r, name, opts, first, func(batch []core.Sample) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			fresh = fresh[:0]
 			for i := range batch {
 				id := batch[i].Node
 				if seen[id] {
@@ -118,12 +126,13 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 						return err
 					}
 				}
-				created, err := tx.EnsureNode(core.Node{ID: id, LineID: opts.Line, Unit: opts.Units[id], Kind: core.NodeDAQ})
+				fresh = append(fresh, core.Node{ID: id, LineID: opts.Line, Unit: opts.Units[id], Kind: core.NodeDAQ})
+			}
+			if len(fresh) > 0 {
+				n, err := ensureNodes(tx, fresh)
+				newNodes += n
 				if err != nil {
 					return err
-				}
-				if created {
-					newNodes++
 				}
 			}
 			_, err := tx.Write(batch)
@@ -153,6 +162,32 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 	return rep, err
 }
 
+// ensureNodes ensures nodes in tx, in one call when tx can take several
+// (a store where each costs round trips: see the PostgreSQL store's
+// EnsureNodes), and returns how many it created.
+func ensureNodes(tx core.IngestTx, nodes []core.Node) (int, error) {
+	if m, ok := tx.(interface {
+		EnsureNodes([]core.Node) (int, error)
+	}); ok {
+		return m.EnsureNodes(nodes)
+	}
+	created := 0
+	for _, n := range nodes {
+		ok, err := tx.EnsureNode(n)
+		if err != nil {
+			return created, err
+		}
+		if ok {
+			created++
+		}
+	}
+	return created, nil
+}
+
+// rampFirstBatch is the first batch of a Stream into a store that asks
+// for larger batches (see parseAhead): ≈ 400 rows of a 10-column file.
+const rampFirstBatch = 4096
+
 // errStopped stops the parser of parseAhead when the writer has failed.
 var errStopped = errors.New("ingest: writer stopped")
 
@@ -167,7 +202,14 @@ var errStopped = errors.New("ingest: writer stopped")
 // (the parser stops at its next batch and its error is then errStopped).
 // The parser goroutine has ended when parseAhead returns, so r and the
 // report are the caller's again.
-func parseAhead(r io.Reader, name string, opts CSVOptions, write func([]core.Sample) error) (FileReport, error) {
+//
+// first, when > 0 and below the batch size, ramps the batches up: the
+// first batch closes at first samples, each next one at twice the last,
+// up to the batch size. Every sample still reaches write once and in
+// file order; only the batch boundaries move (which a store's result
+// does not depend on: a CSV ingest is one transaction whatever its
+// batches).
+func parseAhead(r io.Reader, name string, opts CSVOptions, first int, write func([]core.Sample) error) (FileReport, error) {
 	const inFlight = 2 // batches parsed and not yet written
 	full := make(chan []core.Sample, inFlight)
 	free := make(chan []core.Sample, inFlight+1)
@@ -180,7 +222,7 @@ func parseAhead(r io.Reader, name string, opts CSVOptions, write func([]core.Sam
 	go func() {
 		defer close(parsed)
 		defer close(full)
-		p := &parser{name: name, opts: opts}
+		p := &parser{name: name, opts: opts, ramp: first}
 		p.rep = FileReport{File: name, Run: opts.Run}
 		// The parser hands each batch over whole and fills a free one
 		// (or a new one) next: batches are never copied.
@@ -190,14 +232,20 @@ func parseAhead(r io.Reader, name string, opts CSVOptions, write func([]core.Sam
 			case <-stop:
 				return nil, errStopped
 			}
+			// Room for the next batch and the row that crosses its
+			// end, so it is filled without regrowth (a batch closes at
+			// the first row that takes it to p.nextBatch() samples or
+			// more; flush ramps p.batch up after this handoff).
+			need := p.nextBatch() + len(p.nodeCols) + 1
 			select {
 			case next := <-free:
-				return next, nil
+				if cap(next) >= need {
+					return next, nil
+				}
+				// A small buffer of the ramp: let it go.
 			default:
-				// Room for a full batch and the row that crosses its end,
-				// so the next one is filled without regrowth.
-				return make([]core.Sample, 0, max(cap(batch), len(batch)+len(p.nodeCols)+1)), nil
 			}
+			return make([]core.Sample, 0, need), nil
 		}
 		perr = p.run(r)
 		rep = p.rep

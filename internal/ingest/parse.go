@@ -61,7 +61,11 @@ type parser struct {
 	states    map[string]string
 
 	buf   []core.Sample
-	batch int
+	batch int // samples that close the current batch
+	// ramp, when > 0 (parseAhead), is the first batch's size; each
+	// next batch is twice the last, up to full.
+	ramp  int
+	full  int
 	anyTs bool
 	// wideLast is the time of the last wide row with a sample (wideAny:
 	// there is one): a row at the same time would overwrite its samples.
@@ -100,6 +104,10 @@ func (p *parser) run(r io.Reader) error {
 	p.batch = p.opts.BatchSize
 	if p.batch == 0 {
 		p.batch = DefaultBatchSize
+	}
+	p.full = p.batch
+	if p.ramp > 0 && p.ramp < p.batch {
+		p.batch = p.ramp
 	}
 
 	p.rr = newRecordReader(r, sep)
@@ -190,14 +198,20 @@ func (p *parser) run(r io.Reader) error {
 
 // firstCap is the capacity of the first batch buffer for rows of up to
 // perRow samples: small for a plain parse (a short file stays small),
-// a whole batch when batches are handed off (parseAhead), since every
-// later buffer is that size anyway and growing the first one by
-// appending would copy it over and over.
+// the whole first batch when batches are handed off (parseAhead), since
+// every later buffer is at least that size anyway and growing the first
+// one by appending would copy it over and over.
 func (p *parser) firstCap(perRow int) int {
 	if p.handoff != nil {
 		return p.batch + perRow + 1
 	}
 	return min(p.batch+perRow, 1024)
+}
+
+// nextBatch is the size of the batch after the current one: twice the
+// current while ramping up, at most the full batch size.
+func (p *parser) nextBatch() int {
+	return min(2*p.batch, max(p.full, p.batch))
 }
 
 func (p *parser) flush() error {
@@ -210,6 +224,7 @@ func (p *parser) flush() error {
 			return err
 		}
 		p.buf = next[:0]
+		p.batch = p.nextBatch()
 		return nil
 	}
 	if err := p.emit(p.buf); err != nil {

@@ -358,3 +358,85 @@ func TestWriteModel(t *testing.T) {
 		}
 	}
 }
+
+// EnsureNodes does in one statement what EnsureNode does node by node:
+// new nodes are created in the order given (their pks increase in that
+// order), existing ones keep their fields and are not counted, a node
+// named twice is made once, an invalid node fails before anything is
+// written, and the pks it interns are those stored. After a rollback
+// nothing of it remains.
+func TestEnsureNodes(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	if err := s.UpsertNode(ctx, core.Node{ID: "old", LineID: "other", Unit: "bar", Kind: core.NodeDCW}); err != nil {
+		t.Fatal(err)
+	}
+	var created int
+	var pks map[string]int64
+	err := s.Ingest(ctx, func(tx core.IngestTx) error {
+		it := tx.(*ingestTx)
+		if _, err := it.EnsureNodes([]core.Node{{ID: "z", Kind: "nope"}}); core.CodeOf(err) != core.CodeInvalidArgument {
+			t.Errorf("bad kind: %v", err)
+		}
+		var err error
+		created, err = it.EnsureNodes([]core.Node{
+			{ID: "n3", LineID: "L1", Unit: "°C"}, {ID: "old", LineID: "L1"}, {ID: "n1", LineID: "L1", Kind: core.NodeDAQ},
+			{ID: "n3", LineID: "L1"}, {ID: "n2", LineID: "L1", Meaning: "m"},
+		})
+		pks = map[string]int64{}
+		for _, id := range []string{"n3", "old", "n1", "n2"} {
+			pk, ok := it.Nodes.Get(id)
+			if !ok {
+				t.Errorf("%s not interned", id)
+			}
+			pks[id] = pk
+		}
+		return err
+	})
+	if err != nil || created != 3 {
+		t.Fatalf("created %d, %v", created, err)
+	}
+	if !(pks["n3"] < pks["n1"] && pks["n1"] < pks["n2"]) {
+		t.Fatalf("pks not in the order given: %v", pks)
+	}
+	for id, pk := range pks {
+		var stored int64
+		if err := s.pool.QueryRow(ctx, `SELECT pk FROM nodes WHERE id=$1`, id).Scan(&stored); err != nil || stored != pk {
+			t.Fatalf("%s: interned pk %d, stored %d (%v)", id, pk, stored, err)
+		}
+	}
+	for _, want := range []core.Node{
+		{ID: "old", LineID: "other", Unit: "bar", Kind: core.NodeDCW},
+		{ID: "n3", LineID: "L1", Unit: "°C", Kind: core.NodeDAQ},
+		{ID: "n2", LineID: "L1", Kind: core.NodeDAQ, Meaning: "m"},
+	} {
+		n, err := s.GetNode(ctx, want.ID)
+		if err != nil || n.LineID != want.LineID || n.Unit != want.Unit || n.Kind != want.Kind || n.Meaning != want.Meaning {
+			t.Fatalf("%s: got %+v, %v; want %+v", want.ID, n, err, want)
+		}
+	}
+	// Rolled back: not there, not cached.
+	boom := fmt.Errorf("boom")
+	err = s.Ingest(ctx, func(tx core.IngestTx) error {
+		if _, err := tx.(*ingestTx).EnsureNodes([]core.Node{{ID: "r1"}, {ID: "r2"}}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if err != boom {
+		t.Fatal(err)
+	}
+	if _, err := s.GetNode(ctx, "r1"); core.CodeOf(err) != core.CodeNotFound {
+		t.Fatalf("r1 after rollback: %v", err)
+	}
+	err = s.Ingest(ctx, func(tx core.IngestTx) error {
+		n, err := tx.(*ingestTx).EnsureNodes([]core.Node{{ID: "r1"}, {ID: "n1"}, {ID: "r2"}})
+		if n != 2 {
+			t.Errorf("after rollback: created %d", n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -89,6 +89,22 @@ func (s *Store) ensurePartitions(ctx context.Context, months map[int64]bool) err
 	return nil
 }
 
+// missingPartition tells whether a month in months has no known
+// partition (ensurePartitions would then have work to do).
+func (s *Store) missingPartition(months map[int64]bool) bool {
+	if !s.partitioned {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for m := range months {
+		if s.parts[m] == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // partitionOf returns the name of the partition that holds the month
 // starting at lo, "" when none is known (then rows go through samples and
 // its default partition).

@@ -85,6 +85,19 @@ func OpenWith(ctx context.Context, url string, opt Options) (*Store, error) {
 		pool.Close()
 		return nil, core.Wrap(core.CodeStoreUnavailable, err, "connect to %s", redact(cfg))
 	}
+	if cfg.MaxConns >= 2 {
+		// An ingest holds one connection for its transaction and needs a
+		// second one at once (the month's partition is made on another
+		// connection, and the application reads the file's nodes through
+		// the pool): open it now, while this one checks the migrations,
+		// rather than when the first batch waits for it. Best effort: an
+		// error here is the next user's to see.
+		go func() {
+			if c, err := pool.Acquire(context.WithoutCancel(ctx)); err == nil {
+				c.Release()
+			}
+		}()
+	}
 	ms := opt.Migrations
 	if ms == nil {
 		if ms, err = Migrations(); err != nil {
@@ -277,18 +290,30 @@ func (d poolDirect) QueryRow(ctx context.Context, q string, args ...any) sqldb.R
 }
 
 // pgxConn runs the shared statements of internal/store/records inside an
-// ingest's pgx transaction (records.EnsureNode, records.EnsureRun), with
-// their placeholders rebound.
+// ingest's pgx transaction (records.EnsureNode, records.EnsureRun, the
+// sample contexts of samples.Keys), with their placeholders rebound.
+// They run in pgx's exec mode (parse, bind and execute in one round trip,
+// parameter types from the Go values) rather than the pool's default
+// (prepare, then execute: two round trips the first time a connection
+// sees a statement): an ingest runs each of them once or twice, mostly
+// on a fresh connection (a CLI process), so preparing them only doubles
+// their round trips.
 type pgxConn struct {
 	tx pgx.Tx
 	db *sqldb.DB
 }
 
 func (c pgxConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	tag, err := c.tx.Exec(ctx, c.db.Rebind(q), args...)
+	tag, err := c.tx.Exec(ctx, c.db.Rebind(q), execMode(args)...)
 	return tag.RowsAffected(), err
 }
 
 func (c pgxConn) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
-	return c.tx.QueryRow(ctx, c.db.Rebind(q), args...)
+	return c.tx.QueryRow(ctx, c.db.Rebind(q), execMode(args)...)
+}
+
+// execMode puts pgx.QueryExecModeExec before args (pgx takes a mode as
+// the first argument).
+func execMode(args []any) []any {
+	return append([]any{pgx.QueryExecModeExec}, args...)
 }

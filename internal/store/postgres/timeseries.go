@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/records"
 	"github.com/aml-project/aml/internal/store/samples"
 	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/jackc/pgx/v5"
@@ -189,8 +191,37 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 	var lastCtx core.ContextFilter
 	var lastCtxPK int64 = -1
 	var ctxLo, ctxHi int64
+	// The batch's months first: a month without its partition has it
+	// made on another connection (ensurePartitions) while this one keys
+	// the batch — creating nodes and contexts costs round trips, and so
+	// does the partition's DDL; done one after the other they would add
+	// up before the first COPY. Only a batch whose samples all pass the
+	// checks below starts it (an invalid batch fails as before, making
+	// nothing).
 	months := map[int64]bool{}
 	var lastMonthLo, lastMonthHi int64 = 1, 0
+	valid := true
+	for i := range samples {
+		sm := &samples[i]
+		if sm.Node == "" || math.IsNaN(sm.Value) || math.IsInf(sm.Value, 0) {
+			valid = false
+			break
+		}
+		if sm.TsUs < lastMonthLo || sm.TsUs >= lastMonthHi {
+			lastMonthLo, lastMonthHi = monthBounds(sm.TsUs)
+			months[lastMonthLo] = true
+		}
+	}
+	var parts chan error // ensurePartitions' result, when running
+	if valid && it.s.missingPartition(months) {
+		parts = make(chan error, 1)
+		go func() { parts <- it.s.ensurePartitions(it.ctx, months) }()
+		defer func() {
+			if parts != nil {
+				<-parts // an error return below: wait for it all the same
+			}
+		}()
+	}
 	for i := range samples {
 		sm := &samples[i]
 		if sm.Node == "" {
@@ -232,10 +263,6 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 			lastCtx, lastCtxPK, ctxLo, ctxHi = c, pk, sm.TsUs, sm.TsUs
 		}
 		ctxLo, ctxHi = min(ctxLo, sm.TsUs), max(ctxHi, sm.TsUs)
-		if sm.TsUs < lastMonthLo || sm.TsUs >= lastMonthHi {
-			lastMonthLo, lastMonthHi = monthBounds(sm.TsUs)
-			months[lastMonthLo] = true
-		}
 		b.keys[i] = rowKey{node: b.nodes[ni].pk, ctx: lastCtxPK}
 		b.ni[i] = ni
 	}
@@ -243,8 +270,12 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 	if err := b.sortUnique(samples); err != nil {
 		return st, err
 	}
-	if err := it.s.ensurePartitions(it.ctx, months); err != nil {
-		return st, err
+	if parts != nil {
+		err := <-parts
+		parts = nil
+		if err != nil {
+			return st, err
+		}
 	}
 	// A batch within one month whose partition exists is copied into that
 	// partition itself: PostgreSQL then skips routing every row through
@@ -266,6 +297,101 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 	}
 	st.Samples = len(samples)
 	return st, nil
+}
+
+// ensureNodesSQL creates the nodes of its arrays that do not exist, in
+// array order, and returns the pk of every one it sees, created or not.
+// A node another transaction commits while this statement runs is in
+// neither half (the insert skips it, the snapshot misses it): EnsureNodes
+// takes such a node the one-by-one way.
+const ensureNodesSQL = `WITH want AS (
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS w(id, line_id, unit, kind, meaning, ord)
+	), ins AS (
+		INSERT INTO nodes(id, line_id, unit, kind, meaning, created_at)
+		SELECT id, line_id, unit, kind, meaning, $6 FROM want ORDER BY ord
+		ON CONFLICT(id) DO NOTHING RETURNING id, pk
+	)
+	SELECT id, pk, true FROM ins
+	UNION ALL SELECT n.id, n.pk, false FROM nodes n JOIN want w ON w.id = n.id`
+
+// EnsureNodes is EnsureNode for several nodes in one round trip instead
+// of two or three each (internal/ingest uses it when a transaction has
+// it): it creates those that do not exist, in order, and returns how many
+// it created. Each node is checked as EnsureNode checks it; nodes with a
+// range (Min, Max) and a lone node take EnsureNode itself.
+func (it *ingestTx) EnsureNodes(nodes []core.Node) (int, error) {
+	created := 0
+	var todo []core.Node
+	dup := map[string]bool{}
+	for _, n := range nodes {
+		if n.Kind == "" {
+			n.Kind = core.NodeDAQ
+		}
+		if err := records.ValidateNode(n); err != nil {
+			return created, err
+		}
+		if _, ok := it.Nodes.Get(n.ID); ok || dup[n.ID] {
+			continue
+		}
+		dup[n.ID] = true
+		todo = append(todo, n)
+	}
+	one := func(n core.Node) error {
+		ok, err := it.EnsureNode(n)
+		if ok {
+			created++
+		}
+		return err
+	}
+	if len(todo) == 1 || slices.ContainsFunc(todo, func(n core.Node) bool { return n.Min != nil || n.Max != nil }) {
+		for _, n := range todo {
+			if err := one(n); err != nil {
+				return created, err
+			}
+		}
+		return created, nil
+	}
+	if len(todo) == 0 {
+		return 0, nil
+	}
+	cols := make([][]string, 5)
+	for _, n := range todo {
+		cols[0] = append(cols[0], n.ID)
+		cols[1] = append(cols[1], n.LineID)
+		cols[2] = append(cols[2], n.Unit)
+		cols[3] = append(cols[3], n.Kind)
+		cols[4] = append(cols[4], n.Meaning)
+	}
+	rows, err := it.tx.Query(it.ctx, ensureNodesSQL, cols[0], cols[1], cols[2], cols[3], cols[4], time.Now().UnixMilli())
+	if err != nil {
+		return 0, dbErr(err, "create nodes")
+	}
+	got := make(map[string]bool, len(todo))
+	for rows.Next() {
+		var id string
+		var pk int64
+		var made bool
+		if err := rows.Scan(&id, &pk, &made); err != nil {
+			rows.Close()
+			return 0, dbErr(err, "create nodes")
+		}
+		got[id] = true
+		it.Nodes.Add(id, pk)
+		if made {
+			created++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, dbErr(err, "create nodes")
+	}
+	for _, n := range todo {
+		if !got[n.ID] {
+			if err := one(n); err != nil {
+				return created, err
+			}
+		}
+	}
+	return created, nil
 }
 
 // widen records that context pk has samples in [lo, hi].

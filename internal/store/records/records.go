@@ -28,6 +28,10 @@ func New(db *sqldb.DB) *Core { return &Core{db: db, w: writer{db}} }
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
+// ValidateNode is the check EnsureNode makes of a node before writing it,
+// for a back-end that writes several nodes in one statement.
+func ValidateNode(n core.Node) error { return validateNode(n) }
+
 func requireID(field, id string) error {
 	if strings.TrimSpace(id) == "" {
 		return core.FieldErrorf(core.CodeInvalidArgument, field, "%s is required", field)
