@@ -71,3 +71,25 @@ func TestStepTestRevokedWhileRunning(t *testing.T) {
 		t.Fatalf("show: %v %+v", err, s)
 	}
 }
+
+// TestStepTestLongerThanItsLife: a step test whose last move comes
+// after its certificate expires (8 moves 1 h apart, a 4 h life) is
+// refused at issue, before anything is stored: it would otherwise be
+// approved, start and be cut off by its expiry halfway, the line left
+// off its operating point.
+func TestStepTestLongerThanItsLife(t *testing.T) {
+	ctx := context.Background()
+	a, _ := tankApp(t, 70)
+	req := StepTestIssueRequest{StepTestPlanRequest: StepTestPlanRequest{Scene: "tank-level",
+		Base: map[string]float64{sim.TankHeater: 50, sim.TankFeed: 15}, Hold: Duration(time.Hour), OneAtATime: true}, TTL: Duration(4 * time.Hour)}
+	if r, err := a.StepTestIssue(ctx, engineer, req); core.CodeOf(err) != core.CodeInvalidArgument {
+		t.Fatalf("an 8 h test issued with a 4 h life: %v %+v", err, r)
+	}
+	if l, err := a.StepTestList(ctx, viewer, StepTestListRequest{}); err != nil || len(l.Items) != 0 {
+		t.Fatalf("stored: %v %+v", err, l.Items)
+	}
+	req.TTL = Duration(8 * time.Hour)
+	if _, err := a.StepTestIssue(ctx, engineer, req); err != nil {
+		t.Fatalf("an 8 h test with an 8 h life: %v", err)
+	}
+}
