@@ -369,7 +369,16 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		}
 		ex, err := steptest.Execute(ctx, steptest.ExecInput{Cert: c, Scene: scene, PublicKey: k.Public, Channels: a.d.Store,
 			History: &storeHistory{a: a, actor: p.Name, varOf: varOf}, Line: req.Line, RunID: "steptest-" + c.TestID, Nodes: nodes,
-			Audit: &steptest.Auditor{Log: a.d.Store.AuditLog(), Key: k, Actor: p.Name}})
+			Audit: &steptest.Auditor{Log: a.d.Store.AuditLog(), Key: k, Actor: p.Name},
+			// Before every move, the test as its trail has it now: a
+			// revocation while it runs stops it (CERT_REVOKED).
+			Current: func(ctx context.Context) (*contract.StepTestCertificate, error) {
+				r, err := steptest.Load(ctx, a.d.Store, k.Public, c.TestID, a.o.Now())
+				if err != nil {
+					return nil, err
+				}
+				return r.Test, nil
+			}})
 		out.Execution = ex
 		if err != nil {
 			return out, err

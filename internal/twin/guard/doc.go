@@ -53,6 +53,7 @@
 // Step tests. A request may instead name move StepIndex of an approved
 // step-test certificate (Request.StepTest, StepStart): its values must be
 // exactly the certificate's move, written within the move's time slot
+// and only after the test's previous move was written in the same run
 // (OUTSIDE_SLOT), within the test's bounds; every other check applies as
 // above. See steptest.go and package twin/steptest.
 //

@@ -27,7 +27,8 @@ import (
 //   - StepIndex names a move of the test, and the      MOVES_MISMATCH
 //     moves set exactly its variables to its values
 //   - Now − StepStart lies in the move's slot          OUTSIDE_SLOT
-//     [atSec, atSec + ½·holdSec)
+//     [atSec, atSec + ½·holdSec), and move i > 0 only   OUTSIDE_SLOT
+//     after move i − 1 was written in the same run
 //   - each target within the test's bounds, each       OUT_OF_BOUNDS,
 //     |to − from| ≤ maxDeltaPerAction, each target     DELTA_TOO_LARGE
 //     within the channel's bounds (bounded_auto)
@@ -119,6 +120,9 @@ func checkStepTest(ctx context.Context, prof *contract.ChannelProfile, s *contra
 	if hist == nil {
 		return deny(ReasonHistoryError, "no write history")
 	}
+	if d, ok := checkStepOrder(ctx, hist, req, now); !ok {
+		return d
+	}
 	actionID := contract.StepTestActionID(c.TestID, req.StepIndex)
 	if d, ok := checkHistory(ctx, hist, req, s.WritePolicy, nodes, actionID, now); !ok {
 		return d
@@ -126,4 +130,32 @@ func checkStepTest(ctx context.Context, prof *contract.ChannelProfile, s *contra
 	_, hash, _ := req.authority()
 	return Decision{Allowed: true, Detail: fmt.Sprintf("move %d of step test %s (%d variables)", req.StepIndex, c.TestID, len(req.Moves)),
 		grant: &grant{lineID: req.LineID, runID: req.RunID, certHash: hash, moves: append([]Move(nil), req.Moves...)}}
+}
+
+// checkStepOrder refuses (OUTSIDE_SLOT) move i > 0 of a step test unless
+// the history holds move i − 1 of the same test written in the same run:
+// the slot alone is measured from a StepStart the caller chooses, so
+// without this a caller could pick the start that puts any later move
+// in its slot and skip the moves before it. The lookback (RunLookback)
+// is at least a step test's longest life (StepTestMaxTTL).
+func checkStepOrder(ctx context.Context, hist History, req Request, now time.Time) (Decision, bool) {
+	i := req.StepIndex
+	if i == 0 {
+		return Decision{}, true
+	}
+	wall := req.WallNow
+	if wall.IsZero() {
+		wall = now
+	}
+	recs, err := hist.Writes(ctx, req.LineID, wall.Add(-max(RunLookback, contract.StepTestMaxTTL)))
+	if err != nil {
+		return deny(ReasonHistoryError, "write history of line %s: %v", req.LineID, err), false
+	}
+	prev := contract.StepTestActionID(req.StepTest.TestID, i-1)
+	for _, r := range recs {
+		if r.CertificateID == prev && r.RunID == req.RunID && r.LineID == req.LineID {
+			return Decision{}, true
+		}
+	}
+	return deny(ReasonOutsideSlot, "move %d of step test %s comes before move %d was written in run %s: moves are written in order", i, req.StepTest.TestID, i-1, req.RunID), false
 }

@@ -33,7 +33,8 @@ type IssueInput struct {
 // certificate: the plan's moves and hold, its operating point, and per
 // variable the bounds [base − amplitude, base + amplitude] every move's
 // target lies in. A plan with problems (more actions than the write
-// policy allows per run) or not of s is refused AML_INVALID_ARGUMENT.
+// policy allows per run), not of s, or whose last move comes after the
+// TTL (it could never be written) is refused AML_INVALID_ARGUMENT.
 func Issue(p *Plan, s *contract.SceneContract, in IssueInput, key Signer) (*contract.StepTestCertificate, error) {
 	if p == nil || s == nil {
 		return nil, core.FieldErrorf(core.CodeInvalidArgument, "plan", "a plan and its scene are required")
@@ -58,6 +59,9 @@ func Issue(p *Plan, s *contract.SceneContract, in IssueInput, key Signer) (*cont
 	ttl := in.TTL
 	if ttl == 0 {
 		ttl = DefaultTTL
+	}
+	if n := len(p.Moves); n > 0 && p.Moves[n-1].AtSec >= ttl.Seconds() {
+		return nil, core.FieldErrorf(core.CodeInvalidArgument, "ttl", "the plan's last move is %gs after its start, after the test expires (ttl %s): shorten the plan or give a longer ttl", p.Moves[n-1].AtSec, ttl)
 	}
 	now := in.Now.UTC().Truncate(time.Millisecond)
 	kid, _ := key.SigningKey()

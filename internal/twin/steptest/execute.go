@@ -46,6 +46,11 @@ type ExecInput struct {
 	// and the end of the test to the audit log; an audit failure stops
 	// the test.
 	Audit *Auditor
+	// Current, when set, returns the certificate as its signed trail has
+	// it now; Execute asks it before every move and the guard checks the
+	// move against that, so a test revoked while it runs writes nothing
+	// more (CERT_REVOKED). An error stops the test.
+	Current func(ctx context.Context) (*contract.StepTestCertificate, error)
 }
 
 // Sample is one sampling period of the executed test.
@@ -132,7 +137,12 @@ func Execute(ctx context.Context, in ExecInput) (*Execution, error) {
 		now := in.Line.Now()
 		el := now.Sub(ex.Start).Seconds()
 		if next < len(c.Moves) && el >= c.Moves[next].AtSec-1e-9 {
-			ml := executeMove(ctx, in, node, ex.Start, next, now)
+			var ml MoveLog
+			if cur, why := current(ctx, in); why != "" {
+				ml = MoveLog{Index: next, AtSec: c.Moves[next].AtSec, Set: c.Moves[next].Set, Reason: guard.ReasonCertInvalid, Detail: why}
+			} else {
+				ml = executeMove(ctx, in, cur, node, ex.Start, next, now)
+			}
 			ex.Moves = append(ex.Moves, ml)
 			if err := in.Audit.entry(ctx, AuditMove, c, map[string]any{"index": ml.Index, "atSec": ml.AtSec, "set": ml.Set, "allowed": ml.Allowed,
 				"reason": ml.Reason, "detail": ml.Detail, "status": ml.Status, "readback": ml.Readback, "runId": in.RunID, "at": now.UnixMilli()}); err != nil {
@@ -184,8 +194,25 @@ func Execute(ctx context.Context, in ExecInput) (*Execution, error) {
 	return ex, nil
 }
 
-func executeMove(ctx context.Context, in ExecInput, node func(string) string, start time.Time, i int, now time.Time) MoveLog {
+// current is the certificate a move is checked against: in.Current's
+// (the trail's, now) when set, which must be the same signed test; why
+// says why there is none.
+func current(ctx context.Context, in ExecInput) (*contract.StepTestCertificate, string) {
 	c := in.Cert
+	if in.Current == nil {
+		return c, ""
+	}
+	cur, err := in.Current(ctx)
+	switch {
+	case err != nil:
+		return nil, "reload of step test " + c.TestID + ": " + err.Error()
+	case cur == nil || cur.TestID != c.TestID || cur.CertificateHash != c.CertificateHash:
+		return nil, "the trail of step test " + c.TestID + " now holds another certificate"
+	}
+	return cur, ""
+}
+
+func executeMove(ctx context.Context, in ExecInput, c *contract.StepTestCertificate, node func(string) string, start time.Time, i int, now time.Time) MoveLog {
 	m := c.Moves[i]
 	ml := MoveLog{Index: i, AtSec: m.AtSec, Set: m.Set}
 	vars := make([]string, 0, len(m.Set))

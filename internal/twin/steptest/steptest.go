@@ -26,7 +26,9 @@
 // are recorded in the hash-chained audit log under signed checkpoints
 // (record.go: RecordIssue, RecordApprove, Load replays and verifies;
 // Auditor); RecordRevoke revokes a test (its proposer or an approver)
-// and List lists a line's tests. PacedLine is the live line of a
+// and List lists a line's tests. Execute checks each move against the
+// certificate ExecInput.Current returns at that moment (the application
+// replays the trail), so a test revoked while it runs stops. PacedLine is the live line of a
 // production run: a governed writer (OPC UA) sampled on the wall clock.
 // The application (internal/app, steptest.*) stores the executed samples
 // as an identification run.
