@@ -218,7 +218,7 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 		go func() { parts <- it.s.ensurePartitions(it.ctx, months) }()
 		defer func() {
 			if parts != nil {
-				<-parts // an error return below: wait for it all the same
+				_ = <-parts // an error return below has its own error: wait for the partitions all the same, their error is moot
 			}
 		}()
 	}
