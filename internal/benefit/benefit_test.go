@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aml-project/aml/internal/ident/trainers"
@@ -90,6 +91,12 @@ func TestBenefitWearingLine(t *testing.T) {
 	t.Logf("recalibration after run %d: %+v", rc.Run, rc)
 	if rc.NewModelID == "" || rc.NewModelID == r.ModelID || rc.RequestID == "" || rc.GateEvalID == "" || rc.GateProfile != "twin-v3" || rc.ShadowRuns < 1 {
 		t.Errorf("recalibration: %+v", rc)
+	}
+	for _, p := range rc.GateNoRecommendationPoints {
+		t.Logf("  no recommendation at %s %d: %s", p.RunID, p.AtMs, p.Error)
+		if !strings.Contains(p.Error, "holding the baseline: ") {
+			t.Errorf("no-recommendation point %s %d does not say why holding fails: %s", p.RunID, p.AtMs, p.Error)
+		}
 	}
 	if !rc.PreviousGatePassed {
 		t.Errorf("the replaced model fails twin-v3 on its shadow evidence: %v", rc.PreviousGateRejects)

@@ -67,6 +67,10 @@ type Recalibration struct {
 	GateNoRecommendation int    `json:"gateNoRecommendation"`
 	GateSnapshotFailures int    `json:"gateSnapshotFailures"`
 	GateFirstProblem     string `json:"gateFirstProblem,omitempty"`
+	// GateNoRecommendationPoints are those points, each with why holding
+	// the baseline fails there (its failed constraints with their values,
+	// its OOD code: internal/twin/engine's NoPass).
+	GateNoRecommendationPoints []gate.SnapshotFailure `json:"gateNoRecommendationPoints,omitempty"`
 	// PreviousGatePassed and PreviousGateRejects are the twin gate of the
 	// model it replaces, evaluated at the same time on its own shadow
 	// evidence (every study run after it), for comparison.
@@ -300,6 +304,7 @@ func (rc *recalibrator) gate(ctx context.Context, l *loop, r int) error {
 	case len(res.NoRecommendation) > 0:
 		rec.GateFirstProblem = res.NoRecommendation[0].Code + ": " + res.NoRecommendation[0].Error
 	}
+	rec.GateNoRecommendationPoints = res.NoRecommendation
 	for _, c := range res.Report.Checks {
 		if !c.Passed {
 			rec.GateFailures = append(rec.GateFailures, c)

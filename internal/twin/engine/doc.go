@@ -188,7 +188,10 @@
 // [Twin.Optimize] moves the scene's controls only where the write policy
 // allows (see its doc), starts from the seed's small-step candidates and,
 // in precise_search, runs a deterministic pattern search; the lowest-cost
-// passing candidate wins. [ChooseMode] picks the mode from a twin gate
+// passing candidate wins; when none passes, OptimizeResult.NoPass names
+// why holding the baseline fails (its failed constraints with their
+// values, its OOD code with the distance and threshold or the disturbance
+// beyond its maxAbs). [ChooseMode] picks the mode from a twin gate
 // report. 200 candidates × 5 members × 60 steps take about 27 ms of CPU
 // on one core of the development machine (BenchmarkOptimize, -cpu 1; the
 // residual networks run in internal/ident/hybrid's AVX2 kernels), about

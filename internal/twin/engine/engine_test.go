@@ -603,3 +603,45 @@ func TestOOD(t *testing.T) {
 		t.Fatalf("state estimation needs no calibration: %v", err)
 	}
 }
+
+// A point where no candidate passes names why holding the baseline fails,
+// with the failed constraint's value and limit (a gate's
+// NoRecommendation and a person reading it see the cause, not only that
+// nothing passed).
+func TestOptimizeNoPassNamesHolding(t *testing.T) {
+	f := getFixture(t)
+	s := lowSnap(t, f)
+	fl := func(x float64) *float64 { return &x }
+	cases := []struct {
+		name string
+		c    contract.Constraint
+		want []string
+	}{
+		// the guard is held at its snapshot value: no move helps
+		{"guard", contract.Constraint{ID: "range_guard", Kind: contract.KindHardRange, Variable: "pressure", Min: fl(54.5)},
+			[]string{"holding the baseline: pressure value ", "< min 54.5 at step 0"}},
+		// the weight tube's upper edge is above an unreachable max
+		{"weight", contract.Constraint{ID: "range_weight", Kind: contract.KindHardRange, Variable: "weight", Max: fl(20)},
+			[]string{"holding the baseline: weight upper edge ", "> max 20 at step 0"}},
+	}
+	for _, c := range cases {
+		sc := contract.DefaultInjectionScene()
+		sc.Constraints = []contract.Constraint{c.c}
+		res, err := f.twin.Optimize(context.Background(), OptimizeInput{Scene: sc, Snapshot: s, Objective: contract.DefaultInjectionObjective(),
+			Seed: 3, TrialID: "nopass-" + c.name, CreatedBy: "test", Now: testNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Best != nil {
+			t.Fatalf("%s: a candidate passes", c.name)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(res.NoPass, w) {
+				t.Errorf("%s: NoPass %q does not say %q", c.name, res.NoPass, w)
+			}
+		}
+		if strings.Contains(res.NoPass, "OOD_") {
+			t.Errorf("%s: NoPass %q names an OOD failure the snapshot does not have", c.name, res.NoPass)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -285,6 +286,45 @@ func better(a, b *candidate) bool {
 	return a.res.cost < b.res.cost-1e-12*math.Max(1, math.Abs(b.res.cost))
 }
 
+// whyNot says why a candidate did not pass: its failed physics, the
+// first failed constraints with their values, and the OOD check's code
+// with its distance and threshold or the disturbance estimate beyond its
+// scene limit — so a point where nothing passes names its cause.
+func (o *optimizer) whyNot(res *evalResult) string {
+	if res.modelErr != "" {
+		return contract.RejectModelFailure + ": " + res.modelErr
+	}
+	var why []string
+	for _, c := range res.cons {
+		if !c.passed && len(why) < 3 {
+			why = append(why, c.detail)
+		}
+	}
+	if n := res.violations - len(why); n > 0 && len(why) == 3 {
+		why = append(why, fmt.Sprintf("%d more", n))
+	}
+	if !res.oodAccepted {
+		switch res.oodCode {
+		case "OOD_DISTANCE":
+			why = append(why, fmt.Sprintf("OOD_DISTANCE %.4g > threshold %.4g at horizon step %d", res.oodDist, o.p.t.ood.Threshold, res.oodStep))
+		case "OOD_DISTURBANCE":
+			for _, d := range o.p.dist {
+				if d != nil && math.Abs(d.b) > d.decl.Limit() {
+					why = append(why, fmt.Sprintf("OOD_DISTURBANCE %s estimate %.4g beyond maxAbs %.4g", d.decl.ID, d.b, d.decl.Limit()))
+				}
+			}
+		case "OOD_DISAGREEMENT":
+			why = append(why, fmt.Sprintf("OOD_DISAGREEMENT %.4g > %.4g", res.disagreement, MaxDisagreement))
+		default:
+			why = append(why, res.oodCode)
+		}
+	}
+	if len(why) == 0 {
+		return res.rejectCode
+	}
+	return strings.Join(why, "; ")
+}
+
 func (o *optimizer) best() *candidate {
 	var b *candidate
 	for _, c := range o.all {
@@ -393,6 +433,12 @@ func (o *optimizer) result(in OptimizeInput, mode string) (*OptimizeResult, erro
 	best := o.best()
 	if best == nil {
 		r.NoPass = fmt.Sprintf("none of the %d candidates (holding the baseline included) passes the constraints and the OOD check", len(o.all))
+		for _, c := range o.all {
+			if c.source == "baseline" {
+				r.NoPass += "; holding the baseline: " + o.whyNot(c.res)
+				break
+			}
+		}
 		return r, nil
 	}
 	traj := o.expand(best.x)
