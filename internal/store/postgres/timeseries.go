@@ -218,7 +218,9 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 		go func() { parts <- it.s.ensurePartitions(it.ctx, months) }()
 		defer func() {
 			if parts != nil {
-				_ = <-parts // an error return below has its own error: wait for the partitions all the same, their error is moot
+				// An error return below carries its own error: wait for
+				// the partitions all the same; theirs is moot then.
+				_ = awaitPartitions(parts)
 			}
 		}()
 	}
@@ -657,3 +659,6 @@ func (d readDB) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
 }
 
 func (readDB) NoRows(err error) bool { return noRows(err) }
+
+// awaitPartitions waits for ensurePartitions' result on c.
+func awaitPartitions(c <-chan error) error { return <-c }
