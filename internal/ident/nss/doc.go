@@ -24,7 +24,14 @@
 // do not depend on the number of cores. The epoch kept is the one with
 // the lowest free-run NRMSE on a held-out tail of every training segment
 // (the initialisation, epoch 0, included): on that block the model is
-// never worse than its start. Training is deterministic for a seed on
+// never worse than its start. With Select "record" the epoch is chosen
+// instead on the free run over every whole training segment, started
+// once from the encoder at its beginning (the tail is still kept out of
+// the gradient): on a short record (cascaded tanks: 1024 samples, a
+// 102-sample tail) the tail's figure said nothing of the test record
+// (correlation 0.02 over 15 seeds) while the whole record's long free
+// run — the error the 100-step subsequences never see, here through the
+// overflow of the tanks — did (0.82); see bench/RESULTS.md. Training is deterministic for a seed on
 // one machine (math/rand/v2 PCG from the seed) unless the time budget
 // stops it.
 //

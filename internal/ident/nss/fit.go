@@ -37,6 +37,13 @@ type Config struct {
 	Patience   int           // epochs without a better validation before stopping (0: none)
 	ValShare   float64       // tail share of every segment held out (0: 0.2)
 	Budget     time.Duration // training-time budget (0: none)
+	// Select is what the epoch kept is chosen on: SelectTail (empty,
+	// the default) the free run over the held-out tail of every
+	// segment, started from the encoder just before it; SelectRecord the
+	// free run over every whole segment (its trained rows and its tail),
+	// started once from the encoder at its beginning — the long-horizon
+	// simulation error the subsequences do not see.
+	Select string
 	// Workers bounds the goroutines of a minibatch (0: GOMAXPROCS); the
 	// result does not depend on it.
 	Workers int
@@ -44,6 +51,12 @@ type Config struct {
 	// the training with that error.
 	Progress func(epoch int, trainLoss, valNRMSE float64) error
 }
+
+// Epoch selection criteria (Config.Select).
+const (
+	SelectTail   = "tail"
+	SelectRecord = "record"
+)
 
 // Report describes a training.
 type Report struct {
@@ -86,6 +99,11 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 	}
 	if !(cfg.ValShare > 0 && cfg.ValShare < 1) {
 		cfg.ValShare = 0.2
+	}
+	switch cfg.Select {
+	case "", SelectTail, SelectRecord:
+	default:
+		return nil, nil, fmt.Errorf("nss: select %q, want %q or %q", cfg.Select, SelectTail, SelectRecord)
 	}
 	workers := cfg.Workers
 	if workers < 1 {
@@ -164,12 +182,15 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 		sum2 := make([]float64, m.NY)
 		cnt := 0
 		for s, b := range blocks {
-			if b.cut >= b.hi {
+			if b.cut >= b.hi && cfg.Select != SelectRecord {
 				continue
 			}
-			lo := b.cut - lag
-			sim := m.Simulate(us[s][lo:b.hi], ys[s][lo:b.cut])
-			for t := b.cut; t < b.hi; t++ {
+			lo, from := b.cut-lag, b.cut
+			if cfg.Select == SelectRecord {
+				lo, from = 0, lag
+			}
+			sim := m.Simulate(us[s][lo:b.hi], ys[s][lo:from])
+			for t := from; t < b.hi; t++ {
 				for o := 0; o < m.NY; o++ {
 					e := sim[t-lo][o] - ys[s][t][o]
 					sse[o] += e * e

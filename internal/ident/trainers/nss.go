@@ -24,7 +24,9 @@ const FormatNSS = "aml.nss/1"
 // h(x, u) with MLPs f, h), started from the subspace model, trained on
 // the free-run error of subsequences (multiple shooting) by Adam, the
 // epoch kept the best by free-run NRMSE on the last valShare of every
-// train segment (the linear start included, so it is never worse there);
+// train segment (select "tail"; select "record": over every whole train
+// segment from its start) — the linear start included, so it is never
+// worse there;
 // with ensemble > 1 the members of seeds seed, seed+1, … are trained one
 // after the other and the model simulates their mean.
 type NeuralStateSpace struct{}
@@ -46,6 +48,7 @@ type nssParams struct {
 	LR            float64 `json:"lr" jsonschema:"Adam learning rate" param:"default=0.001;min=0"`
 	Patience      *int    `json:"patience" jsonschema:"stop after this many epochs without a better validation free run (0: never)" param:"default=30;min=0"`
 	ValShare      float64 `json:"valShare" jsonschema:"share of the tail of every train segment held out for the epoch choice" param:"default=0.2;min=0;max=0.9"`
+	Select        string  `json:"select" jsonschema:"what the epoch kept is chosen on: tail (the free run over the held-out tail of every train segment, from the encoder just before it) or record (the free run over every whole train segment, its tail included, from the encoder at its start: the long-horizon simulation error the subsequences do not see; the tail is still kept out of the gradient)" param:"default=\"tail\";enum=tail|record"`
 	Ensemble      int     `json:"ensemble" jsonschema:"members trained from seeds seed, seed+1, …; the model simulates their mean (with a budget every member gets an equal share)" param:"default=1;min=1;max=32"`
 	Seed          *int64  `json:"seed" jsonschema:"random seed of the initialisation and the subsequence order (default: the job's seed)"`
 	BudgetSeconds float64 `json:"budgetSeconds" jsonschema:"training-time budget in seconds (0: none); the training stops after the epoch that exceeds it" param:"default=0;min=0"`
@@ -82,7 +85,7 @@ func (NeuralStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 		return err
 	}
 	cfg := nss.Config{Order: p.Order, NA: p.NA, NB: p.NB, Hidden: p.Hidden, Feedthrough: true, LinearInit: true, Refine: true,
-		Epochs: p.Epochs, SeqLen: p.SeqLen, Batch: p.Batch, LR: p.LR, Patience: 30, ValShare: p.ValShare,
+		Epochs: p.Epochs, SeqLen: p.SeqLen, Batch: p.Batch, LR: p.LR, Patience: 30, ValShare: p.ValShare, Select: p.Select,
 		Budget: time.Duration(p.BudgetSeconds * float64(time.Second))}
 	if cfg.Order == 0 {
 		cfg.Order = 4
