@@ -349,3 +349,112 @@ func TestBoost(t *testing.T) {
 		t.Fatal("learning rate 2 accepted")
 	}
 }
+
+// A stump (one tree, all rows, every feature tried, depth 1) takes the
+// split a brute-force search finds best under each criterion: Gini
+// decrease, information gain, gain ratio. Over the random draws the
+// criteria do not always agree, so a criterion that were ignored fails.
+func TestCriteriaStump(t *testing.T) {
+	ent := func(c []float64) float64 {
+		w, h := 0.0, 0.0
+		for _, v := range c {
+			w += v
+		}
+		for _, v := range c {
+			if v > 0 {
+				h -= v / w * math.Log(v/w)
+			}
+		}
+		return h
+	}
+	gini := func(c []float64) float64 {
+		w, s := 0.0, 0.0
+		for _, v := range c {
+			w += v
+		}
+		for _, v := range c {
+			s += (v / w) * (v / w)
+		}
+		return 1 - s
+	}
+	score := func(crit string, l, r []float64) float64 {
+		wl, wr := 0.0, 0.0
+		for c := range l {
+			wl += l[c]
+			wr += r[c]
+		}
+		w := wl + wr
+		p := make([]float64, len(l))
+		for c := range p {
+			p[c] = l[c] + r[c]
+		}
+		switch crit {
+		case CriterionGini:
+			return gini(p) - wl/w*gini(l) - wr/w*gini(r)
+		case CriterionEntropy:
+			return ent(p) - wl/w*ent(l) - wr/w*ent(r)
+		}
+		return (ent(p) - wl/w*ent(l) - wr/w*ent(r)) / ent([]float64{wl, wr})
+	}
+	differ := 0
+	for trial := uint64(0); trial < 30; trial++ {
+		r := rand.New(rand.NewPCG(trial, 3))
+		n, d := 30, 3
+		X, y := make([][]float64, n), make([]float64, n)
+		for i := range X {
+			y[i] = float64(1 + r.IntN(3))
+			X[i] = []float64{r.Float64() + 0.3*y[i], r.Float64() - 0.2*y[i], r.Float64()}
+		}
+		chosen := map[string][2]float64{}
+		for _, crit := range []string{CriterionGini, CriterionEntropy, CriterionGainRatio} {
+			o := Options{Task: Classification, Trees: 1, MaxDepth: 1, MaxFeatures: d, Criterion: crit, Seed: trial, Workers: 1}
+			f, err := Fit(X, y, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := f.Trees[0]
+			if tr.Feature[0] < 0 {
+				t.Fatalf("trial %d %s: no split", trial, crit)
+			}
+			split := func(fe int, thr float64) ([]float64, []float64) {
+				l, rr := make([]float64, 3), make([]float64, 3)
+				for i, x := range X {
+					if x[fe] <= thr {
+						l[int(y[i])-1]++
+					} else {
+						rr[int(y[i])-1]++
+					}
+				}
+				return l, rr
+			}
+			gl, gr := split(int(tr.Feature[0]), tr.Threshold[0])
+			got := score(crit, gl, gr)
+			best := math.Inf(-1)
+			for fe := 0; fe < d; fe++ {
+				for _, x := range X {
+					l, rr := split(fe, x[fe])
+					if l[0]+l[1]+l[2] == 0 || rr[0]+rr[1]+rr[2] == 0 {
+						continue
+					}
+					best = max(best, score(crit, l, rr))
+				}
+			}
+			if math.Abs(got-best) > 1e-9 {
+				t.Fatalf("trial %d %s: split x%d ≤ %g scores %g, the best %g", trial, crit, tr.Feature[0], tr.Threshold[0], got, best)
+			}
+			chosen[crit] = [2]float64{float64(tr.Feature[0]), tr.Threshold[0]}
+		}
+		if chosen[CriterionGini] != chosen[CriterionGainRatio] || chosen[CriterionGini] != chosen[CriterionEntropy] {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Fatal("the three criteria chose the same split in every trial")
+	}
+	if _, err := Fit([][]float64{{1}, {2}}, []float64{1, 2}, Options{Task: Regression, Trees: 1, Criterion: CriterionEntropy}); err == nil {
+		t.Fatal("an entropy criterion for regression was accepted")
+	}
+	if _, err := Fit([][]float64{{1}, {2}}, []float64{1, 2}, Options{Task: Classification, Trees: 1, Criterion: "twoing"}); err == nil {
+		t.Fatal("an unknown criterion was accepted")
+	}
+}

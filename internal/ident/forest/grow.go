@@ -196,12 +196,20 @@ func (b *builder) nodeStats(lo, hi int) (w, crit float64, pure bool) {
 			w += b.w[i]
 		}
 		nz := 0
+		ent := xlx(w)
 		for c, v := range b.tc {
 			crit += v * v / w
+			ent -= xlx(v)
 			if v > 0 {
 				nz++
 			}
 			b.tc[c] = v / w
+		}
+		switch b.opt.Criterion {
+		case CriterionEntropy:
+			crit = -ent
+		case CriterionGainRatio:
+			crit = 0
 		}
 		return w, crit, nz <= 1
 	}
@@ -237,12 +245,19 @@ func (b *builder) scan(s []int32, col []float64, wTot float64) (int, float64) {
 		for c := range rc {
 			rc[c] = b.tc[c] * wTot
 		}
+		gini := b.opt.Criterion == "" || b.opt.Criterion == CriterionGini
 		for p := 0; p < last; p++ {
 			i := s[p]
 			wi := b.w[i]
 			lc[dt.cls[i]] += wi
 			wl += wi
 			if p+1 < minLeaf || col[s[p+1]] == col[i] {
+				continue
+			}
+			if !gini {
+				if g := b.infoScore(lc, rc, wl, wTot); g > bestG {
+					best, bestG = p, g
+				}
 				continue
 			}
 			wr := wTot - wl
@@ -315,6 +330,13 @@ func (b *builder) scanRandom(s []int32, col []float64, wTot float64) (int, float
 		if p < b.opt.MinLeaf || len(s)-p < b.opt.MinLeaf {
 			return -1, 0, 0
 		}
+		if b.opt.Criterion != "" && b.opt.Criterion != CriterionGini {
+			rc := b.rc
+			for c := range rc {
+				rc[c] = b.tc[c] * wTot
+			}
+			return p - 1, b.infoScore(lc, rc, wl, wTot), thr
+		}
 		wr := wTot - wl
 		sl, sr := 0.0, 0.0
 		for c, l := range lc {
@@ -334,4 +356,37 @@ func (b *builder) scanRandom(s []int32, col []float64, wTot float64) (int, float
 	}
 	sr := b.tc[0]*wTot - sl
 	return p - 1, sl*sl/wl + sr*sr/(wTot-wl), thr
+}
+
+func xlx(v float64) float64 {
+	if v <= 0 {
+		return 0
+	}
+	return v * math.Log(v)
+}
+
+// infoScore is the entropy criteria's score of a split with left class
+// weights lc (wl in all) of a node with class weights tot (wTot in all):
+// for CriterionEntropy minus the children's weighted entropy,
+// −(W_L·H_L + W_R·H_R), which exceeds the node's −W·H (nodeStats) by W
+// times the information gain; for CriterionGainRatio the gain over the
+// split's own entropy (W·H(W_L/W, W_R/W)), against a node score of 0.
+func (b *builder) infoScore(lc, tot []float64, wl, wTot float64) float64 {
+	wr := wTot - wl
+	child := xlx(wl) + xlx(wr)
+	for c, l := range lc {
+		child -= xlx(l) + xlx(tot[c]-l)
+	}
+	if b.opt.Criterion == CriterionEntropy {
+		return -child
+	}
+	parent := xlx(wTot)
+	for _, t := range tot {
+		parent -= xlx(t)
+	}
+	split := xlx(wTot) - xlx(wl) - xlx(wr)
+	if !(split > 0) {
+		return math.Inf(-1)
+	}
+	return (parent - child) / split
 }

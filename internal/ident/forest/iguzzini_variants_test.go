@@ -88,6 +88,7 @@ func TestIguzziniVariants(t *testing.T) {
 		name string
 		run  func(Xtr [][]float64, ytr []float64, Xte [][]float64, seed uint64) []float64
 	}
+	var clsC func(trees, mtry, leaf int, crit, mode string) func([][]float64, []float64, [][]float64, uint64) []float64
 	reg := func(trees, mtry, leaf int, cuts bool) func([][]float64, []float64, [][]float64, uint64) []float64 {
 		return func(Xtr [][]float64, ytr []float64, Xte [][]float64, seed uint64) []float64 {
 			o := DefaultOptions(Regression)
@@ -105,9 +106,13 @@ func TestIguzziniVariants(t *testing.T) {
 		}
 	}
 	clsE := func(trees, mtry, leaf int, mode string) func([][]float64, []float64, [][]float64, uint64) []float64 {
+		return clsC(trees, mtry, leaf, "", mode)
+	}
+	_ = clsE
+	clsC = func(trees, mtry, leaf int, crit, mode string) func([][]float64, []float64, [][]float64, uint64) []float64 {
 		return func(Xtr [][]float64, ytr []float64, Xte [][]float64, seed uint64) []float64 {
 			o := DefaultOptions(Classification)
-			o.Trees, o.MaxFeatures, o.MinLeaf, o.Seed = trees, mtry, leaf, seed
+			o.Trees, o.MaxFeatures, o.MinLeaf, o.Seed, o.Criterion = trees, mtry, leaf, seed, crit
 			f, _ := Fit(Xtr, ytr, o)
 			out := make([]float64, len(Xte))
 			p := make([]float64, 4)
@@ -250,6 +255,12 @@ func TestIguzziniVariants(t *testing.T) {
 		{"cls1000 median", clsE(1000, 3, 1, "median")},
 		{"combo1000", combo(1000)},
 		{"reg3000 m3 l2", reg(3000, 3, 2, false)},
+		{"cls1000 entropy argmax", clsC(1000, 3, 1, CriterionEntropy, "argmax")},
+		{"cls1000 entropy mean", clsC(1000, 3, 1, CriterionEntropy, "mean")},
+		{"cls1000 gainratio argmax", clsC(1000, 3, 1, CriterionGainRatio, "argmax")},
+		{"cls1000 gainratio mean", clsC(1000, 3, 1, CriterionGainRatio, "mean")},
+		{"cls1000 gainratio l2 argmax", clsC(1000, 3, 2, CriterionGainRatio, "argmax")},
+		{"cls1000 gainratio m4 argmax", clsC(1000, 4, 1, CriterionGainRatio, "argmax")},
 	}
 	only := os.Getenv("ZZV")
 	for _, v := range vs {

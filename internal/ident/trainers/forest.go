@@ -44,6 +44,7 @@ type ForestParams struct {
 	Bootstrap      *bool   `json:"bootstrap" jsonschema:"draw each tree's rows with replacement (needed for the out-of-bag estimate)" param:"default=true"`
 	SampleFraction float64 `json:"sampleFraction" jsonschema:"rows drawn per tree as a fraction of the train rows" param:"default=1;min=0"`
 	RandomSplits   bool    `json:"randomSplits" jsonschema:"extremely randomised trees: one random threshold per tried feature" param:"default=false"`
+	Criterion      string  `json:"criterion" jsonschema:"classification split criterion: gini, entropy (information gain) or gain_ratio (information gain over the split's own entropy, C4.5's; what the published iGuzzini forest used); regression always uses squared error" param:"default=\"gini\";enum=gini|entropy|gain_ratio"`
 	Physics        any     `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
 	PhysicsSha256  any     `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
@@ -77,6 +78,9 @@ func (p ForestParams) Options(y []float64, seed uint64) forest.Options {
 		o.Trees = p.Trees
 	}
 	o.MaxDepth, o.MaxFeatures, o.RandomSplits, o.Seed = p.MaxDepth, p.MaxFeatures, p.RandomSplits, seed
+	if p.Criterion != "" && p.Criterion != forest.CriterionGini {
+		o.Criterion = p.Criterion
+	}
 	if p.MinLeaf > 0 {
 		o.MinLeaf = p.MinLeaf
 	}
