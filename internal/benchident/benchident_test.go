@@ -2,8 +2,10 @@ package benchident
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -183,21 +185,37 @@ func silverboxLinear(t *testing.T, rs []Result) {
 }
 
 // TestNeuralStateSpaceBenchConfigs checks issue 19's targets for
-// neural_state_space@1 (Silverbox multisine ≤ 1.4 mV and arrow full ≤
-// 2.6 mV; cascaded tanks black box ≤ 0.39 V). Its trainings take about
-// 10 + 4 minutes on 2 cores, beyond the full suite's 15-minute budget,
-// so it runs only with AML_BENCH_NSS=1.
+// neural_state_space@1: Silverbox multisine ≤ 1.4 mV and arrow full ≤
+// 2.6 mV at the seeds in AML_BENCH_NSS_SEEDS (comma-separated, default
+// the config's seed 1; bench/RESULTS.md has 1, 2, 3, about 5–7 minutes
+// each on 2 cores), and cascaded tanks black box ≤ 0.39 V for the three
+// ensembles of seeds 1–5, 6–10 and 11–15 (select record; 1–3 minutes
+// each). Beyond the full suite's 15-minute budget, so it runs only with
+// AML_BENCH_NSS=1.
 func TestNeuralStateSpaceBenchConfigs(t *testing.T) {
 	if os.Getenv("AML_BENCH_NSS") != "1" {
-		t.Skip("trains neural_state_space@1 for about 14 minutes; set AML_BENCH_NSS=1")
+		t.Skip("trains neural_state_space@1 for about 15 minutes; set AML_BENCH_NSS=1")
 	}
 	if _, err := os.Stat("../../../shared/datasets"); err != nil {
 		t.Skip("shared datasets folder absent")
 	}
-	run := func(path string) []Result {
+	run := func(path string, seed int64) []Result {
 		cfg, err := Load(path)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for i, tr := range cfg.Trainers {
+			if tr.Ref != "neural_state_space@1" {
+				continue
+			}
+			var p map[string]any
+			if err := json.Unmarshal(tr.Params, &p); err != nil {
+				t.Fatal(err)
+			}
+			p["seed"] = seed
+			if cfg.Trainers[i].Params, err = json.Marshal(p); err != nil {
+				t.Fatal(err)
+			}
 		}
 		rep, err := Run(context.Background(), cfg, t.TempDir(), nil)
 		if err != nil {
@@ -209,27 +227,42 @@ func TestNeuralStateSpaceBenchConfigs(t *testing.T) {
 				if r.Error != "" {
 					t.Fatalf("%s: %s", path, r.Error)
 				}
-				t.Logf("%s %s %s: free-run RMSE %.5f", rep.Name, r.Output, r.Test, deref(r.FreeRunRMSE))
+				t.Logf("%s seed %d %s %s: free-run RMSE %.5f", rep.Name, seed, r.Output, r.Test, deref(r.FreeRunRMSE))
 				rs = append(rs, r)
 			}
 		}
 		return rs
 	}
-	want := map[string]float64{"multisine": 0.0014, "arrow full": 0.0026}
-	seen := 0
-	for _, r := range run("../../examples/bench/silverbox_nss.json") {
-		if w, ok := want[r.Test]; ok {
-			seen++
-			if r.FreeRunRMSE == nil || *r.FreeRunRMSE > w {
-				t.Errorf("silverbox %s: free-run RMSE %v V > %.4f V", r.Test, deref(r.FreeRunRMSE), w)
+	seeds := []int64{1}
+	if s := os.Getenv("AML_BENCH_NSS_SEEDS"); s != "" {
+		seeds = nil
+		for _, f := range strings.Split(s, ",") {
+			v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				t.Fatalf("AML_BENCH_NSS_SEEDS: %v", err)
 			}
+			seeds = append(seeds, v)
 		}
 	}
-	if seen != 2 {
-		t.Errorf("silverbox: %d per-test results, want multisine and arrow full", seen)
+	want := map[string]float64{"multisine": 0.0014, "arrow full": 0.0026}
+	for _, seed := range seeds {
+		seen := 0
+		for _, r := range run("../../examples/bench/silverbox_nss.json", seed) {
+			if w, ok := want[r.Test]; ok {
+				seen++
+				if r.FreeRunRMSE == nil || *r.FreeRunRMSE > w {
+					t.Errorf("silverbox seed %d %s: free-run RMSE %v V > %.4f V", seed, r.Test, deref(r.FreeRunRMSE), w)
+				}
+			}
+		}
+		if seen != 2 {
+			t.Errorf("silverbox seed %d: %d per-test results, want multisine and arrow full", seed, seen)
+		}
 	}
-	rs := run("../../examples/bench/cascaded_tanks_nss.json")
-	if len(rs) == 0 || rs[0].FreeRunRMSE == nil || *rs[0].FreeRunRMSE > 0.39 {
-		t.Errorf("tanks black-box free-run RMSE %v V > 0.39 V", rs)
+	for _, seed := range []int64{1, 6, 11} {
+		rs := run("../../examples/bench/cascaded_tanks_nss.json", seed)
+		if len(rs) == 0 || rs[0].FreeRunRMSE == nil || *rs[0].FreeRunRMSE > 0.39 {
+			t.Errorf("tanks black-box ensemble of seeds %d–%d: free-run RMSE %v V > 0.39 V", seed, seed+4, rs)
+		}
 	}
 }
