@@ -244,7 +244,67 @@ func TestIguzziniVariants(t *testing.T) {
 		}
 		return reg(1000, bm, bl, false)(Xtr, ytr, Xte, seed)
 	}
+	// the ordinal forest's score and gradient-boosted trees' score
+	// averaged with weight wb on the boost, rounded
+	blend := func(trees int, wb float64) func([][]float64, []float64, [][]float64, uint64) []float64 {
+		return func(Xtr [][]float64, ytr []float64, Xte [][]float64, seed uint64) []float64 {
+			o := DefaultOptions(Regression)
+			o.Trees, o.MaxFeatures, o.MinLeaf, o.Seed = trees, 3, 2, seed
+			fr, _ := Fit(Xtr, ytr, o)
+			fb, err := Boost(Xtr, ytr, BoostOptions{Rounds: 400, LearningRate: 0.03, MaxDepth: 3, MinLeaf: 4, Subsample: 0.8, Seed: seed + 50})
+			if err != nil {
+				panic(err)
+			}
+			out := make([]float64, len(Xte))
+			for i, x := range Xte {
+				out[i] = clampRound((1-wb)*fr.Predict(x) + wb*fb.Predict(x))
+			}
+			return out
+		}
+	}
+	sub := func(trees int, frac float64) func([][]float64, []float64, [][]float64, uint64) []float64 {
+		return func(Xtr [][]float64, ytr []float64, Xte [][]float64, seed uint64) []float64 {
+			o := DefaultOptions(Regression)
+			o.Trees, o.MaxFeatures, o.MinLeaf, o.Seed, o.Bootstrap, o.SampleFraction = trees, 3, 2, seed, false, frac
+			f, _ := Fit(Xtr, ytr, o)
+			out := make([]float64, len(Xte))
+			for i, x := range Xte {
+				out[i] = clampRound(f.Predict(x))
+			}
+			return out
+		}
+	}
+	// four differences of related process quantities appended before any
+	// fold was scored: torque peak − mean, cycle − filling −
+	// plasticizing time, clamping peak − closing force, injection −
+	// back pressure peak
+	feat := func(trees, mtry int) func([][]float64, []float64, [][]float64, uint64) []float64 {
+		aug := func(x []float64) []float64 {
+			return append(append([]float64(nil), x...), x[7]-x[8], x[4]-x[2]-x[3], x[6]-x[5], x[10]-x[9])
+		}
+		return func(Xtr [][]float64, ytr []float64, Xte [][]float64, seed uint64) []float64 {
+			var A [][]float64
+			for _, x := range Xtr {
+				A = append(A, aug(x))
+			}
+			o := DefaultOptions(Regression)
+			o.Trees, o.MaxFeatures, o.MinLeaf, o.Seed = trees, mtry, 2, seed
+			f, _ := Fit(A, ytr, o)
+			out := make([]float64, len(Xte))
+			for i, x := range Xte {
+				out[i] = clampRound(f.Predict(aug(x)))
+			}
+			return out
+		}
+	}
 	vs := []variant{
+		{"feat1000 m3", feat(1000, 3)},
+		{"feat1000 m4", feat(1000, 4)},
+		{"blend1000 0.3", blend(1000, 0.3)},
+		{"blend1000 0.5", blend(1000, 0.5)},
+		{"sub1000 0.632", sub(1000, 0.632)},
+		{"sub3000 0.632", sub(3000, 0.632)},
+		{"sub1000 0.8", sub(1000, 0.8)},
 		{"oobpick1000", oobPick},
 		{"pca1000 m5 l2", pcaAug(1000, 5, 2)},
 		{"pca1000 m8 l2", pcaAug(1000, 8, 2)},
