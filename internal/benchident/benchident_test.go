@@ -187,10 +187,10 @@ func silverboxLinear(t *testing.T, rs []Result) {
 // TestNeuralStateSpaceBenchConfigs checks issue 19's targets for
 // neural_state_space@1: Silverbox multisine ≤ 1.4 mV and arrow full ≤
 // 2.6 mV at the seeds in AML_BENCH_NSS_SEEDS (comma-separated, default
-// the config's seed 1; bench/RESULTS.md has 1, 2, 3, about 5–7 minutes
-// each on 2 cores), and cascaded tanks black box ≤ 0.39 V for the three
-// ensembles of seeds 1–5, 6–10 and 11–15 (select record; 1–3 minutes
-// each). Beyond the full suite's 15-minute budget, so it runs only with
+// the config's seed 1; bench/RESULTS.md has 1, 2, 3, 2–7 minutes each
+// on 2 cores under load), and cascaded tanks black box ≤ 0.39 V for the
+// three ensembles of seeds 1–5, 6–10 and 11–15 (select record; 1–2
+// minutes each). With the default seed the whole test took 4.7 minutes. Beyond the full suite's 15-minute budget, so it runs only with
 // AML_BENCH_NSS=1.
 func TestNeuralStateSpaceBenchConfigs(t *testing.T) {
 	if os.Getenv("AML_BENCH_NSS") != "1" {
