@@ -358,6 +358,7 @@ func (b *builder) scanRandom(s []int32, col []float64, wTot float64) (int, float
 	return p - 1, sl*sl/wl + sr*sr/(wTot-wl), thr
 }
 
+// xlx is v·ln v, 0 for v ≤ 0 (its limit).
 func xlx(v float64) float64 {
 	if v <= 0 {
 		return 0

@@ -182,7 +182,7 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 		sum2 := make([]float64, m.NY)
 		cnt := 0
 		for s, b := range blocks {
-			if b.cut >= b.hi && cfg.Select != SelectRecord {
+			if (b.cut >= b.hi && cfg.Select != SelectRecord) || b.hi <= lag {
 				continue
 			}
 			lo, from := b.cut-lag, b.cut
