@@ -82,3 +82,22 @@ func TestForestLoader(t *testing.T) {
 		t.Fatalf("a corrupt forest loaded: %v", err)
 	}
 }
+
+// The criterion param reaches the forest's options (gini stays the
+// default, written as nothing), and an information criterion for a
+// regression target is refused.
+func TestForestCriterionParam(t *testing.T) {
+	y := []float64{1, 2, 1, 2, 1, 2}
+	for crit, want := range map[string]string{"": "", "gini": "", "entropy": forest.CriterionEntropy, "gain_ratio": forest.CriterionGainRatio} {
+		if got := (ForestParams{Criterion: crit}).Options(y, 1).Criterion; got != want {
+			t.Errorf("criterion %q: options %q, want %q", crit, got, want)
+		}
+	}
+	X := [][]float64{{1}, {2}, {3}, {4}, {5}, {6}}
+	if _, err := (ForestParams{Task: "regression", Criterion: "entropy", Trees: 3}).Fit(X, []float64{0.1, 0.5, 0.2, 0.9, 0.3, 0.7}, 1); err == nil {
+		t.Fatal("entropy for a regression target accepted")
+	}
+	if _, err := (ForestParams{Criterion: "gain_ratio", Trees: 3}).Fit(X, y, 1); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -167,3 +167,25 @@ func FuzzLoadNSS(f *testing.F) {
 		_, _ = rs.SimulateRun(in, out, 2)
 	})
 }
+
+// The select param reaches the fit: record scores the epoch on another
+// block than tail (another starting figure), and an unknown criterion is
+// refused before training.
+func TestNSSSelectParam(t *testing.T) {
+	b, _ := narxBundle(t)
+	start := func(sel string) float64 {
+		dir, err := linTrainNative(t, NeuralStateSpace{}, b, `{"order":3,"na":3,"nb":3,"hidden":[8],"feedthrough":false,"epochs":2,"seqLen":20,"batch":8,"select":"`+sel+`"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a nssArtifact
+		linReadArtifact(t, dir, &a)
+		return a.Members[0].Training.InitValNRMSE
+	}
+	if r, tl := start("record"), start("tail"); r == tl || !(r > 0) || !(tl > 0) {
+		t.Fatalf("start figures record %g, tail %g", r, tl)
+	}
+	if _, err := linTrainNative(t, NeuralStateSpace{}, b, `{"order":3,"na":3,"nb":3,"epochs":2,"select":"test"}`); err == nil {
+		t.Fatal("select test accepted")
+	}
+}
