@@ -42,6 +42,16 @@ type DB interface {
 	NoRows(err error) bool
 }
 
+// PointQuerier is a DB that reads a page query's (ts, value, state) rows
+// straight into points: up to limit rows are appended to dst, and more
+// reports that a further row exists. It is the same rows Query and Scan
+// would give, without the generic path's per-row costs (SQLite: the driver
+// rows are read directly, not through database/sql's locking and Scan
+// conversions). AppendPage uses it when DB has it.
+type PointQuerier interface {
+	AppendPoints(ctx context.Context, q string, args []any, dst []core.Point, limit int) (pts []core.Point, more bool, err error)
+}
+
 // Reader reads samples through DB; Nodes caches node id → pk (shared with
 // the back-end's write path, which fills it too). ArrayIn binds the
 // matching contexts as one array parameter ("ctx = ANY(?)", PostgreSQL:
@@ -180,15 +190,26 @@ func (r *Reader) AppendPage(ctx context.Context, q core.PageQuery, dst []core.Po
 	}
 	more, args := r.Where(sel, args, q.FromMs, q.ToMs)
 	args = append(args, limit+1)
-	rows, err := r.DB.Query(ctx, `SELECT ts, value, state FROM samples WHERE node = ?`+cond+more+` ORDER BY ts LIMIT ?`, args...)
-	if err != nil {
-		return page, sqldb.Err(err, "query page")
-	}
-	defer rows.Close()
+	query := `SELECT ts, value, state FROM samples WHERE node = ?` + cond + more + ` ORDER BY ts LIMIT ?`
 	base := len(dst)
 	if cap(dst)-base < min(limit, 4096) {
 		page.Points = slices.Grow(dst, min(limit, 4096))
 	}
+	if pq, ok := r.DB.(PointQuerier); ok {
+		page.Points, page.HasMore, err = pq.AppendPoints(ctx, query, args, page.Points, limit)
+		if err != nil {
+			return page, sqldb.Err(err, "query page")
+		}
+		if n := len(page.Points); n > base {
+			page.NextAfterTs = page.Points[n-1].TsUs
+		}
+		return page, nil
+	}
+	rows, err := r.DB.Query(ctx, query, args...)
+	if err != nil {
+		return page, sqldb.Err(err, "query page")
+	}
+	defer rows.Close()
 	var p core.Point
 	var st sql.NullString
 	for rows.Next() {
