@@ -182,15 +182,13 @@ func (r *Reader) AppendPage(ctx context.Context, q core.PageQuery, dst []core.Po
 	if err != nil || sel.None() {
 		return page, err
 	}
-	args := []any{pk}
-	cond := ""
-	if q.AfterTs != nil {
-		cond = " AND ts > ?"
-		args = append(args, *q.AfterTs)
+	lo, hi, ok := pageRange(sel, q)
+	if !ok {
+		return page, nil
 	}
-	more, args := r.Where(sel, args, q.FromMs, q.ToMs)
+	more, args := r.pageWhere(sel, []any{pk, lo, hi}, lo, hi)
 	args = append(args, limit+1)
-	query := `SELECT ts, value, state FROM samples WHERE node = ?` + cond + more + ` ORDER BY ts LIMIT ?`
+	query := `SELECT ts, value, state FROM samples WHERE node = ? AND ts >= ? AND ts <= ?` + more + ` ORDER BY ts LIMIT ?`
 	base := len(dst)
 	if cap(dst)-base < min(limit, 4096) {
 		page.Points = slices.Grow(dst, min(limit, 4096))
@@ -231,6 +229,61 @@ func (r *Reader) AppendPage(ctx context.Context, q core.PageQuery, dst []core.Po
 		page.NextAfterTs = page.Points[n-1].TsUs
 	}
 	return page, nil
+}
+
+// pageRange is the one time range [lo, hi] (epoch µs) a page reads: the
+// cursor (AfterTs, exclusive), FromMs/ToMs (as Where renders them) and,
+// under a context filter, the matching contexts' bounds. ok is false when
+// no timestamp is in all of them.
+func pageRange(s Sel, q core.PageQuery) (lo, hi int64, ok bool) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	if q.AfterTs != nil {
+		if *q.AfterTs == math.MaxInt64 {
+			return 0, 0, false
+		}
+		lo = *q.AfterTs + 1
+	}
+	if q.FromMs != nil {
+		lo = max(lo, *q.FromMs*1000)
+	}
+	if q.ToMs != nil {
+		hi = min(hi, *q.ToMs*1000+999)
+	}
+	if !s.All {
+		lo, hi = max(lo, s.Lo), min(hi, s.Hi)
+	}
+	return lo, hi, lo <= hi
+}
+
+// pageWhere renders a page's context condition for the range [lo, hi]:
+// the samples must belong to the matching contexts, unless no other
+// context has a sample in [lo, hi] — then every sample there belongs to
+// them and the test of each row's ctx is skipped. Each context's
+// [min_ts, max_ts] covers its samples in every committed state (the
+// ingest transaction that writes samples widens their context's bounds),
+// and the check is a subquery of the page's own statement, so it sees
+// the same snapshot as the rows it decides about, on both back-ends
+// (SQLite runs the uncorrelated subquery once, PostgreSQL as an
+// InitPlan). The ctx column is then neither decoded nor compared for the
+// rows of a run that no other run overlaps in time, the common case of a
+// dataset build (bench/RESULTS.md, issue 22).
+func (r *Reader) pageWhere(s Sel, args []any, lo, hi int64) (string, []any) {
+	if s.All {
+		return "", args
+	}
+	if r.ArrayIn {
+		return " AND (NOT EXISTS (SELECT 1 FROM sample_ctx WHERE pk <> ALL(?) AND min_ts <= ? AND max_ts >= ?) OR ctx = ANY(?))",
+			append(args, s.PKs, hi, lo, s.PKs)
+	}
+	var in strings.Builder
+	for i, pk := range s.PKs {
+		if i > 0 {
+			in.WriteByte(',')
+		}
+		in.WriteString(strconv.FormatInt(pk, 10))
+	}
+	return " AND (NOT EXISTS (SELECT 1 FROM sample_ctx WHERE pk NOT IN (" + in.String() + ") AND min_ts <= ? AND max_ts >= ?) OR ctx IN (" + in.String() + "))",
+		append(args, hi, lo)
 }
 
 // contexts maps every sample context pk to its ids.
