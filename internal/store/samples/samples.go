@@ -8,7 +8,11 @@
 // — so they are written once; each back-end keeps only what differs: how
 // it writes the samples themselves (COPY and partitions on PostgreSQL,
 // prepared batches on SQLite), the driver that runs these statements (DB),
-// and how it counts a run's samples.
+// and how it counts a run's samples. A back-end's DB may also read a
+// page's rows straight into points (PointQuerier; SQLite's does, past
+// database/sql's Scan), and a page under a run's context skips the
+// per-row context test when no other context has samples in its time
+// range (pageWhere).
 package samples
 
 import (
