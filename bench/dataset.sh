@@ -4,8 +4,11 @@
 # samples (bench/rawread: plain prepared SELECT pages) measured in the same run.
 # Targets: build time ≤ 1.5× raw read time; peak RSS ≤ 2× output array bytes.
 # With Debian's python3-numpy (/usr/bin/python3) it also times
-# bench/dataset_numpy.py, the same pipeline in numpy, on the same store.
-# Usage: bench/dataset.sh [stride ...]   (default: 10 1)
+# bench/dataset_numpy.py, the same pipeline vectorised in numpy, on the same
+# store, and with PLAIN=1 bench/dataset_numpy_plain.py, the straightforward
+# numpy implementation (loops over points, samples and windows; minutes per
+# build) — both must give the same window count and sha256.
+# Usage: [PLAIN=1] bench/dataset.sh [stride ...]   (default: 10 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=0
@@ -52,12 +55,19 @@ if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
   for stride in ${@:-10 1}; do
     python3 -c 'import json,sys; s=json.load(open("bench/dataset-spec.json")); s["stride"]=int(sys.argv[1]); json.dump(s,open(sys.argv[2],"w"))' "$stride" "$work/spec.json"
     np=$(/usr/bin/python3 bench/dataset_numpy.py "$D" "$work/spec.json" "$work/np")
+    plain='{}'
+    if [ "${PLAIN:-}" = 1 ]; then
+      plain=$(/usr/bin/python3 bench/dataset_numpy_plain.py "$D" "$work/spec.json" "$work/np-plain")
+    fi
     out=$("$work/aml" dataset build --spec "$work/spec.json" --data "$D" --json)
-    python3 - "$stride" "$np" "$out" <<'PY'
+    python3 - "$stride" "$np" "$out" "$plain" <<'PY'
 import json, sys
-stride, np, b = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+stride, np, b, plain = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
 d = b["dataset"]
-print(f"stride {stride}: numpy pipeline {np['seconds']:.3f} s ({np['windows']} windows), aml {b['seconds']:.3f} s ({d['trainWindows']+d['valWindows']+d['testWindows']} windows): aml/numpy {b['seconds']/np['seconds']:.2f}")
+print(f"stride {stride}: vectorised numpy {np['seconds']:.3f} s ({np['windows']} windows), aml {b['seconds']:.3f} s ({d['trainWindows']+d['valWindows']+d['testWindows']} windows): aml/numpy {b['seconds']/np['seconds']:.2f}")
+if plain:
+    same = "same sha256 as the vectorised script" if plain["sha256"] == np["sha256"] else "sha256 DIFFERS from the vectorised script"
+    print(f"stride {stride}: straightforward numpy {plain['seconds']:.3f} s ({plain['windows']} windows, {same}): aml/numpy {b['seconds']/plain['seconds']:.3f}")
 PY
   done
 else

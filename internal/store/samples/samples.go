@@ -8,7 +8,11 @@
 // — so they are written once; each back-end keeps only what differs: how
 // it writes the samples themselves (COPY and partitions on PostgreSQL,
 // prepared batches on SQLite), the driver that runs these statements (DB),
-// and how it counts a run's samples.
+// and how it counts a run's samples. A back-end's DB may also read a
+// page's rows straight into points (PointQuerier; SQLite's does, past
+// database/sql's Scan), and a page under a run's context skips the
+// per-row context test when no other context has samples in its time
+// range (pageWhere).
 package samples
 
 import (
@@ -40,6 +44,16 @@ type DB interface {
 	QueryRow(ctx context.Context, q string, args ...any) sqldb.Row
 	// NoRows reports whether err is the driver's "no rows".
 	NoRows(err error) bool
+}
+
+// PointQuerier is a DB that reads a page query's (ts, value, state) rows
+// straight into points: up to limit rows are appended to dst, and more
+// reports that a further row exists. It is the same rows Query and Scan
+// would give, without the generic path's per-row costs (SQLite: the driver
+// rows are read directly, not through database/sql's locking and Scan
+// conversions). AppendPage uses it when DB has it.
+type PointQuerier interface {
+	AppendPoints(ctx context.Context, q string, args []any, dst []core.Point, limit int) (pts []core.Point, more bool, err error)
 }
 
 // Reader reads samples through DB; Nodes caches node id → pk (shared with
@@ -172,23 +186,32 @@ func (r *Reader) AppendPage(ctx context.Context, q core.PageQuery, dst []core.Po
 	if err != nil || sel.None() {
 		return page, err
 	}
-	args := []any{pk}
-	cond := ""
-	if q.AfterTs != nil {
-		cond = " AND ts > ?"
-		args = append(args, *q.AfterTs)
+	lo, hi, ok := pageRange(sel, q)
+	if !ok {
+		return page, nil
 	}
-	more, args := r.Where(sel, args, q.FromMs, q.ToMs)
+	more, args := r.pageWhere(sel, []any{pk, lo, hi}, lo, hi)
 	args = append(args, limit+1)
-	rows, err := r.DB.Query(ctx, `SELECT ts, value, state FROM samples WHERE node = ?`+cond+more+` ORDER BY ts LIMIT ?`, args...)
-	if err != nil {
-		return page, sqldb.Err(err, "query page")
-	}
-	defer rows.Close()
+	query := `SELECT ts, value, state FROM samples WHERE node = ? AND ts >= ? AND ts <= ?` + more + ` ORDER BY ts LIMIT ?`
 	base := len(dst)
 	if cap(dst)-base < min(limit, 4096) {
 		page.Points = slices.Grow(dst, min(limit, 4096))
 	}
+	if pq, ok := r.DB.(PointQuerier); ok {
+		page.Points, page.HasMore, err = pq.AppendPoints(ctx, query, args, page.Points, limit)
+		if err != nil {
+			return page, sqldb.Err(err, "query page")
+		}
+		if n := len(page.Points); n > base {
+			page.NextAfterTs = page.Points[n-1].TsUs
+		}
+		return page, nil
+	}
+	rows, err := r.DB.Query(ctx, query, args...)
+	if err != nil {
+		return page, sqldb.Err(err, "query page")
+	}
+	defer rows.Close()
 	var p core.Point
 	var st sql.NullString
 	for rows.Next() {
@@ -210,6 +233,61 @@ func (r *Reader) AppendPage(ctx context.Context, q core.PageQuery, dst []core.Po
 		page.NextAfterTs = page.Points[n-1].TsUs
 	}
 	return page, nil
+}
+
+// pageRange is the one time range [lo, hi] (epoch µs) a page reads: the
+// cursor (AfterTs, exclusive), FromMs/ToMs (as Where renders them) and,
+// under a context filter, the matching contexts' bounds. ok is false when
+// no timestamp is in all of them.
+func pageRange(s Sel, q core.PageQuery) (lo, hi int64, ok bool) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	if q.AfterTs != nil {
+		if *q.AfterTs == math.MaxInt64 {
+			return 0, 0, false
+		}
+		lo = *q.AfterTs + 1
+	}
+	if q.FromMs != nil {
+		lo = max(lo, *q.FromMs*1000)
+	}
+	if q.ToMs != nil {
+		hi = min(hi, *q.ToMs*1000+999)
+	}
+	if !s.All {
+		lo, hi = max(lo, s.Lo), min(hi, s.Hi)
+	}
+	return lo, hi, lo <= hi
+}
+
+// pageWhere renders a page's context condition for the range [lo, hi]:
+// the samples must belong to the matching contexts, unless no other
+// context has a sample in [lo, hi] — then every sample there belongs to
+// them and the test of each row's ctx is skipped. Each context's
+// [min_ts, max_ts] covers its samples in every committed state (the
+// ingest transaction that writes samples widens their context's bounds),
+// and the check is a subquery of the page's own statement, so it sees
+// the same snapshot as the rows it decides about, on both back-ends
+// (SQLite runs the uncorrelated subquery once, PostgreSQL as an
+// InitPlan). The ctx column is then neither decoded nor compared for the
+// rows of a run that no other run overlaps in time, the common case of a
+// dataset build (bench/RESULTS.md, issue 22).
+func (r *Reader) pageWhere(s Sel, args []any, lo, hi int64) (string, []any) {
+	if s.All {
+		return "", args
+	}
+	if r.ArrayIn {
+		return " AND (NOT EXISTS (SELECT 1 FROM sample_ctx WHERE pk <> ALL(?) AND min_ts <= ? AND max_ts >= ?) OR ctx = ANY(?))",
+			append(args, s.PKs, hi, lo, s.PKs)
+	}
+	var in strings.Builder
+	for i, pk := range s.PKs {
+		if i > 0 {
+			in.WriteByte(',')
+		}
+		in.WriteString(strconv.FormatInt(pk, 10))
+	}
+	return " AND (NOT EXISTS (SELECT 1 FROM sample_ctx WHERE pk NOT IN (" + in.String() + ") AND min_ts <= ? AND max_ts >= ?) OR ctx IN (" + in.String() + "))",
+		append(args, hi, lo)
 }
 
 // contexts maps every sample context pk to its ids.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/samples"
 	"github.com/aml-project/aml/internal/store/storetest"
 )
 
@@ -16,6 +17,7 @@ import (
 //	BenchmarkWriteSamples     API batch ingest through core.TimeSeries
 //	BenchmarkRawInsert        a plain one-row prepared INSERT loop of the same rows
 //	BenchmarkQueryPage        paged per-node reads through core.TimeSeries
+//	BenchmarkQueryPageDatabaseSQL  the same through database/sql's Scan (no samples.PointQuerier)
 //	BenchmarkRawSelect        a plain prepared SELECT of the same rows
 
 const benchNodes, benchSteps = 10, 20_000 // 200k samples per iteration
@@ -118,6 +120,22 @@ func benchStore(b *testing.B) *Store {
 
 func BenchmarkQueryPage(b *testing.B) {
 	s := benchStore(b)
+	benchPages(b, s)
+}
+
+// genericDB hides readDB's samples.PointQuerier: pages go through
+// database/sql's rows and Scan, the path before issue 22's third pass.
+type genericDB struct{ samples.DB }
+
+// BenchmarkQueryPageDatabaseSQL is BenchmarkQueryPage through database/sql
+// (genericDB): the comparison for the driver-level page read.
+func BenchmarkQueryPageDatabaseSQL(b *testing.B) {
+	s := benchStore(b)
+	s.Reader = &samples.Reader{DB: genericDB{readDB{s.r}}, Nodes: s.nodes}
+	benchPages(b, s)
+}
+
+func benchPages(b *testing.B, s *Store) {
 	ctx := context.Background()
 	b.ResetTimer()
 	n := 0

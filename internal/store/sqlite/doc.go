@@ -21,6 +21,11 @@
 //   - Inserts go through prepared multi-row INSERT statements (rowsPerStmt
 //     rows each), which bench/ingest.sh compares against a plain one-row
 //     prepared insert loop on the same settings.
+//   - Pages of samples (the dataset build's read) are read from the
+//     driver's rows directly on a pooled reader connection (readDB's
+//     AppendPoints, via sql.Conn.Raw): database/sql's locks and Scan
+//     conversions per row were ≈ a fifth of the read (bench/RESULTS.md,
+//     BenchmarkQueryPage beside BenchmarkQueryPageDatabaseSQL).
 //   - Migrations are embedded SQL files applied at open, each in its own
 //     transaction and recorded with a checksum in schema_migrations. A
 //     database written by a newer binary (a version this one does not know)

@@ -32,6 +32,7 @@ func Run(t *testing.T, h Harness) {
 		{"MetaRunsRecipesSegments", testMeta},
 		{"EnsureKeepsExisting", testEnsureKeepsExisting},
 		{"PagedQueryEverySampleOnceInOrder", testPaging},
+		{"PageContextFilterOverlappingRuns", testPageOverlap},
 		{"ReingestIdempotentAndReplaces", testReingest},
 		{"ConflictWithAnotherRun", testConflict},
 		{"IngestTxRollbackWritesNothing", testRollback},
@@ -57,6 +58,82 @@ func Run(t *testing.T, h Harness) {
 }
 
 func i64(v int64) *int64 { return &v }
+
+// testPageOverlap: a page under a run filter returns exactly that run's
+// samples whether or not other contexts' samples lie in the same time
+// range — interleaved with another run on the same node, inside a gap of
+// the run, on another node only, or nowhere near (where the reader may
+// skip testing each row's context: samples.Reader.pageWhere).
+func testPageOverlap(t *testing.T, h Harness) {
+	s := h.New(t)
+	ctx := context.Background()
+	want := map[string][]core.Point{}
+	var batch []core.Sample
+	add := func(node string, ms int64, run string) {
+		v := float64(ms) + 0.25
+		batch = append(batch, mk(node, ms, v, core.StateOK, sampleRun(run)))
+		if node == "n" {
+			want[run] = append(want[run], core.Point{TsUs: ms * 1000, Value: v, State: core.StateOK})
+		}
+	}
+	for ms := int64(0); ms < 100; ms++ { // a and b interleaved on n
+		add("n", ms, map[bool]string{true: "a", false: "b"}[ms%2 == 0])
+	}
+	for ms := int64(200); ms < 300; ms++ { // c alone on n, d overlaps it on m only
+		add("n", ms, "c")
+		add("m", ms+50, "d")
+	}
+	for ms := int64(400); ms < 500; ms++ { // e has a gap that f fills on n
+		if ms < 430 || ms >= 470 {
+			add("n", ms, "e")
+		} else if ms >= 440 && ms < 460 {
+			add("n", ms, "f")
+		}
+	}
+	for ms := int64(600); ms < 700; ms++ { // g nowhere near any other run
+		add("n", ms, "g")
+	}
+	if _, err := s.WriteSamples(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	for run, pts := range want {
+		for _, limit := range []int{1, 3, 1000} {
+			var got []core.Point
+			var after *int64
+			for {
+				p, err := s.QueryPage(ctx, core.PageQuery{Node: "n", Filter: sampleRun(run), AfterTs: after, Limit: limit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, p.Points...)
+				if !p.HasMore {
+					break
+				}
+				after = i64(p.NextAfterTs)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(pts) {
+				t.Fatalf("run %s limit %d: got %d points %v…, want %d", run, limit, len(got), got[:min(4, len(got))], len(pts))
+			}
+		}
+		// A window that cuts the run.
+		from, to := pts[2].TsUs/1000, pts[len(pts)-3].TsUs/1000
+		p, err := s.QueryPage(ctx, core.PageQuery{Node: "n", Filter: sampleRun(run), FromMs: &from, ToMs: &to, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(p.Points) != fmt.Sprint(pts[2:len(pts)-2]) {
+			t.Fatalf("run %s window [%d, %d]: got %d points, want %d", run, from, to, len(p.Points), len(pts)-4)
+		}
+	}
+	// An empty window and a cursor at the end of time return nothing.
+	from, to := int64(150), int64(160)
+	if p, err := s.QueryPage(ctx, core.PageQuery{Node: "n", Filter: sampleRun("a"), FromMs: &from, ToMs: &to}); err != nil || len(p.Points) != 0 || p.HasMore {
+		t.Fatalf("empty window: %v %v", p, err)
+	}
+	if p, err := s.QueryPage(ctx, core.PageQuery{Node: "n", Filter: sampleRun("g"), AfterTs: i64(math.MaxInt64)}); err != nil || len(p.Points) != 0 || p.HasMore {
+		t.Fatalf("cursor at the end: %v %v", p, err)
+	}
+}
 
 func sampleRun(run string) core.ContextFilter {
 	return core.ContextFilter{Line: "L1", Product: "P1", Recipe: "R1", Run: run}
