@@ -364,7 +364,7 @@ func (it *ingestTx) EnsureNodes(nodes []core.Node) (int, error) {
 		cols[3] = append(cols[3], n.Kind)
 		cols[4] = append(cols[4], n.Meaning)
 	}
-	rows, err := it.tx.Query(it.ctx, ensureNodesSQL, cols[0], cols[1], cols[2], cols[3], cols[4], time.Now().UnixMilli())
+	rows, err := it.tx.Query(it.ctx, ensureNodesSQL, pgx.QueryExecModeExec, cols[0], cols[1], cols[2], cols[3], cols[4], time.Now().UnixMilli())
 	if err != nil {
 		return 0, dbErr(err, "create nodes")
 	}
@@ -394,6 +394,27 @@ func (it *ingestTx) EnsureNodes(nodes []core.Node) (int, error) {
 		}
 	}
 	return created, nil
+}
+
+// GetNodes returns the stored records of those of ids that exist, read in
+// one statement inside the transaction (internal/ingest checks a stream's
+// nodes with it: a read through the pool would wait for a second
+// connection, and take a round trip per node).
+func (it *ingestTx) GetNodes(ids []string) ([]core.Node, error) {
+	rows, err := it.tx.Query(it.ctx, `SELECT `+records.NodeColumns+` FROM nodes WHERE id = ANY($1::text[])`, pgx.QueryExecModeExec, ids)
+	if err != nil {
+		return nil, dbErr(err, "read nodes")
+	}
+	defer rows.Close()
+	var out []core.Node
+	for rows.Next() {
+		n, err := records.ScanNode(rows)
+		if err != nil {
+			return nil, dbErr(err, "read nodes")
+		}
+		out = append(out, n)
+	}
+	return out, dbErr(rows.Err(), "read nodes")
 }
 
 // widen records that context pk has samples in [lo, hi].
