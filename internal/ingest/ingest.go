@@ -108,6 +108,16 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 		first = rampFirstBatch
 	}
 	err := ts.Ingest(ctx, func(tx core.IngestTx) error {
+		// A transaction that can write a batch while the next one is
+		// prepared (the PostgreSQL store's WriteAhead: its COPY runs on
+		// while this goroutine keys and encodes the next batch; an error
+		// of it fails a later call or the commit, and so the stream).
+		write := tx.Write
+		if wa, ok := tx.(interface {
+			WriteAhead([]core.Sample) (core.WriteStats, error)
+		}); ok {
+			write = wa.WriteAhead
+		}
 		seen := make(map[string]bool)
 		var fresh []core.Node // the batch's nodes not seen before
 		newNodes := 0
@@ -137,7 +147,7 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 					return err
 				}
 			}
-			_, err := tx.Write(batch)
+			_, err := write(batch)
 			return err
 		})
 		rep.NewNodes = newNodes
