@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ func newIngestCmd(a *app) *cobra.Command {
 		Short: "Ingest wide or long CSV files (see docs/csv-ingest.md)",
 		Args:  argsMin(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ingestGC()
 			run := req.Run
 			check := req
 			check.Run, check.Body = "-", strings.NewReader("")
@@ -113,6 +115,22 @@ func newIngestCmd(a *app) *cobra.Command {
 	fl.BoolVar(&req.SkipBad, "skip-bad", false, "skip bad rows (reported with reasons) instead of failing the file")
 	cmd.AddCommand(csvCmd)
 	return cmd
+}
+
+// ingestGCPercent is the collector's pace during "aml ingest csv" unless
+// GOGC is set. An ingest keeps a few batches of samples live (≈ 20 MiB
+// with PostgreSQL's batches) and allocates little once they are made; at
+// the default pace (100) the heap's growth to that size costs three or
+// four collections in the first ≈ 100 ms, each marking the pointer-laden
+// batches while the parser and the first COPYs wait (GODEBUG=gctrace=1;
+// bench/RESULTS.md, issue 22 fourth pass). At 400 the live heap still
+// bounds the process (≈ 5× it).
+const ingestGCPercent = 400
+
+func ingestGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(ingestGCPercent)
+	}
 }
 
 // firstTime parses a file (without writing) and returns its first sample

@@ -123,14 +123,23 @@ func (a *App) checkNodes(ctx context.Context, p Principal, line string, nodes ma
 		if err != nil {
 			return err
 		}
-		if n.LineID != line {
-			if err := p.Allow(auth.ActIngest, n.LineID); err != nil {
-				return err
-			}
-			return core.FieldErrorf(core.CodeConflict, "samples", "node %q belongs to line %q, not %q", id, n.LineID, line)
+		if err := checkNodeLine(p, line, n); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkNodeLine refuses samples of line for the stored node n when n
+// belongs to another line.
+func checkNodeLine(p Principal, line string, n core.Node) error {
+	if n.LineID == line {
+		return nil
+	}
+	if err := p.Allow(auth.ActIngest, n.LineID); err != nil {
+		return err
+	}
+	return core.FieldErrorf(core.CodeConflict, "samples", "node %q belongs to line %q, not %q", n.ID, n.LineID, line)
 }
 
 // checkRun refuses samples stamped with an existing run of another line:
@@ -300,8 +309,8 @@ func (a *App) IngestCSV(ctx context.Context, p Principal, req IngestCSVRequest) 
 			name = "upload:" + o.Run
 		}
 		body := &countReader{r: req.Body, f: req.Progress}
-		rep, err := ingest.Stream(ctx, a.d.Store, body, name, o, func(id string) error {
-			return a.checkNodes(ctx, p, o.Line, map[string]bool{id: true})
+		rep, err := ingest.Stream(ctx, a.d.Store, body, name, o, func(n core.Node) error {
+			return checkNodeLine(p, o.Line, n)
 		})
 		if err != nil {
 			return ingest.FileReport{}, err

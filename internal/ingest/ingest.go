@@ -86,14 +86,16 @@ func fileError(file string, err error) error {
 
 // Stream parses one CSV stream (named name in reports and errors) into one
 // ingest transaction: nodes are created as they first appear (checkNode,
-// when set, may refuse one first — a node of another line), and the run
+// when set, is shown the stored record of each one that exists already,
+// before any sample of it is written, and may refuse it — a node of
+// another line; see lookupNodes), and the run
 // opts.Run is created from the first and last sample unless it exists.
 // Nothing is buffered beyond a few parser batches (the parser runs one to
 // two batches ahead of the writes; a store may ask for larger batches
 // with an IngestBatchSize() int method); on any error nothing of the
 // stream is written. Every CSV ingest — files from the CLI, uploads to the
 // API — takes this one path.
-func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, opts CSVOptions, checkNode func(id string) error) (FileReport, error) {
+func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, opts CSVOptions, checkNode func(n core.Node) error) (FileReport, error) {
 	var rep FileReport
 	first := 0
 	if bs, ok := ts.(interface{ IngestBatchSize() int }); ok && opts.BatchSize == 0 {
@@ -106,6 +108,16 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 		first = rampFirstBatch
 	}
 	err := ts.Ingest(ctx, func(tx core.IngestTx) error {
+		// A transaction that can write a batch while the next one is
+		// prepared (the PostgreSQL store's WriteAhead: its COPY runs on
+		// while this goroutine keys and encodes the next batch; an error
+		// of it fails a later call or the commit, and so the stream).
+		write := tx.Write
+		if wa, ok := tx.(interface {
+			WriteAhead([]core.Sample) (core.WriteStats, error)
+		}); ok {
+			write = wa.WriteAhead
+		}
 		seen := make(map[string]bool)
 		var fresh []core.Node // the batch's nodes not seen before
 		newNodes := 0
@@ -121,21 +133,21 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 					continue
 				}
 				seen[id] = true
-				if checkNode != nil {
-					if err := checkNode(id); err != nil {
-						return err
-					}
-				}
 				fresh = append(fresh, core.Node{ID: id, LineID: opts.Line, Unit: opts.Units[id], Kind: core.NodeDAQ})
 			}
 			if len(fresh) > 0 {
+				if checkNode != nil {
+					if err := checkNodes(ctx, ts, tx, fresh, checkNode); err != nil {
+						return err
+					}
+				}
 				n, err := ensureNodes(tx, fresh)
 				newNodes += n
 				if err != nil {
 					return err
 				}
 			}
-			_, err := tx.Write(batch)
+			_, err := write(batch)
 			return err
 		})
 		rep.NewNodes = newNodes
@@ -160,6 +172,65 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 		rep.RunCreated, rep.NewNodes = false, 0
 	}
 	return rep, err
+}
+
+// checkNodes shows check the stored record of every node of nodes that
+// exists, in the order of nodes, and returns its first error.
+func checkNodes(ctx context.Context, ts core.TimeSeries, tx core.IngestTx, nodes []core.Node, check func(core.Node) error) error {
+	stored, err := lookupNodes(ctx, ts, tx, nodes)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if sn, ok := stored[n.ID]; ok {
+			if err := check(sn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lookupNodes reads the stored records of those of nodes that exist: in
+// one statement inside the ingest transaction when tx can (a GetNodes
+// method: the PostgreSQL store, where a read through the store's pool
+// would wait for a second connection, and cost a round trip per node),
+// else one by one through ts's GetNode.
+func lookupNodes(ctx context.Context, ts core.TimeSeries, tx core.IngestTx, nodes []core.Node) (map[string]core.Node, error) {
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.ID
+	}
+	out := make(map[string]core.Node, len(nodes))
+	if g, ok := tx.(interface {
+		GetNodes([]string) ([]core.Node, error)
+	}); ok {
+		got, err := g.GetNodes(ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range got {
+			out[n.ID] = n
+		}
+		return out, nil
+	}
+	g, ok := ts.(interface {
+		GetNode(context.Context, string) (core.Node, error)
+	})
+	if !ok {
+		return nil, core.Errorf(core.CodeInternal, "ingest: the store cannot read nodes to check them")
+	}
+	for _, id := range ids {
+		n, err := g.GetNode(ctx, id)
+		if core.CodeOf(err) == core.CodeNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, nil
 }
 
 // ensureNodes ensures nodes in tx, in one call when tx can take several

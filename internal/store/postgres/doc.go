@@ -63,7 +63,13 @@
 //     previous one travel as one pipelined round trip; CSV ingest hands
 //     Write batches of IngestBatchSize samples, four times the parser's
 //     default, so a file costs a handful of round trips (bench/pg_copy.sh
-//     compares it with psql's \copy). The COPY rows are
+//     compares it with psql's \copy); it writes them with WriteAhead
+//     (ahead.go): a batch's COPY runs on the connection while the next
+//     batch is keyed and encoded, its errors reported by the next
+//     statement or the commit; the stream's node checks read a batch's
+//     nodes in one statement inside the transaction (GetNodes), not
+//     through the pool, whose second connection may still be starting
+//     (Open dials it beside the first). The COPY rows are
 //     PostgreSQL's binary format written by hand (copybin.go says why:
 //     pgx's generic CopyFrom boxes every value; BenchmarkWriteSamples and
 //     bench/RESULTS.md show the difference).

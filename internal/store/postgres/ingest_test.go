@@ -181,15 +181,19 @@ func TestWriteRewriteRules(t *testing.T) {
 // the primary key; the batch then goes through the upsert and the
 // conflict rule sees the committed row. The other writer's row is held
 // uncommitted until the COPY waits on it, so the order is forced, not
-// timed.
+// timed. With WriteAhead the COPY waits after WriteAhead has returned,
+// and the batch is upserted from its encoded rows.
 func TestWriteAppendRace(t *testing.T) {
 	for _, tc := range []struct {
 		name, holder string
+		ahead        bool
 		wantErr      string
 		want         string
 	}{
-		{"same run: replaced", "r1", "", "5=2/ok/r1"},
-		{"other run: conflict", "r2", core.CodeConflict, "5=9/ok/r2"},
+		{"same run: replaced", "r1", false, "", "5=2/ok/r1"},
+		{"other run: conflict", "r2", false, core.CodeConflict, "5=9/ok/r2"},
+		{"ahead, same run: replaced", "r1", true, "", "5=2/ok/r1"},
+		{"ahead, other run: conflict", "r2", true, core.CodeConflict, "5=9/ok/r2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := openTest(t)
@@ -225,11 +229,19 @@ func TestWriteAppendRace(t *testing.T) {
 			done := make(chan result, 1)
 			go func() {
 				var r result
+				var it *ingestTx
 				r.err = s.Ingest(ctx, func(tx core.IngestTx) error {
-					_, err := tx.Write([]core.Sample{smp("a", 5, 2, "", run("r1"))})
-					r.staged = tx.(*ingestTx).staged
+					it = tx.(*ingestTx)
+					batch := []core.Sample{smp("a", 5, 2, "", run("r1"))}
+					if tc.ahead {
+						_, err := it.WriteAhead(batch)
+						batch[0] = smp("a", 5, 777, "", run("r2")) // not read any more
+						return err
+					}
+					_, err := tx.Write(batch)
 					return err
 				})
+				r.staged = it.staged // the COPY has ended with Ingest
 				done <- r
 			}()
 			// Wait until the write is blocked on the uncommitted row.
@@ -254,6 +266,9 @@ func TestWriteAppendRace(t *testing.T) {
 			if core.CodeOf(r.err) != tc.wantErr || !r.staged {
 				t.Fatalf("err %v (want %q), staged %v", r.err, tc.wantErr, r.staged)
 			}
+			if tc.wantErr != "" && !strings.Contains(r.err.Error(), `node a already has a sample at 5 (epoch µs) from run "r2"`) {
+				t.Fatalf("err %v", r.err)
+			}
 			if got := points(t, s, "a"); !slices.Equal(got, []string{tc.want, "100=1/ok/r1"}) {
 				t.Fatalf("a: %v", got)
 			}
@@ -267,8 +282,44 @@ func TestWriteAppendRace(t *testing.T) {
 // after each batch the store holds exactly what the model holds, and
 // refuses exactly the batches the model refuses.
 func TestWriteModel(t *testing.T) {
+	testWriteModel(t, func(s *Store, batch []core.Sample, _ *rand.Rand) error {
+		_, err := s.WriteSamples(context.Background(), batch)
+		return err
+	})
+}
+
+// TestWriteAheadModel is TestWriteModel with each batch written as one
+// to four pieces by WriteAhead in one transaction (so pieces overlap
+// what the COPY of the one before is writing), each piece from a buffer
+// overwritten as soon as WriteAhead returns.
+func TestWriteAheadModel(t *testing.T) {
+	testWriteModel(t, func(s *Store, batch []core.Sample, rng *rand.Rand) error {
+		return s.Ingest(context.Background(), func(tx core.IngestTx) error {
+			wa := tx.(interface {
+				WriteAhead([]core.Sample) (core.WriteStats, error)
+			})
+			var buf []core.Sample
+			for rest := batch; len(rest) > 0; {
+				n := 1 + rng.IntN(len(rest))
+				if rng.IntN(4) == 0 {
+					n = len(rest)
+				}
+				buf = append(buf[:0], rest[:n]...)
+				rest = rest[n:]
+				if _, err := wa.WriteAhead(buf); err != nil {
+					return err
+				}
+				for i := range buf {
+					buf[i] = smp("zz", -1, 999, "bad", run("r9"))
+				}
+			}
+			return nil
+		})
+	})
+}
+
+func testWriteModel(t *testing.T, write func(s *Store, batch []core.Sample, rng *rand.Rand) error) {
 	s, _ := openTest(t)
-	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 8))
 	type key struct {
 		node string
@@ -323,7 +374,7 @@ func TestWriteModel(t *testing.T) {
 				refused = true
 			}
 		}
-		_, err := s.WriteSamples(ctx, batch)
+		err := write(s, batch, rng)
 		if refused != (core.CodeOf(err) == core.CodeConflict) || (!refused && err != nil) {
 			t.Fatalf("round %d: err %v, model refuses: %v; batch %+v", round, err, refused, batch)
 		}

@@ -63,6 +63,11 @@ type ingestTx struct {
 	samples.Keys
 	spans map[int64]span
 	b     *batch // scratch of Write, from batchPool
+	// ahead is the batch COPY of WriteAhead still running on the
+	// connection, spare a finished one to reuse, aheadErr the first
+	// error of one (ahead.go).
+	ahead, spare *copyJob
+	aheadErr     error
 }
 
 // Ingest implements core.TimeSeries.
@@ -73,9 +78,17 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 	}
 	defer tx.Rollback(ctx)
 	it := &ingestTx{s: s, ctx: ctx, tx: tx, spans: map[int64]span{},
-		Keys: samples.Keys{Ctx: ctx, Conn: pgxConn{tx, s.sql}, Nodes: s.nodes.Begin(), Ctxs: s.ctxs.Begin()}}
+		Keys: samples.Keys{Ctx: ctx, Nodes: s.nodes.Begin(), Ctxs: s.ctxs.Begin()}}
+	// The keys' statements wait for a COPY of WriteAhead first.
+	it.Keys.Conn = settledConn{it}
 	defer it.release()
+	// Before the rollback and the release: no COPY may still use the
+	// connection or the scratch.
+	defer func() { _ = it.settle() }()
 	if err := fn(it); err != nil {
+		return err
+	}
+	if err := it.settle(); err != nil {
 		return err
 	}
 	if err := it.flushSpans(); err != nil {
@@ -170,9 +183,20 @@ const overlapQuery = `SELECT EXISTS (SELECT 1 FROM unnest($1::bigint[], $2::bigi
 // staging table and upsert. Either way the rows travel as binary COPY
 // (copybin.go).
 func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
+	return it.write(samples, false)
+}
+
+// write is Write, and with ahead WriteAhead (ahead.go).
+func (it *ingestTx) write(samples []core.Sample, ahead bool) (core.WriteStats, error) {
 	st := core.WriteStats{}
 	if err := it.ctx.Err(); err != nil {
 		return st, core.Wrap(core.CodeStoreUnavailable, err, "write samples")
+	}
+	if !ahead {
+		// One statement at a time on the connection.
+		if err := it.settle(); err != nil {
+			return st, err
+		}
 	}
 	if len(samples) == 0 {
 		return st, nil
@@ -290,6 +314,9 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 			partLo, part = lo, it.s.partitionOf(lo)
 		}
 	}
+	if ahead {
+		return it.writeAhead(samples, part, partLo)
+	}
 	done, err := it.appendOnly(samples, part, partLo)
 	if err == nil && !done {
 		err = it.upsert(samples)
@@ -322,6 +349,9 @@ const ensureNodesSQL = `WITH want AS (
 // it created. Each node is checked as EnsureNode checks it; nodes with a
 // range (Min, Max) and a lone node take EnsureNode itself.
 func (it *ingestTx) EnsureNodes(nodes []core.Node) (int, error) {
+	if err := it.settle(); err != nil {
+		return 0, err
+	}
 	created := 0
 	var todo []core.Node
 	dup := map[string]bool{}
@@ -364,7 +394,7 @@ func (it *ingestTx) EnsureNodes(nodes []core.Node) (int, error) {
 		cols[3] = append(cols[3], n.Kind)
 		cols[4] = append(cols[4], n.Meaning)
 	}
-	rows, err := it.tx.Query(it.ctx, ensureNodesSQL, cols[0], cols[1], cols[2], cols[3], cols[4], time.Now().UnixMilli())
+	rows, err := it.tx.Query(it.ctx, ensureNodesSQL, pgx.QueryExecModeExec, cols[0], cols[1], cols[2], cols[3], cols[4], time.Now().UnixMilli())
 	if err != nil {
 		return 0, dbErr(err, "create nodes")
 	}
@@ -394,6 +424,30 @@ func (it *ingestTx) EnsureNodes(nodes []core.Node) (int, error) {
 		}
 	}
 	return created, nil
+}
+
+// GetNodes returns the stored records of those of ids that exist, read in
+// one statement inside the transaction (internal/ingest checks a stream's
+// nodes with it: a read through the pool would wait for a second
+// connection, and take a round trip per node).
+func (it *ingestTx) GetNodes(ids []string) ([]core.Node, error) {
+	if err := it.settle(); err != nil {
+		return nil, err
+	}
+	rows, err := it.tx.Query(it.ctx, `SELECT `+records.NodeColumns+` FROM nodes WHERE id = ANY($1::text[])`, pgx.QueryExecModeExec, ids)
+	if err != nil {
+		return nil, dbErr(err, "read nodes")
+	}
+	defer rows.Close()
+	var out []core.Node
+	for rows.Next() {
+		n, err := records.ScanNode(rows)
+		if err != nil {
+			return nil, dbErr(err, "read nodes")
+		}
+		out = append(out, n)
+	}
+	return out, dbErr(rows.Err(), "read nodes")
 }
 
 // widen records that context pk has samples in [lo, hi].
@@ -498,14 +552,24 @@ func (it *ingestTx) copyIn(sql string, samples []core.Sample, seq bool) error {
 // if it is gone or holds another range (a COPY error on the relation or
 // its partition bound), the batch is copied through samples instead.
 func (it *ingestTx) appendOnly(samples []core.Sample, part string, partLo int64) (done bool, err error) {
+	overlap, err := it.checkOverlap()
+	if err != nil || overlap {
+		return false, err
+	}
+	return it.copyAppend(func(sql string) error { return it.copyIn(sql, samples, false) }, part, partLo)
+}
+
+// checkOverlap tells whether a stored sample lies in the batch's time
+// range of one of its nodes (b.nodes), in one round trip: it releases
+// the previous batch's savepoint, checks for stored samples, and takes
+// this batch's savepoint — released at once when there is an overlap: the
+// batch then takes the upsert path, which runs outside a subtransaction.
+func (it *ingestTx) checkOverlap() (bool, error) {
 	b := it.b
 	b.pks, b.los, b.his = b.pks[:0], b.los[:0], b.his[:0]
 	for _, nr := range b.nodes {
 		b.pks, b.los, b.his = append(b.pks, nr.pk), append(b.los, nr.lo), append(b.his, nr.hi)
 	}
-	// One round trip: release the previous batch's savepoint, check for
-	// stored samples, take this batch's savepoint (released at once when
-	// the batch takes the upsert path).
 	var pb pgx.Batch
 	if it.savepoint {
 		pb.Queue(`RELEASE SAVEPOINT aml_append`)
@@ -518,15 +582,21 @@ func (it *ingestTx) appendOnly(samples []core.Sample, part string, partLo int64)
 	}
 	it.savepoint = true
 	if overlap {
-		// The upsert runs outside a subtransaction, as before.
 		if _, err := it.tx.Exec(it.ctx, `RELEASE SAVEPOINT aml_append`); err != nil {
 			return false, dbErr(err, "write samples")
 		}
 		it.savepoint = false
-		return false, nil
 	}
+	return overlap, nil
+}
+
+// copyAppend runs the append-only COPY of a batch checkOverlap found
+// free, with copyRows(sql) streaming its rows, into partition part when
+// not "". done is false when the batch must take the upsert path (a
+// concurrent writer took one of its instants).
+func (it *ingestTx) copyAppend(copyRows func(sql string) error, part string, partLo int64) (done bool, err error) {
 	if part != "" {
-		err = it.copyIn(`COPY `+pgx.Identifier{part}.Sanitize()+` (node, ts, value, state, ctx) FROM STDIN BINARY`, samples, false)
+		err = copyRows(`COPY ` + pgx.Identifier{part}.Sanitize() + ` (node, ts, value, state, ctx) FROM STDIN BINARY`)
 		if c := pgCode(err); c == sqlUndefinedTable || c == sqlCheckViolation {
 			it.s.forgetPartition(partLo)
 			if _, err := it.tx.Exec(it.ctx, `ROLLBACK TO SAVEPOINT aml_append`); err != nil {
@@ -536,7 +606,7 @@ func (it *ingestTx) appendOnly(samples []core.Sample, part string, partLo int64)
 		}
 	}
 	if part == "" {
-		err = it.copyIn(copySamples, samples, false)
+		err = copyRows(copySamples)
 	}
 	if c := pgCode(err); c == sqlUniqueViolation || c == sqlDeadlock {
 		if _, err := it.tx.Exec(it.ctx, `ROLLBACK TO SAVEPOINT aml_append`); err != nil {
@@ -555,6 +625,12 @@ func (it *ingestTx) appendOnly(samples []core.Sample, part string, partLo int64)
 // upsert stages the rows of b.order and writes them with the conflict
 // rule.
 func (it *ingestTx) upsert(samples []core.Sample) error {
+	return it.stageUpsert(func() error { return it.copyIn(copyStage, samples, true) }, len(it.b.order))
+}
+
+// stageUpsert stages rows rows with copyRows and writes them with the
+// conflict rule.
+func (it *ingestTx) stageUpsert(copyRows func() error, rows int) error {
 	if !it.staged {
 		if _, err := it.tx.Exec(it.ctx, stageDDL); err != nil {
 			return dbErr(err, "create staging table")
@@ -563,14 +639,14 @@ func (it *ingestTx) upsert(samples []core.Sample) error {
 	} else if _, err := it.tx.Exec(it.ctx, `TRUNCATE aml_stage`); err != nil {
 		return dbErr(err, "clear staging table")
 	}
-	if err := it.copyIn(copyStage, samples, true); err != nil {
+	if err := copyRows(); err != nil {
 		return dbErr(err, "copy samples")
 	}
 	tag, err := it.tx.Exec(it.ctx, upsertStaged)
 	if err != nil {
 		return dbErr(err, "insert samples")
 	}
-	if tag.RowsAffected() < int64(len(it.b.order)) {
+	if tag.RowsAffected() < int64(rows) {
 		return it.checkConflict()
 	}
 	return nil

@@ -268,6 +268,13 @@ func EnsureNode(ctx context.Context, db Conn, n core.Node) (int64, bool, error) 
 
 const nodeCols = `id, line_id, unit, min, max, kind, meaning, created_at`
 
+// NodeColumns are the columns ScanNode reads, in its order, for a
+// back-end's own query of nodes (the PostgreSQL ingest's GetNodes).
+const NodeColumns = nodeCols
+
+// ScanNode scans one row of NodeColumns.
+func ScanNode(sc interface{ Scan(...any) error }) (core.Node, error) { return scanNode(sc) }
+
 func scanNode(sc scanner) (core.Node, error) {
 	var n core.Node
 	var mn, mx sql.NullFloat64
