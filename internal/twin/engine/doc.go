@@ -212,10 +212,11 @@
 // why holding the baseline fails (its failed constraints with their
 // values, its OOD code with the distance and threshold or the disturbance
 // beyond its maxAbs). [ChooseMode] picks the mode from a twin gate
-// report. 200 candidates × 5 members × 60 steps take about 27 ms of CPU
+// report. 200 candidates × 5 members × 60 steps take about 28 ms of CPU
 // on one core of the development machine (BenchmarkOptimize, -cpu 1; the
-// residual networks run in internal/ident/hybrid's AVX2 kernels), about
-// 6.7 times faster than predicting each candidate from the window with
+// residual networks run in internal/ident/hybrid's AVX2 kernels; the
+// physics run from the measured states adds about 5 %), about 6.4 times
+// faster than predicting each candidate from the window with
 // Model.Simulate (BenchmarkOptimizeNaive), which re-estimates the initial
 // state every time; BenchmarkOptimizeVsNaive measures both in one loop.
 package engine
