@@ -132,10 +132,29 @@
 //     is infinite. Quantities no target measures (guards such as
 //     flash_rate or pressure, states) come from the calibrated physics
 //     alone, have no tube (lower = mean = upper) and are listed as not
-//     calibrated in the [TrialDetail]; states the dataset measures are
-//     reported anchored: their last measurement plus the physics'
-//     predicted change (the physics cannot identify the level of a state
-//     no target observes well).
+//     calibrated in the [TrialDetail]. They are judged on the physics
+//     started consistently with the line's measurements, not on the
+//     model's fitted state: the initial-state fit explains the targets
+//     and can move a state no target observes well far from the line's
+//     own measurement of it (the hybrid's melt temperature, moved
+//     11–110 °C to explain the part weight), and a guard computed from
+//     it (the post-step temperature) would be judged on a value the
+//     measurement contradicts — refusing a safe move, or passing a line
+//     that is really out of range. So every state the dataset measures (a
+//     column of its name) is set to its last measurement at the window's
+//     last row, the physics is stepped through that row and rolls each
+//     candidate's controls alongside the model's own rollout (one more
+//     physics run per candidate, no residual: these quantities are the
+//     physics'), and states, obs and guards without a target come from it
+//     (reported anchored). An obs or guard the dataset measures itself (a
+//     column of its name, e.g. flash_rate) is reported at its last
+//     measurement plus the physics' predicted change and judged on both
+//     that and its physics value (lower and upper are the two, edges
+//     "lower"/"upper"): a biased output map or a measured level beyond a
+//     limit is not passed unseen, and a clamped rate anchored past its
+//     clamp cannot pass either. The targets keep the model's own path:
+//     their conformal tube was calibrated on it
+//     (TestMeasuredGuardJudgedOnMeasurement, TestMeasuredOutputJudgedOnBoth).
 //  4. constraints, each with the first violating step and the edge it was
 //     found on: hard_range on the lower and upper edges; max_delta and
 //     rate on the mean and on each edge trajectory (at step 0 against the
@@ -145,9 +164,10 @@
 //     in the box of the step's tube. A constraint that cannot be evaluated
 //     (unknown variable, a bad expression) fails closed.
 //  5. OOD: for every horizon step the H most recent rows (history then
-//     predicted rows: candidate controls, predicted targets, the physics
-//     for columns named like a model quantity — offset to their last
-//     measurement —, held values for the rest) are summarised like the
+//     predicted rows: candidate controls, predicted targets, the
+//     measurement-started physics for columns named like a model
+//     quantity — measured obs and guards at their anchored level —, held
+//     values for the rest) are summarised like the
 //     training windows and their Mahalanobis distance taken; the largest
 //     must not exceed the envelope's threshold, and the ensemble
 //     disagreement (member std over the calibrated half-width) must not
@@ -192,10 +212,11 @@
 // why holding the baseline fails (its failed constraints with their
 // values, its OOD code with the distance and threshold or the disturbance
 // beyond its maxAbs). [ChooseMode] picks the mode from a twin gate
-// report. 200 candidates × 5 members × 60 steps take about 27 ms of CPU
+// report. 200 candidates × 5 members × 60 steps take about 28 ms of CPU
 // on one core of the development machine (BenchmarkOptimize, -cpu 1; the
-// residual networks run in internal/ident/hybrid's AVX2 kernels), about
-// 6.7 times faster than predicting each candidate from the window with
+// residual networks run in internal/ident/hybrid's AVX2 kernels; the
+// physics run from the measured states adds about 5 %), about 6.4 times
+// faster than predicting each candidate from the window with
 // Model.Simulate (BenchmarkOptimizeNaive), which re-estimates the initial
 // state every time; BenchmarkOptimizeVsNaive measures both in one loop.
 package engine

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/aml-project/aml/internal/ident/hybrid"
 	"github.com/aml-project/aml/internal/ident/trainers"
@@ -73,10 +74,11 @@ func (h hybridDyn) newRoller() roller {
 }
 
 type hybridRoller struct {
-	m   *hybrid.Model
-	sim *physics.Sim
-	r   *hybrid.Rollout
-	out rollout
+	m    *hybrid.Model
+	sim  *physics.Sim
+	r    *hybrid.Rollout
+	out  rollout
+	phys physRollout
 }
 
 func (h *hybridRoller) roll(s *dynStart, u, d [][]float64) (*rollout, error) {
@@ -86,6 +88,87 @@ func (h *hybridRoller) roll(s *dynStart, u, d [][]float64) (*rollout, error) {
 	r := h.r
 	h.out = rollout{Y: r.Y, Spread: r.Spread, Out: r.Out, X: r.X, Fail: r.Fail}
 	return &h.out, nil
+}
+
+// physicsRoller is implemented by the rollers of the classes whose states
+// are physical quantities (the hybrid): besides the model's own rollout
+// they run the calibrated physics alone from a given state — the twin's
+// measurement-consistent path for the quantities no target calibrates
+// (plan.go, measuredStart).
+type physicsRoller interface {
+	// rollPhysics steps the physics from state x0 over the rows of u and d
+	// (d nil without disturbances). The result is overwritten by the next
+	// call.
+	rollPhysics(x0 []float64, u, d [][]float64) *physRollout
+}
+
+// physRollout is a physics-only rollout: T×states X (the state at each
+// step's start), T×modelOuts Out (the step's outputs: obs and guards),
+// Next the state after the last step and Fail the first step that is not
+// finite (T none; the rows from there on repeat the last good row).
+type physRollout struct {
+	X, Out, Next []float64
+	Fail         int
+	xn           []float64
+}
+
+func (h *hybridRoller) rollPhysics(x0 []float64, u, d [][]float64) *physRollout {
+	sys := h.m.Sys
+	nx, nout, T := sys.NumStates(), sys.NumModelOutputs(), len(u)
+	p := &h.phys
+	p.X, p.Out = growF(p.X, T*nx), growF(p.Out, T*nout)
+	p.Next, p.xn = growF(p.Next, nx), growF(p.xn, nx)
+	copy(p.Next, x0)
+	p.Fail = T
+	for k := 0; k < T; k++ {
+		var dk []float64
+		if d != nil {
+			dk = d[k]
+		}
+		out := p.Out[k*nout : (k+1)*nout]
+		err := h.sim.Step(p.Next, u[k], dk, sys.Dt, p.xn, out)
+		if err == nil && !allFinite(p.Next) {
+			err = fmt.Errorf("non-finite state")
+		}
+		if err != nil {
+			p.Fail = k
+			for kk := k; kk < T; kk++ {
+				if k == 0 {
+					fillNaN(p.X[kk*nx : (kk+1)*nx])
+					fillNaN(p.Out[kk*nout : (kk+1)*nout])
+					continue
+				}
+				copy(p.X[kk*nx:(kk+1)*nx], p.X[(k-1)*nx:k*nx])
+				copy(p.Out[kk*nout:(kk+1)*nout], p.Out[(k-1)*nout:k*nout])
+			}
+			return p
+		}
+		copy(p.X[k*nx:(k+1)*nx], p.Next)
+		p.Next, p.xn = p.xn, p.Next
+	}
+	return p
+}
+
+func growF(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n)
+	}
+	return b[:n]
+}
+
+func allFinite(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func fillNaN(v []float64) {
+	for i := range v {
+		v[i] = math.NaN()
+	}
 }
 
 // ---- aml.arx/1 and aml.statespace/1: linear models

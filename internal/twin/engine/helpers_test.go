@@ -180,8 +180,25 @@ func (f *fixture) window(tb testing.TB, runIdx, end, steps int) (*contract.Snaps
 // row end of test run runIdx, with the twin's own state estimate.
 func (f *fixture) snapshot(tb testing.TB, runIdx, end int) *contract.TwinSnapshot {
 	tb.Helper()
+	return f.snapshotEdit(tb, runIdx, end, nil)
+}
+
+// snapshotEdit is snapshot with the window's values edited by edit (nil:
+// none) before the state is estimated and the snapshot sealed.
+func (f *fixture) snapshotEdit(tb testing.TB, runIdx, end int, edit func(w *contract.SnapshotWindow)) *contract.TwinSnapshot {
+	tb.Helper()
 	steps, _, _ := f.twin.Window()
 	w, last := f.window(tb, runIdx, end, steps)
+	if edit != nil {
+		edit(w)
+		for n, vs := range w.Values {
+			for _, v := range vs {
+				if v != nil {
+					last[n] = *v
+				}
+			}
+		}
+	}
 	sc := contract.DefaultInjectionScene()
 	s := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: testNow, CreatedBy: "test",
 		SnapshotID: fmt.Sprintf("snap-%d-%d", runIdx, end), SceneID: sc.SceneID, SceneVersion: sc.SceneVersion, LineID: sc.LineID,

@@ -77,16 +77,37 @@ type plan struct {
 	conf [][]float64 // [T][targets] conformal half-width per horizon step (extrapolated past F)
 	zq   float64     // conformal half-width / zq = standard deviation
 	prev []float64   // per variable: its value at the window's last row
-	// anchor is the offset of a physics-only quantity (state, or obs/guard
-	// without calibration) that the dataset also measures: its last
-	// measurement minus the physics value at the window's last row.
-	// States are reported anchored (last measurement plus the physics'
-	// predicted change: the physics cannot identify the level of a state
-	// no target observes well); obs and guards are anchored only in the
-	// OOD rows (their physics values — e.g. clamped rates — are what the
-	// constraints see, flagged as not calibrated).
+	// The quantities no target calibrates (states, obs and guards of the
+	// physics) are judged on the physics started consistently with what
+	// the dataset measures (see measured in newPlan):
+	//
+	//   - mNext is the state after the window's last row, stepped by the
+	//     physics from the start's last-row state with every state the
+	//     dataset measures (a column of its name) set to its last
+	//     measurement (nil: the window measures no state, the model's
+	//     own rollout serves). The model's initial-state fit explains the
+	//     targets and may move an unobserved state far from its
+	//     measurement (the hybrid's melt temperature, to explain the part
+	//     weight); a guard computed from that state — the post-step
+	//     temperature — would then be judged on a value the line's own
+	//     measurement contradicts, refusing a safe move or passing an
+	//     unsafe one. The physics from mNext rolls every candidate's
+	//     controls alongside the model's rollout; targets keep the
+	//     model's calibrated path (their conformal tube was measured on
+	//     it).
+	//   - anchor is, for an obs or guard the dataset measures itself (a
+	//     column of its name), its last measurement minus the physics
+	//     value at the window's last row: its mean is the physics value
+	//     plus anchor (last measurement plus the physics' predicted
+	//     change) and a constraint must hold on both that and the physics
+	//     value (lower/upper are the two), so neither a biased output map
+	//     nor a clamped rate anchored past its clamp passes unseen.
+	//
+	// anchored marks both kinds (states started at their measurement,
+	// measured obs and guards).
 	anchor   []float64
 	anchored []bool
+	mNext    []float64
 	dHeld    [][]float64 // disturbance rows over the horizon (one shared row)
 	ctrlU    []float64   // model controls at the last row (for controls not in the scene)
 	oodOK    bool
@@ -294,25 +315,14 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 	for c, q := range p.ctrlModel {
 		p.prev[p.varIdx[t.ctrl[q].name]] = p.baseline[c]
 	}
-	p.anchor, p.anchored = make([]float64, len(p.vars)), make([]bool, len(p.vars))
-	for i, v := range p.vars {
-		if v.target >= 0 || (v.kind != kindState && v.kind != kindOutput) {
-			continue
-		}
-		if j, ok := t.colOf[v.name]; ok {
-			if m, ok := s.lastValid[j]; ok {
-				p.anchor[i] = m - p.prev[i]
-				if v.kind == kindState {
-					p.anchored[i], p.prev[i] = true, m
-				}
-			}
-		}
-	}
 	if len(t.dist) > 0 {
 		p.dHeld = make([][]float64, p.T)
 		for k := range p.dHeld {
 			p.dHeld[k] = s.distLast
 		}
+	}
+	if err := p.measured(); err != nil {
+		return nil, err
 	}
 	p.ctrlU = s.ctrlLast
 	p.oodOK = t.ood != nil && s.complete && t.widths != nil
@@ -328,6 +338,63 @@ func (t *Twin) newPlan(scene *contract.SceneContract, snap *contract.TwinSnapsho
 	}
 	p.base = r
 	return p, nil
+}
+
+// measured sets the plan's measurement-consistent physics (see the plan's
+// anchor fields): the states the window measures start at their last
+// measurement (mNext, the physics stepped once through the last row),
+// the obs and guards it measures are anchored to theirs, and prev holds
+// the last-row values of both.
+func (p *plan) measured() error {
+	t, s, st := p.t, p.s, p.start
+	p.anchor, p.anchored = make([]float64, len(p.vars)), make([]bool, len(p.vars))
+	measuredAt := func(name string) (float64, bool) {
+		j, ok := t.colOf[name]
+		if !ok {
+			return 0, false
+		}
+		m, ok := s.lastValid[j]
+		return m, ok
+	}
+	var xm []float64 // the last-row state, measured states at their measurement
+	for i, v := range p.vars {
+		if v.kind != kindState || v.target >= 0 {
+			continue
+		}
+		if m, ok := measuredAt(v.name); ok {
+			if xm == nil {
+				xm = append([]float64(nil), st.last...)
+			}
+			xm[v.idx] = m
+			p.anchored[i], p.prev[i] = true, m
+		}
+	}
+	outLast := st.lastOut
+	if xm != nil {
+		pr, ok := t.dyn.newRoller().(physicsRoller)
+		if !ok { // only the hybrid has physical states
+			return errf(CodeModelUnsupported, "states", "model %s reports measured states but cannot run its physics from them", t.modelID)
+		}
+		var d [][]float64
+		if s.distLast != nil {
+			d = [][]float64{s.distLast}
+		}
+		r := pr.rollPhysics(xm, [][]float64{s.ctrlLast}, d)
+		if r.Fail < 1 {
+			return errf(CodeWindowInvalid, "window", "the physics from the measured states %v fails at the window's last row", xm)
+		}
+		p.mNext, outLast = append([]float64(nil), r.Next...), append([]float64(nil), r.Out...)
+	}
+	for i, v := range p.vars {
+		if v.kind != kindOutput || v.target >= 0 {
+			continue
+		}
+		p.prev[i] = outLast[v.idx]
+		if m, ok := measuredAt(v.name); ok {
+			p.anchor[i], p.anchored[i], p.prev[i] = m-outLast[v.idx], true, m
+		}
+	}
+	return nil
 }
 
 // confWidth is the conformal half-width of target o at horizon step k:
@@ -401,10 +468,7 @@ func (p *plan) oodRow(sc *scratch, k int, dst []float64) {
 	for j, n := range t.nodes {
 		dst[j] = last[j]
 		if v, ok := p.varIdx[n]; ok && p.vars[v].kind != kindDisturbance {
-			dst[j] = sc.mean[k*nv+v]
-			if p.vars[v].kind == kindOutput && p.vars[v].target < 0 {
-				dst[j] += p.anchor[v]
-			}
+			dst[j] = sc.mean[k*nv+v] // measured obs and guards: anchored
 		}
 	}
 	for q, c := range t.ctrl {
@@ -472,6 +536,17 @@ func (p *plan) evaluate(sc *scratch, cand [][]float64, keep bool) *evalResult {
 	}
 	sc.r = r
 	res.fail = r.Fail
+	var pm *physRollout // the physics from the measured states
+	if p.mNext != nil {
+		pm = sc.roller.(physicsRoller).rollPhysics(p.mNext, sc.U, p.dHeld)
+		if pm.Fail < res.fail {
+			res.fail = pm.Fail
+			res.modelErr, res.oodCode = fmt.Sprintf("the physics from the measured states fails at horizon step %d", pm.Fail), "NOT_EVALUATED"
+			if pm.Fail == 0 {
+				return res
+			}
+		}
+	}
 	nx, nout := len(t.states), len(t.modelOuts)
 	for k := 0; k < T; k++ {
 		row := k * nv
@@ -484,13 +559,21 @@ func (p *plan) evaluate(sc *scratch, cand [][]float64, keep bool) *evalResult {
 				m = p.s.distLast[v.idx]
 			case kindState:
 				m = r.X[k*nx+v.idx]
+				if pm != nil && v.target < 0 {
+					m = pm.X[k*nx+v.idx]
+				}
 			case kindOutput:
 				m = r.Out[k*nout+v.idx]
-			}
-			if v.kind == kindState {
-				m += p.anchor[i]
+				if pm != nil && v.target < 0 {
+					m = pm.Out[k*nout+v.idx]
+				}
 			}
 			lo, hi := m, m
+			if p.anchored[i] && v.kind == kindOutput {
+				// judged on its physics value and on its anchored level
+				a := m + p.anchor[i]
+				lo, hi, m = math.Min(m, a), math.Max(m, a), a
+			}
 			if v.target >= 0 {
 				o := v.target
 				m = r.Y[k*ny+o]
@@ -516,6 +599,9 @@ func (p *plan) evaluate(sc *scratch, cand [][]float64, keep bool) *evalResult {
 	if r.Fail < T {
 		// nothing after the failure is judged: the record says so
 		res.modelErr, res.oodCode = fmt.Sprintf("the %s fails at horizon step %d", t.failWhat(), r.Fail), "NOT_EVALUATED"
+		return res
+	}
+	if res.modelErr != "" { // the physics from the measured states failed
 		return res
 	}
 	p.checkConstraints(sc, res)
@@ -575,7 +661,7 @@ func (p *plan) checkConstraints(sc *scratch, res *evalResult) {
 			out = consResult{notEvaluated: true, step: -1, detail: cc.err}
 		case c.Kind == contract.KindHardRange:
 			v := cc.v
-			exact := p.vars[v].target < 0
+			exact := p.exact(v)
 			for k := 0; k < T && out.passed; k++ {
 				lo, hi := sc.lower[k*nv+v], sc.upr[k*nv+v]
 				edgeLo, edgeHi := "lower", "upper"
@@ -597,7 +683,7 @@ func (p *plan) checkConstraints(sc *scratch, res *evalResult) {
 			} else {
 				limit, per = *c.MaxRatePerSec*p.t.dt, "s"
 			}
-			exact := p.vars[v].target < 0
+			exact := p.exact(v)
 			type traj struct {
 				name string
 				vals []float64
@@ -655,6 +741,14 @@ func (p *plan) checkConstraints(sc *scratch, res *evalResult) {
 		}
 		res.cons[ci] = out
 	}
+}
+
+// exact says whether variable v has one value per step (lower = mean =
+// upper): controls, disturbances and physics-only quantities, but not a
+// calibrated target (its tube) nor a measured obs or guard (its physics
+// value and its anchored level).
+func (p *plan) exact(v int) bool {
+	return p.vars[v].target < 0 && !(p.anchored[v] && p.vars[v].kind == kindOutput)
 }
 
 func edgeName(e string) string {

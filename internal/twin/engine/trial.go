@@ -41,9 +41,12 @@ type Trace struct {
 	// the calibrated physics alone (or is a control/held input) and has no
 	// tube: lower = mean = upper.
 	Calibrated bool `json:"calibrated"`
-	// Anchored: a physics-only quantity the dataset also measures, shown
-	// as its last measurement plus the physics' predicted change (the
-	// physics' own level can be biased for states it cannot identify).
+	// Anchored: a physics-only quantity the dataset also measures: a
+	// state started at its last measurement (the physics from the
+	// measured states, not from the model's fitted state), or an obs or
+	// guard shown as its last measurement plus the physics' predicted
+	// change, its lower/upper the physics value and that level (a
+	// constraint must hold on both).
 	Anchored      bool      `json:"anchored"`
 	Mean          []float64 `json:"mean"`
 	Lower         []float64 `json:"lower"`
