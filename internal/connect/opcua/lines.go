@@ -241,7 +241,7 @@ func (r *LineWriters) WriterFor(ctx context.Context, line string) (guard.Writer,
 	defer cancel()
 	w, err := r.dial(dctx, c)
 	if err != nil {
-		return nil, core.Wrap(core.CodeLineWriterUnavailable, err, "line %s: open the governed writer at %s", line, c.Endpoint)
+		return nil, &core.Error{Code: core.CodeLineWriterUnavailable, Message: fmt.Sprintf("line %s: open the governed writer at %s: %v", line, c.Endpoint, err), Err: err}
 	}
 	r.open[line] = w
 	return w, nil
