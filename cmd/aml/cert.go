@@ -1,10 +1,9 @@
 package main
 
 import (
-	"context"
-	"io"
 	"os"
 	"strings"
+	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/connect/opcua"
@@ -135,23 +134,9 @@ func newCertExecuteCmd(a *app) *cobra.Command {
 		if err := a.requireActor(execute); err != nil || !o.set() {
 			return err
 		}
-		w, err := o.writer(execute.Context())
-		if err == nil {
-			req.Writer = w
-		}
-		return err
+		return o.attach(a, 0)
 	}, func(r any) bool { return r.(govern.Result).CertificateID != "" })
-	// The OPC UA writer is closed once the op has run: every write is read
-	// back before it counts, so closing loses nothing.
-	run := execute.RunE
-	execute.RunE = func(cmd *cobra.Command, args []string) error {
-		defer func() {
-			if c, ok := req.Writer.(io.Closer); ok {
-				_ = c.Close()
-			}
-		}()
-		return run(cmd, args)
-	}
+	closeLines(a, execute)
 	f := execute.Flags()
 	f.String("as", "", "who executes")
 	f.StringVar(&req.Run, "run", "", "check that the action counts against this run (the certified snapshot's, else the line's active run); any other is refused")
@@ -180,25 +165,44 @@ type certOPCUA struct {
 
 func (o certOPCUA) set() bool { return o.endpoint != "" || o.mapFile != "" }
 
-// writer dials the line's server with the map's nodes (the same map file
-// aml connect opcua reads: AML node → OPC UA node): the guard reads each
-// move (it must hold the certified From), writes it and reads it back.
-func (o certOPCUA) writer(ctx context.Context) (*opcua.Writer, error) {
+// attach gives this process the map's line's governed writer (an
+// opcua.LineWriters of one line, dialled when the op asks for it): the
+// same map file aml connect opcua reads (AML node → OPC UA node). The op
+// writes through it (the guard reads each move — it must hold the
+// certified From —, writes it and reads it back) and refuses another
+// line's certificate or test. sample is a step test's sampling period.
+func (o certOPCUA) attach(a *app, sample time.Duration) error {
 	if o.endpoint == "" || o.mapFile == "" {
-		return nil, usagef("--opcua-endpoint and --map go together")
+		return usagef("--opcua-endpoint and --map go together")
 	}
 	raw, err := os.ReadFile(o.mapFile)
 	if err != nil {
-		return nil, usagef("--map: %v", err)
+		return usagef("--map: %v", err)
 	}
 	m, err := opcua.ParseMap(raw)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if o.passwordEnv != "" {
 		o.sec.Password = os.Getenv(o.passwordEnv)
 	}
-	return opcua.DialWriter(ctx, o.endpoint, m, o.sec)
+	a.lines, err = opcua.NewLineWriters(opcua.LineConfig{Line: m.Line, Endpoint: o.endpoint, Map: m, Security: o.sec, Sample: sample})
+	a.requireLine = err == nil
+	return err
+}
+
+// closeLines closes the process's line writers once cmd has run: every
+// write was read back before it counted, so closing loses nothing.
+func closeLines(a *app, cmd *cobra.Command) {
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		defer func() {
+			if a.lines != nil {
+				_ = a.lines.Close()
+			}
+		}()
+		return run(c, args)
+	}
 }
 
 // newCertRotateKeyCmd is "aml cert rotate-key --as ADMIN": it runs only

@@ -4,14 +4,13 @@ import (
 	"os"
 
 	amlapp "github.com/aml-project/aml/internal/app"
-	"github.com/aml-project/aml/internal/dataset"
 	"github.com/spf13/cobra"
 )
 
 func newDatasetCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "dataset", Short: "Build, inspect, verify and delete training datasets"}
 	var (
-		br       = amlapp.DatasetBuildRequest{MaxWindows: dataset.DefaultMaxWindows, MaxBytesMiB: int(dataset.DefaultMaxBytes >> 20)}
+		br       = amlapp.DatasetBuildRequest{MaxWindows: amlapp.DefaultDatasetMaxWindows, MaxBytesMiB: amlapp.DefaultDatasetMaxBytesMiB}
 		specPath string
 	)
 	build := opCommand(a, &cobra.Command{
@@ -23,12 +22,7 @@ func newDatasetCmd(a *app) *cobra.Command {
 		if err != nil {
 			return usagef("--spec: %v", err)
 		}
-		spec, err := dataset.ParseSpec(b) // its errors name the spec's fields precisely
-		if err != nil {
-			return err
-		}
-		br.Spec = *spec
-		return nil
+		return br.SetSpecJSON(b) // its errors name the spec's fields precisely
 	})
 	build.Flags().StringVar(&specPath, "spec", "", "dataset spec JSON file (required)")
 	_ = build.MarkFlagRequired("spec")

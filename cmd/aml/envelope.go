@@ -2,14 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/twin/envelope"
-	"github.com/aml-project/aml/internal/twin/steptest"
 	"github.com/spf13/cobra"
 )
 
@@ -157,23 +155,9 @@ func newTwinStepTestCmd(a *app) *cobra.Command {
 			if sample < 10*time.Millisecond {
 				return usagef("--sample must be at least 10ms")
 			}
-			w, err := so.writer(execute.Context())
-			if err == nil {
-				er.Line = &steptest.PacedLine{Writer: w, Period: sample}
-			}
-			return err
+			return so.attach(a, sample)
 		}, func(r any) bool { return r.(amlapp.StepTestExecuteResponse).Execution != nil })
-	run := execute.RunE
-	execute.RunE = func(cmd *cobra.Command, args []string) error {
-		defer func() {
-			if l, ok := er.Line.(*steptest.PacedLine); ok {
-				if c, ok := l.Writer.(io.Closer); ok {
-					_ = c.Close() // every move was read back before it counted
-				}
-			}
-		}()
-		return run(cmd, args)
-	}
+	closeLines(a, execute)
 	execute.Flags().String("as", "", "who runs it (recorded in the audit log)")
 	so.flags(execute, "(without it the op is refused: no line is attached)")
 	execute.Flags().DurationVar(&sample, "sample", time.Second, "sampling period of the line during the test")

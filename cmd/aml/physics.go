@@ -111,7 +111,10 @@ func newTrainerCmd(a *app) *cobra.Command {
 // budget of dataset builds is AML_MAX_DATASET_CELLS when set (grid cells,
 // default 50 000 000).
 func (a *app) appOptions() amlapp.Options {
-	o := amlapp.Options{Now: a.now, Version: version}
+	o := amlapp.Options{Now: a.now, Version: version, RequireLineWriter: a.requireLine}
+	if a.lines != nil {
+		o.LineWriters = a.lines
+	}
 	if v := os.Getenv("AML_MAX_DATASET_CELLS"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
 			o.MaxDatasetCells = n

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
+	"github.com/aml-project/aml/internal/connect/opcua"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/store"
@@ -53,6 +54,11 @@ type app struct {
 	clock func() time.Time
 	// appl runs the use cases on the local data directory (invoke.go).
 	appl *amlapp.App
+	// lines are this process's governed line writers (aml serve
+	// --line-writers; the execute commands' --opcua-endpoint and --map);
+	// requireLine: a write on another line is refused (the CLI's flags).
+	lines       *opcua.LineWriters
+	requireLine bool
 }
 
 // demoWall is aml demo's wall clock (nil: time.Now); tests set one.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aml-project/aml/internal/api"
 	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/connect/opcua"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/spf13/cobra"
@@ -36,12 +37,13 @@ type serveOptions struct {
 	maxStreams int
 	bodyTO     time.Duration
 	csvTO      time.Duration
+	lines      string
 }
 
 func newServeCmd(a *app) *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
-		Use:   "serve [--addr 127.0.0.1:8080] [--dev] [--workers N]",
+		Use:   "serve [--addr 127.0.0.1:8080] [--dev] [--workers N] [--line-writers FILE]",
 		Short: "Serve the HTTP API, MCP, the web UI and /metrics, and run job workers",
 		Args:  argsExact(0),
 		RunE:  func(cmd *cobra.Command, args []string) error { return a.serve(cmd.Context(), o) },
@@ -58,6 +60,7 @@ func newServeCmd(a *app) *cobra.Command {
 	f.DurationVar(&o.bodyTO, "body-timeout", api.DefaultBodyTimeout, "how long a request body (JSON, form, MCP) may take to arrive (late: 408)")
 	f.DurationVar(&o.csvTO, "csv-timeout", api.DefaultCSVTimeout, "how long a CSV upload's body may take to arrive")
 	f.IntVar(&o.maxStreams, "max-streams", api.DefaultMaxStreams, "event streams (/api/v1/events) one token may hold open at once (negative: no limit)")
+	f.StringVar(&o.lines, "line-writers", "", "JSON file naming each line's governed OPC UA writer (endpoint, map, security, step-test sampling; see docs/security.md): cert.execute, steptest.execute and the envelope cycle write to the line through it; without one a line's certificates are executed with the recording writer")
 	f.DurationVar(&o.grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests and running jobs")
 	return cmd
 }
@@ -74,6 +77,15 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	}
 	if o.maxCSVMiB <= 0 || o.maxBodyMiB <= 0 {
 		return usagef("--max-csv-mib and --max-body-mib must be positive")
+	}
+	if o.lines != "" {
+		l, err := opcua.LoadLineWriters(o.lines)
+		if err != nil {
+			return err
+		}
+		a.lines = l
+		defer func() { _ = l.Close() }() // after the HTTP server has drained
+		a.log.Info("serve: line writers", "lines", l.Lines())
 	}
 	work, p := o.workers > 0, a.process()
 	d, err := p.Deps(ctx, work, max(o.workers, 1))

@@ -138,7 +138,7 @@ func table() []route {
 		{Method: G, Path: "/steptests/{id}", Op: "steptest.show", Tag: "governance"},
 		{Method: P, Path: "/steptests/{id}/approve", Op: "steptest.approve", Tag: "governance"},
 		{Method: P, Path: "/steptests/{id}/revoke", Op: "steptest.revoke", Tag: "governance"},
-		{Method: P, Path: "/steptests/{id}/execute", Op: "steptest.execute", Tag: "governance", ErrResult: true}, // refused unless the process holds the line's connector
+		{Method: P, Path: "/steptests/{id}/execute", Op: "steptest.execute", Tag: "governance", ErrResult: true}, // refused unless the server's operator configured the line's writer (aml serve --line-writers)
 		{Method: G, Path: "/calibrations", Op: "calibration.list", Tag: "twin"},
 		{Method: P, Path: "/benefit-studies", Op: "benefit.run", Tag: "twin", Status: C},
 		{Method: G, Path: "/benefit-studies", Op: "benefit.list", Tag: "twin"},

@@ -53,6 +53,20 @@ type Options struct {
 	// BenefitStudy, when set, adjusts a benefit study's options after the
 	// request's (tests shorten the history and the runs; benefit.run).
 	BenefitStudy func(*benefit.Options)
+	// LineWriters are the governed writers of the lines this process
+	// reaches, configured by its operator (aml serve --line-writers, the
+	// local CLI's --opcua-endpoint and --map); cert.execute,
+	// steptest.execute and the envelope cycle write through the line's
+	// writer when it has one (see writerFor). Nil: none.
+	LineWriters LineWriters
+	// RequireLineWriter refuses a governed write on a line without a
+	// writer in LineWriters instead of falling back (the local CLI given
+	// an OPC UA writer).
+	RequireLineWriter bool
+	// LineClock and LineSleep pace a step test on a configured line
+	// (default the wall clock; tests run a simulated line's clock).
+	LineClock func() time.Time
+	LineSleep func(time.Duration)
 }
 
 // App runs AML's use cases on one set of resources.

@@ -29,6 +29,13 @@
 //   - audit entries and events: the use cases that change governed state
 //     write their audit entry and publish their event here.
 //
+// Governed writes (cert.execute, steptest.execute, the envelope cycle)
+// reach a machine through the writer the process's operator configured
+// for the line (Options.LineWriters: aml serve --line-writers, the local
+// CLI's --opcua-endpoint and --map), chosen by the stored line of what is
+// executed after the line scope is checked; no request names a writer
+// (linewriters.go).
+//
 // Field names and units are the same on every surface. Durations are
 // written as Go duration strings ("90s", "15m", "1h30m"; type Duration);
 // instants in requests as epoch milliseconds or RFC 3339 (type Instant).

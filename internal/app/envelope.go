@@ -272,9 +272,10 @@ func (a *App) EnvelopeRevoke(ctx context.Context, p Principal, req EnvelopeRevok
 type EnvelopeCycleRequest struct {
 	ID   string `json:"id" jsonschema:"envelope id"`
 	Seed uint64 `json:"seed,omitempty" jsonschema:"optimiser seed (default 1)"`
-	// Writer writes to the machine (default: a recording writer seeded
-	// with the fresh snapshot's control values). Only in-process callers
-	// (the demo, a connector's supervisor loop) set it.
+	// Writer writes to the machine. Only in-process callers (the demo,
+	// the tests) set it; otherwise the writer the process's operator
+	// configured for the envelope's line (Options.LineWriters), else a
+	// recording writer seeded with the fresh snapshot's control values.
 	Writer guard.Writer `json:"-"`
 }
 
@@ -325,22 +326,17 @@ func (a *App) EnvelopeCycle(ctx context.Context, p Principal, req EnvelopeCycleR
 				}
 			}
 		}
-		w := req.Writer
+		w, err := a.writerFor(ctx, e.LineID, req.Writer)
+		if err != nil {
+			return envelope.CycleResult{}, err
+		}
 		if w == nil {
-			seed := map[string]float64{}
+			var vals map[string]float64
 			if in.Snapshot != nil {
-				scene, _ := a.d.Store.GetScene(ctx, e.SceneID, e.SceneVersion)
-				for v, x := range in.Snapshot.ControlValues {
-					node := v
-					if scene != nil {
-						if c := scene.Control(v); c != nil && c.NodeID != "" {
-							node = c.NodeID
-						}
-					}
-					seed[node] = x
-				}
+				vals = in.Snapshot.ControlValues
 			}
-			w = guard.NewRecordingWriter(seed)
+			scene, _ := a.d.Store.GetScene(ctx, e.SceneID, e.SceneVersion)
+			w = guard.NewRecordingWriter(recordingSeed(scene, vals))
 		}
 		return envelope.Cycle(ctx, a.d.Store, k.Public, w, in, a.d.Bus)
 	})

@@ -372,9 +372,11 @@ type CertExecuteRequest struct {
 	// maxActionsPerRun counts.
 	Run string `json:"run,omitempty" jsonschema:"optional check: the run the action counts against (the certified snapshot's run, else the line's active run); any other is refused"`
 
-	// Writer writes to the machine (default: a recording writer seeded
-	// with the snapshot's values — the fresh one's when re-validated).
-	// Only in-process callers set it.
+	// Writer writes to the machine. Only in-process callers (the demo,
+	// the tests) set it; otherwise the writer the process's operator
+	// configured for the certificate's line (Options.LineWriters), else a
+	// recording writer seeded with the snapshot's values — the fresh
+	// one's when re-validated.
 	Writer guard.Writer `json:"-"`
 }
 
@@ -415,7 +417,14 @@ func (a *App) CertExecute(ctx context.Context, p Principal, req CertExecuteReque
 				}
 			}
 		}
-		w := req.Writer
+		line := ""
+		if r, err := a.d.Store.LoadCertificate(ctx, req.ID); err == nil {
+			line = r.LineID
+		}
+		w, err := a.writerFor(ctx, line, req.Writer)
+		if err != nil {
+			return govern.Result{}, err
+		}
 		if w == nil {
 			w = guard.NewRecordingWriter(seed())
 		}

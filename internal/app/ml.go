@@ -81,6 +81,25 @@ type DatasetBuildRequest struct {
 	MaxCells    int64        `json:"maxCells,omitempty" jsonschema:"work budget: refuse a build aligning more grid cells (points × nodes) than this (default and maximum: the server's, 50000000 unless configured)"`
 }
 
+// Defaults of a dataset build's size limits (DatasetBuildRequest; a 0
+// limit is the default).
+const (
+	DefaultDatasetMaxWindows  = dataset.DefaultMaxWindows
+	DefaultDatasetMaxBytesMiB = int(dataset.DefaultMaxBytes >> 20)
+)
+
+// SetSpecJSON sets the spec from a spec document (a spec file's bytes),
+// read as UnmarshalJSON reads the request's spec: the dataset's strict
+// parser, whose errors name the spec's fields.
+func (r *DatasetBuildRequest) SetSpecJSON(b []byte) error {
+	sp, err := dataset.ParseSpec(b)
+	if err != nil {
+		return err
+	}
+	r.Spec = *sp
+	return nil
+}
+
 // UnmarshalJSON reads the spec through the dataset's own strict parser
 // (AML_SPEC_INVALID with the spec's field paths, duplicate keys refused,
 // the size limit applied), as a spec file is read.
@@ -96,11 +115,7 @@ func (r *DatasetBuildRequest) UnmarshalJSON(b []byte) error {
 	}
 	r.MaxWindows, r.MaxBytesMiB, r.MaxCells, r.Spec = raw.MaxWindows, raw.MaxBytesMiB, raw.MaxCells, dataset.Spec{}
 	if len(raw.Spec) > 0 && string(raw.Spec) != "null" {
-		sp, err := dataset.ParseSpec(raw.Spec)
-		if err != nil {
-			return err
-		}
-		r.Spec = *sp
+		return r.SetSpecJSON(raw.Spec)
 	}
 	return nil
 }

@@ -308,7 +308,10 @@ type StepTestExecuteRequest struct {
 	// fitted models are compared with.
 	Previous string `json:"previous,omitempty" jsonschema:"registry model to compare the fitted models with (its step responses and gains; a model that can simulate runs, of the test's line, whose controls are the test's inputs and whose targets include the output)"`
 	// Line is the live line (its writable and measured nodes and clock).
-	// Only in-process callers (a connector's runner, the tests) set it.
+	// Only in-process callers (the tests) set it; otherwise the test runs
+	// on the writer the process's operator configured for the test's line
+	// (Options.LineWriters), sampled every LineWriters.SampleFor, and
+	// without one it is refused.
 	Line steptest.Line `json:"-"`
 }
 
@@ -341,13 +344,17 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		if err != nil {
 			return out, err
 		}
-		if req.Line == nil {
-			return out, core.FieldErrorf(core.CodeInvalidArgument, "line", "no live line connector is attached to this process: a step test runs where the line's connector runs")
-		}
 		if r.Moves > 0 {
 			return out, core.FieldErrorf(core.CodeConflict, "id", "step test %s was executed already (%d moves written)", req.ID, r.Moves)
 		}
 		c := r.Test
+		line, err := a.liveLine(ctx, c.LineID, req.Line)
+		if err != nil {
+			return out, err
+		}
+		if line == nil {
+			return out, core.FieldErrorf(core.CodeInvalidArgument, "line", "no live line connector is attached to this process for line %s: a step test runs where the line's writer is configured (aml serve --line-writers, or the CLI's --opcua-endpoint and --map)", c.LineID)
+		}
 		scene, err := a.d.Store.GetScene(ctx, c.SceneID, c.SceneVersion)
 		if err != nil {
 			return out, err
@@ -368,7 +375,7 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 			}
 		}
 		ex, err := steptest.Execute(ctx, steptest.ExecInput{Cert: c, Scene: scene, PublicKey: k.Public, Channels: a.d.Store,
-			History: &storeHistory{a: a, actor: p.Name, varOf: varOf}, Line: req.Line, RunID: "steptest-" + c.TestID, Nodes: nodes,
+			History: &storeHistory{a: a, actor: p.Name, varOf: varOf}, Line: line, RunID: "steptest-" + c.TestID, Nodes: nodes,
 			Audit: &steptest.Auditor{Log: a.d.Store.AuditLog(), Key: k, Actor: p.Name},
 			// Before every move, the test as its trail has it now: a
 			// revocation while it runs stops it (CERT_REVOKED).

@@ -175,6 +175,9 @@ const (
 	// CodeCertRevalidation: the re-run of a certificate's moves from a
 	// fresh snapshot at execution failed.
 	CodeCertRevalidation = "AML_CERT_REVALIDATION_FAILED"
+	// CodeLineWriterUnavailable: the governed writer configured for a
+	// line could not be opened.
+	CodeLineWriterUnavailable = "AML_LINE_WRITER_UNAVAILABLE"
 )
 
 // CodeInfo is one registered code: its kind and a one-line description.
@@ -246,6 +249,7 @@ var registry = []CodeInfo{
 	{CodeWriteFailed, KindUpstream, "a governed write was allowed but did not complete with a verified readback"},
 	{CodeClockFault, KindInternal, "a write-history entry is dated after the wall clock (beyond a small tolerance): a clock is wrong; such an entry is refused at insert, and a governed write facing one is denied (reason CLOCK_FAULT)"},
 	{CodeCertRevalidation, KindConflict, "executing a certificate whose snapshot is no longer fresh re-ran its moves from a fresh snapshot and the re-run failed (a constraint at a step with its values, no improvement on holding, out of distribution, unusable fresh data); nothing was written"},
+	{CodeLineWriterUnavailable, KindUpstream, "the governed writer this process's operator configured for the line (aml serve --line-writers, or the CLI's --opcua-endpoint and --map) could not be opened: its server is unreachable or refused the session; nothing was written"},
 	{CodeTwinModelUnsupported, KindUnprocessable, "the model is not a twin model (a format other than aml.hybrid/1, aml.statespace/1, aml.arx/1, aml.narx/1, aml.nss/1, aml.static-response/1 or aml.static-forest/1; a dynamic model without history and horizon; a static model without a control input)"},
 	{CodeTwinWindowInvalid, KindUnprocessable, "a snapshot window cannot start a rollout (wrong grid, too short, a needed column missing)"},
 	{CodeTwinSceneMismatch, KindUnprocessable, "the scene, objective or snapshot does not fit the model"},
