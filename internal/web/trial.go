@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/twin/contract"
@@ -41,25 +42,24 @@ type trialView struct {
 // which case it draws the stored tube only.
 func (s *server) trialPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	ctx := r.Context()
-	rec, err := s.d.Store.GetTrial(ctx, r.PathValue("id"))
+	rec, err := s.app.TrialShow(ctx, p, app.TrialShowRequest{ID: r.PathValue("id")})
 	if err != nil {
-		return err
-	}
-	if err := p.Allow(auth.ActRead, rec.LineID); err != nil {
 		return err
 	}
 	t := rec.Trial
 	var scene *contract.SceneContract
-	if snap, err := s.d.Store.GetSnapshot(ctx, t.SnapshotID); err == nil {
-		scene, _ = s.d.Store.GetScene(ctx, snap.SceneID, snap.SceneVersion)
+	if sh, err := s.app.SnapshotShow(ctx, p, app.SnapshotShowRequest{ID: t.SnapshotID}); err == nil {
+		if sc, err := s.app.SceneShow(ctx, p, app.SceneShowRequest{ID: sh.Snapshot.SceneID, Version: sh.Snapshot.SceneVersion}); err == nil {
+			scene = sc.Scene
+		}
 	}
 	v := s.trialTraces(ctx, rec, scene)
-	certs, err := s.d.Store.ListCertificates(ctx, contract.CertFilter{LineID: rec.LineID}, nil)
+	certs, err := s.app.CertList(ctx, p, app.CertListRequest{Line: rec.LineID, Limit: 1000})
 	if err != nil {
 		return err
 	}
 	var mine []contract.CertListItem
-	for _, c := range certs {
+	for _, c := range certs.Items {
 		if c.Cert.TrialID == t.TrialID {
 			mine = append(mine, c)
 		}
