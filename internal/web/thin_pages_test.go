@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,5 +21,19 @@ func TestTrialPageThroughOps(t *testing.T) {
 	}
 	if code, body, _ := get(t, f.client(t, "olga"), f.srv.URL+"/ui/trials/"+f.demo.TrialID); code != http.StatusForbidden || strings.Contains(body, id) {
 		t.Fatalf("olga: %d %.200s", code, body)
+	}
+}
+
+// TestAuditPageHeadThroughOp: the audit page's head (seq and hash) is
+// audit.list's, the log's newest entry.
+func TestAuditPageHeadThroughOp(t *testing.T) {
+	f := getFixture(t)
+	seq, hash, err := f.store.AuditLog().Head(context.Background())
+	if err != nil || seq == 0 {
+		t.Fatalf("head %d %v", seq, err)
+	}
+	code, body, _ := get(t, f.client(t, "victor"), f.srv.URL+"/ui/audit?limit=1")
+	if want := fmt.Sprintf("head seq %d <code>%s", seq, hash[:12]); code != http.StatusOK || !strings.Contains(body, want) {
+		t.Fatalf("audit page %d, want %q: %.300s", code, want, body)
 	}
 }
