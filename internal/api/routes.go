@@ -71,6 +71,7 @@ func table() []route {
 		{Method: P, Path: "/recipes", Op: "recipe.put", Tag: "data", Status: C},
 		{Method: P, Path: "/lines/{line}/run-events", Op: "run.events", Tag: "data"},
 		{Method: G, Path: "/ts", Op: "ts.query", Tag: "data"},
+		{Method: G, Path: "/ts/latest", Op: "ts.latest", Tag: "data"},
 		{Method: P, Path: "/ingest/samples", Op: "ingest.samples", Tag: "data"},
 		{Method: P, Path: "/ingest/csv", Op: "ingest.csv", Tag: "data", raw: rawIngestCSV, InType: "text/csv"},
 		{Method: G, Path: "/connectors", Op: "connector.list", Tag: "data"},

@@ -68,6 +68,7 @@ var byOp = map[string]fn{
 	"recipe.put":     out(printRecipeVersion),
 	"run.events":     out(printRunEvents),
 	"ts.query":       out(printTS),
+	"ts.latest":      out(printTSLatest),
 	"ingest.samples": out(printIngestSamples),
 	"ingest.csv":     out(PrintFileReport),
 	"connector.list": list(printConnectorStatus),
@@ -222,6 +223,14 @@ func printTS(w io.Writer, r app.TSQueryResponse) {
 	if r.Page != nil {
 		printPage(w, *r.Page)
 	}
+}
+
+func printTSLatest(w io.Writer, r app.TSLatestResponse) {
+	if r.Sample == nil {
+		fmt.Fprintf(w, "%s: no sample\n", r.Node)
+		return
+	}
+	fmt.Fprintf(w, "%s: %g at %s (%s)\n", r.Node, r.Sample.Value, time.UnixMicro(r.Sample.TsUs).UTC().Format(time.RFC3339Nano), r.Sample.State)
 }
 
 func printIngestSamples(w io.Writer, r app.IngestSamplesResponse) {

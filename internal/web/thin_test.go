@@ -18,7 +18,6 @@ import (
 var storeReaders = map[string]string{
 	"New":               "the login page's default token verifier (auth.NewTokens over the store), before any principal exists",
 	"predictedVsActual": "model card: the windowed predictions of a test run with the conformal band load the model artifact (shadow.Load) and the run's serve grid; no op answers them yet",
-	"liveLine":          "Live page: the newest sample time of the plotted nodes in the newest run (Store.Latest); ts.query has no newest-first read",
 	"recomputeTrial":    "trial page: re-runs engine.RunTrial on the stored inputs to redraw every trajectory",
 }
 
