@@ -678,6 +678,16 @@ func (a *App) AuditVerify(ctx context.Context, p Principal, req AuditVerifyReque
 
 func (a *App) tokens() *auth.Tokens { return auth.NewTokens(a.d.Store.SQL()) }
 
+// TokenVerifier is the store's API tokens as a verifier, what a login
+// page checks a token against (nil without a store). It is no op:
+// verifying a token is how a caller becomes a principal.
+func (a *App) TokenVerifier() auth.Verifier {
+	if a.d == nil || a.d.Store == nil {
+		return nil
+	}
+	return a.tokens()
+}
+
 // TokenListRequest has no fields.
 type TokenListRequest struct{}
 

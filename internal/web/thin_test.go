@@ -16,7 +16,6 @@ import (
 // shared resources (service.Deps' Store or DataDir) instead of an app op,
 // each with why. Everything else is an adapter over internal/app.
 var storeReaders = map[string]string{
-	"New":               "the login page's default token verifier (auth.NewTokens over the store), before any principal exists",
 	"predictedVsActual": "model card: the windowed predictions of a test run with the conformal band load the model artifact (shadow.Load) and the run's serve grid; no op answers them yet",
 	"recomputeTrial":    "trial page: re-runs engine.RunTrial on the stored inputs to redraw every trajectory",
 }
