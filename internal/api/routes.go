@@ -127,6 +127,7 @@ func table() []route {
 		{Method: P, Path: "/trials", Op: "trial.run", Tag: "twin", Status: C},
 		{Method: G, Path: "/trials", Op: "trial.list", Tag: "twin"},
 		{Method: G, Path: "/trials/{id}", Op: "trial.show", Tag: "twin"},
+		{Method: G, Path: "/trials/{id}/recompute", Op: "trial.recompute", Tag: "twin"},
 		{Method: P, Path: "/optimize", Op: "optimize", Tag: "twin"},
 		{Method: P, Path: "/gate", Op: "gate.evaluate", Tag: "twin"},
 		{Method: G, Path: "/gate/{model}", Op: "gate.latest", Tag: "twin"},

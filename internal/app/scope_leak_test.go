@@ -59,6 +59,10 @@ func TestForeignLineNotRevealed(t *testing.T) {
 			_, err := f.a.CertIssue(ctx, p, CertIssueRequest{Trial: trialID})
 			return err
 		}},
+		{"trial.recompute", func(p Principal) error {
+			_, err := f.a.TrialRecompute(ctx, p, TrialRecomputeRequest{ID: trialID})
+			return err
+		}},
 		{"envelope.issue", func(p Principal) error {
 			_, err := f.a.EnvelopeIssue(ctx, p, EnvelopeIssueRequest{Scene: "scene-a", Model: "hybrid-1", Bounds: bounds, MaxMovesPerHour: 6})
 			return err

@@ -112,6 +112,7 @@ var byOp = map[string]fn{
 	"snapshot.list":    list(printSnapshots),
 	"trial.run":        out(func(w io.Writer, r app.TrialRunResponse) { printTrial(w, r.Record, r.Detail) }),
 	"trial.show":       out(func(w io.Writer, r contract.TrialRecord) { printTrial(w, r, nil) }),
+	"trial.recompute":  out(printTrialRecompute),
 	"trial.list":       list(printTrials),
 	"optimize":         out(printOptimize),
 	"gate.evaluate":    out(printGate),
@@ -394,4 +395,11 @@ func printGateProfiles(w io.Writer, r app.GateProfilesResponse) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+func printTrialRecompute(w io.Writer, r app.TrialRecomputeResponse) {
+	if r.Trial == nil || r.Detail == nil {
+		return
+	}
+	fmt.Fprintf(w, "trial %s recomputed: %d trace(s) over %d step(s) of %d ms\n", r.Trial.TrialID, len(r.Detail.Traces), r.Detail.Steps, r.Detail.BeatMs)
 }

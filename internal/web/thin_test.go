@@ -17,7 +17,6 @@ import (
 // each with why. Everything else is an adapter over internal/app.
 var storeReaders = map[string]string{
 	"predictedVsActual": "model card: the windowed predictions of a test run with the conformal band load the model artifact (shadow.Load) and the run's serve grid; no op answers them yet",
-	"recomputeTrial":    "trial page: re-runs engine.RunTrial on the stored inputs to redraw every trajectory",
 }
 
 // TestWebIsThin: the web package imports no store package, and only the
