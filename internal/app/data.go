@@ -18,6 +18,7 @@ var (
 	opRunShow    = Op{Name: "run.show", Act: auth.ActRead, Summary: "A run with its context segments and sample counts per node"}
 	opNodeList   = Op{Name: "node.list", Act: auth.ActRead, Summary: "List nodes (signals) with unit, range and kind"}
 	opTSQuery    = Op{Name: "ts.query", Act: auth.ActRead, Summary: "One node's samples (a page with a cursor) or bucketed aggregates"}
+	opTSLatest   = Op{Name: "ts.latest", Act: auth.ActRead, Summary: "One node's newest sample, optionally of one run"}
 	opIngest     = Op{Name: "ingest.samples", Act: auth.ActIngest, Summary: "Ingest a batch of samples (one transaction)"}
 	opIngestCSV  = Op{Name: "ingest.csv", Act: auth.ActIngest, Summary: "Ingest a CSV stream, wide or long (docs/csv-ingest.md), in one transaction"}
 	opConnectors = Op{Name: "connector.list", Act: auth.ActRead, Summary: "Live connectors (OPC UA, MQTT) in the caller's lines: state, counters, gaps, staleness"}
@@ -32,6 +33,7 @@ func dataOps() []*Op {
 		bind(&opRunShow, (*App).RunShow),
 		bind(&opNodeList, (*App).NodeList),
 		bind(&opTSQuery, (*App).TSQuery),
+		bind(&opTSLatest, (*App).TSLatest),
 		bind(&opIngest, (*App).IngestSamples),
 		bind(&opIngestCSV, (*App).IngestCSV),
 		bind(&opConnectors, (*App).ConnectorList),
@@ -232,5 +234,46 @@ func (a *App) TSQuery(ctx context.Context, p Principal, req TSQueryRequest) (TSQ
 			pg.Points = []core.Point{}
 		}
 		return TSQueryResponse{Node: req.Node, Page: &pg}, nil
+	})
+}
+
+// TSLatestRequest names a node and optionally its run.
+type TSLatestRequest struct {
+	Node string `json:"node" jsonschema:"node id"`
+	Run  string `json:"run,omitempty" jsonschema:"only this run"`
+}
+
+// Validate requires the node.
+func (r *TSLatestRequest) Validate() error { return required("node", r.Node) }
+
+// TSLatestResponse is a node's newest sample (absent when it has none).
+type TSLatestResponse struct {
+	Node   string       `json:"node"`
+	Sample *core.Sample `json:"sample,omitempty" jsonschema:"the newest sample (absent: none)"`
+}
+
+// TSLatest returns a node's newest sample (of one run when Run is set):
+// what a live view needs to know where its data ends. The node's line
+// must be in p's scope.
+func (a *App) TSLatest(ctx context.Context, p Principal, req TSLatestRequest) (TSLatestResponse, error) {
+	return run(ctx, a, p, &opTSLatest, req, func(ctx context.Context, p Principal, req TSLatestRequest) (TSLatestResponse, error) {
+		n, err := a.d.Store.GetNode(ctx, req.Node)
+		if err != nil {
+			return TSLatestResponse{}, err
+		}
+		if err := p.Allow(auth.ActRead, n.LineID); err != nil {
+			return TSLatestResponse{}, err
+		}
+		out := TSLatestResponse{Node: req.Node}
+		latest, err := a.d.Store.Latest(ctx, []string{req.Node}, core.ContextFilter{Run: req.Run})
+		if err != nil {
+			return out, err
+		}
+		for _, s := range latest {
+			if s.Node == req.Node {
+				out.Sample = &s
+			}
+		}
+		return out, nil
 	})
 }

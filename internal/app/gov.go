@@ -608,6 +608,10 @@ type AuditListResponse struct {
 	Count      int           `json:"count"`
 	NextAfter  int64         `json:"nextAfter,omitempty" jsonschema:"pass as after for the next page; absent on the last page"`
 	NextBefore int64         `json:"nextBefore,omitempty" jsonschema:"newest first: pass as before for the next (older) page; absent on the last page"`
+	// HeadSeq and Head are the chain's head when the page was read (what
+	// audit verify --expect-head pins), without verifying the chain.
+	HeadSeq int64  `json:"headSeq" jsonschema:"the seq of the log's newest entry (0: empty)"`
+	Head    string `json:"head" jsonschema:"the hash of the log's newest entry"`
 }
 
 // AuditList lists audit entries in seq order (newest first on request),
@@ -631,6 +635,9 @@ func (a *App) AuditList(ctx context.Context, p Principal, req AuditListRequest) 
 			return AuditListResponse{}, err
 		}
 		res := AuditListResponse{Items: es, Count: len(es)}
+		if res.HeadSeq, res.Head, err = a.auditLog().Head(ctx); err != nil {
+			return AuditListResponse{}, err
+		}
 		if len(es) == limit {
 			if req.Newest {
 				res.NextBefore = es[len(es)-1].Seq
@@ -679,6 +686,16 @@ func (a *App) AuditVerify(ctx context.Context, p Principal, req AuditVerifyReque
 // ---- administration
 
 func (a *App) tokens() *auth.Tokens { return auth.NewTokens(a.d.Store.SQL()) }
+
+// TokenVerifier is the store's API tokens as a verifier, what a login
+// page checks a token against (nil without a store). It is no op:
+// verifying a token is how a caller becomes a principal.
+func (a *App) TokenVerifier() auth.Verifier {
+	if a.d == nil || a.d.Store == nil {
+		return nil
+	}
+	return a.tokens()
+}
 
 // TokenListRequest has no fields.
 type TokenListRequest struct{}

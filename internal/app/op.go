@@ -83,7 +83,7 @@ func bind[Req, Resp any](op *Op, m func(*App, context.Context, Principal, Req) (
 // registration: what the application can do is read here).
 func allOps() []*Op {
 	var out []*Op
-	for _, group := range [][]*Op{dataOps(), lineOps(), batchOps(), mlOps(), contentOps(), compareOps(), twinOps(), sceneOps(), govOps(), envelopeOps(), stepTestOps(), overviewOps(), checkOps(), benefitOps()} {
+	for _, group := range [][]*Op{dataOps(), lineOps(), batchOps(), mlOps(), contentOps(), compareOps(), twinOps(), sceneOps(), govOps(), envelopeOps(), stepTestOps(), overviewOps(), checkOps(), benefitOps(), trialViewOps()} {
 		out = append(out, group...)
 	}
 	return out

@@ -84,6 +84,9 @@ func (a *App) StepTestPlan(ctx context.Context, p Principal, req StepTestPlanReq
 			if err != nil {
 				return StepTestPlanResponse{}, err
 			}
+			if err := p.Allow(auth.ActRead, snap.LineID); err != nil {
+				return StepTestPlanResponse{}, err // never names a line outside p's scope
+			}
 			if snap.LineID != scene.LineID {
 				return StepTestPlanResponse{}, core.FieldErrorf(core.CodeConflict, "snapshot", "snapshot %s is of line %s, the scene of line %s", id, snap.LineID, scene.LineID)
 			}

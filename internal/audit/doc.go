@@ -59,4 +59,12 @@
 //
 // Verification failures carry the code AML_AUDIT_TAMPERED (HTTP 409) and
 // name the first bad seq.
+//
+// # Records replayed from their trail
+//
+// Signed records that live only in the log (step tests, operating
+// envelopes) are rebuilt from their trail, every entry of their subject
+// (Trail), and listed by Replay: the subjects of the newest issue entries
+// of a line, each replayed and verified by the record's own package, the
+// ones that do not verify named apart.
 package audit

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/aml-project/aml/internal/core"
 )
@@ -117,7 +118,9 @@ func RoleAllows(r Role, a Action) bool {
 // or AML_FORBIDDEN (403) with field "role" (the role may not take the
 // action) or "lineId" (the line is outside p's scope). The line scope is
 // checked only when lineID is not empty; callers listing several lines
-// filter with InScope instead.
+// filter with InScope instead. The line refusal never names lineID: it is
+// most often the line of a stored object the caller named by id, and a
+// caller must not learn the lines outside its scope (it names p's own).
 func (p Principal) Allow(a Action, lineID string) error {
 	if !RoleAllows(p.Role, a) {
 		who := p.Name
@@ -127,7 +130,7 @@ func (p Principal) Allow(a Action, lineID string) error {
 		return core.FieldErrorf(core.CodeForbidden, "role", "%s (role %s) may not %s", who, p.Role, a)
 	}
 	if lineID != "" && !p.InScope(lineID) {
-		return core.FieldErrorf(core.CodeForbidden, "lineId", "line %q is outside the scope of %s", lineID, p.Name)
+		return core.FieldErrorf(core.CodeForbidden, "lineId", "that line is outside the scope of %s (lines %s)", p.Name, strings.Join(p.Lines, ", "))
 	}
 	return nil
 }

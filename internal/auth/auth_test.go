@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,5 +244,15 @@ func TestMiddleware(t *testing.T) {
 		if err := json.Unmarshal(w.Body.Bytes(), &b); err != nil || b.Code != CodeUnauthenticated || b.Field != "token" || b.Message == "" {
 			t.Errorf("%s: body %s", c.name, w.Body)
 		}
+	}
+}
+
+// TestAllowNamesNoForeignLine: the line-scope refusal does not name the
+// refused line (most often the line of a stored object named by id).
+func TestAllowNamesNoForeignLine(t *testing.T) {
+	p := Principal{Name: "eve", Role: RoleEngineer, Lines: []string{"L1"}}
+	err := p.Allow(ActRead, "secret-line")
+	if err == nil || strings.Contains(err.Error(), "secret-line") || !strings.Contains(err.Error(), "L1") {
+		t.Fatalf("%v: want a refusal naming eve's lines only", err)
 	}
 }

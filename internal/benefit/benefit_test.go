@@ -11,18 +11,11 @@ import (
 
 	"github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
-	"github.com/aml-project/aml/internal/store/sqlite"
 )
 
 func study(t *testing.T, o Options) *Result {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	o.Store, o.DataDir = st, dir
+	o.Store, o.DataDir = studyStore(t)
 	o.Trainers = jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats())
 	o.Logf = t.Logf
 	r, err := Run(context.Background(), o)

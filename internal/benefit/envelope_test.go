@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/sim"
-	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
 
@@ -18,21 +17,7 @@ import (
 // new approval.
 func TestGovernorWritesOnlyInsideTheEnvelope(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	o := Options{Store: st, DataDir: dir}
-	if err := o.defaults(); err != nil {
-		t.Fatal(err)
-	}
-	scene, obj := StudyScene(), contract.DefaultInjectionObjective()
-	g, err := newGovernor(ctx, o, scene, obj, "model-1", true, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, o, scene, obj := studyGovernor(t, Options{}, nil)
 	l := &loop{o: o, name: ModeEnvelope, scene: g.scene, res: &ModeResult{Name: ModeEnvelope}, u: nominal(), gov: g}
 	start := time.UnixMilli(studyStartMs).UTC()
 	n := 0
@@ -40,18 +25,10 @@ func TestGovernorWritesOnlyInsideTheEnvelope(t *testing.T) {
 		t.Helper()
 		n++
 		id := fmt.Sprintf("s%d", n)
-		snap := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: at, CreatedBy: Engineer, SnapshotID: id,
-			SceneID: scene.SceneID, SceneVersion: scene.SceneVersion, LineID: scene.LineID, Phase: "holding", CapturedAt: at,
-			ControlValues: controlsMap(l.u), DataQuality: contract.DataQuality{Fresh: true, Completeness: 1}, EstimatorVersion: "last-valid@1",
-			Window: &contract.SnapshotWindow{RunID: fmt.Sprintf("run-%d", n)}}
+		snap := holdingSnapshot(scene, id, at, controlsMap(l.u), &contract.SnapshotWindow{RunID: fmt.Sprintf("run-%d", n)})
 		step := controlsMap(l.u)
 		step[sim.NodeHoldPressure] = hp
-		tr := &contract.VirtualTrial{SchemaVersion: contract.TrialSchemaVersion, CreatedAt: at, CreatedBy: Engineer, TrialID: "t" + id, SnapshotID: id,
-			ModelID: "model-1", ObjectiveID: obj.ObjectiveID, CandidateControlTrajectory: []map[string]float64{step},
-			Uncertainty:        contract.Uncertainty{MaxStd: 0.1, Coverage: 0.92, EnsembleSize: 5},
-			OutOfDistribution:  contract.OutOfDistribution{Distance: 0.4, Accepted: true},
-			ConstraintResults:  []contract.ConstraintResult{{ID: "weight", Passed: true, Detail: "ok"}},
-			BaselineComparison: contract.BaselineComparison{BaselineCost: 1, CandidateCost: 0.5, Improvement: 0.5}}
+		tr := passingTrial(id, at, obj, step, contract.ConstraintResult{ID: "weight", Passed: true, Detail: "ok"})
 		ok, err := g.cycle(ctx, l, at, snap, tr)
 		if err != nil {
 			t.Fatal(err)

@@ -20,34 +20,21 @@ import (
 // line (read back and audited), and a denial is counted by its reason.
 func TestPerMoveWritesOnlyWhatTheGuardAllows(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := sqlite.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
 	// ApprovalDelaySteps below the guard's freshness limit: the certified
 	// snapshot is still fresh at execution (no re-validation, which needs
 	// a trained twin; the study's TestBenefitWearingLine runs that path).
-	o := Options{Store: st, DataDir: dir, ApprovalDelaySteps: 10}
-	if err := o.defaults(); err != nil {
-		t.Fatal(err)
-	}
-	scene, obj := StudyScene(), contract.DefaultInjectionObjective()
-	// the model the certificates name must be registered (its artifact
-	// hash is signed into them)
-	if err := st.InsertDataset(ctx, core.Dataset{ID: "ds", LineID: scene.LineID, ProductID: "P", RecipeID: "R", Purpose: "mpc_surrogate",
-		Path: "datasets/ds", SHA256: strings.Repeat("b", 64), SpecJSON: "{}", CreatedBy: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.DB().Exec(`INSERT INTO models(id, job_id, dataset_id, line_id, product_id, recipe_id, purpose, trainer_ref, stage, artifact_kind, artifact_path, artifact_hash, created_at, stage_changed_at)
+	g, o, scene, obj := studyGovernor(t, Options{ApprovalDelaySteps: 10}, func(st *sqlite.Store, scene *contract.SceneContract) {
+		// the model the certificates name must be registered (its artifact
+		// hash is signed into them)
+		if err := st.InsertDataset(ctx, core.Dataset{ID: "ds", LineID: scene.LineID, ProductID: "P", RecipeID: "R", Purpose: "mpc_surrogate",
+			Path: "datasets/ds", SHA256: strings.Repeat("b", 64), SpecJSON: "{}", CreatedBy: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DB().Exec(`INSERT INTO models(id, job_id, dataset_id, line_id, product_id, recipe_id, purpose, trainer_ref, stage, artifact_kind, artifact_path, artifact_hash, created_at, stage_changed_at)
 		VALUES ('model-1','job-1','ds',?, 'P','R','mpc_surrogate','hybrid_residual@1','candidate','aml.hybrid/1','models/model-1',?,1,1)`, scene.LineID, strings.Repeat("c", 64)); err != nil {
-		t.Fatal(err)
-	}
-	g, err := newGovernor(ctx, o, scene, obj, "model-1", true, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+			t.Fatal(err)
+		}
+	})
 	if err := g.setPolicy(ctx, contract.PolicyHITLGoverned); err != nil {
 		t.Fatal(err)
 	}
@@ -57,22 +44,15 @@ func TestPerMoveWritesOnlyWhatTheGuardAllows(t *testing.T) {
 		at := l.at(step)
 		id := fmt.Sprintf("s%d", step)
 		w := 32.0
-		snap := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: at, CreatedBy: Engineer, SnapshotID: id,
-			SceneID: scene.SceneID, SceneVersion: scene.SceneVersion, LineID: scene.LineID, Phase: "holding", CapturedAt: at,
-			ControlValues: controlsMap(l.u), DataQuality: contract.DataQuality{Fresh: true, Completeness: 1}, EstimatorVersion: "last-valid@1",
-			Window: &contract.SnapshotWindow{RunID: l.runID(0), BeatMs: 1000, EndMs: at.UnixMilli() - 1000, Steps: 1, Values: map[string][]*float64{sim.NodePartWeight: {&w}}}}
+		snap := holdingSnapshot(scene, id, at, controlsMap(l.u),
+			&contract.SnapshotWindow{RunID: l.runID(0), BeatMs: 1000, EndMs: at.UnixMilli() - 1000, Steps: 1, Values: map[string][]*float64{sim.NodePartWeight: {&w}}})
 		if err := snap.Seal(); err != nil {
 			t.Fatal(err)
 		}
 		step0 := controlsMap(l.u)
 		step0[sim.NodeHoldPressure] = hp
-		tr := &contract.VirtualTrial{SchemaVersion: contract.TrialSchemaVersion, CreatedAt: at, CreatedBy: Engineer, TrialID: "t" + id, SnapshotID: id,
-			ModelID: "model-1", ObjectiveID: obj.ObjectiveID, CandidateControlTrajectory: []map[string]float64{step0},
-			Uncertainty:       contract.Uncertainty{MaxStd: 0.1, Coverage: 0.92, EnsembleSize: 5},
-			OutOfDistribution: contract.OutOfDistribution{Distance: 0.4, Accepted: true},
-			ConstraintResults: []contract.ConstraintResult{{ID: "weight", Passed: true, Detail: "ok"}, {ID: "flash_rate", Passed: true, Detail: "ok"},
-				{ID: "sink_rate", Passed: true, Detail: "ok"}, {ID: "pressure", Passed: true, Detail: "ok"}, {ID: "temperature", Passed: true, Detail: "ok"}},
-			BaselineComparison: contract.BaselineComparison{BaselineCost: 1, CandidateCost: 0.5, Improvement: 0.5}}
+		tr := passingTrial(id, at, obj, step0, contract.ConstraintResult{ID: "weight", Passed: true, Detail: "ok"}, contract.ConstraintResult{ID: "flash_rate", Passed: true, Detail: "ok"},
+			contract.ConstraintResult{ID: "sink_rate", Passed: true, Detail: "ok"}, contract.ConstraintResult{ID: "pressure", Passed: true, Detail: "ok"}, contract.ConstraintResult{ID: "temperature", Passed: true, Detail: "ok"})
 		p, err := g.issue(ctx, l, step, snap, tr)
 		if err != nil || p == nil {
 			t.Fatalf("issue at step %d: %v (%+v)", step, err, l.res)

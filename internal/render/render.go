@@ -68,6 +68,7 @@ var byOp = map[string]fn{
 	"recipe.put":     out(printRecipeVersion),
 	"run.events":     out(printRunEvents),
 	"ts.query":       out(printTS),
+	"ts.latest":      out(printTSLatest),
 	"ingest.samples": out(printIngestSamples),
 	"ingest.csv":     out(PrintFileReport),
 	"connector.list": list(printConnectorStatus),
@@ -111,6 +112,7 @@ var byOp = map[string]fn{
 	"snapshot.list":    list(printSnapshots),
 	"trial.run":        out(func(w io.Writer, r app.TrialRunResponse) { printTrial(w, r.Record, r.Detail) }),
 	"trial.show":       out(func(w io.Writer, r contract.TrialRecord) { printTrial(w, r, nil) }),
+	"trial.recompute":  out(printTrialRecompute),
 	"trial.list":       list(printTrials),
 	"optimize":         out(printOptimize),
 	"gate.evaluate":    out(printGate),
@@ -222,6 +224,14 @@ func printTS(w io.Writer, r app.TSQueryResponse) {
 	if r.Page != nil {
 		printPage(w, *r.Page)
 	}
+}
+
+func printTSLatest(w io.Writer, r app.TSLatestResponse) {
+	if r.Sample == nil {
+		fmt.Fprintf(w, "%s: no sample\n", r.Node)
+		return
+	}
+	fmt.Fprintf(w, "%s: %g at %s (%s)\n", r.Node, r.Sample.Value, time.UnixMicro(r.Sample.TsUs).UTC().Format(time.RFC3339Nano), r.Sample.State)
 }
 
 func printIngestSamples(w io.Writer, r app.IngestSamplesResponse) {
@@ -385,4 +395,11 @@ func printGateProfiles(w io.Writer, r app.GateProfilesResponse) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+func printTrialRecompute(w io.Writer, r app.TrialRecomputeResponse) {
+	if r.Trial == nil || r.Detail == nil {
+		return
+	}
+	fmt.Fprintf(w, "trial %s recomputed: %d trace(s) over %d step(s) of %d ms\n", r.Trial.TrialID, len(r.Detail.Traces), r.Detail.Steps, r.Detail.BeatMs)
 }

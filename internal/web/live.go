@@ -172,13 +172,15 @@ func (s *server) liveLine(r *http.Request, p auth.Principal, line string, conns 
 	for i, n := range pick {
 		ids[i] = n.ID
 	}
-	latest, err := s.d.Store.Latest(ctx, ids, core.ContextFilter{Run: run.ID})
-	if err != nil {
-		return ll, err
-	}
 	end := int64(0)
-	for _, smp := range latest {
-		end = max(end, core.UsToMs(smp.TsUs))
+	for _, id := range ids {
+		lt, err := s.app.TSLatest(ctx, p, app.TSLatestRequest{Node: id, Run: run.ID})
+		if err != nil {
+			return ll, err
+		}
+		if lt.Sample != nil {
+			end = max(end, core.UsToMs(lt.Sample.TsUs))
+		}
 	}
 	if end == 0 {
 		ll.Note = "Run " + run.ID + " has no samples yet."

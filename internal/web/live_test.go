@@ -100,7 +100,7 @@ func TestLivePageScope(t *testing.T) {
 		status     int
 		has, lacks []string
 	}{
-		{"victor", "/ui/live", http.StatusOK, []string{`data-connector="` + id + `"`, `svg xmlns`, "live_part_weight", "live_hold_pressure (setpoint)", "Live</a>"}, nil},
+		{"victor", "/ui/live", http.StatusOK, []string{`data-connector="` + id + `"`, `svg xmlns`, "live_part_weight", "live_hold_pressure (setpoint)", "Live</a>"}, []string{"has no samples yet"}}, // the newest sample's time (ts.latest) ends the plots
 		{"victor", "/ui/live?line=" + liveLineID + "&minutes=5", http.StatusOK, []string{`data-src="/ui/live/fragment?line=` + liveLineID + `&amp;minutes=5"`}, nil},
 		{"victor", "/ui/live/fragment?line=" + liveLineID, http.StatusOK, []string{`data-connector="` + id + `"`, `class="chart"`}, []string{"<html", "<header"}},
 		{"olga", "/ui/live", http.StatusOK, []string{`id="live-empty"`}, []string{id}},

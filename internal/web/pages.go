@@ -436,12 +436,8 @@ func (s *server) auditPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 		o.Set("before", strconv.FormatInt(res.NextBefore, 10))
 		older = "?" + o.Encode()
 	}
-	headSeq, head, err := s.d.Store.AuditLog().Head(ctx)
-	if err != nil {
-		return err
-	}
 	s.render(w, r, http.StatusOK, "audit", &p, map[string]any{"Title": "Audit log", "Rows": rows, "Older": older, "Newest": "?" + filters.Encode(), "Paged": req.Before > 0,
-		"Actor": req.Actor, "Action": req.Action, "Subject": req.Subject, "From": q.Get("from"), "To": q.Get("to"), "HeadSeq": headSeq, "Head": head})
+		"Actor": req.Actor, "Action": req.Action, "Subject": req.Subject, "From": q.Get("from"), "To": q.Get("to"), "HeadSeq": res.HeadSeq, "Head": res.Head})
 	return nil
 }
 

@@ -16,12 +16,7 @@ import (
 // shared resources (service.Deps' Store or DataDir) instead of an app op,
 // each with why. Everything else is an adapter over internal/app.
 var storeReaders = map[string]string{
-	"auditPage":         "the audit chain's head (seq, hash) shown beside the list; audit.verify would re-verify the whole chain on every page view",
-	"New":               "the login page's default token verifier (auth.NewTokens over the store), before any principal exists",
 	"predictedVsActual": "model card: the windowed predictions of a test run with the conformal band load the model artifact (shadow.Load) and the run's serve grid; no op answers them yet",
-	"liveLine":          "Live page: the newest sample time of the plotted nodes in the newest run (Store.Latest); ts.query has no newest-first read",
-	"trialPage":         "trial page (another branch's pages): the stored trial, its snapshot, scene and certificates",
-	"recomputeTrial":    "trial page: re-runs engine.RunTrial on the stored inputs to redraw every trajectory",
 }
 
 // TestWebIsThin: the web package imports no store package, and only the

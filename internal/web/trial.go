@@ -6,8 +6,8 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
-	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/web/plot"
@@ -32,34 +32,33 @@ type trialView struct {
 // The store keeps the trial record (candidate, predicted tube of the
 // scene's observations and guards, costs) but not the engine's
 // TrialDetail (every trace, the baseline's trajectories). The page
-// recomputes it: engine.RunTrial on the stored snapshot, the snapshot's
-// scene and the trial's objective with the recorded candidate, id, author
-// and time. The engine is deterministic, so the recomputed record hashes
+// recomputes it through the op trial.recompute: engine.RunTrial on the
+// stored snapshot, the snapshot's scene and the trial's objective with
+// the recorded candidate, id, author and time. The engine is deterministic, so the recomputed record hashes
 // to the stored one (with the optimiser's provenance notes carried over);
 // the page says so, and says plainly when it does not
 // (a replaced objective profile, a retired model's pruned artifact), in
 // which case it draws the stored tube only.
 func (s *server) trialPage(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	ctx := r.Context()
-	rec, err := s.d.Store.GetTrial(ctx, r.PathValue("id"))
+	rec, err := s.app.TrialShow(ctx, p, app.TrialShowRequest{ID: r.PathValue("id")})
 	if err != nil {
-		return err
-	}
-	if err := p.Allow(auth.ActRead, rec.LineID); err != nil {
 		return err
 	}
 	t := rec.Trial
 	var scene *contract.SceneContract
-	if snap, err := s.d.Store.GetSnapshot(ctx, t.SnapshotID); err == nil {
-		scene, _ = s.d.Store.GetScene(ctx, snap.SceneID, snap.SceneVersion)
+	if sh, err := s.app.SnapshotShow(ctx, p, app.SnapshotShowRequest{ID: t.SnapshotID}); err == nil {
+		if sc, err := s.app.SceneShow(ctx, p, app.SceneShowRequest{ID: sh.Snapshot.SceneID, Version: sh.Snapshot.SceneVersion}); err == nil {
+			scene = sc.Scene
+		}
 	}
-	v := s.trialTraces(ctx, rec, scene)
-	certs, err := s.d.Store.ListCertificates(ctx, contract.CertFilter{LineID: rec.LineID}, nil)
+	v := s.trialTraces(ctx, p, rec, scene)
+	certs, err := s.app.CertList(ctx, p, app.CertListRequest{Line: rec.LineID, Limit: 1000})
 	if err != nil {
 		return err
 	}
 	var mine []contract.CertListItem
-	for _, c := range certs {
+	for _, c := range certs.Items {
 		if c.Cert.TrialID == t.TrialID {
 			mine = append(mine, c)
 		}
@@ -69,14 +68,15 @@ func (s *server) trialPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	return nil
 }
 
-func (s *server) trialTraces(ctx context.Context, rec contract.TrialRecord, scene *contract.SceneContract) *trialView {
+func (s *server) trialTraces(ctx context.Context, p auth.Principal, rec contract.TrialRecord, scene *contract.SceneContract) *trialView {
 	t := rec.Trial
 	key := "trial\x00" + t.TrialID + "\x00" + rec.Hash
 	if v, ok := s.cache.get(key); ok {
 		return v.(*trialView)
 	}
 	v := &trialView{}
-	res, obj, err := s.recomputeTrial(ctx, rec)
+	res, err := s.app.TrialRecompute(ctx, p, app.TrialRecomputeRequest{ID: t.TrialID})
+	obj := res.Objective
 	if err != nil {
 		v.Note = "The traces could not be recomputed (" + err.Error() + "); the stored predicted tube is shown without the baseline."
 		v.Charts = storedTubeCharts(t, scene)
@@ -104,30 +104,6 @@ func (s *server) trialTraces(ctx context.Context, rec contract.TrialRecord, scen
 	v.Tube = tubeDoc(res.Detail, scene, obj)
 	s.cache.put(key, v)
 	return v
-}
-
-func (s *server) recomputeTrial(ctx context.Context, rec contract.TrialRecord) (*engine.TrialResult, *contract.ObjectiveProfile, error) {
-	t := rec.Trial
-	snap, err := s.d.Store.GetSnapshot(ctx, t.SnapshotID)
-	if err != nil {
-		return nil, nil, err
-	}
-	scene, err := s.d.Store.GetScene(ctx, snap.SceneID, snap.SceneVersion)
-	if err != nil {
-		return nil, nil, err
-	}
-	obj, _, err := s.d.Store.GetObjective(ctx, t.ObjectiveID)
-	if err != nil {
-		return nil, nil, err
-	}
-	if h, ok := t.Provenance["objectiveHash"]; ok {
-		if cur, err := obj.Hash(); err == nil && cur != h {
-			return nil, nil, core.Errorf(core.CodeConflict, "objective %s was replaced after the trial", t.ObjectiveID)
-		}
-	}
-	res, err := engine.RunTrial(ctx, s.d.Store, s.d.DataDir, t.ModelID, engine.TrialInput{Scene: scene, Snapshot: snap, Objective: obj,
-		Candidate: t.CandidateControlTrajectory, TrialID: t.TrialID, CreatedBy: t.CreatedBy, Now: t.CreatedAt})
-	return res, obj, err
 }
 
 // limitsOf are the scene's bounds on variable id: its hard_range

@@ -22,7 +22,7 @@ const Prefix = "/ui/"
 // Options configure the UI beyond the shared dependencies.
 type Options struct {
 	// Verifier checks the token typed on the login page before it is put
-	// into the cookie (default: the store's API tokens, auth.NewTokens).
+	// into the cookie (default: the store's API tokens, app.TokenVerifier).
 	Verifier auth.Verifier
 	// Now is the clock of approvals and revocations (default time.Now).
 	Now func() time.Time
@@ -48,14 +48,14 @@ func Handler(d *service.Deps) http.Handler { return New(d, Options{}) }
 
 // New is Handler with options.
 func New(d *service.Deps, o Options) http.Handler {
-	if o.Verifier == nil && d != nil && d.Store != nil {
-		o.Verifier = auth.NewTokens(d.Store.SQL())
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.App == nil {
 		o.App = app.New(d, app.Options{Now: o.Now})
+	}
+	if o.Verifier == nil {
+		o.Verifier = o.App.TokenVerifier()
 	}
 	s := &server{d: d, app: o.App, o: o, hosts: auth.NewHosts(o.AllowedHosts...), cache: newCache(32)}
 	s.lim.body.Store(app.DefaultMaxBodyBytes)

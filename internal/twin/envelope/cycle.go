@@ -341,7 +341,7 @@ func trailAuthority(ctx context.Context, st Store, pub ed25519.PublicKey, r *Rec
 	if _, err := twinstore.RingLog(log, ring).Verify(ctx); err != nil {
 		return ReasonAuditTampered, fmt.Sprintf("the audit log does not verify: %v", err)
 	}
-	entries, err := trail(ctx, log, r.Envelope.EnvelopeID)
+	entries, err := log.Trail(ctx, r.Envelope.EnvelopeID)
 	if err != nil {
 		return ReasonStoreError, fmt.Sprintf("read the trail of envelope %s: %v", r.Envelope.EnvelopeID, err)
 	}

@@ -192,7 +192,7 @@ func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string,
 	if err != nil {
 		return nil, err
 	}
-	entries, err := trail(ctx, st.AuditLog(), id)
+	entries, err := st.AuditLog().Trail(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -291,43 +291,13 @@ func checkApproval(ctx context.Context, st RecordStore, ring *twinstore.Keyring,
 	return nil
 }
 
-// trail is the audit entries of subject id in seq order.
-func trail(ctx context.Context, log *audit.Log, id string) ([]audit.Entry, error) {
-	var out []audit.Entry
-	for after := int64(0); ; {
-		page, err := log.List(ctx, after, audit.MaxListLimit, id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page...)
-		if len(page) < audit.MaxListLimit {
-			return out, nil
-		}
-		after = page[len(page)-1].Seq
-	}
-}
-
 // List returns the envelopes issued on lineID ("" every line), newest
 // first, at most limit, each loaded and verified; one that does not
 // verify is left out and named in bad.
 func List(ctx context.Context, st RecordStore, pub ed25519.PublicKey, lineID string, limit int, now time.Time) (out []*Record, bad []string, err error) {
-	q := audit.Query{Action: AuditIssue, Newest: true, Limit: limit}
-	if lineID != "" {
-		q.Lines = []string{lineID}
-	}
-	entries, err := st.AuditLog().Query(ctx, q)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, en := range entries {
-		r, err := Load(ctx, st, pub, en.Subject, now)
-		if err != nil {
-			bad = append(bad, en.Subject)
-			continue
-		}
-		out = append(out, r)
-	}
-	return out, bad, nil
+	return audit.Replay(ctx, st.AuditLog(), AuditIssue, lineID, limit, func(ctx context.Context, id string) (*Record, error) {
+		return Load(ctx, st, pub, id, now)
+	})
 }
 
 var _ Signer = (*cert.KeyPair)(nil)

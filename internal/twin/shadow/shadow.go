@@ -508,17 +508,11 @@ func (l *Loaded) windows(ctx context.Context, g *dataset.ServeGrid, re *RunEvide
 	if len(starts) == 0 {
 		return nil
 	}
-	var truth, pred [][]float64 = make([][]float64, nT), make([][]float64, nT)
-	inT := make([]int, nT)
-	for lo := 0; lo < len(starts); lo += batch {
-		if err := ctx.Err(); err != nil {
-			return core.Wrap(core.CodeInternal, err, "shadow evaluation cancelled")
-		}
-		hi := min(len(starts), lo+batch)
+	sc, err := l.predictAll(ctx, re, len(starts), F, H*nAll, "window", func(lo, hi int) (x, u, y []float32) {
 		n := hi - lo
-		x := make([]float32, 0, n*H*nAll)
-		u := make([]float32, 0, n*F*uc)
-		y := make([]float32, 0, n*F*nT)
+		x = make([]float32, 0, n*H*nAll)
+		u = make([]float32, 0, n*F*uc)
+		y = make([]float32, 0, n*F*nT)
 		for _, k := range starts[lo:hi] {
 			x = append(x, g.Vals[(k-H)*nAll:k*nAll]...)
 			for f := 0; f < F; f++ {
@@ -534,32 +528,12 @@ func (l *Loaded) windows(ctx context.Context, g *dataset.ServeGrid, re *RunEvide
 				}
 			}
 		}
-		if l.OOD != nil {
-			for w := 0; w < n; w++ {
-				if _, ok := l.OOD.Check(x[w*H*nAll : (w+1)*H*nAll]); !ok {
-					re.Rejected++
-				}
-			}
-		}
-		p, err := l.Predictor.PredictBatch(ctx, x, u, n)
-		if err != nil {
-			return err
-		}
-		if len(p) != n*F*nT {
-			return model.Invalidf("prediction", "the model returned %d values for %d windows, need %d", len(p), n, n*F*nT)
-		}
-		for i, v := range p {
-			if !finite(float64(v)) {
-				return model.Invalidf("prediction", "the model predicted %v for a window of run %s", v, re.RunID)
-			}
-			f, k := (i/nT)%F, i%nT
-			truth[k] = append(truth[k], float64(y[i]))
-			pred[k] = append(pred[k], float64(v))
-			if l.Conformal != nil && math.Abs(float64(v)-float64(y[i])) <= l.Conformal.Widths[f][k] {
-				inT[k]++
-			}
-		}
+		return x, u, y
+	})
+	if err != nil {
+		return err
 	}
+	truth, pred, inT := sc.truth, sc.pred, sc.inT
 	drift := make([]*DriftEvidence, nT)
 	for k := 0; k < nT && len(opts.Disturbances) > 0; k++ {
 		d, ok := opts.Disturbances[l.Manifest.Targets[k]]
@@ -580,26 +554,7 @@ func (l *Loaded) windows(ctx context.Context, g *dataset.ServeGrid, re *RunEvide
 		}
 		pred[k], drift[k] = corr, &ev
 	}
-	var nrs []float64
-	for k := 0; k < nT; k++ {
-		rmse, nrmse := rmseNRMSE(truth[k], pred[k])
-		t := &re.Targets[k]
-		t.WindowRMSE, t.WindowNRMSE = Num(rmse), Num(nrmse)
-		t.Drift = drift[k]
-		nrs = append(nrs, nrmse)
-		if l.Conformal != nil {
-			t.Coverage = Num(float64(inT[k]) / float64(len(truth[k])))
-			re.Inside += inT[k]
-			re.Values += len(truth[k])
-		}
-	}
-	re.NRMSE = Num(mean(nrs))
-	if re.Values > 0 {
-		re.Coverage = Num(float64(re.Inside) / float64(re.Values))
-	}
-	if l.OOD != nil {
-		re.OODRejected = Num(float64(re.Rejected) / float64(re.Windows))
-	}
+	l.score(re, sc, drift)
 	return nil
 }
 
@@ -637,15 +592,10 @@ func (l *Loaded) rows(ctx context.Context, g *dataset.ServeGrid, re *RunEvidence
 	if len(ks) == 0 {
 		return nil
 	}
-	truth, pred, inT := make([][]float64, nT), make([][]float64, nT), make([]int, nT)
-	for lo := 0; lo < len(ks); lo += batch {
-		if err := ctx.Err(); err != nil {
-			return core.Wrap(core.CodeInternal, err, "shadow evaluation cancelled")
-		}
-		hi := min(len(ks), lo+batch)
+	sc, err := l.predictAll(ctx, re, len(ks), 1, nIn, "row", func(lo, hi int) (x, u, y []float32) {
 		n := hi - lo
-		x := make([]float32, 0, n*nIn)
-		y := make([]float32, 0, n*nT)
+		x = make([]float32, 0, n*nIn)
+		y = make([]float32, 0, n*nT)
 		for _, k := range ks[lo:hi] {
 			row := g.Vals[k*nAll : (k+1)*nAll]
 			for _, j := range in {
@@ -655,42 +605,83 @@ func (l *Loaded) rows(ctx context.Context, g *dataset.ServeGrid, re *RunEvidence
 				y = append(y, row[j])
 			}
 		}
+		return x, nil, y
+	})
+	if err != nil {
+		return err
+	}
+	l.score(re, sc, nil)
+	return nil
+}
+
+// scored is what predictAll collects per target: the true and predicted
+// values and how many fell inside the calibrated width.
+type scored struct {
+	truth, pred [][]float64
+	inT         []int
+}
+
+// predictAll predicts count windows of F steps (a static model's rows:
+// F = 1) in batches and collects them per target. fill builds windows
+// [lo, hi): their inputs x (xw values each, what the OOD envelope
+// checks), controls u (nil for a row) and true values y; what names a
+// window in errors ("window", "row").
+func (l *Loaded) predictAll(ctx context.Context, re *RunEvidence, count, F, xw int, what string, fill func(lo, hi int) (x, u, y []float32)) (scored, error) {
+	nT := len(l.Manifest.Targets)
+	sc := scored{truth: make([][]float64, nT), pred: make([][]float64, nT), inT: make([]int, nT)}
+	for lo := 0; lo < count; lo += batch {
+		if err := ctx.Err(); err != nil {
+			return sc, core.Wrap(core.CodeInternal, err, "shadow evaluation cancelled")
+		}
+		hi := min(count, lo+batch)
+		n := hi - lo
+		x, u, y := fill(lo, hi)
 		if l.OOD != nil {
 			for w := 0; w < n; w++ {
-				if _, ok := l.OOD.Check(x[w*nIn : (w+1)*nIn]); !ok {
+				if _, ok := l.OOD.Check(x[w*xw : (w+1)*xw]); !ok {
 					re.Rejected++
 				}
 			}
 		}
-		p, err := l.Predictor.PredictBatch(ctx, x, nil, n)
+		p, err := l.Predictor.PredictBatch(ctx, x, u, n)
 		if err != nil {
-			return err
+			return sc, err
 		}
-		if len(p) != n*nT {
-			return model.Invalidf("prediction", "the model returned %d values for %d rows, need %d", len(p), n, n*nT)
+		if len(p) != n*F*nT {
+			return sc, model.Invalidf("prediction", "the model returned %d values for %d %ss, need %d", len(p), n, what, n*F*nT)
 		}
 		for i, v := range p {
 			if !finite(float64(v)) {
-				return model.Invalidf("prediction", "the model predicted %v for a row of run %s", v, re.RunID)
+				return sc, model.Invalidf("prediction", "the model predicted %v for a %s of run %s", v, what, re.RunID)
 			}
-			k := i % nT
-			truth[k] = append(truth[k], float64(y[i]))
-			pred[k] = append(pred[k], float64(v))
-			if l.Conformal != nil && math.Abs(float64(v)-float64(y[i])) <= l.Conformal.Widths[0][k] {
-				inT[k]++
+			f, k := (i/nT)%F, i%nT
+			sc.truth[k] = append(sc.truth[k], float64(y[i]))
+			sc.pred[k] = append(sc.pred[k], float64(v))
+			if l.Conformal != nil && math.Abs(float64(v)-float64(y[i])) <= l.Conformal.Widths[f][k] {
+				sc.inT[k]++
 			}
 		}
 	}
+	return sc, nil
+}
+
+// score sets the window scores of re from sc: per target RMSE, NRMSE,
+// coverage and drift evidence (drift nil: none), and the run's mean
+// NRMSE, coverage and OOD rejection rate.
+func (l *Loaded) score(re *RunEvidence, sc scored, drift []*DriftEvidence) {
 	var nrs []float64
-	for k := 0; k < nT; k++ {
-		rmse, nrmse := rmseNRMSE(truth[k], pred[k])
+	for k := range sc.truth {
+		rmse, nrmse := rmseNRMSE(sc.truth[k], sc.pred[k])
 		t := &re.Targets[k]
 		t.WindowRMSE, t.WindowNRMSE = Num(rmse), Num(nrmse)
+		if drift != nil {
+			t.Drift = drift[k]
+		}
 		nrs = append(nrs, nrmse)
 		if l.Conformal != nil {
-			t.Coverage = Num(float64(inT[k]) / float64(len(truth[k])))
-			re.Inside += inT[k]
-			re.Values += len(truth[k])
+			t.Coverage = Num(float64(sc.inT[k]) / float64(len(sc.truth[k])))
+			re.Inside += sc.inT[k]
+			re.Values += len(sc.truth[k])
 		}
 	}
 	re.NRMSE = Num(mean(nrs))
@@ -700,7 +691,6 @@ func (l *Loaded) rows(ctx context.Context, g *dataset.ServeGrid, re *RunEvidence
 	if l.OOD != nil {
 		re.OODRejected = Num(float64(re.Rejected) / float64(re.Windows))
 	}
-	return nil
 }
 
 // freeRun simulates every NaN-free segment of the run when the model can

@@ -189,23 +189,9 @@ func RecordRevoke(ctx context.Context, st RecordStore, key Signer, id string, by
 // newest first, at most limit; the ids whose trail does not verify are
 // returned apart (bad) and never listed.
 func List(ctx context.Context, st RecordStore, pub ed25519.PublicKey, line string, limit int, now time.Time) (out []*Record, bad []string, err error) {
-	q := audit.Query{Action: AuditIssue, Newest: true, Limit: limit}
-	if line != "" {
-		q.Lines = []string{line}
-	}
-	entries, err := st.AuditLog().Query(ctx, q)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, en := range entries {
-		r, err := Load(ctx, st, pub, en.Subject, now)
-		if err != nil {
-			bad = append(bad, en.Subject)
-			continue
-		}
-		out = append(out, r)
-	}
-	return out, bad, nil
+	return audit.Replay(ctx, st.AuditLog(), AuditIssue, line, limit, func(ctx context.Context, id string) (*Record, error) {
+		return Load(ctx, st, pub, id, now)
+	})
 }
 
 // Load replays step test id from its audit trail, verified: the issue
@@ -223,17 +209,9 @@ func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string,
 	if err != nil {
 		return nil, err
 	}
-	var entries []audit.Entry
-	for after := int64(0); ; {
-		page, err := st.AuditLog().List(ctx, after, audit.MaxListLimit, id)
-		if err != nil {
-			return nil, err
-		}
-		entries = append(entries, page...)
-		if len(page) < audit.MaxListLimit {
-			break
-		}
-		after = page[len(page)-1].Seq
+	entries, err := st.AuditLog().Trail(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	var r *Record
 	for _, en := range entries {
