@@ -283,16 +283,18 @@ func TestHumanTimeApproval(t *testing.T) {
 		}
 	})
 
-	// The line moved (the parts weigh 2 g more than at the snapshot): the
-	// re-run fails scene constraints; refused with the figures, nothing
-	// written.
+	// The line moved (the parts weigh 2 g less than at the snapshot, below
+	// the scene's hard part_weight range but still inside the model's
+	// training distribution): the re-run fails scene constraints; refused
+	// with the figures, nothing written. (A shift upwards leaves the
+	// training distribution and is refused as OOD before any constraint.)
 	t.Run("line moved, re-run fails a constraint", func(t *testing.T) {
 		r, run, out, at := h.certified(t, "moved", 1)
 		id := r.Cert.RecommendationID
 		exec := at.Add(10*time.Minute + 5*time.Second)
 		last := h.later(t, out, run, exec.Sub(at), func(node string, v float64) float64 {
 			if node == "part_weight" {
-				return v + 2
+				return v - 2
 			}
 			return v
 		})

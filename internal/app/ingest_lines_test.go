@@ -54,7 +54,7 @@ func TestIngestCSVRefusesAnotherLinesNode(t *testing.T) {
 				msg  string
 			}{
 				{admin, core.CodeConflict, `node "a2" belongs to line "A", not "B"`},
-				{lineB, core.CodeForbidden, `line "A" is outside the scope of bob`},
+				{lineB, core.CodeForbidden, `that line is outside the scope of bob (lines B)`},
 			} {
 				err := csv("B", "rb", bad, c.p)
 				if core.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.msg) {

@@ -69,9 +69,11 @@ var wantStatus = map[string]int{
 	"AML_WORKER_LOST":            500,
 	"AML_WRITE_DENIED":           403,
 	"AML_WRITE_FAILED":           502,
-	"ENV_BUSY":                   409,
-	"ENV_REBUILD_FAILED":         500,
-	"UNIT_CONTRACT_INVALID":      422,
+	// The line's configured writer could not be reached; nothing written.
+	"AML_LINE_WRITER_UNAVAILABLE": 502,
+	"ENV_BUSY":                    409,
+	"ENV_REBUILD_FAILED":          500,
+	"UNIT_CONTRACT_INVALID":       422,
 
 	// A certificate's re-run from a fresh snapshot failed at execution.
 	"AML_CERT_REVALIDATION_FAILED": 409,

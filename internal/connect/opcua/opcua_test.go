@@ -106,10 +106,22 @@ func TestSubscriptionIngestNoLostSamples(t *testing.T) {
 	// then count: a bounded run of 100 steps, one per received cycle.
 	const steps = 100
 	startSteps := srv.Stats().Steps
+	// The server keeps one queued value per item (gopcua's server), and it
+	// notifies the cycle counter after the values: wait for the counter
+	// too, or the next step could replace it before it is published and
+	// the connector would rightly report a lost cycle.
 	for i := range steps {
 		want := c.Stats().Received + 10
+		c.mu.Lock()
+		cycle := c.lastCycle
+		c.mu.Unlock()
 		srv.Step(1)
-		waitFor(t, fmt.Sprintf("step %d", i), 10*time.Second, func() bool { return c.Stats().Received >= want })
+		waitFor(t, fmt.Sprintf("step %d", i), 10*time.Second, func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.lastCycle > cycle
+		})
+		waitFor(t, fmt.Sprintf("step %d values", i), 10*time.Second, func() bool { return c.Stats().Received >= want })
 	}
 	cancel()
 	if err := <-done; err != nil {
