@@ -114,8 +114,8 @@ func TestDemoLive(t *testing.T) {
 	if r.Live == nil || r.Before == nil || r.After == nil {
 		t.Fatalf("no live figures: %s", out)
 	}
-	t.Logf("live: %d samples ingested, %d gaps; weight %.3f → %.3f g, target error %.3f → %.3f g; %d written (%s via %s); %.1f s",
-		r.Live.Ingested, r.Live.Gaps, r.Before.MeanWeight, r.After.MeanWeight, r.Before.TargetError, r.After.TargetError, r.Written, r.WriteOutcome, r.Writer, r.Seconds)
+	t.Logf("live: %d samples ingested (%d read back), %d gaps; weight %.3f → %.3f g, target error %.3f → %.3f g; %d written (%s via %s); %.1f s",
+		r.Live.Ingested, r.Live.Backfilled, r.Live.Gaps, r.Before.MeanWeight, r.After.MeanWeight, r.Before.TargetError, r.After.TargetError, r.Written, r.WriteOutcome, r.Writer, r.Seconds)
 	if r.Written < 1 || r.Writer != "opcua" || r.WriteOutcome != "readback-verified" || r.Live.LineWrites != r.Written || !r.CertVerified || r.CertStatus != "EXECUTED" {
 		t.Fatalf("write: %+v", r)
 	}

@@ -48,14 +48,17 @@ import (
 
 // Audit actions and event kinds of the connectors.
 const (
-	AuditGap     = "connector.gap"
-	EventGap     = "connector.gap"
-	EventState   = "connector.state"
-	AuditAlarm   = govern.AuditAlarm
-	EventAlarm   = govern.EventAlarm
-	StateOK      = core.StateOK
-	StateBad     = "bad"
-	StateUncertn = "uncertain"
+	AuditGap = "connector.gap"
+	// AuditBackfill: an interval the subscription lost was read back from
+	// the server's history (no gap in the data).
+	AuditBackfill = "connector.backfill"
+	EventGap      = "connector.gap"
+	EventState    = "connector.state"
+	AuditAlarm    = govern.AuditAlarm
+	EventAlarm    = govern.EventAlarm
+	StateOK       = core.StateOK
+	StateBad      = "bad"
+	StateUncertn  = "uncertain"
 )
 
 // Store is what a sink needs of the store.
@@ -110,13 +113,24 @@ type Stats struct {
 	// Rejected counts samples the store refused for good (e.g. another
 	// run already holds the instant: AML_CONFLICT): they are dropped with
 	// the error in LastError, not retried forever.
-	Rejected  int64  `json:"rejected"`
-	Flushes   int64  `json:"flushes"`
-	Runs      int64  `json:"runsStarted"`
-	Gaps      []Gap  `json:"gaps"`
-	LastTsMs  int64  `json:"lastTsMs"`
-	RunID     string `json:"runId"`
-	LastError string `json:"lastError,omitempty"`
+	Rejected int64 `json:"rejected"`
+	Flushes  int64 `json:"flushes"`
+	Runs     int64 `json:"runsStarted"`
+	Gaps     []Gap `json:"gaps"`
+	// Backfilled counts the samples read back from the server's history
+	// for intervals the live feed lost, BackfilledCycles the line cycles
+	// they filled (no gap is recorded for a fully read-back interval).
+	Backfilled       int64  `json:"backfilled"`
+	BackfilledCycles int64  `json:"backfilledCycles"`
+	LastTsMs         int64  `json:"lastTsMs"`
+	RunID            string `json:"runId"`
+	LastError        string `json:"lastError,omitempty"`
+}
+
+// pastRun is a run (or an idle interval, id "") that ended: [start, end).
+type pastRun struct {
+	id         string
+	start, end int64
 }
 
 // Sink buffers samples and writes them with their run context.
@@ -130,6 +144,7 @@ type Sink struct {
 	runStart  int64
 	runLast   map[string]int64 // last sample instant per run
 	runsToEnd []string         // runs that ended, to close at the next flush
+	past      []pastRun        // the latest runs before the active one, newest last
 	stats     Stats
 	flushMu   sync.Mutex
 }
@@ -189,10 +204,22 @@ func (s *Sink) Add(ctx context.Context, node string, tsMs int64, value float64, 
 	state = st
 	s.mu.Lock()
 	smp := core.Sample{Node: node, TsUs: tsMs * 1000, Value: value, State: state, Line: s.opts.Line, Product: s.opts.Product, Recipe: s.opts.Recipe}
-	if s.run != "" && tsMs >= s.runStart {
-		smp.Run = s.run
-		if v, ok := s.runLast[s.run]; !ok || tsMs > v {
-			s.runLast[s.run] = tsMs
+	run := s.run
+	if tsMs < s.runStart {
+		// A value older than the active run (read back from the server's
+		// history): the run of its instant.
+		run = ""
+		for i := len(s.past) - 1; i >= 0; i-- {
+			if p := s.past[i]; p.start <= tsMs && tsMs < p.end {
+				run = p.id
+				break
+			}
+		}
+	}
+	if run != "" {
+		smp.Run = run
+		if v, ok := s.runLast[run]; !ok || tsMs > v {
+			s.runLast[run] = tsMs
 		}
 	}
 	s.buf = append(s.buf, smp)
@@ -220,11 +247,17 @@ func (s *Sink) CountMalformed() {
 func (s *Sink) SetRun(runID string, atMs int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if runID == s.run {
+	if runID == s.run || atMs < s.runStart {
+		// The same run, or a change before the active run started (read
+		// back from history: the past runs already say it).
 		return
 	}
 	if s.run != "" {
 		s.runsToEnd = append(s.runsToEnd, s.run)
+	}
+	s.past = append(s.past, pastRun{id: s.run, start: s.runStart, end: atMs})
+	if len(s.past) > 16 {
+		s.past = s.past[len(s.past)-16:]
 	}
 	s.run, s.runStart = runID, atMs
 	s.stats.RunID = runID
@@ -401,6 +434,25 @@ func (s *Sink) RecordGap(ctx context.Context, g Gap) {
 		}
 	}
 	s.opts.Bus.Publish(events.Event{Kind: EventGap, Line: s.opts.Line, ID: s.opts.Connector, Data: payload})
+}
+
+// RecordBackfill records an interval the live feed lost and the connector
+// read back from the server's history: samples values added through Add,
+// cycles line cycles filled (-1 when no cycle counter is mapped). It is
+// appended to the audit log (action "connector.backfill") and counted in
+// [Stats]; it is not a gap.
+func (s *Sink) RecordBackfill(ctx context.Context, fromMs, toMs, cycles, samples int64, reason string) {
+	s.mu.Lock()
+	s.stats.Backfilled += samples
+	s.stats.BackfilledCycles += max(0, cycles)
+	s.mu.Unlock()
+	payload := map[string]any{"connector": s.opts.Connector, "fromMs": fromMs, "toMs": toMs, "cycles": cycles, "samples": samples, "reason": reason}
+	s.opts.Logger.Info("backfill: lost interval read back from the server's history", "connector", s.opts.Connector, "fromMs", fromMs, "toMs", toMs, "cycles", cycles, "samples", samples)
+	if s.opts.Audit != nil {
+		if _, err := s.opts.Audit.AppendAudit(ctx, s.opts.Actor, AuditBackfill, s.opts.Connector, s.opts.Line, payload); err != nil {
+			s.opts.Logger.Error("audit backfill", "err", err)
+		}
+	}
 }
 
 // Stats returns a copy of the counters.

@@ -48,9 +48,11 @@ type liveSummary struct {
 	RunID    string  `json:"runId"`
 	Target   float64 `json:"target"`
 	// Ingested is the number of samples the connector stored; Gaps the
-	// lost intervals it recorded.
-	Ingested int64 `json:"ingested"`
-	Gaps     int   `json:"gaps"`
+	// lost intervals it recorded; Backfilled the values of steps the live
+	// subscription lost that it read back from the server's history.
+	Ingested   int64 `json:"ingested"`
+	Gaps       int   `json:"gaps"`
+	Backfilled int64 `json:"backfilled"`
 	// LineWrites are the setpoint writes the OPC UA server accepted.
 	LineWrites int `json:"lineWrites"`
 }
@@ -170,9 +172,9 @@ func runLive(ctx context.Context, s store.Store, ap *amlapp.App, line *lineClock
 		return err
 	}
 	st := conn.Stats()
-	sum.Ingested, sum.Gaps, sum.LineWrites = st.Stored, len(st.Gaps), srv.Stats().Writes
-	logf("   part weight %.3f g → %.3f g (target %.1f g): mean distance to target %.3f g before, %.3f g after the move (%d samples ingested over OPC UA, %d gaps)",
-		before.MeanWeight, after.MeanWeight, sum.Target, before.TargetError, after.TargetError, sum.Ingested, sum.Gaps)
+	sum.Ingested, sum.Gaps, sum.Backfilled, sum.LineWrites = st.Stored, len(st.Gaps), st.Backfilled, srv.Stats().Writes
+	logf("   part weight %.3f g → %.3f g (target %.1f g): mean distance to target %.3f g before, %.3f g after the move (%d samples ingested over OPC UA, %d of them read back from the server's history; %d gaps)",
+		before.MeanWeight, after.MeanWeight, sum.Target, before.TargetError, after.TargetError, sum.Ingested, sum.Backfilled, sum.Gaps)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -81,9 +82,18 @@ type Connector struct {
 	lostCycle int64
 	pending   bool // a reconnect gap is to be recorded at the next value
 	connErr   string
+	// recovered: line cycles of the current loss read back from the
+	// server's history (set by recover, used by cycle/reconnectGap);
+	// backfill describes what was read back, for the gap's reason.
+	recovered int64
+	backfill  string
+	nodeLast  map[uint32]int64 // per mapped node (client handle): its last instant
+	history   []bool           // per client handle: the server keeps its history (AccessLevel HistoryRead)
+	cycleTs   [2]int64         // source instants of the last two cycle values (older first)
 }
 
 type handle struct {
+	index  uint32 // its client handle
 	nodeID *ua.NodeID
 	node   string // AML node; "" for the tags
 	tag    string // "run" or "cycle"
@@ -115,18 +125,18 @@ func New(st connect.Store, opts Options) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Connector{st: st, opts: opts, sink: sink, state: "idle"}
+	c := &Connector{st: st, opts: opts, sink: sink, state: "idle", nodeLast: map[uint32]int64{}}
 	for _, e := range m.Nodes {
 		nid, _ := ua.ParseNodeID(e.OPCUA)
-		c.handles = append(c.handles, handle{nodeID: nid, node: e.Node})
+		c.handles = append(c.handles, handle{index: uint32(len(c.handles)), nodeID: nid, node: e.Node})
 	}
 	if m.RunTag != "" {
 		nid, _ := ua.ParseNodeID(m.RunTag)
-		c.handles = append(c.handles, handle{nodeID: nid, tag: "run"})
+		c.handles = append(c.handles, handle{index: uint32(len(c.handles)), nodeID: nid, tag: "run"})
 	}
 	if m.CycleTag != "" {
 		nid, _ := ua.ParseNodeID(m.CycleTag)
-		c.handles = append(c.handles, handle{nodeID: nid, tag: "cycle"})
+		c.handles = append(c.handles, handle{index: uint32(len(c.handles)), nodeID: nid, tag: "cycle"})
 	}
 	return c, nil
 }
@@ -276,6 +286,8 @@ func (c *Connector) session(ctx context.Context, first bool) error {
 		}
 	}
 
+	c.readHistoryAccess(ctx, cl)
+
 	notifs := make(chan *gopcua.PublishNotificationData, 256)
 	pub := time.Duration(c.opts.Map.PublishingIntervalMs * float64(time.Millisecond))
 	if pub <= 0 {
@@ -324,7 +336,7 @@ func (c *Connector) session(ctx context.Context, first bool) error {
 				return n.Error
 			}
 			if dc, ok := n.Value.(*ua.DataChangeNotification); ok {
-				if err := c.handle(ctx, dc); err != nil {
+				if err := c.handle(ctx, cl, dc); err != nil {
 					return err
 				}
 			}
@@ -437,10 +449,11 @@ func browseProps(ctx context.Context, cl *gopcua.Client, nid *ua.NodeID) (nodePr
 	return p, writable, nil
 }
 
-// handle ingests one data change notification: the run tag first (it
-// decides the run of the values at its instant), the cycle counter
-// (a jump is a loss), then the values.
-func (c *Connector) handle(ctx context.Context, dc *ua.DataChangeNotification) error {
+// handle ingests one data change notification: first what the feed lost
+// since the last one, read back from the server's history when it keeps
+// one (recover); then the run tag (it decides the run of the values at its
+// instant), the cycle counter (a jump is a loss), then the values.
+func (c *Connector) handle(ctx context.Context, cl *gopcua.Client, dc *ua.DataChangeNotification) error {
 	items := dc.MonitoredItems
 	order := make([]*ua.MonitoredItemNotification, 0, len(items))
 	for _, it := range items {
@@ -453,6 +466,9 @@ func (c *Connector) handle(ctx context.Context, dc *ua.DataChangeNotification) e
 			order = append(order, it)
 		}
 	}
+	if err := c.recover(ctx, cl, order); err != nil {
+		return err
+	}
 	for _, it := range order {
 		h := c.handles[it.ClientHandle]
 		dv := it.Value
@@ -460,14 +476,7 @@ func (c *Connector) handle(ctx context.Context, dc *ua.DataChangeNotification) e
 			c.sink.CountMalformed()
 			continue
 		}
-		ts := dv.SourceTimestamp
-		if ts.IsZero() {
-			ts = dv.ServerTimestamp
-		}
-		if ts.IsZero() {
-			ts = time.Now()
-		}
-		tsMs := ts.UnixMilli()
+		tsMs := sourceMs(dv)
 		var raw any
 		if dv.Value != nil {
 			raw = dv.Value.Value()
@@ -489,67 +498,338 @@ func (c *Connector) handle(ctx context.Context, dc *ua.DataChangeNotification) e
 			c.cycle(ctx, int64(x), tsMs)
 			continue
 		}
-		x, ok := number(raw)
-		if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
-			c.sink.CountMalformed()
-			c.opts.Logger.Warn("malformed value not stored", "node", h.node, "value", raw)
-			continue
-		}
-		state := connect.StateOK
-		switch {
-		case dv.Status == ua.StatusOK:
-		case uint32(dv.Status)&0xC0000000 == 0x40000000:
-			state = connect.StateUncertn
-		default:
-			state = connect.StateBad
-		}
 		c.reconnectGap(ctx, tsMs, -1)
-		if err := c.sink.Add(ctx, h.node, tsMs, x, state); err != nil {
+		if _, err := c.add(ctx, h, dv, tsMs); err != nil {
 			return err
 		}
-		c.mu.Lock()
-		if tsMs > c.lastTs || !c.seen {
-			c.lastTs = tsMs
-		}
-		c.seen = true
-		c.mu.Unlock()
 	}
 	return nil
 }
 
+// sourceMs is a value's source instant (else the server's, else now).
+func sourceMs(dv *ua.DataValue) int64 {
+	ts := dv.SourceTimestamp
+	if ts.IsZero() {
+		ts = dv.ServerTimestamp
+	}
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	return ts.UnixMilli()
+}
+
+// add stores one received value of a mapped node; false when it was
+// malformed (counted, not stored).
+func (c *Connector) add(ctx context.Context, h handle, dv *ua.DataValue, tsMs int64) (bool, error) {
+	var raw any
+	if dv.Value != nil {
+		raw = dv.Value.Value()
+	}
+	x, ok := number(raw)
+	if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+		c.sink.CountMalformed()
+		c.opts.Logger.Warn("malformed value not stored", "node", h.node, "value", raw)
+		return false, nil
+	}
+	state := connect.StateOK
+	switch {
+	case dv.Status == ua.StatusOK:
+	case uint32(dv.Status)&0xC0000000 == 0x40000000:
+		state = connect.StateUncertn
+	default:
+		state = connect.StateBad
+	}
+	if err := c.sink.Add(ctx, h.node, tsMs, x, state); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	if tsMs > c.lastTs || !c.seen {
+		c.lastTs = tsMs
+	}
+	if last, ok := c.nodeLast[h.index]; !ok || tsMs > last {
+		c.nodeLast[h.index] = tsMs
+	}
+	c.seen = true
+	c.mu.Unlock()
+	return true, nil
+}
+
+// recover runs before a notification is ingested. When the feed lost
+// something since the last value — the connection dropped (a reconnect),
+// or the cycle counter jumped on a live subscription (the server kept
+// only the newest value of an item between two publishes) — it reads the
+// interval strictly between the last instant received and this
+// notification's earliest one back with the OPC UA HistoryRead service
+// (raw values of every mapped node and tag), and ingests them in time
+// order: the run tag's changes first at their own instants, then the
+// values. The cycles read back are subtracted from the loss the cycle
+// check then records; a fully read-back interval is recorded as a
+// backfill (audit "connector.backfill"), not a gap. A server without
+// history (BadServiceUnsupported or any error) leaves the gap as it was.
+func (c *Connector) recover(ctx context.Context, cl *gopcua.Client, items []*ua.MonitoredItemNotification) error {
+	c.mu.Lock()
+	c.recovered, c.backfill = 0, ""
+	seen, pending, have, prev := c.seen, c.pending, c.haveCycle, c.lastCycle
+	// From one cycle before the last one received: a node whose value of
+	// that cycle came late and was replaced is covered too (each node
+	// takes only what is newer than its own last value).
+	from := c.lastTs
+	if c.cycleTs[0] > 0 {
+		from = min(from, c.cycleTs[0])
+	} else if c.cycleTs[1] > 0 {
+		from = min(from, c.cycleTs[1])
+	}
+	if pending {
+		from = min(from, c.lostAt)
+	}
+	c.mu.Unlock()
+	if cl == nil || !seen {
+		return nil
+	}
+	toMs, cyc := int64(math.MinInt64), int64(-1)
+	for _, it := range items {
+		if it.Value == nil {
+			continue
+		}
+		toMs = max(toMs, sourceMs(it.Value))
+		if c.handles[it.ClientHandle].tag == "cycle" && it.Value.Value != nil && it.Value.Status == ua.StatusOK {
+			if x, ok := number(it.Value.Value.Value()); ok {
+				cyc = int64(x)
+			}
+		}
+	}
+	switch {
+	case toMs <= from+1:
+		return nil
+	case pending:
+	case have && cyc > prev+1:
+	default:
+		return nil
+	}
+	return c.readBack(ctx, cl, from, toMs, prev, cyc, pending)
+}
+
+// readHistoryAccess reads which mapped nodes and tags the server keeps
+// history of: the HistoryRead bit of their AccessLevel (OPC UA Part 3).
+// Only those are ever asked for with HistoryRead; a server that keeps
+// none is never asked.
+func (c *Connector) readHistoryAccess(ctx context.Context, cl *gopcua.Client) {
+	hist := make([]bool, len(c.handles))
+	req := &ua.ReadRequest{TimestampsToReturn: ua.TimestampsToReturnNeither}
+	for _, h := range c.handles {
+		req.NodesToRead = append(req.NodesToRead, &ua.ReadValueID{NodeID: h.nodeID, AttributeID: ua.AttributeIDAccessLevel})
+	}
+	if rr, err := cl.Read(ctx, req); err == nil && len(rr.Results) == len(c.handles) {
+		for i, r := range rr.Results {
+			if r != nil && r.Status == ua.StatusOK && r.Value != nil {
+				b, ok := r.Value.Value().(byte)
+				hist[i] = ok && b&byte(ua.AccessLevelTypeHistoryRead) != 0
+			}
+		}
+	}
+	c.mu.Lock()
+	c.history = hist
+	c.mu.Unlock()
+}
+
+// readBack reads (fromMs, toMs) back from the server's history and
+// ingests it (see recover).
+func (c *Connector) readBack(ctx context.Context, cl *gopcua.Client, from, toMs, prev, cyc int64, pending bool) error {
+	c.mu.Lock()
+	hist := c.history
+	c.mu.Unlock()
+	var nodes []*ua.HistoryReadValueID
+	var which []int // client handle of each node asked for
+	for i, h := range c.handles {
+		if i >= len(hist) || !hist[i] {
+			continue
+		}
+		// DataEncoding must be present: the encoder writes nothing for a
+		// nil one and the request would not decode.
+		nodes = append(nodes, &ua.HistoryReadValueID{NodeID: h.nodeID, DataEncoding: &ua.QualifiedName{}})
+		which = append(which, i)
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	res, err := cl.HistoryReadRawModified(rctx, nodes, &ua.ReadRawModifiedDetails{
+		StartTime: time.UnixMilli(from + 1).UTC(), EndTime: time.UnixMilli(toMs).UTC()})
+	cancel()
+	if err == nil && (res == nil || res.ResponseHeader == nil || res.ResponseHeader.ServiceResult != ua.StatusOK || len(res.Results) != len(nodes)) {
+		err = fmt.Errorf("history read answered %v", res)
+	}
+	if err != nil {
+		c.opts.Logger.Info("lost interval not read back: no history from the server", "fromMs", from, "toMs", toMs, "err", err)
+		return nil
+	}
+	type stepVals struct {
+		run    *string
+		cycle  int64
+		values []*ua.MonitoredItemNotification
+	}
+	steps := map[int64]*stepVals{}
+	at := func(ts int64) *stepVals {
+		st := steps[ts]
+		if st == nil {
+			st = &stepVals{cycle: -1}
+			steps[ts] = st
+		}
+		return st
+	}
+	for k, r := range res.Results {
+		i := which[k]
+		if r == nil || r.StatusCode != ua.StatusOK || r.HistoryData == nil {
+			continue
+		}
+		hd, ok := r.HistoryData.Value.(*ua.HistoryData)
+		if !ok {
+			continue
+		}
+		for _, dv := range hd.DataValues {
+			if dv == nil || dv.SourceTimestamp.IsZero() {
+				continue
+			}
+			ts := dv.SourceTimestamp.UnixMilli()
+			if ts <= from || ts >= toMs {
+				continue
+			}
+			var raw any
+			if dv.Value != nil {
+				raw = dv.Value.Value()
+			}
+			switch c.handles[i].tag {
+			case "run":
+				if s, ok := raw.(string); ok && dv.Status == ua.StatusOK {
+					at(ts).run = &s
+				}
+			case "cycle":
+				if x, ok := number(raw); ok && dv.Status == ua.StatusOK {
+					at(ts).cycle = int64(x)
+				}
+			default:
+				c.mu.Lock()
+				last, ok := c.nodeLast[uint32(i)]
+				c.mu.Unlock()
+				if ok && ts <= last {
+					continue // this node has it already
+				}
+				st := at(ts)
+				st.values = append(st.values, &ua.MonitoredItemNotification{ClientHandle: uint32(i), Value: dv})
+			}
+		}
+	}
+	if len(steps) == 0 {
+		return nil
+	}
+	keys := make([]int64, 0, len(steps))
+	for ts := range steps {
+		keys = append(keys, ts)
+	}
+	slices.Sort(keys)
+	var samples, cycles int64
+	for _, ts := range keys {
+		st := steps[ts]
+		if st.run != nil {
+			c.sink.SetRun(*st.run, ts)
+		}
+		for _, it := range st.values {
+			ok, err := c.add(ctx, c.handles[it.ClientHandle], it.Value, ts)
+			if err != nil {
+				return err
+			}
+			if ok {
+				samples++
+			}
+		}
+		if st.cycle > prev && (cyc < 0 || st.cycle < cyc) {
+			cycles++
+		}
+	}
+	c.mu.Lock()
+	c.recovered = cycles
+	if samples > 0 {
+		c.backfill = fmt.Sprintf("%d values of %d cycles read back from the server's history", samples, cycles)
+	}
+	c.mu.Unlock()
+	if !c.haveCycleTag() {
+		cycles = -1
+	}
+	reason := "cycle counter jumped on a live subscription"
+	if pending {
+		reason = "connection lost; reconnected"
+	}
+	if samples > 0 {
+		c.sink.RecordBackfill(ctx, from, toMs, cycles, samples, reason)
+	}
+	return nil
+}
+
+func (c *Connector) haveCycleTag() bool { return c.opts.Map.CycleTag != "" }
+
 // cycle checks the cycle counter: after a reconnect the gap is recorded
 // with the lost cycles; on a live connection a jump of more than one is a
-// loss (the server kept only the newest value).
+// loss (the server kept only the newest value). Cycles recover read back
+// from the server's history are not lost: a loss fully read back records
+// no gap.
 func (c *Connector) cycle(ctx context.Context, v int64, tsMs int64) {
 	c.mu.Lock()
-	prev, have, pending := c.lastCycle, c.haveCycle, c.pending
+	prev, have, pending, recovered, note := c.lastCycle, c.haveCycle, c.pending, c.recovered, c.backfill
 	c.lastCycle, c.haveCycle = v, true
+	c.cycleTs = [2]int64{c.cycleTs[1], tsMs}
+	c.recovered, c.backfill = 0, ""
 	c.mu.Unlock()
 	if pending {
 		lost := int64(-1)
 		if have {
-			lost = max(0, v-prev-1)
+			lost = max(0, v-prev-1-recovered)
 		}
-		c.reconnectGap(ctx, tsMs, lost)
+		if have && lost == 0 && v-prev-1 > 0 {
+			// Everything the reconnect lost was read back.
+			c.mu.Lock()
+			c.pending = false
+			c.mu.Unlock()
+			return
+		}
+		c.reconnectGapNote(ctx, tsMs, lost, note)
 		return
 	}
 	if have && v > prev+1 {
+		lost := v - prev - 1 - recovered
+		if lost <= 0 {
+			return // read back from the server's history (recorded by recover)
+		}
 		c.mu.Lock()
 		from := c.lastTs
 		c.mu.Unlock()
-		c.sink.RecordGap(ctx, connect.Gap{FromMs: from, ToMs: tsMs, LostCycles: v - prev - 1, Reason: "cycle counter jumped on a live subscription"})
+		reason := "cycle counter jumped on a live subscription"
+		if note != "" {
+			reason += "; " + note
+		}
+		c.sink.RecordGap(ctx, connect.Gap{FromMs: from, ToMs: tsMs, LostCycles: lost, Reason: reason})
 	}
 }
 
 // reconnectGap records the gap of a reconnect at the first value after it.
 func (c *Connector) reconnectGap(ctx context.Context, tsMs int64, lost int64) {
 	c.mu.Lock()
+	note := c.backfill
+	c.mu.Unlock()
+	c.reconnectGapNote(ctx, tsMs, lost, note)
+}
+
+func (c *Connector) reconnectGapNote(ctx context.Context, tsMs int64, lost int64, note string) {
+	c.mu.Lock()
 	if !c.pending {
 		c.mu.Unlock()
 		return
 	}
 	c.pending = false
-	g := connect.Gap{FromMs: c.lostAt, ToMs: tsMs, LostCycles: lost, Reason: "connection lost; reconnected", DownMs: time.Since(c.downAt).Milliseconds()}
+	reason := "connection lost; reconnected"
+	if note != "" {
+		reason += "; " + note
+	}
+	g := connect.Gap{FromMs: c.lostAt, ToMs: tsMs, LostCycles: lost, Reason: reason, DownMs: time.Since(c.downAt).Milliseconds()}
 	c.mu.Unlock()
 	c.sink.RecordGap(ctx, g)
 }

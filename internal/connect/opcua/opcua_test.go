@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aml-project/aml/internal/connect"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/sim/opcuasrv"
@@ -250,5 +251,115 @@ func TestReconnectRecordsGap(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("the gap is not in the audit log")
+	}
+}
+
+// The server keeps one value per monitored item between two publishes
+// (gopcua's server), so a line stepping faster than the connector's
+// publishing interval loses steps on a live subscription. With a server
+// that keeps history, the connector reads every lost step back
+// (HistoryRead, raw values) on the cycle counter's jump: every step of
+// every node is stored once, in its run (runs of 7 steps change inside
+// the lost bursts), and no gap is recorded — a backfill is audited
+// instead. Without history (HistorySteps -1) the same bursts are gaps.
+func TestLostCyclesReadBackFromHistory(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		history int
+	}{{"server keeps history", 0}, {"server without history", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startLine(t, opcuasrv.Options{Manual: true, RunSteps: 7, Seed: 5, HistorySteps: tc.history})
+			st, err := sqlite.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := st.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			mp := lineMap(t, srv)
+			mp.PublishingIntervalMs = 50 // a burst of steps falls between two publishes
+			c, err := New(st, Options{Endpoint: srv.Endpoint(), Map: mp, Audit: st, FlushEvery: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- c.Run(ctx) }()
+			waitFor(t, "subscription", 10*time.Second, func() bool { return c.Stats().Received >= 10 })
+			for i := range 8 {
+				srv.Step(5)
+				want := int64(srv.Stats().Steps)
+				waitFor(t, fmt.Sprintf("burst %d", i), 10*time.Second, func() bool {
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					return c.lastCycle >= want
+				})
+			}
+			time.Sleep(400 * time.Millisecond) // the last publish of the burst's values
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			s := c.Stats()
+			total := int(srv.Stats().Steps)
+			lost := int64(0)
+			for _, g := range s.Gaps {
+				lost += g.LostCycles
+			}
+			t.Logf("%d steps; backfilled %d values of %d cycles; gaps %d (%d cycles)", total, s.Backfilled, s.BackfilledCycles, len(s.Gaps), lost)
+			if tc.history < 0 {
+				if len(s.Gaps) == 0 || lost == 0 || s.Backfilled != 0 {
+					t.Fatalf("without history: gaps %v, backfilled %d", s.Gaps, s.Backfilled)
+				}
+				got, _, _ := countSamples(t, st, sim.NodePartWeight)
+				if got >= total {
+					t.Fatalf("without history %d part weights stored for %d steps", got, total)
+				}
+				return
+			}
+			if len(s.Gaps) != 0 || s.BackfilledCycles == 0 || s.Malformed != 0 {
+				t.Fatalf("with history: gaps %v, backfilled cycles %d, malformed %d", s.Gaps, s.BackfilledCycles, s.Malformed)
+			}
+			for _, n := range sim.InjectionNodes(sim.DefaultLineID, time.Time{}) {
+				got, first, last := countSamples(t, st, n.ID)
+				if got != total || (last-first)/1000 != int64(total-1) {
+					t.Errorf("%s: %d samples over %d s stored, the line took %d steps", n.ID, got, (last-first)/1000, total)
+				}
+			}
+			// Every ended run holds its 7 steps: the run tag's changes
+			// inside a lost burst were read back at their instants.
+			runs, err := st.ListRuns(context.Background(), core.RunFilter{Line: sim.DefaultLineID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended := 0
+			for _, r := range runs {
+				counts, _ := st.CountRunSamples(context.Background(), r.ID)
+				if r.Status == core.RunEnded {
+					ended++
+					if counts[sim.NodePartWeight] != 7 {
+						t.Errorf("run %s holds %d part weights, want 7", r.ID, counts[sim.NodePartWeight])
+					}
+				}
+			}
+			if ended < total/7-1 {
+				t.Errorf("%d runs ended over %d steps", ended, total)
+			}
+			entries, err := st.AuditLog().List(context.Background(), 0, 500, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			backfills := 0
+			for _, e := range entries {
+				if e.Action == connect.AuditBackfill {
+					backfills++
+				}
+			}
+			if backfills == 0 {
+				t.Fatal("no backfill in the audit log")
+			}
+		})
 	}
 }

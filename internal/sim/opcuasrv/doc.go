@@ -51,8 +51,18 @@
 // Every step notifies the server's monitored items of every changed node.
 // The server package keeps one value per monitored item between publishes,
 // so a client sees every step only if its publishing interval is shorter
-// than a step's wall time; [Server.Stats] counts the steps so tests can
-// check that nothing was lost.
+// than a step's wall time and it is served in time; [Server.Stats] counts
+// the steps so tests can check that nothing was lost.
+//
+// # History
+//
+// The server keeps the last Options.HistorySteps steps (default 3600; -1
+// none) and answers the OPC UA HistoryRead service with their raw values
+// (ReadRawModifiedDetails: each node's values in [StartTime, EndTime) on
+// the line's clock, the run tag and cycle counter as they were at each
+// step), so a client that lost steps between two publishes reads them
+// back (connect/opcua does). Its readable variables then carry the
+// HistoryRead bit in AccessLevel and Historizing true.
 //
 // # The tank line (Options.Kind = KindTank)
 //

@@ -88,6 +88,8 @@ type line struct {
 	truth    map[string]float64 // noise-free values of the last step
 	writes   int
 	refusals int
+
+	hist histRing // the latest steps, for HistoryRead
 }
 
 func newLine(cfg Options) *line {
@@ -96,6 +98,9 @@ func newLine(cfg Options) *line {
 		values: map[string]float64{}, truth: map[string]float64{}}
 	for i, s := range l.specs {
 		l.byID[s.id] = i
+	}
+	if cfg.HistorySteps > 0 {
+		l.hist = newHistRing(cfg.HistorySteps, len(l.specs))
 	}
 	l.nowMs = cfg.StartMs - cfg.StepMs
 	if cfg.Kind == KindTank {
@@ -152,6 +157,13 @@ func (l *line) startRun() {
 func (l *line) advance() (runChanged bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	runChanged = l.physics()
+	l.hist.record(l)
+	return runChanged
+}
+
+// physics is one step of advance (caller holds mu).
+func (l *line) physics() (runChanged bool) {
 	l.step++
 	l.nowMs += l.cfg.StepMs
 	dt := float64(l.cfg.StepMs) / 1000

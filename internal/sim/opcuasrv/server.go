@@ -78,6 +78,11 @@ type Options struct {
 	WriteOnlySetpoints bool
 	// Manual: no ticker; the line advances only by [Server.Step] (tests).
 	Manual bool
+	// HistorySteps is how many of the latest steps the server keeps for
+	// the OPC UA HistoryRead service (default 3600; -1: no history, the
+	// service answers BadServiceUnsupported like a server without a
+	// historian).
+	HistorySteps int
 	// Logger (default: discard).
 	Logger *slog.Logger
 }
@@ -125,6 +130,12 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.RunSteps == 0 {
 		o.RunSteps = 1800
+	}
+	switch {
+	case o.HistorySteps == 0:
+		o.HistorySteps = 3600
+	case o.HistorySteps < -1 || o.HistorySteps > 1_000_000:
+		return o, core.FieldErrorf(core.CodeInvalidArgument, "history-steps", "history must be -1 (none) or 1..1000000 steps, got %d", o.HistorySteps)
 	}
 	if o.RunSteps < 1 || o.IdleSteps < 0 {
 		return o, core.FieldErrorf(core.CodeInvalidArgument, "run-steps", "run steps must be ≥ 1 and idle steps ≥ 0")
@@ -208,6 +219,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	root.Objects().AddRef(s.ns.folder, id.Organizes, true)
 
 	s.line.advance()
+	if o.HistorySteps > 0 {
+		// Registered before Start, so it replaces the package's
+		// "unsupported" HistoryRead handler.
+		s.srv.RegisterHandler(id.HistoryReadRequest_Encoding_DefaultBinary, s.historyRead)
+	}
 	if err := s.srv.Start(ctx); err != nil {
 		return nil, core.Errorf(core.CodeInternal, "start OPC UA server on %s: %v", s.endpoint, err)
 	}
@@ -412,12 +428,17 @@ func (ns *lineNS) build() {
 		}
 		return b
 	}
+	hist := ns.s.opts.HistorySteps > 0
 	variable := func(name string, dataType uint32, acc byte) *server.Node {
+		if hist {
+			acc = historizing(acc)
+		}
 		n := ns.newNode(ua.NewStringNodeID(ns.id, name), name, ua.NodeClassVariable, map[ua.AttributeID]*ua.DataValue{
 			ua.AttributeIDDataType:        dv(ua.NewNumericExpandedNodeID(0, dataType)),
 			ua.AttributeIDAccessLevel:     dv(acc),
 			ua.AttributeIDUserAccessLevel: dv(acc),
 			ua.AttributeIDValueRank:       dv(int32(-1)),
+			ua.AttributeIDHistorizing:     dv(hist && acc&byte(ua.AccessLevelTypeHistoryRead) != 0),
 		})
 		ns.addRef(ns.folder, n, id.HasComponent, id.BaseDataVariableType)
 		return n
