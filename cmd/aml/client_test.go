@@ -308,6 +308,7 @@ func TestRemoteParity(t *testing.T) {
 	both("model list --stage", "viewer", fixed("model", "list", "--stage", "candidate"))
 	both("model compare", "viewer", fixed("model", "compare", "--limit", "5"))
 	both("model show", "viewer", with(func(m map[string]string) []string { return []string{"model", "show", m["model"]} }))
+	both("model replay", "viewer", with(func(m map[string]string) []string { return []string{"model", "replay", m["model"]} }))
 	var runs []struct {
 		ID      string `json:"id"`
 		Started int64  `json:"startedAtMs"`

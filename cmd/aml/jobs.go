@@ -295,6 +295,29 @@ func newModelCmd(a *app) *cobra.Command {
 		compare.Flags().StringVar(p, name, "", "only models of this "+name)
 	}
 	compare.Flags().IntVar(&cr.Limit, "limit", 0, "at most this many (default 20, at most 200)")
-	cmd.AddCommand(list, show, promote, retire, compare, newPredictCmd(a))
+	var rp amlapp.ModelReplayRequest
+	var replaySVG string
+	replay := &cobra.Command{Use: "replay ID [--run R] [--svg DIR]", Short: "Predicted vs actual on a run, the way the platform evaluated the model: windows tiling the run with the conformal band and its coverage", Args: argsExact(1)}
+	routed(replay, "model.replay").RunE = func(c *cobra.Command, args []string) error {
+		if err := prepare(c, &rp, arg0(&rp.ID), args); err != nil {
+			return err
+		}
+		resp, err := a.call(c, "model.replay", "", &rp)
+		if err == nil && replaySVG != "" { // --svg: the user's own files
+			r := resp.(amlapp.ModelReplayResponse)
+			for _, ch := range web.ReplayCharts(r) {
+				if err == nil {
+					err = errors.Join(os.MkdirAll(replaySVG, 0o755), os.WriteFile(filepath.Join(replaySVG, r.Replay.RunID+"-"+ch.YLabel+".svg"), []byte(ch.SVG()), 0o644))
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		return a.show("model.replay", &rp, resp)
+	}
+	replay.Flags().StringVar(&rp.Run, "run", "", "a run of the model's line, product and recipe (default: the first test run of its dataset)")
+	replay.Flags().StringVar(&replaySVG, "svg", "", "write one SVG per target (actual, predicted, band) to DIR")
+	cmd.AddCommand(list, show, promote, retire, compare, replay, newPredictCmd(a))
 	return cmd
 }

@@ -109,6 +109,7 @@ func table() []route {
 		{Method: P, Path: "/models/{id}/promote", Op: "model.promote", Tag: "models"},
 		{Method: P, Path: "/models/{id}/retire", Op: "model.retire", Tag: "models"},
 		{Method: P, Path: "/models/{id}/predict", Op: "model.predict", Tag: "models"},
+		{Method: G, Path: "/models/{id}/replay", Op: "model.replay", Tag: "models"},
 
 		// Scenes and objectives.
 		{Method: G, Path: "/scenes", Op: "scene.list", Tag: "twin"},

@@ -26,6 +26,7 @@ import (
 var (
 	opModelCompare   = Op{Name: "model.compare", Act: auth.ActRead, Summary: "Rank models by the platform's test metrics: gates passed first, then test NRMSE, with each experiment's parent and change note"}
 	opModelReference = Op{Name: "model.reference", Act: auth.ActRead, Heavy: true, Summary: "Predict a run over the model's horizon with its own controls (baseline) and with proposed setpoints held, with the conformal interval; nothing is stored"}
+	opModelReplay    = Op{Name: "model.replay", Act: auth.ActRead, Heavy: true, Summary: "Predict a run of the model's line the way the platform evaluated it: windows tiling the run, each from its measured history and its own controls, with the conformal band and its coverage on that run; nothing is stored"}
 )
 
 // compareOps lists the use cases of this file.
@@ -33,6 +34,7 @@ func compareOps() []*Op {
 	return []*Op{
 		bind(&opModelCompare, (*App).ModelCompare),
 		bind(&opModelReference, (*App).ModelReference),
+		bind(&opModelReplay, (*App).ModelReplay),
 		bind(&opGateProfiles, (*App).GateProfiles),
 	}
 }
@@ -324,6 +326,13 @@ func (a *App) fitRun(ctx context.Context, p Principal, id, run string) (ModelFit
 		return ModelFit{ModelID: id, Error: err.Error()}, err
 	}
 	out := ModelFit{ModelID: m.ID, Trainer: m.TrainerRef}
+	// The run must be of a line in p's scope (its fit figures describe it).
+	if r, err := a.d.Store.GetRun(ctx, run); err == nil {
+		if err := p.Allow(auth.ActRead, r.LineID); err != nil {
+			out.Error = err.Error()
+			return out, err
+		}
+	}
 	l, err := shadow.Load(ctx, a.d.Store, a.d.DataDir, m.ID)
 	if err == nil {
 		var g *dataset.ServeGrid
@@ -584,6 +593,105 @@ func (a *App) GateProfiles(ctx context.Context, p Principal, req GateProfilesReq
 			if def, err := eval.ProfileFor(m.Purpose); err == nil && def.ID == m.ID {
 				out.ByPurpose[m.Purpose] = m.ID
 			}
+		}
+		return out, nil
+	})
+}
+
+// modelRun reads run id for model m: a run of a line in p's scope (the
+// refusal names no line) and of the model's line, product and recipe.
+func (a *App) modelRun(ctx context.Context, p Principal, m core.Model, id string) (core.Run, error) {
+	r, err := a.d.Store.GetRun(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	if err := p.Allow(auth.ActRead, r.LineID); err != nil {
+		return r, err
+	}
+	if r.LineID != m.LineID || r.ProductID != m.ProductID || r.RecipeID != m.RecipeID {
+		return r, core.FieldErrorf(core.CodeInvalidArgument, "run", "run %s is not of model %s's line, product and recipe", id, m.ID)
+	}
+	return r, nil
+}
+
+// ---- model.replay
+
+// ModelReplayRequest names a model and one of its line's runs.
+type ModelReplayRequest struct {
+	ID  string `json:"id" jsonschema:"model id"`
+	Run string `json:"run,omitempty" jsonschema:"a run of the model's line, product and recipe (default: the first test run of its dataset)"`
+}
+
+// Validate requires the model.
+func (r *ModelReplayRequest) Validate() error { return required("id", r.ID) }
+
+// ModelReplayResponse is the replay with where the run sits in the
+// model's dataset.
+type ModelReplayResponse struct {
+	ModelID string `json:"modelId"`
+	// RunStartedMs is the run's start (epoch ms), the origin of a plot's
+	// time axis; TestRuns the test runs of the model's dataset; IsTest
+	// whether the replayed run is one of them (else the model may have
+	// been fitted or calibrated on it).
+	RunStartedMs int64          `json:"runStartedMs"`
+	TestRuns     []string       `json:"testRuns"`
+	IsTest       bool           `json:"isTest"`
+	Replay       eval.RunReplay `json:"replay"`
+}
+
+// ModelReplay predicts run req.Run with model req.ID (eval.ReplayRun on
+// the run's serve grid with the model's dataset spec and its conformal
+// band). AML_INVALID_ARGUMENT for a run of another line, product or
+// recipe, for a model of a static dataset or without artifacts.
+func (a *App) ModelReplay(ctx context.Context, p Principal, req ModelReplayRequest) (ModelReplayResponse, error) {
+	return run(ctx, a, p, &opModelReplay, req, func(ctx context.Context, p Principal, req ModelReplayRequest) (ModelReplayResponse, error) {
+		m, err := a.model(ctx, p, auth.ActRead, req.ID)
+		if err != nil {
+			return ModelReplayResponse{}, err
+		}
+		// A named run is checked before anything is loaded.
+		if req.Run != "" {
+			if _, err := a.modelRun(ctx, p, m, req.Run); err != nil {
+				return ModelReplayResponse{}, err
+			}
+		}
+		if m.ArtifactsPruned {
+			return ModelReplayResponse{}, core.Errorf(core.CodeInvalidArgument, "model %s's artifacts were pruned: it cannot predict", m.ID)
+		}
+		l, err := shadow.Load(ctx, a.d.Store, a.d.DataDir, m.ID)
+		if err != nil {
+			return ModelReplayResponse{}, err
+		}
+		if err := l.RequireDynamic(); err != nil {
+			return ModelReplayResponse{}, err
+		}
+		out := ModelReplayResponse{ModelID: m.ID, TestRuns: []string{}}
+		if l.Manifest != nil {
+			out.TestRuns = append(out.TestRuns, l.Manifest.Split.Test.RunIDs...)
+		}
+		id := req.Run
+		if id == "" {
+			if len(out.TestRuns) == 0 {
+				return ModelReplayResponse{}, core.FieldErrorf(core.CodeInvalidArgument, "run", "model %s's dataset has no test run: name a run", m.ID)
+			}
+			id = out.TestRuns[0]
+		}
+		r, err := a.modelRun(ctx, p, m, id)
+		if err != nil {
+			return ModelReplayResponse{}, err
+		}
+		g, err := dataset.BuildServeGrid(ctx, a.d.Store, l.Dataset, id)
+		if err != nil {
+			return ModelReplayResponse{}, err
+		}
+		rp, err := eval.ReplayRun(ctx, l.Predictor, l.Manifest, l.Conformal, g)
+		if err != nil {
+			return ModelReplayResponse{}, err
+		}
+		out.Replay = *rp
+		out.RunStartedMs = r.StartedMs
+		for _, t := range out.TestRuns {
+			out.IsTest = out.IsTest || t == id
 		}
 		return out, nil
 	})

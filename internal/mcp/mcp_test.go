@@ -346,6 +346,7 @@ var wantHints = map[string]hints{
 	"aml_job_cancel":           {destructive: true, idempotent: true},
 	"aml_leaderboard":          readOnly,
 	"aml_model_reference":      readOnly,
+	"aml_model_replay":         readOnly,
 	"twin_scene_list":          readOnly,
 	"twin_scene_read":          readOnly,
 	"twin_scene_draft":         readOnly,
@@ -550,6 +551,7 @@ func TestArguments(t *testing.T) {
 		{"twin_envelope_request", map[string]any{"scene": "s", "model": "m", "bounds": map[string]any{"hold_time": map[string]any{"min": 6, "max": 7}}, "maxMovesPerHour": 0}, core.CodeInvalidArgument, "maxMovesPerHour"},
 		{"twin_envelope_request", map[string]any{"scene": "s", "model": "m", "bounds": map[string]any{"hold_time": map[string]any{"min": 8, "max": 7}}, "maxMovesPerHour": 4}, core.CodeInvalidArgument, "bounds.hold_time"},
 		{"aml_model_reference", nil, core.CodeInvalidArgument, "id"},
+		{"aml_model_replay", nil, core.CodeInvalidArgument, "id"},
 		{"aml_leaderboard", map[string]any{"limit": 500}, core.CodeInvalidArgument, "limit"},
 		{"mpc_optimize", map[string]any{"model": "m", "snapshot": "s", "mode": "fast"}, core.CodeInvalidArgument, "mode"},
 		{"aml_dataset_build", map[string]any{"lineId": "line-1"}, core.CodeInvalidArgument, "arguments"},
@@ -918,6 +920,14 @@ func TestHTTP(t *testing.T) {
 		t.Fatalf("unknown control: %+v", te)
 	}
 
+	// Predicted vs actual on the model's first test run: windows with
+	// predictions, the band's coverage on that run.
+	var rp app.ModelReplayResponse
+	call(t, agent, "aml_model_replay", map[string]any{"id": demo.ModelID}, &rp)
+	if !rp.IsTest || rp.Replay.Windows == 0 || len(rp.Replay.Coverage) != len(rp.Replay.Targets) || !(rp.Replay.Coverage[0] > 0.5) {
+		t.Fatalf("model replay: %+v", rp)
+	}
+
 	var sc app.SceneShowResponse
 	call(t, agent, "twin_scene_read", map[string]any{"id": scene}, &sc)
 	if sc.Scene == nil || sc.Scene.Status != contract.SceneFrozen || sc.Hash == "" {
@@ -1021,6 +1031,7 @@ func TestHTTP(t *testing.T) {
 		"twin_trial_run":           {"model": demo.ModelID, "snapshot": snap.Snapshot.SnapshotID, "set": map[string]float64{"hold_pressure": 1}},
 		"twin_certificate_request": {"trial": demo.TrialID},
 		"aml_model_reference":      {"id": demo.ModelID},
+		"aml_model_replay":         {"id": demo.ModelID},
 		"aml_leaderboard":          {"line": line},
 		"aml_line_overview":        {"line": line},
 	} {

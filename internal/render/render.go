@@ -96,6 +96,7 @@ var byOp = map[string]fn{
 	"model.compare":   out(printCompare),
 	"model.predict":   out(printPrediction),
 	"model.reference": out(printReference),
+	"model.replay":    out(printReplay),
 	// twin
 	"scene.put":    out(printScenePut),
 	"scene.freeze": out(printSceneFrozen),

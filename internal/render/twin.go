@@ -456,3 +456,38 @@ func printReference(w io.Writer, r app.ModelReferenceResponse) {
 		fmt.Fprintln(w)
 	}
 }
+
+func printReplay(w io.Writer, r app.ModelReplayResponse) {
+	rp := &r.Replay
+	split := "not in the model's test split: it may have been fitted or calibrated on it"
+	if r.IsTest {
+		split = "test split: never used for fitting or calibration"
+	}
+	fmt.Fprintf(w, "model %s on run %s (%s): %d windows; %s\n", r.ModelID, rp.RunID, split, rp.Windows, rp.Method)
+	band := "no conformal band"
+	if !math.IsNaN(rp.Level) {
+		band = fmt.Sprintf("%.0f%% split-conformal band", 100*rp.Level)
+	}
+	for k, t := range rp.Targets {
+		var se float64
+		n := 0
+		for st := 0; k < len(rp.Actual) && k < len(rp.Predicted) && st < min(len(rp.Actual[k]), len(rp.Predicted[k])); st++ {
+			if d := rp.Predicted[k][st] - rp.Actual[k][st]; !math.IsNaN(d) && !math.IsInf(d, 0) {
+				se += d * d
+				n++
+			}
+		}
+		unit := ""
+		if k < len(rp.Units) && rp.Units[k] != "" {
+			unit = " " + rp.Units[k]
+		}
+		rmse, cov := "–", "–"
+		if n > 0 {
+			rmse = fmt.Sprintf("%.4g%s", math.Sqrt(se/float64(n)), unit)
+		}
+		if k < len(rp.Coverage) && !math.IsNaN(rp.Coverage[k]) {
+			cov = fmt.Sprintf("%.1f %%", 100*rp.Coverage[k])
+		}
+		fmt.Fprintf(w, "  %-24s RMSE %s over %d steps; %s of actual values inside the %s\n", t, rmse, n, cov, band)
+	}
+}

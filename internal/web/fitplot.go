@@ -41,3 +41,32 @@ func FitCharts(r app.ModelCompareResponse) []*plot.Chart {
 	}
 	return out
 }
+
+// ReplayCharts draws a replay (model.replay): one chart per target with
+// the run's actual values, the windows' predictions and the conformal
+// band, against minutes since the run's start.
+func ReplayCharts(resp app.ModelReplayResponse) []*plot.Chart {
+	r := &resp.Replay
+	steps := 0
+	if len(r.Actual) > 0 {
+		steps = len(r.Actual[0])
+	}
+	xs := make([]float64, steps)
+	for st := range xs {
+		xs[st] = float64(r.StartUs+int64(st)*r.BeatUs-resp.RunStartedMs*1000) / 6e7
+	}
+	var out []*plot.Chart
+	for k, t := range r.Targets {
+		unit := ""
+		if k < len(r.Units) {
+			unit = r.Units[k]
+		}
+		c := &plot.Chart{Title: fmt.Sprintf("%s on run %s: predicted vs actual", t, r.RunID), XLabel: "time since run start", XUnit: "min", YLabel: t, YUnit: unit,
+			Series: []plot.Series{{Name: "actual", X: xs, Y: r.Actual[k], Color: "#000000"}, {Name: "predicted", X: xs, Y: r.Predicted[k], Color: "#0072b2"}}}
+		if !math.IsNaN(r.Level) {
+			c.Bands = []plot.Band{{Name: fmt.Sprintf("%.0f%% conformal band", 100*r.Level), X: xs, Lo: r.Lower[k], Hi: r.Upper[k], Color: "#0072b2"}}
+		}
+		out = append(out, c)
+	}
+	return out
+}

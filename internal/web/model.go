@@ -12,10 +12,8 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/shadow"
 	"github.com/aml-project/aml/internal/web/plot"
 )
 
@@ -136,7 +134,7 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 		run = testRuns[0]
 	}
 	if run != "" && !m.ArtifactsPruned {
-		if pva, err = s.predictedVsActual(ctx, m, run); err != nil {
+		if pva, err = s.predictedVsActual(ctx, &p, m, run); err != nil {
 			pvaErr = err.Error()
 		}
 	}
@@ -178,149 +176,21 @@ type predVsActual struct {
 	Method   string
 }
 
-// predictedVsActual predicts run runID the way the platform evaluated the
-// model: consecutive windows of the run (stride F, so their futures tile
-// the run), each predicted from its H measured history rows and its
-// future controls, shown against what the line did, with the split-
-// conformal band ŷ ± W[f][k] of each window's horizon step f. That is the
-// band whose coverage the evaluation measured on the test split, so the
-// plot shows the calibrated claim, not a free-run extrapolation.
-func (s *server) predictedVsActual(ctx context.Context, m core.Model, runID string) (*predVsActual, error) {
-	key := "pva\x00" + m.ID + "\x00" + m.ArtifactHash + "\x00" + runID
+// predictedVsActual is the model.replay op drawn: one chart per target,
+// actual and predicted with the conformal band (cached per model artifact
+// and run: a replay is deterministic).
+func (s *server) predictedVsActual(ctx context.Context, p *app.Principal, m core.Model, runID string) (*predVsActual, error) {
+	key := "pva\x00" + p.Name + "\x00" + m.ID + "\x00" + m.ArtifactHash + "\x00" + runID
 	if v, ok := s.cache.get(key); ok {
 		return v.(*predVsActual), nil
 	}
-	l, err := shadow.Load(ctx, s.d.Store, s.d.DataDir, m.ID)
+	resp, err := s.app.ModelReplay(ctx, *p, app.ModelReplayRequest{ID: m.ID, Run: runID})
 	if err != nil {
 		return nil, err
 	}
-	if err := l.RequireDynamic(); err != nil {
-		return nil, err
-	}
-	run, err := s.d.Store.GetRun(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	if run.LineID != m.LineID || run.RecipeID != m.RecipeID || run.ProductID != m.ProductID {
-		return nil, core.FieldErrorf(core.CodeInvalidArgument, "run", "run %s is not of the model's line, product and recipe", runID)
-	}
-	g, err := dataset.BuildServeGrid(ctx, s.d.Store, l.Dataset, runID)
-	if err != nil {
-		return nil, err
-	}
-	man := l.Manifest
-	dm := man.Dims()
-	H, F, nAll, nT := dm.H, dm.F, dm.NAll, dm.YCols
-	col := map[string]int{}
-	for j, n := range g.Nodes {
-		col[n] = j
-	}
-	ci, ti := make([]int, len(man.Controls)), make([]int, nT)
-	for i, n := range man.Controls {
-		ci[i] = col[n]
-	}
-	for i, n := range man.Targets {
-		ti[i] = col[n]
-	}
-	bad := make([]int, g.Steps+1)
-	for k := 0; k < g.Steps; k++ {
-		bad[k+1] = bad[k]
-		for _, v := range g.Vals[k*nAll : (k+1)*nAll] {
-			if !finite(float64(v)) {
-				bad[k+1]++
-				break
-			}
-		}
-	}
-	var starts []int
-	for k := H; k+F <= g.Steps; k += F {
-		if bad[k+F]-bad[k-H] == 0 {
-			starts = append(starts, k)
-		}
-	}
-	out := &predVsActual{RunID: runID, Windows: len(starts), Targets: man.Targets, Level: math.NaN(),
-		Method: fmt.Sprintf("windows of H=%d measured steps predict the next F=%d steps from their controls; consecutive windows tile the run", H, F)}
-	pred := make([][]float64, nT)
-	actual := make([][]float64, nT)
-	lo := make([][]float64, nT)
-	hi := make([][]float64, nT)
-	for k := 0; k < nT; k++ {
-		pred[k], actual[k], lo[k], hi[k] = nanSlice(g.Steps), nanSlice(g.Steps), nanSlice(g.Steps), nanSlice(g.Steps)
-		for st := 0; st < g.Steps; st++ {
-			actual[k][st] = float64(g.Vals[st*nAll+ti[k]])
-		}
-	}
-	const batch = 256
-	for b0 := 0; b0 < len(starts); b0 += batch {
-		b1 := min(len(starts), b0+batch)
-		n := b1 - b0
-		x := make([]float32, 0, n*H*nAll)
-		u := make([]float32, 0, n*F*max(1, len(ci)))
-		for _, st := range starts[b0:b1] {
-			x = append(x, g.Vals[(st-H)*nAll:st*nAll]...)
-			for f := 0; f < F; f++ {
-				row := g.Vals[(st+f)*nAll : (st+f+1)*nAll]
-				if len(ci) == 0 {
-					u = append(u, 0)
-				}
-				for _, j := range ci {
-					u = append(u, row[j])
-				}
-			}
-		}
-		yp, err := l.Predictor.PredictBatch(ctx, x, u, n)
-		if err != nil {
-			return nil, err
-		}
-		if len(yp) != n*F*nT {
-			return nil, core.Errorf(core.CodeModelInvalid, "the model returned %d values for %d windows, need %d", len(yp), n, n*F*nT)
-		}
-		for wi, st := range starts[b0:b1] {
-			for f := 0; f < F; f++ {
-				for k := 0; k < nT; k++ {
-					v := float64(yp[(wi*F+f)*nT+k])
-					pred[k][st+f] = v
-					if l.Conformal != nil {
-						wd := l.Conformal.Widths[f][k]
-						lo[k][st+f], hi[k][st+f] = v-wd, v+wd
-					}
-				}
-			}
-		}
-	}
-	if l.Conformal != nil {
-		out.Level = l.Conformal.Coverage
-	}
-	units := map[string]string{}
-	for _, n := range man.Nodes {
-		units[n.NodeID] = n.ModelUnit
-	}
-	xs := make([]float64, g.Steps)
-	for st := range xs {
-		xs[st] = float64(g.StartUs+int64(st)*g.BeatUs-run.StartedMs*1000) / 6e7
-	}
-	for k, t := range man.Targets {
-		in, cnt := 0, 0
-		for st := 0; st < g.Steps; st++ {
-			if finite(pred[k][st]) && finite(actual[k][st]) && finite(lo[k][st]) {
-				cnt++
-				if actual[k][st] >= lo[k][st] && actual[k][st] <= hi[k][st] {
-					in++
-				}
-			}
-		}
-		cov := math.NaN()
-		if cnt > 0 {
-			cov = float64(in) / float64(cnt)
-		}
-		out.Coverage = append(out.Coverage, cov)
-		c := &plot.Chart{Title: fmt.Sprintf("%s on run %s: predicted vs actual", t, runID), XLabel: "time since run start", XUnit: "min", YLabel: t, YUnit: units[t],
-			Series: []plot.Series{{Name: "actual", X: xs, Y: actual[k], Color: "#000000"}, {Name: "predicted", X: xs, Y: pred[k], Color: "#0072b2"}}}
-		if l.Conformal != nil {
-			c.Bands = []plot.Band{{Name: fmt.Sprintf("%.0f%% conformal band", 100*l.Conformal.Coverage), X: xs, Lo: lo[k], Hi: hi[k], Color: "#0072b2"}}
-		}
-		out.Charts = append(out.Charts, c)
-	}
+	r := resp.Replay
+	out := &predVsActual{RunID: r.RunID, Windows: r.Windows, Coverage: r.Coverage, Targets: r.Targets, Level: r.Level, Method: r.Method,
+		Charts: ReplayCharts(resp)}
 	s.cache.put(key, out)
 	return out, nil
 }

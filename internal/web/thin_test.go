@@ -15,9 +15,7 @@ import (
 // storeReaders are the functions of the web package that still reach the
 // shared resources (service.Deps' Store or DataDir) instead of an app op,
 // each with why. Everything else is an adapter over internal/app.
-var storeReaders = map[string]string{
-	"predictedVsActual": "model card: the windowed predictions of a test run with the conformal band load the model artifact (shadow.Load) and the run's serve grid; no op answers them yet",
-}
+var storeReaders = map[string]string{}
 
 // TestWebIsThin: the web package imports no store package, and only the
 // functions listed in storeReaders touch the store or the data directory
