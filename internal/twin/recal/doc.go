@@ -72,13 +72,34 @@
 // RunNext first settles running requests whose job has ended (done →
 // cooldown with the new model's id; failed or cancelled → failed), then
 // claims the oldest queued request, rebuilds the dataset from the model's
-// dataset spec with the new runs (dataset.Build: a spec that lists runIds
-// gets the new runs appended — to trainRunIds for an explicit split — and
-// an upper time bound toMs is lifted; the split rules and seed are the
-// spec's, so the build is deterministic), and submits a job with the
+// dataset spec with the new runs (RebuildSpec, dataset.Build: a spec that
+// lists runIds gets the new runs appended and an upper time bound toMs is
+// lifted; the split is described below; the build is deterministic), and
+// submits a job with the
 // model's job's trainer, params and seed (parent = that job). With
 // RunOptions.RunJob the job runs in this process and the request is
 // settled at once; otherwise the job system's workers run it and a later
 // RunNext settles the request. Each step is audited (calibration.request,
 // .start, .submit, .complete, .fail) in the same transaction as the change.
+//
+// # The rebuilt split
+//
+// The old runs keep the split they had and the new runs go to train: a
+// by_run spec is rebuilt as an explicit one from the dataset's manifest
+// (every old run where the manifest has it), an explicit one gets the
+// new runs appended to trainRunIds, a time_blocks one (every run split
+// into blocks of its own) is unchanged. Re-drawing the by_run split over
+// old and new runs, as the rebuild did before, reshuffled it: on the
+// benefit study's wearing line (24 history runs + 8 study runs) five of
+// the twelve former train runs left train, and four former val runs and
+// one former train run became test runs, so the new model was measured
+// (G1) and its gate trials replayed (G6) on other runs than the model it
+// replaces — mostly history runs with extreme setpoints. Keeping the
+// split makes the two models' test figures and gate trials compare on
+// the same runs; the regime the new runs bring (the drift) is checked on
+// the runs after the new model, its shadow evidence (twin-v3's G8).
+// Limits: the val split (the conformal calibration) holds no new run, so
+// the band is calibrated on the old regime and only the shadow coverage
+// checks it on the new one; a static (by_row) dataset's rows are re-drawn
+// as before.
 package recal
