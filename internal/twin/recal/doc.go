@@ -101,5 +101,15 @@
 // Limits: the val split (the conformal calibration) holds no new run, so
 // the band is calibrated on the old regime and only the shadow coverage
 // checks it on the new one; a static (by_row) dataset's rows are re-drawn
-// as before.
+// as before. The model gates of the new model are measured on the old
+// regime only, and a model without the drift's cause as an input can lose
+// accuracy there by training on the drifted runs: on TestDisturbanceSignal's
+// line (12 runs, then 3 runs 60 runs older) with simulator seed 4 the
+// retrained model's test one-step NRMSE on the kept test runs is 0.142
+// against the replaced model's 0.058 (G1 fails), with seed 5 its test
+// free run diverges in one segment (G7a); with seed 3 it improves (test
+// NRMSE 0.0613 against 0.0859) and keeps every check the replaced model
+// passes, which the test asserts. With the old re-drawn split seeds 3 and
+// 4 passed every check and seed 5 failed G1 (0.205) and G7a, each on a
+// different test split than the replaced model's (measured 2026-12-05).
 package recal
