@@ -102,9 +102,9 @@
 // they had (12 train, 6 val, 6 test) and trains on the 8 study runs too
 // (recal.RebuildSpec); 3 study runs later the new model passes every
 // check: G1_SINGLE_STEP 0.0839 (the replaced model 0.0853 on the same
-// test runs; test RMSE 0.092 g against 0.094 g), G6 12 trials of 12
-// wanted (10 of the 22 visited points without a recommendation; the
-// replaced model's gate also 12 and 10), shadow coverage 1.0, shadow/test
+// test runs; test RMSE 0.092 g against 0.094 g), G6 12 trials (the gate
+// plans 12, twin-v3 needs 10; 10 of the 22 visited points without a
+// recommendation; the replaced model's gate also 12 and 10), shadow coverage 1.0, shadow/test
 // RMSE 0.354. The study logs both gates' checks with their values.
 //
 // Why it failed before (same seed and options, with the engine's
