@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
@@ -329,6 +330,13 @@ func (rc *recalibrator) gate(ctx context.Context, l *loop, r int) error {
 	}
 	rc.o.Logf("   envelope: model %s's twin gate %s (%s) on %d shadow runs: passed %v %v; the model it replaces: passed %v %v", rec.NewModelID, res.GateEvalID,
 		rec.GateProfile, rec.ShadowRuns, rec.GatePassed, rec.GateRejects, rec.PreviousGatePassed, rec.PreviousGateRejects)
+	for _, g := range []struct {
+		who string
+		r   *gate.Result
+	}{{"new", res}, {"replaced", prev}} {
+		rc.o.Logf("   envelope: %s model's gate: %d trials, %d points without a recommendation, %d snapshot failures; checks %s",
+			g.who, len(g.r.Trials), len(g.r.NoRecommendation), len(g.r.Failures), checkValues(g.r.Report.Checks))
+	}
 	return nil
 }
 
@@ -364,6 +372,23 @@ func (rc *recalibrator) disturbances(ctx context.Context, modelID string) (map[s
 		}
 	}
 	return out, nil
+}
+
+// checkValues lists a gate's checks with their values, thresholds and
+// verdicts, for the study's log.
+func checkValues(cs []eval.Check) string {
+	var b strings.Builder
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		v := "ok"
+		if !c.Passed {
+			v = "FAIL"
+		}
+		fmt.Fprintf(&b, "%s %.4g %s %.4g %s", c.ID, c.Value, c.Op, c.Threshold, v)
+	}
+	return b.String()
 }
 
 // testRMSEOf is the first target's test RMSE in a model's metrics (NaN

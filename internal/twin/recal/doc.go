@@ -72,13 +72,52 @@
 // RunNext first settles running requests whose job has ended (done →
 // cooldown with the new model's id; failed or cancelled → failed), then
 // claims the oldest queued request, rebuilds the dataset from the model's
-// dataset spec with the new runs (dataset.Build: a spec that lists runIds
-// gets the new runs appended — to trainRunIds for an explicit split — and
-// an upper time bound toMs is lifted; the split rules and seed are the
-// spec's, so the build is deterministic), and submits a job with the
+// dataset spec with the new runs (RebuildSpec, dataset.Build: a spec that
+// lists runIds gets the new runs appended and an upper time bound toMs is
+// lifted; the split is described below; the build is deterministic), and
+// submits a job with the
 // model's job's trainer, params and seed (parent = that job). With
 // RunOptions.RunJob the job runs in this process and the request is
 // settled at once; otherwise the job system's workers run it and a later
 // RunNext settles the request. Each step is audited (calibration.request,
 // .start, .submit, .complete, .fail) in the same transaction as the change.
+//
+// # The rebuilt split
+//
+// The old runs keep the split they had and the new runs go to train: a
+// by_run spec is rebuilt as an explicit one from the dataset's manifest
+// (every old run where the manifest has it), an explicit one gets the
+// new runs appended to trainRunIds, a time_blocks one (every run split
+// into blocks of its own) is unchanged. Re-drawing the by_run split over
+// old and new runs, as the rebuild did before, reshuffled it: on the
+// benefit study's wearing line (24 history runs + 8 study runs) five of
+// the twelve former train runs left train, and four former val runs and
+// one former train run became test runs, so the new model was measured
+// (G1) and its gate trials replayed (G6) on other runs than the model it
+// replaces — mostly history runs with extreme setpoints. Keeping the
+// split makes the two models' test figures and gate trials compare on
+// the same runs; the regime the new runs bring (the drift) is checked on
+// the runs after the new model, its shadow evidence (twin-v3's G8).
+// Limits: the val split (the conformal calibration) holds no new run, so
+// the band is calibrated on the old regime and only the shadow coverage
+// checks it on the new one; a static (by_row) dataset's rows are re-drawn
+// as before. The model gates of the new model are measured on the old
+// regime only, and a model without the drift's cause as an input can lose
+// accuracy there by training on the drifted runs: on TestDisturbanceSignal's
+// line (12 runs, then 3 runs 60 runs older) with simulator seed 4 the
+// retrained model's test one-step NRMSE on the kept test runs is 0.142
+// against the replaced model's 0.058 (G1 fails), with seed 5 its test
+// free run diverges in one segment (G7a); with seed 3 it improves (test
+// NRMSE 0.0613 against 0.0859) and keeps every check the replaced model
+// passes, which the test asserts. With the old re-drawn split seed 3
+// passed every check, seed 4 passed G1 (0.084), G3 and G7a, and seed 5
+// failed G1 (0.205) and G7a, each on another test split than the replaced
+// model's (measured 2026-12-05).
+// Tried instead: the old runs kept and the new runs split among
+// themselves by the spec's ratios and seed. On the benefit study's line
+// the new model passed twin-v3 as well (G1 0.0889, 5 of 17 visited points
+// without a recommendation), but on TestDisturbanceSignal's line (3 new
+// runs: one each to train, val and test) it failed G1 with seeds 3, 4
+// and 5 (and G3, G6 or G7a): one worn run to train on is too few. Training
+// on every new run is the rule kept.
 package recal

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/sim"
 	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/postgres"
@@ -123,6 +124,28 @@ func signalsRequestAndRunNext(t *testing.T, st store.Store, dir string) {
 	nd, err := st.GetDataset(ctx, c.DatasetID)
 	if err != nil || nd.Runs != 15 {
 		t.Fatalf("rebuilt dataset: %+v %v", nd, err)
+	}
+	// the rebuild keeps every old run in its split and trains on the new
+	// runs (RebuildSpec)
+	om, err := dataset.FetchManifest(ctx, st, dir, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nman, err := dataset.FetchManifest(ctx, st, dir, nd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	was := map[string]string{}
+	for _, r := range om.Runs {
+		was[r.RunID] = r.Split
+	}
+	for _, r := range nman.Runs {
+		if w, ok := was[r.RunID]; (ok && r.Split != w) || (!ok && r.Split != dataset.SplitTrain) {
+			t.Errorf("rebuilt dataset: run %s in %s, was %q", r.RunID, r.Split, w)
+		}
+	}
+	if !slices.Equal(nman.Split.Test.RunIDs, om.Split.Test.RunIDs) || !slices.Equal(nman.Split.Val.RunIDs, om.Split.Val.RunIDs) || len(nman.Runs) != 15 {
+		t.Errorf("rebuilt split val %v test %v (%d runs), was val %v test %v", nman.Split.Val.RunIDs, nman.Split.Test.RunIDs, len(nman.Runs), om.Split.Val.RunIDs, om.Split.Test.RunIDs)
 	}
 	nj, _ := st.GetJob(ctx, c.JobID)
 	if nj.TrainerRef != "hybrid_residual@1" || nj.ParentID != j.ID || nj.Seed != j.Seed || string(nj.Params) != string(j.Params) {

@@ -503,7 +503,7 @@ func start(ctx context.Context, st Store, runner *jobs.Runner, r *contract.Calib
 	if len(newRuns) == 0 {
 		return "", core.Errorf(core.CodeDatasetEmpty, "model %s: no ended run outside its dataset any more", r.ModelID)
 	}
-	spec, err := RebuildSpec(l.Dataset, newRuns)
+	spec, err := RebuildSpec(l.Dataset, l.Manifest, newRuns)
 	if err != nil {
 		return "", err
 	}
@@ -527,13 +527,31 @@ func start(ctx context.Context, st Store, runner *jobs.Runner, r *contract.Calib
 	return j.ID, nil
 }
 
-// RebuildSpec is the spec of dataset d extended with newRuns: a spec that
-// lists runIds gets them appended (and, for an explicit split, appended
-// to trainRunIds); a spec that selects every ended run picks them up by
-// itself. An upper time bound (toMs) before a new run's end is lifted so
-// the new runs are not cut away. Everything else — nodes, cleaning,
-// windows, split mode, ratios and seed — is unchanged.
-func RebuildSpec(d core.Dataset, newRuns []core.Run) (*dataset.Spec, error) {
+// RebuildSpec is the spec of dataset d (manifest man) extended with
+// newRuns for a recalibration. The old runs keep the split they had and
+// the new runs are trained on:
+//
+//   - a by_run spec becomes an explicit one: every run keeps the split the
+//     manifest records for it (train, val or test) and the new runs are
+//     appended to trainRunIds (ratios 0, as explicit requires; the seed is
+//     kept). Re-drawing the by_run split over old and new runs together
+//     would reshuffle it — former train runs would move to val or test
+//     and the test split would no longer be the one the replaced model
+//     was measured on — so the new model's test figures (and its twin
+//     gate's replayed test runs) would not compare with the old model's,
+//     and the runs that carry the drift could land in test only;
+//   - an explicit spec gets the new runs appended to trainRunIds;
+//   - a time_blocks spec is unchanged (every run is split into blocks of
+//     its own; a run's blocks are drawn from the seed and its position,
+//     and the new runs, which end after the old ones, come last).
+//
+// A spec that lists runIds gets the new runs appended; a spec that
+// selects every ended run picks them up by itself. An upper time bound
+// (toMs) before a new run's end is lifted so the new runs are not cut
+// away. Everything else — nodes, cleaning, windows, seed — is unchanged.
+// The held-out check of the new runs' regime is the new model's shadow
+// evidence: the runs that end after it (twin-v3's G8).
+func RebuildSpec(d core.Dataset, man *dataset.Manifest, newRuns []core.Run) (*dataset.Spec, error) {
 	var spec dataset.Spec
 	if err := json.Unmarshal([]byte(d.SpecJSON), &spec); err != nil {
 		return nil, core.Wrap(core.CodeDatasetTampered, err, "dataset %s spec", d.ID)
@@ -546,8 +564,17 @@ func RebuildSpec(d core.Dataset, newRuns []core.Run) (*dataset.Spec, error) {
 			last = max(last, *r.EndedMs)
 		}
 	}
-	explicit := spec.Split.Mode == dataset.SplitModeExplicit
-	if explicit {
+	byRun := spec.Split.Mode == dataset.SplitModeByRun || (spec.Split.Mode == "" && spec.Purpose != dataset.PurposeStaticResponse)
+	if byRun {
+		if man == nil || man.Kind != dataset.KindDynamic {
+			return nil, core.Errorf(core.CodeInternal, "dataset %s: a by_run rebuild needs the dataset's dynamic manifest", d.ID)
+		}
+		spec.Split = dataset.Split{Seed: spec.Split.Seed, Mode: dataset.SplitModeExplicit,
+			TrainRunIDs: append([]string{}, man.Split.Train.RunIDs...),
+			ValRunIDs:   append([]string{}, man.Split.Val.RunIDs...),
+			TestRunIDs:  append([]string{}, man.Split.Test.RunIDs...)}
+	}
+	if spec.Split.Mode == dataset.SplitModeExplicit {
 		spec.Split.TrainRunIDs = appendNew(spec.Split.TrainRunIDs, ids)
 	}
 	if len(spec.RunIDs) > 0 {
