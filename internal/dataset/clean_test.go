@@ -1053,3 +1053,114 @@ func BenchmarkAlign(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(pts))*float64(b.N)/b.Elapsed().Seconds(), "points/s")
 }
+
+// The build's cleaner (rules 1–2 fused into the extracting pass, Hampel
+// and bucket means over reused arrays) gives exactly Align(Clean(p)) of
+// the delay-shifted points: same grid bits, same counts, over random
+// series with bad states, NaN/Inf, out-of-range values, spikes, gaps,
+// duplicate and unsorted times, and one cleaner reused across all trials
+// (buffers from a longer series must not leak into a shorter one).
+func TestCleanerMatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var cl cleaner
+	var vals []float64
+	var obs []bool
+	for trial := range 400 {
+		n := r.IntN(300)
+		pts := make([]core.Point, 0, n)
+		ts := int64(r.IntN(5000)) - 2500
+		level := 10 * r.NormFloat64()
+		for range n {
+			ts += int64(1 + r.IntN(1500))
+			if r.IntN(40) == 0 {
+				ts += int64(r.IntN(20000)) // a gap
+			}
+			v := level + r.NormFloat64()
+			switch r.IntN(30) {
+			case 0:
+				v += 50 // spike
+			case 1:
+				v = math.NaN()
+			case 2:
+				v = math.Inf(1)
+			case 3:
+				v = 1e9 // out of range
+			}
+			st := core.StateOK
+			switch r.IntN(12) {
+			case 0:
+				st = "bad"
+			case 1:
+				st = ""
+			}
+			pts = append(pts, core.Point{TsUs: ts, Value: v, State: st})
+			if r.IntN(25) == 0 { // duplicate time
+				pts = append(pts, core.Point{TsUs: ts, Value: level, State: core.StateOK})
+			}
+		}
+		if trial%10 == 9 && len(pts) > 2 { // not sorted
+			pts[0], pts[len(pts)-1] = pts[len(pts)-1], pts[0]
+		}
+		cfg := CleanConfig{StateFilter: r.IntN(2) == 0}
+		if r.IntN(2) == 0 {
+			cfg.Min, cfg.Max = ctPtr(-1e6), ctPtr(1e6)
+		}
+		if r.IntN(4) != 0 {
+			cfg.HampelWindowUs, cfg.HampelThreshold = int64(1000+r.IntN(8000)), 3
+		}
+		shift := int64(r.IntN(3000)) - 1000
+		acfg := AlignConfig{BeatUs: int64(100 + r.IntN(2000)), MaxInterpUs: int64(r.IntN(6000))}
+		from := int64(-3000 + r.IntN(4000))
+		to := from + int64(r.IntN(400_000))
+		orig := slices.Clone(pts)
+
+		shifted := slices.Clone(pts)
+		for i := range shifted {
+			shifted[i].TsUs -= shift
+		}
+		kept, wantCC := Clean(shifted, cfg)
+		want, wantAC := Align(kept, from, to, acfg)
+
+		got, cc, ac := cl.cleanAlign(pts, shift, cfg, from, to, acfg, vals, obs)
+		vals, obs = got.Values, got.Observed
+		if cc != wantCC || ac != wantAC || got.StartUs != want.StartUs || got.BeatUs != want.BeatUs {
+			t.Fatalf("trial %d: counts %+v %+v start %d, want %+v %+v start %d", trial, cc, ac, got.StartUs, wantCC, wantAC, want.StartUs)
+		}
+		if !slices.EqualFunc(got.Values, want.Values, func(a, b float64) bool {
+			return math.Float64bits(a) == math.Float64bits(b) || (math.IsNaN(a) && math.IsNaN(b))
+		}) ||
+			!slices.Equal(got.Observed, want.Observed) {
+			t.Fatalf("trial %d: grid differs\n got %v\nwant %v", trial, got.Values, want.Values)
+		}
+		if !slices.EqualFunc(pts, orig, func(a, b core.Point) bool {
+			return a.TsUs == b.TsUs && a.State == b.State && math.Float64bits(a.Value) == math.Float64bits(b.Value)
+		}) {
+			t.Fatalf("trial %d: input modified", trial)
+		}
+	}
+}
+
+// BenchmarkCleanAlign is one node's cleaning and alignment as the build
+// does it (cleaner, buffers reused) beside Clean then Align (allocating
+// the kept points and the grid every time) on the same series.
+func BenchmarkCleanAlign(b *testing.B) {
+	pts := ctBenchSeries(7200)
+	cfg := CleanConfig{StateFilter: true, Min: ctPtr(-1e6), Max: ctPtr(1e6), HampelWindowUs: 5000, HampelThreshold: 3}
+	acfg := AlignConfig{BeatUs: 1_000_000, MaxInterpUs: 3_000_000}
+	to := int64(len(pts)) * 1000
+	b.Run("cleaner", func(b *testing.B) {
+		var cl cleaner
+		var g Grid
+		b.ReportAllocs()
+		for b.Loop() {
+			g, _, _ = cl.cleanAlign(pts, 0, cfg, 0, to, acfg, g.Values, g.Observed)
+		}
+	})
+	b.Run("CleanThenAlign", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			kept, _ := Clean(pts, cfg)
+			Align(kept, 0, to, acfg)
+		}
+	})
+}
