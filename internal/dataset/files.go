@@ -26,7 +26,6 @@ type arrayFile struct {
 	h     hash.Hash
 	n     int64
 	buf   [8]byte
-	row   []byte
 }
 
 func createArray(dir, name, dtype string, shape []int) (*arrayFile, error) {
@@ -49,18 +48,10 @@ func (a *arrayFile) f32(v float64) {
 	a.n += 4
 }
 
-// f32row writes every value of row as float32 with one buffered write.
-func (a *arrayFile) f32row(row []float32) {
-	need := 4 * len(row)
-	if cap(a.row) < need {
-		a.row = make([]byte, need)
-	}
-	b := a.row[:need]
-	for i, v := range row {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-	}
+// write appends bytes already encoded as the file's dtype.
+func (a *arrayFile) write(b []byte) {
 	a.bw.Write(b)
-	a.n += int64(need)
+	a.n += int64(len(b))
 }
 
 func (a *arrayFile) f64(v float64) {

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"os"
 	"sort"
@@ -439,11 +440,11 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 	}
 	grid, gts := files["grid"], files["gridTimestamps"]
 	beat := p.spec.BeatUs()
+	var rb runBytes
 	for _, g := range p.grids {
-		for i := 0; i < g.steps; i++ {
-			grid.f32row(g.vals[i*p.nAll : (i+1)*p.nAll])
-			gts.f64(tsMs(g.startUs + int64(i)*beat))
-		}
+		rb.fill(p, g)
+		grid.write(rb.x)
+		gts.write(rb.ts)
 	}
 	debugWriteDelay()
 	if p.static {
@@ -462,36 +463,31 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 			ts.f64(tsMs(r.g.startUs + int64(r.i)*beat))
 		}
 	} else {
+		// Every array of a window is a contiguous range of its run's rows
+		// (x: grid rows t-H…t-1; u, y: rows t…t+F-1 of the control and
+		// target columns; timestamps, mask: rows t-H…t+F-1), so each is
+		// one copy out of the run's encoded rows (runBytes) instead of a
+		// write per value.
 		H, F := p.spec.HistorySteps, p.spec.HorizonSteps
 		x, u, y, ts, mask := files["x"], files["u"], files["y"], files["timestamps"], files["mask"]
+		xw, uw, yw := 4*p.nAll, 4*p.nCtrlCols(), 4*len(p.tgt)
+		var cur *runGrid
 		for bi := range p.blocks {
 			g := p.blockRun[bi]
 			if ctx.Err() != nil {
 				closeAll()
 				return nil, core.Wrap(core.CodeStoreUnavailable, ctx.Err(), "build cancelled")
 			}
+			if len(p.windows[bi]) > 0 && g != cur {
+				rb.fill(p, g)
+				cur = g
+			}
 			for _, t := range p.windows[bi] {
-				// History rows are contiguous in the row-major grid.
-				x.f32row(g.vals[(t-H)*p.nAll : t*p.nAll])
-				for i := t; i < t+F; i++ {
-					if len(p.ctrl) == 0 {
-						u.f32(0)
-					}
-					for _, j := range p.ctrl {
-						u.f32(g.at(i, j, p.nAll))
-					}
-					for _, j := range p.tgt {
-						y.f32(g.at(i, j, p.nAll))
-					}
-				}
-				for i := t - H; i < t+F; i++ {
-					ts.f64(tsMs(g.startUs + int64(i)*beat))
-					if g.observed[i] {
-						mask.f32(1)
-					} else {
-						mask.f32(0)
-					}
-				}
+				x.write(rb.x[(t-H)*xw : t*xw])
+				u.write(rb.u[t*uw : (t+F)*uw])
+				y.write(rb.y[t*yw : (t+F)*yw])
+				ts.write(rb.ts[(t-H)*8 : (t+F)*8])
+				mask.write(rb.mask[(t-H)*4 : (t+F)*4])
 			}
 		}
 	}
@@ -504,6 +500,62 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 		arts = append(arts, a)
 	}
 	return arts, nil
+}
+
+// runBytes is one run's rows encoded as the array files hold them
+// (little-endian): x every column, u the control columns (one zero column
+// when there is none), y the target columns, as float32; ts the grid
+// times (tsMs) as float64; mask 1 where every node was observed, else 0,
+// as float32. fill reuses the buffers from run to run.
+type runBytes struct {
+	x, u, y, ts, mask []byte
+}
+
+func (rb *runBytes) fill(p *planned, g *runGrid) {
+	T, nAll := g.steps, p.nAll
+	rb.x = grow(rb.x, 4*T*nAll)
+	for i, v := range g.vals[:T*nAll] {
+		binary.LittleEndian.PutUint32(rb.x[4*i:], math.Float32bits(v))
+	}
+	beat := p.spec.BeatUs()
+	rb.ts = grow(rb.ts, 8*T)
+	for i := range T {
+		binary.LittleEndian.PutUint64(rb.ts[8*i:], math.Float64bits(tsMs(g.startUs+int64(i)*beat)))
+	}
+	if p.static {
+		return
+	}
+	rb.mask = grow(rb.mask, 4*T)
+	for i, ok := range g.observed[:T] {
+		var m float32
+		if ok {
+			m = 1
+		}
+		binary.LittleEndian.PutUint32(rb.mask[4*i:], math.Float32bits(m))
+	}
+	nc := p.nCtrlCols()
+	rb.u = grow(rb.u, 4*T*nc)
+	if len(p.ctrl) == 0 {
+		clear(rb.u) // float32 0 is four zero bytes
+	}
+	rb.y = grow(rb.y, 4*T*len(p.tgt))
+	for i := range T {
+		row := g.vals[i*nAll : (i+1)*nAll]
+		for k, j := range p.ctrl {
+			binary.LittleEndian.PutUint32(rb.u[4*(i*nc+k):], math.Float32bits(row[j]))
+		}
+		for k, j := range p.tgt {
+			binary.LittleEndian.PutUint32(rb.y[4*(i*len(p.tgt)+k):], math.Float32bits(row[j]))
+		}
+	}
+}
+
+// grow returns b with length n, reusing its array when large enough.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
 }
 
 // explicitSplit assigns the used runs by name. A listed run that was dropped
