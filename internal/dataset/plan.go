@@ -316,11 +316,14 @@ func (p *planned) manifestRuns() []ManifestRun {
 // more than its ends).
 func (p *planned) norm() Norm {
 	n := Norm{Rule: "population mean and std over train data only (each grid step once); std floored at 1e-6 × the column's largest |value| in train, or 1 for an all-zero column"}
-	cols := make([][]float64, p.nAll)
+	// One running (Welford) accumulator per column, fed the values in the
+	// order a column's list of them would hold (runs in order, steps in
+	// order): the same figures without holding every train value.
+	cols := make([]welford, p.nAll)
 	if p.static {
 		for _, r := range p.rows[:p.train.Count] {
 			for j := 0; j < p.nAll; j++ {
-				cols[j] = append(cols[j], r.g.at(r.i, j, p.nAll))
+				cols[j].add(r.g.at(r.i, j, p.nAll))
 			}
 		}
 	} else {
@@ -350,7 +353,7 @@ func (p *planned) norm() Norm {
 				}
 				for j := 0; j < p.nAll; j++ {
 					if v := g.at(i, j, p.nAll); !math.IsNaN(v) {
-						cols[j] = append(cols[j], v)
+						cols[j].add(v)
 					}
 				}
 			}
@@ -359,7 +362,7 @@ func (p *planned) norm() Norm {
 	stat := func(idx []int) Stats {
 		s := Stats{Mean: []float64{}, Std: []float64{}}
 		for _, j := range idx {
-			m, sd := meanStd(cols[j])
+			m, sd := cols[j].meanStd()
 			s.Mean, s.Std = append(s.Mean, m), append(s.Std, sd)
 		}
 		return s
@@ -381,23 +384,31 @@ func (p *planned) norm() Norm {
 	return n
 }
 
+// welford is a running population mean and variance (Welford's update)
+// with the largest |value| seen.
+type welford struct {
+	n            int
+	mean, m2, mx float64
+}
+
+func (w *welford) add(v float64) {
+	w.n++
+	d := v - w.mean
+	w.mean += d / float64(w.n)
+	w.m2 += d * (v - w.mean)
+	w.mx = max(w.mx, math.Abs(v))
+}
+
 // meanStd is the population mean and std with the relative floor.
-func meanStd(xs []float64) (float64, float64) {
-	if len(xs) == 0 {
+func (w *welford) meanStd() (float64, float64) {
+	if w.n == 0 {
 		return 0, 1
 	}
-	mean, m2, maxAbs := 0.0, 0.0, 0.0
-	for i, v := range xs {
-		d := v - mean
-		mean += d / float64(i+1)
-		m2 += d * (v - mean)
-		maxAbs = max(maxAbs, math.Abs(v))
+	sd := math.Sqrt(w.m2 / float64(w.n))
+	if w.mx == 0 {
+		return w.mean, 1
 	}
-	sd := math.Sqrt(m2 / float64(len(xs)))
-	if maxAbs == 0 {
-		return mean, 1
-	}
-	return mean, max(sd, 1e-6*maxAbs)
+	return w.mean, max(sd, 1e-6*w.mx)
 }
 
 // debugWriteDelay pauses a build mid-write. It exists for the crash-safety
