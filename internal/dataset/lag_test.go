@@ -3,6 +3,8 @@ package dataset
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sort"
 	"testing"
 )
 
@@ -129,5 +131,86 @@ func BenchmarkLagSums(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// summarizeRef is summarize as it was: the order statistics read from a
+// sorted copy.
+func summarizeRef(vals []float64) Summary {
+	var xs []float64
+	for _, v := range vals {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			xs = append(xs, v)
+		}
+	}
+	var s Summary
+	s.Count = len(xs)
+	if s.Count == 0 {
+		return s
+	}
+	mean, m2 := 0.0, 0.0
+	for i, v := range xs {
+		d := v - mean
+		mean += d / float64(i+1)
+		m2 += d * (v - mean)
+	}
+	s.Mean, s.Std = mean, math.Sqrt(m2/float64(len(xs)))
+	sort.Float64s(xs)
+	q := func(p float64) float64 {
+		pos := p * float64(len(xs)-1)
+		lo := int(math.Floor(pos))
+		hi := min(lo+1, len(xs)-1)
+		return xs[lo] + (pos-float64(lo))*(xs[hi]-xs[lo])
+	}
+	s.Min, s.Max = xs[0], xs[len(xs)-1]
+	s.P05, s.P50, s.P95 = q(0.05), q(0.5), q(0.95)
+	return s
+}
+
+// summarize (order statistics by selection) gives the sorted copy's
+// summary bit for bit: every length from 0 to 60 and some long series,
+// with repeated values, few distinct values, NaN, ±Inf and signed zeros.
+func TestSummarizeMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	bits := func(s Summary) [8]uint64 {
+		return [8]uint64{uint64(s.Count), math.Float64bits(s.Mean), math.Float64bits(s.Std), math.Float64bits(s.Min),
+			math.Float64bits(s.Max), math.Float64bits(s.P05), math.Float64bits(s.P50), math.Float64bits(s.P95)}
+	}
+	lengths := []int{1000, 4097, 20000}
+	for n := range 61 {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
+		for trial := range 6 {
+			vals := make([]float64, n)
+			for i := range vals {
+				switch trial {
+				case 0:
+					vals[i] = rng.NormFloat64()
+				case 1:
+					vals[i] = float64(rng.IntN(4)) // few distinct values
+				case 2:
+					vals[i] = float64(float32(100 + rng.NormFloat64()))
+				default:
+					vals[i] = rng.NormFloat64()
+					switch rng.IntN(12) {
+					case 0:
+						vals[i] = math.NaN()
+					case 1:
+						vals[i] = math.Inf(1 - 2*rng.IntN(2))
+					case 2:
+						vals[i] = 0
+					case 3:
+						if trial == 5 {
+							vals[i] = math.Copysign(0, -1)
+						}
+					}
+				}
+			}
+			in := slices.Clone(vals)
+			if got, want := summarize(vals), summarizeRef(in); bits(got) != bits(want) {
+				t.Fatalf("n %d trial %d: %+v, want %+v", n, trial, got, want)
+			}
+		}
 	}
 }

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -87,9 +88,11 @@ type LagReport struct {
 // summarize computes a Summary of the finite values (population std).
 func summarize(vals []float64) Summary {
 	xs := make([]float64, 0, len(vals))
+	negZero := false
 	for _, v := range vals {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			xs = append(xs, v)
+			negZero = negZero || (v == 0 && math.Signbit(v))
 		}
 	}
 	var s Summary
@@ -104,10 +107,78 @@ func summarize(vals []float64) Summary {
 		m2 += d * (v - mean)
 	}
 	s.Mean, s.Std = mean, math.Sqrt(m2/float64(len(xs)))
-	sort.Float64s(xs)
-	s.Min, s.Max = xs[0], xs[len(xs)-1]
-	s.P05, s.P50, s.P95 = quantile(xs, 0.05), quantile(xs, 0.5), quantile(xs, 0.95)
+	if negZero {
+		// -0 and +0 tie: which one a sort puts first is the sort's
+		// business, and the summary has always taken the sorted order's.
+		sort.Float64s(xs)
+		s.Min, s.Max = xs[0], xs[len(xs)-1]
+		s.P05, s.P50, s.P95 = quantile(xs, 0.05), quantile(xs, 0.5), quantile(xs, 0.95)
+		return s
+	}
+	// Without -0, equal values are the same bits, so the order statistics
+	// the summary reads (extremes and the two neighbours of each quantile
+	// position) are the sorted order's, found by selection instead of a
+	// sort.
+	s.Min, s.Max = xs[0], xs[0]
+	for _, v := range xs[1:] {
+		s.Min, s.Max = min(s.Min, v), max(s.Max, v)
+	}
+	var ranks [6]int
+	qs := [3]float64{0.05, 0.5, 0.95}
+	for i, q := range qs {
+		ranks[2*i], ranks[2*i+1] = quantileRanks(len(xs), q)
+	}
+	var at [6]float64
+	orderStats(xs, ranks[:], at[:])
+	var out [3]float64
+	for i, q := range qs {
+		out[i] = quantileOf(len(xs), q, at[2*i], at[2*i+1])
+	}
+	s.P05, s.P50, s.P95 = out[0], out[1], out[2]
 	return s
+}
+
+// orderStats sets at[i] to the ranks[i]-th smallest value of a (NaN-free),
+// reordering a: the distinct ranks in increasing order, each selected in
+// the part above the previous one.
+func orderStats(a []float64, ranks []int, at []float64) {
+	u := slices.Clone(ranks)
+	slices.Sort(u)
+	u = slices.Compact(u)
+	val := make([]float64, len(u))
+	start := 0
+	for i, k := range u {
+		if k == start { // the smallest of the rest: one scan
+			m := start
+			for j := start + 1; j < len(a); j++ {
+				if a[j] < a[m] {
+					m = j
+				}
+			}
+			a[start], a[m] = a[m], a[start]
+			val[i] = a[start]
+		} else {
+			val[i] = cleanSelect(a[start:], k-start)
+		}
+		start = k + 1
+	}
+	for i, k := range ranks {
+		at[i] = val[slices.Index(u, k)]
+	}
+}
+
+// quantileRanks are the order statistics quantile reads for n values.
+func quantileRanks(n int, q float64) (lo, hi int) {
+	pos := q * float64(n-1)
+	lo = int(math.Floor(pos))
+	return lo, min(lo+1, n-1)
+}
+
+// quantileOf is quantile given its two order statistics xlo and xhi.
+func quantileOf(n int, q, xlo, xhi float64) float64 {
+	pos := q * float64(n-1)
+	lo := math.Floor(pos)
+	return xlo + (pos-lo)*(xhi-xlo)
 }
 
 // quantile of sorted xs with linear interpolation between order statistics
@@ -116,10 +187,8 @@ func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	pos := q * float64(len(xs)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(xs)-1)
-	return xs[lo] + (pos-float64(lo))*(xs[hi]-xs[lo])
+	lo, hi := quantileRanks(len(xs), q)
+	return quantileOf(len(xs), q, xs[lo], xs[hi])
 }
 
 // lagSums are one run's partial sums for the lag cross-correlation of one
