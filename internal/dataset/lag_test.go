@@ -75,7 +75,7 @@ func TestLagSumsBitIdentical(t *testing.T) {
 					g.vals[steps/2*nAll+3] = float32(math.Inf(1)) // at least one, in a gappy column
 				}
 				lc := newLagCols(g, nAll, maxLag)
-				for _, pair := range [][2]int{{0, 1}, {0, 2}, {3, 1}, {3, 2}, {0, 3}} {
+				for _, pair := range [][2]int{{0, 1}, {0, 2}, {3, 1}, {3, 2}, {0, 3}, {1, 0}, {3, 0}, {0, 0}} {
 					got, want := lc.sums(pair[0], pair[1]), lagSumsRef(g, nAll, pair[0], pair[1], maxLag)
 					for li := range want.sxy {
 						if math.Float64bits(got.sxy[li]) != math.Float64bits(want.sxy[li]) || math.Float64bits(got.sxx[li]) != math.Float64bits(want.sxx[li]) ||
@@ -93,8 +93,9 @@ func TestLagSumsBitIdentical(t *testing.T) {
 // BenchmarkLagSums: one run of the bench spec's shape (7 200 steps, 10
 // nodes, 5 inputs × 3 targets, maxLag 30) — the plain per-pair loop
 // ("plain") beside lagCols ("shared") in the same run, on complete columns
-// and on gappy ones (1 % of every column missing, as in the bench store's
-// grids, where the masked sums run).
+// on gappy ones (1 % of every column missing) and on "mixed" ones as in
+// the bench store's grids (controls complete, 1 % of every other column
+// missing), where the masked sums run.
 func BenchmarkLagSums(b *testing.B) {
 	const nAll, steps = 10, 7200
 	var pairs [][2]int
@@ -103,19 +104,20 @@ func BenchmarkLagSums(b *testing.B) {
 			pairs = append(pairs, [2]int{i, k})
 		}
 	}
-	for _, gap := range []float64{0, 0.01} {
+	for _, c := range []struct {
+		sfx     string
+		gap     float64
+		fullCol int // columns below are complete
+	}{{"", 0, 0}, {"-gappy", 0.01, 0}, {"-mixed", 0.01, 3}} {
 		rng := rand.New(rand.NewPCG(1, 2))
 		g := &runGrid{steps: steps, vals: make([]float32, steps*nAll)}
 		for i := range g.vals {
 			g.vals[i] = float32(rng.NormFloat64())
-			if rng.Float64() < gap {
+			if rng.Float64() < c.gap && i%nAll >= c.fullCol {
 				g.vals[i] = float32(math.NaN())
 			}
 		}
-		sfx := ""
-		if gap > 0 {
-			sfx = "-gappy"
-		}
+		sfx := c.sfx
 		b.Run("plain"+sfx, func(b *testing.B) {
 			for range b.N {
 				for _, p := range pairs {
