@@ -299,6 +299,9 @@ func cleanHampelInto(ts []int64, xs []float64, w int64, k float64, out []bool, b
 // cleanAgrees reports whether x is within k·max(1.4826·MAD, floor) of the
 // median of side (len(side) >= 2). scratch must have capacity >= len(side).
 func cleanAgrees(x float64, side, scratch []float64, k, floor, kFloor float64) bool {
+	if len(side) <= smallSide {
+		return cleanAgreesSmall(x, side, k, floor, kFloor)
+	}
 	s := scratch[:len(side)]
 	copy(s, side)
 	med := cleanMedian(s)
@@ -311,6 +314,62 @@ func cleanAgrees(x float64, side, scratch []float64, k, floor, kFloor float64) b
 	}
 	sigma := max(1.4826*cleanMedian(s), floor)
 	return d <= k*sigma
+}
+
+// smallSide is the largest side cleanAgreesSmall judges (a window of a
+// few samples, the common case: 5 s at 1 Hz is 5 points a side).
+const smallSide = 8
+
+// cleanAgreesSmall is cleanAgrees for 2 <= len(side) <= smallSide, on a
+// sorted copy in a stack array: the same medians (order statistics; an
+// even count's midpoint of the two middle values in increasing order, two
+// values in their given order, as cleanMedian takes them), so the same
+// verdict, without the general selection's set-up.
+func cleanAgreesSmall(x float64, side []float64, k, floor, kFloor float64) bool {
+	var s [smallSide]float64
+	n := copy(s[:], side)
+	if n == 2 {
+		med := cleanMid(s[0], s[1])
+		d := math.Abs(x - med)
+		if d <= kFloor {
+			return true
+		}
+		sigma := max(1.4826*cleanMid(math.Abs(s[0]-med), math.Abs(s[1]-med)), floor)
+		return d <= k*sigma
+	}
+	insertionSort(s[:n])
+	med := sortedMedian(s[:n])
+	d := math.Abs(x - med)
+	if d <= kFloor {
+		return true
+	}
+	for j := range n {
+		s[j] = math.Abs(s[j] - med)
+	}
+	insertionSort(s[:n])
+	sigma := max(1.4826*sortedMedian(s[:n]), floor)
+	return d <= k*sigma
+}
+
+func insertionSort(a []float64) {
+	for i := 1; i < len(a); i++ {
+		v := a[i]
+		j := i - 1
+		for j >= 0 && a[j] > v {
+			a[j+1] = a[j]
+			j--
+		}
+		a[j+1] = v
+	}
+}
+
+// sortedMedian is cleanMedian of sorted a, len(a) >= 3.
+func sortedMedian(a []float64) float64 {
+	n := len(a)
+	if n%2 == 1 {
+		return a[n/2]
+	}
+	return cleanMid(a[n/2-1], a[n/2])
 }
 
 // cleanMedian returns the median of a (NaN-free), reordering a. The median

@@ -1164,3 +1164,55 @@ func BenchmarkCleanAlign(b *testing.B) {
 		}
 	})
 }
+
+// cleanAgreesSmall (sorted stack copy) gives cleanAgrees' general path's
+// verdict (selection in scratch) for every small side: 2 to smallSide
+// values, distinct, tied, of few levels and with signed zeros, with x on,
+// near and far from the median.
+func TestCleanAgreesSmall(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	general := func(x float64, side []float64, k, floor, kFloor float64) bool {
+		s := slices.Clone(side)
+		med := cleanMedian(s)
+		d := math.Abs(x - med)
+		if d <= kFloor {
+			return true
+		}
+		for j, v := range s {
+			s[j] = math.Abs(v - med)
+		}
+		return d <= k*max(1.4826*cleanMedian(s), floor)
+	}
+	checked := [2]int{}
+	for trial := range 200_000 {
+		n := 2 + r.IntN(smallSide-1)
+		side := make([]float64, n)
+		for i := range side {
+			switch trial % 4 {
+			case 0:
+				side[i] = r.NormFloat64()
+			case 1:
+				side[i] = float64(r.IntN(3))
+			case 2:
+				side[i] = []float64{0, math.Copysign(0, -1), 1e-300, -1}[r.IntN(4)]
+			default:
+				side[i] = 1e6 + r.NormFloat64()*1e-3
+			}
+		}
+		x := side[r.IntN(n)] + r.NormFloat64()*math.Pow(10, float64(r.IntN(9)-6))
+		floor := math.Pow(10, float64(r.IntN(12)-10))
+		k := 3.0
+		want := general(x, side, k, floor, k*floor)
+		if got := cleanAgreesSmall(x, side, k, floor, k*floor); got != want {
+			t.Fatalf("x %v side %v floor %v: small %v, general %v", x, side, floor, got, want)
+		}
+		if want {
+			checked[1]++
+		} else {
+			checked[0]++
+		}
+	}
+	if checked[0] < 1000 || checked[1] < 1000 {
+		t.Fatalf("verdicts not varied: %v", checked)
+	}
+}
