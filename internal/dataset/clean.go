@@ -243,9 +243,10 @@ func cleanHampelInto(ts []int64, xs []float64, w int64, k float64, out []bool, b
 		buf = make([]float64, n)
 	}
 	buf = buf[:n]
-	copy(buf, xs)
-	level := cleanMedian(buf)
-	noise := 0.0
+	noise, maxAbs := 0.0, 0.0
+	for _, x := range xs {
+		maxAbs = max(maxAbs, math.Abs(x))
+	}
 	if n >= 2 {
 		d := buf[:n-1]
 		for i := range d {
@@ -253,7 +254,15 @@ func cleanHampelInto(ts []int64, xs []float64, w int64, k float64, out []bool, b
 		}
 		noise = 1.4826 * cleanMedian(d) / math.Sqrt2
 	}
-	floor := max(noise, 1e-9*max(1, math.Abs(level)))
+	// The level's median is needed only when the noise is below 1e-9 of
+	// the largest |x|: |median| <= max|x| (a value, or the midpoint of
+	// two), so otherwise the floor is the noise either way.
+	floor := noise
+	if noise < 1e-9*max(1, maxAbs) {
+		copy(buf, xs)
+		level := cleanMedian(buf)
+		floor = max(noise, 1e-9*max(1, math.Abs(level)))
+	}
 	kFloor := k * floor
 
 	scratch := buf[:0] // reused for every window (a window holds at most n-1 points)
