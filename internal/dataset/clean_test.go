@@ -1216,3 +1216,20 @@ func TestCleanAgreesSmall(t *testing.T) {
 		t.Fatalf("verdicts not varied: %v", checked)
 	}
 }
+
+// On a constant series (noise 0) the Hampel floor is 1e-9 of its level:
+// at 1e6 a deviation of 2e-3 (under k·floor = 3e-3) is kept and one of
+// 5e-3 removed; at level 0 the floor is 1e-9, so 2e-3 is removed.
+func TestHampelFloorFromLevel(t *testing.T) {
+	for _, c := range []struct {
+		level, dev float64
+		removed    int
+	}{{1e6, 2e-3, 0}, {1e6, 5e-3, 1}, {0, 2e-3, 1}, {-1e6, 2e-3, 0}} {
+		v := ctConst(21, c.level)
+		v[10] += c.dev
+		_, cnt := Clean(ctSeries(0, 1000, v...), ctHampel)
+		if cnt.Hampel != c.removed {
+			t.Errorf("level %g deviation %g: %d removed, want %d", c.level, c.dev, cnt.Hampel, c.removed)
+		}
+	}
+}
