@@ -305,8 +305,8 @@ func (readDB) NoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 // statement, so a page costs one row through the driver instead of one per
 // sample: every sqlite3_column_* call takes and releases the connection's
 // mutex (modernc's libc emulates it with atomics), three or four a column,
-// and the driver boxes every value, which made that read ≈ 1.5× the
-// aggregate's (bench/RESULTS.md, BenchmarkQueryPage). The values and their
+// and the driver boxes every value (bench/RESULTS.md: BenchmarkQueryPage
+// beside BenchmarkQueryPageRows, and the dataset build). The values and their
 // conversions are Scan's: ts an integer, value a float (or an integer,
 // converted), state NULL or text. Rows reach the aggregate in the page
 // query's ORDER BY ts; should they ever not, the page is read again row by
