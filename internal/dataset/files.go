@@ -17,10 +17,11 @@ import (
 	"github.com/aml-project/aml/internal/core"
 )
 
-// writeBuf is each array file's write buffer: seven files are open at once
-// during a build, so this is held seven times (bench/dataset.sh measures
-// the build's peak memory). A multiple of directAlign.
-const writeBuf = 256 << 10
+// writeBuf is each of an array file's two write buffers: seven files are
+// open at once during a build, so this is held fourteen times
+// (bench/dataset.sh measures the build's peak memory). A multiple of
+// directAlign.
+const writeBuf = 128 << 10
 
 // directWrites lets array files use O_DIRECT (tests turn it off to check
 // the buffered path gives the same files).
@@ -49,10 +50,40 @@ type arrayFile struct {
 	f      *os.File
 	h      hash.Hash
 	n      int64
-	direct bool
+	direct bool   // owned by the writer goroutine until it is done
 	buf    []byte // pending bytes, directAlign-aligned, cap writeBuf
-	err    error  // the first write error; close reports it
+	err    error  // the first write error (the writer's until done); close reports it
 	b8     [8]byte
+
+	// Full buffers are written by a goroutine of the file while the next
+	// one fills (a direct write waits for the disk): two buffers go round.
+	full, free chan []byte
+	done       chan struct{}
+	stopped    bool
+}
+
+func newArrayFile(name, dtype string, shape []int, f *os.File, direct bool) *arrayFile {
+	a := &arrayFile{name: name, dtype: dtype, shape: shape, f: f, h: sha256.New(), direct: direct,
+		full: make(chan []byte, 1), free: make(chan []byte, 2), done: make(chan struct{})}
+	a.buf = alignedBuf(writeBuf)
+	a.free <- alignedBuf(writeBuf)
+	go func() {
+		defer close(a.done)
+		for b := range a.full {
+			a.writeOut(b)
+			a.free <- b[:0]
+		}
+	}()
+	return a
+}
+
+// stop ends the writer goroutine once it has written what it was given.
+func (a *arrayFile) stop() {
+	if !a.stopped {
+		a.stopped = true
+		close(a.full)
+		<-a.done
+	}
 }
 
 func createArray(dir, name, dtype string, shape []int) (*arrayFile, error) {
@@ -76,7 +107,7 @@ func createArray(dir, name, dtype string, shape []int) (*arrayFile, error) {
 	if err != nil {
 		return nil, core.Wrap(core.CodeInternal, err, "create %s", name)
 	}
-	return &arrayFile{name: name, dtype: dtype, shape: shape, f: f, h: sha256.New(), direct: direct, buf: alignedBuf(writeBuf)}, nil
+	return newArrayFile(name, dtype, shape, f, direct), nil
 }
 
 // alignedBuf is an empty slice of capacity n whose first byte is
@@ -102,8 +133,9 @@ func (a *arrayFile) write(b []byte) {
 		k := copy(a.buf[len(a.buf):cap(a.buf)], b)
 		a.buf, b = a.buf[:len(a.buf)+k], b[k:]
 		if len(a.buf) == cap(a.buf) {
-			a.flush(a.buf)
-			a.buf = a.buf[:0]
+			a.h.Write(a.buf)
+			a.full <- a.buf
+			a.buf = <-a.free
 		}
 	}
 }
@@ -113,14 +145,13 @@ func (a *arrayFile) f64(v float64) {
 	a.write(a.b8[:8])
 }
 
-// flush hashes b and writes it to the file. With O_DIRECT, b must be
-// aligned and a whole number of blocks; a write the file system refuses
-// is retried without O_DIRECT, which stays off.
-func (a *arrayFile) flush(b []byte) {
+// writeOut writes b to the file. With O_DIRECT, b must be aligned and a
+// whole number of blocks; a write the file system refuses is retried
+// without O_DIRECT, which stays off.
+func (a *arrayFile) writeOut(b []byte) {
 	if a.err != nil || len(b) == 0 {
 		return
 	}
-	a.h.Write(b)
 	_, err := a.f.Write(b)
 	if err != nil && a.direct && errors.Is(err, syscall.EINVAL) {
 		if err = setDirect(a.f, false); err == nil {
@@ -134,18 +165,22 @@ func (a *arrayFile) flush(b []byte) {
 // close flushes, syncs and returns the artifact entry. A short write is an
 // error: the element count must match the declared shape.
 func (a *arrayFile) close() (Artifact, error) {
+	a.stop()
 	// The last, partial block leaves O_DIRECT: whole blocks first, then
 	// the rest through the page cache.
+	a.h.Write(a.buf)
 	whole := len(a.buf)
 	if a.direct {
 		whole &^= directAlign - 1
 	}
-	a.flush(a.buf[:whole])
+	a.writeOut(a.buf[:whole])
 	if rest := a.buf[whole:]; len(rest) > 0 && a.err == nil {
-		if a.err = setDirect(a.f, false); a.err == nil {
-			a.direct = false
-			a.flush(rest)
+		if a.direct {
+			if a.err = setDirect(a.f, false); a.err == nil {
+				a.direct = false
+			}
 		}
+		a.writeOut(rest)
 	}
 	a.buf = a.buf[:0]
 	if a.err != nil {
@@ -173,7 +208,10 @@ func (a *arrayFile) close() (Artifact, error) {
 	return Artifact{Name: a.name, DType: a.dtype, Shape: a.shape, Bytes: a.n, SHA256: hex.EncodeToString(a.h.Sum(nil))}, nil
 }
 
-func (a *arrayFile) abort() { a.f.Close() }
+func (a *arrayFile) abort() {
+	a.stop()
+	a.f.Close()
+}
 
 // writeBlob writes a whole small file (JSON) and returns its artifact entry.
 func writeBlob(dir, name string, b []byte) (Artifact, error) {

@@ -503,9 +503,12 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 		}
 	}
 	var arts []Artifact
-	for _, f := range order {
+	for i, f := range order {
 		a, err := f.close()
 		if err != nil {
+			for _, g := range order[i+1:] {
+				g.abort()
+			}
 			return nil, err
 		}
 		arts = append(arts, a)
