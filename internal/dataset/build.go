@@ -122,8 +122,9 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	}
 	// A build holds every run's aligned grid plus a few runs' raw samples;
 	// the rest is short-lived garbage. A tighter GC target keeps peak memory
-	// near the live set (bench/dataset.sh measures it) for a little CPU.
-	defer debug.SetGCPercent(debug.SetGCPercent(75))
+	// near the live set (bench/dataset.sh measures it); with little garbage
+	// left per sample, 50 % costs no measurable CPU over 75 % (bench/RESULTS.md).
+	defer debug.SetGCPercent(debug.SetGCPercent(50))
 	progress := opt.Progress
 	if progress == nil {
 		progress = func(Progress) {}
