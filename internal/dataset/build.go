@@ -96,8 +96,7 @@ type runGrid struct {
 	clean    map[string]CleanCounts
 	align    map[string]AlignCounts
 	missing  float64
-	split    string    // by_run only
-	lags     []lagSums // per lagPairs(nodes) entry (dynamic datasets)
+	split    string // by_run only
 }
 
 func (g *runGrid) at(i, j, nAll int) float64 { return float64(g.vals[i*nAll+j]) }
@@ -123,8 +122,9 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	}
 	// A build holds every run's aligned grid plus a few runs' raw samples;
 	// the rest is short-lived garbage. A tighter GC target keeps peak memory
-	// near the live set (bench/dataset.sh measures it) for a little CPU.
-	defer debug.SetGCPercent(debug.SetGCPercent(75))
+	// near the live set (bench/dataset.sh measures it); with little garbage
+	// left per sample, 50 % costs no measurable CPU over 75 % (bench/RESULTS.md).
+	defer debug.SetGCPercent(debug.SetGCPercent(50))
 	progress := opt.Progress
 	if progress == nil {
 		progress = func(Progress) {}
@@ -162,6 +162,9 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	slots := make(chan struct{}, readers)
+	// Point slices of aligned runs, handed back to the readers: a build
+	// allocates the raw samples of a few runs, not of every run.
+	free := make(chan [][]core.Point, readers+1)
 	fs := make([]*fetched, len(runs))
 	for i := range fs {
 		fs[i] = &fetched{done: make(chan struct{})}
@@ -186,13 +189,19 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 				if from > to {
 					return
 				}
-				f.points = make([][]core.Point, len(nodes))
+				var bufs [][]core.Point
+				select {
+				case bufs = <-free:
+				default:
+					bufs = make([][]core.Point, len(nodes))
+				}
+				f.points = bufs
 				hint := 0
 				for j, n := range nodes {
 					// Delay-shifted nodes are read over the shifted window;
 					// the previous node's count sizes the slice (nodes of a
 					// run are mostly sampled alike).
-					pts, err := readAll(fctx, st, n.NodeID, r.ID, from+n.delayMs, to+n.delayMs, hint)
+					pts, err := readAll(fctx, st, n.NodeID, r.ID, from+n.delayMs, to+n.delayMs, hint, bufs[j])
 					hint = len(pts) + 1
 					if err != nil {
 						f.err = err
@@ -209,6 +218,7 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	}
 	var grids []*runGrid
 	var dropped []RunReason
+	al := &aligner{}
 	for i, r := range runs {
 		f := fs[i]
 		select {
@@ -221,10 +231,16 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 		}
 		if f.points == nil {
 			dropped = append(dropped, RunReason{r.ID, "run does not overlap the spec's fromMs/toMs"})
-		} else if g, reason := alignRun(spec, nodes, r, f.points, f.from, f.to, minSteps); reason != "" {
+		} else if g, reason := alignRun(spec, nodes, r, f.points, f.from, f.to, minSteps, al); reason != "" {
 			dropped = append(dropped, RunReason{r.ID, reason})
 		} else {
 			grids = append(grids, g)
+		}
+		if f.points != nil {
+			select {
+			case free <- f.points:
+			default:
+			}
 		}
 		fs[i] = nil
 		<-slots
@@ -448,12 +464,15 @@ type pageAppender interface {
 
 // readAll reads one node's points of a run, page by page; hint > 0 is the
 // expected count (the slice is made that large up front, so a store that
-// appends pages fills it without regrowth or copy).
-func readAll(ctx context.Context, ts core.TimeSeries, nodeID, runID string, from, to int64, hint int) ([]core.Point, error) {
+// appends pages fills it without regrowth or copy). A store that appends
+// pages fills buf (an earlier run's slice) when it has any capacity.
+func readAll(ctx context.Context, ts core.TimeSeries, nodeID, runID string, from, to int64, hint int, buf []core.Point) ([]core.Point, error) {
 	var out []core.Point
 	var after *int64
 	pa, direct := ts.(pageAppender)
-	if direct && hint > 0 {
+	if direct && cap(buf) > 0 && cap(buf) >= hint {
+		out = buf[:0]
+	} else if direct && hint > 0 {
 		out = make([]core.Point, 0, hint)
 	}
 	for {
@@ -593,21 +612,28 @@ func resolveRuns(ctx context.Context, st core.Meta, spec *Spec) ([]core.Run, err
 	return runs, nil
 }
 
+// aligner is what alignRun reuses from one run to the next: the cleaner's
+// buffers and each node's grid.
+type aligner struct {
+	cl    cleaner
+	grids []Grid
+}
+
 // alignRun cleans and aligns one run's nodes and cuts the common grid.
-func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to int64, minSteps int) (*runGrid, string) {
+// al (nil: fresh buffers) is reused; nothing of it is kept in the result.
+func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to int64, minSteps int, al *aligner) (*runGrid, string) {
+	if al == nil {
+		al = &aligner{}
+	}
 	g := &runGrid{run: r, clean: map[string]CleanCounts{}, align: map[string]AlignCounts{}}
-	grids := make([]Grid, len(nodes))
+	if len(al.grids) < len(nodes) {
+		al.grids = make([]Grid, len(nodes))
+	}
+	grids := al.grids[:len(nodes)]
 	hampel := spec.Cleaning.Hampel
+	fromUs, toUs := core.MsRangeUs(from, to)
+	acfg := AlignConfig{BeatUs: spec.BeatUs(), MaxInterpUs: *spec.Cleaning.MaxInterpMs * 1000}
 	for j, n := range nodes {
-		p := pts[j]
-		if n.delayMs != 0 {
-			q := make([]core.Point, len(p))
-			for k := range p {
-				q[k] = p[k]
-				q[k].TsUs -= n.delayMs * 1000
-			}
-			p = q
-		}
 		cfg := CleanConfig{StateFilter: *spec.Cleaning.StateFilter}
 		if *spec.Cleaning.Range {
 			cfg.Min, cfg.Max = n.info.Min, n.info.Max
@@ -615,9 +641,7 @@ func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to
 		if hampel != nil && hampel.Threshold > 0 {
 			cfg.HampelWindowUs, cfg.HampelThreshold = hampel.WindowMs*1000, hampel.Threshold
 		}
-		kept, cc := Clean(p, cfg)
-		fromUs, toUs := core.MsRangeUs(from, to)
-		grid, ac := Align(kept, fromUs, toUs, AlignConfig{BeatUs: spec.BeatUs(), MaxInterpUs: *spec.Cleaning.MaxInterpMs * 1000})
+		grid, cc, ac := al.cl.cleanAlign(pts[j], n.delayMs*1000, cfg, fromUs, toUs, acfg, grids[j].Values, grids[j].Observed)
 		grids[j] = grid
 		g.clean[n.NodeID] = cc
 		g.align[n.NodeID] = ac
@@ -686,12 +710,6 @@ func alignRun(spec *Spec, nodes []node, r core.Run, pts [][]core.Point, from, to
 	g.missing = float64(nan) / float64(steps*nAll)
 	if g.missing > *spec.Cleaning.MaxDropRatio {
 		return nil, fmt.Sprintf("missing ratio %.3f above maxDropRatio %.3f", g.missing, *spec.Cleaning.MaxDropRatio)
-	}
-	if spec.Purpose != PurposeStaticResponse {
-		lc := newLagCols(g, nAll, maxLagBeats(spec))
-		for _, pair := range lagPairs(nodes) {
-			g.lags = append(g.lags, lc.sums(pair[0], pair[1]))
-		}
 	}
 	return g, ""
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -596,5 +597,79 @@ func TestEmptyRequestedSplitIsAnError(t *testing.T) {
 	_, err := Build(context.Background(), st, spec, Options{DataDir: dir})
 	if core.CodeOf(err) != core.CodeDatasetEmpty || !strings.Contains(err.Error(), "no complete window") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// Every window's x, u and y equal the grid rows they are cut from, for a
+// dataset with controls and for one without (u is then one zero column),
+// and the mask is 0 or 1: the arrays are copied out of each run's encoded
+// rows (runBytes), so a wrong offset or column shows here.
+func TestWindowsEqualGrid(t *testing.T) {
+	st, dir := simulated(t)
+	for _, noCtrl := range []bool{false, true} {
+		spec := injectionSpec(t)
+		spec.Stride = 3
+		if noCtrl {
+			spec.Purpose = PurposeQualityPredict
+			for i := range spec.Nodes {
+				if spec.Nodes[i].Role == RoleControl {
+					spec.Nodes[i].Role = RoleFeature
+				}
+			}
+		}
+		res, err := Build(context.Background(), st, spec, Options{DataDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, m := res.Dataset, res.Manifest
+		base := filepath.Join(dir, d.Path, "arrays")
+		H, F, nAll := m.HistorySteps, m.HorizonSteps, len(m.AllNodes)
+		N := d.TrainWindows + d.ValWindows + d.TestWindows
+		ts := readF64(t, filepath.Join(base, "timestamps.f64"))
+		x, u, y := readF32(t, filepath.Join(base, "x.f32")), readF32(t, filepath.Join(base, "u.f32")), readF32(t, filepath.Join(base, "y.f32"))
+		mask := readF32(t, filepath.Join(base, "mask.f32"))
+		grid, gts := readF32(t, filepath.Join(base, "grid.f32")), readF64(t, filepath.Join(base, "grid_timestamps.f64"))
+		col := map[string]int{}
+		for j, id := range m.AllNodes {
+			col[id] = j
+		}
+		nc := max(1, len(m.Controls))
+		if noCtrl != (len(m.Controls) == 0) || len(u) != N*F*nc || len(mask) != N*(H+F) || len(x) != N*H*nAll || len(y) != N*F*len(m.Targets) {
+			t.Fatalf("noCtrl %v: controls %v, sizes u %d mask %d x %d y %d for %d windows", noCtrl, m.Controls, len(u), len(mask), len(x), len(y), N)
+		}
+		row := map[float64]int{}
+		for i, v := range gts {
+			row[v] = i
+		}
+		for n := range N {
+			for i := range H {
+				g := row[ts[n*(H+F)+i]]
+				if !slices.Equal(x[(n*H+i)*nAll:(n*H+i+1)*nAll], grid[g*nAll:(g+1)*nAll]) {
+					t.Fatalf("noCtrl %v: window %d history row %d differs from grid row %d", noCtrl, n, i, g)
+				}
+			}
+			for i := range F {
+				g := row[ts[n*(H+F)+H+i]]
+				for k := range nc {
+					want := float32(0)
+					if !noCtrl {
+						want = grid[g*nAll+col[m.Controls[k]]]
+					}
+					if got := u[(n*F+i)*nc+k]; got != want {
+						t.Fatalf("noCtrl %v: u[%d,%d,%d] = %v, want %v", noCtrl, n, i, k, got, want)
+					}
+				}
+				for k, id := range m.Targets {
+					if got, want := y[(n*F+i)*len(m.Targets)+k], grid[g*nAll+col[id]]; got != want {
+						t.Fatalf("noCtrl %v: y[%d,%d,%d] = %v, want %v", noCtrl, n, i, k, got, want)
+					}
+				}
+			}
+		}
+		for i, v := range mask {
+			if v != 0 && v != 1 {
+				t.Fatalf("mask[%d] = %v", i, v)
+			}
+		}
 	}
 }

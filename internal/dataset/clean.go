@@ -144,6 +144,69 @@ func Clean(points []core.Point, cfg CleanConfig) ([]core.Point, CleanCounts) {
 	return kept, cnt
 }
 
+// cleaner cleans and aligns one node's series at a time for the dataset
+// build, with buffers it reuses for every node of every run: the build
+// makes no per-sample allocation after the first run. Its result is
+// Align(Clean(points shifted by shiftUs)) exactly (TestCleanerMatches).
+type cleaner struct {
+	ts  []int64
+	xs  []float64
+	out []bool
+	buf []float64
+	cnt []int
+}
+
+// cleanAlign is Align(Clean(p), fromUs, toUs, acfg) for p = points with
+// shiftUs subtracted from every time; the grid reuses vals and obs.
+// Rules 1 and 2 run in the pass that extracts times and values, the Hampel
+// test and the bucket means over those arrays; no []core.Point is copied.
+func (c *cleaner) cleanAlign(points []core.Point, shiftUs int64, cfg CleanConfig, fromUs, toUs int64, acfg AlignConfig, vals []float64, obs []bool) (Grid, CleanCounts, AlignCounts) {
+	if !slices.IsSortedFunc(points, cleanCmpTs) {
+		// Not what a store returns; the general path sorts a copy.
+		p := make([]core.Point, len(points))
+		for i, q := range points {
+			p[i] = q
+			p[i].TsUs -= shiftUs
+		}
+		kept, cc := Clean(p, cfg)
+		g, ac := Align(kept, fromUs, toUs, acfg)
+		return g, cc, ac
+	}
+	cnt := CleanCounts{Raw: len(points)}
+	ts, xs := c.ts[:0], c.xs[:0]
+	for _, p := range points {
+		switch {
+		case cfg.StateFilter && p.State != "" && p.State != core.StateOK:
+			cnt.State++
+		case math.IsNaN(p.Value) || math.IsInf(p.Value, 0),
+			cfg.Min != nil && p.Value < *cfg.Min,
+			cfg.Max != nil && p.Value > *cfg.Max:
+			cnt.Range++
+		default:
+			ts = append(ts, p.TsUs-shiftUs)
+			xs = append(xs, p.Value)
+		}
+	}
+	if cfg.HampelWindowUs > 0 && cfg.HampelThreshold > 0 && len(ts) >= 3 {
+		c.out, c.buf = cleanHampelInto(ts, xs, cfg.HampelWindowUs, cfg.HampelThreshold, c.out, c.buf)
+		w := 0
+		for j, bad := range c.out {
+			if bad {
+				cnt.Hampel++
+				continue
+			}
+			ts[w], xs[w] = ts[j], xs[j]
+			w++
+		}
+		ts, xs = ts[:w], xs[:w]
+	}
+	cnt.Kept = len(ts)
+	c.ts, c.xs = ts, xs
+	g, ac, bc := alignTV(ts, xs, fromUs, toUs, acfg, vals, obs, c.cnt)
+	c.cnt = bc
+	return g, cnt, ac
+}
+
 func cleanCmpTs(a, b core.Point) int {
 	switch {
 	case a.TsUs < b.TsUs:
@@ -158,14 +221,32 @@ func cleanCmpTs(a, b core.Point) int {
 // whether the two-sided time-windowed Hampel test flags it as an outlier.
 // ts must be non-decreasing.
 func cleanHampel(ts []int64, xs []float64, w int64, k float64) []bool {
+	out, _ := cleanHampelInto(ts, xs, w, k, nil, nil)
+	return out
+}
+
+// cleanHampelInto is cleanHampel writing its verdicts into out and using
+// buf as scratch, each reused when its capacity is at least len(xs) (the
+// dataset build cleans every node of every run with one pair); it returns
+// the verdicts and the scratch for the next call.
+func cleanHampelInto(ts []int64, xs []float64, w int64, k float64, out []bool, buf []float64) ([]bool, []float64) {
 	n := len(xs)
-	out := make([]bool, n)
+	if cap(out) < n {
+		out = make([]bool, n)
+	} else {
+		out = out[:n]
+		clear(out)
+	}
 
 	// σ floor from the whole series: robust noise and overall level.
-	buf := make([]float64, n)
-	copy(buf, xs)
-	level := cleanMedian(buf)
-	noise := 0.0
+	if cap(buf) < n {
+		buf = make([]float64, n)
+	}
+	buf = buf[:n]
+	noise, maxAbs := 0.0, 0.0
+	for _, x := range xs {
+		maxAbs = max(maxAbs, math.Abs(x))
+	}
 	if n >= 2 {
 		d := buf[:n-1]
 		for i := range d {
@@ -173,7 +254,15 @@ func cleanHampel(ts []int64, xs []float64, w int64, k float64) []bool {
 		}
 		noise = 1.4826 * cleanMedian(d) / math.Sqrt2
 	}
-	floor := max(noise, 1e-9*max(1, math.Abs(level)))
+	// The level's median is needed only when the noise is below 1e-9 of
+	// the largest |x|: |median| <= max|x| (a value, or the midpoint of
+	// two), so otherwise the floor is the noise either way.
+	floor := noise
+	if noise < 1e-9*max(1, maxAbs) {
+		copy(buf, xs)
+		level := cleanMedian(buf)
+		floor = max(noise, 1e-9*max(1, math.Abs(level)))
+	}
 	kFloor := k * floor
 
 	scratch := buf[:0] // reused for every window (a window holds at most n-1 points)
@@ -213,12 +302,15 @@ func cleanHampel(ts []int64, xs []float64, w int64, k float64) []bool {
 		}
 		out[i] = true
 	}
-	return out
+	return out, buf
 }
 
 // cleanAgrees reports whether x is within k·max(1.4826·MAD, floor) of the
 // median of side (len(side) >= 2). scratch must have capacity >= len(side).
 func cleanAgrees(x float64, side, scratch []float64, k, floor, kFloor float64) bool {
+	if len(side) <= smallSide {
+		return cleanAgreesSmall(x, side, k, floor, kFloor)
+	}
 	s := scratch[:len(side)]
 	copy(s, side)
 	med := cleanMedian(s)
@@ -231,6 +323,62 @@ func cleanAgrees(x float64, side, scratch []float64, k, floor, kFloor float64) b
 	}
 	sigma := max(1.4826*cleanMedian(s), floor)
 	return d <= k*sigma
+}
+
+// smallSide is the largest side cleanAgreesSmall judges (a window of a
+// few samples, the common case: 5 s at 1 Hz is 5 points a side).
+const smallSide = 8
+
+// cleanAgreesSmall is cleanAgrees for 2 <= len(side) <= smallSide, on a
+// sorted copy in a stack array: the same medians (order statistics; an
+// even count's midpoint of the two middle values in increasing order, two
+// values in their given order, as cleanMedian takes them), so the same
+// verdict, without the general selection's set-up.
+func cleanAgreesSmall(x float64, side []float64, k, floor, kFloor float64) bool {
+	var s [smallSide]float64
+	n := copy(s[:], side)
+	if n == 2 {
+		med := cleanMid(s[0], s[1])
+		d := math.Abs(x - med)
+		if d <= kFloor {
+			return true
+		}
+		sigma := max(1.4826*cleanMid(math.Abs(s[0]-med), math.Abs(s[1]-med)), floor)
+		return d <= k*sigma
+	}
+	insertionSort(s[:n])
+	med := sortedMedian(s[:n])
+	d := math.Abs(x - med)
+	if d <= kFloor {
+		return true
+	}
+	for j := range n {
+		s[j] = math.Abs(s[j] - med)
+	}
+	insertionSort(s[:n])
+	sigma := max(1.4826*sortedMedian(s[:n]), floor)
+	return d <= k*sigma
+}
+
+func insertionSort(a []float64) {
+	for i := 1; i < len(a); i++ {
+		v := a[i]
+		j := i - 1
+		for j >= 0 && a[j] > v {
+			a[j+1] = a[j]
+			j--
+		}
+		a[j+1] = v
+	}
+}
+
+// sortedMedian is cleanMedian of sorted a, len(a) >= 3.
+func sortedMedian(a []float64) float64 {
+	n := len(a)
+	if n%2 == 1 {
+		return a[n/2]
+	}
+	return cleanMid(a[n/2-1], a[n/2])
 }
 
 // cleanMedian returns the median of a (NaN-free), reordering a. The median
@@ -397,46 +545,61 @@ func (c *AlignCounts) Add(o AlignCounts) {
 // With BeatUs <= 0 or toUs < fromUs the grid is empty (no buckets).
 // Unsorted input gives the same buckets (runs of one bucket are merged).
 func Align(points []core.Point, fromUs, toUs int64, cfg AlignConfig) (Grid, AlignCounts) {
+	ts := make([]int64, len(points))
+	xs := make([]float64, len(points))
+	for i, p := range points {
+		ts[i], xs[i] = p.TsUs, p.Value
+	}
+	g, c, _ := alignTV(ts, xs, fromUs, toUs, cfg, nil, nil, nil)
+	return g, c
+}
+
+// alignTV is Align over a series held as its times ts and values xs
+// (len(ts) == len(xs)). The grid's Values and Observed reuse vals and obs,
+// and the per-bucket counts cnt, when their capacity suffices (the dataset
+// build aligns every run's nodes with one set per node); nil allocates.
+// It also returns the counts' buffer for the next call.
+func alignTV(ts []int64, xs []float64, fromUs, toUs int64, cfg AlignConfig, vals []float64, obs []bool, cnt []int) (Grid, AlignCounts, []int) {
 	beat := cfg.BeatUs
 	g := Grid{BeatUs: beat, Values: []float64{}, Observed: []bool{}}
 	if beat <= 0 || toUs < fromUs {
-		return g, AlignCounts{}
+		return g, AlignCounts{}, cnt
 	}
 	k0 := alignFloorDiv(fromUs, beat)
 	n := int(alignFloorDiv(toUs, beat) - k0 + 1)
 	g.StartUs = k0 * beat
-	g.Values = make([]float64, n)
-	g.Observed = make([]bool, n)
-	cnt := make([]int, n)
+	g.Values = reuse(vals, n)
+	g.Observed = reuse(obs, n)
+	cnt = reuse(cnt, n)
 
-	in := func(p core.Point) bool {
-		return p.TsUs >= fromUs && p.TsUs <= toUs
+	in := func(t int64) bool {
+		return t >= fromUs && t <= toUs
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-	for i := 0; i < len(points); {
-		p := points[i]
+	for i := 0; i < len(ts); {
+		t, v := ts[i], xs[i]
 		i++
-		if !in(p) || !finite(p.Value) {
+		if !in(t) || !finite(v) {
 			continue
 		}
-		k := int(alignFloorDiv(p.TsUs, beat) - k0)
+		k := int(alignFloorDiv(t, beat) - k0)
 		// Mean of the run of consecutive points in bucket k.
-		ref := p.Value
+		ref := v
 		var sum, comp float64
 		m := 1
-		for ; i < len(points); i++ {
-			q := points[i]
-			if !in(q) || int(alignFloorDiv(q.TsUs, beat)-k0) != k {
+		for ; i < len(ts); i++ {
+			qt, qv := ts[i], xs[i]
+			if !in(qt) || int(alignFloorDiv(qt, beat)-k0) != k {
 				break
 			}
-			if !finite(q.Value) {
+			if !finite(qv) {
 				continue
 			}
-			// d + e == q.Value - ref exactly (TwoSum), then Neumaier.
-			d := q.Value - ref
-			bb := d - q.Value
-			e := (q.Value - (d - bb)) + (-ref - bb)
+			// d + e == qv - ref exactly (TwoSum), then Neumaier.
+			d := qv - ref
+			bb := d - qv
+			e := (qv - (d - bb)) + (-ref - bb)
 			s := sum + d
 			if math.Abs(sum) >= math.Abs(d) {
 				comp += (sum - s) + d
@@ -482,7 +645,17 @@ func Align(points []core.Point, fromUs, toUs int64, cfg AlignConfig) (Grid, Alig
 		last = k
 	}
 	c.Missing = c.Buckets - c.Observed - c.Interpolated
-	return g, c
+	return g, c, cnt
+}
+
+// reuse returns buf[:n] cleared, or a new slice when buf is too small.
+func reuse[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	buf = buf[:n]
+	clear(buf)
+	return buf
 }
 
 // alignLerp interpolates between va (at distance i) and vb (at distance r),

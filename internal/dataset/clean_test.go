@@ -1053,3 +1053,183 @@ func BenchmarkAlign(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(pts))*float64(b.N)/b.Elapsed().Seconds(), "points/s")
 }
+
+// The build's cleaner (rules 1–2 fused into the extracting pass, Hampel
+// and bucket means over reused arrays) gives exactly Align(Clean(p)) of
+// the delay-shifted points: same grid bits, same counts, over random
+// series with bad states, NaN/Inf, out-of-range values, spikes, gaps,
+// duplicate and unsorted times, and one cleaner reused across all trials
+// (buffers from a longer series must not leak into a shorter one).
+func TestCleanerMatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var cl cleaner
+	var vals []float64
+	var obs []bool
+	for trial := range 400 {
+		n := r.IntN(300)
+		pts := make([]core.Point, 0, n)
+		ts := int64(r.IntN(5000)) - 2500
+		level := 10 * r.NormFloat64()
+		for range n {
+			ts += int64(1 + r.IntN(1500))
+			if r.IntN(40) == 0 {
+				ts += int64(r.IntN(20000)) // a gap
+			}
+			v := level + r.NormFloat64()
+			switch r.IntN(30) {
+			case 0:
+				v += 50 // spike
+			case 1:
+				v = math.NaN()
+			case 2:
+				v = math.Inf(1)
+			case 3:
+				v = 1e9 // out of range
+			}
+			st := core.StateOK
+			switch r.IntN(12) {
+			case 0:
+				st = "bad"
+			case 1:
+				st = ""
+			}
+			pts = append(pts, core.Point{TsUs: ts, Value: v, State: st})
+			if r.IntN(25) == 0 { // duplicate time
+				pts = append(pts, core.Point{TsUs: ts, Value: level, State: core.StateOK})
+			}
+		}
+		if trial%10 == 9 && len(pts) > 2 { // not sorted
+			pts[0], pts[len(pts)-1] = pts[len(pts)-1], pts[0]
+		}
+		cfg := CleanConfig{StateFilter: r.IntN(2) == 0}
+		if r.IntN(2) == 0 {
+			cfg.Min, cfg.Max = ctPtr(-1e6), ctPtr(1e6)
+		}
+		if r.IntN(4) != 0 {
+			cfg.HampelWindowUs, cfg.HampelThreshold = int64(1000+r.IntN(8000)), 3
+		}
+		shift := int64(r.IntN(3000)) - 1000
+		acfg := AlignConfig{BeatUs: int64(100 + r.IntN(2000)), MaxInterpUs: int64(r.IntN(6000))}
+		from := int64(-3000 + r.IntN(4000))
+		to := from + int64(r.IntN(400_000))
+		orig := slices.Clone(pts)
+
+		shifted := slices.Clone(pts)
+		for i := range shifted {
+			shifted[i].TsUs -= shift
+		}
+		kept, wantCC := Clean(shifted, cfg)
+		want, wantAC := Align(kept, from, to, acfg)
+
+		got, cc, ac := cl.cleanAlign(pts, shift, cfg, from, to, acfg, vals, obs)
+		vals, obs = got.Values, got.Observed
+		if cc != wantCC || ac != wantAC || got.StartUs != want.StartUs || got.BeatUs != want.BeatUs {
+			t.Fatalf("trial %d: counts %+v %+v start %d, want %+v %+v start %d", trial, cc, ac, got.StartUs, wantCC, wantAC, want.StartUs)
+		}
+		if !slices.EqualFunc(got.Values, want.Values, func(a, b float64) bool {
+			return math.Float64bits(a) == math.Float64bits(b) || (math.IsNaN(a) && math.IsNaN(b))
+		}) ||
+			!slices.Equal(got.Observed, want.Observed) {
+			t.Fatalf("trial %d: grid differs\n got %v\nwant %v", trial, got.Values, want.Values)
+		}
+		if !slices.EqualFunc(pts, orig, func(a, b core.Point) bool {
+			return a.TsUs == b.TsUs && a.State == b.State && math.Float64bits(a.Value) == math.Float64bits(b.Value)
+		}) {
+			t.Fatalf("trial %d: input modified", trial)
+		}
+	}
+}
+
+// BenchmarkCleanAlign is one node's cleaning and alignment as the build
+// does it (cleaner, buffers reused) beside Clean then Align (allocating
+// the kept points and the grid every time) on the same series.
+func BenchmarkCleanAlign(b *testing.B) {
+	pts := ctBenchSeries(7200)
+	cfg := CleanConfig{StateFilter: true, Min: ctPtr(-1e6), Max: ctPtr(1e6), HampelWindowUs: 5000, HampelThreshold: 3}
+	acfg := AlignConfig{BeatUs: 1_000_000, MaxInterpUs: 3_000_000}
+	to := int64(len(pts)) * 1000
+	b.Run("cleaner", func(b *testing.B) {
+		var cl cleaner
+		var g Grid
+		b.ReportAllocs()
+		for b.Loop() {
+			g, _, _ = cl.cleanAlign(pts, 0, cfg, 0, to, acfg, g.Values, g.Observed)
+		}
+	})
+	b.Run("CleanThenAlign", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			kept, _ := Clean(pts, cfg)
+			Align(kept, 0, to, acfg)
+		}
+	})
+}
+
+// cleanAgreesSmall (sorted stack copy) gives cleanAgrees' general path's
+// verdict (selection in scratch) for every small side: 2 to smallSide
+// values, distinct, tied, of few levels and with signed zeros, with x on,
+// near and far from the median.
+func TestCleanAgreesSmall(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	general := func(x float64, side []float64, k, floor, kFloor float64) bool {
+		s := slices.Clone(side)
+		med := cleanMedian(s)
+		d := math.Abs(x - med)
+		if d <= kFloor {
+			return true
+		}
+		for j, v := range s {
+			s[j] = math.Abs(v - med)
+		}
+		return d <= k*max(1.4826*cleanMedian(s), floor)
+	}
+	checked := [2]int{}
+	for trial := range 200_000 {
+		n := 2 + r.IntN(smallSide-1)
+		side := make([]float64, n)
+		for i := range side {
+			switch trial % 4 {
+			case 0:
+				side[i] = r.NormFloat64()
+			case 1:
+				side[i] = float64(r.IntN(3))
+			case 2:
+				side[i] = []float64{0, math.Copysign(0, -1), 1e-300, -1}[r.IntN(4)]
+			default:
+				side[i] = 1e6 + r.NormFloat64()*1e-3
+			}
+		}
+		x := side[r.IntN(n)] + r.NormFloat64()*math.Pow(10, float64(r.IntN(9)-6))
+		floor := math.Pow(10, float64(r.IntN(12)-10))
+		k := 3.0
+		want := general(x, side, k, floor, k*floor)
+		if got := cleanAgreesSmall(x, side, k, floor, k*floor); got != want {
+			t.Fatalf("x %v side %v floor %v: small %v, general %v", x, side, floor, got, want)
+		}
+		if want {
+			checked[1]++
+		} else {
+			checked[0]++
+		}
+	}
+	if checked[0] < 1000 || checked[1] < 1000 {
+		t.Fatalf("verdicts not varied: %v", checked)
+	}
+}
+
+// On a constant series (noise 0) the Hampel floor is 1e-9 of its level:
+// at 1e6 a deviation of 2e-3 (under k·floor = 3e-3) is kept and one of
+// 5e-3 removed; at level 0 the floor is 1e-9, so 2e-3 is removed.
+func TestHampelFloorFromLevel(t *testing.T) {
+	for _, c := range []struct {
+		level, dev float64
+		removed    int
+	}{{1e6, 2e-3, 0}, {1e6, 5e-3, 1}, {0, 2e-3, 1}, {-1e6, 2e-3, 0}} {
+		v := ctConst(21, c.level)
+		v[10] += c.dev
+		_, cnt := Clean(ctSeries(0, 1000, v...), ctHampel)
+		if cnt.Hampel != c.removed {
+			t.Errorf("level %g deviation %g: %d removed, want %d", c.level, c.dev, cnt.Hampel, c.removed)
+		}
+	}
+}

@@ -16,8 +16,9 @@ func TestDatasetHashGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = "dc8099badc9e69cf9f9dd2108314f3ea2582fec4840cb0f8fece59a653f173a1"
-	if res.Dataset.SHA256 != want {
-		t.Fatalf("dataset sha256 %s, want %s (spec hash %s)", res.Dataset.SHA256, want, res.Manifest.SpecHash)
+	if res.Dataset.SHA256 != goldenHash {
+		t.Fatalf("dataset sha256 %s, want %s (spec hash %s)", res.Dataset.SHA256, goldenHash, res.Manifest.SpecHash)
 	}
 }
+
+const goldenHash = "dc8099badc9e69cf9f9dd2108314f3ea2582fec4840cb0f8fece59a653f173a1"

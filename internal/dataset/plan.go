@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"os"
 	"sort"
@@ -315,11 +316,14 @@ func (p *planned) manifestRuns() []ManifestRun {
 // more than its ends).
 func (p *planned) norm() Norm {
 	n := Norm{Rule: "population mean and std over train data only (each grid step once); std floored at 1e-6 × the column's largest |value| in train, or 1 for an all-zero column"}
-	cols := make([][]float64, p.nAll)
+	// One running (Welford) accumulator per column, fed the values in the
+	// order a column's list of them would hold (runs in order, steps in
+	// order): the same figures without holding every train value.
+	cols := make([]welford, p.nAll)
 	if p.static {
 		for _, r := range p.rows[:p.train.Count] {
 			for j := 0; j < p.nAll; j++ {
-				cols[j] = append(cols[j], r.g.at(r.i, j, p.nAll))
+				cols[j].add(r.g.at(r.i, j, p.nAll))
 			}
 		}
 	} else {
@@ -349,7 +353,7 @@ func (p *planned) norm() Norm {
 				}
 				for j := 0; j < p.nAll; j++ {
 					if v := g.at(i, j, p.nAll); !math.IsNaN(v) {
-						cols[j] = append(cols[j], v)
+						cols[j].add(v)
 					}
 				}
 			}
@@ -358,7 +362,7 @@ func (p *planned) norm() Norm {
 	stat := func(idx []int) Stats {
 		s := Stats{Mean: []float64{}, Std: []float64{}}
 		for _, j := range idx {
-			m, sd := meanStd(cols[j])
+			m, sd := cols[j].meanStd()
 			s.Mean, s.Std = append(s.Mean, m), append(s.Std, sd)
 		}
 		return s
@@ -380,23 +384,31 @@ func (p *planned) norm() Norm {
 	return n
 }
 
+// welford is a running population mean and variance (Welford's update)
+// with the largest |value| seen.
+type welford struct {
+	n            int
+	mean, m2, mx float64
+}
+
+func (w *welford) add(v float64) {
+	w.n++
+	d := v - w.mean
+	w.mean += d / float64(w.n)
+	w.m2 += d * (v - w.mean)
+	w.mx = max(w.mx, math.Abs(v))
+}
+
 // meanStd is the population mean and std with the relative floor.
-func meanStd(xs []float64) (float64, float64) {
-	if len(xs) == 0 {
+func (w *welford) meanStd() (float64, float64) {
+	if w.n == 0 {
 		return 0, 1
 	}
-	mean, m2, maxAbs := 0.0, 0.0, 0.0
-	for i, v := range xs {
-		d := v - mean
-		mean += d / float64(i+1)
-		m2 += d * (v - mean)
-		maxAbs = max(maxAbs, math.Abs(v))
+	sd := math.Sqrt(w.m2 / float64(w.n))
+	if w.mx == 0 {
+		return w.mean, 1
 	}
-	sd := math.Sqrt(m2 / float64(len(xs)))
-	if maxAbs == 0 {
-		return mean, 1
-	}
-	return mean, max(sd, 1e-6*maxAbs)
+	return w.mean, max(sd, 1e-6*w.mx)
 }
 
 // debugWriteDelay pauses a build mid-write. It exists for the crash-safety
@@ -439,11 +451,11 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 	}
 	grid, gts := files["grid"], files["gridTimestamps"]
 	beat := p.spec.BeatUs()
+	var rb runBytes
 	for _, g := range p.grids {
-		for i := 0; i < g.steps; i++ {
-			grid.f32row(g.vals[i*p.nAll : (i+1)*p.nAll])
-			gts.f64(tsMs(g.startUs + int64(i)*beat))
-		}
+		rb.fill(p, g)
+		grid.write(rb.x)
+		gts.write(rb.ts)
 	}
 	debugWriteDelay()
 	if p.static {
@@ -462,48 +474,102 @@ func (p *planned) write(ctx context.Context, dir string) ([]Artifact, error) {
 			ts.f64(tsMs(r.g.startUs + int64(r.i)*beat))
 		}
 	} else {
+		// Every array of a window is a contiguous range of its run's rows
+		// (x: grid rows t-H…t-1; u, y: rows t…t+F-1 of the control and
+		// target columns; timestamps, mask: rows t-H…t+F-1), so each is
+		// one copy out of the run's encoded rows (runBytes) instead of a
+		// write per value.
 		H, F := p.spec.HistorySteps, p.spec.HorizonSteps
 		x, u, y, ts, mask := files["x"], files["u"], files["y"], files["timestamps"], files["mask"]
+		xw, uw, yw := 4*p.nAll, 4*p.nCtrlCols(), 4*len(p.tgt)
+		var cur *runGrid
 		for bi := range p.blocks {
 			g := p.blockRun[bi]
 			if ctx.Err() != nil {
 				closeAll()
 				return nil, core.Wrap(core.CodeStoreUnavailable, ctx.Err(), "build cancelled")
 			}
+			if len(p.windows[bi]) > 0 && g != cur {
+				rb.fill(p, g)
+				cur = g
+			}
 			for _, t := range p.windows[bi] {
-				// History rows are contiguous in the row-major grid.
-				x.f32row(g.vals[(t-H)*p.nAll : t*p.nAll])
-				for i := t; i < t+F; i++ {
-					if len(p.ctrl) == 0 {
-						u.f32(0)
-					}
-					for _, j := range p.ctrl {
-						u.f32(g.at(i, j, p.nAll))
-					}
-					for _, j := range p.tgt {
-						y.f32(g.at(i, j, p.nAll))
-					}
-				}
-				for i := t - H; i < t+F; i++ {
-					ts.f64(tsMs(g.startUs + int64(i)*beat))
-					if g.observed[i] {
-						mask.f32(1)
-					} else {
-						mask.f32(0)
-					}
-				}
+				x.write(rb.x[(t-H)*xw : t*xw])
+				u.write(rb.u[t*uw : (t+F)*uw])
+				y.write(rb.y[t*yw : (t+F)*yw])
+				ts.write(rb.ts[(t-H)*8 : (t+F)*8])
+				mask.write(rb.mask[(t-H)*4 : (t+F)*4])
 			}
 		}
 	}
 	var arts []Artifact
-	for _, f := range order {
+	for i, f := range order {
 		a, err := f.close()
 		if err != nil {
+			for _, g := range order[i+1:] {
+				g.abort()
+			}
 			return nil, err
 		}
 		arts = append(arts, a)
 	}
 	return arts, nil
+}
+
+// runBytes is one run's rows encoded as the array files hold them
+// (little-endian): x every column, u the control columns (one zero column
+// when there is none), y the target columns, as float32; ts the grid
+// times (tsMs) as float64; mask 1 where every node was observed, else 0,
+// as float32. fill reuses the buffers from run to run.
+type runBytes struct {
+	x, u, y, ts, mask []byte
+}
+
+func (rb *runBytes) fill(p *planned, g *runGrid) {
+	T, nAll := g.steps, p.nAll
+	rb.x = grow(rb.x, 4*T*nAll)
+	for i, v := range g.vals[:T*nAll] {
+		binary.LittleEndian.PutUint32(rb.x[4*i:], math.Float32bits(v))
+	}
+	beat := p.spec.BeatUs()
+	rb.ts = grow(rb.ts, 8*T)
+	for i := range T {
+		binary.LittleEndian.PutUint64(rb.ts[8*i:], math.Float64bits(tsMs(g.startUs+int64(i)*beat)))
+	}
+	if p.static {
+		return
+	}
+	rb.mask = grow(rb.mask, 4*T)
+	for i, ok := range g.observed[:T] {
+		var m float32
+		if ok {
+			m = 1
+		}
+		binary.LittleEndian.PutUint32(rb.mask[4*i:], math.Float32bits(m))
+	}
+	nc := p.nCtrlCols()
+	rb.u = grow(rb.u, 4*T*nc)
+	if len(p.ctrl) == 0 {
+		clear(rb.u) // float32 0 is four zero bytes
+	}
+	rb.y = grow(rb.y, 4*T*len(p.tgt))
+	for i := range T {
+		row := g.vals[i*nAll : (i+1)*nAll]
+		for k, j := range p.ctrl {
+			binary.LittleEndian.PutUint32(rb.u[4*(i*nc+k):], math.Float32bits(row[j]))
+		}
+		for k, j := range p.tgt {
+			binary.LittleEndian.PutUint32(rb.y[4*(i*len(p.tgt)+k):], math.Float32bits(row[j]))
+		}
+	}
+}
+
+// grow returns b with length n, reusing its array when large enough.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
 }
 
 // explicitSplit assigns the used runs by name. A listed run that was dropped

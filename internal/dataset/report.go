@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -87,9 +88,11 @@ type LagReport struct {
 // summarize computes a Summary of the finite values (population std).
 func summarize(vals []float64) Summary {
 	xs := make([]float64, 0, len(vals))
+	negZero := false
 	for _, v := range vals {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			xs = append(xs, v)
+			negZero = negZero || (v == 0 && math.Signbit(v))
 		}
 	}
 	var s Summary
@@ -104,10 +107,78 @@ func summarize(vals []float64) Summary {
 		m2 += d * (v - mean)
 	}
 	s.Mean, s.Std = mean, math.Sqrt(m2/float64(len(xs)))
-	sort.Float64s(xs)
-	s.Min, s.Max = xs[0], xs[len(xs)-1]
-	s.P05, s.P50, s.P95 = quantile(xs, 0.05), quantile(xs, 0.5), quantile(xs, 0.95)
+	if negZero {
+		// -0 and +0 tie: which one a sort puts first is the sort's
+		// business, and the summary has always taken the sorted order's.
+		sort.Float64s(xs)
+		s.Min, s.Max = xs[0], xs[len(xs)-1]
+		s.P05, s.P50, s.P95 = quantile(xs, 0.05), quantile(xs, 0.5), quantile(xs, 0.95)
+		return s
+	}
+	// Without -0, equal values are the same bits, so the order statistics
+	// the summary reads (extremes and the two neighbours of each quantile
+	// position) are the sorted order's, found by selection instead of a
+	// sort.
+	s.Min, s.Max = xs[0], xs[0]
+	for _, v := range xs[1:] {
+		s.Min, s.Max = min(s.Min, v), max(s.Max, v)
+	}
+	var ranks [6]int
+	qs := [3]float64{0.05, 0.5, 0.95}
+	for i, q := range qs {
+		ranks[2*i], ranks[2*i+1] = quantileRanks(len(xs), q)
+	}
+	var at [6]float64
+	orderStats(xs, ranks[:], at[:])
+	var out [3]float64
+	for i, q := range qs {
+		out[i] = quantileOf(len(xs), q, at[2*i], at[2*i+1])
+	}
+	s.P05, s.P50, s.P95 = out[0], out[1], out[2]
 	return s
+}
+
+// orderStats sets at[i] to the ranks[i]-th smallest value of a (NaN-free),
+// reordering a: the distinct ranks in increasing order, each selected in
+// the part above the previous one.
+func orderStats(a []float64, ranks []int, at []float64) {
+	u := slices.Clone(ranks)
+	slices.Sort(u)
+	u = slices.Compact(u)
+	val := make([]float64, len(u))
+	start := 0
+	for i, k := range u {
+		if k == start { // the smallest of the rest: one scan
+			m := start
+			for j := start + 1; j < len(a); j++ {
+				if a[j] < a[m] {
+					m = j
+				}
+			}
+			a[start], a[m] = a[m], a[start]
+			val[i] = a[start]
+		} else {
+			val[i] = cleanSelect(a[start:], k-start)
+		}
+		start = k + 1
+	}
+	for i, k := range ranks {
+		at[i] = val[slices.Index(u, k)]
+	}
+}
+
+// quantileRanks are the order statistics quantile reads for n values.
+func quantileRanks(n int, q float64) (lo, hi int) {
+	pos := q * float64(n-1)
+	lo = int(math.Floor(pos))
+	return lo, min(lo+1, n-1)
+}
+
+// quantileOf is quantile given its two order statistics xlo and xhi.
+func quantileOf(n int, q, xlo, xhi float64) float64 {
+	pos := q * float64(n-1)
+	lo := math.Floor(pos)
+	return xlo + (pos-lo)*(xhi-xlo)
 }
 
 // quantile of sorted xs with linear interpolation between order statistics
@@ -116,10 +187,8 @@ func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	pos := q * float64(len(xs)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(xs)-1)
-	return xs[lo] + (pos-float64(lo))*(xs[hi]-xs[lo])
+	lo, hi := quantileRanks(len(xs), q)
+	return quantileOf(len(xs), q, xs[lo], xs[hi])
 }
 
 // lagSums are one run's partial sums for the lag cross-correlation of one
@@ -132,13 +201,16 @@ type lagSums struct {
 	n             []int
 }
 
-// lagCols caches one run's mean-removed columns, and the sums of squares
-// that do not depend on the pair, for the lag cross-correlations of all
-// its (input, target) pairs: each column is copied once, and when both
-// columns of a pair are complete Σa² (per input and lag) and Σb² (per
-// target and lag) are computed once instead of once per pair. Every sum
-// is still formed over the same terms in the same order as the plain
-// per-pair loop, so the report's figures are bit for bit the same.
+// lagCols caches one run's mean-removed columns, their masks, squares and
+// missing indices, and the sums of squares that do not depend on the
+// pair, for the lag cross-correlations of all its (input, target) pairs:
+// each column is copied once; Σa² of an input (per lag) is formed once and
+// serves every pair whose target is complete, Σb² of a target every pair
+// whose input is complete; only a pair with a gap on the other side forms
+// its own masked sums, and its pair counts come from the missing indices.
+// Every sum is still formed over the same terms in the same order as the
+// plain per-pair loop, so the report's figures are bit for bit the same
+// (TestLagSumsBitIdentical).
 type lagCols struct {
 	g           *runGrid
 	nAll, lag   int
@@ -148,7 +220,8 @@ type lagCols struct {
 
 type lagCol struct {
 	v, m []float64
-	sq   []float64 // v[t]·v[t], for gappy pairs (lagCols.gappy)
+	sq   []float64 // v[t]·v[t], for pairs with gaps (lagCol.squares)
+	miss []int     // indices of missing values (lagCol.missing)
 	full bool
 }
 
@@ -249,18 +322,47 @@ func (lc *lagCols) sums(ci, co int) lagSums {
 	L := 2*maxLag + 1
 	s := lagSums{sxy: make([]float64, L), sxx: make([]float64, L), syy: make([]float64, L), n: make([]int, L)}
 	A, B := lc.col(ci), lc.col(co)
-	a, b := A.v, B.v
 	T := lc.g.steps
-	full := A.full && B.full
-	if full {
+	lagDots(A.v, B.v, T, maxLag, s.sxy)
+	// Σa²·w and Σb²·w (w = m_a[i]·m_b[i+lag]). Where b is complete, w is
+	// m_a[i], and a[i]·a[i] is +0 wherever m_a[i] is 0, so Σa²·w is the
+	// column's own Σa² (squares, shared by every pair of a): the same
+	// terms in the same order. Likewise Σb²·w where a is complete. Where
+	// the other column has gaps, Σ(a[i]·a[i])·m_b[i+lag] is the same
+	// lagged dot product as Σab, term for term the plain loop's
+	// (a[i]·a[i])·w, since a[i]·a[i] = +0 where m_a[i] is 0. Σab needs no
+	// mask: a column is 0 where its mask is, so a[i]·b[i+lag] is the plain
+	// loop's (a[i]·b[i+lag])·w term for term, bit for bit (w = 1: the same
+	// product; w = +0: a ±0 or NaN product, unchanged by ·(+0)).
+	if B.full {
 		copy(s.sxx, lc.squares(ci, false))
-		copy(s.syy, lc.squares(co, true))
+	} else {
+		lagDots(A.squares(), B.m, T, maxLag, s.sxx)
 	}
-	// Σab four lags at a time: each lag's sum runs over its own indices in
-	// increasing order (its part before the four lags' common range, the
-	// common range together with the others, then its part after), so it
-	// adds the same terms in the same order as one lag alone, while the
-	// four independent sums keep the FPU busy.
+	if A.full {
+		copy(s.syy, lc.squares(co, true))
+	} else {
+		lagDots(A.m, B.squares(), T, maxLag, s.syy)
+	}
+	for li := range L {
+		lo, hi, _ := lagRange(T, maxLag, li)
+		s.n[li] = max(0, hi-lo)
+	}
+	if !A.full || !B.full {
+		pairCounts(A, B, T, maxLag, s.n)
+	}
+	return s
+}
+
+// lagDots sets out[li] to Σ a[i]·b[i+lag] over the indices paired at lag
+// li-maxLag (lagRange), each sum in increasing index order. Four lags at
+// a time: each lag's sum runs over its own indices in increasing order
+// (its part before the four lags' common range, the common range together
+// with the others, then its part after), so it adds the same terms in the
+// same order as one lag alone, while the four independent sums keep the
+// FPU busy.
+func lagDots(a, b []float64, T, maxLag int, out []float64) {
+	L := 2*maxLag + 1
 	li := 0
 	for ; li+4 <= L; li += 4 {
 		var lo, hi, lag [4]int
@@ -275,7 +377,7 @@ func (lc *lagCols) sums(ci, co int) lagSums {
 		}
 		if !ok || chi <= clo {
 			for k := range 4 {
-				s.sxy[li+k], s.n[li+k] = dotLag(a, b, lo[k], hi[k], lag[k])
+				out[li+k], _ = dotLag(a, b, lo[k], hi[k], lag[k])
 			}
 			continue
 		}
@@ -300,123 +402,59 @@ func (lc *lagCols) sums(ci, co int) lagSums {
 			for i := chi; i < hi[k]; i++ {
 				acc[k] += a[i] * b[i+lag[k]]
 			}
-			s.sxy[li+k], s.n[li+k] = acc[k], hi[k]-lo[k]
+			out[li+k] = acc[k]
 		}
 	}
 	for ; li < L; li++ {
 		lo, hi, lag := lagRange(T, maxLag, li)
-		if hi > lo {
-			s.sxy[li], s.n[li] = dotLag(a, b, lo, hi, lag)
-		}
+		out[li], _ = dotLag(a, b, lo, hi, lag)
 	}
-	if !full {
-		lc.gappy(A, B, &s)
-	}
-	return s
 }
 
-// gappy fills Σa²·w, Σb²·w and the pair counts of a pair with a gap
-// (w = m_a[i]·m_b[i+lag], the masks). Σab needs no mask: a column is 0
-// where its mask is, so a[i]·b[i+lag] is the plain loop's
-// (a[i]·b[i+lag])·w term for term, bit for bit (w = 1: the same product;
-// w = +0: a ±0 or NaN product, unchanged by ·(+0)), and sums already
-// formed like the complete pairs'. Likewise (a[i]·a[i])·m_b[i+lag] is the
-// plain loop's (a[i]·a[i])·w, since a[i]·a[i] = +0 where m_a is 0; so
-// every term and its order are the plain loop's, four lags at a time
-// (eight independent sums, then four, instead of four).
-func (lc *lagCols) gappy(A, B *lagCol, s *lagSums) {
-	if A.sq == nil {
-		A.sq = squaresOf(A.v)
-	}
-	if B.sq == nil {
-		B.sq = squaresOf(B.v)
-	}
-	aa, bb, ma, mb := A.sq, B.sq, A.m, B.m
-	T, maxLag := lc.g.steps, lc.lag
-	L := 2*maxLag + 1
-	one := func(li, lo, hi, lag int) {
-		var sxx, syy, cnt float64
-		for i := lo; i < hi; i++ {
-			sxx += aa[i] * mb[i+lag]
-			syy += bb[i+lag] * ma[i]
-			cnt += ma[i] * mb[i+lag]
-		}
-		s.sxx[li], s.syy[li], s.n[li] = sxx, syy, int(cnt)
-	}
-	li := 0
-	for ; li+4 <= L; li += 4 {
-		var lo, hi, lag [4]int
-		clo, chi := 0, T
-		ok := true
-		for k := range 4 {
-			lo[k], hi[k], lag[k] = lagRange(T, maxLag, li+k)
-			if hi[k] <= lo[k] {
-				ok = false
-			}
-			clo, chi = max(clo, lo[k]), min(chi, hi[k])
-		}
-		if !ok || chi <= clo {
-			for k := range 4 {
-				if hi[k] > lo[k] {
-					one(li+k, lo[k], hi[k], lag[k])
-				} else {
-					s.sxx[li+k], s.syy[li+k], s.n[li+k] = 0, 0, 0
-				}
-			}
+// pairCounts sets n[li] to the number of indices paired at lag li-maxLag
+// where both columns have a value — the plain loop's Σ m_a[i]·m_b[i+lag],
+// a sum of 0s and 1s and so an exact integer — from the columns' missing
+// indices: the pairs, less those with a missing input, less those with a
+// missing target, plus those missing both (counted twice).
+func pairCounts(A, B *lagCol, T, maxLag int, n []int) {
+	ma, mb := A.missing(), B.missing()
+	for li := range n {
+		lo, hi, lag := lagRange(T, maxLag, li)
+		if hi <= lo {
+			n[li] = 0
 			continue
 		}
-		var xx, yy, cc [4]float64
-		for k := range 4 {
-			for i := lo[k]; i < clo; i++ {
-				xx[k] += aa[i] * mb[i+lag[k]]
-				yy[k] += bb[i+lag[k]] * ma[i]
-				cc[k] += ma[i] * mb[i+lag[k]]
+		a0, a1 := sort.SearchInts(ma, lo), sort.SearchInts(ma, hi)
+		b0, b1 := sort.SearchInts(mb, lo+lag), sort.SearchInts(mb, hi+lag)
+		both := 0
+		for _, i := range ma[a0:a1] {
+			if B.m[i+lag] == 0 {
+				both++
 			}
 		}
-		n := chi - clo
-		aac, mac := aa[clo:chi], ma[clo:chi]
-		b0, b1, b2, b3 := bb[clo+lag[0]:][:n], bb[clo+lag[1]:][:n], bb[clo+lag[2]:][:n], bb[clo+lag[3]:][:n]
-		m0, m1, m2, m3 := mb[clo+lag[0]:][:n], mb[clo+lag[1]:][:n], mb[clo+lag[2]:][:n], mb[clo+lag[3]:][:n]
-		x0, x1, x2, x3 := xx[0], xx[1], xx[2], xx[3]
-		y0, y1, y2, y3 := yy[0], yy[1], yy[2], yy[3]
-		c0, c1, c2, c3 := cc[0], cc[1], cc[2], cc[3]
-		for t := range aac {
-			x, m := aac[t], mac[t]
-			x0 += x * m0[t]
-			y0 += b0[t] * m
-			x1 += x * m1[t]
-			y1 += b1[t] * m
-			x2 += x * m2[t]
-			y2 += b2[t] * m
-			x3 += x * m3[t]
-			y3 += b3[t] * m
-		}
-		// the counts in a loop of their own: twelve sums at once would not
-		// fit the registers
-		for t, m := range mac {
-			c0 += m * m0[t]
-			c1 += m * m1[t]
-			c2 += m * m2[t]
-			c3 += m * m3[t]
-		}
-		xx, yy, cc = [4]float64{x0, x1, x2, x3}, [4]float64{y0, y1, y2, y3}, [4]float64{c0, c1, c2, c3}
-		for k := range 4 {
-			for i := chi; i < hi[k]; i++ {
-				xx[k] += aa[i] * mb[i+lag[k]]
-				yy[k] += bb[i+lag[k]] * ma[i]
-				cc[k] += ma[i] * mb[i+lag[k]]
+		n[li] = hi - lo - (a1 - a0) - (b1 - b0) + both
+	}
+}
+
+// missing lists the indices where the column has no value (ascending).
+func (c *lagCol) missing() []int {
+	if c.miss == nil {
+		c.miss = []int{}
+		for t, m := range c.m {
+			if m == 0 {
+				c.miss = append(c.miss, t)
 			}
-			s.sxx[li+k], s.syy[li+k], s.n[li+k] = xx[k], yy[k], int(cc[k])
 		}
 	}
-	for ; li < L; li++ {
-		lo, hi, lag := lagRange(T, maxLag, li)
-		if hi > lo {
-			one(li, lo, hi, lag)
-		} else {
-			s.sxx[li], s.syy[li], s.n[li] = 0, 0, 0
-		}
+	return c.miss
+}
+
+// squares is v[t]·v[t] for every t, computed once per column.
+func (c *lagCol) squares() []float64 {
+	if c.sq == nil {
+		c.sq = squaresOf(c.v)
 	}
+	return c.sq
 }
 
 // squaresOf is v[t]·v[t] for every t.

@@ -65,12 +65,18 @@ func buildReport(spec *Spec, nodes []node, grids []*runGrid, dropped []RunReason
 	}
 	if !p.static && len(trainGrids) > 0 {
 		L := maxLagBeats(spec)
-		for pi, pair := range lagPairs(nodes) {
-			parts := make([]lagSums, 0, len(trainGrids))
-			for _, g := range trainGrids {
-				parts = append(parts, g.lags[pi])
+		// Only the train runs' sums are pooled, so only theirs are formed;
+		// per run, as the plain per-run loop would (lag_test.go).
+		pairs := lagPairs(nodes)
+		sums := make([][]lagSums, len(pairs))
+		for _, g := range trainGrids {
+			lc := newLagCols(g, nAll, L)
+			for pi, pair := range pairs {
+				sums[pi] = append(sums[pi], lc.sums(pair[0], pair[1]))
 			}
-			c, best, bc := lagCorr(parts, L)
+		}
+		for pi, pair := range pairs {
+			c, best, bc := lagCorr(sums[pi], L)
 			r.Lags = append(r.Lags, LagReport{Input: nodes[pair[0]].NodeID, Target: nodes[pair[1]].NodeID, MaxLag: L, BestLag: best, BestCorr: bc, Corr: c})
 		}
 	}

@@ -77,11 +77,11 @@ func BuildServeWindow(ctx context.Context, st interface {
 	}
 	pts := make([][]core.Point, len(nodes))
 	for j, n := range nodes {
-		if pts[j], err = readAll(ctx, st, n.NodeID, runID, from+n.delayMs, to+n.delayMs, 0); err != nil {
+		if pts[j], err = readAll(ctx, st, n.NodeID, runID, from+n.delayMs, to+n.delayMs, 0, nil); err != nil {
 			return nil, err
 		}
 	}
-	g, reason := alignRun(&spec, nodes, r, pts, from, to, 1)
+	g, reason := alignRun(&spec, nodes, r, pts, from, to, 1, nil)
 	if g == nil {
 		return nil, core.Errorf(core.CodeDatasetEmpty, "run %s around %d: %s", runID, atMs, reason)
 	}

@@ -63,7 +63,7 @@ func BuildServeGrid(ctx context.Context, st interface {
 	from, to := r.StartedMs, *r.EndedMs
 	pts := make([][]core.Point, len(nodes))
 	for j, n := range nodes {
-		if pts[j], err = readAll(ctx, st, n.NodeID, runID, from+n.delayMs, to+n.delayMs, 0); err != nil {
+		if pts[j], err = readAll(ctx, st, n.NodeID, runID, from+n.delayMs, to+n.delayMs, 0, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -71,7 +71,7 @@ func BuildServeGrid(ctx context.Context, st interface {
 	// returned whatever its missing share.
 	one := 1.0
 	spec.Cleaning.MaxDropRatio = &one
-	g, reason := alignRun(&spec, nodes, r, pts, from, to, 1)
+	g, reason := alignRun(&spec, nodes, r, pts, from, to, 1, nil)
 	if g == nil {
 		return nil, core.Errorf(core.CodeDatasetEmpty, "run %s: %s", runID, reason)
 	}

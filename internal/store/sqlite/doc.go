@@ -21,11 +21,17 @@
 //   - Inserts go through prepared multi-row INSERT statements (rowsPerStmt
 //     rows each), which bench/ingest.sh compares against a plain one-row
 //     prepared insert loop on the same settings.
-//   - Pages of samples (the dataset build's read) are read from the
-//     driver's rows directly on a pooled reader connection (readDB's
-//     AppendPoints, via sql.Conn.Raw): database/sql's locks and Scan
-//     conversions per row were ≈ a fifth of the read (bench/RESULTS.md,
-//     BenchmarkQueryPage beside BenchmarkQueryPageDatabaseSQL).
+//   - Pages of samples (the dataset build's read) are read on a pooled
+//     reader connection (readDB's AppendPoints, via sql.Conn.Raw) through
+//     an aggregate registered with the driver, aml_points(sink, ts, value,
+//     state) over the page query: SQLite hands it every row inside one
+//     statement step, so a page is one row through the driver. Row by row,
+//     every sqlite3_column_* call takes and releases the connection's
+//     mutex (emulated with atomics by modernc's libc) and the driver boxes
+//     each value; database/sql adds its locks and Scan conversions on top
+//     (bench/RESULTS.md: BenchmarkQueryPage beside BenchmarkQueryPageRows
+//     and BenchmarkQueryPageDatabaseSQL). Should the rows ever reach the
+//     aggregate out of ts order, the page is read again row by row.
 //   - Migrations are embedded SQL files applied at open, each in its own
 //     transaction and recorded with a checksum in schema_migrations. A
 //     database written by a newer binary (a version this one does not know)

@@ -12,6 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+
+	"modernc.org/sqlite"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/records"
@@ -293,12 +296,21 @@ func (d readDB) QueryRow(ctx context.Context, q string, args ...any) sqldb.Row {
 func (readDB) NoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 // AppendPoints implements samples.PointQuerier: a page of (ts, value,
-// state) rows read from the driver's rows on one pooled reader connection
-// (sql.Conn.Raw), appended to dst. database/sql's path takes its locks and
-// converts every value through Scan on each row; with ≈ 7 000 rows a page
-// that was ≈ a fifth of a dataset build's read (bench/RESULTS.md, issue
-// 22). The values and their conversions are Scan's: ts an integer, value
-// a float (or an integer, converted), state NULL or text.
+// state) rows appended to dst, read on one pooled reader connection
+// (sql.Conn.Raw) through the aml_points aggregate (pointsAgg):
+//
+//	SELECT aml_points(<sink>, ts, value, state) FROM (<page query>)
+//
+// SQLite hands the aggregate each row's values inside the step of one
+// statement, so a page costs one row through the driver instead of one per
+// sample: every sqlite3_column_* call takes and releases the connection's
+// mutex (modernc's libc emulates it with atomics), three or four a column,
+// and the driver boxes every value (bench/RESULTS.md: BenchmarkQueryPage
+// beside BenchmarkQueryPageRows, and the dataset build). The values and their
+// conversions are Scan's: ts an integer, value a float (or an integer,
+// converted), state NULL or text. Rows reach the aggregate in the page
+// query's ORDER BY ts; should they ever not, the page is read again row by
+// row (appendPointRows).
 func (d readDB) AppendPoints(ctx context.Context, q string, args []any, dst []core.Point, limit int) ([]core.Point, bool, error) {
 	named := make([]driver.NamedValue, len(args))
 	for i, a := range args {
@@ -311,6 +323,54 @@ func (d readDB) AppendPoints(ctx context.Context, q string, args []any, dst []co
 		}
 		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
+	conn, err := d.r.Conn(ctx)
+	if err != nil {
+		return dst, false, err
+	}
+	defer func() { _ = conn.Close() }() // returns the connection to the pool
+	base := len(dst)
+	sink := &pointSink{dst: dst, limit: limit}
+	token := pointSinks.add(sink)
+	defer pointSinks.remove(token)
+	err = conn.Raw(func(dc any) error {
+		qc, ok := dc.(driver.QueryerContext)
+		if !ok {
+			return fmt.Errorf("sqlite: driver connection %T cannot query", dc)
+		}
+		rows, err := qc.QueryContext(ctx, "SELECT "+pointsFunc+"("+strconv.FormatInt(token, 10)+", ts, value, state) FROM ("+q+")", named)
+		if err != nil {
+			return err
+		}
+		if n := len(rows.Columns()); n != 1 {
+			_ = rows.Close()
+			return fmt.Errorf("sqlite: AppendPoints: %d columns, want 1", n)
+		}
+		dest := make([]driver.Value, 1)
+		for {
+			if err := rows.Next(dest); err == io.EOF {
+				break
+			} else if err != nil {
+				_ = rows.Close()
+				return err
+			}
+		}
+		return rows.Close()
+	})
+	if err != nil {
+		return dst, false, err
+	}
+	if sink.err != nil {
+		return dst, false, sink.err
+	}
+	if sink.unordered {
+		return d.appendPointRows(ctx, q, named, sink.dst[:base], limit)
+	}
+	return sink.dst, sink.more, nil
+}
+
+// appendPointRows is AppendPoints reading the page row by row from the
+// driver's rows.
+func (d readDB) appendPointRows(ctx context.Context, q string, named []driver.NamedValue, dst []core.Point, limit int) ([]core.Point, bool, error) {
 	conn, err := d.r.Conn(ctx)
 	if err != nil {
 		return dst, false, err
@@ -355,6 +415,113 @@ func (d readDB) AppendPoints(ctx context.Context, q string, args []any, dst []co
 	})
 	return dst, more, err
 }
+
+// pointsFunc is the aggregate AppendPoints reads a page through.
+const pointsFunc = "aml_points"
+
+func init() {
+	// Registered for every connection the driver opens from now on (the
+	// store's connections are opened later, in Open).
+	sqlite.MustRegisterFunction(pointsFunc, &sqlite.FunctionImpl{
+		NArgs: 4,
+		MakeAggregate: func(sqlite.FunctionContext) (sqlite.AggregateFunction, error) {
+			return &pointsAgg{}, nil
+		},
+	})
+}
+
+// pointSink is where one AppendPoints call's aggregate puts the page's
+// points: up to limit of them appended to dst, more once a further row
+// arrives, unordered if a row's ts is not above the one before.
+type pointSink struct {
+	dst       []core.Point
+	limit     int
+	got       int
+	more      bool
+	unordered bool
+	last      int64
+	err       error
+}
+
+// pointSinks names the sinks of the calls in progress by a number the
+// query carries as the aggregate's first argument.
+var pointSinks = &sinkSet{m: map[int64]*pointSink{}}
+
+type sinkSet struct {
+	mu   sync.Mutex
+	next int64
+	m    map[int64]*pointSink
+}
+
+func (ss *sinkSet) add(s *pointSink) int64 {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.next++
+	ss.m[ss.next] = s
+	return ss.next
+}
+
+func (ss *sinkSet) get(token int64) *pointSink {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.m[token]
+}
+
+func (ss *sinkSet) remove(token int64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.m, token)
+}
+
+// pointsAgg is one evaluation of aml_points(sink, ts, value, state): each
+// row becomes a point of the sink (pointOf), and the result is the number
+// of rows seen.
+type pointsAgg struct {
+	s *pointSink
+	n int64
+}
+
+func (a *pointsAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error {
+	if a.s == nil {
+		token, ok := args[0].(int64)
+		if ok {
+			a.s = pointSinks.get(token)
+		}
+		if a.s == nil {
+			return fmt.Errorf("sqlite: %s: no sink %v", pointsFunc, args[0])
+		}
+	}
+	a.n++
+	s := a.s
+	if s.err != nil || s.unordered || s.more {
+		return nil
+	}
+	if s.got == s.limit {
+		s.more = true
+		return nil
+	}
+	p, err := pointOf(args[1:])
+	if err != nil {
+		s.err = err
+		return nil
+	}
+	if s.got > 0 && p.TsUs <= s.last {
+		s.unordered = true
+		return nil
+	}
+	s.dst = append(s.dst, p)
+	s.got++
+	s.last = p.TsUs
+	return nil
+}
+
+func (a *pointsAgg) WindowInverse(*sqlite.FunctionContext, []driver.Value) error {
+	return fmt.Errorf("sqlite: %s is not a window function", pointsFunc)
+}
+
+func (a *pointsAgg) WindowValue(*sqlite.FunctionContext) (driver.Value, error) { return a.n, nil }
+
+func (a *pointsAgg) Final(*sqlite.FunctionContext) {}
 
 // pointOf converts one driver row (ts, value, state) as Scan into
 // (*int64, *float64, *sql.NullString) would.
