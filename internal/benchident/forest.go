@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
@@ -35,6 +36,7 @@ func runForestCV(c *Config, tc TrainerConfig, names []string, groups map[string]
 		opt := p.Options(y, uint64(c.Seed))
 		pred := make([]float64, len(X))
 		oob := 0.0
+		var chosen []string
 		for f := 0; f < k; f++ {
 			var xt [][]float64
 			var yt []float64
@@ -49,6 +51,10 @@ func runForestCV(c *Config, tc TrainerConfig, names []string, groups map[string]
 			fr, err := p.Fit(xt, yt, opt.Seed)
 			if err != nil {
 				return core.Wrap(core.CodeInvalidArgument, err, "group %s fold %d", g, f)
+			}
+			if p.Tune != "" && p.Tune != "none" {
+				o := fr.Options
+				chosen = append(chosen, fmt.Sprintf("mtry %d minLeaf %d bootstrap %v fraction %g", o.MaxFeatures, o.MinLeaf, o.Bootstrap, o.SampleFraction))
 			}
 			oob += oobScore(fr, yt, c.StaticCV.Metric == "accuracy") / float64(k)
 			for i := range X {
@@ -87,6 +93,9 @@ func runForestCV(c *Config, tc TrainerConfig, names []string, groups map[string]
 		est := fmt.Sprintf("mean out-of-bag %s of the folds %.4f", metricName(c.StaticCV.Metric), oob)
 		if math.IsNaN(oob) {
 			est = "no out-of-bag estimate"
+		}
+		if len(chosen) > 0 {
+			est += fmt.Sprintf(", tuned per fold on its training rows: %s", strings.Join(chosen, "; "))
 		}
 		progress(fmt.Sprintf("%s: %s, %d-fold CV (%s, %d trees, seed %d): %.4f, %s, %.1f s", tc.Ref, g, k, opt.Task, opt.Trees, opt.Seed, v, est, res.Seconds))
 		sum += v

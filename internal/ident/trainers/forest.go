@@ -45,6 +45,7 @@ type ForestParams struct {
 	SampleFraction float64 `json:"sampleFraction" jsonschema:"rows drawn per tree as a fraction of the train rows" param:"default=1;min=0"`
 	RandomSplits   bool    `json:"randomSplits" jsonschema:"extremely randomised trees: one random threshold per tried feature" param:"default=false"`
 	Criterion      string  `json:"criterion" jsonschema:"classification split criterion: gini, entropy (information gain) or gain_ratio (information gain over the split's own entropy, C4.5's; what the published iGuzzini forest used); regression always uses squared error" param:"default=\"gini\";enum=gini|entropy|gain_ratio"`
+	Tune           string  `json:"tune" jsonschema:"none, or oob: per target, grow a forest at every point of the declared grid (forest.TuneGrid: maxFeatures ⌊√d⌋, ⌊d/3⌋, ⌈d/2⌉ × minLeaf 1, 2, 4 × bootstrap of n rows or 0.632·n rows without replacement; the other params as given) on the train rows and keep the one of best out-of-bag accuracy (classification) or squared error (regression); maxFeatures, minLeaf, bootstrap and sampleFraction are then ignored; method forest only" param:"default=\"none\";enum=none|oob"`
 	Physics        any     `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
 	PhysicsSha256  any     `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
@@ -54,7 +55,14 @@ type ForestParams struct {
 // maxFeatures 0 → all).
 func (p ForestParams) Fit(X [][]float64, y []float64, seed uint64) (*forest.Forest, error) {
 	if p.Method != "boost" {
+		if p.Tune == "oob" {
+			f, _, err := forest.Tune(X, y, p.Options(y, seed))
+			return f, err
+		}
 		return forest.Fit(X, y, p.Options(y, seed))
+	}
+	if p.Tune == "oob" {
+		return nil, fmt.Errorf("tune oob needs method forest (a boosted model has no out-of-bag estimate)")
 	}
 	if t := p.Options(y, seed).Task; t != forest.Regression {
 		return nil, fmt.Errorf("method boost fits regression trees; the task is %s (set task regression to regress a class label)", t)

@@ -101,3 +101,29 @@ func TestForestCriterionParam(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// tune oob reaches forest.Tune (the kept forest has a grid point's knobs,
+// not the params' maxFeatures / minLeaf) and is refused with method boost.
+func TestForestTuneParam(t *testing.T) {
+	var X [][]float64
+	var y []float64
+	for i := 0; i < 60; i++ {
+		X = append(X, []float64{float64(i), float64(i%7) * 0.5, float64((i * 13) % 11)})
+		y = append(y, float64(1+i/20))
+	}
+	f, err := (ForestParams{Trees: 20, MaxFeatures: 2, MinLeaf: 9, Tune: "oob"}).Fit(X, y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inGrid := false
+	for _, c := range forest.TuneGrid(3) {
+		o := f.Options
+		inGrid = inGrid || (o.MaxFeatures == c.MaxFeatures && o.MinLeaf == c.MinLeaf && o.Bootstrap == c.Bootstrap && o.SampleFraction == c.SampleFraction)
+	}
+	if !inGrid || f.Options.MinLeaf == 9 {
+		t.Errorf("tuned options %+v are not a grid point", f.Options)
+	}
+	if _, err := (ForestParams{Method: "boost", Task: "regression", Trees: 5, Tune: "oob"}).Fit(X, y, 1); err == nil {
+		t.Error("tune oob with method boost accepted")
+	}
+}
