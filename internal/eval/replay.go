@@ -50,16 +50,6 @@ type RunReplay struct {
 // MarshalJSON writes missing values as null.
 func (r RunReplay) MarshalJSON() ([]byte, error) {
 	type plain RunReplay
-	series := func(x [][]float64) [][]jf {
-		out := make([][]jf, len(x))
-		for k, row := range x {
-			out[k] = make([]jf, len(row))
-			for s, v := range row {
-				out[k][s] = jf(v)
-			}
-		}
-		return out
-	}
 	cov := make([]jf, len(r.Coverage))
 	for k, v := range r.Coverage {
 		cov[k] = jf(v)
@@ -72,7 +62,7 @@ func (r RunReplay) MarshalJSON() ([]byte, error) {
 		Predicted [][]jf `json:"predicted"`
 		Lower     [][]jf `json:"lower"`
 		Upper     [][]jf `json:"upper"`
-	}{plain(r), jf(r.Level), cov, series(r.Actual), series(r.Predicted), series(r.Lower), series(r.Upper)})
+	}{plain(r), jf(r.Level), cov, jfSeries(r.Actual), jfSeries(r.Predicted), jfSeries(r.Lower), jfSeries(r.Upper)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes (null is NaN).
@@ -90,25 +80,12 @@ func (r *RunReplay) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	series := func(x [][]jf) [][]float64 {
-		if x == nil {
-			return nil
-		}
-		out := make([][]float64, len(x))
-		for k, row := range x {
-			out[k] = make([]float64, len(row))
-			for s, f := range row {
-				out[k][s] = float64(f)
-			}
-		}
-		return out
-	}
 	*r = RunReplay(v.plain)
 	r.Level = float64(v.Level)
 	for _, c := range v.Coverage {
 		r.Coverage = append(r.Coverage, float64(c))
 	}
-	r.Actual, r.Predicted, r.Lower, r.Upper = series(v.Actual), series(v.Predicted), series(v.Lower), series(v.Upper)
+	r.Actual, r.Predicted, r.Lower, r.Upper = floatSeries(v.Actual), floatSeries(v.Predicted), floatSeries(v.Lower), floatSeries(v.Upper)
 	return nil
 }
 

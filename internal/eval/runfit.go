@@ -390,24 +390,41 @@ func fits(names []string, meas, pred [][]float64) []TargetFit {
 // MarshalJSON writes the series with null for missing values.
 func (r RunFit) MarshalJSON() ([]byte, error) {
 	type plain RunFit
-	series := func(x [][]float64) [][]jf {
-		out := make([][]jf, len(x))
-		for k, row := range x {
-			out[k] = make([]jf, len(row))
-			for s, v := range row {
-				out[k][s] = jf(v)
-			}
-		}
-		return out
-	}
 	var gains [][]jf
 	if r.Gains != nil {
-		gains = series(r.Gains)
+		gains = jfSeries(r.Gains)
 	}
 	return json.Marshal(struct {
 		plain
 		Measured  [][]jf `json:"measured"`
 		Simulated [][]jf `json:"simulated"`
 		Gains     [][]jf `json:"gains,omitempty"`
-	}{plain(r), series(r.Measured), series(r.Simulated), gains})
+	}{plain(r), jfSeries(r.Measured), jfSeries(r.Simulated), gains})
+}
+
+// jfSeries and floatSeries convert [target][step] series for JSON, NaN
+// written and read as null.
+func jfSeries(x [][]float64) [][]jf {
+	out := make([][]jf, len(x))
+	for k, row := range x {
+		out[k] = make([]jf, len(row))
+		for s, v := range row {
+			out[k][s] = jf(v)
+		}
+	}
+	return out
+}
+
+func floatSeries(x [][]jf) [][]float64 {
+	if x == nil {
+		return nil
+	}
+	out := make([][]float64, len(x))
+	for k, row := range x {
+		out[k] = make([]float64, len(row))
+		for s, f := range row {
+			out[k][s] = float64(f)
+		}
+	}
+	return out
 }
