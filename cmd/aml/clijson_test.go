@@ -40,7 +40,7 @@ var cliJSONOther = map[string]string{
 	"aml bench ident":     "object: the benchmark report (`benchident.Report`)",
 	"aml connect mqtt":    "object: the connector's stats when it stops (`mqtt.Stats`)",
 	"aml connect opcua":   "object: the connector's stats when it stops (`opcua.Stats`)",
-	"aml demo":            "object: the demo's result (`demo.Result`); with `--benefit` the study's (`benefit.Result`: `modes` holds one object per mode with `name`, `meanAbsError`, `inSpecFraction`, `violations`, `approvals`, `writes`, `recalibrations`); the step log is not printed",
+	"aml demo":            "object: the demo's result (`demo.Result`); with `--benefit` the study's (`benefit.Result`: `modes` holds one object per mode with `name`, `meanAbsError`, `inSpecFraction`, `violations`, `approvals`, `writes`, `recalibrationTriggers`, `recalibrations`); the step log is not printed",
 	"aml env list":        "array of `envlease.Status` (`[]` for none)",
 	"aml env rebuild":     "object: `envlease.RebuildResult`",
 	"aml env unlock":      "object: `envlease.UnlockResult`",

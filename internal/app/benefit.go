@@ -60,7 +60,7 @@ const (
 
 var (
 	opBenefitRun  = Op{Name: "benefit.run", Act: auth.ActJob, Summary: "Start a benefit study: one simulated line under four controllers (fixed recipe, twin per move, twin in a supervised envelope, oracle); simulation only, its report kept for benefit.show"}
-	opBenefitShow = Op{Name: "benefit.show", Act: auth.ActRead, Summary: "A benefit study: status and progress while it runs, then its report (per mode: mean |run-mean − target|, in-spec fraction, violations, approvals, writes, recalibrations; run means per run)"}
+	opBenefitShow = Op{Name: "benefit.show", Act: auth.ActRead, Summary: "A benefit study: status and progress while it runs, then its report (per mode: mean |run-mean − target|, in-spec fraction, violations, approvals, writes, recalibration triggers, recalibrations carried out; run means per run)"}
 	opBenefitList = Op{Name: "benefit.list", Act: auth.ActRead, Summary: "List the benefit studies kept, newest first (without their per-run series)"}
 )
 

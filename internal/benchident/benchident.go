@@ -36,7 +36,9 @@ type File struct {
 	Path string `json:"file"`
 	// Name labels a test file's own figures (e.g. "multisine", "arrow
 	// full"): a benchmark with several test records reports each beside
-	// the pooled figure.
+	// the pooled figure. A named train file gets its own free-run figure
+	// too (Result.Train set), for a published result that was measured
+	// on the estimation record; it never enters the pooled test figure.
 	Name       string   `json:"name,omitempty"`
 	TimeCol    string   `json:"timeCol,omitempty"`
 	TimeUnit   string   `json:"timeUnit,omitempty"`
@@ -57,7 +59,7 @@ type TrainerConfig struct {
 type Published struct {
 	Method       string   `json:"method"`
 	Output       string   `json:"output,omitempty"`
-	Test         string   `json:"test,omitempty"` // a named test file's figure
+	Test         string   `json:"test,omitempty"` // a named test (or train) file's figure
 	FreeRunRMSE  *float64 `json:"freeRunRmse,omitempty"`
 	FreeRunNRMSE *float64 `json:"freeRunNrmse,omitempty"`
 	OneStepRMSE  *float64 `json:"oneStepRmse,omitempty"`
@@ -98,7 +100,10 @@ type Result struct {
 	Output  string `json:"output"`
 	// Test names the test file of a per-file figure (File.Name); empty
 	// for the figure pooled over every test file.
-	Test         string   `json:"test,omitempty"`
+	Test string `json:"test,omitempty"`
+	// Train marks a figure on a named train file (the estimation
+	// record), not on held-out data.
+	Train        bool     `json:"train,omitempty"`
 	FreeRunRMSE  *float64 `json:"freeRunRmse,omitempty"`
 	FreeRunNRMSE *float64 `json:"freeRunNrmse,omitempty"`
 	OneStepRMSE  *float64 `json:"oneStepRmse,omitempty"`
@@ -119,8 +124,11 @@ type Result struct {
 // Label is the output, with the test file's name for a per-file figure
 // ("V2 @ multisine").
 func (r Result) Label() string {
-	if r.Test == "" {
+	switch {
+	case r.Test == "":
 		return r.Output
+	case r.Train:
+		return r.Output + " @ " + r.Test + " (train)"
 	}
 	return r.Output + " @ " + r.Test
 }
@@ -278,7 +286,8 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 	// Benchmark records often all start at t = 0; each file is placed in
 	// its own stretch of time so no two runs share an instant.
 	slot := int64(0)
-	testNames := map[string]string{} // test run → File.Name
+	testNames := map[string]string{}  // test run → File.Name
+	trainNames := map[string]string{} // train run → File.Name
 	for _, part := range []struct {
 		name  string
 		files []File
@@ -306,8 +315,13 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 				return nil, err
 			}
 			*part.ids = append(*part.ids, run)
-			if part.name == "test" && f.Name != "" {
-				testNames[run] = f.Name
+			if f.Name != "" {
+				switch part.name {
+				case "test":
+					testNames[run] = f.Name
+				case "train":
+					trainNames[run] = f.Name
+				}
 			}
 		}
 	}
@@ -403,6 +417,19 @@ func Run(ctx context.Context, c *Config, dataDir string, progress func(string)) 
 		}
 		if fr != nil {
 			rep.Results = append(rep.Results, perTest(fr, c.Outputs, testNames, tcfg.Ref, secs, j.ID, j.ModelID)...)
+			if len(trainNames) > 0 {
+				// the same free run from the same number of measured
+				// samples, on the named estimation records
+				ft, err := eval.FreeRun(ctx, bundle, p.(eval.RunSimulator), dataset.SplitTrain, c.InitSteps)
+				if err != nil {
+					fail(err.Error())
+					continue
+				}
+				for _, res := range perTest(ft, c.Outputs, trainNames, tcfg.Ref, secs, j.ID, j.ModelID) {
+					res.Train = true
+					rep.Results = append(rep.Results, res)
+				}
+			}
 		}
 	}
 	return rep, nil

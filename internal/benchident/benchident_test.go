@@ -43,18 +43,34 @@ func TestBenchConfigs(t *testing.T) {
 				t.Errorf("tanks hybrid free-run RMSE %.4f > 0.22 V (issue 19; published grey-box 0.191)", *rs[0].FreeRunRMSE)
 			}
 		}},
-		// EMPS, config order: calibrated emps.aml alone, then the hybrid.
-		// Issue 19's target (≤ 2.6 mm) is not met: the test record's
-		// friction differs from the training record's (bench/RESULTS.md),
-		// so the assertion is the figure reached (4.48–4.62 mm over seeds
-		// 0–2), below the physics-only 8.44 mm.
+		// EMPS, config order: calibrated emps.aml alone, then the hybrid;
+		// each with the pooled figure on the test record DATA_EMPS_PULSES
+		// and its own on the estimation record DATA_EMPS (Train set).
+		// The published dynoNet 2.64 mm was measured on the estimation
+		// record (its authors' test script loads DATA_EMPS.mat); there the
+		// hybrid is asserted to beat it (1.64 mm at seed 0). On the test
+		// record the friction differs from the training record's
+		// (bench/RESULTS.md), and the assertion is the figure reached
+		// (4.48–4.62 mm over seeds 0–2), below the physics-only 8.44 mm.
 		{"../../examples/bench/emps.json", "hybrid_residual@1", func(t *testing.T, rs []Result) {
-			if len(rs) != 2 {
-				t.Fatalf("emps: %d hybrid results, want 2", len(rs))
+			var test, train []float64
+			for _, r := range rs {
+				switch {
+				case r.Test == "":
+					test = append(test, *r.FreeRunRMSE)
+				case r.Train && r.Test == "estimation record":
+					train = append(train, *r.FreeRunRMSE)
+				}
 			}
-			phys, hyb := *rs[0].FreeRunRMSE, *rs[1].FreeRunRMSE
+			if len(test) != 2 || len(train) != 2 {
+				t.Fatalf("emps: %d test and %d estimation-record hybrid results, want 2 of each", len(test), len(train))
+			}
+			phys, hyb := test[0], test[1]
 			if phys > 0.0050 || hyb > 0.0047 || !(hyb < phys) {
-				t.Errorf("emps free-run RMSE physics %.2f mm, hybrid %.2f mm: want hybrid < physics, physics ≤ 5.0 mm, hybrid ≤ 4.7 mm", 1000*phys, 1000*hyb)
+				t.Errorf("emps free-run RMSE on the test record: physics %.2f mm, hybrid %.2f mm: want hybrid < physics, physics ≤ 5.0 mm, hybrid ≤ 4.7 mm", 1000*phys, 1000*hyb)
+			}
+			if train[1] > 0.0026 || !(train[1] < train[0]) {
+				t.Errorf("emps free-run RMSE on the estimation record: physics %.2f mm, hybrid %.2f mm: want the hybrid ≤ 2.6 mm (dynoNet 2.64 mm on that record) and below the physics", 1000*train[0], 1000*train[1])
 			}
 		}},
 		// Silverbox at its true 610.35 Hz (a 1638 µs grid): the linear

@@ -64,10 +64,11 @@
 // measured part weight over each run), the fraction of measured samples
 // inside the spec band target ± SpecHalfWidth, hard-constraint violations
 // (samples whose true values leave a hard_range of the scene), approvals,
-// writes and recalibrations (runs at whose end the recalibration
+// writes, recalibration triggers (runs at whose end the recalibration
 // scheduler's disturbance trigger, recal.DisturbanceScoreMax × the
 // model's test RMSE, fires on the twin's drift estimate, with the
-// policy's cooldown). The noise floor stated with the result is the
+// policy's cooldown) and recalibrations carried out (retrains that made
+// a new model: envelope mode only, at most Options.Retrains). The noise floor stated with the result is the
 // part-weight sensor's noise and what it leaves on a run mean.
 //
 // Recalibration (envelope mode, recalib.go). The envelope mode stores

@@ -192,7 +192,7 @@ func runMode(ctx context.Context, o Options, idx int, name string, tw *engine.Tw
 		}
 		g := (r + 1) * o.RunSteps
 		if l.haveDrift && finite(l.testRMSE) && math.Abs(l.lastDrift) > recal.DisturbanceScoreMax*l.testRMSE && g-l.lastRecalStep >= l.recalCooldown {
-			l.res.Recalibrations++
+			l.res.RecalibrationTriggers++
 			l.lastRecalStep = g
 			if rc != nil {
 				if err := rc.trigger(ctx, l, r, l.lastDrift); err != nil {
@@ -206,6 +206,11 @@ func runMode(ctx context.Context, o Options, idx int, name string, tw *engine.Tw
 			return nil, err
 		}
 		l.res.RecalibrationDetails = rc.out
+		for _, d := range rc.out {
+			if d.NewModelID != "" {
+				l.res.Recalibrations++
+			}
+		}
 	}
 	l.res.MeanAbsError = sumAbs / float64(o.Runs)
 	l.res.InSpecFraction = float64(inSpec) / float64(samples)

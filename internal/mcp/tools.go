@@ -116,7 +116,7 @@ var tools = []tool{
 		"Start a benefit study: one simulated injection line (seed, optional mould wear and material lots) run four ways — fixed recipe, twin with one approval per move, twin in a supervised envelope, oracle — over runs (1..200, default 60) per mode. Simulation only: nothing is written to a machine. One study at a time; it runs in the background: follow it with aml_benefit_study_read.",
 		additive, "benefit.run"},
 	{"aml_benefit_study_read", "Read a benefit study",
-		"Read one benefit study (id): status and progress while it runs, then its report — per mode the mean |run-mean part weight − target|, in-spec fraction, hard-constraint violations, approvals, writes, recalibrations and the run means per run; the spec band and the noise floor.",
+		"Read one benefit study (id): status and progress while it runs, then its report — per mode the mean |run-mean part weight − target|, in-spec fraction, hard-constraint violations, approvals, writes, recalibration triggers, recalibrations carried out and the run means per run; the spec band and the noise floor.",
 		readOnly, "benefit.show"},
 	{"aml_benefit_study_list", "List benefit studies",
 		"List the benefit studies kept, newest first, with their status and report (without the per-run series).",
