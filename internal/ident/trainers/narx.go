@@ -186,103 +186,20 @@ func loadNARX(b []byte, _ string, man *dataset.Manifest) (model.Predictor, error
 	if err != nil {
 		return nil, err
 	}
-	return &narxPredictor{cols: lp, a: &a, historyCols: historyCols[*narx.Start, *narx.Runner]{cols: lp, sim: m, estimator: "narx-history/1"}}, nil
+	return &narxPredictor{pooledSim: pooledSim[*narx.Model]{cols: lp, what: "a NARX model", build: func() *narx.Model { m, _ := a.model(); return m }}, a: &a, historyCols: historyCols[*narx.Start, *narx.Runner]{cols: lp, sim: m, estimator: "narx-history/1"}}, nil
 }
 
 // narxPredictor predicts windows and runs with a NARX model (the columns
-// as a linear predictor's). A model is not safe for concurrent use, so
-// every call builds its own from the artifact.
+// as a linear predictor's; pooledSim: a model is not safe for concurrent
+// use, so calls take one from a pool).
 type narxPredictor struct {
-	cols *linearPredictor
-	a    *narxArtifact
-	mu   sync.Mutex
-	pool []*narx.Model
+	pooledSim[*narx.Model]
+	a *narxArtifact
 	// the twin's view (HistoryTwin), over a model only read
 	historyCols[*narx.Start, *narx.Runner]
 }
 
 func (p *narxPredictor) Format() string { return FormatNARX }
-func (p *narxPredictor) Horizon() int   { return p.cols.d.F }
-
-func (p *narxPredictor) get() *narx.Model {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if n := len(p.pool); n > 0 {
-		m := p.pool[n-1]
-		p.pool = p.pool[:n-1]
-		return m
-	}
-	m, _ := p.a.model() // checked by the loader
-	return m
-}
-
-func (p *narxPredictor) put(m *narx.Model) {
-	p.mu.Lock()
-	p.pool = append(p.pool, m)
-	p.mu.Unlock()
-}
-
-// PredictBatch starts the model from the window's H measured outputs and
-// simulates the F future steps with the window's controls.
-func (p *narxPredictor) PredictBatch(ctx context.Context, x, u []float32, n int) ([]float32, error) {
-	c := p.cols
-	if err := model.CheckBatch(c.d, x, u, n); err != nil {
-		return nil, err
-	}
-	m := p.get()
-	defer p.put(m)
-	H, F, nT := c.d.H, c.d.F, c.d.YCols
-	nu, ny := len(c.xIn), len(c.xOut)
-	out := make([]float32, 0, n*F*nT)
-	us, ys := make([][]float64, H+F), make([][]float64, H)
-	for k := range us {
-		us[k] = make([]float64, nu)
-	}
-	for k := range ys {
-		ys[k] = make([]float64, ny)
-	}
-	for w := 0; w < n; w++ {
-		if w%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		windowRows(c.d, x, u, w, c.xIn, c.xOut, c.uIn, us, ys)
-		sim := m.Simulate(us, ys)
-		for f := 0; f < F; f++ {
-			for _, o := range c.tgtOut {
-				out = append(out, float32(sim[H+f][o]))
-			}
-		}
-	}
-	return out, nil
-}
-
-// SimulateRun implements eval.RunSimulator: the first nInit outputs are
-// returned as given and the rest simulated from the controls (with nInit
-// below the largest lag, but at least 1, the first input and output are
-// held before the first step).
-func (p *narxPredictor) SimulateRun(inputs, outputs [][]float64, nInit int) ([][]float64, error) {
-	c := p.cols
-	if nInit < 1 {
-		return nil, fmt.Errorf("SimulateRun: nInit %d: a NARX model starts from at least one measured output", nInit)
-	}
-	u, y, err := runRows(inputs, outputs, nInit, c.d.NCtrl, c.d.YCols, c.uIn, c.outTgt)
-	if err != nil {
-		return nil, err
-	}
-	m := p.get()
-	defer p.put(m)
-	sim := m.Simulate(u, y)
-	res := make([][]float64, len(sim))
-	for k, row := range sim {
-		res[k] = make([]float64, c.d.YCols)
-		for t, o := range c.tgtOut {
-			res[k][t] = row[o]
-		}
-	}
-	return res, nil
-}
 
 var narxSchema = sync.OnceValue(trainer.MustParamSchema[narxParams])
 
