@@ -16,17 +16,16 @@ it is not a byte-for-byte copy of AML's format (the split is by run, seeded
 differently), so only the amount of work and the window count compare.
 
 Usage: dataset_numpy.py DATA_DIR SPEC.json OUT_DIR   (prints JSON)
-Needs Debian's python3-numpy (/usr/bin/python3).
+Needs Debian's python3-numpy (/usr/bin/python3). Reading the spec and the
+store, the split and the output are bench/dataset_ref.py's, shared by both
+reference pipelines.
 """
-import hashlib
-import json
-import os
-import sqlite3
 import sys
-import time
 import warnings
 
 import numpy as np
+
+from dataset_ref import Job
 
 
 def hampel(ts, xs, w, k):
@@ -62,36 +61,13 @@ def hampel(ts, xs, w, k):
 
 def main():
     warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN Hampel windows at series ends
-    data, spec_path, out_dir = sys.argv[1], sys.argv[2], sys.argv[3]
-    spec = json.load(open(spec_path))
-    t0 = time.time()
-    db = sqlite3.connect(os.path.join(data, "aml.db"))
-    beat_us = spec["beatMs"] * 1000
-    H, F, stride = spec["historySteps"], spec["horizonSteps"], spec.get("stride", 1)
-    cl = spec.get("cleaning", {})
-    hw = cl.get("hampel", {}).get("windowMs", 5 * spec["beatMs"]) * 1000
-    hk = cl.get("hampel", {}).get("threshold", 3)
-    max_gap = cl.get("maxInterpMs", 3 * spec["beatMs"]) * 1000 // beat_us
-    nodes = spec["nodes"]
-    order = [n for role in ("control", "disturbance", "feature", "target") for n in nodes if n["role"] == role]
-    ids = [n["nodeId"] for n in order]
-    ctrl = [j for j, n in enumerate(order) if n["role"] == "control"]
-    tgt = [j for j, n in enumerate(order) if n["role"] == "target"]
-    info = {r[0]: r[1:] for r in db.execute("SELECT id, pk, min, max FROM nodes")}
-    runs = db.execute("SELECT id, started_ms, ended_ms FROM runs WHERE recipe_id=? AND status='ended' ORDER BY started_ms",
-                      (spec["recipeId"],)).fetchall()
+    job = Job(*sys.argv[1:4])
+    H, F, stride, beat_us, ids, ctrl, tgt = job.H, job.F, job.stride, job.beat_us, job.ids, job.ctrl, job.tgt
     grids = []
-    samples = 0
-    for run_id, start_ms, end_ms in runs:
-        ctxs = [r[0] for r in db.execute("SELECT pk FROM sample_ctx WHERE run=?", (run_id,))]
-        q = "SELECT ts, value, state FROM samples WHERE node=? AND ts>=? AND ts<=? AND ctx IN (%s) ORDER BY ts" % ",".join("?" * len(ctxs))
-        k0 = (start_ms * 1000) // beat_us
-        nb = (end_ms * 1000 + 999) // beat_us - k0 + 1
+    for run_id, k0, nb, rows_of in job.runs():
         cols = []
         for nid in ids:
-            pk, mn, mx = info[nid]
-            rows = db.execute(q, (pk, start_ms * 1000, end_ms * 1000 + 999, *ctxs)).fetchall()
-            samples += len(rows)
+            mn, mx, rows = rows_of(nid)
             if not rows:
                 cols.append(np.full(nb, np.nan))
                 continue
@@ -104,7 +80,7 @@ def main():
             if mx is not None:
                 ok &= xs <= mx
             ts, xs = ts[ok], xs[ok]
-            keep = ~hampel(ts, xs, hw, hk)
+            keep = ~hampel(ts, xs, job.hw, job.hk)
             ts, xs = ts[keep], xs[keep]
             b = ts // beat_us - k0
             cnt = np.bincount(b, minlength=nb)[:nb]
@@ -113,9 +89,9 @@ def main():
             obs = cnt > 0
             col[obs] = tot[obs] / cnt[obs]
             idx = np.flatnonzero(obs)
-            if len(idx) > 1 and max_gap > 0:
+            if len(idx) > 1 and job.max_gap > 0:
                 gaps = np.diff(idx) - 1
-                for a, g in zip(idx[:-1][(gaps > 0) & (gaps <= max_gap)], gaps[(gaps > 0) & (gaps <= max_gap)]):
+                for a, g in zip(idx[:-1][(gaps > 0) & (gaps <= job.max_gap)], gaps[(gaps > 0) & (gaps <= job.max_gap)]):
                     col[a + 1:a + 1 + g] = np.interp(np.arange(a + 1, a + 1 + g), [a, a + g + 1], [col[a], col[a + g + 1]])
             cols.append(col)
         g = np.stack(cols, axis=1)
@@ -124,13 +100,7 @@ def main():
         hi = min(nb - int(np.argmax(fin[::-1, j])) for j in range(len(ids)))
         if hi - lo >= H + F + 2:
             grids.append((run_id, (k0 + lo) * beat_us, g[lo:hi].astype(np.float32)))
-    rng = np.random.default_rng(spec.get("split", {}).get("seed", 1))
-    perm = rng.permutation(len(grids))
-    nval = round(len(grids) * spec.get("split", {}).get("valRatio", 0))
-    ntest = round(len(grids) * spec.get("split", {}).get("testRatio", 0))
-    split = {}
-    for i, p in enumerate(perm):
-        split[grids[p][0]] = "val" if i < nval else ("test" if i < nval + ntest else "train")
+    split = job.split(grids)
     xs, us, ys, tss, masks = [], [], [], [], []
     ntrain = 0
     for part in ("train", "val", "test"):
@@ -155,22 +125,7 @@ def main():
             masks.append(np.ones((len(t), H + F), dtype=np.float32))
     arrays = {"x": np.concatenate(xs), "u": np.concatenate(us), "y": np.concatenate(ys),
               "timestamps": np.concatenate(tss), "mask": np.concatenate(masks)}
-    stats = {k: (np.nanmean(arrays[k][:ntrain].reshape(-1, arrays[k].shape[-1]), axis=0).tolist(),
-                 np.nanstd(arrays[k][:ntrain].reshape(-1, arrays[k].shape[-1]), axis=0).tolist()) for k in ("x", "u", "y")}
-    os.makedirs(out_dir, exist_ok=True)
-    h = hashlib.sha256()
-    total = 0
-    for k, a in arrays.items():
-        b = a.astype("<f8" if k == "timestamps" else "<f4").tobytes()
-        total += len(b)
-        with open(os.path.join(out_dir, k + ".bin"), "wb") as f:
-            f.write(b)
-            f.flush()
-            os.fsync(f.fileno())
-        h.update(b)
-    json.dump({"norm": stats}, open(os.path.join(out_dir, "stats.json"), "w"))
-    print(json.dumps({"seconds": time.time() - t0, "samples": samples, "windows": len(arrays["x"]),
-                      "arrayBytes": total, "sha256": h.hexdigest()}))
+    job.write(arrays, ntrain)
 
 
 if __name__ == "__main__":

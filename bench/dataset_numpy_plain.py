@@ -22,16 +22,15 @@ bench/dataset.sh checks that both scripts produce the same window count
 and the same sha256 as each other.
 
 Usage: dataset_numpy_plain.py DATA_DIR SPEC.json OUT_DIR   (prints JSON)
-Needs Debian's python3-numpy (/usr/bin/python3).
+Needs Debian's python3-numpy (/usr/bin/python3). Reading the spec and the
+store, the split and the output are bench/dataset_ref.py's, shared by both
+reference pipelines.
 """
-import hashlib
-import json
-import os
-import sqlite3
 import sys
-import time
 
 import numpy as np
+
+from dataset_ref import Job
 
 
 def hampel_keep(ts, xs, w, k):
@@ -63,36 +62,13 @@ def hampel_keep(ts, xs, w, k):
 
 
 def main():
-    data, spec_path, out_dir = sys.argv[1], sys.argv[2], sys.argv[3]
-    spec = json.load(open(spec_path))
-    t0 = time.time()
-    db = sqlite3.connect(os.path.join(data, "aml.db"))
-    beat_us = spec["beatMs"] * 1000
-    H, F, stride = spec["historySteps"], spec["horizonSteps"], spec.get("stride", 1)
-    cl = spec.get("cleaning", {})
-    hw = cl.get("hampel", {}).get("windowMs", 5 * spec["beatMs"]) * 1000
-    hk = cl.get("hampel", {}).get("threshold", 3)
-    max_gap = cl.get("maxInterpMs", 3 * spec["beatMs"]) * 1000 // beat_us
-    nodes = spec["nodes"]
-    order = [n for role in ("control", "disturbance", "feature", "target") for n in nodes if n["role"] == role]
-    ids = [n["nodeId"] for n in order]
-    ctrl = [j for j, n in enumerate(order) if n["role"] == "control"]
-    tgt = [j for j, n in enumerate(order) if n["role"] == "target"]
-    info = {r[0]: r[1:] for r in db.execute("SELECT id, pk, min, max FROM nodes")}
-    runs = db.execute("SELECT id, started_ms, ended_ms FROM runs WHERE recipe_id=? AND status='ended' ORDER BY started_ms",
-                      (spec["recipeId"],)).fetchall()
+    job = Job(*sys.argv[1:4])
+    H, F, stride, beat_us, ids, ctrl, tgt = job.H, job.F, job.stride, job.beat_us, job.ids, job.ctrl, job.tgt
     grids = []
-    samples = 0
-    for run_id, start_ms, end_ms in runs:
-        ctxs = [r[0] for r in db.execute("SELECT pk FROM sample_ctx WHERE run=?", (run_id,))]
-        q = "SELECT ts, value, state FROM samples WHERE node=? AND ts>=? AND ts<=? AND ctx IN (%s) ORDER BY ts" % ",".join("?" * len(ctxs))
-        k0 = (start_ms * 1000) // beat_us
-        nb = (end_ms * 1000 + 999) // beat_us - k0 + 1
+    for run_id, k0, nb, rows_of in job.runs():
         g = np.full((nb, len(ids)), np.nan)
         for j, nid in enumerate(ids):
-            pk, mn, mx = info[nid]
-            rows = db.execute(q, (pk, start_ms * 1000, end_ms * 1000 + 999, *ctxs)).fetchall()
-            samples += len(rows)
+            mn, mx, rows = rows_of(nid)
             # state and range rules
             ts_l, xs_l = [], []
             for ts, x, state in rows:
@@ -105,7 +81,7 @@ def main():
                 ts_l.append(ts)
                 xs_l.append(x)
             ts_a, xs_a = np.array(ts_l, dtype=np.int64), np.array(xs_l, dtype=np.float64)
-            keep = hampel_keep(ts_a, xs_a, hw, hk)
+            keep = hampel_keep(ts_a, xs_a, job.hw, job.hk)
             ts_a, xs_a = ts_a[keep], xs_a[keep]
             # bucket means on the epoch grid
             tot = np.zeros(nb)
@@ -122,7 +98,7 @@ def main():
             idx = np.flatnonzero(cnt > 0)
             for a, c in zip(idx[:-1], idx[1:]):
                 gap = c - a - 1
-                if 0 < gap <= max_gap:
+                if 0 < gap <= job.max_gap:
                     slope = (g[c, j] - g[a, j]) / (c - a)
                     for b in range(a + 1, c):
                         g[b, j] = slope * (b - a) + g[a, j]
@@ -136,13 +112,7 @@ def main():
             lo, hi = max(lo, fin[0]), min(hi, fin[-1] + 1)
         if hi - lo >= H + F + 2:
             grids.append((run_id, (k0 + lo) * beat_us, g[lo:hi].astype(np.float32)))
-    rng = np.random.default_rng(spec.get("split", {}).get("seed", 1))
-    perm = rng.permutation(len(grids))
-    nval = round(len(grids) * spec.get("split", {}).get("valRatio", 0))
-    ntest = round(len(grids) * spec.get("split", {}).get("testRatio", 0))
-    split = {}
-    for i, p in enumerate(perm):
-        split[grids[p][0]] = "val" if i < nval else ("test" if i < nval + ntest else "train")
+    split = job.split(grids)
     xs, us, ys, tss, masks = [], [], [], [], []
     ntrain = 0
     for part in ("train", "val", "test"):
@@ -162,22 +132,7 @@ def main():
                 masks.append(np.ones(H + F, dtype=np.float32))
     arrays = {"x": np.array(xs), "u": np.array(us), "y": np.array(ys),
               "timestamps": np.array(tss), "mask": np.array(masks)}
-    stats = {k: (np.nanmean(arrays[k][:ntrain].reshape(-1, arrays[k].shape[-1]), axis=0).tolist(),
-                 np.nanstd(arrays[k][:ntrain].reshape(-1, arrays[k].shape[-1]), axis=0).tolist()) for k in ("x", "u", "y")}
-    os.makedirs(out_dir, exist_ok=True)
-    h = hashlib.sha256()
-    total = 0
-    for k, a in arrays.items():
-        b = a.astype("<f8" if k == "timestamps" else "<f4").tobytes()
-        total += len(b)
-        with open(os.path.join(out_dir, k + ".bin"), "wb") as f:
-            f.write(b)
-            f.flush()
-            os.fsync(f.fileno())
-        h.update(b)
-    json.dump({"norm": stats}, open(os.path.join(out_dir, "stats.json"), "w"))
-    print(json.dumps({"seconds": time.time() - t0, "samples": samples, "windows": len(arrays["x"]),
-                      "arrayBytes": total, "sha256": h.hexdigest()}))
+    job.write(arrays, ntrain)
 
 
 if __name__ == "__main__":
