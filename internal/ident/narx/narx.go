@@ -27,6 +27,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/aml-project/aml/internal/ident/lsq"
+	"github.com/aml-project/aml/internal/ident/score"
 )
 
 // Config are the structure and the training settings.
@@ -421,10 +422,7 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 
 	// validation: free-run NRMSE on the tail blocks
 	valNRMSE := func() float64 {
-		sse := make([]float64, m.NY)
-		sum := make([]float64, m.NY)
-		sum2 := make([]float64, m.NY)
-		cnt := 0
+		acc := score.NewNRMSE(m.NY)
 		for s, b := range blocks {
 			if b.cut >= b.hi {
 				continue
@@ -432,26 +430,10 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 			lo := b.cut - lag
 			sim := m.Simulate(us[s][lo:b.hi], ys[s][lo:b.cut])
 			for t := b.cut; t < b.hi; t++ {
-				for o := 0; o < m.NY; o++ {
-					e := sim[t-lo][o] - ys[s][t][o]
-					sse[o] += e * e
-					sum[o] += ys[s][t][o]
-					sum2[o] += ys[s][t][o] * ys[s][t][o]
-				}
-				cnt++
+				acc.Add(sim[t-lo], ys[s][t])
 			}
 		}
-		total := 0.0
-		for o := range sse {
-			mean := sum[o] / float64(cnt)
-			v := sum2[o]/float64(cnt) - mean*mean
-			nr := math.Sqrt(sse[o]/float64(cnt)) / math.Sqrt(math.Max(v, 1e-300))
-			if math.IsNaN(nr) {
-				nr = math.Inf(1)
-			}
-			total += nr
-		}
-		return total / float64(m.NY)
+		return acc.Mean()
 	}
 	rep := &Report{TrainSamples: n, ValSamples: valSamples, Stop: "epochs", BestPhase: "arx"}
 	rep.ARXValNRMSE = valNRMSE()
