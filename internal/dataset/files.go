@@ -59,6 +59,10 @@ const directAlign = 4096
 // O_DIRECT is turned off; a file system that refuses O_DIRECT (tmpfs) or
 // one of its writes gets ordinary buffered writes. The bytes, and so the
 // hashes, are the same either way; the file is synced before it counts.
+// Buffered writes with sync_file_range started after every buffer and one
+// final sync were measured too (bench/RESULTS.md, 2026-12-06): as fast when
+// the page cache has free pages to recycle, 0.46–0.60 s of system time per
+// stride-1 build when it must take fresh ones, so O_DIRECT stays.
 type arrayFile struct {
 	name   string
 	dtype  string
@@ -67,7 +71,7 @@ type arrayFile struct {
 	h      hash.Hash
 	n      int64
 	direct bool   // owned by the writer goroutine until it is done
-	buf    []byte // pending bytes, directAlign-aligned, cap writeBuf
+	buf    []byte // pending bytes, directAlign-aligned, cap writeBufSize(file size)
 	err    error  // the first write error (the writer's until done); close reports it
 	b8     [8]byte
 

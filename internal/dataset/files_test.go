@@ -135,3 +135,22 @@ func TestBuildHashBufferedSame(t *testing.T) {
 		t.Fatalf("buffered build: %s, want %s", res.Dataset.SHA256, goldenHash)
 	}
 }
+
+// A build of one P that writes with the second P (the size threshold
+// lowered to 0) gives the golden hash and leaves one P behind.
+func TestBuildHashExtraProc(t *testing.T) {
+	st, dir := simulated(t)
+	defer func(n int64) { extraProcMinBytes = n }(extraProcMinBytes)
+	extraProcMinBytes = 0
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	res, err := Build(t.Context(), st, injectionSpec(t), Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Dataset.SHA256 != goldenHash {
+		t.Fatalf("build with the extra P: %s, want %s", res.Dataset.SHA256, goldenHash)
+	}
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Fatalf("after the build: GOMAXPROCS %d, want 1", n)
+	}
+}

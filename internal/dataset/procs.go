@@ -30,7 +30,9 @@ import (
 // restored when the last concurrent build has written its arrays; setting
 // it turns off the runtime's automatic GOMAXPROCS updates for the rest of
 // the process (its value stays 1).
-const extraProcMinBytes = 64 << 20
+// extraProcMinBytes is a variable for the test that builds with the extra
+// P.
+var extraProcMinBytes int64 = 64 << 20
 
 var writerProcs struct {
 	sync.Mutex
