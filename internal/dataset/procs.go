@@ -12,7 +12,7 @@ import (
 // mostly does not. With a single P (a process pinned to one core) the
 // goroutine producing the windows therefore stood still during every
 // write: in a runtime trace of a one-core stride-1 build, no goroutine ran
-// for about a third of the write phase while a writer was in its write
+// for 0.22 s of a 0.50 s write phase while a writer was in its write
 // (bench/RESULTS.md). While a build writes its arrays it runs with a
 // second P, so the producer computes the next buffer while the disk takes
 // the last one; the process still uses the cores it was given (the two Ps
@@ -20,16 +20,17 @@ import (
 //
 // The second P costs memory: the report, computed while the arrays are
 // written, then runs beside the writing instead of in its pauses, and the
-// peak Go heap and resident size of a one-core build rose by ≈ 5–13 MiB
-// (bench/RESULTS.md). Below extraProcMinBytes of arrays the waiting it
-// saves is small (≈ 0.03 s at stride 10 of bench/dataset.sh, 36 MiB), so
-// only larger datasets get it.
+// peak Go heap and resident size of a one-core build rose by up to
+// ≈ 12 MiB (bench/RESULTS.md). Below extraProcMinBytes of arrays the
+// waiting it saves is small (0.03–0.06 s at stride 10 of bench/dataset.sh,
+// 36 MiB of arrays), so only larger datasets get it.
 //
 // Only a process with exactly one P is changed, and not when GOMAXPROCS is
 // set in its environment (an explicit choice). The previous value is
 // restored when the last concurrent build has written its arrays; setting
 // it turns off the runtime's automatic GOMAXPROCS updates for the rest of
 // the process (its value stays 1).
+
 // extraProcMinBytes is a variable for the test that builds with the extra
 // P.
 var extraProcMinBytes int64 = 64 << 20
