@@ -309,7 +309,9 @@ func Build(ctx context.Context, st Store, spec *Spec, opt Options) (*Result, err
 	// written.
 	reportc := make(chan *Report, 1)
 	go func() { reportc <- buildReport(spec, nodes, grids, dropped, p, lineage) }()
+	release := extraWriterProc(p.bytes())
 	arts, err := p.write(ctx, tmp)
+	release()
 	report := <-reportc
 	if err != nil {
 		return nil, err

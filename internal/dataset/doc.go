@@ -28,6 +28,11 @@
 //   - Writing: every array of a window is a contiguous range of its run's
 //     rows encoded once (runBytes), so a window is five copies, not a write
 //     per value; each file is hashed as it is written, never read back.
+//     Array files are written with O_DIRECT by a goroutine per file, in
+//     buffers that grow with the file (writeBufSize), while the windows
+//     are produced; a process with one P gets a second one while a large
+//     dataset is written (extraWriterProc), since a direct write otherwise
+//     holds the only P until the disk is done and the producer stops.
 //   - The report's lag correlations are formed for the train runs only (the
 //     only ones pooled), an input's Σa² once for every pair whose target is
 //     complete (a target's Σb² likewise), four lags at a time (lagDots);
