@@ -23,8 +23,8 @@ type (
 
 // modelMetrics is the part of a model's metrics JSON the card shows.
 type modelMetrics struct {
-	Test      *splitMetrics   `json:"test"`
-	Val       *splitMetrics   `json:"val"`
+	Test      *splitMetrics  `json:"test"`
+	Val       *splitMetrics  `json:"val"`
 	Conformal *app.Conformal `json:"conformal"`
 	Coverage  *struct {
 		Target   float64   `json:"target"`
