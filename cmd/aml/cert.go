@@ -7,14 +7,9 @@ import (
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/connect/opcua"
-	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/govern"
 	"github.com/spf13/cobra"
 )
-
-// certKey is the deployment's signing key (service.Process.Key).
-func (a *app) certKey() (*cert.KeyPair, error) { return a.process().Key(a.context()) }
 
 // requireActor: on a local data directory the certificate and channel
 // commands name the person acting (recorded in the audit log); with
@@ -69,7 +64,7 @@ func newCertCmd(a *app) *cobra.Command {
 	show := opCommand(a, &cobra.Command{Use: "show ID", Short: "Show a certificate (verified with the server key; AML_CERT_INVALID when tampered)", Args: argsExact(1)},
 		"cert.show", "", &sr, id(&sr.ID))
 
-	ir := amlapp.CertIssueRequest{TTL: amlapp.Duration(cert.DefaultTTL)}
+	ir := amlapp.CertIssueRequest{TTL: amlapp.Duration(amlapp.DefaultCertTTL)}
 	issue := &cobra.Command{
 		Use:   "issue --trial ID --as PERSON [--ttl 15m]",
 		Short: "Issue a signed certificate for a stored, passing, improving trial",
@@ -107,7 +102,7 @@ func newCertCmd(a *app) *cobra.Command {
 		Use:   "verify ID",
 		Short: "Verify a certificate: row, hash, Ed25519 signature, its audit trail and the audit chain",
 		Args:  argsExact(1),
-	}, "cert.verify", "", &vr, id(&vr.ID), func(r any) bool { return len(r.(govern.VerifyReport).Checks) > 0 })
+	}, "cert.verify", "", &vr, id(&vr.ID), func(r any) bool { return len(r.(amlapp.CertVerifyReport).Checks) > 0 })
 
 	cmd.AddCommand(key, newCertRotateKeyCmd(a), list, show, issue, approve, revoke, verify, newCertExecuteCmd(a))
 	return cmd
@@ -135,7 +130,7 @@ func newCertExecuteCmd(a *app) *cobra.Command {
 			return err
 		}
 		return o.attach(a, 0)
-	}, func(r any) bool { return r.(govern.Result).CertificateID != "" })
+	}, func(r any) bool { return r.(amlapp.CertExecuteResult).CertificateID != "" })
 	closeLines(a, execute)
 	f := execute.Flags()
 	f.String("as", "", "who executes")
@@ -157,7 +152,13 @@ func (o *certOPCUA) flags(cmd *cobra.Command, instead string) {
 	f.StringVar(&o.sec.KeyFile, "key", "", "OPC UA client private key file")
 }
 
-// certOPCUA are the execute command's OPC UA flags.
+// certOPCUA are the execute command's OPC UA flags. The CLI keeps this
+// (internal/connect/opcua) because the writer is the operator's
+// process-level configuration, not a use case: attach only puts a line
+// writer into this process's app Options, as aml serve --line-writers does
+// for a server; cert.execute and steptest.execute (internal/app) choose
+// it by the executed certificate's stored line after the role and line
+// scope checks, and the write guard runs there.
 type certOPCUA struct {
 	endpoint, mapFile, passwordEnv string
 	sec                            opcua.Security

@@ -45,7 +45,7 @@ func startServer(t *testing.T, dir string, o api.Options) *testServer {
 	}
 	ctx := context.Background()
 	bus := events.New()
-	tr := trainers()
+	tr := service.NativeTrainers(testTrainers())
 	tr.Add(jobs.TestMeanTrainer{})
 	runner := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: tr, Bus: bus})
 	q, err := jobs.NewQueue(ctx, st.DB(), runner, jobs.QueueOptions{Work: true, MaxConcurrent: 1, PollInterval: 20 * time.Millisecond})

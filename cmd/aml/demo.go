@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aml-project/aml/internal/render"
+	"github.com/aml-project/aml/internal/service"
 
 	"github.com/aml-project/aml/internal/benefit"
 	"github.com/aml-project/aml/internal/demo"
@@ -35,18 +36,18 @@ func newDemoCmd(a *app) *cobra.Command {
 				if cmd.Flags().Changed("runs") {
 					bo.Runs = o.Runs
 				}
-				bo.Store, bo.DataDir, bo.Trainers, bo.Logf, bo.Seed = s, a.dataDir, trainers(), logf, o.Seed
+				bo.Store, bo.DataDir, bo.Trainers, bo.Logf, bo.Seed = s, a.dataDir, service.NativeTrainers(testTrainers()), logf, o.Seed
 				res, err := benefit.Run(cmd.Context(), bo)
 				if err != nil {
 					return err
 				}
 				return a.emit(res, res.Report)
 			}
-			key, err := a.certKey()
+			key, err := a.process().Key(a.context())
 			if err != nil {
 				return err
 			}
-			o.Store, o.DataDir, o.Key, o.Trainers, o.Log, o.Logf, o.DebugLogs, o.Version, o.Now = s, a.dataDir, key, trainers(), a.log, logf, a.logLevel == "debug", version, demoWall
+			o.Store, o.DataDir, o.Key, o.Trainers, o.Log, o.Logf, o.DebugLogs, o.Version, o.Now = s, a.dataDir, key, service.NativeTrainers(testTrainers()), a.log, logf, a.logLevel == "debug", version, demoWall
 			res, err := demo.Run(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
-	"github.com/aml-project/aml/internal/twin/envelope"
 	"github.com/spf13/cobra"
 )
 
@@ -61,7 +60,7 @@ func newTwinEnvelopeCmd(a *app) *cobra.Command {
 	revoke = sub("revoke ID --as PERSON --reason R", "Revoke an envelope: the supervisor stops writing", "envelope.revoke", "as", &rr, func(x []string) error { rr.ID = x[0]; return a.requireActor(revoke) })
 	revoke.Flags().StringVar(&rr.Reason, "reason", "", "why")
 	cycle = reportCommand(a, &cobra.Command{Use: "cycle ID --as PERSON", Short: "Run one supervised cycle (fresh snapshot, re-optimise, guarded write)", Args: argsExact(1)},
-		"envelope.cycle", "as", &cr, func(x []string) error { cr.ID = x[0]; return a.requireActor(cycle) }, func(r any) bool { return r.(envelope.CycleResult).Status != "" })
+		"envelope.cycle", "as", &cr, func(x []string) error { cr.ID = x[0]; return a.requireActor(cycle) }, func(r any) bool { return r.(amlapp.EnvelopeCycleResult).Status != "" })
 	cycle.Flags().String("as", "", "who runs the supervisor (recorded in the audit log)")
 	cmd.AddCommand(issue, list, show, approve, revoke, cycle)
 	return cmd

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"reflect"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/render"
-	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -73,14 +71,8 @@ func (a *app) application(ctx context.Context, op string) (*amlapp.App, error) {
 		// The signed checkpoints are checked with the data directory's
 		// key when it has one (read, never created: verifying writes
 		// nothing).
-		if d := p.Opened(); d.Key == nil {
-			k, err := cert.LoadKey(a.dataDir)
-			switch {
-			case err == nil:
-				d.Key = k
-			case !errors.Is(err, fs.ErrNotExist):
-				return nil, err
-			}
+		if err := p.ExistingKey(); err != nil {
+			return nil, err
 		}
 	}
 	if a.appl == nil {

@@ -19,26 +19,18 @@ import (
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/events"
-	nativetrainers "github.com/aml-project/aml/internal/ident/trainers"
-	"github.com/aml-project/aml/internal/jobs"
 	"github.com/spf13/cobra"
 )
 
-// trainers returns the native trainers this binary offers. The trivial
-// test trainer is available only with AML_TEST_TRAINERS=1 (tests and
-// benchmarks); it is not a product feature.
-func trainers() *jobs.Trainers {
-	t := jobs.NewTrainers(nativetrainers.All()...).WithFormats(nativetrainers.Formats())
-	if os.Getenv("AML_TEST_TRAINERS") == "1" {
-		t.Add(jobs.TestMeanTrainer{})
-	}
-	return t
-}
+// testTrainers reports whether this process offers the trivial test
+// trainer besides the native ones (service.NativeTrainers): only with
+// AML_TEST_TRAINERS=1 (tests and benchmarks); it is not a product feature.
+func testTrainers() bool { return os.Getenv("AML_TEST_TRAINERS") == "1" }
 
 func newJobCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "job", Short: "Submit, follow, cancel and retry training jobs"}
 	var (
-		sr     = amlapp.JobSubmitRequest{Timeout: amlapp.Duration(jobs.DefaultTimeout), Stall: amlapp.Duration(jobs.DefaultStall)}
+		sr     = amlapp.JobSubmitRequest{Timeout: amlapp.Duration(amlapp.DefaultJobTimeout), Stall: amlapp.Duration(amlapp.DefaultJobStall)}
 		params string
 		wait   bool
 	)

@@ -94,7 +94,7 @@ func usagef(format string, args ...any) error {
 // open on first use and close when the command ends.
 func (a *app) process() *service.Process {
 	if a.proc == nil {
-		a.proc = service.New(service.Config{DataDir: a.dataDir, DBURL: a.dbURL, Trainers: trainers(), RescueAfter: a.rescueAfter, Log: a.log, Now: a.now})
+		a.proc = service.New(service.Config{DataDir: a.dataDir, DBURL: a.dbURL, Trainers: service.NativeTrainers(testTrainers()), RescueAfter: a.rescueAfter, Log: a.log, Now: a.now})
 	}
 	return a.proc
 }

@@ -1,7 +1,8 @@
 package main
 
 // aml twin objective|trial|optimize|gate: the twin engine's ops
-// (internal/app, internal/twin/engine, internal/twin/gate).
+// (internal/app's objective.put/show, trial.run, optimize, gate.evaluate;
+// the engine and the gate run there).
 
 import (
 	"bytes"
@@ -11,8 +12,6 @@ import (
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/engine"
-	"github.com/aml-project/aml/internal/twin/gate"
 	"github.com/spf13/cobra"
 )
 
@@ -114,10 +113,10 @@ func newTwinOptimizeCmd(a *app) *cobra.Command {
 			return usagef("--model and --snapshot are required")
 		}
 		switch req.Mode {
-		case "", amlapp.ModeAuto, engine.ModeSafeSmallStep, engine.ModePreciseSearch:
+		case "", amlapp.ModeAuto, amlapp.ModeSafeSmallStep, amlapp.ModePreciseSearch:
 			return nil
 		}
-		return usagef("--mode %q: want auto, %s or %s", req.Mode, engine.ModeSafeSmallStep, engine.ModePreciseSearch)
+		return usagef("--mode %q: want auto, %s or %s", req.Mode, amlapp.ModeSafeSmallStep, amlapp.ModePreciseSearch)
 	})
 	f := cmd.Flags()
 	f.StringVar(&req.Model, "model", "", "twin model (format aml.hybrid/1)")
@@ -131,7 +130,7 @@ func newTwinOptimizeCmd(a *app) *cobra.Command {
 }
 
 func newTwinGateCmd(a *app) *cobra.Command {
-	req := amlapp.GateEvaluateRequest{Snapshots: gate.DefaultSnapshots, Seed: 1}
+	req := amlapp.GateEvaluateRequest{Snapshots: amlapp.DefaultGateSnapshots, Seed: 1}
 	var scene string
 	cmd := &cobra.Command{
 		Use:   "gate --model ID --scene ID[@VERSION] [--snapshots 12] [--profile twin-v3]",

@@ -40,6 +40,13 @@
 // written as Go duration strings ("90s", "15m", "1h30m"; type Duration);
 // instants in requests as epoch milliseconds or RFC 3339 (type Instant).
 //
+// The adapters import no package that does the work (internal/archtest;
+// TestWebImportsNoDomainWork, TestCLIImportsNoDomainWork): a decision a
+// page or a command needs comes back in the op's response (shadow.list's
+// flags and profile, trial.recompute's reproduced), and the response types
+// and request defaults the domain packages define are named here
+// (adapter.go: CertExecuteResult, TrialDetail, DefaultCertTTL, …).
+//
 // Ops lists every use case with its request and response types; the API
 // route table and the MCP tool list name Ops, and a test checks that each
 // route and tool is backed by one.

@@ -27,12 +27,19 @@ type TrialRecomputeRequest struct {
 // Validate requires the id.
 func (r *TrialRecomputeRequest) Validate() error { return required("id", r.ID) }
 
-// TrialRecomputeResponse is the recomputed trial with its detail and the
-// objective it was scored with.
+// TrialRecomputeResponse is the recomputed trial with its detail, the
+// objective it was scored with and whether it reproduces the stored
+// record.
 type TrialRecomputeResponse struct {
 	Trial     *contract.VirtualTrial     `json:"trial"`
 	Detail    *engine.TrialDetail        `json:"detail"`
 	Objective *contract.ObjectiveProfile `json:"objective"`
+	// Reproduced: the recomputed trial hashes to the stored record (with
+	// the provenance notes the optimiser adds after running its best
+	// trial — optimizer, candidatesEvaluated — carried over, since a
+	// single re-run cannot know them; every other field must come out the
+	// same), so the traces are exactly those of the recorded trial.
+	Reproduced bool `json:"reproduced" jsonschema:"the recomputed trial hashes to the stored record (the optimiser's provenance notes carried over)"`
 }
 
 // TrialRecompute re-runs stored trial req.ID (engine.RunTrial on its
@@ -71,6 +78,25 @@ func (a *App) TrialRecompute(ctx context.Context, p Principal, req TrialRecomput
 		if err != nil {
 			return TrialRecomputeResponse{}, err
 		}
-		return TrialRecomputeResponse{Trial: res.Trial, Detail: res.Detail, Objective: obj}, nil
+		return TrialRecomputeResponse{Trial: res.Trial, Detail: res.Detail, Objective: obj, Reproduced: reproduces(res.Trial, rec)}, nil
 	})
+}
+
+// reproduces reports whether recomputed trial t hashes to stored record
+// rec once the stored provenance notes t lacks (the optimiser's, added
+// after its best trial ran) are carried over; t is not changed.
+func reproduces(t *contract.VirtualTrial, rec contract.TrialRecord) bool {
+	if t == nil || rec.Trial == nil {
+		return false
+	}
+	c := *t
+	c.Provenance = make(map[string]string, len(t.Provenance)+len(rec.Trial.Provenance))
+	for k, v := range rec.Trial.Provenance {
+		c.Provenance[k] = v
+	}
+	for k, v := range t.Provenance {
+		c.Provenance[k] = v
+	}
+	h, err := c.Hash()
+	return err == nil && h == rec.Hash
 }

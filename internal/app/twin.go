@@ -952,19 +952,75 @@ type ShadowListRequest struct {
 // Validate requires the model.
 func (r *ShadowListRequest) Validate() error { return required("model", r.Model) }
 
-// ShadowList returns a model's stored shadow evidence.
-func (a *App) ShadowList(ctx context.Context, p Principal, req ShadowListRequest) (List[contract.ShadowRecord], error) {
-	return run(ctx, a, p, &opShadowList, req, func(ctx context.Context, p Principal, req ShadowListRequest) (List[contract.ShadowRecord], error) {
+// ShadowRun is one stored shadow run's evidence with what is wrong with
+// it (ShadowFlags) under the list's twin gate profile.
+type ShadowRun struct {
+	contract.ShadowRecord
+	Flags []string `json:"flags,omitempty" jsonschema:"what is wrong with this run's evidence under the profile (NRMSE beyond its rollout bound, coverage below its shadow minimum); none when within"`
+}
+
+// ShadowListResponse is a model's shadow evidence, each run flagged
+// against Profile.
+type ShadowListResponse struct {
+	Items []ShadowRun `json:"items"`
+	Count int         `json:"count"`
+	// Profile is the twin gate profile the runs are judged under: the
+	// model's latest twin gate's, else (no gate yet, or a profile no
+	// longer published) the newest published one.
+	Profile string `json:"profile" jsonschema:"twin gate profile the flags apply (the latest twin gate's, else the newest)"`
+}
+
+// ShadowList returns a model's stored shadow evidence, each run flagged
+// against the twin gate profile of the model's latest gate (else the
+// newest profile).
+func (a *App) ShadowList(ctx context.Context, p Principal, req ShadowListRequest) (ShadowListResponse, error) {
+	return run(ctx, a, p, &opShadowList, req, func(ctx context.Context, p Principal, req ShadowListRequest) (ShadowListResponse, error) {
 		m, err := a.model(ctx, p, auth.ActRead, req.Model)
 		if err != nil {
-			return List[contract.ShadowRecord]{}, err
+			return ShadowListResponse{}, err
 		}
 		rs, err := a.d.Store.ListShadow(ctx, m.ID)
 		if err != nil {
-			return List[contract.ShadowRecord]{}, err
+			return ShadowListResponse{}, err
 		}
-		return ListOf(rs), nil
+		prof, err := a.shadowProfile(ctx, m.ID)
+		if err != nil {
+			return ShadowListResponse{}, err
+		}
+		out := ShadowListResponse{Items: make([]ShadowRun, 0, len(rs)), Count: len(rs), Profile: prof.ID}
+		for _, r := range rs {
+			out.Items = append(out.Items, ShadowRun{ShadowRecord: r, Flags: ShadowFlags(r.NRMSE, r.Coverage, prof)})
+		}
+		return out, nil
 	})
+}
+
+// shadowProfile is the twin gate profile model's shadow evidence is
+// judged under: its latest twin gate's, else (no gate yet, or a profile
+// no longer published) the newest published profile.
+func (a *App) shadowProfile(ctx context.Context, model string) (eval.TwinProfile, error) {
+	var prof eval.TwinProfile
+	ps := eval.TwinProfiles()
+	if n := len(ps); n > 0 {
+		prof = ps[n-1]
+	}
+	g, err := a.d.Store.LatestGateEval(ctx, model)
+	if core.CodeOf(err) == core.CodeNotFound {
+		return prof, nil
+	}
+	if err != nil {
+		return prof, err
+	}
+	rep, err := storedGateReport(g.Report)
+	if err != nil {
+		return prof, core.Wrap(core.CodeInternal, err, "gate evaluation %s: report", g.GateEvalID)
+	}
+	for _, tp := range ps {
+		if tp.ID == rep.Profile {
+			return tp, nil
+		}
+	}
+	return prof, nil
 }
 
 // CalibrateRequest measures a model's recalibration signals.

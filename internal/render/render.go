@@ -120,7 +120,7 @@ var byOp = map[string]fn{
 	"gate.latest":      out(printGateLatest),
 	"gate.profiles":    out(printGateProfiles),
 	"shadow.collect":   out(func(w io.Writer, ev *shadow.Evidence) { printShadow(w, ev) }),
-	"shadow.list":      list(printShadowRuns),
+	"shadow.list":      out(printShadowRuns),
 	"calibrate":        out(printCalibrate),
 	"calibration.list": list(printCalibrations),
 	"steptest.plan":    out(printStepTestPlan),

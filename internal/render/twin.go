@@ -412,7 +412,8 @@ func printTrials(w io.Writer, l []contract.TrialRecord) {
 	})
 }
 
-func printShadowRuns(w io.Writer, l []contract.ShadowRecord) {
+func printShadowRuns(w io.Writer, resp app.ShadowListResponse) {
+	l := resp.Items
 	table(w, "MODEL\tRUN\tSTEPS\tNRMSE\tCOVERAGE\tSTORED", len(l), "shadow run(s)", func(row func(...any)) {
 		for _, r := range l {
 			row(r.ModelID, r.RunID, r.Steps, fmt.Sprintf("%.4f", r.NRMSE), fmt.Sprintf("%.3f", r.Coverage), r.CreatedAt.UTC().Format(time.RFC3339))

@@ -14,6 +14,7 @@ import (
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/envlease"
 	"github.com/aml-project/aml/internal/events"
+	nativetrainers "github.com/aml-project/aml/internal/ident/trainers"
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/postgres"
@@ -38,6 +39,18 @@ type Config struct {
 	// Now stamps registered models' creation time (jobs.Options.Now; nil:
 	// the wall clock): the application's clock.
 	Now func() time.Time
+}
+
+// NativeTrainers are the trainers an AML binary offers: the native ones
+// (internal/ident/trainers) with their model formats, and with
+// testTrainer the trivial test trainer (jobs.TestMeanTrainer: tests and
+// benchmarks only, not a product feature).
+func NativeTrainers(testTrainer bool) *jobs.Trainers {
+	t := jobs.NewTrainers(nativetrainers.All()...).WithFormats(nativetrainers.Formats())
+	if testTrainer {
+		t.Add(jobs.TestMeanTrainer{})
+	}
+	return t
 }
 
 // IsPostgres reports whether url selects PostgreSQL.
@@ -207,6 +220,24 @@ func (p *Process) Key(ctx context.Context) (*cert.KeyPair, error) {
 	}
 	p.deps.Key = k
 	return k, nil
+}
+
+// ExistingKey loads the data directory's signing key when it has one and
+// none is loaded yet, never creating one (a command that only verifies,
+// such as audit.verify, writes nothing); without a key file it does
+// nothing.
+func (p *Process) ExistingKey() error {
+	if p.deps.Key != nil {
+		return nil
+	}
+	k, err := cert.LoadKey(p.cfg.DataDir)
+	switch {
+	case err == nil:
+		p.deps.Key = k
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return nil
 }
 
 // Deps opens everything a serving process needs (store, job system, key).

@@ -14,9 +14,7 @@ import (
 	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/govern"
 )
 
 // The twin and approver actions: a scene drafted from a model, edited,
@@ -599,24 +597,15 @@ func (s *server) certDetailOf(ctx context.Context, p auth.Principal, id string) 
 	d.Model = tr.Trial.ModelID
 	ood := tr.Trial.OutOfDistribution
 	d.OOD = &ood
-	var prof eval.TwinProfile
 	if g, err := s.app.GateLatest(ctx, p, app.GateLatestRequest{Model: d.Model}); err == nil {
 		d.Gate = &g
 	}
-	if gp, err := s.app.GateProfiles(ctx, p, app.GateProfilesRequest{}); err == nil {
-		if n := len(gp.Twin); n > 0 {
-			prof = gp.Twin[n-1]
-		}
-		for _, tp := range gp.Twin {
-			if d.Gate != nil && tp.ID == d.Gate.Report.Profile {
-				prof = tp
-			}
-		}
-	}
+	// Each run flagged by the op against the latest gate's profile (else
+	// the newest).
 	if sl, err := s.app.ShadowList(ctx, p, app.ShadowListRequest{Model: d.Model}); err == nil {
 		d.Shadow.Runs = len(sl.Items)
 		for _, rec := range sl.Items {
-			for _, f := range app.ShadowFlags(rec.NRMSE, rec.Coverage, prof) {
+			for _, f := range rec.Flags {
 				d.Shadow.Flagged = append(d.Shadow.Flagged, rec.RunID+": "+f)
 			}
 		}
@@ -663,7 +652,7 @@ func forbiddenMsg(p auth.Principal, do, msg string) string {
 // written and read back.
 func (s *server) certExecute(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	req := app.CertExecuteRequest{ID: r.PathValue("id")}
-	res, err := invoke[govern.Result](s, r, p, "cert.execute", &req)
+	res, err := invoke[app.CertExecuteResult](s, r, p, "cert.execute", &req)
 	if err != nil && core.CodeOf(err) == core.CodeForbidden {
 		body := auth.BodyOf(err)
 		e := core.FieldErrorf(core.CodeForbidden, body.Field, "%s", forbiddenMsg(p, "execute", body.Message))
@@ -678,7 +667,7 @@ func (s *server) certExecute(w http.ResponseWriter, r *http.Request, p auth.Prin
 	return s.renderExec(w, r, p, auth.StatusOf(err), req.ID, &res, toFormError(p, err))
 }
 
-func (s *server) renderExec(w http.ResponseWriter, r *http.Request, p auth.Principal, status int, id string, res *govern.Result, ferr *formError) error {
+func (s *server) renderExec(w http.ResponseWriter, r *http.Request, p auth.Principal, status int, id string, res *app.CertExecuteResult, ferr *formError) error {
 	rec, err := s.app.CertShow(r.Context(), p, app.CertRequest{ID: id})
 	if err != nil {
 		return err

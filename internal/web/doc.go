@@ -39,7 +39,11 @@
 // scene.list/show, snapshot.list, trial.list, model.show, gate.latest,
 // shadow.list, connector.list, cert.list, audit.list, line.overview), so
 // role and line scope are the application's; TestWebIsThin names the few
-// functions that still read the store and why.
+// functions that still read the store and why (none today), and
+// TestWebImportsNoDomainWork fails on a file that imports a package that
+// does the work (the twin's engine, gate, govern, cert…, eval, dataset,
+// jobs, ident/…: internal/archtest) — the pages name the ops' types
+// through internal/app.
 //
 // Lines and runs with trend plots (a node's runs overlaid on the time since
 // each run's start, from ts.query's bucket aggregates; a golden-run band,
@@ -68,8 +72,9 @@
 // Bad evidence is flagged where it is shown: a coverage outside its target
 // ± the measurement's tolerance (app.CoverageCheck, the gates' tolerance)
 // in the models table and on the card, a shadow run whose NRMSE or
-// coverage is beyond the twin gate profile's bounds (app.ShadowFlags; the
-// profile of the model's latest twin gate, else the newest). A
+// coverage is beyond the twin gate profile's bounds (shadow.list's flags
+// and profile: the profile of the model's latest twin gate, else the
+// newest). A
 // certificate's expiry and time left are shown only while it can still be
 // approved or executed (app.CertExecution); an expired, revoked, executed
 // or unverified one says why it cannot execute instead.
@@ -90,12 +95,12 @@
 // of the run's values inside it).
 //
 // Trials: the store keeps the trial record, not the engine's TrialDetail
-// (all traces and the baseline). The trial page re-runs engine.RunTrial on
-// the stored snapshot, scene, objective and candidate with the trial's own
-// id, author and time, and checks that the recomputed record hashes to the
-// stored one (the optimiser's provenance notes carried over); if it does
-// not, or cannot be recomputed, the page says so and falls back to the
-// stored tube. Recomputations and predictions are cached per immutable
+// (all traces and the baseline). The trial page calls trial.recompute,
+// which re-runs the engine on the stored snapshot, scene, objective and
+// candidate with the trial's own id, author and time and answers whether
+// the recomputed record hashes to the stored one (reproduced; the
+// optimiser's provenance notes carried over); if it does not, or cannot be
+// recomputed, the page says so and falls back to the stored tube. Recomputations and predictions are cached per immutable
 // record.
 //
 // # Actions

@@ -12,7 +12,6 @@ import (
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/web/plot"
 )
@@ -24,9 +23,9 @@ type (
 
 // modelMetrics is the part of a model's metrics JSON the card shows.
 type modelMetrics struct {
-	Test      *splitMetrics   `json:"test"`
-	Val       *splitMetrics   `json:"val"`
-	Conformal *eval.Conformal `json:"conformal"`
+	Test      *splitMetrics  `json:"test"`
+	Val       *splitMetrics  `json:"val"`
+	Conformal *app.Conformal `json:"conformal"`
 	Coverage  *struct {
 		Target   float64   `json:"target"`
 		Measured float64   `json:"measured"`
@@ -69,9 +68,9 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 			return core.Wrap(core.CodeModelInvalid, err, "model %s metrics", m.ID)
 		}
 	}
-	var gates eval.GateReport
+	var gates app.GateReport
 	hasGates := len(m.Gates) > 0 && json.Unmarshal(m.Gates, &gates) == nil
-	var twinGate *eval.TwinGateReport
+	var twinGate *app.TwinGateReport
 	var twinGateRec app.GateLatestResponse
 	if g, err := s.app.GateLatest(ctx, p, app.GateLatestRequest{Model: m.ID}); err == nil {
 		twinGate, twinGateRec = &g.Report, g
@@ -82,27 +81,10 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	sh := shl.Items
 	// Flags on bad evidence: shadow runs against the profile of the
-	// latest twin gate (without one, the newest profile), the measured
-	// coverage against its target ± the measurement's tolerance.
-	gp, err := s.app.GateProfiles(ctx, p, app.GateProfilesRequest{})
-	if err != nil {
-		return err
-	}
-	var prof eval.TwinProfile
-	if n := len(gp.Twin); n > 0 {
-		prof = gp.Twin[n-1]
-	}
-	for _, tp := range gp.Twin {
-		if twinGate != nil && tp.ID == twinGate.Profile {
-			prof = tp
-		}
-	}
-	shadowRows := make([]shadowRow, 0, len(sh))
-	for _, rec := range sh {
-		shadowRows = append(shadowRows, shadowRow{rec, app.ShadowFlags(rec.NRMSE, rec.Coverage, prof)})
-	}
+	// latest twin gate (without one, the newest profile: shadow.list's
+	// Flags and Profile), the measured coverage against its target ± the
+	// measurement's tolerance.
 	covTol, covOff := math.NaN(), ""
 	if c := met.Coverage; c != nil && met.Conformal != nil {
 		covTol, covOff = app.CoverageCheck(c.Target, c.Measured, met.Conformal.CalibrationWindows, c.Windows)
@@ -154,15 +136,9 @@ func (s *server) modelPage(w http.ResponseWriter, r *http.Request, p auth.Princi
 	stage := map[string]any{"Can": auth.RoleAllows(p.Role, auth.ActModelStage), "CanProduction": auth.RoleAllows(p.Role, auth.ActPromoteProduction),
 		"Failed": failed, "Err": stageErr, "Done": r.URL.Query().Get("done")}
 	s.render(w, r, status, "model", &p, map[string]any{"Title": "Model " + m.ID, "M": m, "Stage": stage, "History": hist, "Met": met, "Gates": gates, "HasGates": hasGates,
-		"TwinGate": twinGate, "TwinGateRec": twinGateRec, "Shadow": shadowRows, "ShadowProfile": prof.ID, "CovTol": covTol, "CovOff": covOff, "Widths": widths, "TestRuns": testRuns, "Run": run, "PvA": pva, "PvAErr": pvaErr,
+		"TwinGate": twinGate, "TwinGateRec": twinGateRec, "Shadow": shl.Items, "ShadowProfile": shl.Profile, "CovTol": covTol, "CovOff": covOff, "Widths": widths, "TestRuns": testRuns, "Run": run, "PvA": pva, "PvAErr": pvaErr,
 		"IsTest": slices.Contains(testRuns, run)})
 	return nil
-}
-
-// shadowRow is one shadow run's evidence with what is wrong with it.
-type shadowRow struct {
-	contract.ShadowRecord
-	Flags []string
 }
 
 // predVsActual is the predicted vs actual figure of one run.

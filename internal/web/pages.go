@@ -15,7 +15,6 @@ import (
 	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
-	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/web/plot"
 )
@@ -330,7 +329,7 @@ func (s *server) jobPage(w http.ResponseWriter, r *http.Request, p auth.Principa
 	if err != nil {
 		return err
 	}
-	var gates eval.GateReport
+	var gates app.GateReport
 	hasGates := len(j.Gates) > 0 && json.Unmarshal(j.Gates, &gates) == nil
 	s.render(w, r, http.StatusOK, "job", &p, map[string]any{"Title": "Job " + j.ID, "J": j, "Gates": gates, "HasGates": hasGates,
 		"CanJob": auth.RoleAllows(p.Role, auth.ActJob), "Done": r.URL.Query().Get("done")})

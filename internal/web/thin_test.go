@@ -10,7 +10,33 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/aml-project/aml/internal/archtest"
 )
+
+// workImports are the imports of a work-doing domain package
+// (archtest.WorkPackages) the web still has, keyed "FILE PATH", each with
+// why it cannot go through an op yet.
+var workImports = map[string]string{}
+
+// TestWebImportsNoDomainWork: no non-test file of the web imports a
+// work-doing domain package unless workImports lists it with its reason;
+// every trial, gate, certificate and evaluation the pages show comes from
+// an app op's response.
+func TestWebImportsNoDomainWork(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := filepath.Glob(filepath.Join("plot", "*.go"))
+	got, err := archtest.Violations(append(files, sub...), workImports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range got {
+		t.Error(msg)
+	}
+}
 
 // storeReaders are the functions of the web package that still reach the
 // shared resources (service.Deps' Store or DataDir) instead of an app op,

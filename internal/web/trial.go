@@ -9,14 +9,13 @@ import (
 	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/engine"
 	"github.com/aml-project/aml/internal/web/plot"
 )
 
 // trialView is what the trial page shows besides the stored record.
 type trialView struct {
 	Charts []*plot.Chart
-	Detail *engine.TrialDetail
+	Detail *app.TrialDetail
 	// Reproduced: the recomputed trial hashes to the stored one, so the
 	// traces are exactly those of the recorded trial.
 	Reproduced bool
@@ -32,10 +31,11 @@ type trialView struct {
 // The store keeps the trial record (candidate, predicted tube of the
 // scene's observations and guards, costs) but not the engine's
 // TrialDetail (every trace, the baseline's trajectories). The page
-// recomputes it through the op trial.recompute: engine.RunTrial on the
+// recomputes it through the op trial.recompute (the engine re-run on the
 // stored snapshot, the snapshot's scene and the trial's objective with
-// the recorded candidate, id, author and time. The engine is deterministic, so the recomputed record hashes
-// to the stored one (with the optimiser's provenance notes carried over);
+// the recorded candidate, id, author and time). The engine is
+// deterministic, so the recomputed record hashes to the stored one (the
+// op's Reproduced, with the optimiser's provenance notes carried over);
 // the page says so, and says plainly when it does not
 // (a replaced objective profile, a retired model's pruned artifact), in
 // which case it draws the stored tube only.
@@ -83,19 +83,9 @@ func (s *server) trialTraces(ctx context.Context, p auth.Principal, rec contract
 		return v // not cached: the cause may go away
 	}
 	v.Detail = res.Detail
-	// The optimiser annotates its best trial's provenance (optimizer,
-	// candidatesEvaluated) after running it; a single recomputed trial
-	// cannot know those, so they are carried over before comparing. Every
-	// other field must come out the same.
-	for k, pv := range t.Provenance {
-		if _, ok := res.Trial.Provenance[k]; !ok {
-			if res.Trial.Provenance == nil {
-				res.Trial.Provenance = map[string]string{}
-			}
-			res.Trial.Provenance[k] = pv
-		}
-	}
-	if h, err := res.Trial.Hash(); err == nil && h == rec.Hash {
+	// Whether the recomputation reproduces the stored record is the op's
+	// answer (trial.recompute: Reproduced).
+	if res.Reproduced {
 		v.Reproduced = true
 	} else {
 		v.Note = "The recomputed trial does not hash to the stored record (its objective profile or model changed since); the plots show the recomputation."
@@ -161,7 +151,7 @@ func unitOf(scene *contract.SceneContract, id string) string {
 // the baseline mean (dashed) with its tube, the scene's limits and the
 // objective's setpoint of a target.
 // Outputs come first (what the trial is judged on), then controls.
-func detailCharts(d *engine.TrialDetail, scene *contract.SceneContract, obj *contract.ObjectiveProfile) []*plot.Chart {
+func detailCharts(d *app.TrialDetail, scene *contract.SceneContract, obj *contract.ObjectiveProfile) []*plot.Chart {
 	var outputs, others []*plot.Chart
 	for _, tr := range d.Traces {
 		x := make([]float64, len(tr.Mean))

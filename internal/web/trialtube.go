@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"math"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/twin/contract"
-	"github.com/aml-project/aml/internal/twin/engine"
 )
 
 // The trial page's interactive tube: every trace of the recomputed trial
@@ -46,7 +46,7 @@ func nullable(v []float64) []*float64 {
 
 // tubeDoc is the trial's traces for static/tube.js: outputs first, then
 // controls, as detailCharts orders them.
-func tubeDoc(d *engine.TrialDetail, scene *contract.SceneContract, obj *contract.ObjectiveProfile) string {
+func tubeDoc(d *app.TrialDetail, scene *contract.SceneContract, obj *contract.ObjectiveProfile) string {
 	if d == nil {
 		return ""
 	}
