@@ -152,9 +152,11 @@ func TestBrowserEveryPageFits(t *testing.T) {
 			}
 		}
 		run(t, ctx, "operator page", chromedp.Navigate(f.srv.URL+"/ui/operator/line-injection-01"), chromedp.WaitVisible(chromedp.ID("operator-nodes")))
-		// The overview reloads its body from line.overview by itself.
+		// The overview reloads its body from line.overview by itself
+		// every 2 s; the wait is generous for a loaded machine (one
+		// refresh took over 15 s there while a whole package ran).
 		value(t, ctx, "operator refresh", chromedp.Poll[bool](`+(document.getElementById("live-refresh").getAttribute("data-refreshes") || 0) >= 1 && !!document.getElementById("operator-nodes")`,
-			chromedp.WithPollingTimeout(15*time.Second)))
+			chromedp.WithPollingTimeout(45*time.Second)))
 		screenshot(t, ctx, fmt.Sprintf("operator-%dx%d", size.w, size.h))
 	}
 }
