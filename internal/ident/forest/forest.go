@@ -177,6 +177,10 @@ type Forest struct {
 	Init         float64 `json:"init,omitempty"`
 	LearningRate float64 `json:"learning_rate,omitempty"`
 	Trees        []Tree  `json:"trees"`
+	// Parts and Weights make a blend (Method MethodBlend, regression):
+	// the prediction is Σ_i Weights[i]·Parts[i].Predict(x); Trees is empty.
+	Parts   []Forest  `json:"parts,omitempty"`
+	Weights []float64 `json:"weights,omitempty"`
 	// Importances are the normalised mean decreases in impurity per feature.
 	Importances []float64 `json:"importances"`
 	OOB         OOBScore  `json:"oob"`
@@ -202,6 +206,12 @@ func (f *Forest) OOBPredictions() []float64 { return f.oobPred }
 func (f *Forest) Proba(x []float64, out []float64) {
 	k := f.K()
 	clear(out[:k])
+	if f.Method == MethodBlend {
+		for i := range f.Parts {
+			out[0] += f.Weights[i] * f.Parts[i].Predict(x)
+		}
+		return
+	}
 	for ti := range f.Trees {
 		t := &f.Trees[ti]
 		v := t.Value[t.leaf(x)*k:]

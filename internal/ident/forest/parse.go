@@ -39,8 +39,13 @@ func (f *Forest) Validate() error {
 		if f.Task != Regression || math.IsNaN(f.Init) || math.IsInf(f.Init, 0) || !(f.LearningRate > 0 && f.LearningRate <= 1) {
 			return fmt.Errorf("forest: a boosted model must be a regression with a finite init and a learning rate in (0, 1]")
 		}
+	case MethodBlend:
+		return f.validateBlend()
 	default:
 		return fmt.Errorf("forest: method %q", f.Method)
+	}
+	if len(f.Parts) != 0 || len(f.Weights) != 0 {
+		return fmt.Errorf("forest: parts and weights belong to a blend")
 	}
 	if f.NFeatures < 1 {
 		return fmt.Errorf("forest: %d features", f.NFeatures)
@@ -89,6 +94,40 @@ func (f *Forest) Validate() error {
 				return fmt.Errorf("forest: tree %d node %d: children %d, %d must follow it within %d nodes", ti, j, l, r, n)
 			}
 		}
+	}
+	return nil
+}
+
+// validateBlend checks a blend: a regression of no trees of its own and
+// 2..8 parts, each a valid forest or boosted model (no nested blends) with
+// the blend's features, weights finite, ≥ 0 and summing to 1.
+func (f *Forest) validateBlend() error {
+	if f.Task != Regression || f.NFeatures < 1 || len(f.Trees) != 0 || len(f.Classes) != 0 {
+		return fmt.Errorf("forest: a blend must be a regression over at least one feature with no trees or classes of its own")
+	}
+	if len(f.Parts) < 2 || len(f.Parts) > 8 || len(f.Weights) != len(f.Parts) {
+		return fmt.Errorf("forest: a blend needs 2..8 parts and one weight per part (%d parts, %d weights)", len(f.Parts), len(f.Weights))
+	}
+	if f.Importances != nil && len(f.Importances) != f.NFeatures {
+		return fmt.Errorf("forest: %d importances for %d features", len(f.Importances), f.NFeatures)
+	}
+	sum := 0.0
+	for i := range f.Parts {
+		p := &f.Parts[i]
+		w := f.Weights[i]
+		if math.IsNaN(w) || w < 0 || w > 1 {
+			return fmt.Errorf("forest: blend weight %d is %v, want 0..1", i, w)
+		}
+		sum += w
+		if p.Method == MethodBlend || p.Task != Regression || p.NFeatures != f.NFeatures {
+			return fmt.Errorf("forest: blend part %d must be a regression forest or boosted model over %d features", i, f.NFeatures)
+		}
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("forest: blend part %d: %w", i, err)
+		}
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		return fmt.Errorf("forest: blend weights sum to %v, want 1", sum)
 	}
 	return nil
 }

@@ -126,4 +126,22 @@ func TestForestTuneParam(t *testing.T) {
 	if _, err := (ForestParams{Method: "boost", Task: "regression", Trees: 5, Tune: "oob"}).Fit(X, y, 1); err == nil {
 		t.Error("tune oob with method boost accepted")
 	}
+	// tune cv: the params' knobs are ignored, the model is TuneCV's.
+	g, err := (ForestParams{Task: "regression", Trees: 20, MaxFeatures: 3, MinLeaf: 9, Tune: "cv"}).Fit(X, y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := forest.TuneCV(X, y, forest.Options{Task: forest.Regression, Trees: 20, MinLeaf: 1, MinSplit: 2, Bootstrap: true, SampleFraction: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Knobs() != want.Knobs() || g.Options.MinLeaf == 9 || g.Predict(X[5]) != want.Predict(X[5]) {
+		t.Errorf("tune cv chose %s, TuneCV %s", g.Knobs(), want.Knobs())
+	}
+	if _, err := (ForestParams{Task: "classification", Trees: 5, Tune: "cv"}).Fit(X, y, 1); err == nil {
+		t.Error("tune cv with task classification accepted")
+	}
+	if _, err := (ForestParams{Method: "boost", Task: "regression", Trees: 5, Tune: "cv"}).Fit(X, y, 1); err == nil {
+		t.Error("tune cv with method boost accepted")
+	}
 }
