@@ -75,7 +75,11 @@
 // is a Forest of Method "blend" (Parts, Weights); w = 1 or 0 returns the
 // forest or the boosted model alone. Like Tune it sees only the rows passed
 // to it, and CVGrid was committed before any iGuzzini outer fold was
-// scored with it (examples/bench/iguzzini_cv.json).
+// scored with it (examples/bench/iguzzini_cv.json). With cuts, TuneCV also
+// fits the class cut points on the chosen model's inner out-of-fold
+// predictions ([FitCuts]); the model (Forest.Cuts, CutLabels) then predicts
+// the class label between them (examples/bench/iguzzini_cv_cuts.json,
+// declared before it was scored).
 //
 // # Gradient boosting
 //

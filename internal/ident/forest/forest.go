@@ -181,6 +181,12 @@ type Forest struct {
 	// the prediction is Σ_i Weights[i]·Parts[i].Predict(x); Trees is empty.
 	Parts   []Forest  `json:"parts,omitempty"`
 	Weights []float64 `json:"weights,omitempty"`
+	// Cuts (increasing) turn a regression of an ordinal class into a class
+	// label: Predict returns CutLabels[j], j the number of cut points below
+	// the regression value (len(CutLabels) = len(Cuts)+1; CutLabels[j] <
+	// Cuts[j] < CutLabels[j+1]). TuneCV fits them with cuts on.
+	Cuts      []float64 `json:"cuts,omitempty"`
+	CutLabels []float64 `json:"cut_labels,omitempty"`
 	// Importances are the normalised mean decreases in impurity per feature.
 	Importances []float64 `json:"importances"`
 	OOB         OOBScore  `json:"oob"`
@@ -241,7 +247,20 @@ func (f *Forest) Predict(x []float64) float64 {
 		p = make([]float64, k)
 	}
 	f.Proba(x, p)
+	if len(f.Cuts) > 0 {
+		return f.cutLabel(p[0])
+	}
 	return f.decide(p)
+}
+
+// cutLabel maps a regression value v to CutLabels[j], j the number of cut
+// points below v.
+func (f *Forest) cutLabel(v float64) float64 {
+	j := 0
+	for j < len(f.Cuts) && v > f.Cuts[j] {
+		j++
+	}
+	return f.CutLabels[j]
 }
 
 func (f *Forest) decide(p []float64) float64 {

@@ -40,12 +40,18 @@ func (f *Forest) Validate() error {
 			return fmt.Errorf("forest: a boosted model must be a regression with a finite init and a learning rate in (0, 1]")
 		}
 	case MethodBlend:
+		if err := f.validateCuts(); err != nil {
+			return err
+		}
 		return f.validateBlend()
 	default:
 		return fmt.Errorf("forest: method %q", f.Method)
 	}
 	if len(f.Parts) != 0 || len(f.Weights) != 0 {
 		return fmt.Errorf("forest: parts and weights belong to a blend")
+	}
+	if err := f.validateCuts(); err != nil {
+		return err
 	}
 	if f.NFeatures < 1 {
 		return fmt.Errorf("forest: %d features", f.NFeatures)
@@ -119,8 +125,8 @@ func (f *Forest) validateBlend() error {
 			return fmt.Errorf("forest: blend weight %d is %v, want 0..1", i, w)
 		}
 		sum += w
-		if p.Method == MethodBlend || p.Task != Regression || p.NFeatures != f.NFeatures {
-			return fmt.Errorf("forest: blend part %d must be a regression forest or boosted model over %d features", i, f.NFeatures)
+		if p.Method == MethodBlend || p.Task != Regression || p.NFeatures != f.NFeatures || len(p.Cuts) != 0 {
+			return fmt.Errorf("forest: blend part %d must be a regression forest or boosted model over %d features without cut points", i, f.NFeatures)
 		}
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("forest: blend part %d: %w", i, err)
@@ -128,6 +134,25 @@ func (f *Forest) validateBlend() error {
 	}
 	if math.Abs(sum-1) > 1e-9 {
 		return fmt.Errorf("forest: blend weights sum to %v, want 1", sum)
+	}
+	return nil
+}
+
+// validateCuts checks the cut points: none, or a regression with at most
+// 1000 finite cut points interleaved with one more finite label
+// (CutLabels[j] < Cuts[j] < CutLabels[j+1]).
+func (f *Forest) validateCuts() error {
+	if len(f.Cuts) == 0 && len(f.CutLabels) == 0 {
+		return nil
+	}
+	if f.Task != Regression || len(f.Cuts) > 1000 || len(f.CutLabels) != len(f.Cuts)+1 {
+		return fmt.Errorf("forest: cut points need a regression and one label more than cuts (%d cuts, %d labels)", len(f.Cuts), len(f.CutLabels))
+	}
+	for j, c := range f.Cuts {
+		lo, hi := f.CutLabels[j], f.CutLabels[j+1]
+		if math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < c && c < hi) {
+			return fmt.Errorf("forest: cut %d (%v) must lie strictly between finite labels %v and %v", j, c, lo, hi)
+		}
 	}
 	return nil
 }

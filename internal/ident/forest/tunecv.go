@@ -104,6 +104,12 @@ type CVResult struct {
 	Accuracy    float64       `json:"accuracy"`
 	MSE         float64       `json:"mse"`
 	InnerSplits int           `json:"inner_splits"`
+	// With cuts: the cut points fitted on the blend's inner out-of-fold
+	// predictions, the labels between them, and the inner accuracy of the
+	// cut predictions.
+	Cuts        []float64 `json:"cuts,omitempty"`
+	CutLabels   []float64 `json:"cut_labels,omitempty"`
+	CutAccuracy float64   `json:"cut_accuracy,omitempty"`
 }
 
 // better reports whether (acc, mse) beats (acc0, mse0): higher accuracy,
@@ -157,7 +163,12 @@ func cvFolds(y []float64, seed uint64) [][]int {
 // regression (an ordinal class predicted as a number and rounded). It
 // reads only X and y: in a cross-validation the caller passes the
 // training folds, so the held-out fold cannot influence the choice.
-func TuneCV(X [][]float64, y []float64, opt Options) (*Forest, *CVResult, error) {
+//
+// With cuts, the class cut points are fitted too (FitCuts on the chosen
+// blend's inner out-of-fold predictions, labels the distinct targets, 2..100
+// of them) and the model predicts the label between its cut points instead
+// of a number.
+func TuneCV(X [][]float64, y []float64, opt Options, cuts bool) (*Forest, *CVResult, error) {
 	n := len(X)
 	if n == 0 || len(y) != n {
 		return nil, nil, errors.New("forest: tune cv needs rows and as many targets")
@@ -270,6 +281,19 @@ func TuneCV(X [][]float64, y []float64, opt Options) (*Forest, *CVResult, error)
 			res.Weight, res.Accuracy, res.MSE, first = w, a, m, false
 		}
 	}
+	if cuts {
+		labels := distinct(y)
+		if len(labels) < 2 || len(labels) > 100 {
+			return nil, nil, fmt.Errorf("forest: tune cv cuts need 2..100 distinct target values, got %d", len(labels))
+		}
+		for r := range blend {
+			for i := range blend[r] {
+				blend[r][i] = res.Weight*pf[r][i] + (1-res.Weight)*pb[r][i]
+			}
+		}
+		res.CutLabels = labels
+		res.Cuts, res.CutAccuracy = FitCuts(blend, y, labels)
+	}
 	var ff, fb *Forest
 	var err error
 	if res.Weight > 0 {
@@ -282,18 +306,71 @@ func TuneCV(X [][]float64, y []float64, opt Options) (*Forest, *CVResult, error)
 			return nil, nil, err
 		}
 	}
+	var out *Forest
 	switch res.Weight {
 	case 1:
-		return ff, res, nil
+		out = ff
 	case 0:
-		return fb, res, nil
+		out = fb
+	default:
+		imp := make([]float64, d)
+		for f := range imp {
+			imp[f] = res.Weight*ff.Importances[f] + (1-res.Weight)*fb.Importances[f]
+		}
+		out = &Forest{Version: Version, Task: Regression, NFeatures: d, Method: MethodBlend, Options: ff.Options,
+			Parts: []Forest{*ff, *fb}, Weights: []float64{res.Weight, 1 - res.Weight}, Trees: []Tree{}, Importances: imp}
 	}
-	imp := make([]float64, d)
-	for f := range imp {
-		imp[f] = res.Weight*ff.Importances[f] + (1-res.Weight)*fb.Importances[f]
+	if cuts {
+		out.Cuts, out.CutLabels = append([]float64(nil), res.Cuts...), append([]float64(nil), res.CutLabels...)
 	}
-	return &Forest{Version: Version, Task: Regression, NFeatures: d, Method: MethodBlend, Options: ff.Options,
-		Parts: []Forest{*ff, *fb}, Weights: []float64{res.Weight, 1 - res.Weight}, Trees: []Tree{}, Importances: imp}, res, nil
+	return out, res, nil
+}
+
+// FitCuts fits the cut points between consecutive labels (sorted,
+// distinct) that maximise the accuracy of the cut predictions pred
+// (per repeat, per row) against y: starting from the midpoints, three
+// passes of a coordinate search, each cut over 61 points from 20 % to 80 %
+// of the way between its two labels; on a tie the point nearer the
+// midpoint (then the lower) is kept. Returns the cuts and their accuracy.
+func FitCuts(pred [][]float64, y, labels []float64) ([]float64, float64) {
+	c := make([]float64, len(labels)-1)
+	for j := range c {
+		c[j] = (labels[j] + labels[j+1]) / 2
+	}
+	acc := func() float64 {
+		ok, n := 0, 0
+		for _, p := range pred {
+			for i, v := range p {
+				n++
+				j := 0
+				for j < len(c) && v > c[j] {
+					j++
+				}
+				if labels[j] == y[i] {
+					ok++
+				}
+			}
+		}
+		return float64(ok) / float64(n)
+	}
+	best := acc()
+	for pass := 0; pass < 3; pass++ {
+		for j := range c {
+			lo, hi := labels[j], labels[j+1]
+			bv, bd := c[j], math.Abs(c[j]-(lo+hi)/2)
+			for s := 20; s <= 80; s++ {
+				v := lo + (hi-lo)*float64(s)/100
+				c[j] = v
+				a := acc()
+				dist := math.Abs(v - (lo+hi)/2)
+				if a > best || (a == best && dist < bd-1e-12) {
+					best, bv, bd = a, v, dist
+				}
+			}
+			c[j] = bv
+		}
+	}
+	return c, best
 }
 
 func stageAt(s [][][]float64, r int) [][]float64 {
@@ -364,6 +441,11 @@ func cvJob(X [][]float64, y []float64, opt Options, c CVCandidate, fold []int, k
 
 // Knobs describes the fitted model's method and knobs in one line.
 func (f *Forest) Knobs() string {
+	if len(f.Cuts) > 0 {
+		g := *f
+		g.Cuts = nil
+		return fmt.Sprintf("%s, cuts %v", g.Knobs(), f.Cuts)
+	}
 	switch f.Method {
 	case MethodBoost:
 		o := f.Options

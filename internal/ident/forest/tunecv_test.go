@@ -42,18 +42,19 @@ func ordinal(n int, seed uint64) ([][]float64, []float64) {
 // inner scores, choices and model. The choice is the best-scoring point,
 // and the returned model is the one Fit/Boost grow with the chosen knobs.
 // The two data seeds make TuneCV choose a blend (seed 3, w 0.5) and the
-// forest alone (seed 1, w 1), so both paths are checked.
+// forest alone (seed 1, w 1, with cut points), so both paths and the cut
+// points are checked.
 func TestTuneCVNeverReadsHeldOutRows(t *testing.T) {
 	var weights []float64
 	for _, seed := range []uint64{3, 1} {
-		weights = append(weights, tuneCVPoisoned(t, seed))
+		weights = append(weights, tuneCVPoisoned(t, seed, seed == 1))
 	}
 	if !(weights[0] > 0 && weights[0] < 1) || weights[1] != 1 {
 		t.Errorf("blend weights %v: want one in (0, 1) and one 1 (the data no longer exercise both paths)", weights)
 	}
 }
 
-func tuneCVPoisoned(t *testing.T, seed uint64) float64 {
+func tuneCVPoisoned(t *testing.T, seed uint64, cuts bool) float64 {
 	X, y := ordinal(150, seed)
 	Xp := make([][]float64, len(X))
 	yp := append([]float64(nil), y...)
@@ -78,12 +79,12 @@ func tuneCVPoisoned(t *testing.T, seed uint64) float64 {
 	opt.Trees, opt.Seed = 60, 3
 	xa, ya := train(X, y)
 	xb, yb := train(Xp, yp)
-	fa, ra, err := TuneCV(xa, ya, opt)
+	fa, ra, err := TuneCV(xa, ya, opt, cuts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opt.Workers = 1 // the result must not depend on it either
-	fb, rb, err := TuneCV(xb, yb, opt)
+	fb, rb, err := TuneCV(xb, yb, opt, cuts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +142,22 @@ func tuneCVPoisoned(t *testing.T, seed uint64) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cuts {
+		if len(ra.Cuts) != 2 || !reflect.DeepEqual(ra.CutLabels, []float64{1, 2, 3}) || !reflect.DeepEqual(fa.Cuts, ra.Cuts) || !(ra.CutAccuracy > 0.3) {
+			t.Fatalf("cuts %v labels %v (model %v) accuracy %v", ra.Cuts, ra.CutLabels, fa.Cuts, ra.CutAccuracy)
+		}
+		raw, _ := json.Marshal(fa)
+		if _, err := Parse(raw); err != nil {
+			t.Fatalf("the model with cut points does not parse: %v", err)
+		}
+	} else if len(fa.Cuts) != 0 || len(ra.Cuts) != 0 {
+		t.Fatalf("cuts off, got %v", ra.Cuts)
+	}
 	for i, x := range X {
 		want := ra.Weight*ff.Predict(x) + (1-ra.Weight)*fbst.Predict(x)
+		if cuts {
+			want = (&Forest{Cuts: ra.Cuts, CutLabels: ra.CutLabels}).cutLabel(want)
+		}
 		if got := fa.Predict(x); math.Abs(got-want) > 1e-12 {
 			t.Fatalf("row %d: model %v, refit of the chosen knobs %v (%s)", i, got, want, fa.Knobs())
 		}
@@ -153,22 +168,54 @@ func tuneCVPoisoned(t *testing.T, seed uint64) float64 {
 
 func TestTuneCVErrors(t *testing.T) {
 	X, y := ordinal(40, 1)
-	if _, _, err := TuneCV(X, y, DefaultOptions(Classification)); err == nil {
+	if _, _, err := TuneCV(X, y, DefaultOptions(Classification), false); err == nil {
 		t.Error("classification: no error")
 	}
-	if _, _, err := TuneCV(X[:5], y[:5], DefaultOptions(Regression)); err == nil {
+	if _, _, err := TuneCV(X[:5], y[:5], DefaultOptions(Regression), false); err == nil {
 		t.Error("5 rows: no error")
 	}
-	if _, _, err := TuneCV(nil, nil, DefaultOptions(Regression)); err == nil {
+	if _, _, err := TuneCV(nil, nil, DefaultOptions(Regression), true); err == nil {
 		t.Error("no rows: no error")
 	}
-	if _, _, err := TuneCV(X, y[:3], DefaultOptions(Regression)); err == nil {
+	if _, _, err := TuneCV(X, y[:3], DefaultOptions(Regression), false); err == nil {
 		t.Error("fewer targets: no error")
 	}
 	bad := append([][]float64(nil), X...)
 	bad[7] = []float64{math.NaN(), 0, 0, 0}
-	if _, _, err := TuneCV(bad, y, DefaultOptions(Regression)); err == nil {
+	if _, _, err := TuneCV(bad, y, DefaultOptions(Regression), false); err == nil {
 		t.Error("NaN input: no error")
+	}
+	one := make([]float64, len(y))
+	for i := range one {
+		one[i] = 2
+	}
+	if _, _, err := TuneCV(X, one, DefaultOptions(Regression), true); err == nil {
+		t.Error("cuts with one label: no error")
+	}
+}
+
+// TestFitCuts: class 1 predicted in [1, 1.6], class 2 in [1.7, 2.2],
+// class 3 in [2.3, 3]: the best cuts are 1.6..1.69 and 2.2..2.29; the
+// ones nearest the midpoints are 1.6 and 2.29 (from 2.2, 2.21, …).
+func TestFitCuts(t *testing.T) {
+	var p, y []float64
+	for i := 0; i <= 60; i++ {
+		p, y = append(p, 1+float64(i)/100), append(y, 1)
+	}
+	for i := 0; i <= 50; i++ {
+		p, y = append(p, 1.7+float64(i)/100), append(y, 2)
+	}
+	for i := 0; i <= 70; i++ {
+		p, y = append(p, 2.3+float64(i)/100), append(y, 3)
+	}
+	c, acc := FitCuts([][]float64{p}, y, []float64{1, 2, 3})
+	if acc != 1 || len(c) != 2 || math.Abs(c[0]-1.6) > 1e-9 || math.Abs(c[1]-2.29) > 1e-9 {
+		t.Errorf("cuts %v accuracy %v, want [1.6 2.29] and 1", c, acc)
+	}
+	// Midpoints already best: kept.
+	c, acc = FitCuts([][]float64{{1, 1.2, 1.9, 2.1}}, []float64{1, 1, 2, 2}, []float64{1, 2})
+	if acc != 1 || c[0] != 1.5 {
+		t.Errorf("cuts %v accuracy %v, want [1.5] and 1", c, acc)
 	}
 }
 
@@ -204,6 +251,27 @@ func TestBlendRoundTrip(t *testing.T) {
 	if k := p.Knobs(); !strings.Contains(k, "0.3·(forest") || !strings.Contains(k, "0.7·(boost") {
 		t.Errorf("knobs %q", k)
 	}
+	cb := bl
+	cb.Cuts, cb.CutLabels = []float64{0.25, 0.5}, []float64{0, 0.3, 1}
+	rc, _ := json.Marshal(&cb)
+	pc, err := Parse(rc)
+	if err != nil {
+		t.Fatalf("blend with cut points: %v", err)
+	}
+	for _, x := range X[:20] {
+		v, want := p.Predict(x), 1.0
+		if v <= 0.25 {
+			want = 0
+		} else if v <= 0.5 {
+			want = 0.3
+		}
+		if got := pc.Predict(x); got != want {
+			t.Fatalf("value %v cut to %v, want %v", v, got, want)
+		}
+	}
+	if k := pc.Knobs(); !strings.Contains(k, "cuts [0.25 0.5]") {
+		t.Errorf("knobs %q", k)
+	}
 	for name, mut := range map[string]func(m map[string]any){
 		"weights sum 0.9":  func(m map[string]any) { m["weights"] = []any{0.3, 0.6} },
 		"negative weight":  func(m map[string]any) { m["weights"] = []any{1.5, -0.5} },
@@ -216,6 +284,12 @@ func TestBlendRoundTrip(t *testing.T) {
 		"parts on forest":  func(m map[string]any) { m["method"] = MethodForest },
 		"one part":         func(m map[string]any) { m["parts"] = m["parts"].([]any)[:1]; m["weights"] = []any{1.0} },
 		"importances size": func(m map[string]any) { m["importances"] = []any{1.0} },
+		"cuts no labels":   func(m map[string]any) { m["cuts"] = []any{1.5} },
+		"cut off labels":   func(m map[string]any) { m["cuts"] = []any{2.5}; m["cut_labels"] = []any{1.0, 2.0} },
+		"cuts on a part": func(m map[string]any) {
+			p := m["parts"].([]any)[0].(map[string]any)
+			p["cuts"], p["cut_labels"] = []any{1.5}, []any{1.0, 2.0}
+		},
 	} {
 		var m map[string]any
 		if err := json.Unmarshal(raw, &m); err != nil {

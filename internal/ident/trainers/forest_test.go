@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,7 +132,7 @@ func TestForestTuneParam(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _, err := forest.TuneCV(X, y, forest.Options{Task: forest.Regression, Trees: 20, MinLeaf: 1, MinSplit: 2, Bootstrap: true, SampleFraction: 1, Seed: 1})
+	want, _, err := forest.TuneCV(X, y, forest.Options{Task: forest.Regression, Trees: 20, MinLeaf: 1, MinSplit: 2, Bootstrap: true, SampleFraction: 1, Seed: 1}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,5 +144,15 @@ func TestForestTuneParam(t *testing.T) {
 	}
 	if _, err := (ForestParams{Method: "boost", Task: "regression", Trees: 5, Tune: "cv"}).Fit(X, y, 1); err == nil {
 		t.Error("tune cv with method boost accepted")
+	}
+	if _, err := (ForestParams{Task: "regression", Trees: 5, Cuts: true}).Fit(X, y, 1); err == nil {
+		t.Error("cuts without tune cv accepted")
+	}
+	h, err := (ForestParams{Task: "regression", Trees: 20, Tune: "cv", Cuts: true}).Fit(X, y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Cuts) != 2 || !slices.Contains([]float64{1, 2, 3}, h.Predict(X[7])) {
+		t.Errorf("tune cv with cuts: cuts %v, prediction %v", h.Cuts, h.Predict(X[7]))
 	}
 }
