@@ -452,7 +452,7 @@ func (f *Forest) Knobs() string {
 		return fmt.Sprintf("boost lr %g depth %d rounds %d", f.LearningRate, o.MaxDepth, len(f.Trees))
 	case MethodBlend:
 		if len(f.Parts) == 2 && len(f.Weights) == 2 {
-			return fmt.Sprintf("%g·(%s) + %g·(%s)", f.Weights[0], f.Parts[0].Knobs(), f.Weights[1], f.Parts[1].Knobs())
+			return fmt.Sprintf("%.3g·(%s) + %.3g·(%s)", f.Weights[0], f.Parts[0].Knobs(), f.Weights[1], f.Parts[1].Knobs())
 		}
 		return "blend"
 	}
