@@ -53,8 +53,7 @@ func runForestCV(c *Config, tc TrainerConfig, names []string, groups map[string]
 				return core.Wrap(core.CodeInvalidArgument, err, "group %s fold %d", g, f)
 			}
 			if p.Tune != "" && p.Tune != "none" {
-				o := fr.Options
-				chosen = append(chosen, fmt.Sprintf("mtry %d minLeaf %d bootstrap %v fraction %g", o.MaxFeatures, o.MinLeaf, o.Bootstrap, o.SampleFraction))
+				chosen = append(chosen, fr.Knobs())
 			}
 			oob += oobScore(fr, yt, c.StaticCV.Metric == "accuracy") / float64(k)
 			for i := range X {

@@ -11,6 +11,7 @@ import (
 const (
 	MethodForest = ""      // random forest: the mean of the trees
 	MethodBoost  = "boost" // gradient boosting: Init + LearningRate·Σ trees
+	MethodBlend  = "blend" // Σ Weights[i]·Parts[i] (TuneCV's forest + boosted trees)
 )
 
 // BoostOptions controls Boost: gradient-boosted regression trees on the

@@ -62,6 +62,25 @@
 // it (examples/bench/iguzzini_tuned.json) and must not be widened by
 // looking at those scores.
 //
+// [TuneCV] (regression: an ordinal class predicted as a number and
+// rounded) chooses by a 2 × 5-fold stratified inner cross-validation on the
+// rows it is given instead of out-of-bag scores: every point of the
+// declared grid [CVGrid] (8 regression forests of CVInnerTrees trees; 4
+// gradient-boosted settings whose rounds, 25..1000, are picked on the inner
+// folds) is scored by the accuracy of its rounded out-of-fold predictions
+// (ties: lower squared error, then the earlier point); the best forest and
+// the best boosted model are blended as w·forest + (1−w)·boost with w from
+// [CVBlendWeights] (1, 0.9, …, 0) fitted on the same out-of-fold
+// predictions, and the chosen models are refitted on all the rows. A blend
+// is a Forest of Method "blend" (Parts, Weights); w = 1 or 0 returns the
+// forest or the boosted model alone. Like Tune it sees only the rows passed
+// to it, and CVGrid was committed before any iGuzzini outer fold was
+// scored with it (examples/bench/iguzzini_cv.json). With cuts, TuneCV also
+// fits the class cut points on the chosen model's inner out-of-fold
+// predictions ([FitCuts]); the model (Forest.Cuts, CutLabels) then predicts
+// the class label between them (examples/bench/iguzzini_cv_cuts.json,
+// declared before it was scored).
+//
 // # Gradient boosting
 //
 // [Boost] fits gradient-boosted regression trees on the squared error with
@@ -76,5 +95,6 @@
 // (feature, threshold, left, right; feature −1 marks a leaf) and the leaf
 // values (class probabilities, K per node, or one mean per node). [Parse]
 // reads and validates it: children must come after their parent, so a
-// parsed forest always terminates.
+// parsed forest always terminates. A blend holds its parts (forests or
+// boosted models, not blends) and their weights (≥ 0, summing to 1).
 package forest

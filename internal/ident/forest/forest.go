@@ -177,6 +177,16 @@ type Forest struct {
 	Init         float64 `json:"init,omitempty"`
 	LearningRate float64 `json:"learning_rate,omitempty"`
 	Trees        []Tree  `json:"trees"`
+	// Parts and Weights make a blend (Method MethodBlend, regression):
+	// the prediction is Σ_i Weights[i]·Parts[i].Predict(x); Trees is empty.
+	Parts   []Forest  `json:"parts,omitempty"`
+	Weights []float64 `json:"weights,omitempty"`
+	// Cuts (increasing) turn a regression of an ordinal class into a class
+	// label: Predict returns CutLabels[j], j the number of cut points below
+	// the regression value (len(CutLabels) = len(Cuts)+1; CutLabels[j] <
+	// Cuts[j] < CutLabels[j+1]). TuneCV fits them with cuts on.
+	Cuts      []float64 `json:"cuts,omitempty"`
+	CutLabels []float64 `json:"cut_labels,omitempty"`
 	// Importances are the normalised mean decreases in impurity per feature.
 	Importances []float64 `json:"importances"`
 	OOB         OOBScore  `json:"oob"`
@@ -202,6 +212,12 @@ func (f *Forest) OOBPredictions() []float64 { return f.oobPred }
 func (f *Forest) Proba(x []float64, out []float64) {
 	k := f.K()
 	clear(out[:k])
+	if f.Method == MethodBlend {
+		for i := range f.Parts {
+			out[0] += f.Weights[i] * f.Parts[i].Predict(x)
+		}
+		return
+	}
 	for ti := range f.Trees {
 		t := &f.Trees[ti]
 		v := t.Value[t.leaf(x)*k:]
@@ -231,7 +247,20 @@ func (f *Forest) Predict(x []float64) float64 {
 		p = make([]float64, k)
 	}
 	f.Proba(x, p)
+	if len(f.Cuts) > 0 {
+		return f.cutLabel(p[0])
+	}
 	return f.decide(p)
+}
+
+// cutLabel maps a regression value v to CutLabels[j], j the number of cut
+// points below v.
+func (f *Forest) cutLabel(v float64) float64 {
+	j := 0
+	for j < len(f.Cuts) && v > f.Cuts[j] {
+		j++
+	}
+	return f.CutLabels[j]
 }
 
 func (f *Forest) decide(p []float64) float64 {

@@ -39,8 +39,19 @@ func (f *Forest) Validate() error {
 		if f.Task != Regression || math.IsNaN(f.Init) || math.IsInf(f.Init, 0) || !(f.LearningRate > 0 && f.LearningRate <= 1) {
 			return fmt.Errorf("forest: a boosted model must be a regression with a finite init and a learning rate in (0, 1]")
 		}
+	case MethodBlend:
+		if err := f.validateCuts(); err != nil {
+			return err
+		}
+		return f.validateBlend()
 	default:
 		return fmt.Errorf("forest: method %q", f.Method)
+	}
+	if len(f.Parts) != 0 || len(f.Weights) != 0 {
+		return fmt.Errorf("forest: parts and weights belong to a blend")
+	}
+	if err := f.validateCuts(); err != nil {
+		return err
 	}
 	if f.NFeatures < 1 {
 		return fmt.Errorf("forest: %d features", f.NFeatures)
@@ -88,6 +99,59 @@ func (f *Forest) Validate() error {
 			if l, r := int(t.Left[j]), int(t.Right[j]); l <= j || r <= j || l >= n || r >= n {
 				return fmt.Errorf("forest: tree %d node %d: children %d, %d must follow it within %d nodes", ti, j, l, r, n)
 			}
+		}
+	}
+	return nil
+}
+
+// validateBlend checks a blend: a regression of no trees of its own and
+// 2..8 parts, each a valid forest or boosted model (no nested blends) with
+// the blend's features, weights finite, ≥ 0 and summing to 1.
+func (f *Forest) validateBlend() error {
+	if f.Task != Regression || f.NFeatures < 1 || len(f.Trees) != 0 || len(f.Classes) != 0 {
+		return fmt.Errorf("forest: a blend must be a regression over at least one feature with no trees or classes of its own")
+	}
+	if len(f.Parts) < 2 || len(f.Parts) > 8 || len(f.Weights) != len(f.Parts) {
+		return fmt.Errorf("forest: a blend needs 2..8 parts and one weight per part (%d parts, %d weights)", len(f.Parts), len(f.Weights))
+	}
+	if f.Importances != nil && len(f.Importances) != f.NFeatures {
+		return fmt.Errorf("forest: %d importances for %d features", len(f.Importances), f.NFeatures)
+	}
+	sum := 0.0
+	for i := range f.Parts {
+		p := &f.Parts[i]
+		w := f.Weights[i]
+		if math.IsNaN(w) || w < 0 || w > 1 {
+			return fmt.Errorf("forest: blend weight %d is %v, want 0..1", i, w)
+		}
+		sum += w
+		if p.Method == MethodBlend || p.Task != Regression || p.NFeatures != f.NFeatures || len(p.Cuts) != 0 {
+			return fmt.Errorf("forest: blend part %d must be a regression forest or boosted model over %d features without cut points", i, f.NFeatures)
+		}
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("forest: blend part %d: %w", i, err)
+		}
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		return fmt.Errorf("forest: blend weights sum to %v, want 1", sum)
+	}
+	return nil
+}
+
+// validateCuts checks the cut points: none, or a regression with at most
+// 1000 finite cut points interleaved with one more finite label
+// (CutLabels[j] < Cuts[j] < CutLabels[j+1]).
+func (f *Forest) validateCuts() error {
+	if len(f.Cuts) == 0 && len(f.CutLabels) == 0 {
+		return nil
+	}
+	if f.Task != Regression || len(f.Cuts) > 1000 || len(f.CutLabels) != len(f.Cuts)+1 {
+		return fmt.Errorf("forest: cut points need a regression and one label more than cuts (%d cuts, %d labels)", len(f.Cuts), len(f.CutLabels))
+	}
+	for j, c := range f.Cuts {
+		lo, hi := f.CutLabels[j], f.CutLabels[j+1]
+		if math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < c && c < hi) {
+			return fmt.Errorf("forest: cut %d (%v) must lie strictly between finite labels %v and %v", j, c, lo, hi)
 		}
 	}
 	return nil

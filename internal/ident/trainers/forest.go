@@ -45,7 +45,8 @@ type ForestParams struct {
 	SampleFraction float64 `json:"sampleFraction" jsonschema:"rows drawn per tree as a fraction of the train rows" param:"default=1;min=0"`
 	RandomSplits   bool    `json:"randomSplits" jsonschema:"extremely randomised trees: one random threshold per tried feature" param:"default=false"`
 	Criterion      string  `json:"criterion" jsonschema:"classification split criterion: gini, entropy (information gain) or gain_ratio (information gain over the split's own entropy, C4.5's; what the published iGuzzini forest used); regression always uses squared error" param:"default=\"gini\";enum=gini|entropy|gain_ratio"`
-	Tune           string  `json:"tune" jsonschema:"none, or oob: per target, grow a forest at every point of the declared grid (forest.TuneGrid: maxFeatures ⌊√d⌋, ⌊d/3⌋, ⌈d/2⌉ × minLeaf 1, 2, 4 × bootstrap of n rows or 0.632·n rows without replacement; the other params as given) on the train rows and keep the one of best out-of-bag accuracy (classification) or squared error (regression); maxFeatures, minLeaf, bootstrap and sampleFraction are then ignored; method forest only" param:"default=\"none\";enum=none|oob"`
+	Tune           string  `json:"tune" jsonschema:"none, or oob: per target, grow a forest at every point of the declared grid (forest.TuneGrid: maxFeatures ⌊√d⌋, ⌊d/3⌋, ⌈d/2⌉ × minLeaf 1, 2, 4 × bootstrap of n rows or 0.632·n rows without replacement; the other params as given) on the train rows and keep the one of best out-of-bag accuracy (classification) or squared error (regression); maxFeatures, minLeaf, bootstrap and sampleFraction are then ignored; method forest only. cv (task regression: an ordinal class predicted as a number and rounded): per target, 2 × 5-fold inner cross-validation on the train rows over the declared grid forest.CVGrid (regression forests of 500 trees, maxFeatures ⌊√d⌋, ⌊d/3⌋ × minLeaf 1, 2 × bootstrap or 0.632·n rows without replacement; boosted trees, learning rate 0.05, 0.1 × depth 3, 5, rounds 25..1000 chosen on the inner folds), scored by the accuracy of the rounded out-of-fold predictions; keeps the best forest, the best boosted model and their blend weight w·forest + (1−w)·boost (w = 1, 0.9, …, 0), refitted on all train rows (the forest with trees trees); only task, trees and the seed are read" param:"default=\"none\";enum=none|oob|cv"`
+	Cuts           bool    `json:"cuts" jsonschema:"tune cv only: also fit the class cut points (one between each two consecutive distinct train target values, 20–80 % of the way between them) on the chosen model's inner out-of-fold predictions for the best accuracy, and predict the class label between them instead of a number" param:"default=false"`
 	Physics        any     `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
 	PhysicsSha256  any     `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
@@ -59,10 +60,17 @@ func (p ForestParams) Fit(X [][]float64, y []float64, seed uint64) (*forest.Fore
 			f, _, err := forest.Tune(X, y, p.Options(y, seed))
 			return f, err
 		}
+		if p.Tune == "cv" {
+			f, _, err := forest.TuneCV(X, y, p.Options(y, seed), p.Cuts)
+			return f, err
+		}
+		if p.Cuts {
+			return nil, fmt.Errorf("cuts needs tune cv")
+		}
 		return forest.Fit(X, y, p.Options(y, seed))
 	}
-	if p.Tune == "oob" {
-		return nil, fmt.Errorf("tune oob needs method forest (a boosted model has no out-of-bag estimate)")
+	if p.Tune == "oob" || p.Tune == "cv" {
+		return nil, fmt.Errorf("tune %s needs method forest (tune cv chooses boosted trees itself)", p.Tune)
 	}
 	if t := p.Options(y, seed).Task; t != forest.Regression {
 		return nil, fmt.Errorf("method boost fits regression trees; the task is %s (set task regression to regress a class label)", t)

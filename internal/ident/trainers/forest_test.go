@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -125,5 +126,33 @@ func TestForestTuneParam(t *testing.T) {
 	}
 	if _, err := (ForestParams{Method: "boost", Task: "regression", Trees: 5, Tune: "oob"}).Fit(X, y, 1); err == nil {
 		t.Error("tune oob with method boost accepted")
+	}
+	// tune cv: the params' knobs are ignored, the model is TuneCV's.
+	g, err := (ForestParams{Task: "regression", Trees: 20, MaxFeatures: 3, MinLeaf: 9, Tune: "cv"}).Fit(X, y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := forest.TuneCV(X, y, forest.Options{Task: forest.Regression, Trees: 20, MinLeaf: 1, MinSplit: 2, Bootstrap: true, SampleFraction: 1, Seed: 1}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Knobs() != want.Knobs() || g.Options.MinLeaf == 9 || g.Predict(X[5]) != want.Predict(X[5]) {
+		t.Errorf("tune cv chose %s, TuneCV %s", g.Knobs(), want.Knobs())
+	}
+	if _, err := (ForestParams{Task: "classification", Trees: 5, Tune: "cv"}).Fit(X, y, 1); err == nil {
+		t.Error("tune cv with task classification accepted")
+	}
+	if _, err := (ForestParams{Method: "boost", Task: "regression", Trees: 5, Tune: "cv"}).Fit(X, y, 1); err == nil {
+		t.Error("tune cv with method boost accepted")
+	}
+	if _, err := (ForestParams{Task: "regression", Trees: 5, Cuts: true}).Fit(X, y, 1); err == nil {
+		t.Error("cuts without tune cv accepted")
+	}
+	h, err := (ForestParams{Task: "regression", Trees: 20, Tune: "cv", Cuts: true}).Fit(X, y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Cuts) != 2 || !slices.Contains([]float64{1, 2, 3}, h.Predict(X[7])) {
+		t.Errorf("tune cv with cuts: cuts %v, prediction %v", h.Cuts, h.Predict(X[7]))
 	}
 }
