@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -65,3 +66,58 @@ func TestShadowListFlags(t *testing.T) {
 		t.Fatal("a viewer of another line listed the model's shadow evidence")
 	}
 }
+
+// TestShadowListEncodesUnscoredRun: a stored run with no scored step has
+// NaN figures (stored as NULL); shadow.list still encodes as JSON (null
+// figures, the same camelCase names as every other response) and a
+// client decodes the NaN back, instead of the whole list failing to
+// encode.
+func TestShadowListEncodesUnscoredRun(t *testing.T) {
+	f := newSecFixture(t)
+	ctx := context.Background()
+	for _, r := range []contract.ShadowRecord{
+		{ModelID: "hybrid-1", RunID: "run-unscored", CreatedAt: f.now, Steps: 0, NRMSE: math.NaN(), Coverage: math.NaN(), Evidence: []byte(`{"steps":0}`)},
+		{ModelID: "hybrid-1", RunID: "run-good", CreatedAt: f.now, Steps: 100, NRMSE: 0.05, Coverage: 0.5, Evidence: []byte(`{}`)},
+	} {
+		if err := f.st.PutShadow(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := f.a.ShadowList(ctx, viewer, ShadowListRequest{Model: "hybrid-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatalf("shadow.list does not encode: %v", err)
+	}
+	var raw struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw.Items) != 2 {
+		t.Fatalf("%s: %v", b, err)
+	}
+	for _, it := range raw.Items {
+		for _, k := range []string{"modelId", "runId", "createdAt", "steps", "nrmse", "coverage", "evidence"} {
+			if _, ok := it[k]; !ok {
+				t.Errorf("item %v lacks %q", it, k)
+			}
+		}
+		if it["runId"] == "run-unscored" && (it["nrmse"] != nil || it["coverage"] != nil) {
+			t.Errorf("unscored run's figures %v, %v: want null", it["nrmse"], it["coverage"])
+		}
+	}
+	var back ShadowListResponse
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range back.Items {
+		want := l.Items[i]
+		if it.RunID != want.RunID || it.Steps != want.Steps || !sameNum(it.NRMSE, want.NRMSE) || !sameNum(it.Coverage, want.Coverage) ||
+			!it.CreatedAt.Equal(want.CreatedAt) || strings.Join(it.Flags, "|") != strings.Join(want.Flags, "|") || string(it.Evidence) != string(want.Evidence) {
+			t.Errorf("round trip %+v, want %+v", it, want)
+		}
+	}
+}
+
+func sameNum(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -957,6 +958,49 @@ func (r *ShadowListRequest) Validate() error { return required("model", r.Model)
 type ShadowRun struct {
 	contract.ShadowRecord
 	Flags []string `json:"flags,omitempty" jsonschema:"what is wrong with this run's evidence under the profile (NRMSE beyond its rollout bound, coverage below its shadow minimum); none when within"`
+}
+
+// shadowRunJSON is ShadowRun on the wire: the field names of every other
+// response, and a figure of a run with no scored step (NaN in the store's
+// record) as null.
+type shadowRunJSON struct {
+	ModelID   string          `json:"modelId"`
+	RunID     string          `json:"runId"`
+	CreatedAt time.Time       `json:"createdAt"`
+	Steps     int             `json:"steps"`
+	NRMSE     *float64        `json:"nrmse"`
+	Coverage  *float64        `json:"coverage"`
+	Evidence  json.RawMessage `json:"evidence,omitempty"`
+	Flags     []string        `json:"flags,omitempty"`
+}
+
+// MarshalJSON writes the run as shadowRunJSON.
+func (r ShadowRun) MarshalJSON() ([]byte, error) {
+	num := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(shadowRunJSON{ModelID: r.ModelID, RunID: r.RunID, CreatedAt: r.CreatedAt, Steps: r.Steps,
+		NRMSE: num(r.NRMSE), Coverage: num(r.Coverage), Evidence: r.Evidence, Flags: r.Flags})
+}
+
+// UnmarshalJSON reads shadowRunJSON back (null figures as NaN).
+func (r *ShadowRun) UnmarshalJSON(b []byte) error {
+	var w shadowRunJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	num := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
+	}
+	*r = ShadowRun{ShadowRecord: contract.ShadowRecord{ModelID: w.ModelID, RunID: w.RunID, CreatedAt: w.CreatedAt, Steps: w.Steps,
+		NRMSE: num(w.NRMSE), Coverage: num(w.Coverage), Evidence: w.Evidence}, Flags: w.Flags}
+	return nil
 }
 
 // ShadowListResponse is a model's shadow evidence, each run flagged
