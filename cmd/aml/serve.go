@@ -156,9 +156,11 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if errors.Is(shutErr, context.DeadlineExceeded) {
 		shutErr = errors.Join(shutErr, srv.Close())
 	}
-	var stopErr error
+	// Step tests running in the background stop before their next move
+	// and record their end (the line is not left moved silently).
+	stopErr := ap.Shutdown(gctx)
 	if workers != nil {
-		stopErr = workers.Stop(gctx)
+		stopErr = errors.Join(stopErr, workers.Stop(gctx))
 	}
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
