@@ -119,7 +119,7 @@ func (a *App) StepTestPlan(ctx context.Context, p Principal, req StepTestPlanReq
 
 var (
 	opStepTestIssue   = Op{Name: "steptest.issue", Act: auth.ActCertRequest, Summary: "Design a step test and issue it as a signed step-test certificate, queued for a person to approve"}
-	opStepTestShow    = Op{Name: "steptest.show", Act: auth.ActRead, Summary: "A step test as its signed audit trail has it (verified): status, approval, moves executed"}
+	opStepTestShow    = Op{Name: "steptest.show", Act: auth.ActRead, Summary: "A step test as its signed audit trail has it (verified): status, approval, moves executed, and its latest execution's progress (status, stage, moves written of planned) then result or error"}
 	opStepTestApprove = Op{Name: "steptest.approve", Act: auth.ActCertApprove, Summary: "Approve an ISSUED step test (a person other than its proposer, with the approver role)"}
 	opStepTestList    = Op{Name: "steptest.list", Act: auth.ActRead, Summary: "List the step tests of p's lines (optionally one line), newest first, each verified"}
 	// steptest.revoke is open to two roles — the test's proposer (an
@@ -127,7 +127,7 @@ var (
 	// read and the body checks which (steptest.CanRevoke, the line's
 	// scope); agents never revoke.
 	opStepTestRevoke  = Op{Name: "steptest.revoke", Act: auth.ActRead, Summary: "Revoke a step test (its proposer or an approver, never an agent): it can no longer execute"}
-	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run"}
+	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run; claimed once, run in the background (steptest.show follows it) unless wait"}
 )
 
 func stepTestCertOps() []*Op {
