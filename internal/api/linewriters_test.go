@@ -383,7 +383,9 @@ func TestStepTestThroughServerLineWriter(t *testing.T) {
 	var started struct {
 		Status    string
 		Execution *execution
-		Test      struct{ Progress struct{ Status, Stage string } }
+		Test      struct {
+			Progress struct{ Status, Stage string }
+		}
 	}
 	e.want(e.do("approver", "POST", "/api/v1/steptests/"+id+"/execute", nil), 200, "").json(t, &started)
 	if started.Status != "running" || started.Execution != nil || started.Test.Progress.Status != "running" {
