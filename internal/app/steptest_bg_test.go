@@ -9,7 +9,11 @@ import (
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/store"
+	"github.com/aml-project/aml/internal/store/postgres"
+	"github.com/aml-project/aml/internal/store/postgres/pgtest"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/guard"
 	"github.com/aml-project/aml/internal/twin/steptest"
@@ -314,5 +318,77 @@ func TestStepTestInterrupted(t *testing.T) {
 	out, err := a.StepTestExecute(context.Background(), bob, StepTestExecuteRequest{ID: id, Wait: true, Line: sim.NewTankLine(11, 1, now)})
 	if err != nil || out.Status != steptest.StatusDone || !out.Execution.Completed || out.Test.Progress.Written != 8 {
 		t.Fatalf("restart after the interruption: %v %+v", err, out.Test)
+	}
+}
+
+// TestStepTestTwoProcessesOnPostgres: two serving processes (two Apps,
+// each with its own connection pool) on one PostgreSQL store race to
+// execute one approved test: one starts it, the other gets AML_CONFLICT;
+// the other process's steptest.show sees it running from the trail, and
+// after the end both show the same result. Skipped without AML_TEST_PG
+// (a failure in CI).
+func TestStepTestTwoProcessesOnPostgres(t *testing.T) {
+	url := pgtest.Schema(t)
+	open := func() store.Store {
+		st, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	dir := t.TempDir()
+	a1 := tankAppOn(t, open(), dir, 70)
+	clock := func() time.Time { return fixed }
+	a2 := New(&service.Deps{Store: open(), DataDir: dir, Key: a1.d.Key}, Options{Now: clock, WallNow: clock})
+	id := approvedTankTest(t, a1)
+	bob := Principal{Name: "bob", Role: auth.RoleApprover}
+	apps := []*App{a1, a2}
+	lines := []*gatedLine{newGatedLine(11), newGatedLine(11)}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range apps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = apps[i].StepTestExecute(context.Background(), bob, StepTestExecuteRequest{ID: id, Line: lines[i]})
+		}()
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch core.CodeOf(err) {
+		case "":
+			if winner >= 0 {
+				t.Fatal("both processes started the test")
+			}
+			winner = i
+		case core.CodeConflict:
+		default:
+			t.Fatalf("process %d: %v", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no process started the test: %v", errs)
+	}
+	other := apps[1-winner]
+	if s, err := other.StepTestShow(context.Background(), viewer, StepTestRequest{ID: id}); err != nil || s.Progress == nil ||
+		s.Progress.Status != steptest.StatusRunning || s.Progress.Written != 0 || s.Progress.Planned != 8 {
+		t.Fatalf("the other process's show while running: %v %+v", err, s)
+	}
+	for _, l := range lines {
+		close(l.open)
+	}
+	for _, a := range apps {
+		a.bg.Wait()
+	}
+	for i, a := range apps {
+		s, err := a.StepTestShow(context.Background(), viewer, StepTestRequest{ID: id})
+		if err != nil || s.Progress == nil || s.Progress.Status != steptest.StatusDone || s.Progress.Written != 8 || s.Progress.Result == nil || s.Progress.Result.RunID == "" {
+			t.Fatalf("process %d's show after the end: %v %+v", i, err, s.Progress)
+		}
+	}
+	if lines[winner].writes != 8 || lines[1-winner].writes != 0 {
+		t.Fatalf("writes %d and %d", lines[0].writes, lines[1].writes)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
@@ -26,8 +27,14 @@ import (
 // hitl_governed channel.
 func tankApp(t *testing.T, levelMax float64) (*App, *sqlite.Store) {
 	t.Helper()
-	ctx := context.Background()
 	st, dir := testfix.SQLite(t)
+	return tankAppOn(t, st, dir, levelMax), st
+}
+
+// tankAppOn is tankApp on store st (its key in dir).
+func tankAppOn(t *testing.T, st store.Store, dir string, levelMax float64) *App {
+	t.Helper()
+	ctx := context.Background()
 	key, err := cert.LoadOrCreateKey(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +67,7 @@ func tankApp(t *testing.T, levelMax float64) (*App, *sqlite.Store) {
 	if _, err := a.ChannelSet(ctx, admin, ChannelSetRequest{Line: "tank-line", Profile: "hybrid_twin", ControlPolicy: contract.PolicyHITLGoverned}); err != nil {
 		t.Fatal(err)
 	}
-	return a, st
+	return a
 }
 
 // TestStepTestOps: a step test on the plant's tank line end to end
