@@ -152,17 +152,25 @@ func (a *App) background(ctx context.Context, f func(ctx context.Context)) bool 
 	if a.life.Err() != nil {
 		return false
 	}
-	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(a.life, cancel)
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
-		defer cancel()
-		defer stop()
-		f(bctx)
+		f(lifeCtx{Context: context.WithoutCancel(ctx), life: a.life})
 	}()
 	return true
 }
+
+// lifeCtx is a context with the values of its Context and the
+// cancellation of life: ended exactly when life is (no goroutine in
+// between).
+type lifeCtx struct {
+	context.Context
+	life context.Context
+}
+
+func (c lifeCtx) Deadline() (time.Time, bool) { return c.life.Deadline() }
+func (c lifeCtx) Done() <-chan struct{}       { return c.life.Done() }
+func (c lifeCtx) Err() error                  { return c.life.Err() }
 
 // Deps are the shared resources the application runs on.
 func (a *App) Deps() *service.Deps { return a.d }

@@ -152,11 +152,14 @@ func Execute(ctx context.Context, in ExecInput) (*Execution, error) {
 		now := in.Line.Now()
 		el := now.Sub(ex.Start).Seconds()
 		if next < len(c.Moves) && el >= c.Moves[next].AtSec-1e-9 {
+			// A move once begun is carried through (checked, written, read
+			// back, recorded) whatever ctx does: the test stops between
+			// moves, never half way through one.
 			var ml MoveLog
-			if cur, why := current(ctx, in); why != "" {
+			if cur, why := current(actx, in); why != "" {
 				ml = MoveLog{Index: next, AtSec: c.Moves[next].AtSec, Set: c.Moves[next].Set, Reason: guard.ReasonCertInvalid, Detail: why}
 			} else {
-				ml = executeMove(ctx, in, cur, node, ex.Start, next, now)
+				ml = executeMove(actx, in, cur, node, ex.Start, next, now)
 			}
 			ex.Moves = append(ex.Moves, ml)
 			if err := in.Audit.entry(actx, AuditMove, c, map[string]any{"index": ml.Index, "atSec": ml.AtSec, "set": ml.Set, "allowed": ml.Allowed,
