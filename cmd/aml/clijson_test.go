@@ -24,15 +24,16 @@ var updateCLIJSON = flag.Bool("update-cli-json", false, "rewrite the generated t
 // cliJSONNotes says where a command prints something other than its op's
 // answer through a.show (the rule of docs/cli-json.md).
 var cliJSONNotes = map[string]string{
-	"audit.list":   "page with `--after` the last item's `seq` (the answer's `nextAfter` is not printed)",
-	"cert.execute": "the result is printed also when the execution failed (exit 1, no error document)",
-	"cert.verify":  "the report is printed also when verification failed (exit 1, no error document)",
-	"ingest.csv":   "`aml ingest csv FILE...` prints one object for all files: `{\"files\": [ingest.FileReport...], \"samples\", \"seconds\"}`",
-	"line.apply":   "with `--from-map MAP --print`: the converted line file, an object (`app.LineApplyRequest`); nothing is applied",
-	"job.logs":     "one answer holding the whole log (all pages; with `-f` once the job ended)",
-	"job.retry":    "with `--wait`: the job once it ended (exit 1 unless it is done, no error document)",
-	"job.submit":   "with `--wait`: the job once it ended (exit 1 unless it is done, no error document)",
-	"ts.query":     "samples: one `core.Page` object `{node, points: [{tsUs, value, state}], hasMore, nextAfterTsUs}` (times in epoch µs), all pages merged (`--limit` bounds them); `--bucket`: the answer",
+	"audit.list":       "page with `--after` the last item's `seq` (the answer's `nextAfter` is not printed)",
+	"cert.execute":     "the result is printed also when the execution failed (exit 1, no error document)",
+	"cert.verify":      "the report is printed also when verification failed (exit 1, no error document)",
+	"ingest.csv":       "`aml ingest csv FILE...` prints one object for all files: `{\"files\": [ingest.FileReport...], \"samples\", \"seconds\"}`",
+	"line.apply":       "with `--from-map MAP --print`: the converted line file, an object (`app.LineApplyRequest`); nothing is applied",
+	"job.logs":         "one answer holding the whole log (all pages; with `-f` once the job ended)",
+	"job.retry":        "with `--wait`: the job once it ended (exit 1 unless it is done, no error document)",
+	"job.submit":       "with `--wait`: the job once it ended (exit 1 unless it is done, no error document)",
+	"steptest.execute": "the answer once the test ended (locally it runs in the call; with `--server` followed with `steptest.show`, `execution` then without its samples), printed also when it failed (exit 1, no error document); `--no-wait`: the answer at start (`status` `running`, `test.progress`)",
+	"ts.query":         "samples: one `core.Page` object `{node, points: [{tsUs, value, state}], hasMore, nextAfterTsUs}` (times in epoch µs), all pages merged (`--limit` bounds them); `--bucket`: the answer",
 }
 
 // cliJSONOther is the --json output of the commands that call no op.

@@ -139,29 +139,54 @@ func newTwinStepTestCmd(a *app) *cobra.Command {
 		so     certOPCUA
 		sample time.Duration
 	)
-	execute = reportCommand(a, &cobra.Command{Use: "execute ID --as PERSON --opcua-endpoint URL --map FILE [--sample 1s]", Short: "Execute an approved step test through the write guard on the line over OPC UA", Args: argsExact(1),
+	var noWait bool
+	execute = routed(&cobra.Command{Use: "execute ID --as PERSON --opcua-endpoint URL --map FILE [--sample 1s] | --server URL [--no-wait]", Short: "Execute an approved step test through the write guard on the line over OPC UA (here, or on the server's configured line)", Args: argsExact(1),
 		PreRunE: func(*cobra.Command, []string) error {
 			if a.remote.server != "" && so.set() {
 				return usagef("--opcua-endpoint/--map write from this process: they cannot be combined with --server")
 			}
+			if a.remote.server == "" && noWait {
+				return usagef("--no-wait needs --server: a test run from this process ends with it")
+			}
 			return nil
-		}},
-		"steptest.execute", "as", &er, func(x []string) error {
-			er.ID = x[0]
-			if err := a.requireActor(execute); err != nil || !so.set() {
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			er.ID = args[0]
+			if err := a.requireActor(execute); err != nil {
 				return err
 			}
-			if sample < 10*time.Millisecond {
-				return usagef("--sample must be at least 10ms")
+			// Run here, the call waits (the test ends with this
+			// process); with --server the server runs it in the
+			// background and this command follows it.
+			er.Wait = a.remote.server == ""
+			if so.set() {
+				if sample < 10*time.Millisecond {
+					return usagef("--sample must be at least 10ms")
+				}
+				if err := so.attach(a, sample); err != nil {
+					return err
+				}
 			}
-			return so.attach(a, sample)
-		}, func(r any) bool { return r.(amlapp.StepTestExecuteResponse).Execution != nil })
+			resp, err := a.call(c, "steptest.execute", "as", &er)
+			r, _ := resp.(amlapp.StepTestExecuteResponse)
+			if err == nil && r.Status == amlapp.StepTestRunning && !noWait {
+				r, err = a.followStepTest(c, r)
+			}
+			if r.Status == "" && r.Execution == nil {
+				return err
+			}
+			if perr := a.show("steptest.execute", &er, r); perr != nil {
+				return perr
+			}
+			return err
+		}}, "steptest.execute")
 	closeLines(a, execute)
 	execute.Flags().String("as", "", "who runs it (recorded in the audit log)")
 	so.flags(execute, "(without it the op is refused: no line is attached)")
 	execute.Flags().DurationVar(&sample, "sample", time.Second, "sampling period of the line during the test")
 	execute.Flags().StringVar(&er.Output, "output", "", "measured variable to fit (default the scene's first observation)")
 	execute.Flags().StringVar(&er.Previous, "previous", "", "registry model to compare the fitted models with (step responses, gains)")
+	execute.Flags().BoolVar(&noWait, "no-wait", false, "with --server: answer once the server started the test (follow it with steptest show)")
 	list := opCommand(a, &cobra.Command{Use: "list [--line L]", Short: "List step tests, newest first, each verified", Args: argsExact(0)}, "steptest.list", "", &lr, nil)
 	list.Flags().StringVar(&lr.Line, "line", "", "only this line")
 	revoke = opCommand(a, &cobra.Command{Use: "revoke ID --as PERSON --reason R", Short: "Revoke a step test (its proposer or an approver): it can no longer execute", Args: argsExact(1)},

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"strings"
+	"time"
 
 	amlapp "github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
@@ -52,7 +55,13 @@ func newMCPCmd(a *app) *cobra.Command {
 			}
 			amlmcp.Version = version
 			a.log.Info("mcp: serving on stdio", "principal", p.Name, "role", p.Role, "lines", p.Lines)
-			return amlmcp.NewServer(amlapp.New(d, a.appOptions()), p).Run(ctx, &sdk.StdioTransport{})
+			ap := amlapp.New(d, a.appOptions())
+			err = amlmcp.NewServer(ap, p).Run(ctx, &sdk.StdioTransport{})
+			// A step test still running in the background stops before
+			// its next move and records its end before the process exits.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			return errors.Join(err, ap.Shutdown(sctx))
 		},
 	}
 	cmd.Flags().StringVar(&token, "token", "", "API token whose principal the tools act as (env AML_TOKEN)")

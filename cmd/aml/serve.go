@@ -61,7 +61,7 @@ func newServeCmd(a *app) *cobra.Command {
 	f.DurationVar(&o.csvTO, "csv-timeout", api.DefaultCSVTimeout, "how long a CSV upload's body may take to arrive")
 	f.IntVar(&o.maxStreams, "max-streams", api.DefaultMaxStreams, "event streams (/api/v1/events) one token may hold open at once (negative: no limit)")
 	f.StringVar(&o.lines, "line-writers", "", "JSON file naming each line's governed OPC UA writer (endpoint, map, security, step-test sampling; see docs/security.md): cert.execute, steptest.execute and the envelope cycle write to the line through it; without one a line's certificates are executed with the recording writer")
-	f.DurationVar(&o.grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests and running jobs")
+	f.DurationVar(&o.grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests, running jobs and running step tests (stopped before their next move, their end recorded)")
 	return cmd
 }
 
@@ -156,9 +156,11 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if errors.Is(shutErr, context.DeadlineExceeded) {
 		shutErr = errors.Join(shutErr, srv.Close())
 	}
-	var stopErr error
+	// Step tests running in the background stop before their next move
+	// and record their end (the line is not left moved silently).
+	stopErr := ap.Shutdown(gctx)
 	if workers != nil {
-		stopErr = workers.Stop(gctx)
+		stopErr = errors.Join(stopErr, workers.Stop(gctx))
 	}
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil

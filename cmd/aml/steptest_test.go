@@ -19,7 +19,7 @@ import (
 // "aml cert execute" does): an unapproved test on the tank served over
 // OPC UA is refused at its first move by the guard with nothing written
 // to the server; without the flags no line is attached; with --server
-// the flags are a usage error.
+// the flags are a usage error, and so is --no-wait without --server.
 func TestStepTestExecuteOverOPCUA(t *testing.T) {
 	d := t.TempDir()
 	f := func(x float64) *float64 { return &x }
@@ -90,5 +90,9 @@ func TestStepTestExecuteOverOPCUA(t *testing.T) {
 	if _, errs, code := aml(t, "twin", "steptest", "execute", id, "--as", "bob", "--opcua-endpoint", srv.Endpoint(), "--map", mapFile,
 		"--server", "http://127.0.0.1:1"); code != 2 || !strings.Contains(errs, "AML_USAGE") {
 		t.Fatalf("execute over OPC UA with --server: %d %s", code, errs)
+	}
+	// A test run from this process ends with it: --no-wait needs --server.
+	if _, errs, code := aml(t, "twin", "steptest", "execute", id, "--as", "bob", "--no-wait", "--data", d); code != 2 || !strings.Contains(errs, "--no-wait needs --server") {
+		t.Fatalf("--no-wait without --server: %d %s", code, errs)
 	}
 }

@@ -343,28 +343,33 @@ func (e *lineWriterEnv) issueTankTest(t *testing.T, via *env) string {
 // TestStepTestThroughServerLineWriter: a step test through the API on
 // the tank line the server's operator configured: planned and issued by
 // an engineer, refused without approval with nothing reaching the OPC UA
-// server, refused to the proposer's approval, approved by another
-// person, executed move by move over OPC UA with readback on the line's
-// clock, and recorded as an identification run.
+// server (wait: the call answers with the refusal), refused to the
+// proposer's approval, approved by another person, started in the
+// background (the call answers at once, status running), executed move
+// by move over OPC UA with readback on the line's clock while the client
+// follows it with GET /steptests/{id}, and recorded as an identification
+// run.
 func TestStepTestThroughServerLineWriter(t *testing.T) {
 	e := newLineWriterEnv(t)
 	id := e.issueTankTest(t, e.env)
-	type execResp struct {
-		Execution struct {
-			Moves []struct {
-				Reason, Status string
-				Set, Readback  map[string]float64
-			}
-			Samples   []any
-			Completed bool
+	type execution struct {
+		Moves []struct {
+			Reason, Status string
+			Set, Readback  map[string]float64
 		}
-		RunID string
+		Samples   []any
+		Completed bool
+	}
+	type execResp struct {
+		Status    string
+		Execution *execution
+		RunID     string
 	}
 	var refused struct{ Result execResp }
-	r := e.want(e.do("approver", "POST", "/api/v1/steptests/"+id+"/execute", nil), 403, core.CodeWriteDenied)
+	r := e.want(e.do("approver", "POST", "/api/v1/steptests/"+id+"/execute", map[string]any{"wait": true}), 403, core.CodeWriteDenied)
 	r.json(t, &refused)
 	out := refused.Result
-	if len(out.Execution.Moves) != 1 || out.Execution.Moves[0].Reason != guard.ReasonCertNotApproved {
+	if out.Status != "failed" || out.Execution == nil || len(out.Execution.Moves) != 1 || out.Execution.Moves[0].Reason != guard.ReasonCertNotApproved {
 		t.Fatalf("unapproved: %+v %s", out, r.body)
 	}
 	if s := e.tank.Stats(); s.Writes != 0 || s.Refusals != 0 {
@@ -375,10 +380,41 @@ func TestStepTestThroughServerLineWriter(t *testing.T) {
 	e.want(e.do("engineer", "POST", "/api/v1/steptests/"+id+"/approve", nil), 403, core.CodeForbidden)
 	e.want(e.do("approver", "POST", "/api/v1/steptests/"+id+"/approve", nil), 200, "")
 
-	out = execResp{}
-	e.want(e.do("approver", "POST", "/api/v1/steptests/"+id+"/execute", nil), 200, "").json(t, &out)
-	ex := out.Execution
-	if !ex.Completed || len(ex.Moves) != 8 || e.tank.Stats().Writes != 8 {
+	var started struct {
+		Status    string
+		Execution *execution
+		Test      struct {
+			Progress struct{ Status, Stage string }
+		}
+	}
+	e.want(e.do("approver", "POST", "/api/v1/steptests/"+id+"/execute", nil), 200, "").json(t, &started)
+	if started.Status != "running" || started.Execution != nil || started.Test.Progress.Status != "running" {
+		t.Fatalf("start: %+v", started)
+	}
+	type progress struct {
+		Status, Stage string
+		Planned       int
+		Written       int
+		Result        *execResp
+		Error         *struct{ Code string }
+	}
+	var show struct{ Progress progress }
+	for i := 0; ; i++ {
+		e.want(e.do("approver", "GET", "/api/v1/steptests/"+id, nil), 200, "").json(t, &show)
+		if show.Progress.Status != "running" {
+			break
+		}
+		if i == 6000 {
+			t.Fatalf("still running: %+v", show.Progress)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pr := show.Progress
+	if pr.Status != "done" || pr.Stage != "stored" || pr.Planned != 8 || pr.Written != 8 || pr.Error != nil || pr.Result == nil || pr.Result.Execution == nil {
+		t.Fatalf("after the end: %+v", pr)
+	}
+	ex := pr.Result.Execution
+	if !ex.Completed || len(ex.Moves) != 8 || e.tank.Stats().Writes != 8 || ex.Samples != nil {
 		t.Fatalf("execute: %d moves, completed %v, server %+v", len(ex.Moves), ex.Completed, e.tank.Stats())
 	}
 	for i, m := range ex.Moves {
@@ -388,12 +424,12 @@ func TestStepTestThroughServerLineWriter(t *testing.T) {
 			}
 		}
 	}
-	run, err := e.st.GetRun(context.Background(), out.RunID)
+	run, err := e.st.GetRun(context.Background(), pr.Result.RunID)
 	if err != nil || run.LineID != "tank-line" || run.EndedMs == nil {
 		t.Fatalf("run %+v %v", run, err)
 	}
-	if n, err := e.st.CountRunSamples(context.Background(), run.ID); err != nil || n[sim.TankLevel] != int64(len(ex.Samples)) || len(ex.Samples) == 0 {
-		t.Fatalf("run samples %v %v (%d samples)", n, err, len(ex.Samples))
+	if n, err := e.st.CountRunSamples(context.Background(), run.ID); err != nil || n[sim.TankLevel] == 0 || n[sim.TankLevel] != n[sim.TankHeater] {
+		t.Fatalf("run samples %v %v", n, err)
 	}
 	// Executed once.
 	e.want(e.do("approver", "POST", "/api/v1/steptests/"+id+"/execute", nil), 409, core.CodeConflict)

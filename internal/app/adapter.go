@@ -8,6 +8,7 @@ import (
 	"github.com/aml-project/aml/internal/twin/envelope"
 	"github.com/aml-project/aml/internal/twin/gate"
 	"github.com/aml-project/aml/internal/twin/govern"
+	"github.com/aml-project/aml/internal/twin/steptest"
 )
 
 // The names the interfaces use for the ops' response types and request
@@ -58,4 +59,7 @@ const (
 	// none are given.
 	DefaultJobTimeout = jobs.DefaultTimeout
 	DefaultJobStall   = jobs.DefaultStall
+	// StepTestRunning is a step test's status while its execution runs
+	// in the background (steptest.execute, steptest.show's Progress).
+	StepTestRunning = steptest.StatusRunning
 )

@@ -80,6 +80,14 @@ type App struct {
 
 	obsMu sync.Mutex
 	obs   []func(op string, d time.Duration, out any, err error)
+
+	// life ends when the process shuts down (Shutdown): the background
+	// work the App started (a running step test) stops on it; bg counts
+	// that work.
+	bgMu     sync.Mutex
+	life     context.Context
+	stopLife context.CancelFunc
+	bg       sync.WaitGroup
 }
 
 // New returns the application over d.
@@ -106,8 +114,63 @@ func New(d *service.Deps, o Options) *App {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &App{d: d, o: o, heavy: make(chan struct{}, o.HeavyConcurrent), log: log}
+	a := &App{d: d, o: o, heavy: make(chan struct{}, o.HeavyConcurrent), log: log}
+	a.life, a.stopLife = context.WithCancel(context.Background())
+	return a
 }
+
+// Shutdown stops the background work the App started — a step test
+// running after its call answered stops before its next move and
+// records its end in the audit log (steptest.executed, then
+// steptest.result with AML_WORKER_LOST) — and waits until it has, or
+// until ctx ends (AML_WORKER_LOST). The serving process calls it when
+// it shuts down; the App takes no new background work afterwards.
+func (a *App) Shutdown(ctx context.Context) error {
+	a.bgMu.Lock()
+	a.stopLife()
+	a.bgMu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		a.bg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return core.Wrap(core.CodeWorkerLost, ctx.Err(), "shutdown: background work (a running step test) did not record its end in time")
+	}
+}
+
+// background runs f in its own goroutine on a context that keeps ctx's
+// values but not its cancellation (the caller that started it may go
+// away) and ends when the App shuts down (Shutdown); false, and f not
+// run, when the App is shutting down already.
+func (a *App) background(ctx context.Context, f func(ctx context.Context)) bool {
+	a.bgMu.Lock()
+	defer a.bgMu.Unlock()
+	if a.life.Err() != nil {
+		return false
+	}
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		f(lifeCtx{Context: context.WithoutCancel(ctx), life: a.life})
+	}()
+	return true
+}
+
+// lifeCtx is a context with the values of its Context and the
+// cancellation of life: ended exactly when life is (no goroutine in
+// between).
+type lifeCtx struct {
+	context.Context
+	life context.Context
+}
+
+func (c lifeCtx) Deadline() (time.Time, bool) { return c.life.Deadline() }
+func (c lifeCtx) Done() <-chan struct{}       { return c.life.Done() }
+func (c lifeCtx) Err() error                  { return c.life.Err() }
 
 // Deps are the shared resources the application runs on.
 func (a *App) Deps() *service.Deps { return a.d }

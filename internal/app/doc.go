@@ -23,9 +23,11 @@
 //     changes against the principal's scope (auth.Principal.Allow), and
 //     lists are filtered to the principal's lines;
 //   - heavy-operation limits: Ops marked Heavy (dataset builds, trials,
-//     optimise, gate, shadow, predict, snapshot) take one of a fixed number
-//     of compute slots, after the request is decoded and validated, so a
-//     slow or bad request never holds a slot;
+//     optimise, gate, shadow, predict, snapshot, steptest.execute) take one
+//     of a fixed number of compute slots, after the request is decoded and
+//     validated, so a slow or bad request never holds a slot; a use case
+//     that goes on in the background after its call answered (a step test)
+//     keeps its call's slot until it ends (keepSlot);
 //   - audit entries and events: the use cases that change governed state
 //     write their audit entry and publish their event here.
 //
@@ -35,6 +37,11 @@
 // CLI's --opcua-endpoint and --map), chosen by the stored line of what is
 // executed after the line scope is checked; no request names a writer
 // (linewriters.go).
+//
+// Background work (a step test started without wait) runs on a context
+// that keeps the call's values but not its cancellation, and ends when
+// the process calls Shutdown (aml serve, aml mcp), which waits for it to
+// record its end.
 //
 // Field names and units are the same on every surface. Durations are
 // written as Go duration strings ("90s", "15m", "1h30m"; type Duration);

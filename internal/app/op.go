@@ -55,9 +55,36 @@ func run[Req, Resp any](ctx context.Context, a *App, p Principal, op *Op, req Re
 		if err != nil {
 			return out, err
 		}
-		defer release()
+		held := &heldSlot{release: release}
+		defer func() {
+			if !held.kept {
+				release()
+			}
+		}()
+		ctx = context.WithValue(ctx, slotKey{}, held)
 	}
 	return fn(ctx, p, req)
+}
+
+type slotKey struct{}
+
+// heldSlot is the heavy slot run took for a call.
+type heldSlot struct {
+	release func()
+	kept    bool
+}
+
+// keepSlot hands the heavy slot run took for this call to the use case,
+// which then releases it itself (one that goes on in the background
+// after the call answers: steptest.execute); a no-op release when the
+// call holds none. The use case calls it in the call's goroutine.
+func keepSlot(ctx context.Context) func() {
+	held, _ := ctx.Value(slotKey{}).(*heldSlot)
+	if held == nil {
+		return func() {}
+	}
+	held.kept = true
+	return held.release
 }
 
 // bind fills op's types and its reflective entry point from the method

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/twinstore"
+	"github.com/aml-project/aml/internal/twin/cert"
 	"github.com/aml-project/aml/internal/twin/contract"
 	"github.com/aml-project/aml/internal/twin/steptest"
 )
@@ -117,7 +119,7 @@ func (a *App) StepTestPlan(ctx context.Context, p Principal, req StepTestPlanReq
 
 var (
 	opStepTestIssue   = Op{Name: "steptest.issue", Act: auth.ActCertRequest, Summary: "Design a step test and issue it as a signed step-test certificate, queued for a person to approve"}
-	opStepTestShow    = Op{Name: "steptest.show", Act: auth.ActRead, Summary: "A step test as its signed audit trail has it (verified): status, approval, moves executed"}
+	opStepTestShow    = Op{Name: "steptest.show", Act: auth.ActRead, Summary: "A step test as its signed audit trail has it (verified): status, approval, moves executed, and its latest execution's progress (status, stage, moves written of planned) then result or error"}
 	opStepTestApprove = Op{Name: "steptest.approve", Act: auth.ActCertApprove, Summary: "Approve an ISSUED step test (a person other than its proposer, with the approver role)"}
 	opStepTestList    = Op{Name: "steptest.list", Act: auth.ActRead, Summary: "List the step tests of p's lines (optionally one line), newest first, each verified"}
 	// steptest.revoke is open to two roles — the test's proposer (an
@@ -125,7 +127,7 @@ var (
 	// read and the body checks which (steptest.CanRevoke, the line's
 	// scope); agents never revoke.
 	opStepTestRevoke  = Op{Name: "steptest.revoke", Act: auth.ActRead, Summary: "Revoke a step test (its proposer or an approver, never an agent): it can no longer execute"}
-	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run"}
+	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run; claimed once, run in the background (steptest.show follows it) unless wait"}
 )
 
 func stepTestCertOps() []*Op {
@@ -310,6 +312,10 @@ type StepTestExecuteRequest struct {
 	// Previous is a registry model whose step responses and gains the
 	// fitted models are compared with.
 	Previous string `json:"previous,omitempty" jsonschema:"registry model to compare the fitted models with (its step responses and gains; a model that can simulate runs, of the test's line, whose controls are the test's inputs and whose targets include the output)"`
+	// Wait runs the test in the call (the local CLI, whose process ends
+	// with the call); by default the test runs in the background of the
+	// serving process and the call answers at once.
+	Wait bool `json:"wait,omitempty" jsonschema:"run the test in the call and answer when it ends (default: start it in the background, answer at once with status running, and follow it with steptest.show)"`
 	// Line is the live line (its writable and measured nodes and clock).
 	// Only in-process callers (the tests) set it; otherwise the test runs
 	// on the writer the process's operator configured for the test's line
@@ -321,16 +327,18 @@ type StepTestExecuteRequest struct {
 // Validate requires the id.
 func (r *StepTestExecuteRequest) Validate() error { return required("id", r.ID) }
 
-// StepTestExecuteResponse is the executed test and the model fitted from
-// it (none when it stopped early).
+// StepTestExecuteResponse is the executed test and the models fitted
+// from it (none when it stopped early) when the call waited; when it
+// started the test in the background, status running and the test as
+// its trail has it (steptest.show follows it to the same result).
 type StepTestExecuteResponse struct {
-	Execution *steptest.Execution `json:"execution"`
-	Fit       *steptest.FitReport `json:"fit,omitempty"`
-	FitError  string              `json:"fitError,omitempty"`
-	// RunID is the identification run the samples were stored as (empty:
-	// not stored, RunNote says why).
-	RunID   string `json:"runId,omitempty"`
-	RunNote string `json:"runNote,omitempty"`
+	// Status is running (started in the background), done or failed
+	// (the call waited; failed comes with the error).
+	Status string `json:"status" jsonschema:"running (started in the background: follow it with steptest.show), done or failed (with wait)"`
+	steptest.Result
+	// Test is the step test as its trail has it when the call answers:
+	// its progress (moves written so far, stage).
+	Test *StepTestResponse `json:"test,omitempty"`
 }
 
 // StepTestExecute runs an approved step test on the live line through
@@ -340,6 +348,17 @@ type StepTestExecuteResponse struct {
 // The run is recorded under run id "steptest-<id>". A refused move or a
 // breached scene limit stops the test: the result comes back with
 // AML_WRITE_DENIED, and nothing was written after the stop.
+//
+// The test is claimed first (steptest.start, atomic: of two calls, one
+// starts it, the other gets AML_CONFLICT, as does a call for a test that
+// is running or wrote a move already). Without Wait it then runs in the
+// background on a context that is not the call's — a client that goes
+// away does not stop it; the process shutting down (Shutdown) does,
+// before the next move — holding the call's heavy slot until it ends,
+// and the call answers at once (status running); its progress and,
+// when it ends, its result or error are recorded in its audit trail
+// (steptest.result), which steptest.show reads, in any process sharing
+// the store. A revocation stops it before its next move either way.
 func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExecuteRequest) (StepTestExecuteResponse, error) {
 	return run(ctx, a, p, &opStepTestExecute, req, func(ctx context.Context, p Principal, req StepTestExecuteRequest) (StepTestExecuteResponse, error) {
 		var out StepTestExecuteResponse
@@ -349,6 +368,9 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		}
 		if r.Moves > 0 {
 			return out, core.FieldErrorf(core.CodeConflict, "id", "step test %s was executed already (%d moves written)", req.ID, r.Moves)
+		}
+		if pr := r.Progress; pr != nil && pr.Status == steptest.StatusRunning {
+			return out, core.FieldErrorf(core.CodeConflict, "id", "step test %s is running (started by %s at %s): follow it with steptest.show", req.ID, pr.StartedBy, pr.StartedAt.Format(time.RFC3339))
 		}
 		c := r.Test
 		line, err := a.liveLine(ctx, c.LineID, req.Line)
@@ -366,62 +388,137 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		if err != nil {
 			return out, err
 		}
-		nodes, varOf := map[string]string{}, map[string]string{}
-		for _, group := range [][]contract.SceneVariable{scene.Controls, scene.Observations} {
-			for _, v := range group {
-				if v.NodeID != "" {
-					nodes[v.ID] = v.NodeID
-					varOf[v.NodeID] = v.ID
-				} else {
-					varOf[v.ID] = v.ID
-				}
-			}
+		if !req.Wait && a.life.Err() != nil {
+			return out, core.Errorf(core.CodeWorkerLost, "the process is shutting down: step test %s was not started", c.TestID)
 		}
-		ex, err := steptest.Execute(ctx, steptest.ExecInput{Cert: c, Scene: scene, PublicKey: k.Public, Channels: a.d.Store,
-			History: &storeHistory{a: a, actor: p.Name, varOf: varOf}, Line: line, RunID: "steptest-" + c.TestID, Nodes: nodes,
-			Audit: &steptest.Auditor{Log: a.d.Store.AuditLog(), Key: k, Actor: p.Name},
-			// Before every move, the test as its trail has it now: a
-			// revocation while it runs stops it (CERT_REVOKED).
-			Current: func(ctx context.Context) (*contract.StepTestCertificate, error) {
-				r, err := steptest.Load(ctx, a.d.Store, k.Public, c.TestID, a.o.Now())
-				if err != nil {
-					return nil, err
-				}
-				return r.Test, nil
-			}})
-		out.Execution = ex
-		if err != nil {
+		if _, err := steptest.RecordStart(ctx, a.d.Store, k, c, p.Name, a.o.Now()); err != nil {
 			return out, err
 		}
-		if len(ex.Samples) > 0 && scene.ProductID == "" {
-			out.RunNote = "the scene names no product: the run was not stored (give the scene a productId)"
-		} else if len(ex.Samples) > 0 {
-			if err := a.recordStepTestRun(ctx, scene, ex, nodes); err != nil {
-				return out, err
+		x := &stepTestRun{a: a, p: p, req: req, c: c, scene: scene, line: line, k: k}
+		if req.Wait {
+			out.Result, err = x.run(ctx)
+			out.Status = steptest.StatusDone
+			if err != nil {
+				out.Status = steptest.StatusFailed
 			}
-			out.RunID = ex.RunID
-		}
-		if ex.Stopped != "" {
-			return out, core.Errorf(core.CodeWriteDenied, "step test %s stopped after %d moves: %s", c.TestID, len(ex.Moves), ex.Stopped)
-		}
-		output := req.Output
-		if output == "" && len(scene.Observations) > 0 {
-			output = scene.Observations[0].ID
-		}
-		if ex.Completed {
-			if out.Fit, err = steptest.Fit(ctx, ex, output, nil); err != nil {
-				out.FitError = err.Error()
-			} else if req.Previous != "" {
-				prev, err := a.previousModel(ctx, p, req.Previous, c, ex, output, nodes)
-				if err != nil {
-					out.Fit.Previous, out.Fit.PreviousError = req.Previous, err.Error()
-				} else {
-					out.Fit.Compare(prev)
-				}
+			if r, lerr := a.stepTestFor(ctx, p, auth.ActRead, c.TestID); lerr == nil {
+				out.Test = r
 			}
+			return out, err
+		}
+		release := keepSlot(ctx)
+		if !a.background(ctx, func(ctx context.Context) {
+			defer release()
+			if _, err := x.run(ctx); err != nil {
+				a.log.Info("step test ended with an error", "id", c.TestID, "err", err)
+			}
+		}) {
+			release()
+			err := core.Errorf(core.CodeWorkerLost, "the process is shutting down: step test %s was not started", c.TestID)
+			if rerr := steptest.RecordResult(context.WithoutCancel(ctx), a.d.Store, k, c, p.Name, nil, err); rerr != nil {
+				a.log.Warn("step test: record result", "id", c.TestID, "err", rerr)
+			}
+			return out, err
+		}
+		// The test runs: a failed read of its trail here does not fail
+		// the call (steptest.show reads it again).
+		out.Status = steptest.StatusRunning
+		if out.Test, err = a.stepTestFor(ctx, p, auth.ActRead, c.TestID); err != nil {
+			a.log.Warn("step test started; reading its trail failed", "id", c.TestID, "err", err)
 		}
 		return out, nil
 	})
+}
+
+// stepTestRun is one claimed execution of a step test.
+type stepTestRun struct {
+	a     *App
+	p     Principal
+	req   StepTestExecuteRequest
+	c     *contract.StepTestCertificate
+	scene *contract.SceneContract
+	line  steptest.Line
+	k     *cert.KeyPair
+}
+
+// run executes the claimed test, stores its run, fits the models and
+// records the result (or the error) in the test's trail, whatever ctx
+// does meanwhile.
+func (x *stepTestRun) run(ctx context.Context) (steptest.Result, error) {
+	res, err := x.execute(ctx)
+	if rerr := steptest.RecordResult(context.WithoutCancel(ctx), x.a.d.Store, x.k, x.c, x.p.Name, &res, err); rerr != nil {
+		x.a.log.Warn("step test: record result", "id", x.c.TestID, "err", rerr)
+		if err == nil {
+			err = rerr
+		}
+	}
+	return res, err
+}
+
+func (x *stepTestRun) execute(ctx context.Context) (steptest.Result, error) {
+	a, p, req, c, scene, k := x.a, x.p, x.req, x.c, x.scene, x.k
+	var out steptest.Result
+	nodes, varOf := map[string]string{}, map[string]string{}
+	for _, group := range [][]contract.SceneVariable{scene.Controls, scene.Observations} {
+		for _, v := range group {
+			if v.NodeID != "" {
+				nodes[v.ID] = v.NodeID
+				varOf[v.NodeID] = v.ID
+			} else {
+				varOf[v.ID] = v.ID
+			}
+		}
+	}
+	ex, err := steptest.Execute(ctx, steptest.ExecInput{Cert: c, Scene: scene, PublicKey: k.Public, Channels: a.d.Store,
+		History: &storeHistory{a: a, actor: p.Name, varOf: varOf}, Line: x.line, RunID: "steptest-" + c.TestID, Nodes: nodes,
+		Audit: &steptest.Auditor{Log: a.d.Store.AuditLog(), Key: k, Actor: p.Name},
+		// Before every move, the test as its trail has it now: a
+		// revocation while it runs stops it (CERT_REVOKED).
+		Current: func(ctx context.Context) (*contract.StepTestCertificate, error) {
+			r, err := steptest.Load(ctx, a.d.Store, k.Public, c.TestID, a.o.Now())
+			if err != nil {
+				return nil, err
+			}
+			return r.Test, nil
+		}})
+	out.Execution = ex
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			err = core.Wrap(core.CodeWorkerLost, err, "step test %s stopped: its execution was cancelled (the process shut down) before move %d of %d; the setpoints are where its last written move left them", c.TestID, len(ex.Moves), len(c.Moves))
+		}
+		return out, err
+	}
+	// The samples are stored and the models fitted whatever ctx does
+	// now: the moves have ended.
+	ctx = context.WithoutCancel(ctx)
+	if len(ex.Samples) > 0 && scene.ProductID == "" {
+		out.RunNote = "the scene names no product: the run was not stored (give the scene a productId)"
+	} else if len(ex.Samples) > 0 {
+		if err := a.recordStepTestRun(ctx, scene, ex, nodes); err != nil {
+			return out, err
+		}
+		out.RunID = ex.RunID
+	}
+	if ex.Stopped != "" {
+		return out, core.Errorf(core.CodeWriteDenied, "step test %s stopped after %d moves: %s", c.TestID, len(ex.Moves), ex.Stopped)
+	}
+	output := req.Output
+	if output == "" && len(scene.Observations) > 0 {
+		output = scene.Observations[0].ID
+	}
+	if ex.Completed {
+		if out.Fit, err = steptest.Fit(ctx, ex, output, nil); err != nil {
+			out.FitError = err.Error()
+		} else if req.Previous != "" {
+			prev, err := a.previousModel(ctx, p, req.Previous, c, ex, output, nodes)
+			if err != nil {
+				out.Fit.Previous, out.Fit.PreviousError = req.Previous, err.Error()
+			} else {
+				out.Fit.Compare(prev)
+			}
+		}
+	}
+	return out, nil
 }
 
 // recordStepTestRun stores the executed test as an identification run

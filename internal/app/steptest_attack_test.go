@@ -56,7 +56,7 @@ func TestStepTestRevokedWhileRunning(t *testing.T) {
 		_, err := a.StepTestRevoke(ctx, engineer, StepTestRevokeRequest{ID: id, Reason: "level alarm on the tank"})
 		return err
 	}
-	out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: id, Line: line})
+	out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{Wait: true, ID: id, Line: line})
 	if line.err != nil {
 		t.Fatalf("revoke while running: %v", line.err)
 	}

@@ -88,7 +88,7 @@ func TestStepTestFitsTheTankOverOPCUA(t *testing.T) {
 	l := startUATank(t, 11)
 	id := issueOnUATank(t, a, l)
 
-	out, err := a.StepTestExecute(ctx, admin, StepTestExecuteRequest{ID: id, Line: l})
+	out, err := a.StepTestExecute(ctx, admin, StepTestExecuteRequest{Wait: true, ID: id, Line: l})
 	if core.CodeOf(err) != core.CodeWriteDenied || len(out.Execution.Moves) != 1 || out.Execution.Moves[0].Reason != guard.ReasonCertNotApproved {
 		t.Fatalf("executed without approval: %v", err)
 	}
@@ -105,7 +105,7 @@ func TestStepTestFitsTheTankOverOPCUA(t *testing.T) {
 
 	// The refused attempt left the line where it was; the next step of
 	// the line is the test's start.
-	out, err = a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: id, Line: l})
+	out, err = a.StepTestExecute(ctx, bob, StepTestExecuteRequest{Wait: true, ID: id, Line: l})
 	if err != nil || !out.Execution.Completed || out.Fit == nil {
 		t.Fatalf("execute: %v %+v", err, out.Execution)
 	}
@@ -175,7 +175,7 @@ func TestStepTestStoppedByTheLevelOverOPCUA(t *testing.T) {
 	if _, err := a.StepTestApprove(ctx, Principal{Name: "bob", Role: auth.RoleApprover}, StepTestRequest{ID: id}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := a.StepTestExecute(ctx, admin, StepTestExecuteRequest{ID: id, Line: l})
+	out, err := a.StepTestExecute(ctx, admin, StepTestExecuteRequest{Wait: true, ID: id, Line: l})
 	ex := out.Execution
 	if core.CodeOf(err) != core.CodeWriteDenied || ex.Completed || !strings.Contains(ex.Stopped, "scene limit") || len(ex.Moves) >= 8 {
 		t.Fatalf("not stopped: %v %q", err, ex.Stopped)

@@ -15,6 +15,7 @@ import (
 	"github.com/aml-project/aml/internal/jobs"
 	"github.com/aml-project/aml/internal/service"
 	"github.com/aml-project/aml/internal/sim"
+	"github.com/aml-project/aml/internal/store"
 	"github.com/aml-project/aml/internal/store/sqlite"
 	"github.com/aml-project/aml/internal/testfix"
 	"github.com/aml-project/aml/internal/twin/cert"
@@ -26,8 +27,14 @@ import (
 // hitl_governed channel.
 func tankApp(t *testing.T, levelMax float64) (*App, *sqlite.Store) {
 	t.Helper()
-	ctx := context.Background()
 	st, dir := testfix.SQLite(t)
+	return tankAppOn(t, st, dir, levelMax), st
+}
+
+// tankAppOn is tankApp on store st (its key in dir).
+func tankAppOn(t *testing.T, st store.Store, dir string, levelMax float64) *App {
+	t.Helper()
+	ctx := context.Background()
 	key, err := cert.LoadOrCreateKey(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +67,7 @@ func tankApp(t *testing.T, levelMax float64) (*App, *sqlite.Store) {
 	if _, err := a.ChannelSet(ctx, admin, ChannelSetRequest{Line: "tank-line", Profile: "hybrid_twin", ControlPolicy: contract.PolicyHITLGoverned}); err != nil {
 		t.Fatal(err)
 	}
-	return a, st
+	return a
 }
 
 // TestStepTestOps: a step test on the plant's tank line end to end
@@ -83,7 +90,7 @@ func TestStepTestOps(t *testing.T) {
 		t.Fatalf("issue: %v %+v", err, r)
 	}
 	id := r.Test.TestID
-	if out, err := a.StepTestExecute(ctx, admin, StepTestExecuteRequest{ID: id, Line: sim.NewTankLine(11, 1, fixed)}); core.CodeOf(err) != core.CodeWriteDenied ||
+	if out, err := a.StepTestExecute(ctx, admin, StepTestExecuteRequest{Wait: true, ID: id, Line: sim.NewTankLine(11, 1, fixed)}); core.CodeOf(err) != core.CodeWriteDenied ||
 		len(out.Execution.Moves) != 1 || out.Execution.Moves[0].Allowed || out.Execution.Moves[0].Reason != "CERT_NOT_APPROVED" {
 		t.Fatalf("executed without approval: %v", err)
 	}
@@ -99,13 +106,13 @@ func TestStepTestOps(t *testing.T) {
 	if r, err = a.StepTestApprove(ctx, bob, StepTestRequest{ID: id}); err != nil || r.Test.Status != contract.CertApproved {
 		t.Fatalf("approve: %v", err)
 	}
-	if _, err := a.StepTestExecute(ctx, agent, StepTestExecuteRequest{ID: id, Line: sim.NewTankLine(11, 1, fixed)}); core.CodeOf(err) != core.CodeForbidden {
+	if _, err := a.StepTestExecute(ctx, agent, StepTestExecuteRequest{Wait: true, ID: id, Line: sim.NewTankLine(11, 1, fixed)}); core.CodeOf(err) != core.CodeForbidden {
 		t.Fatalf("an agent executed: %v", err)
 	}
-	if _, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: id}); core.CodeOf(err) != core.CodeInvalidArgument {
+	if _, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{Wait: true, ID: id}); core.CodeOf(err) != core.CodeInvalidArgument {
 		t.Fatalf("executed without a line: %v", err)
 	}
-	out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: id, Line: sim.NewTankLine(11, 1, fixed)})
+	out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{Wait: true, ID: id, Line: sim.NewTankLine(11, 1, fixed)})
 	if err != nil || !out.Execution.Completed || out.Fit == nil {
 		t.Fatalf("execute: %v %+v", err, out)
 	}
@@ -130,7 +137,7 @@ func TestStepTestOps(t *testing.T) {
 	if s, err := a.StepTestShow(ctx, viewer, StepTestRequest{ID: id}); err != nil || s.Moves != 8 || s.Refused != 1 || s.Executed == 0 {
 		t.Fatalf("show: %v %+v", err, s)
 	}
-	if _, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: id, Line: sim.NewTankLine(11, 1, fixed)}); core.CodeOf(err) != core.CodeConflict {
+	if _, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{Wait: true, ID: id, Line: sim.NewTankLine(11, 1, fixed)}); core.CodeOf(err) != core.CodeConflict {
 		t.Fatalf("executed twice: %v", err)
 	}
 }
@@ -187,7 +194,7 @@ func TestStepTestRevokeAndList(t *testing.T) {
 		t.Fatalf("revoked twice: %v", err)
 	}
 	line := sim.NewTankLine(11, 1, fixed)
-	out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: ids[0], Line: line})
+	out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{Wait: true, ID: ids[0], Line: line})
 	if core.CodeOf(err) != core.CodeWriteDenied || len(out.Execution.Moves) != 1 || out.Execution.Moves[0].Reason != "CERT_REVOKED" {
 		t.Fatalf("revoked test executed: %v %+v", err, out.Execution)
 	}
@@ -220,7 +227,7 @@ func TestStepTestComparedWithTheRegisteredModel(t *testing.T) {
 		if _, err := a.StepTestApprove(ctx, bob, StepTestRequest{ID: r.Test.TestID}); err != nil {
 			t.Fatal(err)
 		}
-		out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{ID: r.Test.TestID, Line: line, Previous: previous})
+		out, err := a.StepTestExecute(ctx, bob, StepTestExecuteRequest{Wait: true, ID: r.Test.TestID, Line: line, Previous: previous})
 		if err != nil || out.Fit == nil || out.RunID == "" {
 			t.Fatalf("execute: %v %+v", err, out)
 		}

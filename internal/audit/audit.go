@@ -100,6 +100,54 @@ func (l *Log) Append(ctx context.Context, actor, action, subject, lineID string,
 	return e, nil
 }
 
+// AppendIf appends one entry in its own write transaction when check,
+// given subject's trail as it is inside that transaction (every entry of
+// subject, in seq order), returns nil; otherwise it appends nothing and
+// returns check's error. The write transaction is serialised across
+// processes (sqldb.DB.Begin), so two AppendIf of one subject never both
+// see the trail without the other's entry: an atomic claim.
+func (l *Log) AppendIf(ctx context.Context, actor, action, subject, lineID string, payload any, check func(trail []Entry) error) (Entry, error) {
+	p, err := prepare(actor, action, subject, payload)
+	if err != nil {
+		return Entry{}, err
+	}
+	tx, err := l.db.Begin(ctx)
+	if err != nil {
+		return Entry{}, sqldb.Err(err, "audit: begin")
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT seq, at, actor, action, subject, line_id, payload, prev_hash, hash FROM audit_log WHERE subject = ? ORDER BY seq`, subject)
+	if err != nil {
+		return Entry{}, sqldb.Err(err, "audit: read trail of %s", subject)
+	}
+	var trail []Entry
+	for rows.Next() {
+		var e Entry
+		var at int64
+		var pl string
+		if err := rows.Scan(&e.Seq, &at, &e.Actor, &e.Action, &e.Subject, &e.LineID, &pl, &e.PrevHash, &e.Hash); err != nil {
+			_ = rows.Close()
+			return Entry{}, sqldb.Err(err, "audit: read trail of %s", subject)
+		}
+		e.At, e.Payload = time.UnixMilli(at).UTC(), json.RawMessage(pl)
+		trail = append(trail, e)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return Entry{}, sqldb.Err(err, "audit: read trail of %s", subject)
+	}
+	if err := check(trail); err != nil {
+		return Entry{}, err
+	}
+	e, err := l.appendTx(ctx, tx, actor, action, subject, lineID, p)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Entry{}, sqldb.Err(err, "audit: commit")
+	}
+	return e, nil
+}
+
 // AppendTx appends one entry inside the caller's transaction, so the entry
 // exists exactly when the caller's change does. tx must be a write
 // transaction of the same handle (sqldb.DB.Begin, serialised across

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/aml-project/aml/internal/audit"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -588,5 +589,50 @@ func TestQueryFiltersAndNewestFirst(t *testing.T) {
 		if got := seqs(es); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: seqs %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestAppendIfIsAtomic: AppendIf's check sees the subject's trail inside
+// the write transaction its entry is appended in. A second AppendIf of
+// the subject, started while the first is inside its check, sees the
+// first one's entry when its own check runs (it waited for the write
+// lock) and is refused; a check's error appends nothing.
+func TestAppendIfIsAtomic(t *testing.T) {
+	l, _ := newLog(t)
+	ctx := context.Background()
+	claim := func(trail []audit.Entry) error {
+		for _, e := range trail {
+			if e.Action == "claim" {
+				return core.Errorf(core.CodeConflict, "claimed at %d", e.Seq)
+			}
+		}
+		return nil
+	}
+	var second []audit.Entry
+	secondErr := make(chan error, 1)
+	first, err := l.AppendIf(ctx, "alice", "claim", "t-1", "L1", nil, func(trail []audit.Entry) error {
+		go func() {
+			_, err := l.AppendIf(ctx, "bob", "claim", "t-1", "L1", nil, func(trail []audit.Entry) error {
+				second = trail
+				return claim(trail)
+			})
+			secondErr <- err
+		}()
+		for range 1000 {
+			runtime.Gosched() // let the second call run as far as it can
+		}
+		return claim(trail)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-secondErr; core.CodeOf(err) != core.CodeConflict {
+		t.Fatalf("second claim: %v", err)
+	}
+	if len(second) != 1 || second[0].Seq != first.Seq {
+		t.Fatalf("the second check saw %+v, not the first claim", second)
+	}
+	if es, err := l.List(ctx, 0, 0, "t-1"); err != nil || len(es) != 1 {
+		t.Fatalf("trail %v %+v", err, es)
 	}
 }

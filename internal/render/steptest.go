@@ -39,6 +39,29 @@ func printStepTest(w io.Writer, r *steptest.Record) {
 		fmt.Fprintf(w, "; executed (audit entry %d)", r.Executed)
 	}
 	fmt.Fprintln(w)
+	printStepTestProgress(w, r.Progress)
+}
+
+// printStepTestProgress prints the latest execution: its status and
+// stage, the moves written so far, and once stored its result or error.
+func printStepTestProgress(w io.Writer, pr *steptest.Progress) {
+	if pr == nil {
+		return
+	}
+	fmt.Fprintf(w, "execution started by %s at %s: %s (%s), %d of %d moves written", pr.StartedBy, certTime(pr.StartedAt), pr.Status, pr.Stage, pr.Written, pr.Planned)
+	if pr.Refused > 0 {
+		fmt.Fprintf(w, ", %d refused", pr.Refused)
+	}
+	fmt.Fprintln(w)
+	if pr.Stopped != "" {
+		fmt.Fprintf(w, "stopped: %s\n", pr.Stopped)
+	}
+	if pr.Error != nil {
+		fmt.Fprintf(w, "error: %s: %s\n", pr.Error.Code, pr.Error.Message)
+	}
+	if pr.Result != nil {
+		printStepTestResult(w, *pr.Result)
+	}
 }
 
 func printStepTests(w io.Writer, items []*steptest.Record) {
@@ -55,6 +78,15 @@ func printStepTests(w io.Writer, items []*steptest.Record) {
 }
 
 func printStepTestExecution(w io.Writer, r app.StepTestExecuteResponse) {
+	if r.Status == steptest.StatusRunning && r.Test != nil && r.Test.Test != nil {
+		fmt.Fprintf(w, "step test %s started: it runs on the server (aml twin steptest show %s follows it)\n", r.Test.Test.TestID, r.Test.Test.TestID)
+		printStepTestProgress(w, r.Test.Progress)
+		return
+	}
+	printStepTestResult(w, r.Result)
+}
+
+func printStepTestResult(w io.Writer, r steptest.Result) {
 	ex := r.Execution
 	if ex == nil {
 		return
@@ -63,7 +95,11 @@ func printStepTestExecution(w io.Writer, r app.StepTestExecuteResponse) {
 	if !ex.Completed {
 		st = "stopped: " + ex.Stopped
 	}
-	fmt.Fprintf(w, "step test %s on line %s (run %s): %d moves, %d samples, %s\n", ex.TestID, ex.LineID, ex.RunID, len(ex.Moves), len(ex.Samples), st)
+	samples := ""
+	if ex.Samples != nil {
+		samples = fmt.Sprintf(", %d samples", len(ex.Samples))
+	}
+	fmt.Fprintf(w, "step test %s on line %s (run %s): %d moves%s, %s\n", ex.TestID, ex.LineID, ex.RunID, len(ex.Moves), samples, st)
 	for _, m := range ex.Moves {
 		fmt.Fprintf(w, "  move %d at %gs %v: %s %s\n", m.Index, m.AtSec, m.Set, dash(m.Status), dash(m.Reason))
 	}

@@ -3,6 +3,7 @@ package steptest
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -101,7 +102,12 @@ type Execution struct {
 // sample it checks the scene's hard-range constraints on the measured
 // outputs. A refused or failed move, or a measured output outside a
 // hard range, stops the test: nothing is written after it (the setpoints
-// stay where the last verified move left them, for the operator).
+// stay where the last verified move left them, for the operator). So
+// does the end of ctx (the process shutting down): no further move is
+// written, the end is audited all the same (steptest.executed, stopped
+// "cancelled before move i …") and ctx's error is returned with the
+// execution. Execute never writes a value the certificate does not hold,
+// so it does not move the line back to the operating point itself.
 func Execute(ctx context.Context, in ExecInput) (*Execution, error) {
 	c, s := in.Cert, in.Scene
 	if c == nil || s == nil || in.Line == nil || in.History == nil || in.Channels == nil {
@@ -130,21 +136,33 @@ func Execute(ctx context.Context, in ExecInput) (*Execution, error) {
 	next := 0
 	end := c.Moves[len(c.Moves)-1].AtSec + c.HoldSec
 	var prev time.Time
+	// A move written is audited even when ctx ends meanwhile, and so is
+	// the end of the test: the audit entries are appended on actx.
+	actx := context.WithoutCancel(ctx)
+	var cancelled error
 	for {
 		if err := ctx.Err(); err != nil {
-			return ex, err
+			// Cancelled (the caller went away, the process shuts down):
+			// no further move; the end is recorded below, the setpoints
+			// left where the last verified move put them.
+			cancelled = err
+			ex.Stopped = fmt.Sprintf("cancelled before move %d of %d: %v", next, len(c.Moves), err)
+			break
 		}
 		now := in.Line.Now()
 		el := now.Sub(ex.Start).Seconds()
 		if next < len(c.Moves) && el >= c.Moves[next].AtSec-1e-9 {
+			// A move once begun is carried through (checked, written, read
+			// back, recorded) whatever ctx does: the test stops between
+			// moves, never half way through one.
 			var ml MoveLog
-			if cur, why := current(ctx, in); why != "" {
+			if cur, why := current(actx, in); why != "" {
 				ml = MoveLog{Index: next, AtSec: c.Moves[next].AtSec, Set: c.Moves[next].Set, Reason: guard.ReasonCertInvalid, Detail: why}
 			} else {
-				ml = executeMove(ctx, in, cur, node, ex.Start, next, now)
+				ml = executeMove(actx, in, cur, node, ex.Start, next, now)
 			}
 			ex.Moves = append(ex.Moves, ml)
-			if err := in.Audit.entry(ctx, AuditMove, c, map[string]any{"index": ml.Index, "atSec": ml.AtSec, "set": ml.Set, "allowed": ml.Allowed,
+			if err := in.Audit.entry(actx, AuditMove, c, map[string]any{"index": ml.Index, "atSec": ml.AtSec, "set": ml.Set, "allowed": ml.Allowed,
 				"reason": ml.Reason, "detail": ml.Detail, "status": ml.Status, "readback": ml.Readback, "runId": in.RunID, "at": now.UnixMilli()}); err != nil {
 				ex.Stopped = fmt.Sprintf("audit of move %d: %v", next, err)
 				break
@@ -186,12 +204,12 @@ func Execute(ctx context.Context, in ExecInput) (*Execution, error) {
 	if len(ex.Samples) > 1 {
 		ex.StepSec = ex.Samples[1].At.Sub(ex.Samples[0].At).Seconds()
 	}
-	if err := in.Audit.entry(ctx, AuditExecuted, c, map[string]any{"completed": ex.Completed, "stopped": ex.Stopped, "runId": ex.RunID,
+	if err := in.Audit.entry(actx, AuditExecuted, c, map[string]any{"completed": ex.Completed, "stopped": ex.Stopped, "runId": ex.RunID,
 		"planHash": ex.PlanHash, "recipeId": ex.RecipeID, "moves": len(ex.Moves), "samples": len(ex.Samples),
 		"start": ex.Start.UnixMilli(), "end": ex.End.UnixMilli()}); err != nil {
-		return ex, err
+		return ex, errors.Join(cancelled, err)
 	}
-	return ex, nil
+	return ex, cancelled
 }
 
 // current is the certificate a move is checked against: in.Current's

@@ -2,6 +2,7 @@ package steptest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -403,4 +404,49 @@ func (p prevCurves) StepResponse(input string, at []float64) ([]float64, float64
 	}
 	out[len(out)-1] = k
 	return out, k, nil
+}
+
+// cancellingLine cancels the test's context at its first sampling
+// period: the caller went away (or the process shuts down) with the
+// first move written.
+type cancellingLine struct {
+	*sim.TankLine
+	cancel context.CancelFunc
+}
+
+func (l cancellingLine) Step() (time.Time, float64) {
+	l.cancel()
+	return l.TankLine.Step()
+}
+
+// TestStepTestCancelled: a step test whose context ends after its first
+// move writes no further move and still records its end in the audit
+// log (steptest.executed, stopped "cancelled before move 1"), the
+// move's own entry included; Execute returns the context's error with
+// the execution.
+func TestStepTestCancelled(t *testing.T) {
+	st, dir := testfix.SQLite(t)
+	key, err := cert.LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RegisterSigningKey(context.Background(), key, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, 70, 300)
+	c := *r.cert
+	if err := c.Approve("bob", start.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ex, err := steptest.Execute(ctx, steptest.ExecInput{Cert: &c, Scene: r.scene, PublicKey: r.key.Public, Channels: hitl,
+		History: r.hist, Line: cancellingLine{TankLine: r.line, cancel: cancel}, RunID: "steptest-st-1", Audit: &steptest.Auditor{Log: st.AuditLog(), Key: key, Actor: "bob"}})
+	if !errors.Is(err, context.Canceled) || ex == nil || ex.Completed || len(ex.Moves) != 1 || len(r.hist.Records) != 1 || !strings.Contains(ex.Stopped, "cancelled before move 1 of 8") {
+		t.Fatalf("cancelled: %v, %+v, %d writes", err, ex, len(r.hist.Records))
+	}
+	trail, err := st.AuditLog().Trail(context.Background(), c.TestID)
+	if err != nil || len(trail) != 2 || trail[0].Action != steptest.AuditMove || trail[1].Action != steptest.AuditExecuted || !strings.Contains(string(trail[1].Payload), "cancelled before move 1") {
+		t.Fatalf("trail %v %+v", err, trail)
+	}
 }

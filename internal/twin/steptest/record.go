@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aml-project/aml/internal/audit"
+	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
@@ -24,9 +25,68 @@ const (
 	AuditRevoke  = "steptest.revoke"
 	// AuditMove: one move's guard decision, outcome and readback.
 	AuditMove = "steptest.move"
-	// AuditExecuted: the test's end (completed, or why it stopped).
+	// AuditExecuted: the end of the moves (completed, or why it stopped).
 	AuditExecuted = "steptest.executed"
+	// AuditStart: an execution claimed the test (RecordStart, atomic):
+	// who, when, the moves planned and until when it may run.
+	AuditStart = "steptest.start"
+	// AuditResult: the execution's end, after the fit: its result (the
+	// execution without its samples, which are stored as the run; the
+	// fitted models) or its error (RecordResult).
+	AuditResult = "steptest.result"
 )
+
+// Execution statuses and stages (Progress).
+const (
+	StatusRunning     = "running"
+	StatusDone        = "done"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted"
+
+	StageMoving  = "moving"
+	StageFitting = "fitting"
+	StageStored  = "stored"
+)
+
+// Result is what an execution returns: the executed test (its moves and,
+// from Execute, its samples), the models fitted from it, and the
+// identification run its samples were stored as.
+type Result struct {
+	Execution *Execution `json:"execution,omitempty"`
+	Fit       *FitReport `json:"fit,omitempty"`
+	FitError  string     `json:"fitError,omitempty"`
+	// RunID is the identification run the samples were stored as (empty:
+	// not stored, RunNote says why).
+	RunID   string `json:"runId,omitempty"`
+	RunNote string `json:"runNote,omitempty"`
+}
+
+// Progress is the latest execution of a step test as its trail has it:
+// started (steptest.start), moving (its moves), fitting (the moves ended,
+// steptest.executed) and stored (steptest.result: the result or the
+// error). A start with no result whose Until passed (its process ended
+// without recording its end) reads as interrupted.
+type Progress struct {
+	Status    string    `json:"status" jsonschema:"running, done, failed or interrupted (its process ended before it recorded its end)"`
+	Stage     string    `json:"stage" jsonschema:"moving, fitting or stored"`
+	StartSeq  int64     `json:"startSeq"`
+	StartedBy string    `json:"startedBy"`
+	StartedAt time.Time `json:"startedAt"`
+	// Until is when the execution must have ended (its planned length
+	// plus a margin for the fit).
+	Until time.Time `json:"until"`
+	// Planned is the test's number of moves, Written the ones written
+	// so far in this execution, Refused the ones the guard refused.
+	Planned int `json:"planned"`
+	Written int `json:"written"`
+	Refused int `json:"refused,omitempty"`
+	// Stopped says why the moves stopped early (steptest.executed).
+	Stopped string `json:"stopped,omitempty"`
+	// Result is the execution's result once stored (its samples are in
+	// the run RunID), Error its error (a stopped test has both).
+	Result *Result         `json:"result,omitempty"`
+	Error  *auth.ErrorBody `json:"error,omitempty"`
+}
 
 // ApprovalKind is the kind of a signed step-test approval statement.
 const ApprovalKind = "aml.steptest.approval/1"
@@ -62,6 +122,8 @@ type Record struct {
 	Moves    int   `json:"moves"`
 	Refused  int   `json:"refused,omitempty"`
 	Executed int64 `json:"executedSeq,omitempty"`
+	// Progress is the latest execution (none: never started).
+	Progress *Progress `json:"progress,omitempty"`
 }
 
 // RecordIssue records a signed, ISSUED step test in the audit log
@@ -263,15 +325,51 @@ func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string,
 				Allowed bool `json:"allowed"`
 			}
 			if r != nil && json.Unmarshal(en.Payload, &p) == nil {
+				pr := r.Progress
 				if p.Allowed {
 					r.Moves++
 				} else {
 					r.Refused++
 				}
+				if pr != nil && pr.Stage == StageMoving {
+					if p.Allowed {
+						pr.Written++
+					} else {
+						pr.Refused++
+					}
+				}
 			}
 		case AuditExecuted:
 			if r != nil {
 				r.Executed = en.Seq
+				if pr := r.Progress; pr != nil && pr.Stage == StageMoving {
+					var p struct {
+						Stopped string `json:"stopped"`
+					}
+					_ = json.Unmarshal(en.Payload, &p)
+					pr.Stage, pr.Stopped = StageFitting, p.Stopped
+				}
+			}
+		case AuditStart:
+			if r != nil {
+				var p startPayload
+				_ = json.Unmarshal(en.Payload, &p)
+				r.Progress = &Progress{Status: StatusRunning, Stage: StageMoving, StartSeq: en.Seq, StartedBy: en.Actor,
+					StartedAt: time.UnixMilli(p.At).UTC(), Until: time.UnixMilli(p.Until).UTC(), Planned: p.Planned}
+			}
+		case AuditResult:
+			if pr := r.progress(); pr != nil && pr.Status == StatusRunning {
+				var p struct {
+					Result *Result         `json:"result"`
+					Error  *auth.ErrorBody `json:"error"`
+				}
+				if err := json.Unmarshal(en.Payload, &p); err != nil {
+					p.Error = &auth.ErrorBody{Code: core.CodeInternal, Message: fmt.Sprintf("result entry %d does not decode: %v", en.Seq, err)}
+				}
+				pr.Stage, pr.Result, pr.Error, pr.Status = StageStored, p.Result, p.Error, StatusDone
+				if p.Error != nil {
+					pr.Status = StatusFailed
+				}
 			}
 		}
 	}
@@ -279,7 +377,127 @@ func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string,
 		return nil, core.Errorf(core.CodeNotFound, "step test %s was never issued", id)
 	}
 	r.Expired = r.Test.Expired(now)
+	if pr := r.Progress; pr != nil && pr.Status == StatusRunning && !now.Before(pr.Until) {
+		pr.Status = StatusInterrupted
+		pr.Error = &auth.ErrorBody{Code: core.CodeWorkerLost, Message: fmt.Sprintf("the execution started at %s did not record its end by %s: the process running it ended (the line's setpoints are where its last written move left them)",
+			pr.StartedAt.Format(time.RFC3339), pr.Until.Format(time.RFC3339))}
+	}
 	return r, nil
+}
+
+func (r *Record) progress() *Progress {
+	if r == nil {
+		return nil
+	}
+	return r.Progress
+}
+
+type startPayload struct {
+	At              int64  `json:"at"`
+	Until           int64  `json:"until"`
+	Planned         int    `json:"planned"`
+	CertificateHash string `json:"certificateHash"`
+}
+
+// StartMargin is the time an execution is given beyond its planned
+// length (its last move's time plus the hold) to fit its models and
+// record its result; past it, a start without a result reads as
+// interrupted and the test may be claimed again if it wrote no move.
+const StartMargin = time.Hour
+
+// RecordStart claims step test c for an execution by actor at now: in
+// one serialised write transaction it reads the test's trail and appends
+// "steptest.start" only when no move of the test was ever written
+// (AML_CONFLICT: executed already) and no other execution is running
+// (AML_CONFLICT: a start without a result whose Until has not passed),
+// then signs the log's head. Two concurrent claims never both succeed.
+func RecordStart(ctx context.Context, st RecordStore, key Signer, c *contract.StepTestCertificate, actor string, now time.Time) (*Progress, error) {
+	if c == nil || len(c.Moves) == 0 {
+		return nil, core.Errorf(core.CodeInvalidArgument, "a step test with moves is required")
+	}
+	now = now.UTC().Truncate(time.Millisecond)
+	planned := time.Duration((c.Moves[len(c.Moves)-1].AtSec + c.HoldSec) * float64(time.Second))
+	until := now.Add(planned + StartMargin)
+	log := st.AuditLog()
+	e, err := log.AppendIf(ctx, actor, AuditStart, c.TestID, c.LineID, startPayload{At: now.UnixMilli(), Until: until.UnixMilli(), Planned: len(c.Moves), CertificateHash: c.CertificateHash},
+		func(trail []audit.Entry) error { return claimable(c.TestID, trail, now) })
+	if err != nil {
+		return nil, err
+	}
+	if _, err := log.Checkpoint(ctx, key); err != nil {
+		return nil, err
+	}
+	return &Progress{Status: StatusRunning, Stage: StageMoving, StartSeq: e.Seq, StartedBy: actor, StartedAt: now, Until: until, Planned: len(c.Moves)}, nil
+}
+
+// claimable: no move of the trail was written, and its latest start (if
+// any) has its result or is past its Until.
+func claimable(id string, trail []audit.Entry, now time.Time) error {
+	written := 0
+	var running *startPayload
+	for _, en := range trail {
+		switch en.Action {
+		case AuditMove:
+			var p struct {
+				Allowed bool `json:"allowed"`
+			}
+			if json.Unmarshal(en.Payload, &p) == nil && p.Allowed {
+				written++
+			}
+		case AuditStart:
+			var p startPayload
+			if err := json.Unmarshal(en.Payload, &p); err != nil {
+				return core.Errorf(core.CodeCertInvalid, "start entry %d of step test %s does not decode: %v", en.Seq, id, err)
+			}
+			running = &p
+		case AuditResult:
+			running = nil
+		}
+	}
+	if written > 0 {
+		return core.FieldErrorf(core.CodeConflict, "id", "step test %s was executed already (%d moves written)", id, written)
+	}
+	if running != nil && now.Before(time.UnixMilli(running.Until)) {
+		return core.FieldErrorf(core.CodeConflict, "id", "step test %s is running (started at %s): follow it with steptest.show", id, time.UnixMilli(running.At).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// RecordResult appends "steptest.result" to the trail of step test c as
+// actor: the execution's result (its samples left out: they are stored
+// as the run) and its error, then signs the log's head. A result the
+// log refuses (a non-finite number in a fit) is recorded without its
+// fit, the refusal in FitError.
+func RecordResult(ctx context.Context, st RecordStore, key Signer, c *contract.StepTestCertificate, actor string, res *Result, runErr error) error {
+	payload := func(res *Result) map[string]any {
+		p := map[string]any{}
+		if res != nil {
+			r := *res
+			if r.Execution != nil {
+				ex := *r.Execution
+				ex.Samples = nil
+				r.Execution = &ex
+			}
+			p["result"] = &r
+		}
+		if runErr != nil {
+			b := auth.BodyOf(runErr)
+			p["error"] = &b
+		}
+		return p
+	}
+	log := st.AuditLog()
+	_, err := log.Append(ctx, actor, AuditResult, c.TestID, c.LineID, payload(res))
+	if err != nil && res != nil && res.Fit != nil {
+		r := *res
+		r.Fit, r.FitError = nil, "the fit report was not recorded: "+err.Error()
+		_, err = log.Append(ctx, actor, AuditResult, c.TestID, c.LineID, payload(&r))
+	}
+	if err != nil {
+		return err
+	}
+	_, err = log.Checkpoint(ctx, key)
+	return err
 }
 
 func checkApproval(ctx context.Context, st RecordStore, ring *twinstore.Keyring, c *contract.StepTestCertificate, en audit.Entry) error {
