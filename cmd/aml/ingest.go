@@ -118,10 +118,10 @@ func newIngestCmd(a *app) *cobra.Command {
 }
 
 // ingestGCPercent is the collector's pace during "aml ingest csv" unless
-// GOGC is set. An ingest keeps a few batches of samples live (≈ 20 MiB
-// with PostgreSQL's batches) and allocates little once they are made; at
-// the default pace (100) the heap's growth to that size costs three or
-// four collections in the first ≈ 100 ms, each marking the pointer-laden
+// GOGC is set. An ingest keeps a few batches of samples live (up to two
+// batches of ≈ 30 MiB with PostgreSQL's) and allocates little once they
+// are made; at the default pace (100) the heap's growth to that size costs
+// collections in the first ≈ 100 ms, each marking the pointer-laden
 // batches while the parser and the first COPYs wait (GODEBUG=gctrace=1;
 // bench/RESULTS.md, issue 22 fourth pass). At 400 the live heap still
 // bounds the process (≈ 5× it).
