@@ -117,20 +117,33 @@ func newIngestCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// ingestGCPercent is the collector's pace during "aml ingest csv" unless
-// GOGC is set. An ingest keeps a few batches of samples live (up to two
-// batches of ≈ 30 MiB with PostgreSQL's) and allocates little once they
-// are made; at the default pace (100) the heap's growth to that size costs
-// collections in the first ≈ 100 ms, each marking the pointer-laden
-// batches while the parser and the first COPYs wait (GODEBUG=gctrace=1;
-// bench/RESULTS.md, issue 22 fourth pass). At 400 the live heap still
-// bounds the process (≈ 5× it).
-const ingestGCPercent = 400
+// ingestGCPercent and ingestMemLimit set the collector during "aml ingest
+// csv" unless GOGC is set. An ingest keeps a few batches of samples live
+// (up to two batches of ≈ 30 MiB with PostgreSQL's) and allocates little
+// garbage besides: the batches are reused and hold the parser's strings.
+// Paced collections only mark those pointer-laden batches while the
+// parser and the COPYs wait (GODEBUG=gctrace=1): at the default pace
+// (100) three or four in the first ≈ 100 ms, at 400 one, triggered by
+// the first PostgreSQL batch itself (bench/RESULTS.md, issue 22 fourth and
+// fifth passes). So the pace is off and the heap is bounded by a memory
+// limit of ingestMemLimit instead, at which the runtime collects; with
+// GOMEMLIMIT set, that limit stays and the pace is ingestGCPercent (the
+// live heap then bounds the process: ≈ 5× it).
+const (
+	ingestGCPercent = 400
+	ingestMemLimit  = 256 << 20
+)
 
 func ingestGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(ingestGCPercent)
+	if os.Getenv("GOGC") != "" {
+		return
 	}
+	if os.Getenv("GOMEMLIMIT") != "" {
+		debug.SetGCPercent(ingestGCPercent)
+		return
+	}
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(ingestMemLimit)
 }
 
 // firstTime parses a file (without writing) and returns its first sample
