@@ -190,3 +190,28 @@ func TestStreamBatchSizeOfStore(t *testing.T) {
 		}
 	}
 }
+
+// With batches of bigBatch samples or more, parseAhead makes at most two
+// batches: the one written and the one the parser fills meanwhile (no
+// parsed batch waits, and no returned batch is dropped, so the parser
+// makes a new one only when the writer holds the only other) — every
+// batch written is one of two arrays, whatever the scheduling (go test
+// -cpu 1,2).
+func TestParseAheadBigBatchesTwoLive(t *testing.T) {
+	opts := CSVOptions{Line: "L", Product: "P", Recipe: "R", Run: "r", BatchSize: bigBatch}
+	rows := 5*bigBatch/3 + 10 // ≥ 5 batches of 3-sample rows
+	arrays := map[*core.Sample]bool{}
+	n, total := 0, 0
+	_, err := parseAhead(strings.NewReader(aheadCSV(rows, -1)), "f", opts, 0, func(b []core.Sample) error {
+		arrays[&b[:1][0]] = true
+		n++
+		total += len(b)
+		return nil
+	})
+	if err != nil || total != 3*rows || n < 5 {
+		t.Fatalf("%v: %d samples in %d batches", err, total, n)
+	}
+	if len(arrays) > 2 {
+		t.Fatalf("%d batches written from %d arrays, want at most 2", n, len(arrays))
+	}
+}

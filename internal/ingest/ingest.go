@@ -297,14 +297,18 @@ var errStopped = errors.New("ingest: writer stopped")
 func parseAhead(r io.Reader, name string, opts CSVOptions, first int, write func([]core.Sample) error) (FileReport, error) {
 	// Batches parsed and not yet written, besides the one the parser
 	// fills: two, or none for large batches (≥ bigBatch samples, the
-	// PostgreSQL store's), so that at most two of those are live — the
-	// one written and the one parsed meanwhile.
+	// PostgreSQL store's), so that at most two of those exist — the one
+	// written and the one parsed meanwhile.
 	inFlight := 2
 	if opts.BatchSize >= bigBatch {
 		inFlight = 0
 	}
 	full := make(chan []core.Sample, inFlight)
-	free := make(chan []core.Sample, inFlight+1)
+	// Room in free for every batch there can be besides the one the
+	// parser fills, so that the writer never drops one it returns (it may
+	// return a batch before the parser looks for one): the parser then
+	// makes a new batch only when the writer holds all the others.
+	free := make(chan []core.Sample, inFlight+2)
 	stop := make(chan struct{})
 	var (
 		rep  FileReport
