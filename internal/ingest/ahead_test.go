@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -128,5 +129,89 @@ func TestParseAheadRamp(t *testing.T) {
 		if !slices.Equal(sizes, tc.sizes) {
 			t.Fatalf("%+v: batch sizes %v, want %v", tc, sizes, tc.sizes)
 		}
+	}
+}
+
+// sizedTS is fakeTS asking for batches as the PostgreSQL store does
+// (IngestBatchSize), recording the size of every batch written.
+type sizedTS struct {
+	*fakeTS
+	size    int
+	ramp    bool
+	batches []int
+}
+
+func (s *sizedTS) IngestBatchSize() (int, bool) { return s.size, s.ramp }
+
+func (s *sizedTS) Ingest(ctx context.Context, fn func(core.IngestTx) error) error {
+	return s.fakeTS.Ingest(ctx, func(tx core.IngestTx) error { return fn(sizedTx{tx.(*fakeTx), s}) })
+}
+
+type sizedTx struct {
+	*fakeTx
+	s *sizedTS
+}
+
+func (t sizedTx) Write(b []core.Sample) (core.WriteStats, error) {
+	t.s.batches = append(t.s.batches, len(b))
+	return t.fakeTx.Write(b)
+}
+
+// A store that asks for batches without a ramp gets a file of at most that
+// many samples as one batch (the whole file, which the PostgreSQL store
+// copies in key order), a longer one in batches of that size, and with a
+// ramp the first batch at rampFirstBatch; an explicit BatchSize wins. The
+// samples stored are the same every way.
+func TestStreamBatchSizeOfStore(t *testing.T) {
+	cols := []string{"a", "b", "c"}
+	for _, tc := range []struct {
+		rows, size, optBatch int
+		ramp                 bool
+		sizes                []int
+	}{
+		{rows: 1000, size: 1 << 18, sizes: []int{3000}},
+		{rows: 1000, size: 3000, sizes: []int{3000}},
+		{rows: 1000, size: 1000, sizes: []int{1002, 1002, 996}},
+		{rows: 3000, size: 1 << 18, ramp: true, sizes: []int{4098, 4902}},
+		{rows: 1000, size: 1 << 18, optBatch: 1500, sizes: []int{1500, 1500}},
+	} {
+		ts := &sizedTS{fakeTS: newFakeTS(), size: tc.size, ramp: tc.ramp}
+		opts := ingestOpts
+		opts.BatchSize, opts.Run = tc.optBatch, "r"
+		rep, err := Stream(context.Background(), ts, strings.NewReader(wideFile(cols, tc.rows, 0)), "f", opts, nil)
+		if err != nil || rep.Samples != 3*tc.rows {
+			t.Fatalf("%+v: %v, %+v", tc, err, rep)
+		}
+		if !slices.Equal(ts.batches, tc.sizes) {
+			t.Errorf("%+v: batches %v, want %v", tc, ts.batches, tc.sizes)
+		}
+		if len(ts.samples) != 3*tc.rows || ts.commits != 1 {
+			t.Errorf("%+v: %d samples stored, %d commits", tc, len(ts.samples), ts.commits)
+		}
+	}
+}
+
+// With batches of bigBatch samples or more, parseAhead makes at most two
+// batches: the one written and the one the parser fills meanwhile (no
+// parsed batch waits, and no returned batch is dropped, so the parser
+// makes a new one only when the writer holds the only other) — every
+// batch written is one of two arrays, whatever the scheduling (go test
+// -cpu 1,2).
+func TestParseAheadBigBatchesTwoLive(t *testing.T) {
+	opts := CSVOptions{Line: "L", Product: "P", Recipe: "R", Run: "r", BatchSize: bigBatch}
+	rows := 5*bigBatch/3 + 10 // ≥ 5 batches of 3-sample rows
+	arrays := map[*core.Sample]bool{}
+	n, total := 0, 0
+	_, err := parseAhead(strings.NewReader(aheadCSV(rows, -1)), "f", opts, 0, func(b []core.Sample) error {
+		arrays[&b[:1][0]] = true
+		n++
+		total += len(b)
+		return nil
+	})
+	if err != nil || total != 3*rows || n < 5 {
+		t.Fatalf("%v: %d samples in %d batches", err, total, n)
+	}
+	if len(arrays) > 2 {
+		t.Fatalf("%d batches written from %d arrays, want at most 2", n, len(arrays))
 	}
 }

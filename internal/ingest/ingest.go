@@ -91,31 +91,41 @@ func fileError(file string, err error) error {
 // another line; see lookupNodes), and the run
 // opts.Run is created from the first and last sample unless it exists.
 // Nothing is buffered beyond a few parser batches (the parser runs one to
-// two batches ahead of the writes; a store may ask for larger batches
-// with an IngestBatchSize() int method); on any error nothing of the
-// stream is written. Every CSV ingest — files from the CLI, uploads to the
+// two batches ahead of the writes, one when the batches are large; a store
+// may ask for larger batches with an IngestBatchSize() (size int, ramp
+// bool) method); on any error nothing of the stream is written. Every CSV ingest — files from the CLI, uploads to the
 // API — takes this one path.
 func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, opts CSVOptions, checkNode func(n core.Node) error) (FileReport, error) {
 	var rep FileReport
 	first := 0
-	if bs, ok := ts.(interface{ IngestBatchSize() int }); ok && opts.BatchSize == 0 {
-		// A store whose writes cost round trips asks for larger batches;
-		// the first ones are small and grow to that size, so that the
-		// store starts writing (creating nodes, partitions, the first
-		// COPY) a few rows into the file instead of a whole large batch
-		// into it, while the parser reads on.
-		opts.BatchSize = bs.IngestBatchSize()
-		first = rampFirstBatch
+	if bs, ok := ts.(interface{ IngestBatchSize() (int, bool) }); ok && opts.BatchSize == 0 {
+		// A store whose writes cost round trips asks for larger batches.
+		// With ramp the first ones are small and grow to that size, so
+		// that the store starts writing (creating nodes, partitions, the
+		// first COPY) a few rows into the file instead of a whole large
+		// batch into it, while the parser reads on. Without, a file of
+		// at most that many samples reaches the store as one batch, which
+		// it can write in its key order (the PostgreSQL store: one COPY
+		// in (node, ts) order).
+		var ramp bool
+		opts.BatchSize, ramp = bs.IngestBatchSize()
+		if ramp {
+			first = rampFirstBatch
+		}
 	}
 	err := ts.Ingest(ctx, func(tx core.IngestTx) error {
 		// A transaction that can write a batch while the next one is
-		// prepared (the PostgreSQL store's WriteAhead: its COPY runs on
-		// while this goroutine keys and encodes the next batch; an error
-		// of it fails a later call or the commit, and so the stream).
+		// prepared (WriteAhead: its COPY runs on while this goroutine
+		// keys and encodes the next batch; an error of it fails a later
+		// call or the commit, and so the stream) takes the ramped
+		// batches that way. Without a ramp the batches are few and
+		// large (often one: the whole file), and Write streams each
+		// one's encoding into its COPY instead of encoding it in full
+		// first, which would only delay a last batch's COPY.
 		write := tx.Write
 		if wa, ok := tx.(interface {
 			WriteAhead([]core.Sample) (core.WriteStats, error)
-		}); ok {
+		}); ok && first > 0 {
 			write = wa.WriteAhead
 		}
 		seen := make(map[string]bool)
@@ -259,6 +269,10 @@ func ensureNodes(tx core.IngestTx, nodes []core.Node) (int, error) {
 // for larger batches (see parseAhead): ≈ 400 rows of a 10-column file.
 const rampFirstBatch = 4096
 
+// bigBatch is the batch size from which parseAhead keeps no parsed batch
+// waiting besides the one being written (≈ 7 MiB of samples).
+const bigBatch = 65536
+
 // errStopped stops the parser of parseAhead when the writer has failed.
 var errStopped = errors.New("ingest: writer stopped")
 
@@ -281,9 +295,20 @@ var errStopped = errors.New("ingest: writer stopped")
 // does not depend on: a CSV ingest is one transaction whatever its
 // batches).
 func parseAhead(r io.Reader, name string, opts CSVOptions, first int, write func([]core.Sample) error) (FileReport, error) {
-	const inFlight = 2 // batches parsed and not yet written
+	// Batches parsed and not yet written, besides the one the parser
+	// fills: two, or none for large batches (≥ bigBatch samples, the
+	// PostgreSQL store's), so that at most two of those exist — the one
+	// written and the one parsed meanwhile.
+	inFlight := 2
+	if opts.BatchSize >= bigBatch {
+		inFlight = 0
+	}
 	full := make(chan []core.Sample, inFlight)
-	free := make(chan []core.Sample, inFlight+1)
+	// Room in free for every batch there can be besides the one the
+	// parser fills, so that the writer never drops one it returns (it may
+	// return a batch before the parser looks for one): the parser then
+	// makes a new batch only when the writer holds all the others.
+	free := make(chan []core.Sample, inFlight+2)
 	stop := make(chan struct{})
 	var (
 		rep  FileReport

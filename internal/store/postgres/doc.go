@@ -61,12 +61,16 @@
 //     every row, and a refused or missing partition falls back to samples);
 //     the overlap check, the batch's savepoint and the release of the
 //     previous one travel as one pipelined round trip; CSV ingest hands
-//     Write batches of IngestBatchSize samples, four times the parser's
-//     default, so a file costs a handful of round trips (bench/pg_copy.sh
-//     compares it with psql's \copy); it writes them with WriteAhead
-//     (ahead.go): a batch's COPY runs on the connection while the next
-//     batch is keyed and encoded, its errors reported by the next
-//     statement or the commit; the stream's node checks read a batch's
+//     Write a file of up to IngestBatchSize samples (262 144, ≈ 30 MiB)
+//     whole, as one batch, and a longer file in batches of that size, so
+//     a file costs a handful of round trips and its rows go in as one
+//     COPY in (node, ts) order, each node's rows appended at the right
+//     edge of the key in a month that holds no later keys
+//     (bench/pg_copy.sh compares it with psql's \copy); WriteAhead
+//     (ahead.go), for a caller that writes many smaller batches, runs a
+//     batch's COPY on the connection while the next batch is keyed and
+//     encoded, its errors reported by the next statement or the commit;
+//     the stream's node checks read a batch's
 //     nodes in one statement inside the transaction (GetNodes), not
 //     through the pool, whose second connection may still be starting
 //     (Open dials it beside the first). The COPY rows are
