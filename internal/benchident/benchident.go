@@ -113,12 +113,15 @@ type Result struct {
 	// segment(s) (0 skipped, 12 samples not scored)", eval.FreeRunMetrics
 	// Summary) and FreeRunDiverged flags a run-away simulation; its RMSE
 	// figures are then absent when not finite.
-	FreeRun         string  `json:"freeRun,omitempty"`
-	FreeRunDiverged bool    `json:"freeRunDiverged,omitempty"`
-	Seconds         float64 `json:"seconds"`
-	JobID           string  `json:"jobId,omitempty"`
-	ModelID         string  `json:"modelId,omitempty"`
-	Error           string  `json:"error,omitempty"`
+	FreeRun         string `json:"freeRun,omitempty"`
+	FreeRunDiverged bool   `json:"freeRunDiverged,omitempty"`
+	// Chosen is, for a static CV with tuning, what each fold's tuning
+	// chose on its training rows (forest.Forest.Knobs), fold by fold.
+	Chosen  []string `json:"chosen,omitempty"`
+	Seconds float64  `json:"seconds"`
+	JobID   string   `json:"jobId,omitempty"`
+	ModelID string   `json:"modelId,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // Label is the output, with the test file's name for a per-file figure

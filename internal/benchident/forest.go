@@ -35,7 +35,7 @@ func runForestCV(c *Config, tc TrainerConfig, names []string, groups map[string]
 		}
 		opt := p.Options(y, uint64(c.Seed))
 		pred := make([]float64, len(X))
-		oob := 0.0
+		oob, oobFolds := 0.0, 0
 		var chosen []string
 		for f := 0; f < k; f++ {
 			var xt [][]float64
@@ -55,14 +55,19 @@ func runForestCV(c *Config, tc TrainerConfig, names []string, groups map[string]
 			if p.Tune != "" && p.Tune != "none" {
 				chosen = append(chosen, fr.Knobs())
 			}
-			oob += oobScore(fr, yt, c.StaticCV.Metric == "accuracy") / float64(k)
+			// a blend or a model without out-of-bag rows has no
+			// estimate: the mean is over the folds that have one
+			if e := oobScore(fr, yt, c.StaticCV.Metric == "accuracy"); !math.IsNaN(e) {
+				oob += e
+				oobFolds++
+			}
 			for i := range X {
 				if i%k == f {
 					pred[i] = fr.Predict(X[i])
 				}
 			}
 		}
-		res := Result{Trainer: tc.Ref, Output: c.Outputs[0] + "@" + g, Seconds: time.Since(t0).Seconds()}
+		res := Result{Trainer: tc.Ref, Output: c.Outputs[0] + "@" + g, Seconds: time.Since(t0).Seconds(), Chosen: chosen}
 		var v float64
 		if c.StaticCV.Metric == "accuracy" {
 			ok := 0
@@ -89,9 +94,12 @@ func runForestCV(c *Config, tc TrainerConfig, names []string, groups map[string]
 		if p.Method == "boost" {
 			opt.Task = "boosted " + opt.Task
 		}
-		est := fmt.Sprintf("mean out-of-bag %s of the folds %.4f", metricName(c.StaticCV.Metric), oob)
-		if math.IsNaN(oob) {
+		est := fmt.Sprintf("mean out-of-bag %s of the folds %.4f", metricName(c.StaticCV.Metric), oob/float64(max(oobFolds, 1)))
+		switch {
+		case oobFolds == 0:
 			est = "no out-of-bag estimate"
+		case oobFolds < k:
+			est = fmt.Sprintf("mean out-of-bag %s of the %d of %d folds with one %.4f", metricName(c.StaticCV.Metric), oobFolds, k, oob/float64(oobFolds))
 		}
 		if len(chosen) > 0 {
 			est += fmt.Sprintf(", tuned per fold on its training rows: %s", strings.Join(chosen, "; "))
