@@ -3,7 +3,6 @@ package contract
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"strings"
 	"time"
@@ -67,32 +66,8 @@ func (c *RecommendationCertificate) Verify(pub ed25519.PublicKey) error {
 	if c == nil {
 		return certErr(core.CodeCertInvalid, "", "no certificate")
 	}
-	if len(pub) != ed25519.PublicKeySize {
-		return certErr(core.CodeCertInvalid, "keyId", "verification key is not an Ed25519 public key")
-	}
-	if err := c.Validate(); err != nil {
-		e := core.Invalid(core.CodeCertInvalid, ProblemsOf(err))
-		if e == nil {
-			return certErr(core.CodeCertInvalid, "", "%v", err)
-		}
-		return e
-	}
-	if id := CertKeyID(pub); c.KeyID != id {
-		return certErr(core.CodeCertInvalid, "keyId", "certificate names key %s, verifying with key %s", c.KeyID, id)
-	}
-	h, err := c.BodyHash()
-	if err != nil {
-		return certErr(core.CodeCertInvalid, "certificateHash", "cannot hash the signed body: %v", err)
-	}
-	if h != c.CertificateHash {
-		return certErr(core.CodeCertInvalid, "certificateHash", "the signed body hashes to %s, the certificate says %s: a signed field was changed", h, c.CertificateHash)
-	}
-	digest, _ := hex.DecodeString(h)
-	sig, err := base64.StdEncoding.DecodeString(c.Signature)
-	if err != nil || len(sig) != ed25519.SignatureSize || len(digest) != sha256.Size || !ed25519.Verify(pub, digest, sig) {
-		return certErr(core.CodeCertInvalid, "signature", "signature does not verify with key %s", c.KeyID)
-	}
-	return nil
+	return verifySigned(pub, signedDoc{noun: "certificate", sigNoun: "", validate: c.Validate,
+		keyID: c.KeyID, hash: c.CertificateHash, signature: c.Signature, bodyHash: c.BodyHash})
 }
 
 // certTransitions is the certificate state machine: from → allowed

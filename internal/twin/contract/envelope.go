@@ -2,9 +2,7 @@ package contract
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"strings"
 	"time"
 
@@ -191,31 +189,8 @@ func (e *EnvelopeCertificate) Verify(pub ed25519.PublicKey) error {
 	if e == nil {
 		return certErr(core.CodeCertInvalid, "", "no envelope certificate")
 	}
-	if len(pub) != ed25519.PublicKeySize {
-		return certErr(core.CodeCertInvalid, "keyId", "verification key is not an Ed25519 public key")
-	}
-	if err := e.Validate(); err != nil {
-		if ie := core.Invalid(core.CodeCertInvalid, ProblemsOf(err)); ie != nil {
-			return ie
-		}
-		return certErr(core.CodeCertInvalid, "", "%v", err)
-	}
-	if id := CertKeyID(pub); e.KeyID != id {
-		return certErr(core.CodeCertInvalid, "keyId", "envelope names key %s, verifying with key %s", e.KeyID, id)
-	}
-	h, err := e.BodyHash()
-	if err != nil {
-		return certErr(core.CodeCertInvalid, "certificateHash", "cannot hash the signed body: %v", err)
-	}
-	if h != e.CertificateHash {
-		return certErr(core.CodeCertInvalid, "certificateHash", "the signed body hashes to %s, the envelope says %s: a signed field was changed", h, e.CertificateHash)
-	}
-	digest, _ := hex.DecodeString(h)
-	sig, err := base64.StdEncoding.DecodeString(e.Signature)
-	if err != nil || len(sig) != ed25519.SignatureSize || len(digest) != sha256.Size || !ed25519.Verify(pub, digest, sig) {
-		return certErr(core.CodeCertInvalid, "signature", "envelope signature does not verify with key %s", e.KeyID)
-	}
-	return nil
+	return verifySigned(pub, signedDoc{noun: "envelope", sigNoun: "envelope ", validate: e.Validate,
+		keyID: e.KeyID, hash: e.CertificateHash, signature: e.Signature, bodyHash: e.BodyHash})
 }
 
 // Expired reports whether the envelope's expiry has passed at now.

@@ -2,9 +2,7 @@ package contract
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"math"
 	"strings"
 	"time"
@@ -232,31 +230,8 @@ func (c *StepTestCertificate) Verify(pub ed25519.PublicKey) error {
 	if c == nil {
 		return certErr(core.CodeCertInvalid, "", "no step-test certificate")
 	}
-	if len(pub) != ed25519.PublicKeySize {
-		return certErr(core.CodeCertInvalid, "keyId", "verification key is not an Ed25519 public key")
-	}
-	if err := c.Validate(); err != nil {
-		if ie := core.Invalid(core.CodeCertInvalid, ProblemsOf(err)); ie != nil {
-			return ie
-		}
-		return certErr(core.CodeCertInvalid, "", "%v", err)
-	}
-	if id := CertKeyID(pub); c.KeyID != id {
-		return certErr(core.CodeCertInvalid, "keyId", "step test names key %s, verifying with key %s", c.KeyID, id)
-	}
-	h, err := c.BodyHash()
-	if err != nil {
-		return certErr(core.CodeCertInvalid, "certificateHash", "cannot hash the signed body: %v", err)
-	}
-	if h != c.CertificateHash {
-		return certErr(core.CodeCertInvalid, "certificateHash", "the signed body hashes to %s, the step test says %s: a signed field was changed", h, c.CertificateHash)
-	}
-	digest, _ := hex.DecodeString(h)
-	sig, err := base64.StdEncoding.DecodeString(c.Signature)
-	if err != nil || len(sig) != ed25519.SignatureSize || len(digest) != sha256.Size || !ed25519.Verify(pub, digest, sig) {
-		return certErr(core.CodeCertInvalid, "signature", "step-test signature does not verify with key %s", c.KeyID)
-	}
-	return nil
+	return verifySigned(pub, signedDoc{noun: "step test", sigNoun: "step-test ", validate: c.Validate,
+		keyID: c.KeyID, hash: c.CertificateHash, signature: c.Signature, bodyHash: c.BodyHash})
 }
 
 // Expired reports whether the step test's expiry has passed at now.
