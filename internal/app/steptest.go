@@ -127,7 +127,7 @@ var (
 	// read and the body checks which (steptest.CanRevoke, the line's
 	// scope); agents never revoke.
 	opStepTestRevoke  = Op{Name: "steptest.revoke", Act: auth.ActRead, Summary: "Revoke a step test (its proposer or an approver, never an agent): it can no longer execute"}
-	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run; claimed once, run in the background (steptest.show follows it) unless wait"}
+	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, SlotInBody: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run; claimed once, run in the background (steptest.show follows it) unless wait"}
 )
 
 func stepTestCertOps() []*Op {
@@ -349,9 +349,11 @@ type StepTestExecuteResponse struct {
 // breached scene limit stops the test: the result comes back with
 // AML_WRITE_DENIED, and nothing was written after the stop.
 //
-// The test is claimed first (steptest.start, atomic: of two calls, one
-// starts it, the other gets AML_CONFLICT, as does a call for a test that
-// is running or wrote a move already). Without Wait it then runs in the
+// A test that is running or wrote a move already answers AML_CONFLICT at
+// once, read from its trail before the call waits for a heavy slot (it
+// never queues behind other heavy work to be refused). With a slot, the
+// test is claimed (steptest.start, atomic: of two calls, one starts it,
+// the other gets AML_CONFLICT). Without Wait it then runs in the
 // background on a context that is not the call's — a client that goes
 // away does not stop it; the process shutting down (Shutdown) does,
 // before the next move — holding the call's heavy slot until it ends,
@@ -390,6 +392,12 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		}
 		if !req.Wait && a.life.Err() != nil {
 			return out, core.Errorf(core.CodeWorkerLost, "the process is shutting down: step test %s was not started", c.TestID)
+		}
+		// Only now, the test found claimable, wait for a heavy slot; the
+		// claim below checks the trail again in its serialised write
+		// transaction (another call may have claimed it meanwhile).
+		if err := a.takeSlot(ctx); err != nil {
+			return out, err
 		}
 		if _, err := steptest.RecordStart(ctx, a.d.Store, k, c, p.Name, a.o.Now()); err != nil {
 			return out, err

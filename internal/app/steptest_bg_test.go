@@ -392,3 +392,84 @@ func TestStepTestTwoProcessesOnPostgres(t *testing.T) {
 		t.Fatalf("writes %d and %d", lines[0].writes, lines[1].writes)
 	}
 }
+
+// fillSlots takes every free heavy slot of a (other heavy work of the
+// process) and returns their release.
+func fillSlots(a *App) func() {
+	n := 0
+	for len(a.heavy) < cap(a.heavy) {
+		a.heavy <- struct{}{}
+		n++
+	}
+	return func() {
+		for range n {
+			<-a.heavy
+		}
+	}
+}
+
+// conflictAtOnce calls steptest.execute of test id on a whose heavy
+// slots are all taken: the call must answer AML_CONFLICT without
+// waiting for a slot. Were it to wait, the wait cancels its context
+// (slotWait) and the call fails otherwise.
+func conflictAtOnce(t *testing.T, a *App, id string) {
+	t.Helper()
+	release := fillSlots(a)
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waited := false
+	a.slotWait = func() { waited = true; cancel() }
+	defer func() { a.slotWait = nil }()
+	_, err := a.StepTestExecute(ctx, Principal{Name: "bob", Role: auth.RoleApprover}, StepTestExecuteRequest{ID: id, Line: newGatedLine(12)})
+	if core.CodeOf(err) != core.CodeConflict || waited {
+		t.Fatalf("second execute of a running test with every slot taken: %v (waited for a slot: %v), want %s at once", err, waited, core.CodeConflict)
+	}
+}
+
+// TestStepTestConflictNeedsNoSlot: a second steptest.execute of a test
+// that is running answers AML_CONFLICT at once, even when every heavy
+// slot of the process is taken (here: the running test's and the
+// others by other work); it never queues behind them.
+func TestStepTestConflictNeedsNoSlot(t *testing.T) {
+	a, _ := tankApp(t, 70)
+	id := approvedTankTest(t, a)
+	line := newGatedLine(11)
+	if out, err := a.StepTestExecute(context.Background(), Principal{Name: "bob", Role: auth.RoleApprover}, StepTestExecuteRequest{ID: id, Line: line}); err != nil || out.Status != steptest.StatusRunning {
+		t.Fatalf("start: %v %+v", err, out)
+	}
+	conflictAtOnce(t, a, id)
+	close(line.open)
+	a.bg.Wait()
+	// Executed: the same, at once.
+	conflictAtOnce(t, a, id)
+}
+
+// TestStepTestConflictNeedsNoSlotOnPostgres: the same across two
+// processes on one PostgreSQL store: process 1 runs the test, process
+// 2, every slot of its own taken, answers AML_CONFLICT at once. Skipped
+// without AML_TEST_PG (a failure in CI).
+func TestStepTestConflictNeedsNoSlotOnPostgres(t *testing.T) {
+	url := pgtest.Schema(t)
+	open := func() store.Store {
+		st, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	dir := t.TempDir()
+	a1 := tankAppOn(t, open(), dir, 70)
+	clock := func() time.Time { return fixed }
+	a2 := New(&service.Deps{Store: open(), DataDir: dir, Key: a1.d.Key}, Options{Now: clock, WallNow: clock})
+	id := approvedTankTest(t, a1)
+	line := newGatedLine(11)
+	if out, err := a1.StepTestExecute(context.Background(), Principal{Name: "bob", Role: auth.RoleApprover}, StepTestExecuteRequest{ID: id, Line: line}); err != nil || out.Status != steptest.StatusRunning {
+		t.Fatalf("start: %v %+v", err, out)
+	}
+	conflictAtOnce(t, a2, id)
+	close(line.open)
+	a1.bg.Wait()
+	conflictAtOnce(t, a2, id)
+}
