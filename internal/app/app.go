@@ -81,6 +81,9 @@ type App struct {
 	// slotWait, when set (tests), is called when a call finds every
 	// heavy slot taken, before it waits for one.
 	slotWait func()
+	// heartbeats, when set (tests), paces a running step test's lease
+	// renewals instead of a ticker of steptest.HeartbeatEvery.
+	heartbeats func() (tick <-chan time.Time, stop func())
 
 	obsMu sync.Mutex
 	obs   []func(op string, d time.Duration, out any, err error)
