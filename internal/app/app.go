@@ -78,6 +78,13 @@ type App struct {
 
 	jobLines sync.Map // job id → line id
 
+	// slotWait, when set (tests), is called when a call finds every
+	// heavy slot taken, before it waits for one.
+	slotWait func()
+	// heartbeats, when set (tests), paces a running step test's lease
+	// renewals instead of a ticker of steptest.HeartbeatEvery.
+	heartbeats func() (tick <-chan time.Time, stop func())
+
 	obsMu sync.Mutex
 	obs   []func(op string, d time.Duration, out any, err error)
 
@@ -195,6 +202,14 @@ func (a *App) newID(prefix string) string {
 
 // acquire takes a heavy-operation slot, or fails when ctx ends first.
 func (a *App) acquire(ctx context.Context) (func(), error) {
+	select {
+	case a.heavy <- struct{}{}:
+		return func() { <-a.heavy }, nil
+	default:
+	}
+	if a.slotWait != nil {
+		a.slotWait()
+	}
 	select {
 	case a.heavy <- struct{}{}:
 		return func() { <-a.heavy }, nil

@@ -17,10 +17,15 @@ import (
 // it), the action the principal needs, whether it takes a heavy slot, a
 // one-line summary and its request and response types.
 type Op struct {
-	Name    string
-	Act     auth.Action
-	Heavy   bool
-	Summary string
+	Name  string
+	Act   auth.Action
+	Heavy bool
+	// SlotInBody: the use case takes its heavy slot itself (takeSlot),
+	// after the checks that must answer without waiting for one
+	// (steptest.execute: a test that is running or executed answers
+	// AML_CONFLICT at once); run releases it all the same.
+	SlotInBody bool
+	Summary    string
 	// Req and Resp are the request and response types (structs).
 	Req, Resp reflect.Type
 
@@ -51,19 +56,36 @@ func run[Req, Resp any](ctx context.Context, a *App, p Principal, op *Op, req Re
 		}
 	}
 	if op.Heavy {
-		release, err := a.acquire(ctx)
-		if err != nil {
-			return out, err
-		}
-		held := &heldSlot{release: release}
+		held := &heldSlot{}
 		defer func() {
-			if !held.kept {
-				release()
+			if held.release != nil && !held.kept {
+				held.release()
 			}
 		}()
 		ctx = context.WithValue(ctx, slotKey{}, held)
+		if !op.SlotInBody {
+			if err := a.takeSlot(ctx); err != nil {
+				return out, err
+			}
+		}
 	}
 	return fn(ctx, p, req)
+}
+
+// takeSlot takes the heavy slot of this call (an op with SlotInBody
+// calls it when its checks passed), waiting for one; a no-op when the
+// call is not heavy or holds its slot already.
+func (a *App) takeSlot(ctx context.Context) error {
+	held, _ := ctx.Value(slotKey{}).(*heldSlot)
+	if held == nil || held.release != nil {
+		return nil
+	}
+	release, err := a.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	held.release = release
+	return nil
 }
 
 type slotKey struct{}
@@ -80,7 +102,7 @@ type heldSlot struct {
 // call holds none. The use case calls it in the call's goroutine.
 func keepSlot(ctx context.Context) func() {
 	held, _ := ctx.Value(slotKey{}).(*heldSlot)
-	if held == nil {
+	if held == nil || held.release == nil {
 		return func() {}
 	}
 	held.kept = true

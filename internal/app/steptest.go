@@ -127,7 +127,7 @@ var (
 	// read and the body checks which (steptest.CanRevoke, the line's
 	// scope); agents never revoke.
 	opStepTestRevoke  = Op{Name: "steptest.revoke", Act: auth.ActRead, Summary: "Revoke a step test (its proposer or an approver, never an agent): it can no longer execute"}
-	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run; claimed once, run in the background (steptest.show follows it) unless wait"}
+	opStepTestExecute = Op{Name: "steptest.execute", Act: auth.ActWrite, Heavy: true, SlotInBody: true, Summary: "Execute an approved step test move by move through the write guard on the live line and fit process_model@1 and linear_state_space@1 from the run; claimed once, run in the background (steptest.show follows it) unless wait"}
 )
 
 func stepTestCertOps() []*Op {
@@ -349,9 +349,11 @@ type StepTestExecuteResponse struct {
 // breached scene limit stops the test: the result comes back with
 // AML_WRITE_DENIED, and nothing was written after the stop.
 //
-// The test is claimed first (steptest.start, atomic: of two calls, one
-// starts it, the other gets AML_CONFLICT, as does a call for a test that
-// is running or wrote a move already). Without Wait it then runs in the
+// A test that is running or wrote a move already answers AML_CONFLICT at
+// once, read from its trail before the call waits for a heavy slot (it
+// never queues behind other heavy work to be refused). With a slot, the
+// test is claimed (steptest.start, atomic: of two calls, one starts it,
+// the other gets AML_CONFLICT). Without Wait it then runs in the
 // background on a context that is not the call's — a client that goes
 // away does not stop it; the process shutting down (Shutdown) does,
 // before the next move — holding the call's heavy slot until it ends,
@@ -391,10 +393,17 @@ func (a *App) StepTestExecute(ctx context.Context, p Principal, req StepTestExec
 		if !req.Wait && a.life.Err() != nil {
 			return out, core.Errorf(core.CodeWorkerLost, "the process is shutting down: step test %s was not started", c.TestID)
 		}
-		if _, err := steptest.RecordStart(ctx, a.d.Store, k, c, p.Name, a.o.Now()); err != nil {
+		// Only now, the test found claimable, wait for a heavy slot; the
+		// claim below checks the trail again in its serialised write
+		// transaction (another call may have claimed it meanwhile).
+		if err := a.takeSlot(ctx); err != nil {
 			return out, err
 		}
-		x := &stepTestRun{a: a, p: p, req: req, c: c, scene: scene, line: line, k: k}
+		started, err := steptest.RecordStart(ctx, a.d.Store, k, c, p.Name, a.o.Now())
+		if err != nil {
+			return out, err
+		}
+		x := &stepTestRun{a: a, p: p, req: req, c: c, scene: scene, line: line, k: k, startSeq: started.StartSeq}
 		if req.Wait {
 			out.Result, err = x.run(ctx)
 			out.Status = steptest.StatusDone
@@ -439,12 +448,21 @@ type stepTestRun struct {
 	scene *contract.SceneContract
 	line  steptest.Line
 	k     *cert.KeyPair
+	// startSeq is the audit entry of its claim (steptest.start), the
+	// holder of the test's lease.
+	startSeq int64
 }
 
 // run executes the claimed test, stores its run, fits the models and
 // records the result (or the error) in the test's trail, whatever ctx
 // does meanwhile.
+//
+// From its claim until its result is recorded it renews the test's
+// lease (heartbeat), so that a process killed mid-test reads as
+// interrupted LeaseTimeout after its last renewal, not at its Until.
 func (x *stepTestRun) run(ctx context.Context) (steptest.Result, error) {
+	stop := x.heartbeat(context.WithoutCancel(ctx))
+	defer stop()
 	res, err := x.execute(ctx)
 	if rerr := steptest.RecordResult(context.WithoutCancel(ctx), x.a.d.Store, x.k, x.c, x.p.Name, &res, err); rerr != nil {
 		x.a.log.Warn("step test: record result", "id", x.c.TestID, "err", rerr)
@@ -453,6 +471,42 @@ func (x *stepTestRun) run(ctx context.Context) (steptest.Result, error) {
 		}
 	}
 	return res, err
+}
+
+// heartbeat renews the lease of the execution every
+// steptest.HeartbeatEvery (at the App's clock) in its own goroutine
+// until stop, which waits for it. A failed renewal is logged; one the
+// store refuses because another execution holds the lease means this
+// one was taken for dead — the check before every move (Current) then
+// stops it.
+func (x *stepTestRun) heartbeat(ctx context.Context) (stop func()) {
+	var tick <-chan time.Time
+	var stopTick func()
+	if x.a.heartbeats != nil {
+		tick, stopTick = x.a.heartbeats()
+	} else {
+		t := time.NewTicker(steptest.HeartbeatEvery)
+		tick, stopTick = t.C, t.Stop
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer stopTick()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick:
+				if err := steptest.RecordHeartbeat(ctx, x.a.d.Store, x.c.TestID, x.startSeq, x.a.o.Now()); err != nil {
+					x.a.log.Warn("step test: renew lease", "id", x.c.TestID, "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
 }
 
 func (x *stepTestRun) execute(ctx context.Context) (steptest.Result, error) {
@@ -473,11 +527,17 @@ func (x *stepTestRun) execute(ctx context.Context) (steptest.Result, error) {
 		History: &storeHistory{a: a, actor: p.Name, varOf: varOf}, Line: x.line, RunID: "steptest-" + c.TestID, Nodes: nodes,
 		Audit: &steptest.Auditor{Log: a.d.Store.AuditLog(), Key: k, Actor: p.Name},
 		// Before every move, the test as its trail has it now: a
-		// revocation while it runs stops it (CERT_REVOKED).
+		// revocation while it runs stops it (CERT_REVOKED), and so does
+		// this execution no longer being the test's running one (taken
+		// for dead: its lease not renewed for steptest.LeaseTimeout, and
+		// perhaps claimed again since).
 		Current: func(ctx context.Context) (*contract.StepTestCertificate, error) {
 			r, err := steptest.Load(ctx, a.d.Store, k.Public, c.TestID, a.o.Now())
 			if err != nil {
 				return nil, err
+			}
+			if pr := r.Progress; pr == nil || pr.StartSeq != x.startSeq || pr.Status != steptest.StatusRunning {
+				return nil, core.Errorf(core.CodeConflict, "this execution (audit entry %d) is no longer the test's running one: it was taken for dead (no lease renewal for %s) or the test was claimed again", x.startSeq, steptest.LeaseTimeout)
 			}
 			return r.Test, nil
 		}})

@@ -107,8 +107,7 @@ func (l *Log) Append(ctx context.Context, actor, action, subject, lineID string,
 // processes (sqldb.DB.Begin), so two AppendIf of one subject never both
 // see the trail without the other's entry: an atomic claim.
 func (l *Log) AppendIf(ctx context.Context, actor, action, subject, lineID string, payload any, check func(trail []Entry) error) (Entry, error) {
-	p, err := prepare(actor, action, subject, payload)
-	if err != nil {
+	if _, err := prepare(actor, action, subject, payload); err != nil {
 		return Entry{}, err
 	}
 	tx, err := l.db.Begin(ctx)
@@ -116,6 +115,25 @@ func (l *Log) AppendIf(ctx context.Context, actor, action, subject, lineID strin
 		return Entry{}, sqldb.Err(err, "audit: begin")
 	}
 	defer tx.Rollback()
+	e, err := l.AppendIfTx(ctx, tx, actor, action, subject, lineID, payload, check)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Entry{}, sqldb.Err(err, "audit: commit")
+	}
+	return e, nil
+}
+
+// AppendIfTx is AppendIf inside the caller's write transaction tx (of
+// the same handle, sqldb.DB.Begin), for a claim that changes more than
+// the log in the same transaction: check sees subject's trail as it is
+// in tx; nothing is appended when it fails.
+func (l *Log) AppendIfTx(ctx context.Context, tx *sqldb.Tx, actor, action, subject, lineID string, payload any, check func(trail []Entry) error) (Entry, error) {
+	p, err := prepare(actor, action, subject, payload)
+	if err != nil {
+		return Entry{}, err
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT seq, at, actor, action, subject, line_id, payload, prev_hash, hash FROM audit_log WHERE subject = ? ORDER BY seq`, subject)
 	if err != nil {
 		return Entry{}, sqldb.Err(err, "audit: read trail of %s", subject)
@@ -138,14 +156,7 @@ func (l *Log) AppendIf(ctx context.Context, actor, action, subject, lineID strin
 	if err := check(trail); err != nil {
 		return Entry{}, err
 	}
-	e, err := l.appendTx(ctx, tx, actor, action, subject, lineID, p)
-	if err != nil {
-		return Entry{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return Entry{}, sqldb.Err(err, "audit: commit")
-	}
-	return e, nil
+	return l.appendTx(ctx, tx, actor, action, subject, lineID, p)
 }
 
 // AppendTx appends one entry inside the caller's transaction, so the entry

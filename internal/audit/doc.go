@@ -37,7 +37,10 @@
 // serialise into one chain. AppendTx does the same inside a caller's
 // transaction, for actions that must be recorded atomically with their
 // effect; the caller's transaction must be a write transaction of the same
-// handle, like every write transaction of the shared stores.
+// handle, like every write transaction of the shared stores. AppendIf
+// (and AppendIfTx, inside a caller's such transaction) appends only when
+// a check of the subject's trail, read in that transaction, passes: an
+// atomic claim (a step test's start).
 //
 // At the SQL level, triggers refuse every UPDATE and DELETE on audit_log
 // (and TRUNCATE on PostgreSQL) and every INSERT that does not extend the

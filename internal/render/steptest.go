@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/twin/steptest"
@@ -55,6 +56,21 @@ func printStepTestProgress(w io.Writer, pr *steptest.Progress) {
 	fmt.Fprintln(w)
 	if pr.Stopped != "" {
 		fmt.Fprintf(w, "stopped: %s\n", pr.Stopped)
+	}
+	if pr.Status == steptest.StatusRunning && pr.Heartbeat != nil {
+		fmt.Fprintf(w, "lease last renewed at %s\n", certTime(*pr.Heartbeat))
+	}
+	if m := pr.LastWritten; m != nil && pr.Status != steptest.StatusDone {
+		vars := make([]string, 0, len(m.Set))
+		for v := range m.Set {
+			vars = append(vars, v)
+		}
+		sort.Strings(vars)
+		parts := make([]string, len(vars))
+		for i, v := range vars {
+			parts[i] = fmt.Sprintf("%s %g", v, m.Set[v])
+		}
+		fmt.Fprintf(w, "last written: move %d (%s) at %s\n", m.Index, strings.Join(parts, ", "), certTime(m.At))
 	}
 	if pr.Error != nil {
 		fmt.Fprintf(w, "error: %s: %s\n", pr.Error.Code, pr.Error.Message)

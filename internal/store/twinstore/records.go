@@ -42,6 +42,7 @@ type Records interface {
 	IssueCertificate(ctx context.Context, trialID, requester string, key CertSigner, ttl time.Duration, now time.Time) (*contract.CertRecord, error)
 	LastWriteID(ctx context.Context, lineID string) (int64, error)
 	LatestGateEval(ctx context.Context, modelID string) (contract.GateEvalRecord, error)
+	Lease(ctx context.Context, name string) (Lease, bool, error)
 	ListCalibrations(ctx context.Context, now time.Time) ([]contract.CalibrationRequest, error)
 	ListCertificates(ctx context.Context, f contract.CertFilter, pub ed25519.PublicKey) ([]contract.CertListItem, error)
 	ListScenes(ctx context.Context, lineID string) ([]*contract.SceneContract, error)
@@ -66,6 +67,7 @@ type Records interface {
 	// it and the keys it retired through valid successions.
 	Keyring(ctx context.Context, anchor ed25519.PublicKey) (*Keyring, error)
 	RecordWrite(ctx context.Context, actor string, r contract.WriteRow) (int64, error)
+	RenewLease(ctx context.Context, name, holder string, now time.Time) error
 	RevokeCertificate(ctx context.Context, id, by, reason string, pub ed25519.PublicKey, now time.Time) (*contract.CertRecord, error)
 	SQL() *sqldb.DB
 	SetCalibrationJob(ctx context.Context, id, datasetID, jobID, by string) error

@@ -10,7 +10,10 @@
 // PostgreSQL an advisory transaction lock), and its audit entry
 // (internal/audit) is appended in that same transaction, so a record exists
 // exactly when its audit entry does. The tables are created by each
-// back-end's migration 0005 (scenes) and 0006 (twin_*).
+// back-end's migration 0005 (scenes) and 0006 (twin_*) and later ones;
+// 0015 adds twin_leases, the leases of running work (lease.go: a step
+// test's executor renews its test's lease; they change and are no audit
+// evidence).
 //
 // Records are hashed when written and checked when read: a row edited
 // behind the store's back is reported (AML_SNAPSHOT_TAMPERED,

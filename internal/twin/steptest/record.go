@@ -7,12 +7,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aml-project/aml/internal/audit"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/sqldb"
 	"github.com/aml-project/aml/internal/store/twinstore"
 	"github.com/aml-project/aml/internal/twin/contract"
 )
@@ -64,10 +67,11 @@ type Result struct {
 // Progress is the latest execution of a step test as its trail has it:
 // started (steptest.start), moving (its moves), fitting (the moves ended,
 // steptest.executed) and stored (steptest.result: the result or the
-// error). A start with no result whose Until passed (its process ended
-// without recording its end) reads as interrupted.
+// error). A start with no result reads as interrupted (its process ended
+// without recording its end) once its executor's lease was last renewed
+// LeaseTimeout ago or more, or its Until passed.
 type Progress struct {
-	Status    string    `json:"status" jsonschema:"running, done, failed or interrupted (its process ended before it recorded its end)"`
+	Status    string    `json:"status" jsonschema:"running, done, failed or interrupted (its process ended before it recorded its end: no heartbeat for the lease timeout)"`
 	Stage     string    `json:"stage" jsonschema:"moving, fitting or stored"`
 	StartSeq  int64     `json:"startSeq"`
 	StartedBy string    `json:"startedBy"`
@@ -82,21 +86,38 @@ type Progress struct {
 	Refused int `json:"refused,omitempty"`
 	// Stopped says why the moves stopped early (steptest.executed).
 	Stopped string `json:"stopped,omitempty"`
+	// Heartbeat is when the executor last renewed its lease (an
+	// execution without a result; none for one started before leases).
+	Heartbeat *time.Time `json:"heartbeat,omitempty" jsonschema:"when the running execution's process last renewed its lease"`
+	// LastWritten is the last move this execution wrote: where it left
+	// the line's setpoints when it stopped early or was interrupted.
+	LastWritten *WrittenMove `json:"lastWritten,omitempty" jsonschema:"the last move written in this execution (index, values, when): where the setpoints are left when it stopped or was interrupted"`
 	// Result is the execution's result once stored (its samples are in
 	// the run RunID), Error its error (a stopped test has both).
 	Result *Result         `json:"result,omitempty"`
 	Error  *auth.ErrorBody `json:"error,omitempty"`
 }
 
+// WrittenMove is a move an execution wrote (steptest.move allowed).
+type WrittenMove struct {
+	Index int                `json:"index"`
+	Set   map[string]float64 `json:"set"`
+	At    time.Time          `json:"at"`
+}
+
 // ApprovalKind is the kind of a signed step-test approval statement.
 const ApprovalKind = "aml.steptest.approval/1"
 
 // RecordStore is what the step-test records need of the store (the
-// audit log, the keyring and the roles of a name; store.Store).
+// audit log, the keyring, the roles of a name and the leases of running
+// executions with the SQL handle they are claimed in; store.Store).
 type RecordStore interface {
 	AuditLog() *audit.Log
 	Keyring(ctx context.Context, anchor ed25519.PublicKey) (*twinstore.Keyring, error)
 	NameRoles(ctx context.Context, name string) ([]string, error)
+	SQL() *sqldb.DB
+	Lease(ctx context.Context, name string) (twinstore.Lease, bool, error)
+	RenewLease(ctx context.Context, name, holder string, now time.Time) error
 }
 
 // ApprovalStatement is what a step-test approval signs.
@@ -322,7 +343,10 @@ func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string,
 			c.Status, c.RevokedBy, c.RevokedAt, c.RevokeReason = contract.CertRevoked, en.Actor, en.At.UTC(), p.Reason
 		case AuditMove:
 			var p struct {
-				Allowed bool `json:"allowed"`
+				Allowed bool               `json:"allowed"`
+				Index   int                `json:"index"`
+				Set     map[string]float64 `json:"set"`
+				At      int64              `json:"at"`
 			}
 			if r != nil && json.Unmarshal(en.Payload, &p) == nil {
 				pr := r.Progress
@@ -334,6 +358,7 @@ func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string,
 				if pr != nil && pr.Stage == StageMoving {
 					if p.Allowed {
 						pr.Written++
+						pr.LastWritten = &WrittenMove{Index: p.Index, Set: p.Set, At: time.UnixMilli(p.At).UTC()}
 					} else {
 						pr.Refused++
 					}
@@ -377,12 +402,57 @@ func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string,
 		return nil, core.Errorf(core.CodeNotFound, "step test %s was never issued", id)
 	}
 	r.Expired = r.Test.Expired(now)
-	if pr := r.Progress; pr != nil && pr.Status == StatusRunning && !now.Before(pr.Until) {
-		pr.Status = StatusInterrupted
-		pr.Error = &auth.ErrorBody{Code: core.CodeWorkerLost, Message: fmt.Sprintf("the execution started at %s did not record its end by %s: the process running it ended (the line's setpoints are where its last written move left them)",
-			pr.StartedAt.Format(time.RFC3339), pr.Until.Format(time.RFC3339))}
+	if pr := r.Progress; pr != nil && pr.Status == StatusRunning {
+		l, ok, err := st.Lease(ctx, LeaseName(id))
+		if err != nil {
+			return nil, err
+		}
+		if ok && l.Holder == leaseHolder(pr.StartSeq) {
+			hb := l.Renewed
+			pr.Heartbeat = &hb
+		}
+		if why := pr.dead(now); why != "" {
+			pr.Status = StatusInterrupted
+			pr.Error = &auth.ErrorBody{Code: core.CodeWorkerLost, Message: fmt.Sprintf("the execution started at %s %s: the process running it ended without recording its end; %s",
+				pr.StartedAt.Format(time.RFC3339), why, pr.leftAt())}
+		}
 	}
 	return r, nil
+}
+
+// dead says why a running execution is taken for dead at now ("" when
+// it is alive): its lease was last renewed LeaseTimeout ago or more, or
+// (with or without a lease) its Until passed.
+func (pr *Progress) dead(now time.Time) string {
+	switch {
+	case !now.Before(pr.Until):
+		return "did not record its end by " + pr.Until.Format(time.RFC3339)
+	case pr.Heartbeat != nil && now.Sub(*pr.Heartbeat) >= LeaseTimeout:
+		return fmt.Sprintf("has not renewed its lease since %s (timeout %s)", pr.Heartbeat.Format(time.RFC3339), LeaseTimeout)
+	}
+	return ""
+}
+
+// leftAt says where an execution that ended without recording its end
+// left the line's setpoints.
+func (pr *Progress) leftAt() string {
+	m := pr.LastWritten
+	if m == nil {
+		return "it wrote no move, so it did not move the setpoints"
+	}
+	vars := make([]string, 0, len(m.Set))
+	for v := range m.Set {
+		vars = append(vars, v)
+	}
+	sort.Strings(vars)
+	var b strings.Builder
+	for i, v := range vars {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %g", v, m.Set[v])
+	}
+	return fmt.Sprintf("the setpoints may be left at move %d's values (%s), last written at %s: nothing moved them back", m.Index, b.String(), m.At.Format(time.RFC3339))
 }
 
 func (r *Record) progress() *Progress {
@@ -405,6 +475,21 @@ type startPayload struct {
 // interrupted and the test may be claimed again if it wrote no move.
 const StartMargin = time.Hour
 
+// The lease of a running execution: its executor renews it every
+// HeartbeatEvery (RecordHeartbeat) until it has recorded its end; a
+// start without a result whose lease was last renewed LeaseTimeout ago
+// or more reads as interrupted (its process was killed), long before
+// its Until, and the test may be claimed again if it wrote no move.
+const (
+	HeartbeatEvery = 5 * time.Second
+	LeaseTimeout   = 30 * time.Second
+)
+
+// LeaseName is the lease of step test id's running execution.
+func LeaseName(id string) string { return "steptest/" + id }
+
+func leaseHolder(startSeq int64) string { return "start/" + strconv.FormatInt(startSeq, 10) }
+
 // RecordStart claims step test c for an execution by actor at now: in
 // one serialised write transaction it reads the test's trail and appends
 // "steptest.start" only when no move of the test was ever written
@@ -419,22 +504,53 @@ func RecordStart(ctx context.Context, st RecordStore, key Signer, c *contract.St
 	planned := time.Duration((c.Moves[len(c.Moves)-1].AtSec + c.HoldSec) * float64(time.Second))
 	until := now.Add(planned + StartMargin)
 	log := st.AuditLog()
-	e, err := log.AppendIf(ctx, actor, AuditStart, c.TestID, c.LineID, startPayload{At: now.UnixMilli(), Until: until.UnixMilli(), Planned: len(c.Moves), CertificateHash: c.CertificateHash},
-		func(trail []audit.Entry) error { return claimable(c.TestID, trail, now) })
+	tx, err := st.SQL().Begin(ctx)
+	if err != nil {
+		return nil, sqldb.Err(err, "step test %s: begin claim", c.TestID)
+	}
+	defer func() { _ = tx.Rollback() }()
+	lease, held, err := twinstore.LeaseTx(ctx, tx, LeaseName(c.TestID))
 	if err != nil {
 		return nil, err
+	}
+	var lp *twinstore.Lease
+	if held {
+		lp = &lease
+	}
+	e, err := log.AppendIfTx(ctx, tx, actor, AuditStart, c.TestID, c.LineID, startPayload{At: now.UnixMilli(), Until: until.UnixMilli(), Planned: len(c.Moves), CertificateHash: c.CertificateHash},
+		func(trail []audit.Entry) error { return claimable(c.TestID, trail, lp, now) })
+	if err != nil {
+		return nil, err
+	}
+	if err := twinstore.TakeLeaseTx(ctx, tx, LeaseName(c.TestID), leaseHolder(e.Seq), now); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, sqldb.Err(err, "step test %s: commit claim", c.TestID)
 	}
 	if _, err := log.Checkpoint(ctx, key); err != nil {
 		return nil, err
 	}
-	return &Progress{Status: StatusRunning, Stage: StageMoving, StartSeq: e.Seq, StartedBy: actor, StartedAt: now, Until: until, Planned: len(c.Moves)}, nil
+	hb := now
+	return &Progress{Status: StatusRunning, Stage: StageMoving, StartSeq: e.Seq, StartedBy: actor, StartedAt: now, Until: until, Planned: len(c.Moves), Heartbeat: &hb}, nil
+}
+
+// RecordHeartbeat renews the lease of the execution of step test id
+// that started at audit entry startSeq, at now; AML_CONFLICT when the
+// lease is held by another execution (this one was taken for dead and
+// the test claimed again: it must write no further move).
+func RecordHeartbeat(ctx context.Context, st RecordStore, id string, startSeq int64, now time.Time) error {
+	return st.RenewLease(ctx, LeaseName(id), leaseHolder(startSeq), now.UTC().Truncate(time.Millisecond))
 }
 
 // claimable: no move of the trail was written, and its latest start (if
-// any) has its result or is past its Until.
-func claimable(id string, trail []audit.Entry, now time.Time) error {
+// any) has its result or is taken for dead (Progress.dead: its lease,
+// when the lease is that start's, not renewed for LeaseTimeout, or past
+// its Until).
+func claimable(id string, trail []audit.Entry, lease *twinstore.Lease, now time.Time) error {
 	written := 0
 	var running *startPayload
+	var runningSeq int64
 	for _, en := range trail {
 		switch en.Action {
 		case AuditMove:
@@ -449,7 +565,7 @@ func claimable(id string, trail []audit.Entry, now time.Time) error {
 			if err := json.Unmarshal(en.Payload, &p); err != nil {
 				return core.Errorf(core.CodeCertInvalid, "start entry %d of step test %s does not decode: %v", en.Seq, id, err)
 			}
-			running = &p
+			running, runningSeq = &p, en.Seq
 		case AuditResult:
 			running = nil
 		}
@@ -457,7 +573,15 @@ func claimable(id string, trail []audit.Entry, now time.Time) error {
 	if written > 0 {
 		return core.FieldErrorf(core.CodeConflict, "id", "step test %s was executed already (%d moves written)", id, written)
 	}
-	if running != nil && now.Before(time.UnixMilli(running.Until)) {
+	if running == nil {
+		return nil
+	}
+	pr := &Progress{Until: time.UnixMilli(running.Until).UTC()}
+	if lease != nil && lease.Holder == leaseHolder(runningSeq) {
+		hb := lease.Renewed
+		pr.Heartbeat = &hb
+	}
+	if pr.dead(now) == "" {
 		return core.FieldErrorf(core.CodeConflict, "id", "step test %s is running (started at %s): follow it with steptest.show", id, time.UnixMilli(running.At).UTC().Format(time.RFC3339))
 	}
 	return nil
