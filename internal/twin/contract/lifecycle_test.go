@@ -142,7 +142,7 @@ approve again → AML_CONFLICT: status: cannot approve step test st-1: it is APP
 revoke → ok
 revoked: REVOKED carol 2026-03-01T08:03:00Z drift
 validate revoked → ok
-revoke again → AML_CONFLICT: status: cannot revoke step test st-1: it is REVOKED
+revoke again → AML_CONFLICT: status: cannot revoke step test st-1: it is REVOKED (must be ISSUED or APPROVED)
 approve revoked → AML_CONFLICT: status: cannot approve step test st-1: it is REVOKED (must be ISSUED)
 validate issued with an approval → status: an ISSUED step test has no approval or revocation
 validate issued with a revocation → status: an ISSUED step test has no approval or revocation

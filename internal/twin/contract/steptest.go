@@ -264,7 +264,7 @@ func (c *StepTestCertificate) Revoke(by, reason string, now time.Time) error {
 	case strings.TrimSpace(reason) == "":
 		return core.FieldErrorf(core.CodeInvalidArgument, "revokeReason", "a reason is required")
 	case c.Status != CertIssued && c.Status != CertApproved:
-		return core.FieldErrorf(core.CodeConflict, "status", "cannot revoke step test %s: it is %s", c.TestID, c.Status)
+		return core.FieldErrorf(core.CodeConflict, "status", "cannot revoke step test %s: it is %s (must be ISSUED or APPROVED)", c.TestID, c.Status)
 	}
 	c.Status, c.RevokedBy, c.RevokedAt, c.RevokeReason = CertRevoked, by, now.UTC(), reason
 	return nil
