@@ -188,8 +188,11 @@ func (a *Attestation) Execution() (ExecutionStatement, error) {
 	return st, err
 }
 
-// signStatement builds the attestation of stmt signed with key.
-func signStatement(key CertSigner, subject, kind string, stmt any, now time.Time) (*Attestation, error) {
+// SignStatement builds the attestation of kind about subject: stmt's
+// canonical JSON, its hash signed with key, created at now (UTC, whole
+// milliseconds). Certificates (here) and the records that live in the
+// audit log (envelopes, step tests) sign their approvals with it.
+func SignStatement(key audit.Signer, subject, kind string, stmt any, now time.Time) (*Attestation, error) {
 	b, err := core.CanonicalJSON(stmt)
 	if err != nil {
 		return nil, err

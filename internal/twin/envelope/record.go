@@ -3,8 +3,6 @@ package envelope
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -126,7 +124,7 @@ func Approve(ctx context.Context, st RecordStore, key Signer, id string, by twin
 		return nil, err
 	}
 	kid, _ := key.SigningKey()
-	att, err := sign(key, id, ApprovalStatement{Kind: ApprovalKind, EnvelopeID: id, EnvelopeHash: e.CertificateHash,
+	att, err := twinstore.SignStatement(key, id, twinstore.AttestApprove, ApprovalStatement{Kind: ApprovalKind, EnvelopeID: id, EnvelopeHash: e.CertificateHash,
 		ApprovedBy: by.Name, ApproverRole: by.Role, ApprovedAt: now.UnixMilli(), KeyID: kid}, now)
 	if err != nil {
 		return nil, err
@@ -161,20 +159,6 @@ func Revoke(ctx context.Context, st RecordStore, key Signer, id, by, reason stri
 		return nil, err
 	}
 	return Load(ctx, st, pub, id, now)
-}
-
-func sign(key Signer, subject string, stmt any, now time.Time) (*twinstore.Attestation, error) {
-	b, err := core.CanonicalJSON(stmt)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(b)
-	a := &twinstore.Attestation{Subject: subject, Kind: twinstore.AttestApprove, Statement: b, Hash: hex.EncodeToString(sum[:]), CreatedAt: now.UTC().Truncate(time.Millisecond)}
-	a.KeyID, _ = key.SigningKey()
-	if a.Signature, err = key.SignDigest(a.Hash); err != nil {
-		return nil, err
-	}
-	return a, nil
 }
 
 // Load replays envelope id from its audit trail, verified: the issue

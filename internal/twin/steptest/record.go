@@ -3,8 +3,6 @@ package steptest
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -172,14 +170,9 @@ func RecordApprove(ctx context.Context, st RecordStore, key Signer, id string, b
 		return nil, err
 	}
 	kid, _ := key.SigningKey()
-	b, err := core.CanonicalJSON(ApprovalStatement{Kind: ApprovalKind, TestID: id, TestHash: r.Test.CertificateHash,
-		ApprovedBy: by.Name, ApproverRole: by.Role, ApprovedAt: now.UnixMilli(), KeyID: kid})
+	att, err := twinstore.SignStatement(key, id, twinstore.AttestApprove, ApprovalStatement{Kind: ApprovalKind, TestID: id, TestHash: r.Test.CertificateHash,
+		ApprovedBy: by.Name, ApproverRole: by.Role, ApprovedAt: now.UnixMilli(), KeyID: kid}, now)
 	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(b)
-	att := &twinstore.Attestation{Subject: id, Kind: twinstore.AttestApprove, Statement: b, Hash: hex.EncodeToString(sum[:]), CreatedAt: now, KeyID: kid}
-	if att.Signature, err = key.SignDigest(att.Hash); err != nil {
 		return nil, err
 	}
 	log := st.AuditLog()
