@@ -96,10 +96,7 @@ func Issue(ctx context.Context, st RecordStore, key Signer, e *contract.Envelope
 	if len(prev) > 0 {
 		return nil, core.FieldErrorf(core.CodeConflict, "envelopeId", "envelope %s was issued already (audit entry %d)", e.EnvelopeID, prev[0].Seq)
 	}
-	if _, err := log.Append(ctx, e.CreatedBy, AuditIssue, e.EnvelopeID, e.LineID, map[string]any{"envelope": e, "certificateHash": e.CertificateHash}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, e.CreatedBy, AuditIssue, e.EnvelopeID, e.LineID, map[string]any{"envelope": e, "certificateHash": e.CertificateHash}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, e.EnvelopeID, e.IssuedAt)
@@ -130,10 +127,7 @@ func Approve(ctx context.Context, st RecordStore, key Signer, id string, by twin
 		return nil, err
 	}
 	log := st.AuditLog()
-	if _, err := log.Append(ctx, by.Name, AuditApprove, id, e.LineID, map[string]any{"approval": att, "statementHash": att.Hash}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, by.Name, AuditApprove, id, e.LineID, map[string]any{"approval": att, "statementHash": att.Hash}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, id, now)
@@ -152,10 +146,7 @@ func Revoke(ctx context.Context, st RecordStore, key Signer, id, by, reason stri
 		return nil, err
 	}
 	log := st.AuditLog()
-	if _, err := log.Append(ctx, by, AuditRevoke, id, r.Envelope.LineID, map[string]any{"reason": reason, "at": now.UnixMilli()}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, by, AuditRevoke, id, r.Envelope.LineID, map[string]any{"reason": reason, "at": now.UnixMilli()}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, id, now)

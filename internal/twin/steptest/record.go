@@ -143,10 +143,7 @@ func RecordIssue(ctx context.Context, st RecordStore, key Signer, c *contract.St
 	if len(prev) > 0 {
 		return nil, core.FieldErrorf(core.CodeConflict, "testId", "step test %s was issued already (audit entry %d)", c.TestID, prev[0].Seq)
 	}
-	if _, err := log.Append(ctx, c.CreatedBy, AuditIssue, c.TestID, c.LineID, map[string]any{"test": c, "certificateHash": c.CertificateHash}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, c.CreatedBy, AuditIssue, c.TestID, c.LineID, map[string]any{"test": c, "certificateHash": c.CertificateHash}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, c.TestID, c.IssuedAt)
@@ -176,10 +173,7 @@ func RecordApprove(ctx context.Context, st RecordStore, key Signer, id string, b
 		return nil, err
 	}
 	log := st.AuditLog()
-	if _, err := log.Append(ctx, by.Name, AuditApprove, id, r.Test.LineID, map[string]any{"approval": att, "statementHash": att.Hash}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, by.Name, AuditApprove, id, r.Test.LineID, map[string]any{"approval": att, "statementHash": att.Hash}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, id, now)
@@ -231,10 +225,7 @@ func RecordRevoke(ctx context.Context, st RecordStore, key Signer, id string, by
 		return nil, err
 	}
 	log := st.AuditLog()
-	if _, err := log.Append(ctx, by.Name, AuditRevoke, id, r.Test.LineID, map[string]any{"reason": reason, "role": by.Role, "at": now.UnixMilli()}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, by.Name, AuditRevoke, id, r.Test.LineID, map[string]any{"reason": reason, "role": by.Role, "at": now.UnixMilli()}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, id, now)
