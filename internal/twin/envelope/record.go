@@ -229,19 +229,10 @@ func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string,
 }
 
 func checkApproval(ctx context.Context, st RecordStore, ring *twinstore.Keyring, e *contract.EnvelopeCertificate, en audit.Entry) error {
-	var p struct {
-		Approval *twinstore.Attestation `json:"approval"`
-	}
-	if err := json.Unmarshal(en.Payload, &p); err != nil || p.Approval == nil {
-		return core.Errorf(core.CodeCertInvalid, "approval entry %d of envelope %s holds no signed statement", en.Seq, e.EnvelopeID)
-	}
-	a := p.Approval
-	if err := a.Verify(ring.Key(a.KeyID)); err != nil {
-		return err
-	}
 	var s ApprovalStatement
-	if err := json.Unmarshal(a.Statement, &s); err != nil {
-		return core.Errorf(core.CodeCertInvalid, "the approval of envelope %s does not decode: %v", e.EnvelopeID, err)
+	a, err := twinstore.TrailApproval(en, ring, "envelope", e.EnvelopeID, &s)
+	if err != nil {
+		return err
 	}
 	switch {
 	case s.Kind != ApprovalKind || s.EnvelopeID != e.EnvelopeID || s.EnvelopeHash != e.CertificateHash || a.Subject != e.EnvelopeID || s.KeyID != a.KeyID:

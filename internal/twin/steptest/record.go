@@ -485,19 +485,10 @@ func RecordResult(ctx context.Context, st RecordStore, key Signer, c *contract.S
 }
 
 func checkApproval(ctx context.Context, st RecordStore, ring *twinstore.Keyring, c *contract.StepTestCertificate, en audit.Entry) error {
-	var p struct {
-		Approval *twinstore.Attestation `json:"approval"`
-	}
-	if err := json.Unmarshal(en.Payload, &p); err != nil || p.Approval == nil {
-		return core.Errorf(core.CodeCertInvalid, "approval entry %d of step test %s holds no signed statement", en.Seq, c.TestID)
-	}
-	a := p.Approval
-	if err := a.Verify(ring.Key(a.KeyID)); err != nil {
-		return err
-	}
 	var s ApprovalStatement
-	if err := json.Unmarshal(a.Statement, &s); err != nil {
-		return core.Errorf(core.CodeCertInvalid, "the approval of step test %s does not decode: %v", c.TestID, err)
+	a, err := twinstore.TrailApproval(en, ring, "step test", c.TestID, &s)
+	if err != nil {
+		return err
 	}
 	switch {
 	case s.Kind != ApprovalKind || s.TestID != c.TestID || s.TestHash != c.CertificateHash || a.Subject != c.TestID || s.KeyID != a.KeyID:
