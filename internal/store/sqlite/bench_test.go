@@ -77,16 +77,10 @@ func BenchmarkRawInsert(b *testing.B) {
 	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")
 }
 
+// benchStore is a store holding storetest.BenchSamples, closed at the
+// end of the benchmark.
 func benchStore(b *testing.B) *Store {
-	s, err := Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			b.Error(err)
-		}
-	})
+	s := recordStore(b)
 	if _, err := s.WriteSamples(context.Background(), storetest.BenchSamples()); err != nil {
 		b.Fatal(err)
 	}
@@ -175,6 +169,7 @@ func BenchmarkJobCycle(b *testing.B)  { storetest.BenchJobCycle(b, recordStore(b
 func BenchmarkJobClaims(b *testing.B) { storetest.BenchJobClaims(b, recordStore(b)) }
 func BenchmarkMeta(b *testing.B)      { storetest.BenchMeta(b, recordStore(b)) }
 
+// recordStore is an empty store closed at the end of the benchmark.
 func recordStore(b *testing.B) *Store {
 	s, err := Open(b.TempDir())
 	if err != nil {
