@@ -171,6 +171,18 @@ func (l *Log) Checkpoint(ctx context.Context, s Signer) (Checkpoint, error) {
 	return cp, sqldb.Err(tx.Commit(), "audit: commit checkpoint")
 }
 
+// AppendSigned appends an entry (Append) and then signs the new head
+// with s (Checkpoint): each step of a record that lives in the log (an
+// envelope, a step test) is covered by a checkpoint when it returns.
+func (l *Log) AppendSigned(ctx context.Context, s Signer, actor, action, subject, lineID string, payload any) (Entry, error) {
+	e, err := l.Append(ctx, actor, action, subject, lineID, payload)
+	if err != nil {
+		return e, err
+	}
+	_, err = l.Checkpoint(ctx, s)
+	return e, err
+}
+
 // Checkpoints lists the stored checkpoints in seq order (unverified).
 func (l *Log) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT seq, hash, key_id, signature, created_at FROM audit_checkpoints ORDER BY seq`)

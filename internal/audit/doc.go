@@ -66,8 +66,9 @@
 // # Records replayed from their trail
 //
 // Signed records that live only in the log (step tests, operating
-// envelopes) are rebuilt from their trail, every entry of their subject
-// (Trail), and listed by Replay: the subjects of the newest issue entries
+// envelopes) append each step with AppendSigned (the entry, then a
+// signed checkpoint of the new head), are rebuilt from their trail, every
+// entry of their subject (Trail), and listed by Replay: the subjects of the newest issue entries
 // of a line, each replayed and verified by the record's own package, the
 // ones that do not verify named apart.
 package audit

@@ -80,28 +80,45 @@ func countSamples(t *testing.T, st *sqlite.Store, node string) (n int, first, la
 	}
 }
 
-// A manually stepped line: every step the server takes while subscribed
-// reaches the store, for every node — none lost, none invented — with the
-// run context, units and ranges imported from the server.
-func TestSubscriptionIngestNoLostSamples(t *testing.T) {
-	srv := startLine(t, opcuasrv.Options{Manual: true, RunSteps: 40, Seed: 3})
+// subscribe opens a store, runs a connector of srv's line on it (map mp,
+// store as audit log, flushes every 50 ms; opts sets the rest) and waits
+// for its first values. stop cancels the connector and fails the test if
+// Run returned an error; the store closes at the end of the test.
+func subscribe(t *testing.T, srv *opcuasrv.Server, mp *Map, opts Options) (c *Connector, st *sqlite.Store, stop func()) {
+	t.Helper()
 	st, err := sqlite.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := st.Close(); err != nil {
 			t.Error(err)
 		}
-	}()
-	c, err := New(st, Options{Endpoint: srv.Endpoint(), Map: lineMap(t, srv), Audit: st, FlushEvery: 50 * time.Millisecond})
+	})
+	opts.Endpoint, opts.Map, opts.Audit, opts.FlushEvery = srv.Endpoint(), mp, st, 50*time.Millisecond
+	c, err = New(st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	waitFor(t, "subscription", 10*time.Second, func() bool { return c.Stats().Received >= 10 })
+	waitFor(t, "first values", 10*time.Second, func() bool { return c.Stats().Received >= 10 })
+	return c, st, func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A manually stepped line: every step the server takes while subscribed
+// reaches the store, for every node — none lost, none invented — with the
+// run context, units and ranges imported from the server.
+func TestSubscriptionIngestNoLostSamples(t *testing.T) {
+	srv := startLine(t, opcuasrv.Options{Manual: true, RunSteps: 40, Seed: 3})
+	c, st, stop := subscribe(t, srv, lineMap(t, srv), Options{})
 
 	// Step the line one step at a time, waiting until each step arrived,
 	// then count: a bounded run of 100 steps, one per received cycle.
@@ -124,10 +141,7 @@ func TestSubscriptionIngestNoLostSamples(t *testing.T) {
 		})
 		waitFor(t, fmt.Sprintf("step %d values", i), 10*time.Second, func() bool { return c.Stats().Received >= want })
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	total := int(srv.Stats().Steps)
 	for _, n := range sim.InjectionNodes(sim.DefaultLineID, time.Time{}) {
 		got, first, last := countSamples(t, st, n.ID)
@@ -178,25 +192,7 @@ func TestSubscriptionIngestNoLostSamples(t *testing.T) {
 func TestReconnectRecordsGap(t *testing.T) {
 	srv := startLine(t, opcuasrv.Options{Manual: true, Seed: 4})
 	addr := srv.Endpoint()[len("opc.tcp://"):]
-	st, err := sqlite.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	mp := lineMap(t, srv)
-	c, err := New(st, Options{Endpoint: srv.Endpoint(), Map: mp, Audit: st, FlushEvery: 50 * time.Millisecond,
-		MinBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond, StallTimeout: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	waitFor(t, "first values", 10*time.Second, func() bool { return c.Stats().Received >= 10 })
+	c, st, stop := subscribe(t, srv, lineMap(t, srv), Options{MinBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond, StallTimeout: 3 * time.Second})
 	for range 5 {
 		want := c.Stats().Received + 10
 		srv.Step(1)
@@ -222,10 +218,7 @@ func TestReconnectRecordsGap(t *testing.T) {
 		srv2.Step(1)
 		waitFor(t, "step after reconnect", 10*time.Second, func() bool { return c.Stats().Received >= want })
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	g := c.Stats().Gaps[gaps0]
 	if g.FromMs != lastBefore || g.ToMs != lastBefore+31_000 || g.LostCycles < 0 {
 		t.Fatalf("gap %+v, want %d..%d", g, lastBefore, lastBefore+31_000)
@@ -269,25 +262,9 @@ func TestLostCyclesReadBackFromHistory(t *testing.T) {
 	}{{"server keeps history", 0}, {"server without history", -1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startLine(t, opcuasrv.Options{Manual: true, RunSteps: 7, Seed: 5, HistorySteps: tc.history})
-			st, err := sqlite.Open(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if err := st.Close(); err != nil {
-					t.Error(err)
-				}
-			}()
 			mp := lineMap(t, srv)
 			mp.PublishingIntervalMs = 50 // a burst of steps falls between two publishes
-			c, err := New(st, Options{Endpoint: srv.Endpoint(), Map: mp, Audit: st, FlushEvery: 50 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- c.Run(ctx) }()
-			waitFor(t, "subscription", 10*time.Second, func() bool { return c.Stats().Received >= 10 })
+			c, st, stop := subscribe(t, srv, mp, Options{})
 			for i := range 8 {
 				srv.Step(5)
 				want := int64(srv.Stats().Steps)
@@ -298,10 +275,7 @@ func TestLostCyclesReadBackFromHistory(t *testing.T) {
 				})
 			}
 			time.Sleep(400 * time.Millisecond) // the last publish of the burst's values
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			stop()
 			s := c.Stats()
 			total := int(srv.Stats().Steps)
 			lost := int64(0)

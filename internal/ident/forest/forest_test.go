@@ -32,6 +32,36 @@ func synth(n, d int, task string, seed uint64) ([][]float64, []float64) {
 	return X, y
 }
 
+// heldOutFold splits X, y as the held-out-fold tests do: a 5-fold split
+// whose held-out fold is rows i%5 == 2. It returns the training folds
+// twice: as given (xa, ya), and after the held-out rows were poisoned
+// (xb, yb): their feature 0 mirrored and shifted, their target replaced by
+// poison(y). Tuning on the training folds must not see the difference.
+func heldOutFold(X [][]float64, y []float64, poison func(y float64) float64) (xa [][]float64, ya []float64, xb [][]float64, yb []float64) {
+	Xp := make([][]float64, len(X))
+	yp := append([]float64(nil), y...)
+	for i := range X {
+		Xp[i] = append([]float64(nil), X[i]...)
+		if i%5 == 2 {
+			Xp[i][0] = -Xp[i][0]*3 + 1
+			yp[i] = poison(y[i])
+		}
+	}
+	train := func(X [][]float64, y []float64) ([][]float64, []float64) {
+		var xt [][]float64
+		var yt []float64
+		for i := range X {
+			if i%5 != 2 {
+				xt, yt = append(xt, X[i]), append(yt, y[i])
+			}
+		}
+		return xt, yt
+	}
+	xa, ya = train(X, y)
+	xb, yb = train(Xp, yp)
+	return xa, ya, xb, yb
+}
+
 func TestDeterministicForSeed(t *testing.T) {
 	for _, task := range []string{Classification, Regression} {
 		X, y := synth(300, 6, task, 1)

@@ -23,25 +23,32 @@ type Candidate struct {
 // It was fixed before any outer fold of a benchmark was scored; do not
 // widen it by looking at test-fold results.
 func TuneGrid(d int) []Candidate {
-	var mtry []int
-	for _, m := range []int{int(math.Sqrt(float64(d))), d / 3, (d + 1) / 2} {
-		m = min(max(1, m), d)
-		dup := false
-		for _, x := range mtry {
-			dup = dup || x == m
-		}
-		if !dup {
-			mtry = append(mtry, m)
-		}
-	}
 	var g []Candidate
-	for _, m := range mtry {
+	for _, m := range mtryChoices(d, int(math.Sqrt(float64(d))), d/3, (d+1)/2) {
 		for _, l := range []int{1, 2, 4} {
 			g = append(g, Candidate{MaxFeatures: m, MinLeaf: l, Bootstrap: true, SampleFraction: 1})
 			g = append(g, Candidate{MaxFeatures: m, MinLeaf: l, Bootstrap: false, SampleFraction: 0.632})
 		}
 	}
 	return g
+}
+
+// mtryChoices is the max-features (mtry) values of a declared grid for d
+// features: each of ms clamped to [1, d], in the order given, repeats
+// dropped. The grids declare which ms they use.
+func mtryChoices(d int, ms ...int) []int {
+	var out []int
+	for _, m := range ms {
+		m = min(max(1, m), d)
+		dup := false
+		for _, x := range out {
+			dup = dup || x == m
+		}
+		if !dup {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Tune picks the point of TuneGrid(d) whose forest (opt with that point's

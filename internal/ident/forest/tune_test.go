@@ -32,33 +32,14 @@ func TestTuneGrid(t *testing.T) {
 func TestTuneNeverReadsHeldOutRows(t *testing.T) {
 	for _, task := range []string{Classification, Regression} {
 		X, y := synth(250, 5, task, 7)
-		Xp := make([][]float64, len(X))
-		yp := append([]float64(nil), y...)
-		for i := range X {
-			Xp[i] = append([]float64(nil), X[i]...)
-			if i%5 == 2 {
-				Xp[i][0] = -Xp[i][0]*3 + 1
-				if task == Classification {
-					yp[i] = float64((int(y[i]) + 1) % 3)
-				} else {
-					yp[i] = y[i] + 10
-				}
+		xa, ya, xb, yb := heldOutFold(X, y, func(y float64) float64 {
+			if task == Classification {
+				return float64((int(y) + 1) % 3)
 			}
-		}
-		train := func(X [][]float64, y []float64) ([][]float64, []float64) {
-			var xt [][]float64
-			var yt []float64
-			for i := range X {
-				if i%5 != 2 {
-					xt, yt = append(xt, X[i]), append(yt, y[i])
-				}
-			}
-			return xt, yt
-		}
+			return y + 10
+		})
 		opt := DefaultOptions(task)
 		opt.Trees, opt.Seed = 40, 3
-		xa, ya := train(X, y)
-		xb, yb := train(Xp, yp)
 		fa, ga, err := Tune(xa, ya, opt)
 		if err != nil {
 			t.Fatal(err)

@@ -67,19 +67,8 @@ type CVCandidate struct {
 // iGuzzini benchmark was scored with it; do not widen it by looking at
 // test-fold results.
 func CVGrid(d int) []CVCandidate {
-	var mtry []int
-	for _, m := range []int{int(math.Sqrt(float64(d))), d / 3} {
-		m = min(max(1, m), d)
-		dup := false
-		for _, x := range mtry {
-			dup = dup || x == m
-		}
-		if !dup {
-			mtry = append(mtry, m)
-		}
-	}
 	var g []CVCandidate
-	for _, m := range mtry {
+	for _, m := range mtryChoices(d, int(math.Sqrt(float64(d))), d/3) {
 		for _, l := range []int{1, 2} {
 			g = append(g, CVCandidate{Method: MethodForest, MaxFeatures: m, MinLeaf: l, Bootstrap: true, SampleFraction: 1})
 			g = append(g, CVCandidate{Method: MethodForest, MaxFeatures: m, MinLeaf: l, Bootstrap: false, SampleFraction: 0.632})

@@ -56,29 +56,9 @@ func TestTuneCVNeverReadsHeldOutRows(t *testing.T) {
 
 func tuneCVPoisoned(t *testing.T, seed uint64, cuts bool) float64 {
 	X, y := ordinal(150, seed)
-	Xp := make([][]float64, len(X))
-	yp := append([]float64(nil), y...)
-	for i := range X {
-		Xp[i] = append([]float64(nil), X[i]...)
-		if i%5 == 2 {
-			Xp[i][0] = -Xp[i][0]*3 + 1
-			yp[i] = 4 - y[i]
-		}
-	}
-	train := func(X [][]float64, y []float64) ([][]float64, []float64) {
-		var xt [][]float64
-		var yt []float64
-		for i := range X {
-			if i%5 != 2 {
-				xt, yt = append(xt, X[i]), append(yt, y[i])
-			}
-		}
-		return xt, yt
-	}
+	xa, ya, xb, yb := heldOutFold(X, y, func(y float64) float64 { return 4 - y })
 	opt := DefaultOptions(Regression)
 	opt.Trees, opt.Seed = 60, 3
-	xa, ya := train(X, y)
-	xb, yb := train(Xp, yp)
 	fa, ra, err := TuneCV(xa, ya, opt, cuts)
 	if err != nil {
 		t.Fatal(err)

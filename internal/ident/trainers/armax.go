@@ -170,6 +170,12 @@ func polyCheckShape(output string, b [][]float64, nb int, what []string, got, wa
 			return model.Invalid("models", "model of %s: %d %s, want %d", output, got[i], what[i], want[i])
 		}
 	}
+	return polyCheckNumerators(output, b, nb)
+}
+
+// polyCheckNumerators checks that every numerator of a loaded model has
+// nb coefficients.
+func polyCheckNumerators(output string, b [][]float64, nb int) error {
 	for _, row := range b {
 		if len(row) != nb {
 			return model.Invalid("models", "model of %s: a numerator of %d coefficients, nb %d", output, len(row), nb)

@@ -81,12 +81,8 @@ func (OutputError) Train(ctx context.Context, tc *trainer.TrainContext) error {
 		return err
 	}
 	o := polynomial.OEOrders{NF: p.NF, NB: p.NB, NK: p.NK}
-	lag := p.NF
-	for _, k := range p.NK {
-		lag = max(lag, k+p.NB-1)
-	}
 	art := &oeArtifact{Format: FormatOE, Inputs: c.inputs, Outputs: c.outputs, NF: p.NF, NB: p.NB}
-	art.Detrend, err = polyTrain(ctx, tc, c, lag, p.Detrend, func(ctx context.Context, name string, ys [][]float64, us [][][]float64) error {
+	art.Detrend, err = polyTrain(ctx, tc, c, polyLag(p.NB, p.NK, p.NF), p.Detrend, func(ctx context.Context, name string, ys [][]float64, us [][][]float64) error {
 		m, err := polynomial.FitOE(ctx, ys, us, o)
 		if err != nil {
 			return err
@@ -111,10 +107,8 @@ func loadOE(b []byte, _ string, man *dataset.Manifest) (model.Predictor, error) 
 		if len(m.F) != a.NF || len(m.B) != len(a.Inputs) || len(m.NK) != len(a.Inputs) {
 			return nil, model.Invalid("models", "model of %s: %d poles, %d numerators, %d delays for nf %d and %d inputs", m.Output, len(m.F), len(m.B), len(m.NK), a.NF, len(a.Inputs))
 		}
-		for _, row := range m.B {
-			if len(row) != a.NB {
-				return nil, model.Invalid("models", "model of %s: a numerator of %d coefficients, nb %d", m.Output, len(row), a.NB)
-			}
+		if err := polyCheckNumerators(m.Output, m.B, a.NB); err != nil {
+			return nil, err
 		}
 		byName[m.Output] = &polynomial.OE{Orders: polynomial.OEOrders{NF: a.NF, NB: a.NB, NK: m.NK}, F: m.F, B: m.B, C: m.C}
 	}

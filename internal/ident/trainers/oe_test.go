@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aml-project/aml/internal/dataset"
@@ -81,5 +82,29 @@ func TestOutputErrorTrains(t *testing.T) {
 	}
 	if _, err := model.Load(filepath.Dir(bad), b.Manifest, model.LoadOptions{Formats: Formats()}); err == nil {
 		t.Fatal("an artifact without models loaded")
+	}
+}
+
+// TestPolyLoadRefusesShapes: an output-error or Box–Jenkins artifact
+// whose coefficient counts do not match its orders is refused at load,
+// naming the model and what is wrong.
+func TestPolyLoadRefusesShapes(t *testing.T) {
+	const oeHead = `{"format":"aml.oe/1","inputs":["u1","u2"],"outputs":["y1"],"nf":1,"nb":2,"models":[`
+	const bjHead = `{"format":"aml.bj/1","inputs":["u1","u2"],"outputs":["y1"],"nf":1,"nb":2,"nc":1,"nd":1,"models":[`
+	for _, c := range []struct {
+		name string
+		load func([]byte, string, *dataset.Manifest) (model.Predictor, error)
+		raw  string
+		says string
+	}{
+		{"oe poles", loadOE, oeHead + `{"output":"y1","nk":[1,1],"f":[0.5,0.1],"b":[[1,2],[3,4]]}]}`, "model of y1: 2 poles, 2 numerators, 2 delays for nf 1 and 2 inputs"},
+		{"oe numerator", loadOE, oeHead + `{"output":"y1","nk":[1,1],"f":[0.5],"b":[[1,2],[3]]}]}`, "model of y1: a numerator of 1 coefficients, nb 2"},
+		{"bj d", loadBJ, bjHead + `{"output":"y1","nk":[1,1],"f":[0.5],"b":[[1,2],[3,4]],"c":[0.1],"d":[]}]}`, "model of y1: 0 d coefficients, want 1"},
+		{"bj numerator", loadBJ, bjHead + `{"output":"y1","nk":[1,1],"f":[0.5],"b":[[1],[3,4]],"c":[0.1],"d":[0.2]}]}`, "model of y1: a numerator of 1 coefficients, nb 2"},
+	} {
+		_, err := c.load([]byte(c.raw), "", nil)
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.says)
+		}
 	}
 }

@@ -6,50 +6,22 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/storetest"
 )
 
 // BenchmarkWriteSamples is the PostgreSQL twin of sqlite's
-// BenchmarkWriteSamples: the same 200 000 samples (10 nodes × 20 000
-// steps, one run) written through core.TimeSeries in batches of 10 000
-// into an empty store — new instants, so each batch takes the
-// append-only path (one overlap check, one binary COPY into samples).
-// bench/pg_ingest.sh runs both in one go and prints the ratio.
-const benchNodes, benchSteps = 10, 20_000
-
-func benchSamples() []core.Sample {
-	out := make([]core.Sample, 0, benchNodes*benchSteps)
-	for k := 0; k < benchSteps; k++ {
-		for n := 0; n < benchNodes; n++ {
-			out = append(out, core.Sample{Node: fmt.Sprintf("node%02d", n), TsUs: int64(k) * 1_000_000, Value: float64(k) + float64(n)/10,
-				Line: "L1", Product: "P1", Recipe: "R1", Run: "r1"})
-		}
-	}
-	return out
-}
-
+// BenchmarkWriteSamples: the same 200 000 samples (storetest.BenchSamples:
+// 10 nodes × 20 000 steps, one run) written through core.TimeSeries in
+// batches of 10 000 into an empty store — new instants, so each batch
+// takes the append-only path (one overlap check, one binary COPY into
+// samples). bench/pg_ingest.sh runs both in one go and prints the ratio.
 func BenchmarkWriteSamples(b *testing.B) {
-	samples := benchSamples()
-	ctx := context.Background()
-	b.ReportAllocs()
+	samples := storetest.BenchSamples()
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
+	storetest.BenchWriteSamples(b, samples, func(b *testing.B) storetest.BenchStore {
 		s, _ := openTest(b)
-		b.StartTimer()
-		for j := 0; j < len(samples); j += 10_000 {
-			if _, err := s.WriteSamples(ctx, samples[j:min(j+10_000, len(samples))]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
-		if err := s.Close(); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")
+		return s
+	})
 }
 
 // BenchmarkRewriteSamples writes the same instants a second time with new
@@ -64,28 +36,19 @@ func BenchmarkRewriteSamples(b *testing.B) { benchSecondPass(b, 1) }
 func BenchmarkReingestSamples(b *testing.B) { benchSecondPass(b, 0) }
 
 func benchSecondPass(b *testing.B, delta float64) {
-	samples := benchSamples()
+	samples := storetest.BenchSamples()
 	again := slices.Clone(samples)
 	for i := range again {
 		again[i].Value += delta
 	}
-	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		s, _ := openTest(b)
-		for j := 0; j < len(samples); j += 10_000 {
-			if _, err := s.WriteSamples(ctx, samples[j:min(j+10_000, len(samples))]); err != nil {
-				b.Fatal(err)
-			}
-		}
+		storetest.WriteBatches(b, s, samples)
 		b.StartTimer()
-		for j := 0; j < len(again); j += 10_000 {
-			if _, err := s.WriteSamples(ctx, again[j:min(j+10_000, len(again))]); err != nil {
-				b.Fatal(err)
-			}
-		}
+		storetest.WriteBatches(b, s, again)
 		b.StopTimer()
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
@@ -99,20 +62,20 @@ func benchSecondPass(b *testing.B, delta float64) {
 // the samples table with pgx's CopyFrom (keys known, no overlap check, no
 // conflict rule), in batch order.
 func BenchmarkRawCopy(b *testing.B) {
-	samples := benchSamples()
+	samples := storetest.BenchSamples()
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		s, _ := openTest(b)
-		if _, err := s.WriteSamples(ctx, samples[:benchNodes]); err != nil {
+		if _, err := s.WriteSamples(ctx, samples[:storetest.BenchNodes]); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := s.pool.Exec(ctx, `DELETE FROM samples`); err != nil {
 			b.Fatal(err)
 		}
 		pks := map[string]int64{}
-		for n := 0; n < benchNodes; n++ {
+		for n := 0; n < storetest.BenchNodes; n++ {
 			id := fmt.Sprintf("node%02d", n)
 			pk, err := s.Node(ctx, id)
 			if err != nil {
@@ -125,9 +88,9 @@ func BenchmarkRawCopy(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		for j := 0; j < len(samples); j += 10_000 {
-			rows := make([][]any, 0, 10_000)
-			for _, sm := range samples[j:min(j+10_000, len(samples))] {
+		for j := 0; j < len(samples); j += storetest.BenchBatch {
+			rows := make([][]any, 0, storetest.BenchBatch)
+			for _, sm := range samples[j:min(j+storetest.BenchBatch, len(samples))] {
 				rows = append(rows, []any{pks[sm.Node], sm.TsUs, sm.Value, nil, ctxPK})
 			}
 			tx, err := s.pool.Begin(ctx)

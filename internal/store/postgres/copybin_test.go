@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/store/storetest"
 )
 
 // refEncode is the binary COPY stream written the plain way — one append
@@ -285,10 +286,10 @@ func TestCopyEncoderRoundTrip(t *testing.T) {
 // BenchmarkCopyEncoder is the client side alone: one 10 000-row batch
 // encoded into pgconn-sized buffers. It allocates nothing.
 func BenchmarkCopyEncoder(b *testing.B) {
-	samples := benchSamples()[:10_000]
+	samples := storetest.BenchSamples()[:10_000]
 	keys := make([]rowKey, len(samples))
 	for i := range keys {
-		keys[i] = rowKey{node: int64(i % benchNodes), ctx: 1}
+		keys[i] = rowKey{node: int64(i % storetest.BenchNodes), ctx: 1}
 	}
 	buf := make([]byte, 65531)
 	var e copyEncoder

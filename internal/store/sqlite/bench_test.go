@@ -20,46 +20,21 @@ import (
 //	BenchmarkQueryPageDatabaseSQL  the same through database/sql's Scan (no samples.PointQuerier)
 //	BenchmarkRawSelect        a plain prepared SELECT of the same rows
 
-const benchNodes, benchSteps = 10, 20_000 // 200k samples per iteration
-
-func benchSamples() []core.Sample {
-	c := sampleRun("r1")
-	out := make([]core.Sample, 0, benchNodes*benchSteps)
-	for k := 0; k < benchSteps; k++ {
-		for n := 0; n < benchNodes; n++ {
-			out = append(out, mk(fmt.Sprintf("node%02d", n), int64(k)*1_000_000, float64(k)+float64(n)/10, "", c))
-		}
-	}
-	return out
-}
+// The data of every benchmark here is storetest.BenchSamples (200k
+// samples per iteration, written in batches of storetest.BenchBatch).
 
 func BenchmarkWriteSamples(b *testing.B) {
-	samples := benchSamples()
-	ctx := context.Background()
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
+	storetest.BenchWriteSamples(b, storetest.BenchSamples(), func(b *testing.B) storetest.BenchStore {
 		s, err := Open(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.StartTimer()
-		for j := 0; j < len(samples); j += 10_000 {
-			if _, err := s.WriteSamples(ctx, samples[j:min(j+10_000, len(samples))]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
-		if err := s.Close(); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")
+		return s
+	})
 }
 
 func BenchmarkRawInsert(b *testing.B) {
-	samples := benchSamples()
+	samples := storetest.BenchSamples()
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -69,11 +44,11 @@ func BenchmarkRawInsert(b *testing.B) {
 		}
 		// Node and context keys exist up front: the raw loop measures only
 		// SQLite inserting the rows.
-		if _, err := s.WriteSamples(ctx, samples[:benchNodes]); err != nil {
+		if _, err := s.WriteSamples(ctx, samples[:storetest.BenchNodes]); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		for j := 0; j < len(samples); j += 10_000 {
+		for j := 0; j < len(samples); j += storetest.BenchBatch {
 			tx, err := s.w.BeginTx(ctx, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -82,9 +57,9 @@ func BenchmarkRawInsert(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for k := j; k < min(j+10_000, len(samples)); k++ {
+			for k := j; k < min(j+storetest.BenchBatch, len(samples)); k++ {
 				sm := &samples[k]
-				if _, err := st.Exec(int64(k%benchNodes+1), sm.TsUs, sm.Value, nil, int64(1)); err != nil {
+				if _, err := st.Exec(int64(k%storetest.BenchNodes+1), sm.TsUs, sm.Value, nil, int64(1)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -102,17 +77,11 @@ func BenchmarkRawInsert(b *testing.B) {
 	b.ReportMetric(float64(len(samples)*b.N)/b.Elapsed().Seconds(), "samples/s")
 }
 
+// benchStore is a store holding storetest.BenchSamples, closed at the
+// end of the benchmark.
 func benchStore(b *testing.B) *Store {
-	s, err := Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			b.Error(err)
-		}
-	})
-	if _, err := s.WriteSamples(context.Background(), benchSamples()); err != nil {
+	s := recordStore(b)
+	if _, err := s.WriteSamples(context.Background(), storetest.BenchSamples()); err != nil {
 		b.Fatal(err)
 	}
 	return s
@@ -140,7 +109,7 @@ func benchPages(b *testing.B, s *Store) {
 	b.ResetTimer()
 	n := 0
 	for i := 0; i < b.N; i++ {
-		for node := 0; node < benchNodes; node++ {
+		for node := 0; node < storetest.BenchNodes; node++ {
 			var after *int64
 			for {
 				p, err := s.QueryPage(ctx, core.PageQuery{Node: fmt.Sprintf("node%02d", node), Filter: core.ContextFilter{Run: "r1"}, AfterTs: after, Limit: 10_000})
@@ -155,7 +124,7 @@ func benchPages(b *testing.B, s *Store) {
 			}
 		}
 	}
-	if n != b.N*benchNodes*benchSteps {
+	if n != b.N*storetest.BenchNodes*storetest.BenchSteps {
 		b.Fatalf("read %d samples", n)
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
@@ -170,7 +139,7 @@ func BenchmarkRawSelect(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for node := 1; node <= benchNodes; node++ {
+		for node := 1; node <= storetest.BenchNodes; node++ {
 			rows, err := st.Query(int64(node))
 			if err != nil {
 				b.Fatal(err)
@@ -188,7 +157,7 @@ func BenchmarkRawSelect(b *testing.B) {
 		}
 		st.Close()
 	}
-	if n != b.N*benchNodes*benchSteps {
+	if n != b.N*storetest.BenchNodes*storetest.BenchSteps {
 		b.Fatalf("read %d samples", n)
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
@@ -200,6 +169,7 @@ func BenchmarkJobCycle(b *testing.B)  { storetest.BenchJobCycle(b, recordStore(b
 func BenchmarkJobClaims(b *testing.B) { storetest.BenchJobClaims(b, recordStore(b)) }
 func BenchmarkMeta(b *testing.B)      { storetest.BenchMeta(b, recordStore(b)) }
 
+// recordStore is an empty store closed at the end of the benchmark.
 func recordStore(b *testing.B) *Store {
 	s, err := Open(b.TempDir())
 	if err != nil {

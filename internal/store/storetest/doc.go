@@ -13,5 +13,6 @@
 // core ports and the retention listings every back-end offers; back-end
 // specific checks (migrations, the on-disk schema, partitions) stay in the
 // back-end's own tests. bench.go holds the record-path benchmarks both
-// back-ends run.
+// back-ends run; benchsamples.go the data, batches and timed write loop of
+// their sample-path benchmarks.
 package storetest

@@ -128,6 +128,29 @@ func decodeStatement(a *Attestation, v any) error {
 	return nil
 }
 
+// TrailApproval reads the signed approval an audit entry of a record
+// that lives in the log holds (payload {"approval": attestation}: an
+// envelope's or a step test's), verifies it with the key of ring it names
+// and decodes its statement into stmt. noun and id name the record in the
+// errors (AML_CERT_INVALID). The caller checks that the statement is the
+// record's.
+func TrailApproval(en audit.Entry, ring *Keyring, noun, id string, stmt any) (*Attestation, error) {
+	var p struct {
+		Approval *Attestation `json:"approval"`
+	}
+	if err := json.Unmarshal(en.Payload, &p); err != nil || p.Approval == nil {
+		return nil, core.Errorf(core.CodeCertInvalid, "approval entry %d of %s %s holds no signed statement", en.Seq, noun, id)
+	}
+	a := p.Approval
+	if err := a.Verify(ring.Key(a.KeyID)); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(a.Statement, stmt); err != nil {
+		return nil, core.Errorf(core.CodeCertInvalid, "the approval of %s %s does not decode: %v", noun, id, err)
+	}
+	return a, nil
+}
+
 // CheckApproval verifies a's signature with pub and that it is the signed
 // approval of c as c records it: same certificate and hash, approver and
 // approval time; an approver role that approves (approver, admin), a name
@@ -188,8 +211,11 @@ func (a *Attestation) Execution() (ExecutionStatement, error) {
 	return st, err
 }
 
-// signStatement builds the attestation of stmt signed with key.
-func signStatement(key CertSigner, subject, kind string, stmt any, now time.Time) (*Attestation, error) {
+// SignStatement builds the attestation of kind about subject: stmt's
+// canonical JSON, its hash signed with key, created at now (UTC, whole
+// milliseconds). Certificates (here) and the records that live in the
+// audit log (envelopes, step tests) sign their approvals with it.
+func SignStatement(key audit.Signer, subject, kind string, stmt any, now time.Time) (*Attestation, error) {
 	b, err := core.CanonicalJSON(stmt)
 	if err != nil {
 		return nil, err

@@ -21,40 +21,31 @@ import (
 // one database (two processes), all serialised by the lock.
 func BenchmarkAuditAppend(b *testing.B) {
 	ctx := context.Background()
+	// two handles on one database, closed at the end of the benchmark
+	two := func(b *testing.B, open func() (store.Store, error)) (store.Store, store.Store) {
+		s1, err := open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		s2, err := open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := errors.Join(s1.Close(), s2.Close()); err != nil {
+				b.Error(err)
+			}
+		})
+		return s1, s2
+	}
 	open := map[string]func(b *testing.B) (store.Store, store.Store){
 		"sqlite": func(b *testing.B) (store.Store, store.Store) {
 			dir := b.TempDir()
-			s1, err := sqlite.Open(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			s2, err := sqlite.Open(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() {
-				if err := errors.Join(s1.Close(), s2.Close()); err != nil {
-					b.Error(err)
-				}
-			})
-			return s1, s2
+			return two(b, func() (store.Store, error) { return sqlite.Open(dir) })
 		},
 		"postgres": func(b *testing.B) (store.Store, store.Store) {
 			u := pgtest.Schema(b)
-			s1, err := postgres.Open(ctx, u)
-			if err != nil {
-				b.Fatal(err)
-			}
-			s2, err := postgres.Open(ctx, u)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() {
-				if err := errors.Join(s1.Close(), s2.Close()); err != nil {
-					b.Error(err)
-				}
-			})
-			return s1, s2
+			return two(b, func() (store.Store, error) { return postgres.Open(ctx, u) })
 		},
 	}
 	payload := map[string]any{"trialId": "trial-1", "improvement": 0.42, "hash": "c0ffee"}

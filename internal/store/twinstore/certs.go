@@ -360,7 +360,7 @@ func (s *Store) signedTransition(ctx context.Context, id string, pub ed25519.Pub
 			return nil, err
 		}
 		keyID, _ := sign.key.SigningKey()
-		a, err := signStatement(sign.key, c.RecommendationID, sign.kind, sign.statement(c, keyID), time.Now())
+		a, err := SignStatement(sign.key, c.RecommendationID, sign.kind, sign.statement(c, keyID), time.Now())
 		if err != nil {
 			return nil, err
 		}

@@ -362,7 +362,7 @@ func (s *Store) claimWrite(ctx context.Context, c contract.WriteClaimRequest, pu
 		if err := checkSigner(ctx, tx, key); err != nil {
 			return 0, err
 		}
-		if att, err = signStatement(key, c.CertificateID, AttestExecute, ExecutionStatement{Kind: ExecutionKind, CertificateID: c.CertificateID,
+		if att, err = SignStatement(key, c.CertificateID, AttestExecute, ExecutionStatement{Kind: ExecutionKind, CertificateID: c.CertificateID,
 			CertificateHash: r.Cert.CertificateHash, LineID: c.LineID, RunID: c.RunID, Actor: c.Actor, At: c.At.UnixMilli(), KeyID: keyID}, time.Now()); err != nil {
 			return 0, err
 		}

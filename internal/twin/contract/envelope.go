@@ -2,8 +2,6 @@ package contract
 
 import (
 	"crypto/ed25519"
-	"encoding/base64"
-	"strings"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
@@ -136,49 +134,9 @@ func (e *EnvelopeCertificate) Validate() error {
 	if e.MaxMovesPerHour < 1 || e.MaxMovesPerHour > EnvelopeMaxMovesPerHour {
 		p.add("maxMovesPerHour", "must be 1…%d", EnvelopeMaxMovesPerHour)
 	}
-	checkTime(&p, "issuedAt", e.IssuedAt, true)
-	checkTime(&p, "expiresAt", e.ExpiresAt, true)
-	if !e.IssuedAt.IsZero() && !e.ExpiresAt.IsZero() {
-		if !e.ExpiresAt.After(e.IssuedAt) {
-			p.add("expiresAt", "must be after issuedAt")
-		} else if e.ExpiresAt.Sub(e.IssuedAt) > EnvelopeMaxTTL {
-			p.add("expiresAt", "at most %s after issuedAt", EnvelopeMaxTTL)
-		}
-	}
-	if len(e.KeyID) != KeyIDLen || !isHash(e.KeyID+strings.Repeat("0", 64-KeyIDLen)) {
-		p.add("keyId", "must be %d lower-case hex characters", KeyIDLen)
-	}
-	checkHash(&p, "certificateHash", e.CertificateHash, true)
-	if sig, err := base64.StdEncoding.DecodeString(e.Signature); e.Signature == "" || err != nil || len(sig) != ed25519.SignatureSize {
-		p.add("signature", "must be a base64 Ed25519 signature (64 bytes)")
-	}
-	approved := e.ApprovedBy != "" || !e.ApprovedAt.IsZero()
-	revoked := e.RevokedBy != "" || !e.RevokedAt.IsZero() || e.RevokeReason != ""
-	switch e.Status {
-	case CertIssued:
-		if approved || revoked {
-			p.add("status", "an ISSUED envelope has no approval or revocation")
-		}
-	case CertApproved:
-		if e.ApprovedBy == "" || e.ApprovedAt.IsZero() {
-			p.add("approvedBy", "required when APPROVED")
-		}
-		if revoked {
-			p.add("revokedBy", "only a REVOKED envelope has a revocation record")
-		}
-	case CertRevoked:
-		if e.RevokedBy == "" || e.RevokedAt.IsZero() || strings.TrimSpace(e.RevokeReason) == "" {
-			p.add("revokedBy", "revokedBy, revokedAt and revokeReason are required when REVOKED")
-		}
-	default:
-		p.add("status", "an envelope is ISSUED, APPROVED or REVOKED, not %q", string(e.Status))
-	}
-	checkOptRef(&p, "approvedBy", e.ApprovedBy)
-	checkOptRef(&p, "revokedBy", e.RevokedBy)
-	checkText(&p, "revokeReason", e.RevokeReason, false)
-	if e.ApprovedBy != "" && SameIdentity(e.ApprovedBy, e.CreatedBy) {
-		p.add("approvedBy", "the proposer %q cannot approve their own envelope", e.CreatedBy)
-	}
+	checkValidity(&p, e.IssuedAt, e.ExpiresAt, EnvelopeMaxTTL)
+	checkSignedFields(&p, e.KeyID, e.CertificateHash, e.Signature)
+	e.approval().check(&p)
 	return p.err()
 }
 
@@ -199,38 +157,22 @@ func (e *EnvelopeCertificate) Expired(now time.Time) bool { return !now.Before(e
 // Approve moves an ISSUED, unexpired envelope to APPROVED by by at now.
 // The proposer (createdBy) never approves (AML_FORBIDDEN).
 func (e *EnvelopeCertificate) Approve(by string, now time.Time) error {
-	switch {
-	case strings.TrimSpace(by) == "":
-		return core.FieldErrorf(core.CodeInvalidArgument, "approvedBy", "the approver is required")
-	case e.Status != CertIssued:
-		return core.FieldErrorf(core.CodeConflict, "status", "cannot approve envelope %s: it is %s (must be ISSUED)", e.EnvelopeID, e.Status)
-	case e.Expired(now):
-		return certErr(core.CodeCertExpired, "expiresAt", "envelope %s expired at %s", e.EnvelopeID, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
-	case SameIdentity(by, e.CreatedBy):
-		return core.FieldErrorf(core.CodeForbidden, "approvedBy", "%s proposed this envelope and cannot approve it; another person must", by)
-	case now.Before(e.IssuedAt):
-		return core.FieldErrorf(core.CodeInvalidArgument, "approvedAt", "approval time is before issuedAt")
-	}
-	e.Status, e.ApprovedBy, e.ApprovedAt = CertApproved, by, now.UTC()
-	return nil
+	return e.approval().approve(by, now)
 }
 
 // Revoke moves an ISSUED or APPROVED envelope to REVOKED (by, reason
 // required).
 func (e *EnvelopeCertificate) Revoke(by, reason string, now time.Time) error {
-	switch {
-	case strings.TrimSpace(by) == "":
-		return core.FieldErrorf(core.CodeInvalidArgument, "revokedBy", "who revokes is required")
-	case strings.TrimSpace(reason) == "":
-		return core.FieldErrorf(core.CodeInvalidArgument, "revokeReason", "a reason is required")
-	case e.Status != CertIssued && e.Status != CertApproved:
-		return core.FieldErrorf(core.CodeConflict, "status", "cannot revoke envelope %s: it is %s (must be ISSUED or APPROVED)", e.EnvelopeID, e.Status)
-	}
-	e.Status, e.RevokedBy, e.RevokedAt, e.RevokeReason = CertRevoked, by, now.UTC(), reason
-	return nil
+	return e.approval().revoke(by, reason, now)
 }
 
 // EnvelopeActionPrefix is the prefix of the write-history certificate id
 // of every action (cycle) under envelope id: "<id>/" followed by the
 // cycle's id. The guard counts an envelope's moves by it.
 func EnvelopeActionPrefix(id string) string { return "envelope:" + id + "/" }
+
+// approval is e's lifecycle record (approval.go).
+func (e *EnvelopeCertificate) approval() approvalRecord {
+	return approvalRecord{noun: "envelope", aNoun: "an envelope", id: e.EnvelopeID, createdBy: e.CreatedBy, issuedAt: e.IssuedAt, expiresAt: e.ExpiresAt,
+		status: &e.Status, approvedBy: &e.ApprovedBy, approvedAt: &e.ApprovedAt, revokedBy: &e.RevokedBy, revokedAt: &e.RevokedAt, revokeReason: &e.RevokeReason}
+}

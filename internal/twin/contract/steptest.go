@@ -2,9 +2,7 @@ package contract
 
 import (
 	"crypto/ed25519"
-	"encoding/base64"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/aml-project/aml/internal/core"
@@ -166,49 +164,9 @@ func (c *StepTestCertificate) Validate() error {
 			}
 		}
 	}
-	checkTime(&p, "issuedAt", c.IssuedAt, true)
-	checkTime(&p, "expiresAt", c.ExpiresAt, true)
-	if !c.IssuedAt.IsZero() && !c.ExpiresAt.IsZero() {
-		if !c.ExpiresAt.After(c.IssuedAt) {
-			p.add("expiresAt", "must be after issuedAt")
-		} else if c.ExpiresAt.Sub(c.IssuedAt) > StepTestMaxTTL {
-			p.add("expiresAt", "at most %s after issuedAt", StepTestMaxTTL)
-		}
-	}
-	if len(c.KeyID) != KeyIDLen || !isHash(c.KeyID+strings.Repeat("0", 64-KeyIDLen)) {
-		p.add("keyId", "must be %d lower-case hex characters", KeyIDLen)
-	}
-	checkHash(&p, "certificateHash", c.CertificateHash, true)
-	if sig, err := base64.StdEncoding.DecodeString(c.Signature); c.Signature == "" || err != nil || len(sig) != ed25519.SignatureSize {
-		p.add("signature", "must be a base64 Ed25519 signature (64 bytes)")
-	}
-	approved := c.ApprovedBy != "" || !c.ApprovedAt.IsZero()
-	revoked := c.RevokedBy != "" || !c.RevokedAt.IsZero() || c.RevokeReason != ""
-	switch c.Status {
-	case CertIssued:
-		if approved || revoked {
-			p.add("status", "an ISSUED step test has no approval or revocation")
-		}
-	case CertApproved:
-		if c.ApprovedBy == "" || c.ApprovedAt.IsZero() {
-			p.add("approvedBy", "required when APPROVED")
-		}
-		if revoked {
-			p.add("revokedBy", "only a REVOKED step test has a revocation record")
-		}
-	case CertRevoked:
-		if c.RevokedBy == "" || c.RevokedAt.IsZero() || strings.TrimSpace(c.RevokeReason) == "" {
-			p.add("revokedBy", "revokedBy, revokedAt and revokeReason are required when REVOKED")
-		}
-	default:
-		p.add("status", "a step test is ISSUED, APPROVED or REVOKED, not %q", string(c.Status))
-	}
-	checkOptRef(&p, "approvedBy", c.ApprovedBy)
-	checkOptRef(&p, "revokedBy", c.RevokedBy)
-	checkText(&p, "revokeReason", c.RevokeReason, false)
-	if c.ApprovedBy != "" && SameIdentity(c.ApprovedBy, c.CreatedBy) {
-		p.add("approvedBy", "the proposer %q cannot approve their own step test", c.CreatedBy)
-	}
+	checkValidity(&p, c.IssuedAt, c.ExpiresAt, StepTestMaxTTL)
+	checkSignedFields(&p, c.KeyID, c.CertificateHash, c.Signature)
+	c.approval().check(&p)
 	return p.err()
 }
 
@@ -240,34 +198,12 @@ func (c *StepTestCertificate) Expired(now time.Time) bool { return !now.Before(c
 // Approve moves an ISSUED, unexpired step test to APPROVED by by at now.
 // The proposer never approves (AML_FORBIDDEN).
 func (c *StepTestCertificate) Approve(by string, now time.Time) error {
-	switch {
-	case strings.TrimSpace(by) == "":
-		return core.FieldErrorf(core.CodeInvalidArgument, "approvedBy", "the approver is required")
-	case c.Status != CertIssued:
-		return core.FieldErrorf(core.CodeConflict, "status", "cannot approve step test %s: it is %s (must be ISSUED)", c.TestID, c.Status)
-	case c.Expired(now):
-		return certErr(core.CodeCertExpired, "expiresAt", "step test %s expired at %s", c.TestID, c.ExpiresAt.UTC().Format(time.RFC3339Nano))
-	case SameIdentity(by, c.CreatedBy):
-		return core.FieldErrorf(core.CodeForbidden, "approvedBy", "%s proposed this step test and cannot approve it; another person must", by)
-	case now.Before(c.IssuedAt):
-		return core.FieldErrorf(core.CodeInvalidArgument, "approvedAt", "approval time is before issuedAt")
-	}
-	c.Status, c.ApprovedBy, c.ApprovedAt = CertApproved, by, now.UTC()
-	return nil
+	return c.approval().approve(by, now)
 }
 
 // Revoke moves an ISSUED or APPROVED step test to REVOKED.
 func (c *StepTestCertificate) Revoke(by, reason string, now time.Time) error {
-	switch {
-	case strings.TrimSpace(by) == "":
-		return core.FieldErrorf(core.CodeInvalidArgument, "revokedBy", "who revokes is required")
-	case strings.TrimSpace(reason) == "":
-		return core.FieldErrorf(core.CodeInvalidArgument, "revokeReason", "a reason is required")
-	case c.Status != CertIssued && c.Status != CertApproved:
-		return core.FieldErrorf(core.CodeConflict, "status", "cannot revoke step test %s: it is %s", c.TestID, c.Status)
-	}
-	c.Status, c.RevokedBy, c.RevokedAt, c.RevokeReason = CertRevoked, by, now.UTC(), reason
-	return nil
+	return c.approval().revoke(by, reason, now)
 }
 
 // Slot returns the window [from, to) after the test's start in which
@@ -280,3 +216,9 @@ func (c *StepTestCertificate) Slot(i int) (from, to float64) {
 // StepTestActionID is the write-history certificate id of move i of
 // step test id.
 func StepTestActionID(id string, i int) string { return "steptest:" + id + "/" + itoa(i) }
+
+// approval is c's lifecycle record (approval.go).
+func (c *StepTestCertificate) approval() approvalRecord {
+	return approvalRecord{noun: "step test", aNoun: "a step test", id: c.TestID, createdBy: c.CreatedBy, issuedAt: c.IssuedAt, expiresAt: c.ExpiresAt,
+		status: &c.Status, approvedBy: &c.ApprovedBy, approvedAt: &c.ApprovedAt, revokedBy: &c.RevokedBy, revokedAt: &c.RevokedAt, revokeReason: &c.RevokeReason}
+}

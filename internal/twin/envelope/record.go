@@ -3,8 +3,6 @@ package envelope
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -98,10 +96,7 @@ func Issue(ctx context.Context, st RecordStore, key Signer, e *contract.Envelope
 	if len(prev) > 0 {
 		return nil, core.FieldErrorf(core.CodeConflict, "envelopeId", "envelope %s was issued already (audit entry %d)", e.EnvelopeID, prev[0].Seq)
 	}
-	if _, err := log.Append(ctx, e.CreatedBy, AuditIssue, e.EnvelopeID, e.LineID, map[string]any{"envelope": e, "certificateHash": e.CertificateHash}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, e.CreatedBy, AuditIssue, e.EnvelopeID, e.LineID, map[string]any{"envelope": e, "certificateHash": e.CertificateHash}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, e.EnvelopeID, e.IssuedAt)
@@ -126,16 +121,13 @@ func Approve(ctx context.Context, st RecordStore, key Signer, id string, by twin
 		return nil, err
 	}
 	kid, _ := key.SigningKey()
-	att, err := sign(key, id, ApprovalStatement{Kind: ApprovalKind, EnvelopeID: id, EnvelopeHash: e.CertificateHash,
+	att, err := twinstore.SignStatement(key, id, twinstore.AttestApprove, ApprovalStatement{Kind: ApprovalKind, EnvelopeID: id, EnvelopeHash: e.CertificateHash,
 		ApprovedBy: by.Name, ApproverRole: by.Role, ApprovedAt: now.UnixMilli(), KeyID: kid}, now)
 	if err != nil {
 		return nil, err
 	}
 	log := st.AuditLog()
-	if _, err := log.Append(ctx, by.Name, AuditApprove, id, e.LineID, map[string]any{"approval": att, "statementHash": att.Hash}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, by.Name, AuditApprove, id, e.LineID, map[string]any{"approval": att, "statementHash": att.Hash}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, id, now)
@@ -154,27 +146,10 @@ func Revoke(ctx context.Context, st RecordStore, key Signer, id, by, reason stri
 		return nil, err
 	}
 	log := st.AuditLog()
-	if _, err := log.Append(ctx, by, AuditRevoke, id, r.Envelope.LineID, map[string]any{"reason": reason, "at": now.UnixMilli()}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, by, AuditRevoke, id, r.Envelope.LineID, map[string]any{"reason": reason, "at": now.UnixMilli()}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, id, now)
-}
-
-func sign(key Signer, subject string, stmt any, now time.Time) (*twinstore.Attestation, error) {
-	b, err := core.CanonicalJSON(stmt)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(b)
-	a := &twinstore.Attestation{Subject: subject, Kind: twinstore.AttestApprove, Statement: b, Hash: hex.EncodeToString(sum[:]), CreatedAt: now.UTC().Truncate(time.Millisecond)}
-	a.KeyID, _ = key.SigningKey()
-	if a.Signature, err = key.SignDigest(a.Hash); err != nil {
-		return nil, err
-	}
-	return a, nil
 }
 
 // Load replays envelope id from its audit trail, verified: the issue
@@ -254,19 +229,10 @@ func Load(ctx context.Context, st RecordStore, pub ed25519.PublicKey, id string,
 }
 
 func checkApproval(ctx context.Context, st RecordStore, ring *twinstore.Keyring, e *contract.EnvelopeCertificate, en audit.Entry) error {
-	var p struct {
-		Approval *twinstore.Attestation `json:"approval"`
-	}
-	if err := json.Unmarshal(en.Payload, &p); err != nil || p.Approval == nil {
-		return core.Errorf(core.CodeCertInvalid, "approval entry %d of envelope %s holds no signed statement", en.Seq, e.EnvelopeID)
-	}
-	a := p.Approval
-	if err := a.Verify(ring.Key(a.KeyID)); err != nil {
-		return err
-	}
 	var s ApprovalStatement
-	if err := json.Unmarshal(a.Statement, &s); err != nil {
-		return core.Errorf(core.CodeCertInvalid, "the approval of envelope %s does not decode: %v", e.EnvelopeID, err)
+	a, err := twinstore.TrailApproval(en, ring, "envelope", e.EnvelopeID, &s)
+	if err != nil {
+		return err
 	}
 	switch {
 	case s.Kind != ApprovalKind || s.EnvelopeID != e.EnvelopeID || s.EnvelopeHash != e.CertificateHash || a.Subject != e.EnvelopeID || s.KeyID != a.KeyID:

@@ -3,8 +3,6 @@ package steptest
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -166,10 +164,7 @@ func RecordIssue(ctx context.Context, st RecordStore, key Signer, c *contract.St
 	if len(prev) > 0 {
 		return nil, core.FieldErrorf(core.CodeConflict, "testId", "step test %s was issued already (audit entry %d)", c.TestID, prev[0].Seq)
 	}
-	if _, err := log.Append(ctx, c.CreatedBy, AuditIssue, c.TestID, c.LineID, map[string]any{"test": c, "certificateHash": c.CertificateHash}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, c.CreatedBy, AuditIssue, c.TestID, c.LineID, map[string]any{"test": c, "certificateHash": c.CertificateHash}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, c.TestID, c.IssuedAt)
@@ -193,21 +188,13 @@ func RecordApprove(ctx context.Context, st RecordStore, key Signer, id string, b
 		return nil, err
 	}
 	kid, _ := key.SigningKey()
-	b, err := core.CanonicalJSON(ApprovalStatement{Kind: ApprovalKind, TestID: id, TestHash: r.Test.CertificateHash,
-		ApprovedBy: by.Name, ApproverRole: by.Role, ApprovedAt: now.UnixMilli(), KeyID: kid})
+	att, err := twinstore.SignStatement(key, id, twinstore.AttestApprove, ApprovalStatement{Kind: ApprovalKind, TestID: id, TestHash: r.Test.CertificateHash,
+		ApprovedBy: by.Name, ApproverRole: by.Role, ApprovedAt: now.UnixMilli(), KeyID: kid}, now)
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(b)
-	att := &twinstore.Attestation{Subject: id, Kind: twinstore.AttestApprove, Statement: b, Hash: hex.EncodeToString(sum[:]), CreatedAt: now, KeyID: kid}
-	if att.Signature, err = key.SignDigest(att.Hash); err != nil {
-		return nil, err
-	}
 	log := st.AuditLog()
-	if _, err := log.Append(ctx, by.Name, AuditApprove, id, r.Test.LineID, map[string]any{"approval": att, "statementHash": att.Hash}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, by.Name, AuditApprove, id, r.Test.LineID, map[string]any{"approval": att, "statementHash": att.Hash}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, id, now)
@@ -259,10 +246,7 @@ func RecordRevoke(ctx context.Context, st RecordStore, key Signer, id string, by
 		return nil, err
 	}
 	log := st.AuditLog()
-	if _, err := log.Append(ctx, by.Name, AuditRevoke, id, r.Test.LineID, map[string]any{"reason": reason, "role": by.Role, "at": now.UnixMilli()}); err != nil {
-		return nil, err
-	}
-	if _, err := log.Checkpoint(ctx, key); err != nil {
+	if _, err := log.AppendSigned(ctx, key, by.Name, AuditRevoke, id, r.Test.LineID, map[string]any{"reason": reason, "role": by.Role, "at": now.UnixMilli()}); err != nil {
 		return nil, err
 	}
 	return Load(ctx, st, pub, id, now)
@@ -625,19 +609,10 @@ func RecordResult(ctx context.Context, st RecordStore, key Signer, c *contract.S
 }
 
 func checkApproval(ctx context.Context, st RecordStore, ring *twinstore.Keyring, c *contract.StepTestCertificate, en audit.Entry) error {
-	var p struct {
-		Approval *twinstore.Attestation `json:"approval"`
-	}
-	if err := json.Unmarshal(en.Payload, &p); err != nil || p.Approval == nil {
-		return core.Errorf(core.CodeCertInvalid, "approval entry %d of step test %s holds no signed statement", en.Seq, c.TestID)
-	}
-	a := p.Approval
-	if err := a.Verify(ring.Key(a.KeyID)); err != nil {
-		return err
-	}
 	var s ApprovalStatement
-	if err := json.Unmarshal(a.Statement, &s); err != nil {
-		return core.Errorf(core.CodeCertInvalid, "the approval of step test %s does not decode: %v", c.TestID, err)
+	a, err := twinstore.TrailApproval(en, ring, "step test", c.TestID, &s)
+	if err != nil {
+		return err
 	}
 	switch {
 	case s.Kind != ApprovalKind || s.TestID != c.TestID || s.TestHash != c.CertificateHash || a.Subject != c.TestID || s.KeyID != a.KeyID:
