@@ -295,8 +295,8 @@ type JobSubmitRequest struct {
 	ParentID  string          `json:"parentId,omitempty" jsonschema:"the experiment this one derives from"`
 	Note      string          `json:"note,omitempty" jsonschema:"what changed and why"`
 	Env       string          `json:"env,omitempty" jsonschema:"named environment of an exec trainer"`
-	Timeout   Duration        `json:"timeout,omitempty" jsonschema:"wall-clock limit of the job (e.g. 30m)"`
-	Stall     Duration        `json:"stall,omitempty" jsonschema:"fail the job after this long without progress (e.g. 5m)"`
+	Timeout   Duration        `json:"timeout,omitempty" jsonschema:"wall-clock limit of the job (e.g. 30m; default 30m, at most 24h)"`
+	Stall     Duration        `json:"stall,omitempty" jsonschema:"fail the job after this long without progress (e.g. 5m; default 10m, at most 24h)"`
 	// GateProfile is stored with the job; the model's gate report records
 	// the profile and version it was judged by.
 	GateProfile string `json:"gateProfile,omitempty" jsonschema:"model gate profile to judge the model by (gate.profiles), of the dataset's purpose; default: the purpose's default profile. A named profile is audited (job.submit, with its version)"`
@@ -307,11 +307,11 @@ func (r *JobSubmitRequest) Validate() error {
 	if err := firstErr(required("datasetId", r.DatasetID), required("trainer", r.Trainer)); err != nil {
 		return err
 	}
-	if r.Timeout < 0 {
-		return core.FieldErrorf(core.CodeInvalidArgument, "timeout", "timeout must not be negative")
+	if r.Timeout < 0 || r.Timeout.D() > jobs.MaxTimeout {
+		return core.FieldErrorf(core.CodeInvalidArgument, "timeout", "timeout must be 0 (the default %s) up to %s, not %s", jobs.DefaultTimeout, jobs.MaxTimeout, r.Timeout)
 	}
-	if r.Stall < 0 {
-		return core.FieldErrorf(core.CodeInvalidArgument, "stall", "stall must not be negative")
+	if r.Stall < 0 || r.Stall.D() > jobs.MaxTimeout {
+		return core.FieldErrorf(core.CodeInvalidArgument, "stall", "stall must be 0 (the default %s) up to %s, not %s", jobs.DefaultStall, jobs.MaxTimeout, r.Stall)
 	}
 	return nil
 }
