@@ -1,8 +1,10 @@
 package api
 
 import (
+	"encoding/json"
 	"testing"
 
+	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/core"
 )
 
@@ -43,4 +45,43 @@ func TestSec13_RequestedWorkIsBounded(t *testing.T) {
 	e.want(e.do("agent", "POST", "/api/v1/gate", map[string]any{"model": "m-none", "scene": "s-none", "snapshots": 200}), 404, core.CodeNotFound)
 	e.want(e.do("agent", "POST", "/api/v1/optimize", map[string]any{"model": "m-none", "snapshot": "snap-none", "maxCandidates": 10_000}), 404, core.CodeNotFound)
 	e.want(e.do("agent", "POST", "/api/v1/jobs", map[string]any{"datasetId": "d-none", "trainer": "test_mean@1", "timeout": "24h", "stall": "24h"}), 404, core.CodeNotFound)
+}
+
+// Security finding 13c: a dataset build's quotas — windows and bytes on
+// disk — were the request's to raise: maxBytesMiB up to 1 TiB and
+// maxWindows up to 2^31, so one agent request could fill the server's
+// disk (a window is up to 2^20 values; the work budget bounds the grid,
+// not the windows cut from it). Over the API or MCP a request may now ask
+// for less than the server's quotas, never more (413 AML_QUOTA_EXCEEDED
+// naming the field, nothing built), as with maxCells; dataset.check says
+// the same.
+func TestSec13_DatasetQuotasAreTheServers(t *testing.T) {
+	e := newEnv(t, Options{})
+	for _, c := range []struct {
+		field string
+		value int
+	}{
+		{"maxBytesMiB", 1 << 20},
+		{"maxWindows", 1<<31 - 1},
+	} {
+		body := map[string]any{"spec": json.RawMessage(spec(t)), c.field: c.value}
+		r := e.do("agent", "POST", "/api/v1/datasets", body)
+		if r.status != 413 {
+			t.Errorf("%s %d: status %d, want 413: %.300s", c.field, c.value, r.status, r.body)
+		} else if b := r.errBody(t); b.Code != core.CodeQuotaExceeded || b.Field != c.field {
+			t.Errorf("%s %d: %s on %q", c.field, c.value, b.Code, b.Field)
+		}
+		var chk app.DatasetCheckResponse
+		e.want(e.do("agent", "POST", "/api/v1/dataset-checks", body), 200, "").json(t, &chk)
+		if chk.OK || chk.Code != core.CodeQuotaExceeded {
+			t.Errorf("dataset.check %s %d: %+v", c.field, c.value, chk)
+		}
+	}
+	var dl struct{ Count int }
+	e.want(e.do("viewer", "GET", "/api/v1/datasets", nil), 200, "").json(t, &dl)
+	if dl.Count != 0 {
+		t.Fatalf("%d datasets built over the server's quotas", dl.Count)
+	}
+	// Less than the server's quotas is the caller's choice.
+	e.want(e.do("agent", "POST", "/api/v1/datasets", map[string]any{"spec": json.RawMessage(spec(t)), "maxWindows": 100_000, "maxBytesMiB": 512}), 201, "")
 }
