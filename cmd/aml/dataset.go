@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	amlapp "github.com/aml-project/aml/internal/app"
@@ -10,7 +11,7 @@ import (
 func newDatasetCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "dataset", Short: "Build, inspect, verify and delete training datasets"}
 	var (
-		br       = amlapp.DatasetBuildRequest{MaxWindows: amlapp.DefaultDatasetMaxWindows, MaxBytesMiB: amlapp.DefaultDatasetMaxBytesMiB}
+		br       amlapp.DatasetBuildRequest // quotas 0: the process's (with --server, the server's)
 		specPath string
 	)
 	build := opCommand(a, &cobra.Command{
@@ -26,8 +27,8 @@ func newDatasetCmd(a *app) *cobra.Command {
 	})
 	build.Flags().StringVar(&specPath, "spec", "", "dataset spec JSON file (required)")
 	_ = build.MarkFlagRequired("spec")
-	build.Flags().IntVar(&br.MaxWindows, "max-windows", br.MaxWindows, "refuse to build more windows (rows) than this")
-	build.Flags().IntVar(&br.MaxBytesMiB, "max-bytes-mib", br.MaxBytesMiB, "refuse to build a dataset larger than this many MiB")
+	build.Flags().IntVar(&br.MaxWindows, "max-windows", 0, fmt.Sprintf("refuse to build more windows (rows) than this (0: the quota, %d unless AML_MAX_DATASET_WINDOWS; with --server at most the server's)", amlapp.DefaultDatasetMaxWindows))
+	build.Flags().IntVar(&br.MaxBytesMiB, "max-bytes-mib", 0, fmt.Sprintf("refuse to build a dataset larger than this many MiB (0: the quota, %d unless AML_MAX_DATASET_MIB; with --server at most the server's)", amlapp.DefaultDatasetMaxBytesMiB))
 
 	var lr amlapp.DatasetListRequest
 	list := opCommand(a, &cobra.Command{Use: "list", Short: "List datasets", Args: argsExact(0)}, "dataset.list", "", &lr, nil)

@@ -109,7 +109,9 @@ func newTrainerCmd(a *app) *cobra.Command {
 
 // appOptions are the application's options for this process. The work
 // budget of dataset builds is AML_MAX_DATASET_CELLS when set (grid cells,
-// default 50 000 000).
+// default 50 000 000), their quotas AML_MAX_DATASET_WINDOWS (default
+// 200 000) and AML_MAX_DATASET_MIB (default 4096): what a request over
+// the API or MCP may ask for at most.
 func (a *app) appOptions() amlapp.Options {
 	o := amlapp.Options{Now: a.now, Version: version, RequireLineWriter: a.requireLine}
 	if a.lines != nil {
@@ -118,6 +120,16 @@ func (a *app) appOptions() amlapp.Options {
 	if v := os.Getenv("AML_MAX_DATASET_CELLS"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
 			o.MaxDatasetCells = n
+		}
+	}
+	if v := os.Getenv("AML_MAX_DATASET_WINDOWS"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			o.MaxDatasetWindows = n
+		}
+	}
+	if v := os.Getenv("AML_MAX_DATASET_MIB"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			o.MaxDatasetBytesMiB = n
 		}
 	}
 	return o

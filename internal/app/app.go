@@ -50,6 +50,13 @@ type Options struct {
 	// nodes, computed before any sample is read; default
 	// dataset.DefaultMaxCells). A request may ask for less, never more.
 	MaxDatasetCells int64
+	// MaxDatasetWindows and MaxDatasetBytesMiB are the quotas of a
+	// dataset build on windows (rows) and size on disk (defaults
+	// dataset.DefaultMaxWindows and dataset.DefaultMaxBytes). A request
+	// over the API or MCP may ask for less, never more; the local CLI (a
+	// person at the machine, Principal.Local) may raise them.
+	MaxDatasetWindows  int
+	MaxDatasetBytesMiB int
 	// BenefitStudy, when set, adjusts a benefit study's options after the
 	// request's (tests shorten the history and the runs; benefit.run).
 	BenefitStudy func(*benefit.Options)
@@ -116,6 +123,12 @@ func New(d *service.Deps, o Options) *App {
 	}
 	if o.MaxDatasetCells <= 0 {
 		o.MaxDatasetCells = dataset.DefaultMaxCells
+	}
+	if o.MaxDatasetWindows <= 0 {
+		o.MaxDatasetWindows = dataset.DefaultMaxWindows
+	}
+	if o.MaxDatasetBytesMiB <= 0 {
+		o.MaxDatasetBytesMiB = int(dataset.DefaultMaxBytes >> 20)
 	}
 	log := d.Log
 	if log == nil {

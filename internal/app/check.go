@@ -27,8 +27,8 @@ func checkOps() []*Op {
 // answer's problems.
 type DatasetCheckRequest struct {
 	Spec        dataset.Spec `json:"spec,omitempty" jsonschema:"the dataset spec (docs/dataset-format.md); an empty one is answered with its problems"`
-	MaxWindows  int          `json:"maxWindows,omitempty" jsonschema:"refuse more windows than this (default 5000000)"`
-	MaxBytesMiB int          `json:"maxBytesMiB,omitempty" jsonschema:"refuse a larger dataset (MiB; default 4096)"`
+	MaxWindows  int          `json:"maxWindows,omitempty" jsonschema:"refuse more windows than this (default and at most the server's quota, 200000 unless configured)"`
+	MaxBytesMiB int          `json:"maxBytesMiB,omitempty" jsonschema:"refuse a larger dataset (MiB; default and at most the server's quota, 4096 unless configured)"`
 	MaxCells    int64        `json:"maxCells,omitempty" jsonschema:"work budget (grid cells), at most the server's"`
 
 	decodeErr error // what the strict parser refused
@@ -73,6 +73,9 @@ func (a *App) DatasetCheck(ctx context.Context, p Principal, req DatasetCheckReq
 				return DatasetCheckResponse{}, err
 			}
 			err = br.Validate()
+		}
+		if err == nil {
+			_, _, err = a.datasetQuotas(p, req.MaxWindows, req.MaxBytesMiB)
 		}
 		if err == nil {
 			_, err = a.datasetCells(req.MaxCells)

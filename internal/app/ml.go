@@ -76,8 +76,8 @@ func mlOps() []*Op {
 // DatasetBuildRequest is a dataset spec with the build's size limits.
 type DatasetBuildRequest struct {
 	Spec        dataset.Spec `json:"spec" jsonschema:"the dataset spec (docs/dataset-format.md)"`
-	MaxWindows  int          `json:"maxWindows,omitempty" jsonschema:"refuse more windows than this (default 5000000)"`
-	MaxBytesMiB int          `json:"maxBytesMiB,omitempty" jsonschema:"refuse a larger dataset (MiB; default 4096)"`
+	MaxWindows  int          `json:"maxWindows,omitempty" jsonschema:"refuse more windows than this (default and at most the server's quota, 200000 unless configured)"`
+	MaxBytesMiB int          `json:"maxBytesMiB,omitempty" jsonschema:"refuse a larger dataset (MiB; default and at most the server's quota, 4096 unless configured)"`
 	MaxCells    int64        `json:"maxCells,omitempty" jsonschema:"work budget: refuse a build aligning more grid cells (points × nodes) than this (default and maximum: the server's, 50000000 unless configured)"`
 }
 
@@ -147,12 +147,9 @@ func (a *App) DatasetBuild(ctx context.Context, p Principal, req DatasetBuildReq
 		if err := p.Allow(auth.ActDataset, req.Spec.LineID); err != nil {
 			return DatasetBuildResponse{}, err
 		}
-		maxW, maxB := int64(req.MaxWindows), int64(req.MaxBytesMiB)<<20
-		if maxW == 0 {
-			maxW = dataset.DefaultMaxWindows
-		}
-		if maxB == 0 {
-			maxB = dataset.DefaultMaxBytes
+		maxW, maxB, err := a.datasetQuotas(p, req.MaxWindows, req.MaxBytesMiB)
+		if err != nil {
+			return DatasetBuildResponse{}, err
 		}
 		cells, err := a.datasetCells(req.MaxCells)
 		if err != nil {
@@ -167,6 +164,26 @@ func (a *App) DatasetBuild(ctx context.Context, p Principal, req DatasetBuildReq
 		return DatasetBuildResponse{Dataset: res.Dataset, Dropped: res.Report.Dropped, Lineage: res.Manifest.Lineage, Shapes: res.Manifest.Shapes,
 			Seconds: time.Since(t0).Seconds()}, nil
 	})
+}
+
+// datasetQuotas are a build's quotas on windows and bytes: the
+// request's (0: the server's), never more than the server's unless p is
+// the local CLI (a person at the machine, who may raise them).
+func (a *App) datasetQuotas(p Principal, windows, mib int) (int, int64, error) {
+	maxW, maxMiB := a.o.MaxDatasetWindows, a.o.MaxDatasetBytesMiB
+	switch {
+	case windows > maxW && !p.Local:
+		return 0, 0, core.FieldErrorf(core.CodeQuotaExceeded, "maxWindows", "maxWindows %d is over this server's quota of %d windows", windows, maxW)
+	case mib > maxMiB && !p.Local:
+		return 0, 0, core.FieldErrorf(core.CodeQuotaExceeded, "maxBytesMiB", "maxBytesMiB %d is over this server's quota of %d MiB", mib, maxMiB)
+	}
+	if windows > 0 {
+		maxW = windows
+	}
+	if mib > 0 {
+		maxMiB = mib
+	}
+	return maxW, int64(maxMiB) << 20, nil
 }
 
 // datasetCells is a build's work budget: the request's maxCells (0: the
@@ -295,8 +312,8 @@ type JobSubmitRequest struct {
 	ParentID  string          `json:"parentId,omitempty" jsonschema:"the experiment this one derives from"`
 	Note      string          `json:"note,omitempty" jsonschema:"what changed and why"`
 	Env       string          `json:"env,omitempty" jsonschema:"named environment of an exec trainer"`
-	Timeout   Duration        `json:"timeout,omitempty" jsonschema:"wall-clock limit of the job (e.g. 30m)"`
-	Stall     Duration        `json:"stall,omitempty" jsonschema:"fail the job after this long without progress (e.g. 5m)"`
+	Timeout   Duration        `json:"timeout,omitempty" jsonschema:"wall-clock limit of the job (e.g. 30m; default 30m, at most 24h)"`
+	Stall     Duration        `json:"stall,omitempty" jsonschema:"fail the job after this long without progress (e.g. 5m; default 10m, at most 24h)"`
 	// GateProfile is stored with the job; the model's gate report records
 	// the profile and version it was judged by.
 	GateProfile string `json:"gateProfile,omitempty" jsonschema:"model gate profile to judge the model by (gate.profiles), of the dataset's purpose; default: the purpose's default profile. A named profile is audited (job.submit, with its version)"`
@@ -307,11 +324,11 @@ func (r *JobSubmitRequest) Validate() error {
 	if err := firstErr(required("datasetId", r.DatasetID), required("trainer", r.Trainer)); err != nil {
 		return err
 	}
-	if r.Timeout < 0 {
-		return core.FieldErrorf(core.CodeInvalidArgument, "timeout", "timeout must not be negative")
+	if r.Timeout < 0 || r.Timeout.D() > jobs.MaxTimeout {
+		return core.FieldErrorf(core.CodeInvalidArgument, "timeout", "timeout must be 0 (the default %s) up to %s, not %s", jobs.DefaultTimeout, jobs.MaxTimeout, r.Timeout)
 	}
-	if r.Stall < 0 {
-		return core.FieldErrorf(core.CodeInvalidArgument, "stall", "stall must not be negative")
+	if r.Stall < 0 || r.Stall.D() > jobs.MaxTimeout {
+		return core.FieldErrorf(core.CodeInvalidArgument, "stall", "stall must be 0 (the default %s) up to %s, not %s", jobs.DefaultStall, jobs.MaxTimeout, r.Stall)
 	}
 	return nil
 }

@@ -715,7 +715,7 @@ type OptimizeRequest struct {
 	Objective     string `json:"objective,omitempty" jsonschema:"objective id (default: the scene's first)"`
 	Mode          string `json:"mode,omitempty" jsonschema:"auto (default: precise_search once the model passed its twin gate, else safe_small_step), safe_small_step or precise_search"`
 	Seed          uint64 `json:"seed,omitempty" jsonschema:"random seed (default 1)"`
-	MaxCandidates int    `json:"maxCandidates,omitempty" jsonschema:"at most this many candidates (default: the mode's)"`
+	MaxCandidates int    `json:"maxCandidates,omitempty" jsonschema:"at most this many candidates (default: the mode's; at most 10000)"`
 }
 
 // Validate requires model and snapshot, a known mode and a non-negative
@@ -726,8 +726,8 @@ func (r *OptimizeRequest) Validate() error {
 	default:
 		return core.FieldErrorf(core.CodeInvalidArgument, "mode", "mode %q: want auto, %s or %s", r.Mode, engine.ModeSafeSmallStep, engine.ModePreciseSearch)
 	}
-	if r.MaxCandidates < 0 {
-		return core.FieldErrorf(core.CodeInvalidArgument, "maxCandidates", "maxCandidates must not be negative")
+	if r.MaxCandidates < 0 || r.MaxCandidates > engine.MaxCandidates {
+		return core.FieldErrorf(core.CodeInvalidArgument, "maxCandidates", "maxCandidates must be 0 (the mode's default) up to %d, not %d", engine.MaxCandidates, r.MaxCandidates)
 	}
 	return firstErr(required("model", r.Model), required("snapshot", r.Snapshot))
 }
@@ -796,15 +796,15 @@ type GateEvaluateRequest struct {
 	Scene        string `json:"scene" jsonschema:"scene id"`
 	SceneVersion string `json:"sceneVersion,omitempty" jsonschema:"scene version (default: the latest)"`
 	Objective    string `json:"objective,omitempty" jsonschema:"objective id (default: the scene's first)"`
-	Snapshots    int    `json:"snapshots,omitempty" jsonschema:"replayed test-run snapshots (default: the profile's)"`
+	Snapshots    int    `json:"snapshots,omitempty" jsonschema:"replayed test-run snapshots (default 12, at most 200)"`
 	Profile      string `json:"profile,omitempty" jsonschema:"acceptance profile (default twin-v3)"`
 	Seed         uint64 `json:"seed,omitempty" jsonschema:"random seed (default 1)"`
 }
 
 // Validate requires model and scene.
 func (r *GateEvaluateRequest) Validate() error {
-	if r.Snapshots < 0 {
-		return core.FieldErrorf(core.CodeInvalidArgument, "snapshots", "snapshots must not be negative")
+	if r.Snapshots < 0 || r.Snapshots > gate.MaxSnapshots {
+		return core.FieldErrorf(core.CodeInvalidArgument, "snapshots", "snapshots must be 0 (the default %d) up to %d, not %d", gate.DefaultSnapshots, gate.MaxSnapshots, r.Snapshots)
 	}
 	return firstErr(required("model", r.Model), required("scene", r.Scene))
 }

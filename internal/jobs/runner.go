@@ -75,8 +75,12 @@ type Runner struct {
 
 // Defaults for new jobs.
 const (
-	DefaultTimeout    = 30 * time.Minute
-	DefaultStall      = 10 * time.Minute
+	DefaultTimeout = 30 * time.Minute
+	DefaultStall   = 10 * time.Minute
+	// MaxTimeout is the longest wall-clock limit (and stall limit) a
+	// job may ask for: job.submit refuses more before queueing, so no
+	// request holds a worker without end.
+	MaxTimeout        = 24 * time.Hour
 	DefaultMaxRetries = 2
 	DefaultMaxQueued  = 100
 	DefaultPerDataset = 50

@@ -44,6 +44,7 @@ type DatasetParamsChecker interface {
 //	default=JSON   the value used when the parameter is absent
 //	min=N, max=N   inclusive bounds of a number
 //	itemMin=N, itemMax=N  bounds of every element of an array of numbers
+//	maxItems=N     the most elements an array may have
 //	enum=a|b|c     the allowed strings
 //	required       the parameter must be given
 //
@@ -189,6 +190,15 @@ func applyParamTag(obj *jsonschema.Schema, name string, p *jsonschema.Schema, ta
 			} else {
 				p.Items.Maximum, err = num()
 			}
+		case "maxItems":
+			if p.Items == nil {
+				return fmt.Errorf("%s on a parameter that is not an array", k)
+			}
+			var n int
+			if n, err = strconv.Atoi(v); err == nil && n < 0 {
+				err = fmt.Errorf("maxItems=%d is negative", n)
+			}
+			p.MaxItems = &n
 		case "enum":
 			for e := range strings.SplitSeq(v, "|") {
 				p.Enum = append(p.Enum, e)
@@ -265,6 +275,9 @@ func validate(ref string, s *jsonschema.Schema, v any, path string) error {
 			return bad("%s is above the maximum %s", x, num(*s.Maximum))
 		}
 	case []any:
+		if s.MaxItems != nil && len(x) > *s.MaxItems {
+			return bad("%d items; at most %d", len(x), *s.MaxItems)
+		}
 		for i, e := range x {
 			if err := validate(ref, s.Items, e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
@@ -460,8 +473,18 @@ func rangeText(p *jsonschema.Schema) string {
 		return r
 	}
 	if p.Items != nil {
-		if r := bounds(p.Items); r != "" {
-			return "each " + r
+		r := bounds(p.Items)
+		if r != "" {
+			r = "each " + r
+		}
+		if p.MaxItems != nil {
+			if r != "" {
+				r += ", "
+			}
+			r += "at most " + strconv.Itoa(*p.MaxItems) + " items"
+		}
+		if r != "" {
+			return r
 		}
 	}
 	if len(p.Properties) > 0 {

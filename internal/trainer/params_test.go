@@ -12,7 +12,7 @@ import (
 type testParams struct {
 	Order   int       `json:"order" jsonschema:"state dimension" param:"default=0;min=0;max=20"`
 	Mode    string    `json:"mode" jsonschema:"mode" param:"default=\"a\";enum=a|b"`
-	Lambdas []float64 `json:"lambdas" jsonschema:"grid" param:"itemMin=0"`
+	Lambdas []float64 `json:"lambdas" jsonschema:"grid" param:"itemMin=0;maxItems=3"`
 	Flag    *bool     `json:"flag" jsonschema:"a flag"`
 	Model   string    `json:"model" jsonschema:"required one" param:"required"`
 	Sub     *struct {
@@ -35,6 +35,7 @@ func TestValidateParams(t *testing.T) {
 		{`{"model":"m","order":21}`, "params.order", "21 is above the maximum 20"},
 		{`{"model":"m","mode":"c"}`, "params.mode", `"c" is not one of "a", "b"`},
 		{`{"model":"m","lambdas":[1,-2]}`, "params.lambdas[1]", "below the minimum 0"},
+		{`{"model":"m","lambdas":[0,1,2,3]}`, "params.lambdas", "4 items; at most 3"},
 		{`{"model":"m","flag":1}`, "params.flag", "want null or boolean"},
 		{`{"model":"m","sub":{"b":1}}`, "params.sub.b", `unknown field "b"; the known fields are a`},
 		{`{"model":"m","sub":{"a":{"x":1}}}`, "params.sub.a.x", "want string"},
@@ -72,7 +73,7 @@ func TestParamRows(t *testing.T) {
 	if rows[0] != want {
 		t.Errorf("row 0 = %+v, want %+v", rows[0], want)
 	}
-	if rows[1].Range != `"a", "b"` || rows[2].Type != "array of number" || rows[2].Range != "each ≥ 0" || !rows[4].Required {
+	if rows[1].Range != `"a", "b"` || rows[2].Type != "array of number" || rows[2].Range != "each ≥ 0, at most 3 items" || !rows[4].Required {
 		t.Errorf("rows = %+v", rows)
 	}
 }

@@ -130,21 +130,21 @@ type hybridParams struct {
 	Physics       string         `json:"physics" jsonschema:"id of a stored physics model (phys-…, physics.put)" param:"required"`
 	PhysicsSha256 string         `json:"physicsSha256" jsonschema:"the stored model's sha256 (pinned at submit; checked)"`
 	Mapping       *hybridMapping `json:"mapping" jsonschema:"model names → dataset columns; unmapped names default to the column of the same name"`
-	Starts        int            `json:"starts" jsonschema:"calibration starting points: nominal values, centre of the bounds, quasi-random points (seeded); 0: the default" param:"default=4;min=0"`
-	MaxIter       int            `json:"maxIter" jsonschema:"Levenberg–Marquardt iterations per start (0: the default)" param:"default=100;min=0"`
+	Starts        int            `json:"starts" jsonschema:"calibration starting points: nominal values, centre of the bounds, quasi-random points (seeded); 0: the default" param:"default=4;min=0;max=64"`
+	MaxIter       int            `json:"maxIter" jsonschema:"Levenberg–Marquardt iterations per start (0: the default)" param:"default=100;min=0;max=100000"`
 	X0            string         `json:"x0" jsonschema:"initial states of the unmeasured states in the calibration: segment (extra parameters per training segment), estimate (fitted to the first nInit rows), init (init clauses) or auto (segment and estimate, the better)" param:"default=\"auto\";enum=auto|segment|estimate|init"`
 	X0Weight      *float64       `json:"x0Weight" jsonschema:"weight of the prior in the prediction-time initial-state fit (negative: no fit, the prior alone); default: chosen on training data"`
-	Ensemble      *int           `json:"ensemble" jsonschema:"residual networks; 0 = the calibrated physics alone" param:"default=5;min=0"`
-	Hidden        int            `json:"hidden" jsonschema:"hidden tanh units per network (0: the default)" param:"default=32;min=0"`
+	Ensemble      *int           `json:"ensemble" jsonschema:"residual networks; 0 = the calibrated physics alone" param:"default=5;min=0;max=32"`
+	Hidden        int            `json:"hidden" jsonschema:"hidden tanh units per network (0: the default)" param:"default=32;min=0;max=1024"`
 	ResidualScale float64        `json:"residualScale" jsonschema:"bound of the correction in output standard deviations (0: the default)" param:"default=0.5;min=0"`
-	Epochs        int            `json:"epochs" jsonschema:"maximum training epochs (0: the default)" param:"default=200;min=0"`
-	Patience      int            `json:"patience" jsonschema:"early-stopping patience in epochs (0: the default)" param:"default=40;min=0"`
-	Batch         int            `json:"batch" jsonschema:"minibatch size (0: the default)" param:"default=64;min=0"`
+	Epochs        int            `json:"epochs" jsonschema:"maximum training epochs (0: the default)" param:"default=200;min=0;max=100000"`
+	Patience      int            `json:"patience" jsonschema:"early-stopping patience in epochs (0: the default)" param:"default=40;min=0;max=100000"`
+	Batch         int            `json:"batch" jsonschema:"minibatch size (0: the default)" param:"default=64;min=0;max=100000"`
 	LR            float64        `json:"lr" jsonschema:"learning rate (0: the default)" param:"default=0.002;min=0"`
 	L2            float64        `json:"l2" jsonschema:"L2 weight penalty" param:"default=0;min=0"`
-	Lags          int            `json:"lags" jsonschema:"the network sees steps k, k−s, …, k−(lags−1)·s (0: the default)" param:"default=6;min=0"`
-	LagStride     int            `json:"lagStride" jsonschema:"the stride s of the lags (0: the default)" param:"default=1;min=0"`
-	NInit         *int           `json:"nInit" jsonschema:"measured steps that initialise a training segment's simulation and the run simulator's default" param:"default=5;min=0"`
+	Lags          int            `json:"lags" jsonschema:"the network sees steps k, k−s, …, k−(lags−1)·s (0: the default)" param:"default=6;min=0;max=1000"`
+	LagStride     int            `json:"lagStride" jsonschema:"the stride s of the lags (0: the default)" param:"default=1;min=0;max=1000"`
+	NInit         *int           `json:"nInit" jsonschema:"measured steps that initialise a training segment's simulation and the run simulator's default" param:"default=5;min=0;max=10000"`
 }
 
 // hybridColumn ties a model name to a dataset column ("" = the declared

@@ -523,7 +523,7 @@ type arxParams struct {
 	MaxDelay      *int               `json:"maxDelay" jsonschema:"largest delay the delay estimation tries (default min(5, history − 1))" param:"min=0"`
 	Selection     string             `json:"selection" jsonschema:"how candidates are scored: cv, block cross-validation of the train runs (the val runs stay for calibration), or val, on the val runs (without them the last 25% of every train run)" param:"default=\"cv\";enum=cv|val"`
 	CVFolds       int                `json:"cvFolds" jsonschema:"blocks of the cross-validation (0: the default)" param:"default=3;min=0"`
-	Lambdas       []float64          `json:"lambdas" jsonschema:"ridge grid of the selection (scaled units, summed squared errors)" param:"default=[0,1,100];itemMin=0"`
+	Lambdas       []float64          `json:"lambdas" jsonschema:"ridge grid of the selection (scaled units, summed squared errors)" param:"default=[0,1,100];itemMin=0;maxItems=100"`
 	Criterion     string             `json:"criterion" jsonschema:"selection criterion: free-run simulation error or one-step prediction error" param:"default=\"simulation\";enum=simulation|one_step"`
 	NA            *int               `json:"na" jsonschema:"fixed output order when select is false" param:"default=2;min=0"`
 	NB            *trainer.IntOrList `json:"nb" jsonschema:"fixed input order when select is false: an integer (every input) or a list, one per control in the dataset's control order (default: na; na + nb > 0)" param:"min=0;itemMin=0"`

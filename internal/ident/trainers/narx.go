@@ -33,7 +33,7 @@ type narxParams struct {
 	NA            int     `json:"na" jsonschema:"output lags" param:"default=10;min=1;max=100"`
 	NB            int     `json:"nb" jsonschema:"input lags (every control)" param:"default=10;min=1;max=100"`
 	NK            *int    `json:"nk" jsonschema:"input delay in steps (every control; 0: u(t) acts on y(t))" param:"default=1;min=0;max=100"`
-	Hidden        []int   `json:"hidden" jsonschema:"hidden layer sizes (tanh)" param:"default=[32,32];itemMin=1;itemMax=1024"`
+	Hidden        []int   `json:"hidden" jsonschema:"hidden layer sizes (tanh)" param:"default=[32,32];itemMin=1;itemMax=1024;maxItems=8"`
 	Epochs        int     `json:"epochs" jsonschema:"maximum epochs of one-step training" param:"default=100;min=1;max=100000"`
 	Batch         int     `json:"batch" jsonschema:"minibatch size" param:"default=64;min=1;max=100000"`
 	LR            float64 `json:"lr" jsonschema:"Adam learning rate" param:"default=0.001;min=0"`

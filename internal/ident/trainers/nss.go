@@ -38,7 +38,7 @@ type nssParams struct {
 	Order         int     `json:"order" jsonschema:"state dimension" param:"default=4;min=1;max=64"`
 	NA            int     `json:"na" jsonschema:"past outputs the encoder reads" param:"default=10;min=1;max=100"`
 	NB            int     `json:"nb" jsonschema:"past inputs (every control) the encoder reads" param:"default=10;min=1;max=100"`
-	Hidden        []int   `json:"hidden" jsonschema:"hidden layer sizes (tanh) of the transition, output and encoder networks" param:"default=[32,32];itemMin=1;itemMax=1024"`
+	Hidden        []int   `json:"hidden" jsonschema:"hidden layer sizes (tanh) of the transition, output and encoder networks" param:"default=[32,32];itemMin=1;itemMax=1024;maxItems=8"`
 	Feedthrough   *bool   `json:"feedthrough" jsonschema:"the output depends on the same step's controls (D and the output network read u)" param:"default=true"`
 	LinearInit    *bool   `json:"linearInit" jsonschema:"start from the subspace model of the same order (the networks at zero), so the model is never worse than it on the validation tail" param:"default=true"`
 	Refine        *bool   `json:"refine" jsonschema:"refine the linear start by prediction error" param:"default=true"`

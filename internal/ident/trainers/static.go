@@ -29,8 +29,8 @@ func (StaticResponse) Ref() string           { return "static_response@1" }
 func (StaticResponse) HasTrainingStep() bool { return true }
 
 type staticParams struct {
-	Degrees       []int     `json:"degrees" jsonschema:"candidate polynomial degrees (chosen by cross-validation)" param:"default=[1,2,3];itemMin=0;itemMax=10"`
-	Lambdas       []float64 `json:"lambdas" jsonschema:"candidate ridge penalties (default: a log grid)" param:"itemMin=0"`
+	Degrees       []int     `json:"degrees" jsonschema:"candidate polynomial degrees (chosen by cross-validation)" param:"default=[1,2,3];itemMin=0;itemMax=10;maxItems=11"`
+	Lambdas       []float64 `json:"lambdas" jsonschema:"candidate ridge penalties (default: a log grid)" param:"itemMin=0;maxItems=100"`
 	Folds         int       `json:"folds" jsonschema:"cross-validation folds (0: the default)" param:"default=5;min=0"`
 	GP            *bool     `json:"gp" jsonschema:"also fit a Gaussian process and keep it if it wins the cross-validation" param:"default=true"`
 	Interactions  *bool     `json:"interactions" jsonschema:"polynomial cross terms between inputs" param:"default=true"`

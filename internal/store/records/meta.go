@@ -59,7 +59,9 @@ func ensureRecipe(ctx context.Context, db Conn, r core.Recipe) error {
 		return dbErr(err, "read recipe %s", r.ID)
 	}
 	if line != r.LineID || product != r.ProductID {
-		return core.FieldErrorf(core.CodeConflict, "recipe", "recipe %q belongs to line %q product %q, not line %q product %q", r.ID, line, product, r.LineID, r.ProductID)
+		// The caller may be scoped to r's line only: the refusal names
+		// the caller's line and product, never the recipe's.
+		return core.FieldErrorf(core.CodeConflict, "recipe", "recipe %q is registered for another line or product, not line %q product %q", r.ID, r.LineID, r.ProductID)
 	}
 	return nil
 }

@@ -26,6 +26,11 @@ const (
 // DefaultMaxCandidates bounds the candidates one optimisation evaluates.
 const DefaultMaxCandidates = 200
 
+// MaxCandidates is the most candidates a request may ask one
+// optimisation to evaluate (each is a trial simulation): optimize
+// refuses more before any work starts.
+const MaxCandidates = 10_000
+
 // ChooseMode is the tuning mode a twin gate report allows:
 // precise_search when the gate passed, else safe_small_step.
 func ChooseMode(r eval.TwinGateReport) string { return eval.ChooseTuningMode(r) }

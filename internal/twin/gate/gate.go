@@ -61,6 +61,11 @@ import (
 // that cannot be taken does not fail the gate by itself.
 const DefaultSnapshots = 12
 
+// MaxSnapshots is the most replayed snapshots one evaluation may ask for
+// (each is a stored snapshot and an optimisation): gate.evaluate refuses
+// more before any work starts.
+const MaxSnapshots = 200
+
 // Options configure Evaluate.
 type Options struct {
 	// SceneID/SceneVersion name the scene (version "": the latest).

@@ -55,15 +55,19 @@ func (t *taker) checkBinding() (*contract.NodeBindingSnapshot, error) {
 			continue
 		}
 		n := bv.node
+		if n.LineID != "" && n.LineID != s.LineID {
+			// Another line's node: its line, kind, unit and range are not
+			// the caller's to learn (a reader of the scene's line may
+			// check any scene file): only that it is not of this line.
+			p = append(p, core.Problem{Field: f, Message: fmt.Sprintf("node %s is not a node of line %s", n.ID, s.LineID)})
+			continue
+		}
 		want := core.NodeDAQ
 		if v.Role == contract.RoleControl {
 			want = core.NodeDCW
 		}
 		if n.Kind != want {
 			p = append(p, core.Problem{Field: f, Message: fmt.Sprintf("the %s %s must be bound to a %s node; node %s is %s", v.Role, v.ID, want, n.ID, n.Kind)})
-		}
-		if n.LineID != "" && n.LineID != s.LineID {
-			p = append(p, core.Problem{Field: f, Message: fmt.Sprintf("node %s is on line %s, the scene on line %s", n.ID, n.LineID, s.LineID)})
 		}
 		unit := n.Unit
 		if n.Unit != "" {
