@@ -173,6 +173,52 @@ func TestStaticBenchConfigs(t *testing.T) {
 	if fo[0] < 0.944 || fo[1] < 0.947 || fo[2] < 0.938 {
 		t.Errorf("iguzzini forests accuracy %.4f (classifier), %.4f (ordinal forest), %.4f (boosted): want ≥ 0.944, 0.947, 0.938", fo[0], fo[1], fo[2])
 	}
+	// Extremely randomised regression trees and the ordinal forest of
+	// P(class > k) with default knobs, seed 1 (8 s together): 1376 and
+	// 1375 of 1451 rows, not the target 0.950 (bench/RESULTS.md).
+	fa := mean(run("../../examples/bench/iguzzini_families.json"), "static_forest@1")
+	if len(fa) != 2 || fa[0] < 0.948 || fa[1] < 0.947 {
+		t.Errorf("iguzzini extra trees, ordinal forest accuracy %v: want ≥ 0.948, 0.947", fa)
+	}
+}
+
+// TestIguzziniCV2BenchConfig: tune cv over grid cv2 (forest.CVGrid2) on
+// iGuzzini at seed 1 reaches 1375 of 1451 rows (0.9476); seeds 1–3 give
+// 1375, 1377, 1380, so issue 19's 0.950 at every seed is not met
+// (bench/RESULTS.md). About 250 CPU seconds, beyond what the default
+// suite spends on iGuzzini, so it runs only with AML_BENCH_IGCV=1 (give
+// go test a -timeout above its 10-minute default on a loaded machine).
+func TestIguzziniCV2BenchConfig(t *testing.T) {
+	if os.Getenv("AML_BENCH_IGCV") != "1" {
+		t.Skip("tunes 20 candidates by inner cross-validation in each of 5 folds (about 4 CPU minutes); set AML_BENCH_IGCV=1")
+	}
+	if _, err := os.Stat("../../../shared/datasets"); err != nil {
+		t.Skip("shared datasets folder absent")
+	}
+	cfg, err := Load("../../examples/bench/iguzzini_cv2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), cfg, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			t.Fatalf("%s: %s", r.Trainer, r.Error)
+		}
+		if strings.HasSuffix(r.Output, "@mean") {
+			seen = true
+			t.Logf("iguzzini tune cv grid cv2, seed 1: %.4f", deref(r.Accuracy))
+			if r.Accuracy == nil || *r.Accuracy < 0.9476 {
+				t.Errorf("iguzzini tune cv grid cv2 accuracy %v: want ≥ 0.9476 (1375 of 1451 rows)", deref(r.Accuracy))
+			}
+		}
+	}
+	if !seen {
+		t.Error("no @mean result")
+	}
 }
 
 func deref(p *float64) float64 {

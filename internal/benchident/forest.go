@@ -91,13 +91,18 @@ func runForestCV(c *Config, tc TrainerConfig, names []string, groups map[string]
 			nrmse := math.Sqrt(sse / sst)
 			res.R2, res.FreeRunNRMSE = &v, &nrmse
 		}
-		if p.Method == "boost" {
+		switch {
+		case p.Method == "boost":
 			opt.Task = "boosted " + opt.Task
+		case p.Task == forest.Ordinal:
+			opt.Task = "ordinal forest, trees per class cut"
+		case p.Method == "extra":
+			opt.Task = "extremely randomised " + opt.Task
 		}
 		est := fmt.Sprintf("mean out-of-bag %s of the folds %.4f", metricName(c.StaticCV.Metric), oob/float64(max(oobFolds, 1)))
 		switch {
 		case oobFolds == 0:
-			est = "no out-of-bag estimate"
+			est = "no out-of-bag estimate (the cross-validation is the estimate)"
 		case oobFolds < k:
 			est = fmt.Sprintf("mean out-of-bag %s of the %d of %d folds with one %.4f", metricName(c.StaticCV.Metric), oobFolds, k, oob/float64(oobFolds))
 		}

@@ -81,6 +81,34 @@
 // the class label between them (examples/bench/iguzzini_cv_cuts.json,
 // declared before it was scored).
 //
+// [TuneCVGrid] runs the same selection over a named declared grid: GridCV1
+// is CVGrid (TuneCV), GridCV2 is [CVGrid2] — CVGrid's forests, extremely
+// randomised regression trees and ordinal forests, then CVGrid's boosted
+// trees (20 points for d = 13). Over CVGrid2 the best random or extra
+// forest is blended with the best boosted model, and the best ordinal
+// forest replaces the blend when its inner accuracy is strictly higher.
+// CVGrid2 was committed with examples/bench/iguzzini_cv2.json before any
+// outer fold was scored with it.
+//
+// # Extremely randomised trees
+//
+// [ExtraOptions] grows extremely randomised trees (Geurts, Ernst and
+// Wehenkel 2006): every tree on all rows (no bootstrap), each tried
+// feature split at one threshold drawn uniformly in its range on the node
+// (Options.RandomSplits), the best of those taken; mtry ⌊√d⌋ for
+// classification, d for regression. With every row in every tree there is
+// no out-of-bag estimate: a cross-validation (TuneCVGrid's inner one, or
+// the benchmark's) is the estimate.
+//
+// # Ordinal forests
+//
+// [FitOrdinal] fits ordered class labels c_0 < … < c_{K−1} as K−1
+// regression (probability) forests, part k on the 0/1 target 1{y > c_k};
+// the class probabilities they imply, P(c_0) = 1 − P(y > c_0),
+// P(c_k) = P(y > c_{k−1}) − P(y > c_k), P(c_{K−1}) = P(y > c_{K−2}) (each
+// estimate clipped to [0, 1]), are argmaxed (Forest.Method "ordinal",
+// Task classification, Classes the labels, Parts the K−1 forests).
+//
 // # Gradient boosting
 //
 // [Boost] fits gradient-boosted regression trees on the squared error with
@@ -96,5 +124,6 @@
 // values (class probabilities, K per node, or one mean per node). [Parse]
 // reads and validates it: children must come after their parent, so a
 // parsed forest always terminates. A blend holds its parts (forests or
-// boosted models, not blends) and their weights (≥ 0, summing to 1).
+// boosted models, not blends) and their weights (≥ 0, summing to 1); an
+// ordinal forest its K−1 regression forests and K classes.
 package forest

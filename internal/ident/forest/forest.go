@@ -171,14 +171,18 @@ type Forest struct {
 	// leaf probabilities are in this order.
 	Classes []float64 `json:"classes,omitempty"`
 	Options Options   `json:"options"`
-	// Method is MethodForest (empty) or MethodBoost; a boosted model
-	// predicts Init + LearningRate·Σ_t tree_t(x).
+	// Method is MethodForest (empty), MethodBoost, MethodBlend or
+	// MethodOrdinal; a boosted model predicts Init + LearningRate·Σ_t
+	// tree_t(x).
 	Method       string  `json:"method,omitempty"`
 	Init         float64 `json:"init,omitempty"`
 	LearningRate float64 `json:"learning_rate,omitempty"`
 	Trees        []Tree  `json:"trees"`
 	// Parts and Weights make a blend (Method MethodBlend, regression):
 	// the prediction is Σ_i Weights[i]·Parts[i].Predict(x); Trees is empty.
+	// An ordinal forest (MethodOrdinal, classification) has one part per
+	// class but the last, part k estimating P(y > Classes[k]), and no
+	// weights.
 	Parts   []Forest  `json:"parts,omitempty"`
 	Weights []float64 `json:"weights,omitempty"`
 	// Cuts (increasing) turn a regression of an ordinal class into a class
@@ -208,7 +212,8 @@ func (f *Forest) K() int {
 func (f *Forest) OOBPredictions() []float64 { return f.oobPred }
 
 // Proba writes to out (len ≥ K) the mean over the trees of
-// x's leaf values: class probabilities, or the regression mean.
+// x's leaf values: class probabilities, or the regression mean (an
+// ordinal forest: the class probabilities its parts imply).
 func (f *Forest) Proba(x []float64, out []float64) {
 	k := f.K()
 	clear(out[:k])
@@ -216,6 +221,18 @@ func (f *Forest) Proba(x []float64, out []float64) {
 		for i := range f.Parts {
 			out[0] += f.Weights[i] * f.Parts[i].Predict(x)
 		}
+		return
+	}
+	if f.Method == MethodOrdinal {
+		var buf [16]float64
+		q := buf[:0]
+		if len(f.Parts) > len(buf) {
+			q = make([]float64, 0, len(f.Parts))
+		}
+		for i := range f.Parts {
+			q = append(q, f.Parts[i].Predict(x))
+		}
+		ordinalProba(q, out[:k])
 		return
 	}
 	for ti := range f.Trees {

@@ -44,6 +44,8 @@ func (f *Forest) Validate() error {
 			return err
 		}
 		return f.validateBlend()
+	case MethodOrdinal:
+		return f.validateOrdinal()
 	default:
 		return fmt.Errorf("forest: method %q", f.Method)
 	}

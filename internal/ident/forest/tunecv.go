@@ -35,9 +35,11 @@ func CVBlendWeights() []float64 {
 
 // CVCandidate is one point of CVGrid and its inner cross-validation score.
 type CVCandidate struct {
-	// Method is MethodForest or MethodBoost.
+	// Method is MethodForest, MethodBoost or MethodOrdinal (CVGrid2).
 	Method string `json:"method"`
-	// Forest knobs.
+	// Forest knobs (an ordinal forest's: of each of its parts).
+	// RandomSplits makes a forest extremely randomised trees (CVGrid2).
+	RandomSplits   bool    `json:"random_splits,omitempty"`
 	MaxFeatures    int     `json:"max_features,omitempty"`
 	MinLeaf        int     `json:"min_leaf"`
 	Bootstrap      bool    `json:"bootstrap,omitempty"`
@@ -82,14 +84,74 @@ func CVGrid(d int) []CVCandidate {
 	return g
 }
 
+// CVOrdinalInnerTrees is the trees per part of an ordinal forest inside
+// the inner cross-validation of CVGrid2 (each of its K−1 parts).
+const CVOrdinalInnerTrees = 500
+
+// CVGrid2 is the second declared candidate set of TuneCVGrid (GridCV2) for
+// d features, in its order (ties go to the earlier point): CVGrid's
+// regression forests; extremely randomised regression trees (all rows, no
+// bootstrap, one random threshold per tried feature; CVInnerTrees trees)
+// with mtry ⌊√d⌋ and d × min leaf 1, 3; ordinal forests (FitOrdinal:
+// K−1 bootstrapped regression forests of P(y > c_k), CVOrdinalInnerTrees
+// trees each) with mtry ⌊√d⌋, ⌊d/3⌋ × min leaf 1, 5; then CVGrid's
+// boosted trees. mtry values are at least 1, duplicates dropped: 20 points
+// for d = 13. Like CVGrid it was committed before any outer fold of the
+// iGuzzini benchmark was scored with it (examples/bench/iguzzini_cv2.json).
+func CVGrid2(d int) []CVCandidate {
+	g1 := CVGrid(d)
+	var g []CVCandidate
+	for _, c := range g1 {
+		if c.Method == MethodForest {
+			g = append(g, c)
+		}
+	}
+	for _, m := range distinctMtry(d, int(math.Sqrt(float64(d))), d) {
+		for _, l := range []int{1, 3} {
+			g = append(g, CVCandidate{Method: MethodForest, RandomSplits: true, MaxFeatures: m, MinLeaf: l, Bootstrap: false, SampleFraction: 1})
+		}
+	}
+	for _, m := range distinctMtry(d, int(math.Sqrt(float64(d))), d/3) {
+		for _, l := range []int{1, 5} {
+			g = append(g, CVCandidate{Method: MethodOrdinal, MaxFeatures: m, MinLeaf: l, Bootstrap: true, SampleFraction: 1})
+		}
+	}
+	for _, c := range g1 {
+		if c.Method == MethodBoost {
+			g = append(g, c)
+		}
+	}
+	return g
+}
+
+// distinctMtry clamps each m to 1..d and drops duplicates, in order.
+func distinctMtry(d int, ms ...int) []int {
+	var out []int
+	for _, m := range ms {
+		m = min(max(1, m), d)
+		dup := false
+		for _, x := range out {
+			dup = dup || x == m
+		}
+		if !dup {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // CVResult is what TuneCV chose: every candidate's inner score, the best
 // forest and the best boosted candidate (indices into Grid), and the
-// blend weight with its inner score.
+// blend weight with the blend's inner score; with ordinal forests in the
+// grid (CVGrid2) the best one (BestOrdinal, −1 without) and whether it beat
+// the blend and is the model (Ordinal).
 type CVResult struct {
 	Grid        []CVCandidate `json:"grid"`
 	BestForest  int           `json:"best_forest"`
 	BestBoost   int           `json:"best_boost"`
+	BestOrdinal int           `json:"best_ordinal"`
 	Weight      float64       `json:"weight"`
+	Ordinal     bool          `json:"ordinal,omitempty"`
 	Accuracy    float64       `json:"accuracy"`
 	MSE         float64       `json:"mse"`
 	InnerSplits int           `json:"inner_splits"`
@@ -158,6 +220,36 @@ func cvFolds(y []float64, seed uint64) [][]int {
 // of them) and the model predicts the label between its cut points instead
 // of a number.
 func TuneCV(X [][]float64, y []float64, opt Options, cuts bool) (*Forest, *CVResult, error) {
+	return TuneCVGrid(X, y, opt, GridCV1, cuts)
+}
+
+// Named grids of TuneCVGrid.
+const (
+	GridCV1 = "cv1" // CVGrid: regression forests and boosted trees
+	GridCV2 = "cv2" // CVGrid2: CVGrid + extremely randomised trees + ordinal forests
+)
+
+// CVGridNamed returns the declared grid called name (GridCV1, the default
+// for "", or GridCV2) for d features.
+func CVGridNamed(name string, d int) ([]CVCandidate, error) {
+	switch name {
+	case "", GridCV1:
+		return CVGrid(d), nil
+	case GridCV2:
+		return CVGrid2(d), nil
+	}
+	return nil, fmt.Errorf("forest: tune cv grid %q, want %q or %q", name, GridCV1, GridCV2)
+}
+
+// TuneCVGrid is TuneCV over the declared grid called grid (CVGridNamed).
+// Over CVGrid2 the forests blended with the best boosted model are the
+// random forests and the extremely randomised trees together (the best of
+// them by inner accuracy), and the best ordinal forest (its inner
+// predictions are class labels) replaces the blend when its inner accuracy
+// is strictly higher; it is then refitted alone (FitOrdinal with opt.Trees
+// trees per part). Cut points cannot be fitted over a grid with ordinal
+// forests.
+func TuneCVGrid(X [][]float64, y []float64, opt Options, grid string, cuts bool) (*Forest, *CVResult, error) {
 	n := len(X)
 	if n == 0 || len(y) != n {
 		return nil, nil, errors.New("forest: tune cv needs rows and as many targets")
@@ -173,7 +265,22 @@ func TuneCV(X [][]float64, y []float64, opt Options, cuts bool) (*Forest, *CVRes
 	if err := o.validate(); err != nil {
 		return nil, nil, err
 	}
-	grid := CVGrid(d)
+	g, err := CVGridNamed(grid, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	hasOrdinal := false
+	for _, c := range g {
+		hasOrdinal = hasOrdinal || c.Method == MethodOrdinal
+	}
+	if cuts && hasOrdinal {
+		return nil, nil, fmt.Errorf("forest: tune cv cuts need a grid without ordinal forests (grid %q has them)", grid)
+	}
+	return tuneCV(X, y, opt, o.Workers, g, cuts)
+}
+
+func tuneCV(X [][]float64, y []float64, opt Options, workers int, grid []CVCandidate, cuts bool) (*Forest, *CVResult, error) {
+	n, d := len(X), len(X[0])
 	folds := cvFolds(y, opt.Seed)
 	steps := CVBoostMaxRounds / CVBoostStep
 	// pred[c][r][i]: candidate c's out-of-fold prediction of row i in
@@ -208,7 +315,7 @@ func TuneCV(X [][]float64, y []float64, opt Options, cuts bool) (*Forest, *CVRes
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for w := 0; w < min(o.Workers, len(jobs)); w++ {
+	for w := 0; w < min(workers, len(jobs)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -228,7 +335,7 @@ func TuneCV(X [][]float64, y []float64, opt Options, cuts bool) (*Forest, *CVRes
 			return nil, nil, err
 		}
 	}
-	res := &CVResult{Grid: grid, BestForest: -1, BestBoost: -1, InnerSplits: CVRepeats * CVFolds}
+	res := &CVResult{Grid: grid, BestForest: -1, BestBoost: -1, BestOrdinal: -1, InnerSplits: CVRepeats * CVFolds}
 	for c := range grid {
 		if grid[c].Method == MethodBoost {
 			bs := -1
@@ -246,8 +353,11 @@ func TuneCV(X [][]float64, y []float64, opt Options, cuts bool) (*Forest, *CVRes
 		}
 		grid[c].Accuracy, grid[c].MSE = cvScore(pred[c], y)
 		best := &res.BestForest
-		if grid[c].Method == MethodBoost {
+		switch grid[c].Method {
+		case MethodBoost:
 			best = &res.BestBoost
+		case MethodOrdinal:
+			best = &res.BestOrdinal
 		}
 		if *best < 0 || better(grid[c].Accuracy, grid[c].MSE, grid[*best].Accuracy, grid[*best].MSE) {
 			*best = c
@@ -270,6 +380,9 @@ func TuneCV(X [][]float64, y []float64, opt Options, cuts bool) (*Forest, *CVRes
 			res.Weight, res.Accuracy, res.MSE, first = w, a, m, false
 		}
 	}
+	if res.BestOrdinal >= 0 {
+		res.Ordinal = grid[res.BestOrdinal].Accuracy > res.Accuracy
+	}
 	if cuts {
 		labels := distinct(y)
 		if len(labels) < 2 || len(labels) > 100 {
@@ -282,6 +395,13 @@ func TuneCV(X [][]float64, y []float64, opt Options, cuts bool) (*Forest, *CVRes
 		}
 		res.CutLabels = labels
 		res.Cuts, res.CutAccuracy = FitCuts(blend, y, labels)
+	}
+	if res.Ordinal {
+		out, err := FitOrdinal(X, y, forestOpts(opt, grid[res.BestOrdinal], opt.Trees))
+		if err != nil {
+			return nil, nil, err
+		}
+		return out, res, nil
 	}
 	var ff, fb *Forest
 	var err error
@@ -376,6 +496,7 @@ func stageAt(s [][][]float64, r int) [][]float64 {
 func forestOpts(opt Options, c CVCandidate, trees int) Options {
 	o := opt
 	o.Trees, o.MaxFeatures, o.MinLeaf, o.Bootstrap, o.SampleFraction = trees, c.MaxFeatures, c.MinLeaf, c.Bootstrap, c.SampleFraction
+	o.RandomSplits = c.RandomSplits
 	return o
 }
 
@@ -394,10 +515,15 @@ func cvJob(X [][]float64, y []float64, opt Options, c CVCandidate, fold []int, k
 			xt, yt = append(xt, X[i]), append(yt, y[i])
 		}
 	}
-	if c.Method == MethodForest {
+	if c.Method == MethodForest || c.Method == MethodOrdinal {
 		o := forestOpts(opt, c, CVInnerTrees)
 		o.Seed, o.Workers = seed, 1
-		f, err := Fit(xt, yt, o)
+		fit := Fit
+		if c.Method == MethodOrdinal {
+			o.Trees = CVOrdinalInnerTrees
+			fit = FitOrdinal
+		}
+		f, err := fit(xt, yt, o)
 		if err != nil {
 			return err
 		}
@@ -436,6 +562,12 @@ func (f *Forest) Knobs() string {
 		return fmt.Sprintf("%s, cuts %v", g.Knobs(), f.Cuts)
 	}
 	switch f.Method {
+	case MethodOrdinal:
+		if len(f.Parts) == 0 {
+			return "ordinal"
+		}
+		o := f.Parts[0].Options
+		return fmt.Sprintf("ordinal forest (%d parts) mtry %d minLeaf %d bootstrap %v fraction %g", len(f.Parts), o.MaxFeatures, o.MinLeaf, o.Bootstrap, o.SampleFraction)
 	case MethodBoost:
 		o := f.Options
 		return fmt.Sprintf("boost lr %g depth %d rounds %d", f.LearningRate, o.MaxDepth, len(f.Trees))
@@ -446,5 +578,8 @@ func (f *Forest) Knobs() string {
 		return "blend"
 	}
 	o := f.Options
+	if o.RandomSplits {
+		return fmt.Sprintf("extra trees mtry %d minLeaf %d bootstrap %v fraction %g", o.MaxFeatures, o.MinLeaf, o.Bootstrap, o.SampleFraction)
+	}
 	return fmt.Sprintf("forest mtry %d minLeaf %d bootstrap %v fraction %g", o.MaxFeatures, o.MinLeaf, o.Bootstrap, o.SampleFraction)
 }

@@ -3,6 +3,7 @@ package forest
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -280,5 +281,210 @@ func TestBlendRoundTrip(t *testing.T) {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("%s: parsed", name)
 		}
+	}
+}
+
+func TestCVGrid2(t *testing.T) {
+	g := CVGrid2(13)
+	if len(g) != 20 {
+		t.Fatalf("%d points for d=13, want 20", len(g))
+	}
+	g1 := CVGrid(13)
+	if !reflect.DeepEqual(g[:8], g1[:8]) || !reflect.DeepEqual(g[16:], g1[8:]) {
+		t.Errorf("CVGrid2 does not hold CVGrid's forests first and its boosted trees last")
+	}
+	for i, c := range g[8:12] {
+		if c.Method != MethodForest || !c.RandomSplits || c.Bootstrap || c.SampleFraction != 1 || c.MaxFeatures != []int{3, 13}[i/2] || c.MinLeaf != []int{1, 3}[i%2] {
+			t.Errorf("point %d = %+v", 8+i, c)
+		}
+	}
+	for i, c := range g[12:16] {
+		if c.Method != MethodOrdinal || c.RandomSplits || !c.Bootstrap || c.SampleFraction != 1 || c.MaxFeatures != []int{3, 4}[i/2] || c.MinLeaf != []int{1, 5}[i%2] {
+			t.Errorf("point %d = %+v", 12+i, c)
+		}
+	}
+	for _, c := range g[:8] {
+		if c.RandomSplits {
+			t.Errorf("random forest point %+v has random splits", c)
+		}
+	}
+	if g := CVGrid2(2); len(g) != 14 { // 4 forests, mtry 1, 2 extra × 2, mtry 1 ordinal × 2, 4 boosts
+		t.Errorf("%d points for d=2, want 14", len(g))
+	}
+	if _, err := CVGridNamed("cv3", 13); err == nil {
+		t.Error("grid cv3: no error")
+	}
+	if g, err := CVGridNamed("", 13); err != nil || !reflect.DeepEqual(g, g1) {
+		t.Errorf("the default grid is not CVGrid (%v)", err)
+	}
+}
+
+// TestTuneCVGrid2NeverReadsHeldOutRows: as TestTuneCVNeverReadsHeldOutRows
+// over CVGrid2: a poisoned held-out fold changes neither the inner scores,
+// the choices nor the model; the best random/extra forest, boosted model
+// and ordinal forest are the best-scoring points of their families; the
+// ordinal forest is the model exactly when it scores above the blend, and
+// the model is the refit of the choice. On bimodal data (where x0 < 0
+// the class is 1 or 4, so a regression of the label predicts about 2.4, a
+// wrong class) an ordinal forest must win; on ordinalData seed 2 the blend
+// does: both paths are checked.
+func TestTuneCVGrid2NeverReadsHeldOutRows(t *testing.T) {
+	var chose []bool
+	for _, bimodal := range []bool{true, false} {
+		chose = append(chose, tuneCV2Poisoned(t, bimodal))
+	}
+	if !chose[0] || chose[1] {
+		t.Errorf("ordinal chosen %v: want true then false (the data no longer exercise both paths)", chose)
+	}
+}
+
+// bimodalData: x0 < 0: class 1 (55 %) or 4; x0 ≥ 0: class 2 or 3 by the
+// sign of x1.
+func bimodalData(n int, seed uint64) ([][]float64, []float64) {
+	r := rand.New(rand.NewPCG(seed, 11))
+	X := make([][]float64, n)
+	y := make([]float64, n)
+	for i := range X {
+		X[i] = []float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+		switch {
+		case X[i][0] < 0 && r.Float64() < 0.55:
+			y[i] = 1
+		case X[i][0] < 0:
+			y[i] = 4
+		case X[i][1] < 0:
+			y[i] = 2
+		default:
+			y[i] = 3
+		}
+	}
+	return X, y
+}
+
+func tuneCV2Poisoned(t *testing.T, bimodal bool) bool {
+	X, y := ordinalData(120, 4, 2)
+	if bimodal {
+		X, y = bimodalData(120, 1)
+	}
+	Xp := make([][]float64, len(X))
+	yp := append([]float64(nil), y...)
+	for i := range X {
+		Xp[i] = append([]float64(nil), X[i]...)
+		if i%5 == 2 {
+			Xp[i][0] = -Xp[i][0]*3 + 1
+			yp[i] = 5 - y[i]
+		}
+	}
+	train := func(X [][]float64, y []float64) ([][]float64, []float64) {
+		var xt [][]float64
+		var yt []float64
+		for i := range X {
+			if i%5 != 2 {
+				xt, yt = append(xt, X[i]), append(yt, y[i])
+			}
+		}
+		return xt, yt
+	}
+	opt := DefaultOptions(Regression)
+	opt.Trees, opt.Seed = 60, 3
+	xa, ya := train(X, y)
+	xb, yb := train(Xp, yp)
+	fa, ra, err := TuneCVGrid(xa, ya, opt, GridCV2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Workers = 1
+	fb, rb, err := TuneCVGrid(xb, yb, opt, GridCV2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ra, rb) {
+		t.Errorf("poisoned held-out fold changed the inner scores or the choice:\n%+v\n%+v", ra, rb)
+	}
+	ja, _ := json.Marshal(fa)
+	jb, _ := json.Marshal(fb)
+	if string(ja) != string(jb) {
+		t.Error("poisoned held-out fold changed the chosen model")
+	}
+	for c, p := range ra.Grid {
+		best := ra.BestForest
+		switch p.Method {
+		case MethodBoost:
+			best = ra.BestBoost
+		case MethodOrdinal:
+			best = ra.BestOrdinal
+		}
+		if b := ra.Grid[best]; better(p.Accuracy, p.MSE, b.Accuracy, b.MSE) {
+			t.Errorf("point %d %+v scores better than the chosen %d %+v", c, p, best, b)
+		}
+		if !(p.Accuracy > 0.3 && p.Accuracy <= 1) {
+			t.Errorf("point %d: inner accuracy %v", c, p.Accuracy)
+		}
+	}
+	if ra.Grid[ra.BestForest].Method != MethodForest || ra.Grid[ra.BestBoost].Method != MethodBoost || ra.Grid[ra.BestOrdinal].Method != MethodOrdinal {
+		t.Fatalf("best forest %d, boost %d, ordinal %d", ra.BestForest, ra.BestBoost, ra.BestOrdinal)
+	}
+	if ra.Ordinal != (ra.Grid[ra.BestOrdinal].Accuracy > ra.Accuracy) {
+		t.Errorf("ordinal chosen %v: its inner accuracy %v, the blend's %v", ra.Ordinal, ra.Grid[ra.BestOrdinal].Accuracy, ra.Accuracy)
+	}
+	o := opt
+	o.Workers = 0
+	if ra.Ordinal {
+		want, err := FitOrdinal(xa, ya, forestOpts(o, ra.Grid[ra.BestOrdinal], opt.Trees))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fa.Method != MethodOrdinal {
+			t.Fatalf("ordinal chosen, model %s", fa.Knobs())
+		}
+		for i, x := range X {
+			if got, w := fa.Predict(x), want.Predict(x); got != w {
+				t.Fatalf("row %d: model %v, refit of the chosen ordinal forest %v", i, got, w)
+			}
+		}
+	} else {
+		ff, err := Fit(xa, ya, forestOpts(o, ra.Grid[ra.BestForest], opt.Trees))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := ra.Grid[ra.BestBoost]
+		fbst, err := Boost(xa, ya, boostOpts(c, c.Rounds, opt.Seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range X {
+			want := ra.Weight*ff.Predict(x) + (1-ra.Weight)*fbst.Predict(x)
+			if got := fa.Predict(x); math.Abs(got-want) > 1e-12 {
+				t.Fatalf("row %d: model %v, refit of the chosen knobs %v (%s)", i, got, want, fa.Knobs())
+			}
+		}
+	}
+	t.Logf("bimodal %v: chosen %s (blend inner accuracy %.3f, best ordinal %.3f)", bimodal, fa.Knobs(), ra.Accuracy, ra.Grid[ra.BestOrdinal].Accuracy)
+	return ra.Ordinal
+}
+
+// TestTuneCVGridCV1IsTuneCV: grid cv1 is TuneCV, and cuts are refused with
+// a grid of ordinal forests.
+func TestTuneCVGridCV1IsTuneCV(t *testing.T) {
+	X, y := ordinal(60, 4)
+	opt := DefaultOptions(Regression)
+	opt.Trees, opt.Seed = 20, 2
+	fa, ra, err := TuneCV(X, y, opt, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, rb, err := TuneCVGrid(X, y, opt, GridCV1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ja, _ := json.Marshal(fa)
+	jb, _ := json.Marshal(fb)
+	if !reflect.DeepEqual(ra, rb) || string(ja) != string(jb) || ra.BestOrdinal != -1 || ra.Ordinal {
+		t.Error("grid cv1 differs from TuneCV")
+	}
+	if _, _, err := TuneCVGrid(X, y, opt, GridCV2, true); err == nil {
+		t.Error("cuts with grid cv2: no error")
+	}
+	if _, _, err := TuneCVGrid(X, y, opt, "cv9", false); err == nil {
+		t.Error("grid cv9: no error")
 	}
 }

@@ -156,3 +156,58 @@ func TestForestTuneParam(t *testing.T) {
 		t.Errorf("tune cv with cuts: cuts %v, prediction %v", h.Cuts, h.Predict(X[7]))
 	}
 }
+
+// method extra grows extremely randomised trees on all rows (regression
+// mtry d by default, no out-of-bag rows); task ordinal fits
+// forest.FitOrdinal; grid cv2 reaches forest.TuneCVGrid; the combinations
+// that make no sense are refused.
+func TestForestExtraOrdinalParams(t *testing.T) {
+	var X [][]float64
+	var y []float64
+	for i := 0; i < 60; i++ {
+		X = append(X, []float64{float64(i), float64(i%7) * 0.5, float64((i * 13) % 11)})
+		y = append(y, float64(1+i/20))
+	}
+	e, err := (ForestParams{Method: "extra", Task: "regression", Trees: 10}).Fit(X, y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := e.Options; !o.RandomSplits || o.Bootstrap || o.SampleFraction != 1 || o.MaxFeatures != 3 || e.OOB.Rows != 0 {
+		t.Errorf("method extra: options %+v, out-of-bag rows %d", o, e.OOB.Rows)
+	}
+	c, err := (ForestParams{Method: "extra", Task: "classification", Trees: 10, MaxFeatures: 2}).Fit(X, y, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.Options; !o.RandomSplits || o.Bootstrap || o.MaxFeatures != 2 {
+		t.Errorf("method extra classification: options %+v", o)
+	}
+	o, err := (ForestParams{Task: "ordinal", Trees: 10, MinLeaf: 2}).Fit(X, y, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := forest.FitOrdinal(X, y, forest.Options{Task: forest.Regression, Trees: 10, MinLeaf: 2, MinSplit: 2, Bootstrap: true, SampleFraction: 1, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Method != forest.MethodOrdinal || o.Knobs() != want.Knobs() {
+		t.Fatalf("task ordinal: %s, want %s", o.Knobs(), want.Knobs())
+	}
+	for _, x := range X {
+		if o.Predict(x) != want.Predict(x) {
+			t.Fatal("task ordinal predicts differently from FitOrdinal")
+		}
+	}
+	for name, p := range map[string]ForestParams{
+		"ordinal boost":   {Task: "ordinal", Method: "boost", Trees: 5},
+		"ordinal tune cv": {Task: "ordinal", Trees: 5, Tune: "cv"},
+		"extra tune oob":  {Method: "extra", Task: "regression", Trees: 5, Tune: "oob"},
+		"grid no tune":    {Task: "regression", Trees: 5, Grid: "cv2"},
+		"grid cv2 cuts":   {Task: "regression", Trees: 5, Tune: "cv", Grid: "cv2", Cuts: true},
+		"grid unknown":    {Task: "regression", Trees: 5, Tune: "cv", Grid: "cv7"},
+	} {
+		if _, err := p.Fit(X, y, 1); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
