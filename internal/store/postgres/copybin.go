@@ -39,58 +39,60 @@ var copySignature = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00
 // copyTrailer ends a binary COPY stream (field count -1).
 var copyTrailer = []byte{0xff, 0xff}
 
-// rowKey is a sample's interned keys: node and context primary keys.
-type rowKey struct{ node, ctx int64 }
+// sampleRow is a keyed sample as a batch holds it: 40 bytes, against a
+// core.Sample's 112 and its keys' 16 (a batch of a whole file touches
+// fewer pages: bench/RESULTS.md, issue 22 sixth pass). state is 0 for a
+// NULL state ("" or core.StateOK), else k for the batch's states[k-1];
+// ni is the node's index in the batch (batch.nodes).
+type sampleRow struct {
+	ts, node, ctx int64
+	value         float64
+	state, ni     int32
+}
 
 // copyEncoder is an io.Reader producing one batch of sample rows in binary
-// COPY format. Row i is samples[order[i]] (samples[i] when order is nil)
-// with keys from keys at the same sample index. With seq set it writes the
-// staging table's columns (seq, node, ts, value, state, ctx), the sample's
-// index in the batch first; otherwise the samples table's (node, ts, value,
-// state, ctx). A state of "" or core.StateOK is stored as NULL, as
-// everywhere else in this package.
+// COPY format. Row i is rows[order[i]] (rows[i] when order is nil), its
+// state from states. With seq set it writes the staging table's columns
+// (seq, node, ts, value, state, ctx), the row's index in the batch first;
+// otherwise the samples table's (node, ts, value, state, ctx). A NULL
+// state (0) is stored as NULL, as everywhere else in this package.
 //
 // Read writes whole rows straight into the caller's buffer; only a row
 // longer than the space left in an empty buffer goes through spill, kept
 // for the next batch. reset prepares a new batch; the encoder holds no
 // other state, so it is reused across batches and transactions.
 type copyEncoder struct {
-	samples []core.Sample
-	keys    []rowKey
-	order   []int32
-	seq     bool
+	rows   []sampleRow
+	states []string
+	order  []int32
+	seq    bool
 
 	pos   int // next item: -1 header, 0..rows-1 a row, rows the trailer, rows+1 done
 	pend  []byte
 	spill []byte
 }
 
-func (e *copyEncoder) reset(samples []core.Sample, keys []rowKey, order []int32, seq bool) {
-	e.samples, e.keys, e.order, e.seq = samples, keys, order, seq
+func (e *copyEncoder) reset(rows []sampleRow, states []string, order []int32, seq bool) {
+	e.rows, e.states, e.order, e.seq = rows, states, order, seq
 	e.pos, e.pend = -1, nil
 }
 
 // release drops the references to the caller's batch.
-func (e *copyEncoder) release() { e.samples, e.keys, e.order, e.pend = nil, nil, nil, nil }
+func (e *copyEncoder) release() { e.rows, e.states, e.order, e.pend = nil, nil, nil, nil }
 
-func (e *copyEncoder) rows() int {
+func (e *copyEncoder) count() int {
 	if e.order != nil {
 		return len(e.order)
 	}
-	return len(e.samples)
+	return len(e.rows)
 }
 
-// rowState returns the stored state of a sample and whether it is NULL.
-func rowState(sm *core.Sample) (string, bool) {
-	if sm.State == "" || sm.State == core.StateOK {
-		return "", true
-	}
-	return sm.State, false
-}
+// isNullState tells whether a sample's state is stored as NULL.
+func isNullState(state string) bool { return state == "" || state == core.StateOK }
 
 // itemSize is the encoded length of item pos (0 when done).
 func (e *copyEncoder) itemSize() int {
-	switch n := e.rows(); {
+	switch n := e.count(); {
 	case e.pos < 0:
 		return len(copySignature)
 	case e.pos < n:
@@ -99,9 +101,8 @@ func (e *copyEncoder) itemSize() int {
 		if e.seq {
 			size += 4 + 8
 		}
-		st, null := rowState(&e.samples[e.index(e.pos)])
-		if !null {
-			size += len(st)
+		if st := e.rows[e.index(e.pos)].state; st != 0 {
+			size += len(e.states[st-1])
 		}
 		return size
 	case e.pos == n:
@@ -119,12 +120,12 @@ func (e *copyEncoder) index(row int) int {
 
 // put writes item pos into b, which is exactly itemSize() long.
 func (e *copyEncoder) put(b []byte) {
-	switch n := e.rows(); {
+	switch n := e.count(); {
 	case e.pos < 0:
 		copy(b, copySignature)
 	case e.pos < n:
 		i := e.index(e.pos)
-		sm, k := &e.samples[i], e.keys[i]
+		r := &e.rows[i]
 		be := binary.BigEndian
 		off := 2
 		put8 := func(v uint64) {
@@ -138,17 +139,18 @@ func (e *copyEncoder) put(b []byte) {
 		} else {
 			be.PutUint16(b, 5)
 		}
-		put8(uint64(k.node))
-		put8(uint64(sm.TsUs))
-		put8(math.Float64bits(sm.Value))
-		if st, null := rowState(sm); null {
+		put8(uint64(r.node))
+		put8(uint64(r.ts))
+		put8(math.Float64bits(r.value))
+		if r.state == 0 {
 			be.PutUint32(b[off:], math.MaxUint32) // -1: NULL
 			off += 4
 		} else {
+			st := e.states[r.state-1]
 			be.PutUint32(b[off:], uint32(len(st)))
 			off += 4 + copy(b[off+4:], st)
 		}
-		put8(uint64(k.ctx))
+		put8(uint64(r.ctx))
 	default:
 		copy(b, copyTrailer)
 	}
