@@ -93,12 +93,16 @@ func fileError(file string, err error) error {
 // Nothing is buffered beyond a few parser batches (the parser runs one to
 // two batches ahead of the writes, one when the batches are large; a store
 // may ask for larger batches with an IngestBatchSize() (size int, ramp
-// bool) method); on any error nothing of the stream is written. Every CSV ingest — files from the CLI, uploads to the
-// API — takes this one path.
+// bool) method, and then gets small ones if its transaction gathers them
+// itself with an Append method); on any error nothing of the stream is
+// written. Every CSV ingest — files from the CLI, uploads to the API —
+// takes this one path.
 func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, opts CSVOptions, checkNode func(n core.Node) error) (FileReport, error) {
 	var rep FileReport
 	first := 0
+	sized := false // the store chose the batch size
 	if bs, ok := ts.(interface{ IngestBatchSize() (int, bool) }); ok && opts.BatchSize == 0 {
+		sized = true
 		// A store whose writes cost round trips asks for larger batches.
 		// With ramp the first ones are small and grow to that size, so
 		// that the store starts writing (creating nodes, partitions, the
@@ -114,25 +118,37 @@ func Stream(ctx context.Context, ts core.TimeSeries, r io.Reader, name string, o
 		}
 	}
 	err := ts.Ingest(ctx, func(tx core.IngestTx) error {
-		// A transaction that can write a batch while the next one is
-		// prepared (WriteAhead: its COPY runs on while this goroutine
-		// keys and encodes the next batch; an error of it fails a later
-		// call or the commit, and so the stream) takes the ramped
-		// batches that way. Without a ramp the batches are few and
-		// large (often one: the whole file), and Write streams each
+		// A transaction that gathers small batches itself (Append: the
+		// PostgreSQL store keeps them as compact keyed rows and writes
+		// up to its buffer's worth as one COPY in its key order) gets
+		// the parser's small batches, DefaultBatchSize samples, reused:
+		// the stream is then never held as samples, whatever the
+		// store's batch. A transaction that can write a batch while the
+		// next one is prepared (WriteAhead: its COPY runs on while this
+		// goroutine keys and encodes the next batch; an error of it
+		// fails a later call or the commit, and so the stream) takes the
+		// ramped batches that way. Without a ramp the batches are few
+		// and large (often one: the whole file), and Write streams each
 		// one's encoding into its COPY instead of encoding it in full
 		// first, which would only delay a last batch's COPY.
 		write := tx.Write
+		o := opts
+		ap, appends := tx.(interface {
+			Append([]core.Sample) (core.WriteStats, error)
+		})
 		if wa, ok := tx.(interface {
 			WriteAhead([]core.Sample) (core.WriteStats, error)
 		}); ok && first > 0 {
 			write = wa.WriteAhead
 		}
+		if appends && sized {
+			write, o.BatchSize, first = ap.Append, DefaultBatchSize, 0
+		}
 		seen := make(map[string]bool)
 		var fresh []core.Node // the batch's nodes not seen before
 		newNodes := 0
 		var perr error
-		rep, perr = parseAhead(r, name, opts, first, func(batch []core.Sample) error {
+		rep, perr = parseAhead(r, name, o, first, func(batch []core.Sample) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
