@@ -240,7 +240,7 @@ func (s *appendTS) Ingest(ctx context.Context, fn func(core.IngestTx) error) err
 }
 
 // A store whose transaction gathers batches itself (Append) gets the
-// stream in batches of DefaultBatchSize samples through Append, whatever
+// stream in batches of appendBatch samples through Append, whatever
 // batch size it asks for, and Write nothing; with an explicit BatchSize
 // Write gets the batches as before. The samples stored are the file's
 // either way.
@@ -250,7 +250,7 @@ func TestStreamAppendsSmallBatches(t *testing.T) {
 		rows, optBatch  int
 		appended, wrote []int
 	}{
-		{rows: 6000, appended: []int{8193, 8193, 1614}},
+		{rows: 1000, appended: []int{1026, 1026, 948}},
 		{rows: 100, appended: []int{300}},
 		{rows: 1000, optBatch: 1500, wrote: []int{1500, 1500}},
 	} {

@@ -351,6 +351,13 @@ func (it *ingestTx) write(samples []core.Sample, ahead bool) (core.WriteStats, e
 // nodeCacheSize is the size of add's direct-mapped cache of node ids.
 const nodeCacheSize = 64
 
+// nodeSlot is the slot of add's node cache for an id's bytes at p: the
+// address's bits mixed (Fibonacci hashing), as short ids are packed a
+// few bytes apart by the allocator.
+func nodeSlot(p *byte) uint64 {
+	return (uint64(uintptr(unsafe.Pointer(p))) * 0x9E3779B97F4A7C15) >> (64 - 6)
+}
+
 // add validates samples and appends them to it.b as keyed rows: nodes
 // and contexts interned (creating those that do not exist), the batch's
 // node ranges and months widened. It returns how many nodes it created.
@@ -406,7 +413,7 @@ func (it *ingestTx) add(samples []core.Sample) (int, error) {
 	for i := range samples {
 		sm := &samples[i]
 		p := unsafe.StringData(sm.Node)
-		slot := &cache[(uintptr(unsafe.Pointer(p))>>3)%nodeCacheSize]
+		slot := &cache[nodeSlot(p)]
 		ni := slot.ni
 		if slot.p != p || slot.n != len(sm.Node) {
 			var ok bool
