@@ -80,7 +80,7 @@ func (it *ingestTx) writeAhead(part string, partLo int64) (core.WriteStats, erro
 	if j == nil {
 		j = &copyJob{}
 	}
-	j.encode(b.rows, b.states, b.order)
+	j.encode(b.rowData, b.order)
 	if err := it.settle(); err != nil {
 		return st, err
 	}
@@ -113,9 +113,9 @@ func (it *ingestTx) writeAhead(part string, partLo int64) (core.WriteStats, erro
 
 // encode writes the COPY data of the rows of order into j.buf, and their
 // indices in the batch into j.seq.
-func (j *copyJob) encode(rows []sampleRow, states []string, order []int32) {
+func (j *copyJob) encode(d rowData, order []int32) {
 	var e copyEncoder
-	e.reset(rows, states, order, false)
+	e.reset(d, order, false)
 	j.buf = slices.Grow(j.buf[:0], len(copySignature)+len(order)*copyRowSize+len(copyTrailer)+64)
 	for {
 		if cap(j.buf)-len(j.buf) < 4096 {

@@ -39,20 +39,35 @@ var copySignature = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00
 // copyTrailer ends a binary COPY stream (field count -1).
 var copyTrailer = []byte{0xff, 0xff}
 
-// sampleRow is a keyed sample as a batch holds it: 40 bytes, against a
-// core.Sample's 112 and its keys' 16 (a batch of a whole file touches
-// fewer pages: bench/RESULTS.md, issue 22 sixth pass). state is 0 for a
-// NULL state ("" or core.StateOK), else k for the batch's states[k-1];
-// ni is the node's index in the batch (batch.nodes).
+// sampleRow is a keyed sample as a batch holds it: 24 bytes, against a
+// core.Sample's 112 (a batch of a whole file touches fewer pages:
+// bench/RESULTS.md, issue 22 sixth pass). ni is the index of its node in
+// rowData.nodes, aux that of its context and state in rowData.aux.
 type sampleRow struct {
-	ts, node, ctx int64
-	value         float64
-	state, ni     int32
+	ts      int64
+	value   float64
+	ni, aux int32
+}
+
+// rowAux is what the rows of a batch share besides their node: the
+// context pk and the state, 0 for NULL ("" or core.StateOK), else k for
+// rowData.states[k-1].
+type rowAux struct {
+	ctx   int64
+	state int32
+}
+
+// rowData is a batch's rows and what they refer to.
+type rowData struct {
+	rows   []sampleRow
+	nodes  []nodeRange
+	aux    []rowAux
+	states []string
 }
 
 // copyEncoder is an io.Reader producing one batch of sample rows in binary
-// COPY format. Row i is rows[order[i]] (rows[i] when order is nil), its
-// state from states. With seq set it writes the staging table's columns
+// COPY format. Row i is rows[order[i]] (rows[i] when order is nil) of a
+// rowData. With seq set it writes the staging table's columns
 // (seq, node, ts, value, state, ctx), the row's index in the batch first;
 // otherwise the samples table's (node, ts, value, state, ctx). A NULL
 // state (0) is stored as NULL, as everywhere else in this package.
@@ -62,29 +77,28 @@ type sampleRow struct {
 // for the next batch. reset prepares a new batch; the encoder holds no
 // other state, so it is reused across batches and transactions.
 type copyEncoder struct {
-	rows   []sampleRow
-	states []string
-	order  []int32
-	seq    bool
+	d     rowData
+	order []int32
+	seq   bool
 
 	pos   int // next item: -1 header, 0..rows-1 a row, rows the trailer, rows+1 done
 	pend  []byte
 	spill []byte
 }
 
-func (e *copyEncoder) reset(rows []sampleRow, states []string, order []int32, seq bool) {
-	e.rows, e.states, e.order, e.seq = rows, states, order, seq
+func (e *copyEncoder) reset(d rowData, order []int32, seq bool) {
+	e.d, e.order, e.seq = d, order, seq
 	e.pos, e.pend = -1, nil
 }
 
 // release drops the references to the caller's batch.
-func (e *copyEncoder) release() { e.rows, e.states, e.order, e.pend = nil, nil, nil, nil }
+func (e *copyEncoder) release() { e.d, e.order, e.pend = rowData{}, nil, nil }
 
 func (e *copyEncoder) count() int {
 	if e.order != nil {
 		return len(e.order)
 	}
-	return len(e.rows)
+	return len(e.d.rows)
 }
 
 // isNullState tells whether a sample's state is stored as NULL.
@@ -101,8 +115,8 @@ func (e *copyEncoder) itemSize() int {
 		if e.seq {
 			size += 4 + 8
 		}
-		if st := e.rows[e.index(e.pos)].state; st != 0 {
-			size += len(e.states[st-1])
+		if st := e.d.aux[e.d.rows[e.index(e.pos)].aux].state; st != 0 {
+			size += len(e.d.states[st-1])
 		}
 		return size
 	case e.pos == n:
@@ -125,7 +139,8 @@ func (e *copyEncoder) put(b []byte) {
 		copy(b, copySignature)
 	case e.pos < n:
 		i := e.index(e.pos)
-		r := &e.rows[i]
+		r := &e.d.rows[i]
+		a := &e.d.aux[r.aux]
 		be := binary.BigEndian
 		off := 2
 		put8 := func(v uint64) {
@@ -139,18 +154,18 @@ func (e *copyEncoder) put(b []byte) {
 		} else {
 			be.PutUint16(b, 5)
 		}
-		put8(uint64(r.node))
+		put8(uint64(e.d.nodes[r.ni].pk))
 		put8(uint64(r.ts))
 		put8(math.Float64bits(r.value))
-		if r.state == 0 {
+		if a.state == 0 {
 			be.PutUint32(b[off:], math.MaxUint32) // -1: NULL
 			off += 4
 		} else {
-			st := e.states[r.state-1]
+			st := e.d.states[a.state-1]
 			be.PutUint32(b[off:], uint32(len(st)))
 			off += 4 + copy(b[off+4:], st)
 		}
-		put8(uint64(r.ctx))
+		put8(uint64(a.ctx))
 	default:
 		copy(b, copyTrailer)
 	}

@@ -18,25 +18,26 @@ import (
 // primary keys.
 type rowKey struct{ node, ctx int64 }
 
-// toRows is samples with keys as a batch holds them: rows and the states
-// they refer to.
-func toRows(samples []core.Sample, keys []rowKey) ([]sampleRow, []string) {
-	rows := make([]sampleRow, len(samples))
-	var states []string
+// toRows is samples with keys as a batch holds them (a node and an aux
+// entry per row).
+func toRows(samples []core.Sample, keys []rowKey) rowData {
+	var d rowData
 	for i, sm := range samples {
-		rows[i] = sampleRow{ts: sm.TsUs, value: sm.Value, node: keys[i].node, ctx: keys[i].ctx}
+		a := rowAux{ctx: keys[i].ctx}
 		if !isNullState(sm.State) {
-			states = append(states, sm.State)
-			rows[i].state = int32(len(states))
+			d.states = append(d.states, sm.State)
+			a.state = int32(len(d.states))
 		}
+		d.nodes = append(d.nodes, nodeRange{pk: keys[i].node})
+		d.aux = append(d.aux, a)
+		d.rows = append(d.rows, sampleRow{ts: sm.TsUs, value: sm.Value, ni: int32(i), aux: int32(i)})
 	}
-	return rows, states
+	return d
 }
 
 // resetSamples resets e to encode samples with keys.
 func resetSamples(e *copyEncoder, samples []core.Sample, keys []rowKey, order []int32, seq bool) {
-	rows, states := toRows(samples, keys)
-	e.reset(rows, states, order, seq)
+	e.reset(toRows(samples, keys), order, seq)
 }
 
 // refEncode is the binary COPY stream written the plain way — one append
@@ -317,11 +318,11 @@ func BenchmarkCopyEncoder(b *testing.B) {
 	}
 	buf := make([]byte, 65531)
 	var e copyEncoder
-	rows, states := toRows(samples, keys)
+	d := toRows(samples, keys)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		e.reset(rows, states, nil, false)
+		e.reset(d, nil, false)
 		for {
 			if _, err := e.Read(buf); err == io.EOF {
 				break

@@ -126,7 +126,7 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 func (s *Store) IngestBatchSize() (int, bool) { return ingestBuffer, false }
 
 // ingestBuffer bounds what a CSV ingest holds in memory on this back-end:
-// up to 262 144 samples are gathered (≈ 11 MiB of sampleRow and order)
+// up to 262 144 samples are gathered (≈ 7 MiB of sampleRow and order)
 // and written as one COPY in (node, ts) order — each node's rows then
 // follow one another at the right edge of the primary key, PostgreSQL's
 // cheapest insert (its rightmost-leaf fast path; bench/RESULTS.md,
@@ -145,10 +145,11 @@ func (s *Store) WriteSamples(ctx context.Context, batch []core.Sample) (core.Wri
 // transactions, so that a steady ingest allocates per batch, not per
 // sample.
 type batch struct {
-	rows    []sampleRow      // the keyed samples, in the order given
-	states  []string         // states other than NULL, for sampleRow.state
-	stateIx map[string]int32 // state → its sampleRow.state
-	nodes   []nodeRange      // the batch's nodes, in first-seen order
+	// rowData: the keyed samples in the order given, the batch's nodes
+	// in first-seen order, the contexts and states of its rows.
+	rowData
+	stateIx map[string]int32 // state → its rowAux.state
+	auxIx   map[rowAux]int32 // context and state → index into aux
 	byID    map[string]int32 // node id → index into nodes
 	months  map[int64]bool   // the months (start, µs) the rows lie in
 	order   []int32          // rows to write: row indices, (node pk, ts) order
@@ -172,7 +173,7 @@ type nodeRange struct {
 }
 
 var batchPool = sync.Pool{New: func() any {
-	return &batch{byID: map[string]int32{}, stateIx: map[string]int32{}, months: map[int64]bool{}}
+	return &batch{byID: map[string]int32{}, stateIx: map[string]int32{}, auxIx: map[rowAux]int32{}, months: map[int64]bool{}}
 }}
 
 // maxPooledBatch caps the batch size whose scratch is kept for reuse: one
@@ -182,9 +183,10 @@ const maxPooledBatch = 1 << 20
 // begin empties the batch for new rows. The maps hold the caller's
 // strings (node ids, states) until then or until release.
 func (b *batch) begin() {
-	b.rows, b.states, b.nodes = b.rows[:0], b.states[:0], b.nodes[:0]
+	b.rows, b.states, b.nodes, b.aux = b.rows[:0], b.states[:0], b.nodes[:0], b.aux[:0]
 	clear(b.byID)
 	clear(b.stateIx)
+	clear(b.auxIx)
 	clear(b.months)
 }
 
@@ -238,7 +240,7 @@ func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 // Append is Write for a caller that writes a stream in many small
 // batches (internal/ingest.Stream): the samples are validated and keyed
 // now — nodes and contexts interned, a missing month's partition started
-// on another connection — and kept as 40-byte rows (not as the caller's
+// on another connection — and kept as 24-byte rows (not as the caller's
 // 112-byte samples, which are free again when Append returns); they are
 // written, as Write writes one batch, when ingestBuffer rows are
 // gathered (that COPY then runs on while the caller goes on, as
@@ -408,6 +410,7 @@ func (it *ingestTx) add(samples []core.Sample) (int, error) {
 	var lastCtx core.ContextFilter
 	var lastCtxPK int64 = -1
 	var ctxLo, ctxHi int64
+	lastAux, auxI := rowAux{ctx: -1}, int32(-1)
 	base := len(b.rows)
 	b.rows = slices.Grow(b.rows, len(samples))[:base+len(samples)]
 	for i := range samples {
@@ -464,7 +467,16 @@ func (it *ingestTx) add(samples []core.Sample) (int, error) {
 				b.stateIx[sm.State] = state
 			}
 		}
-		b.rows[base+i] = sampleRow{ts: sm.TsUs, value: sm.Value, node: nr.pk, ctx: lastCtxPK, state: state, ni: ni}
+		if a := (rowAux{ctx: lastCtxPK, state: state}); a != lastAux || auxI < 0 {
+			var ok bool
+			if auxI, ok = b.auxIx[a]; !ok {
+				auxI = int32(len(b.aux))
+				b.aux = append(b.aux, a)
+				b.auxIx[a] = auxI
+			}
+			lastAux = a
+		}
+		b.rows[base+i] = sampleRow{ts: sm.TsUs, value: sm.Value, ni: ni, aux: auxI}
 	}
 	it.widen(lastCtxPK, ctxLo, ctxHi)
 	return created, nil
@@ -702,8 +714,8 @@ func (b *batch) sortUnique() error {
 	for r := 0; r < len(b.order); {
 		first := &rows[b.order[r]]
 		e := r + 1
-		for e < len(b.order) && rows[b.order[e]].node == first.node && rows[b.order[e]].ts == first.ts {
-			if rows[b.order[e]].ctx != first.ctx && (conflict < 0 || int(b.order[r]) < conflict) {
+		for e < len(b.order) && rows[b.order[e]].ni == first.ni && rows[b.order[e]].ts == first.ts {
+			if b.aux[rows[b.order[e]].aux].ctx != b.aux[first.aux].ctx && (conflict < 0 || int(b.order[r]) < conflict) {
 				conflict = int(b.order[r])
 			}
 			e++
@@ -724,7 +736,7 @@ func (b *batch) sortUnique() error {
 // statement.
 func (it *ingestTx) copyIn(sql string, seq bool) error {
 	b := it.b
-	b.enc.reset(b.rows, b.states, b.order, seq)
+	b.enc.reset(b.rowData, b.order, seq)
 	_, err := it.tx.Conn().PgConn().CopyFrom(it.ctx, &b.enc, sql)
 	var pe *pgconn.PgError
 	if err != nil && !(errors.As(err, &pe) && pe.Severity == "ERROR") {
