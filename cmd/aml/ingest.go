@@ -123,12 +123,13 @@ func newIngestCmd(a *app) *cobra.Command {
 // pointer-laden batches while the parser and the store wait
 // (GODEBUG=gctrace=1): at the default pace (100) three or four in the
 // first ≈ 100 ms, at ingestGCPercent (400) one or two (bench/RESULTS.md,
-// issue 22 fourth and fifth passes). Into PostgreSQL (pg) a file of up to
-// 262 144 samples is one batch of ≈ 30 MiB, allocated at once, whose
-// allocation itself triggers a collection during the parse; the pace is
-// then off and the heap bounded by a memory limit of ingestMemLimit
-// instead (the batches are reused and hold the parser's strings: little
-// garbage; peak RSS 60 MB for 200 000 samples, 97 MB for 1 000 000). Into
+// issue 22 fourth and fifth passes). Into PostgreSQL (pg) the parser's
+// batches are small and reused and the store keeps the samples as 24-byte
+// rows (≈ 7 MiB for its 262 144-sample buffer): next to no garbage, so
+// the pace is off and the heap bounded by a memory limit of
+// ingestMemLimit instead (peak RSS 37 MB for 200 000 samples, 69 MB for
+// 1 000 000: bench/RESULTS.md, issue 22 sixth pass; at pace 400 the
+// 200 000-sample bench file met no collection either). Into
 // SQLite, whose writes make garbage, the pace stays (the live heap then
 // bounds the process: ≈ 5× it), as it does with GOMEMLIMIT set.
 const (

@@ -215,3 +215,57 @@ func TestParseAheadBigBatchesTwoLive(t *testing.T) {
 		t.Fatalf("%d batches written from %d arrays, want at most 2", n, len(arrays))
 	}
 }
+
+// appendTx is sizedTx with Append, as the PostgreSQL store's transaction
+// has it: the batches it gets are recorded apart from Write's.
+type appendTx struct {
+	sizedTx
+	appended *[]int
+}
+
+func (t appendTx) Append(b []core.Sample) (core.WriteStats, error) {
+	*t.appended = append(*t.appended, len(b))
+	return t.fakeTx.Write(b)
+}
+
+type appendTS struct {
+	*sizedTS
+	appended []int
+}
+
+func (s *appendTS) Ingest(ctx context.Context, fn func(core.IngestTx) error) error {
+	return s.fakeTS.Ingest(ctx, func(tx core.IngestTx) error {
+		return fn(appendTx{sizedTx{tx.(*fakeTx), s.sizedTS}, &s.appended})
+	})
+}
+
+// A store whose transaction gathers batches itself (Append) gets the
+// stream in batches of appendBatch samples through Append, whatever
+// batch size it asks for, and Write nothing; with an explicit BatchSize
+// Write gets the batches as before. The samples stored are the file's
+// either way.
+func TestStreamAppendsSmallBatches(t *testing.T) {
+	cols := []string{"a", "b", "c"}
+	for _, tc := range []struct {
+		rows, optBatch  int
+		appended, wrote []int
+	}{
+		{rows: 1000, appended: []int{1026, 1026, 948}},
+		{rows: 100, appended: []int{300}},
+		{rows: 1000, optBatch: 1500, wrote: []int{1500, 1500}},
+	} {
+		ts := &appendTS{sizedTS: &sizedTS{fakeTS: newFakeTS(), size: 1 << 18}}
+		opts := ingestOpts
+		opts.BatchSize, opts.Run = tc.optBatch, "r"
+		rep, err := Stream(context.Background(), ts, strings.NewReader(wideFile(cols, tc.rows, 0)), "f", opts, nil)
+		if err != nil || rep.Samples != 3*tc.rows {
+			t.Fatalf("%+v: %v, %+v", tc, err, rep)
+		}
+		if !slices.Equal(ts.appended, tc.appended) || !slices.Equal(ts.batches, tc.wrote) {
+			t.Errorf("%+v: appended %v, wrote %v", tc, ts.appended, ts.batches)
+		}
+		if len(ts.samples) != 3*tc.rows || ts.commits != 1 {
+			t.Errorf("%+v: %d samples stored, %d commits", tc, len(ts.samples), ts.commits)
+		}
+	}
+}

@@ -72,7 +72,7 @@ func (it *ingestTx) settle() error {
 // the batch (it.b): it encodes the rows, waits for the previous COPY,
 // checks for stored samples and starts the COPY, or upserts the batch
 // when stored samples lie in its range.
-func (it *ingestTx) writeAhead(samples []core.Sample, part string, partLo int64) (core.WriteStats, error) {
+func (it *ingestTx) writeAhead(part string, partLo int64) (core.WriteStats, error) {
 	st := core.WriteStats{}
 	b := it.b
 	j := it.spare
@@ -80,7 +80,7 @@ func (it *ingestTx) writeAhead(samples []core.Sample, part string, partLo int64)
 	if j == nil {
 		j = &copyJob{}
 	}
-	j.encode(samples, b.keys, b.order)
+	j.encode(b.rowData, b.order)
 	if err := it.settle(); err != nil {
 		return st, err
 	}
@@ -90,10 +90,10 @@ func (it *ingestTx) writeAhead(samples []core.Sample, part string, partLo int64)
 	}
 	if overlap {
 		it.spare = j
-		if err := it.upsert(samples); err != nil {
+		if err := it.upsert(); err != nil {
 			return st, err
 		}
-		st.Samples = len(samples)
+		st.Samples = len(b.rows)
 		return st, nil
 	}
 	j.done, j.err, j.broken = make(chan struct{}), nil, false
@@ -107,15 +107,15 @@ func (it *ingestTx) writeAhead(samples []core.Sample, part string, partLo int64)
 		}
 		j.err = err
 	}()
-	st.Samples = len(samples)
+	st.Samples = len(b.rows)
 	return st, nil
 }
 
 // encode writes the COPY data of the rows of order into j.buf, and their
-// sample indices into j.seq.
-func (j *copyJob) encode(samples []core.Sample, keys []rowKey, order []int32) {
+// indices in the batch into j.seq.
+func (j *copyJob) encode(d rowData, order []int32) {
 	var e copyEncoder
-	e.reset(samples, keys, order, false)
+	e.reset(d, order, false)
 	j.buf = slices.Grow(j.buf[:0], len(copySignature)+len(order)*copyRowSize+len(copyTrailer)+64)
 	for {
 		if cap(j.buf)-len(j.buf) < 4096 {

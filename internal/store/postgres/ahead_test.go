@@ -22,7 +22,7 @@ func TestJobEncodeAndStagedRows(t *testing.T) {
 				order = append(order, int32(i))
 			}
 		}
-		j.encode(samples, keys, order)
+		j.encode(toRows(samples, keys), order)
 		if want := refEncode(samples, keys, order, false); !bytes.Equal(j.buf, want) {
 			t.Fatalf("round %d: job buffer differs from the reference (%d vs %d bytes)", round, len(j.buf), len(want))
 		}

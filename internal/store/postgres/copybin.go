@@ -39,58 +39,74 @@ var copySignature = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00
 // copyTrailer ends a binary COPY stream (field count -1).
 var copyTrailer = []byte{0xff, 0xff}
 
-// rowKey is a sample's interned keys: node and context primary keys.
-type rowKey struct{ node, ctx int64 }
+// sampleRow is a keyed sample as a batch holds it: 24 bytes, against a
+// core.Sample's 112 (a batch of a whole file touches fewer pages:
+// bench/RESULTS.md, issue 22 sixth pass). ni is the index of its node in
+// rowData.nodes, aux that of its context and state in rowData.aux.
+type sampleRow struct {
+	ts      int64
+	value   float64
+	ni, aux int32
+}
+
+// rowAux is what the rows of a batch share besides their node: the
+// context pk and the state, 0 for NULL ("" or core.StateOK), else k for
+// rowData.states[k-1].
+type rowAux struct {
+	ctx   int64
+	state int32
+}
+
+// rowData is a batch's rows and what they refer to.
+type rowData struct {
+	rows   []sampleRow
+	nodes  []nodeRange
+	aux    []rowAux
+	states []string
+}
 
 // copyEncoder is an io.Reader producing one batch of sample rows in binary
-// COPY format. Row i is samples[order[i]] (samples[i] when order is nil)
-// with keys from keys at the same sample index. With seq set it writes the
-// staging table's columns (seq, node, ts, value, state, ctx), the sample's
-// index in the batch first; otherwise the samples table's (node, ts, value,
-// state, ctx). A state of "" or core.StateOK is stored as NULL, as
-// everywhere else in this package.
+// COPY format. Row i is rows[order[i]] (rows[i] when order is nil) of a
+// rowData. With seq set it writes the staging table's columns
+// (seq, node, ts, value, state, ctx), the row's index in the batch first;
+// otherwise the samples table's (node, ts, value, state, ctx). A NULL
+// state (0) is stored as NULL, as everywhere else in this package.
 //
 // Read writes whole rows straight into the caller's buffer; only a row
 // longer than the space left in an empty buffer goes through spill, kept
 // for the next batch. reset prepares a new batch; the encoder holds no
 // other state, so it is reused across batches and transactions.
 type copyEncoder struct {
-	samples []core.Sample
-	keys    []rowKey
-	order   []int32
-	seq     bool
+	d     rowData
+	order []int32
+	seq   bool
 
 	pos   int // next item: -1 header, 0..rows-1 a row, rows the trailer, rows+1 done
 	pend  []byte
 	spill []byte
 }
 
-func (e *copyEncoder) reset(samples []core.Sample, keys []rowKey, order []int32, seq bool) {
-	e.samples, e.keys, e.order, e.seq = samples, keys, order, seq
+func (e *copyEncoder) reset(d rowData, order []int32, seq bool) {
+	e.d, e.order, e.seq = d, order, seq
 	e.pos, e.pend = -1, nil
 }
 
 // release drops the references to the caller's batch.
-func (e *copyEncoder) release() { e.samples, e.keys, e.order, e.pend = nil, nil, nil, nil }
+func (e *copyEncoder) release() { e.d, e.order, e.pend = rowData{}, nil, nil }
 
-func (e *copyEncoder) rows() int {
+func (e *copyEncoder) count() int {
 	if e.order != nil {
 		return len(e.order)
 	}
-	return len(e.samples)
+	return len(e.d.rows)
 }
 
-// rowState returns the stored state of a sample and whether it is NULL.
-func rowState(sm *core.Sample) (string, bool) {
-	if sm.State == "" || sm.State == core.StateOK {
-		return "", true
-	}
-	return sm.State, false
-}
+// isNullState tells whether a sample's state is stored as NULL.
+func isNullState(state string) bool { return state == "" || state == core.StateOK }
 
 // itemSize is the encoded length of item pos (0 when done).
 func (e *copyEncoder) itemSize() int {
-	switch n := e.rows(); {
+	switch n := e.count(); {
 	case e.pos < 0:
 		return len(copySignature)
 	case e.pos < n:
@@ -99,9 +115,8 @@ func (e *copyEncoder) itemSize() int {
 		if e.seq {
 			size += 4 + 8
 		}
-		st, null := rowState(&e.samples[e.index(e.pos)])
-		if !null {
-			size += len(st)
+		if st := e.d.aux[e.d.rows[e.index(e.pos)].aux].state; st != 0 {
+			size += len(e.d.states[st-1])
 		}
 		return size
 	case e.pos == n:
@@ -119,12 +134,13 @@ func (e *copyEncoder) index(row int) int {
 
 // put writes item pos into b, which is exactly itemSize() long.
 func (e *copyEncoder) put(b []byte) {
-	switch n := e.rows(); {
+	switch n := e.count(); {
 	case e.pos < 0:
 		copy(b, copySignature)
 	case e.pos < n:
 		i := e.index(e.pos)
-		sm, k := &e.samples[i], e.keys[i]
+		r := &e.d.rows[i]
+		a := &e.d.aux[r.aux]
 		be := binary.BigEndian
 		off := 2
 		put8 := func(v uint64) {
@@ -138,17 +154,18 @@ func (e *copyEncoder) put(b []byte) {
 		} else {
 			be.PutUint16(b, 5)
 		}
-		put8(uint64(k.node))
-		put8(uint64(sm.TsUs))
-		put8(math.Float64bits(sm.Value))
-		if st, null := rowState(sm); null {
+		put8(uint64(e.d.nodes[r.ni].pk))
+		put8(uint64(r.ts))
+		put8(math.Float64bits(r.value))
+		if a.state == 0 {
 			be.PutUint32(b[off:], math.MaxUint32) // -1: NULL
 			off += 4
 		} else {
+			st := e.d.states[a.state-1]
 			be.PutUint32(b[off:], uint32(len(st)))
 			off += 4 + copy(b[off+4:], st)
 		}
-		put8(uint64(k.ctx))
+		put8(uint64(a.ctx))
 	default:
 		copy(b, copyTrailer)
 	}

@@ -15,6 +15,32 @@ import (
 	"github.com/aml-project/aml/internal/store/storetest"
 )
 
+// rowKey is a sample's interned keys in these tests: node and context
+// primary keys.
+type rowKey struct{ node, ctx int64 }
+
+// toRows is samples with keys as a batch holds them (a node and an aux
+// entry per row).
+func toRows(samples []core.Sample, keys []rowKey) rowData {
+	var d rowData
+	for i, sm := range samples {
+		a := rowAux{ctx: keys[i].ctx}
+		if !isNullState(sm.State) {
+			d.states = append(d.states, sm.State)
+			a.state = int32(len(d.states))
+		}
+		d.nodes = append(d.nodes, nodeRange{pk: keys[i].node})
+		d.aux = append(d.aux, a)
+		d.rows = append(d.rows, sampleRow{ts: sm.TsUs, value: sm.Value, ni: int32(i), aux: int32(i)})
+	}
+	return d
+}
+
+// resetSamples resets e to encode samples with keys.
+func resetSamples(e *copyEncoder, samples []core.Sample, keys []rowKey, order []int32, seq bool) {
+	e.reset(toRows(samples, keys), order, seq)
+}
+
 // refEncode is the binary COPY stream written the plain way — one append
 // per field, straight from the format's description — against which the
 // streaming encoder is checked.
@@ -126,13 +152,13 @@ func TestCopyEncoderGolden(t *testing.T) {
 		"00000008" + "c000000000000000" + "00000003" + "626164" + "00000008" + "0000000000000003" + // -2, "bad", ctx 3
 		"ffff"
 	var e copyEncoder
-	e.reset(samples, keys, nil, false)
+	resetSamples(&e, samples, keys, nil, false)
 	got := hex.EncodeToString(readChunked(t, &e, []int{4096}))
 	if got != want {
 		t.Fatalf("stream\n got %s\nwant %s", got, want)
 	}
 	// With seq (the staging table's first column), in the given order.
-	e.reset(samples, keys, []int32{1}, true)
+	resetSamples(&e, samples, keys, []int32{1}, true)
 	want = "5047434f50590aff0d0a00" + "00000000" + "00000000" +
 		"0006" + "00000008" + "0000000000000001" + "00000008" + "0000000000000008" + "00000008" + "ffffffffffffffff" +
 		"00000008" + "c000000000000000" + "00000003" + "626164" + "00000008" + "0000000000000003" + "ffff"
@@ -155,7 +181,7 @@ func TestCopyEncoderChunks(t *testing.T) {
 		want := refEncode(samples, keys, order, seq)
 		sizes := []int{1 + rng.IntN(3), 19, 1 + rng.IntN(200), 65531, 0, 1 + rng.IntN(100_000)}
 		rng.Shuffle(len(sizes), func(i, j int) { sizes[i], sizes[j] = sizes[j], sizes[i] })
-		e.reset(samples, keys, order, seq)
+		resetSamples(&e, samples, keys, order, seq)
 		if got := readChunked(t, &e, sizes); !bytes.Equal(got, want) {
 			t.Fatalf("round %d (sizes %v): %d bytes, want %d; first difference at %d", round, sizes, len(got), len(want), firstDiff(got, want))
 		}
@@ -185,7 +211,7 @@ func FuzzCopyEncoder(f *testing.F) {
 		samples := []core.Sample{{TsUs: ts, Value: math.Float64frombits(bits), State: state}, {TsUs: ^ts, State: state + "!"}}
 		keys := []rowKey{{node: node, ctx: ctx}, {node: ^node, ctx: ^ctx}}
 		var e copyEncoder
-		e.reset(samples, keys, nil, seq)
+		resetSamples(&e, samples, keys, nil, seq)
 		want := refEncode(samples, keys, nil, seq)
 		if got := readChunked(t, &e, []int{int(chunk)%64 + 1, int(chunk) + 1}); !bytes.Equal(got, want) {
 			t.Fatalf("got %x\nwant %x", got, want)
@@ -228,7 +254,7 @@ func TestCopyEncoderRoundTrip(t *testing.T) {
 			if seq {
 				sql, table = `COPY rt_stage (seq, node, ts, value, state, ctx) FROM STDIN BINARY`, "rt_stage"
 			}
-			e.reset(samples, keys, order, seq)
+			resetSamples(&e, samples, keys, order, seq)
 			tag, err := conn.Conn().PgConn().CopyFrom(ctx, &e, sql)
 			if err != nil {
 				t.Fatalf("round %d seq %v: %v", round, seq, err)
@@ -293,10 +319,11 @@ func BenchmarkCopyEncoder(b *testing.B) {
 	}
 	buf := make([]byte, 65531)
 	var e copyEncoder
+	d := toRows(samples, keys)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		e.reset(samples, keys, nil, false)
+		e.reset(d, nil, false)
 		for {
 			if _, err := e.Read(buf); err == io.EOF {
 				break

@@ -60,16 +60,23 @@
 //     per-row routing through samples; the partition's bound still checks
 //     every row, and a refused or missing partition falls back to samples);
 //     the overlap check, the batch's savepoint and the release of the
-//     previous one travel as one pipelined round trip; CSV ingest hands
-//     Write a file of up to IngestBatchSize samples (262 144, ≈ 30 MiB)
-//     whole, as one batch, and a longer file in batches of that size, so
-//     a file costs a handful of round trips and its rows go in as one
-//     COPY in (node, ts) order, each node's rows appended at the right
-//     edge of the key in a month that holds no later keys
-//     (bench/pg_copy.sh compares it with psql's \copy); WriteAhead
-//     (ahead.go), for a caller that writes many smaller batches, runs a
-//     batch's COPY on the connection while the next batch is keyed and
-//     encoded, its errors reported by the next statement or the commit;
+//     previous one travel as one pipelined round trip. A batch is held as
+//     24-byte keyed rows (sampleRow: time, value, the index of its node
+//     and of its context and state), not as the caller's 112-byte
+//     samples. CSV ingest hands the transaction's Append the parser's
+//     small batches (1 024 samples, reused), which it validates and keys
+//     at once — a month without its partition has it started then, on
+//     another connection, while the parse goes on — and gathers up to
+//     262 144 rows (≈ 7 MiB) before writing them as Write writes one
+//     batch, so a file of up to that many samples costs a handful of
+//     round trips and goes in as one COPY in (node, ts) order, each
+//     node's rows appended at the right edge of the key in a month that
+//     holds no later keys (bench/pg_copy.sh compares it with psql's
+//     \copy); the gathered rows of a longer file are written in COPYs
+//     of that size which run on while the parse goes on (as WriteAhead's);
+//     WriteAhead (ahead.go), for a caller that writes many batches itself,
+//     runs a batch's COPY on the connection while the next batch is keyed
+//     and encoded, its errors reported by the next statement or the commit;
 //     the stream's node checks read a batch's
 //     nodes in one statement inside the transaction (GetNodes), not
 //     through the pool, whose second connection may still be starting

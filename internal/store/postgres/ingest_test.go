@@ -318,6 +318,43 @@ func TestWriteAheadModel(t *testing.T) {
 	})
 }
 
+// TestAppendModel is TestWriteModel with each batch written as pieces
+// by Append in one transaction — gathered, written when the gathered
+// rows reach a small random limit (that COPY running on as WriteAhead's)
+// and at the commit — now and then a piece by Write or WriteAhead
+// instead (which write the gathered rows first), each piece from a buffer
+// overwritten as soon as the call returns.
+func TestAppendModel(t *testing.T) {
+	testWriteModel(t, func(s *Store, batch []core.Sample, rng *rand.Rand) error {
+		s.appendLimit = 1 + rng.IntN(40)
+		return s.Ingest(context.Background(), func(tx core.IngestTx) error {
+			it := tx.(*ingestTx)
+			var buf []core.Sample
+			for rest := batch; len(rest) > 0; {
+				n := 1 + rng.IntN(len(rest))
+				buf = append(buf[:0], rest[:n]...)
+				rest = rest[n:]
+				var err error
+				switch rng.IntN(8) {
+				case 0:
+					_, err = it.Write(buf)
+				case 1:
+					_, err = it.WriteAhead(buf)
+				default:
+					_, err = it.Append(buf)
+				}
+				if err != nil {
+					return err
+				}
+				for i := range buf {
+					buf[i] = smp("zz", -1, 999, "bad", run("r9"))
+				}
+			}
+			return nil
+		})
+	})
+}
+
 func testWriteModel(t *testing.T, write func(s *Store, batch []core.Sample, rng *rand.Rand) error) {
 	s, _ := openTest(t)
 	rng := rand.New(rand.NewPCG(7, 8))

@@ -52,6 +52,10 @@ type Store struct {
 	nodes *keycache.Cache[string]             // node id → pk
 	ctxs  *keycache.Cache[core.ContextFilter] // interned sample context → pk
 	parts map[int64]string                    // month start (µs) → its partition's name
+
+	// appendLimit, when > 0, replaces ingestBuffer as the number of rows
+	// Append gathers before writing them (tests).
+	appendLimit int
 }
 
 var _ core.Store = (*Store)(nil)

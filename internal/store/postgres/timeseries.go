@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/store/records"
@@ -62,7 +63,14 @@ type ingestTx struct {
 	// Keys interns nodes and contexts in the same transaction.
 	samples.Keys
 	spans map[int64]span
-	b     *batch // scratch of Write, from batchPool
+	b     *batch // scratch of Write and Append, from batchPool
+	// pending: b holds rows of Append not yet written; appendErr is the
+	// error of a failed Append (the transaction can then only roll back).
+	pending   bool
+	appendErr error
+	// parts are the results of partition creations started for rows
+	// not yet written (ensurePartitions, on another connection).
+	parts []chan error
 	// ahead is the batch COPY of WriteAhead still running on the
 	// connection, spare a finished one to reuse, aheadErr the first
 	// error of one (ahead.go).
@@ -85,7 +93,12 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 	// Before the rollback and the release: no COPY may still use the
 	// connection or the scratch.
 	defer func() { _ = it.settle() }()
+	// And no partition creation may still use the context.
+	defer func() { _ = it.awaitParts() }()
 	if err := fn(it); err != nil {
+		return err
+	}
+	if err := it.flushAppended(); err != nil {
 		return err
 	}
 	if err := it.settle(); err != nil {
@@ -105,19 +118,21 @@ func (s *Store) Ingest(ctx context.Context, fn func(tx core.IngestTx) error) err
 }
 
 // IngestBatchSize is the batch size a CSV ingest hands Write on this
-// back-end (internal/ingest asks for it), without a ramp: a file of at
-// most ingestBuffer samples reaches Write whole, as one batch, and goes
-// in as one COPY in (node, ts) order — each node's rows then follow one
-// another at the right edge of the primary key, PostgreSQL's cheapest
-// insert (its rightmost-leaf fast path; bench/RESULTS.md, issue 22 fifth
-// pass: ≈ 15 % less server time than the same rows in ramped batches
-// of up to 32 768); a longer file goes in batches of that size.
+// back-end when it does not use Append (internal/ingest asks for it),
+// without a ramp: a file of at most ingestBuffer samples reaches Write
+// whole, as one batch, and goes in as one COPY in (node, ts) order.
+// internal/ingest.Stream uses Append instead, in small batches, which
+// this back-end gathers into batches of that size itself.
 func (s *Store) IngestBatchSize() (int, bool) { return ingestBuffer, false }
 
 // ingestBuffer bounds what a CSV ingest holds in memory on this back-end:
-// 262 144 samples a batch (≈ 30 MiB of core.Sample and Write's scratch;
-// internal/ingest keeps at most two such batches live, the one written
-// and the one parsed meanwhile).
+// up to 262 144 samples are gathered (≈ 7 MiB of sampleRow and order)
+// and written as one COPY in (node, ts) order — each node's rows then
+// follow one another at the right edge of the primary key, PostgreSQL's
+// cheapest insert (its rightmost-leaf fast path; bench/RESULTS.md,
+// issue 22 fifth pass: ≈ 15 % less server time than the same rows in
+// ramped batches of up to 32 768); a longer stream goes in batches of
+// that size.
 const ingestBuffer = 1 << 18
 
 // WriteSamples implements core.TimeSeries.
@@ -125,38 +140,55 @@ func (s *Store) WriteSamples(ctx context.Context, batch []core.Sample) (core.Wri
 	return samples.WriteSamples(ctx, s, batch)
 }
 
-// batch is the scratch memory of one Write, reused across batches and
-// (through batchPool) across transactions, so that a steady ingest
-// allocates per batch, not per sample.
+// batch is the scratch memory of one Write (or of the rows gathered by
+// Append), reused across batches and (through batchPool) across
+// transactions, so that a steady ingest allocates per batch, not per
+// sample.
 type batch struct {
-	keys   []rowKey         // per sample: node and context pk
-	ni     []int32          // per sample: index into nodes
-	nodes  []nodeRange      // the batch's nodes, in first-seen order
-	byID   map[string]int32 // node id → index into nodes
-	order  []int32          // rows to write: sample indices, (node pk, ts) order
-	sorted []int32          // node indices in pk order
-	pks    []int64          // overlap query arguments
-	los    []int64
-	his    []int64
-	enc    copyEncoder
-	broken bool // a COPY failed mid-stream: pgconn may still be reading enc
+	// rowData: the keyed samples in the order given, the batch's nodes
+	// in first-seen order, the contexts and states of its rows.
+	rowData
+	stateIx map[string]int32 // state → its rowAux.state
+	auxIx   map[rowAux]int32 // context and state → index into aux
+	byID    map[string]int32 // node id → index into nodes
+	months  map[int64]bool   // the months (start, µs) the rows lie in
+	order   []int32          // rows to write: row indices, (node pk, ts) order
+	sorted  []int32          // node indices in pk order
+	pks     []int64          // overlap query arguments
+	los     []int64
+	his     []int64
+	enc     copyEncoder
+	broken  bool // a COPY failed mid-stream: pgconn may still be reading enc
 }
 
-// nodeRange is what a batch holds for one node: its time range, its
-// sample count, and whether its timestamps strictly increase in batch
-// order (then the batch holds none of its instants twice and its samples
-// need no sorting).
+// nodeRange is what a batch holds for one node: its id and pk, its time
+// range, its sample count, and whether its timestamps strictly increase
+// in batch order (then the batch holds none of its instants twice and
+// its samples need no sorting).
 type nodeRange struct {
+	id         string
 	pk, lo, hi int64
 	n          int32
 	ordered    bool
 }
 
-var batchPool = sync.Pool{New: func() any { return &batch{byID: map[string]int32{}} }}
+var batchPool = sync.Pool{New: func() any {
+	return &batch{byID: map[string]int32{}, stateIx: map[string]int32{}, auxIx: map[rowAux]int32{}, months: map[int64]bool{}}
+}}
 
 // maxPooledBatch caps the batch size whose scratch is kept for reuse: one
 // huge Write should not pin its memory in the pool.
 const maxPooledBatch = 1 << 20
+
+// begin empties the batch for new rows. The maps hold the caller's
+// strings (node ids, states) until then or until release.
+func (b *batch) begin() {
+	b.rows, b.states, b.nodes, b.aux = b.rows[:0], b.states[:0], b.nodes[:0], b.aux[:0]
+	clear(b.byID)
+	clear(b.stateIx)
+	clear(b.auxIx)
+	clear(b.months)
+}
 
 func (it *ingestTx) release() {
 	b := it.b
@@ -164,12 +196,21 @@ func (it *ingestTx) release() {
 		return
 	}
 	it.b = nil
-	if b.broken || cap(b.keys) > maxPooledBatch {
+	if b.broken || cap(b.rows) > maxPooledBatch {
 		return
 	}
 	b.enc.release()
-	clear(b.byID)
+	b.begin()
 	batchPool.Put(b)
+}
+
+// scratch returns the transaction's batch, taken from the pool at first
+// use.
+func (it *ingestTx) scratch() *batch {
+	if it.b == nil {
+		it.b = batchPool.Get().(*batch)
+	}
+	return it.b
 }
 
 // copyStage and copySamples stream the encoder's rows into the staging
@@ -191,9 +232,88 @@ const overlapQuery = `SELECT EXISTS (SELECT 1 FROM unnest($1::bigint[], $2::bigi
 // one of two paths: appendOnly when no stored sample lies in the batch's
 // time range of any of its nodes (new data: the common case), else the
 // staging table and upsert. Either way the rows travel as binary COPY
-// (copybin.go).
+// (copybin.go). Rows gathered by Append are written first.
 func (it *ingestTx) Write(samples []core.Sample) (core.WriteStats, error) {
 	return it.write(samples, false)
+}
+
+// Append is Write for a caller that writes a stream in many small
+// batches (internal/ingest.Stream): the samples are validated and keyed
+// now — nodes and contexts interned, a missing month's partition started
+// on another connection — and kept as 24-byte rows (not as the caller's
+// 112-byte samples, which are free again when Append returns); they are
+// written, as Write writes one batch, when ingestBuffer rows are
+// gathered (that COPY then runs on while the caller goes on, as
+// WriteAhead's), or by the next Write, WriteAhead or the commit. So a
+// stream of at most ingestBuffer samples goes in as one COPY in (node, ts)
+// order, as one Write of all of it would, and without the caller holding
+// all of it. What is written, and every error, are Write's; an error may
+// be reported by a later call or the commit, and after one the
+// transaction can only roll back.
+func (it *ingestTx) Append(samples []core.Sample) (core.WriteStats, error) {
+	st := core.WriteStats{}
+	if err := it.ctx.Err(); err != nil {
+		return st, core.Wrap(core.CodeStoreUnavailable, err, "write samples")
+	}
+	if it.appendErr != nil {
+		return st, it.appendErr
+	}
+	if len(samples) == 0 {
+		return st, nil
+	}
+	b := it.scratch()
+	if b.broken {
+		return st, core.Errorf(core.CodeStoreUnavailable, "write samples: an earlier COPY of this transaction failed")
+	}
+	if !it.pending {
+		b.begin()
+		if n := it.s.appendMax(); cap(b.rows) < n {
+			// Room for a whole buffer and the batch that fills it, so the
+			// rows are never copied to grow (pages not written to are
+			// never touched).
+			b.rows = make([]sampleRow, 0, n+len(samples))
+		}
+		it.pending = true
+	}
+	created, err := it.add(samples)
+	st.NewNodes = created
+	if err != nil {
+		it.appendErr = err
+		return st, err
+	}
+	st.Samples = len(samples)
+	if len(b.rows) >= it.s.appendMax() {
+		it.pending = false
+		if _, err := it.flush(true); err != nil {
+			it.appendErr = err
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// appendMax is how many rows Append gathers before writing them.
+func (s *Store) appendMax() int {
+	if s.appendLimit > 0 {
+		return s.appendLimit
+	}
+	return ingestBuffer
+}
+
+// flushAppended writes the rows Append gathered, if any.
+func (it *ingestTx) flushAppended() error {
+	if it.appendErr != nil {
+		return it.appendErr
+	}
+	if !it.pending {
+		return nil
+	}
+	it.pending = false
+	if _, err := it.flush(false); err != nil {
+		it.appendErr = err
+		return err
+	}
+	return nil
 }
 
 // write is Write, and with ahead WriteAhead (ahead.go).
@@ -201,6 +321,9 @@ func (it *ingestTx) write(samples []core.Sample, ahead bool) (core.WriteStats, e
 	st := core.WriteStats{}
 	if err := it.ctx.Err(); err != nil {
 		return st, core.Wrap(core.CodeStoreUnavailable, err, "write samples")
+	}
+	if err := it.flushAppended(); err != nil {
+		return st, err
 	}
 	if !ahead {
 		// One statement at a time on the connection.
@@ -211,87 +334,123 @@ func (it *ingestTx) write(samples []core.Sample, ahead bool) (core.WriteStats, e
 	if len(samples) == 0 {
 		return st, nil
 	}
-	if it.b == nil {
-		it.b = batchPool.Get().(*batch)
-	}
-	b := it.b
+	b := it.scratch()
 	if b.broken {
 		return st, core.Errorf(core.CodeStoreUnavailable, "write samples: an earlier COPY of this transaction failed")
 	}
-	defer clear(b.byID) // it holds the caller's strings
-	b.keys = slices.Grow(b.keys[:0], len(samples))[:len(samples)]
-	b.ni = slices.Grow(b.ni[:0], len(samples))[:len(samples)]
-	b.nodes = b.nodes[:0]
-	var lastCtx core.ContextFilter
-	var lastCtxPK int64 = -1
-	var ctxLo, ctxHi int64
-	// The batch's months first: a month without its partition has it
-	// made on another connection (ensurePartitions) while this one keys
-	// the batch — creating nodes and contexts costs round trips, and so
-	// does the partition's DDL; done one after the other they would add
-	// up before the first COPY. Only a batch whose samples all pass the
-	// checks below starts it (an invalid batch fails as before, making
-	// nothing).
-	months := map[int64]bool{}
+	b.begin()
+	b.rows = slices.Grow(b.rows, len(samples))
+	created, err := it.add(samples)
+	st.NewNodes = created
+	if err != nil {
+		return st, err
+	}
+	w, err := it.flush(ahead)
+	w.NewNodes = created
+	return w, err
+}
+
+// nodeCacheSize is the size of add's direct-mapped cache of node ids.
+const nodeCacheSize = 64
+
+// nodeSlot is the slot of add's node cache for an id's bytes at p: the
+// address's bits mixed (Fibonacci hashing), as short ids are packed a
+// few bytes apart by the allocator.
+func nodeSlot(p *byte) uint64 {
+	return (uint64(uintptr(unsafe.Pointer(p))) * 0x9E3779B97F4A7C15) >> (64 - 6)
+}
+
+// add validates samples and appends them to it.b as keyed rows: nodes
+// and contexts interned (creating those that do not exist), the batch's
+// node ranges and months widened. It returns how many nodes it created.
+// A month of the samples without its partition has it made on another
+// connection (ensurePartitions, awaited by flush) while this goroutine
+// keys the rows and the caller goes on — creating nodes and contexts
+// costs round trips, and so does the partition's DDL; done one after the
+// other they would add up before the COPY. Only samples that all pass
+// the checks start it (an invalid batch fails as before, making nothing).
+func (it *ingestTx) add(samples []core.Sample) (int, error) {
+	b := it.b
+	var added map[int64]bool
 	var lastMonthLo, lastMonthHi int64 = 1, 0
-	valid := true
-	for i := range samples {
-		sm := &samples[i]
-		if sm.Node == "" || math.IsNaN(sm.Value) || math.IsInf(sm.Value, 0) {
-			valid = false
-			break
-		}
-		if sm.TsUs < lastMonthLo || sm.TsUs >= lastMonthHi {
-			lastMonthLo, lastMonthHi = monthBounds(sm.TsUs)
-			months[lastMonthLo] = true
-		}
-	}
-	var parts chan error // ensurePartitions' result, when running
-	if valid && it.s.missingPartition(months) {
-		parts = make(chan error, 1)
-		go func() { parts <- it.s.ensurePartitions(it.ctx, months) }()
-		defer func() {
-			if parts != nil {
-				// An error return below carries its own error: wait for
-				// the partitions all the same; theirs is moot then.
-				_ = awaitPartitions(parts)
-			}
-		}()
-	}
 	for i := range samples {
 		sm := &samples[i]
 		if sm.Node == "" {
-			return st, core.FieldErrorf(core.CodeInvalidArgument, "samples["+strconv.Itoa(i)+"].node", "sample has no node")
+			return 0, core.FieldErrorf(core.CodeInvalidArgument, "samples["+strconv.Itoa(i)+"].node", "sample has no node")
 		}
 		if math.IsNaN(sm.Value) || math.IsInf(sm.Value, 0) {
-			return st, core.FieldErrorf(core.CodeNonFinite, "samples["+strconv.Itoa(i)+"].value", "node %q at %d: value %v is not finite", sm.Node, sm.TsUs, sm.Value)
+			return 0, core.FieldErrorf(core.CodeNonFinite, "samples["+strconv.Itoa(i)+"].value", "node %q at %d: value %v is not finite", sm.Node, sm.TsUs, sm.Value)
 		}
-		ni, ok := b.byID[sm.Node]
-		if !ok {
-			pk, created, err := it.NodePK(core.Node{ID: sm.Node, LineID: sm.Line, Kind: core.NodeDAQ})
-			if err != nil {
-				return st, err
+		if sm.TsUs < lastMonthLo || sm.TsUs >= lastMonthHi {
+			lastMonthLo, lastMonthHi = monthBounds(sm.TsUs)
+			if !b.months[lastMonthLo] {
+				b.months[lastMonthLo] = true
+				if added == nil {
+					added = map[int64]bool{}
+				}
+				added[lastMonthLo] = true
 			}
-			if created {
-				st.NewNodes++
+		}
+	}
+	if added != nil && it.s.missingPartition(added) {
+		c := make(chan error, 1)
+		go func() { c <- it.s.ensurePartitions(it.ctx, added) }()
+		it.parts = append(it.parts, c)
+	}
+	// The node of a sample is looked up by its id's bytes' address first
+	// (a parser's samples share their node's id string): a hit costs no
+	// hashing. The cache lives for this call only, while samples keeps
+	// its strings alive.
+	var cache [nodeCacheSize]struct {
+		p  *byte
+		n  int
+		ni int32
+	}
+	created := 0
+	var lastCtx core.ContextFilter
+	var lastCtxPK int64 = -1
+	var ctxLo, ctxHi int64
+	lastAux, auxI := rowAux{ctx: -1}, int32(-1)
+	base := len(b.rows)
+	b.rows = slices.Grow(b.rows, len(samples))[:base+len(samples)]
+	for i := range samples {
+		sm := &samples[i]
+		p := unsafe.StringData(sm.Node)
+		slot := &cache[nodeSlot(p)]
+		ni := slot.ni
+		if slot.p != p || slot.n != len(sm.Node) {
+			var ok bool
+			ni, ok = b.byID[sm.Node]
+			if !ok {
+				pk, made, err := it.NodePK(core.Node{ID: sm.Node, LineID: sm.Line, Kind: core.NodeDAQ})
+				if err != nil {
+					b.rows = b.rows[:base]
+					return created, err
+				}
+				if made {
+					created++
+				}
+				ni = int32(len(b.nodes))
+				b.nodes = append(b.nodes, nodeRange{id: sm.Node, pk: pk, lo: sm.TsUs, hi: sm.TsUs, ordered: true})
+				b.byID[sm.Node] = ni
 			}
-			ni = int32(len(b.nodes))
-			b.nodes = append(b.nodes, nodeRange{pk: pk, lo: sm.TsUs, hi: sm.TsUs, ordered: true})
-			b.byID[sm.Node] = ni
-		} else {
-			nr := &b.nodes[ni]
+			slot.p, slot.n, slot.ni = p, len(sm.Node), ni
+		}
+		nr := &b.nodes[ni]
+		if nr.n > 0 {
 			if sm.TsUs <= nr.hi {
 				nr.ordered = false
 				nr.lo = min(nr.lo, sm.TsUs)
 			}
 			nr.hi = max(nr.hi, sm.TsUs)
 		}
-		b.nodes[ni].n++
+		nr.n++
 		c := core.ContextFilter{Line: sm.Line, Product: sm.Product, Recipe: sm.Recipe, Run: sm.Run}
 		if c != lastCtx || lastCtxPK < 0 {
 			pk, err := it.CtxPK(c)
 			if err != nil {
-				return st, err
+				b.rows = b.rows[:base]
+				return created, err
 			}
 			if lastCtxPK >= 0 {
 				it.widen(lastCtxPK, ctxLo, ctxHi)
@@ -299,19 +458,45 @@ func (it *ingestTx) write(samples []core.Sample, ahead bool) (core.WriteStats, e
 			lastCtx, lastCtxPK, ctxLo, ctxHi = c, pk, sm.TsUs, sm.TsUs
 		}
 		ctxLo, ctxHi = min(ctxLo, sm.TsUs), max(ctxHi, sm.TsUs)
-		b.keys[i] = rowKey{node: b.nodes[ni].pk, ctx: lastCtxPK}
-		b.ni[i] = ni
+		var state int32
+		if !isNullState(sm.State) {
+			var ok bool
+			if state, ok = b.stateIx[sm.State]; !ok {
+				b.states = append(b.states, sm.State)
+				state = int32(len(b.states))
+				b.stateIx[sm.State] = state
+			}
+		}
+		if a := (rowAux{ctx: lastCtxPK, state: state}); a != lastAux || auxI < 0 {
+			var ok bool
+			if auxI, ok = b.auxIx[a]; !ok {
+				auxI = int32(len(b.aux))
+				b.aux = append(b.aux, a)
+				b.auxIx[a] = auxI
+			}
+			lastAux = a
+		}
+		b.rows[base+i] = sampleRow{ts: sm.TsUs, value: sm.Value, ni: ni, aux: auxI}
 	}
 	it.widen(lastCtxPK, ctxLo, ctxHi)
-	if err := b.sortUnique(samples); err != nil {
+	return created, nil
+}
+
+// flush writes the rows of it.b: ordered and de-duplicated, then copied
+// straight into samples (or the month's partition) when no stored sample
+// lies in their range, else upserted; with ahead as WriteAhead writes
+// them (the COPY may run on when flush returns; it.b is free again).
+func (it *ingestTx) flush(ahead bool) (core.WriteStats, error) {
+	st := core.WriteStats{}
+	b := it.b
+	if len(b.rows) == 0 {
+		return st, nil
+	}
+	if err := b.sortUnique(); err != nil {
 		return st, err
 	}
-	if parts != nil {
-		err := <-parts
-		parts = nil
-		if err != nil {
-			return st, err
-		}
+	if err := it.awaitParts(); err != nil {
+		return st, err
 	}
 	// A batch within one month whose partition exists is copied into that
 	// partition itself: PostgreSQL then skips routing every row through
@@ -319,23 +504,39 @@ func (it *ingestTx) write(samples []core.Sample, ahead bool) (core.WriteStats, e
 	// against the partition's bounds.
 	var part string
 	var partLo int64
-	if len(months) == 1 {
-		for lo := range months {
+	if len(b.months) == 1 {
+		for lo := range b.months {
 			partLo, part = lo, it.s.partitionOf(lo)
 		}
 	}
 	if ahead {
-		return it.writeAhead(samples, part, partLo)
+		return it.writeAhead(part, partLo)
 	}
-	done, err := it.appendOnly(samples, part, partLo)
+	if err := it.settle(); err != nil {
+		return st, err
+	}
+	done, err := it.appendOnly(part, partLo)
 	if err == nil && !done {
-		err = it.upsert(samples)
+		err = it.upsert()
 	}
 	if err != nil {
 		return st, err
 	}
-	st.Samples = len(samples)
+	st.Samples = len(b.rows)
 	return st, nil
+}
+
+// awaitParts waits for the partition creations started by add and
+// returns the first error of one.
+func (it *ingestTx) awaitParts() error {
+	var first error
+	for _, c := range it.parts {
+		if err := awaitPartitions(c); err != nil && first == nil {
+			first = err
+		}
+	}
+	it.parts = it.parts[:0]
+	return first
 }
 
 // ensureNodesSQL creates the nodes of its arrays that do not exist, in
@@ -468,14 +669,15 @@ func (it *ingestTx) widen(pk, lo, hi int64) {
 	it.spans[pk] = span{lo, hi}
 }
 
-// sortUnique fills b.order with the rows to write: the samples in (node
+// sortUnique fills b.order with the rows to write: the rows in (node
 // pk, ts) order — a counting sort by node, which keeps batch order within
 // a node, then a stable sort by ts of the nodes whose timestamps are not
-// already increasing — keeping only the last sample of a repeated
-// (node, ts). Two samples of one instant in different contexts are
-// AML_CONFLICT, reported at the instant whose first sample comes first in
-// the batch.
-func (b *batch) sortUnique(samples []core.Sample) error {
+// already increasing — keeping only the last row of a repeated
+// (node, ts). Two rows of one instant in different contexts are
+// AML_CONFLICT, reported at the instant whose first row comes first in
+// the batch. The nodes' counts are used up (b.nodes[j].n becomes the
+// end of node j's rows in b.order).
+func (b *batch) sortUnique() error {
 	b.sorted = b.sorted[:0]
 	for j := range b.nodes {
 		b.sorted = append(b.sorted, int32(j))
@@ -486,12 +688,14 @@ func (b *batch) sortUnique(samples []core.Sample) error {
 		nr := &b.nodes[j]
 		nr.n, at = at, at+nr.n // n now counts the node's slots from its start
 	}
-	b.order = slices.Grow(b.order[:0], len(samples))[:len(samples)]
-	for i, j := range b.ni {
-		b.order[b.nodes[j].n] = int32(i)
-		b.nodes[j].n++
+	rows := b.rows
+	b.order = slices.Grow(b.order[:0], len(rows))[:len(rows)]
+	for i := range rows {
+		nr := &b.nodes[rows[i].ni]
+		b.order[nr.n] = int32(i)
+		nr.n++
 	}
-	byTs := func(x, y int32) int { return cmp.Compare(samples[x].TsUs, samples[y].TsUs) }
+	byTs := func(x, y int32) int { return cmp.Compare(rows[x].ts, rows[y].ts) }
 	unique := true
 	at = 0
 	for _, j := range b.sorted {
@@ -508,11 +712,11 @@ func (b *batch) sortUnique(samples []core.Sample) error {
 	}
 	w, conflict := 0, -1
 	for r := 0; r < len(b.order); {
-		first := b.order[r]
+		first := &rows[b.order[r]]
 		e := r + 1
-		for e < len(b.order) && b.keys[b.order[e]].node == b.keys[first].node && samples[b.order[e]].TsUs == samples[first].TsUs {
-			if b.keys[b.order[e]].ctx != b.keys[first].ctx && (conflict < 0 || int(first) < conflict) {
-				conflict = int(first)
+		for e < len(b.order) && rows[b.order[e]].ni == first.ni && rows[b.order[e]].ts == first.ts {
+			if b.aux[rows[b.order[e]].aux].ctx != b.aux[first.aux].ctx && (conflict < 0 || int(b.order[r]) < conflict) {
+				conflict = int(b.order[r])
 			}
 			e++
 		}
@@ -522,17 +726,17 @@ func (b *batch) sortUnique(samples []core.Sample) error {
 	}
 	b.order = b.order[:w]
 	if conflict >= 0 {
-		sm := &samples[conflict]
-		return core.FieldErrorf(core.CodeConflict, "ts", "node %s has two samples at %d (epoch µs) in different contexts in one batch; a node holds one value per instant", sm.Node, sm.TsUs)
+		r := &rows[conflict]
+		return core.FieldErrorf(core.CodeConflict, "ts", "node %s has two samples at %d (epoch µs) in different contexts in one batch; a node holds one value per instant", b.nodes[r.ni].id, r.ts)
 	}
 	return nil
 }
 
 // copyIn streams the rows of b.order through the encoder with one COPY
 // statement.
-func (it *ingestTx) copyIn(sql string, samples []core.Sample, seq bool) error {
+func (it *ingestTx) copyIn(sql string, seq bool) error {
 	b := it.b
-	b.enc.reset(samples, b.keys, b.order, seq)
+	b.enc.reset(b.rowData, b.order, seq)
 	_, err := it.tx.Conn().PgConn().CopyFrom(it.ctx, &b.enc, sql)
 	var pe *pgconn.PgError
 	if err != nil && !(errors.As(err, &pe) && pe.Severity == "ERROR") {
@@ -561,12 +765,12 @@ func (it *ingestTx) copyIn(sql string, samples []core.Sample, seq bool) error {
 // part, when not "", is the partition that holds every row of the batch;
 // if it is gone or holds another range (a COPY error on the relation or
 // its partition bound), the batch is copied through samples instead.
-func (it *ingestTx) appendOnly(samples []core.Sample, part string, partLo int64) (done bool, err error) {
+func (it *ingestTx) appendOnly(part string, partLo int64) (done bool, err error) {
 	overlap, err := it.checkOverlap()
 	if err != nil || overlap {
 		return false, err
 	}
-	return it.copyAppend(func(sql string) error { return it.copyIn(sql, samples, false) }, part, partLo)
+	return it.copyAppend(func(sql string) error { return it.copyIn(sql, false) }, part, partLo)
 }
 
 // checkOverlap tells whether a stored sample lies in the batch's time
@@ -634,8 +838,8 @@ func (it *ingestTx) copyAppend(copyRows func(sql string) error, part string, par
 
 // upsert stages the rows of b.order and writes them with the conflict
 // rule.
-func (it *ingestTx) upsert(samples []core.Sample) error {
-	return it.stageUpsert(func() error { return it.copyIn(copyStage, samples, true) }, len(it.b.order))
+func (it *ingestTx) upsert() error {
+	return it.stageUpsert(func() error { return it.copyIn(copyStage, true) }, len(it.b.order))
 }
 
 // stageUpsert stages rows rows with copyRows and writes them with the
