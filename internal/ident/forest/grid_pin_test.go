@@ -66,4 +66,30 @@ func TestDeclaredGridsPinned(t *testing.T) {
 	if n := len(CVGrid(13)); n != 12 {
 		t.Errorf("CVGrid(13): %d points, want 12", n)
 	}
+	// CVGrid2 at the published config's d = 13: CVGrid's 8 forests, extra
+	// trees (mtry 3, 13 × min leaf 1, 3), ordinal forests (mtry 3, 4 × min
+	// leaf 1, 5), then CVGrid's 4 boosted settings.
+	var g2 []CVCandidate
+	for _, c := range cv(3, 4) {
+		if c.Method == MethodForest {
+			g2 = append(g2, c)
+		}
+	}
+	for _, m := range []int{3, 13} {
+		for _, l := range []int{1, 3} {
+			g2 = append(g2, CVCandidate{Method: MethodForest, RandomSplits: true, MaxFeatures: m, MinLeaf: l, Bootstrap: false, SampleFraction: 1})
+		}
+	}
+	for _, m := range []int{3, 4} {
+		for _, l := range []int{1, 5} {
+			g2 = append(g2, CVCandidate{Method: MethodOrdinal, MaxFeatures: m, MinLeaf: l, Bootstrap: true, SampleFraction: 1})
+		}
+	}
+	g2 = append(g2, boost...)
+	if got, want := fmt.Sprintf("%+v", CVGrid2(13)), fmt.Sprintf("%+v", g2); got != want {
+		t.Errorf("CVGrid2(13) =\n%s\nwant\n%s", got, want)
+	}
+	if n := len(CVGrid2(13)); n != 20 {
+		t.Errorf("CVGrid2(13): %d points, want 20", n)
+	}
 }

@@ -106,12 +106,12 @@ func CVGrid2(d int) []CVCandidate {
 			g = append(g, c)
 		}
 	}
-	for _, m := range distinctMtry(d, int(math.Sqrt(float64(d))), d) {
+	for _, m := range mtryChoices(d, int(math.Sqrt(float64(d))), d) {
 		for _, l := range []int{1, 3} {
 			g = append(g, CVCandidate{Method: MethodForest, RandomSplits: true, MaxFeatures: m, MinLeaf: l, Bootstrap: false, SampleFraction: 1})
 		}
 	}
-	for _, m := range distinctMtry(d, int(math.Sqrt(float64(d))), d/3) {
+	for _, m := range mtryChoices(d, int(math.Sqrt(float64(d))), d/3) {
 		for _, l := range []int{1, 5} {
 			g = append(g, CVCandidate{Method: MethodOrdinal, MaxFeatures: m, MinLeaf: l, Bootstrap: true, SampleFraction: 1})
 		}
@@ -122,22 +122,6 @@ func CVGrid2(d int) []CVCandidate {
 		}
 	}
 	return g
-}
-
-// distinctMtry clamps each m to 1..d and drops duplicates, in order.
-func distinctMtry(d int, ms ...int) []int {
-	var out []int
-	for _, m := range ms {
-		m = min(max(1, m), d)
-		dup := false
-		for _, x := range out {
-			dup = dup || x == m
-		}
-		if !dup {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // CVResult is what TuneCV chose: every candidate's inner score, the best
