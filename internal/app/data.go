@@ -12,7 +12,7 @@ import (
 // ingest.
 
 var (
-	opInfo       = Op{Name: "info", Act: auth.ActRead, Summary: "Data directory, database, schema version, build and the caller"}
+	opInfo       = Op{Name: "info", Act: auth.ActRead, Summary: "Schema version, build and the caller; the data directory and database location for administrators only"}
 	opLineList   = Op{Name: "line.list", Act: auth.ActRead, Summary: "Lines in the caller's scope"}
 	opRunList    = Op{Name: "run.list", Act: auth.ActRead, Summary: "List runs"}
 	opRunShow    = Op{Name: "run.show", Act: auth.ActRead, Summary: "A run with its context segments and sample counts per node"}
@@ -47,8 +47,8 @@ type InfoRequest struct{}
 
 // InfoResponse describes the serving process and the caller.
 type InfoResponse struct {
-	DataDir       string         `json:"dataDir"`
-	Database      string         `json:"database"`
+	DataDir       string         `json:"dataDir,omitempty" jsonschema:"the server's data directory (administrators only)"`
+	Database      string         `json:"database,omitempty" jsonschema:"the database location, password redacted (administrators only)"`
 	SchemaVersion int            `json:"schemaVersion"`
 	Version       string         `json:"version"`
 	Principal     auth.Principal `json:"principal" jsonschema:"who is calling"`
@@ -61,7 +61,15 @@ func (a *App) Info(ctx context.Context, p Principal, req InfoRequest) (InfoRespo
 		if err != nil {
 			return InfoResponse{}, err
 		}
-		return InfoResponse{DataDir: a.d.DataDir, Database: a.d.Store.Location(), SchemaVersion: v, Version: a.o.Version, Principal: p}, nil
+		r := InfoResponse{SchemaVersion: v, Version: a.o.Version, Principal: p}
+		if p.Role == auth.RoleAdmin {
+			// Where the server keeps its data is the administrator's
+			// business only: other roles (and agents) get no file system
+			// path or connection (the PostgreSQL location is redacted of
+			// its password in any case).
+			r.DataDir, r.Database = a.d.DataDir, a.d.Store.Location()
+		}
+		return r, nil
 	})
 }
 
