@@ -343,8 +343,21 @@ func TestRemoteParity(t *testing.T) {
 	if p := ri["principal"].(map[string]any); p["name"] != "vic" || p["role"] != "viewer" {
 		t.Fatalf("db info over --server: %s", ro)
 	}
-	delete(li, "principal")
-	delete(ri, "principal")
+	// The server's paths are an administrator's business: the viewer gets
+	// neither; the rest is the same as locally.
+	if _, ok := ri["dataDir"]; ok {
+		t.Fatalf("db info over --server shows a viewer the data directory: %s", ro)
+	}
+	if _, ok := ri["database"]; ok {
+		t.Fatalf("db info over --server shows a viewer the database: %s", ro)
+	}
+	if li["dataDir"] == nil || li["database"] == nil {
+		t.Fatalf("db info locally (admin) lacks the data directory or database: %s", lo)
+	}
+	for _, k := range []string{"principal", "dataDir", "database"} {
+		delete(li, k)
+		delete(ri, k)
+	}
 	if !reflect.DeepEqual(li, ri) {
 		t.Fatalf("db info: local %s, remote %s", lo, ro)
 	}
