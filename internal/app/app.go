@@ -158,7 +158,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return core.Wrap(core.CodeWorkerLost, ctx.Err(), "shutdown: background work (a running step test) did not record its end in time")
+		return core.Wrap(core.CodeWorkerLost, ctx.Err(), "shutdown: background work (a running step test or benefit study) did not record its end in time")
 	}
 }
 

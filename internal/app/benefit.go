@@ -202,10 +202,19 @@ func (a *App) BenefitRun(ctx context.Context, p Principal, req BenefitRunRequest
 			return a.runStudy(ctx, dir, st, o), nil
 		}
 		benefitLive.Store(dir, true)
-		go func() {
+		// The study outlives the request but not the process: Shutdown
+		// cancels it and waits for its record (interrupted).
+		if !a.background(ctx, func(ctx context.Context) {
 			defer release()
-			a.runStudy(context.WithoutCancel(ctx), dir, st, o)
-		}()
+			a.runStudy(ctx, dir, st, o)
+		}) {
+			release()
+			benefitLive.Delete(dir)
+			if err := os.RemoveAll(dir); err != nil {
+				a.log.Warn("benefit study: remove the directory of a study not started", "id", st.ID, "err", err)
+			}
+			return BenefitStudy{}, core.Errorf(core.CodeWorkerLost, "the process is shutting down: the benefit study was not started")
+		}
 		return st, nil
 	})
 }
@@ -265,6 +274,12 @@ func (a *App) runStudy(ctx context.Context, dir string, st BenefitStudy, o benef
 	save(func(s *BenefitStudy) {
 		end := a.o.WallNow().UTC()
 		s.FinishedAt = &end
+		if err != nil && ctx.Err() != nil {
+			// stopped by the process shutting down (App.Shutdown)
+			s.Status = BenefitInterrupted
+			s.Error = &auth.ErrorBody{Code: core.CodeWorkerLost, Message: "the process shut down before the study finished (" + s.Stage + ")"}
+			return
+		}
 		if err != nil {
 			b := auth.BodyOf(err)
 			s.Status, s.Error = BenefitFailed, &b

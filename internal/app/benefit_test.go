@@ -213,3 +213,49 @@ func TestBenefitStudyRuns(t *testing.T) {
 		t.Error("the study's slot was not released")
 	}
 }
+
+// TestBenefitStudyStoppedByShutdown: the process shutting down while a
+// study runs in the background (App.Shutdown, as serve does on a signal)
+// stops the study and waits for its record: it reads interrupted, with
+// AML_WORKER_LOST, not running for a stale-heartbeat period after the
+// process has gone; its scratch store is removed and the slot is free.
+// A study asked for after Shutdown is refused before anything is made.
+func TestBenefitStudyStoppedByShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the study's simulation and training (~10 s) before the shutdown stops it")
+	}
+	a, dataDir := benefitApp(t, Options{BenefitStudy: shortStudy})
+	ctx := context.Background()
+	st, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := a.Shutdown(sctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	got, err := a.BenefitShow(ctx, viewer, BenefitShowRequest{ID: st.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != BenefitInterrupted || got.Error == nil || got.Error.Code != core.CodeWorkerLost || got.FinishedAt == nil {
+		t.Fatalf("after shutdown: status %s, error %+v, finished %v; want interrupted (AML_WORKER_LOST)", got.Status, got.Error, got.FinishedAt)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "benefit", st.ID, "data")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the scratch store is still there: %v", err)
+	}
+	select {
+	case benefitSlot <- struct{}{}:
+		<-benefitSlot
+	default:
+		t.Error("the study's slot was not released")
+	}
+	if _, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 2}); core.CodeOf(err) != core.CodeWorkerLost {
+		t.Errorf("a study after shutdown: %v, want AML_WORKER_LOST", err)
+	}
+	l, err := a.BenefitList(ctx, viewer, BenefitListRequest{})
+	if err != nil || l.Count != 1 {
+		t.Errorf("after shutdown the list has %d studies (%v), want the one interrupted", l.Count, err)
+	}
+}
