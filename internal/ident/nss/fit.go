@@ -35,10 +35,11 @@ type Config struct {
 	Batch      int     // subsequences per minibatch (0: 16)
 	LR         float64 // Adam learning rate (0: 1e-3)
 	// LRLinear and LRTransition multiply the Adam step of the linear
-	// part (A, B, C, D: the skip connection) and of the transition
-	// network f (0: 1, the step of every other parameter; negative:
-	// refused). With a subspace start the linear part is already good:
-	// a small factor keeps it there while f learns the nonlinearity.
+	// part (A, B, C, D, the skip connection, and the encoder's linear
+	// map E, e0: all that LinearInit sets) and of the transition network
+	// f (0: 1, the step of every other parameter; negative: refused).
+	// With a subspace start the linear part is already good: a small
+	// factor keeps it there while the networks learn.
 	LRLinear, LRTransition float64
 	Seed                   uint64
 	Patience               int           // epochs without a better validation before stopping (0: none)
@@ -222,7 +223,7 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 		for i := range opt.Scale {
 			opt.Scale[i] = 1
 		}
-		for i := l.oA; i < l.oE; i++ {
+		for i := l.oA; i < l.f.Base; i++ { // A, B, C, D, E, e0
 			opt.Scale[i] = cfg.LRLinear
 		}
 		for i := l.f.Base; i < l.f.Base+l.f.Len(); i++ {

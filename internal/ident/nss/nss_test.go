@@ -277,7 +277,7 @@ func TestFitSelectRecord(t *testing.T) {
 }
 
 // LRLinear and LRTransition scale the Adam step of the linear part (A,
-// B, C, D) and of the transition network f: with factors 1e-3 those
+// B, C, D, E, e0) and of the transition network f: with factors 1e-3 those
 // parameters move from the linear start by under 1 % of what they move
 // by at the default (the output network, which keeps its rate, moves as
 // much as before — an order of magnitude at least); factors of exactly
@@ -317,7 +317,7 @@ func TestFitLRFactors(t *testing.T) {
 		lo, hi int
 		slow   bool
 	}{
-		{"linear part", l.oA, l.oE, true},
+		{"linear part", l.oA, l.f.Base, true},
 		{"transition network", l.f.Base, l.f.Base + l.f.Len(), true},
 		{"output network", l.h.Base, l.h.Base + l.h.Len(), false},
 	} {

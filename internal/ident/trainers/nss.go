@@ -49,7 +49,7 @@ type nssParams struct {
 	SeqLen        int      `json:"seqLen" jsonschema:"steps of every simulated subsequence (truncated back-propagation through time)" param:"default=50;min=1;max=10000"`
 	Batch         int      `json:"batch" jsonschema:"subsequences per minibatch" param:"default=16;min=1;max=4096"`
 	LR            float64  `json:"lr" jsonschema:"Adam learning rate" param:"default=0.001;min=0"`
-	LRLinear      *float64 `json:"lrLinear" jsonschema:"factor on the Adam step of the linear part (A, B, C, D: the skip connection the subspace start sets); below 1 keeps a good linear start while the networks learn" param:"default=1;exclusiveMin=0"`
+	LRLinear      *float64 `json:"lrLinear" jsonschema:"factor on the Adam step of the linear part the subspace start sets (A, B, C, D, the skip connection, and the encoder's linear map); below 1 keeps a good linear start while the networks learn" param:"default=1;exclusiveMin=0"`
 	LRTransition  *float64 `json:"lrTransition" jsonschema:"factor on the Adam step of the transition network f" param:"default=1;exclusiveMin=0"`
 	Patience      *int     `json:"patience" jsonschema:"stop after this many epochs without a better validation free run (0: never)" param:"default=30;min=0"`
 	ValShare      float64  `json:"valShare" jsonschema:"share of the tail of every train segment held out for the epoch choice" param:"default=0.2;min=0;max=0.9"`
