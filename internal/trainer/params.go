@@ -43,6 +43,7 @@ type DatasetParamsChecker interface {
 //
 //	default=JSON   the value used when the parameter is absent
 //	min=N, max=N   inclusive bounds of a number
+//	exclusiveMin=N the number must be above N (a factor > 0)
 //	itemMin=N, itemMax=N  bounds of every element of an array of numbers
 //	maxItems=N     the most elements an array may have
 //	enum=a|b|c     the allowed strings
@@ -181,6 +182,8 @@ func applyParamTag(obj *jsonschema.Schema, name string, p *jsonschema.Schema, ta
 			p.Minimum, err = num()
 		case "max":
 			p.Maximum, err = num()
+		case "exclusiveMin":
+			p.ExclusiveMinimum, err = num()
 		case "itemMin", "itemMax":
 			if p.Items == nil {
 				return fmt.Errorf("%s on a parameter that is not an array", k)
@@ -270,6 +273,9 @@ func validate(ref string, s *jsonschema.Schema, v any, path string) error {
 		}
 		if s.Minimum != nil && f < *s.Minimum {
 			return bad("%s is below the minimum %s", x, num(*s.Minimum))
+		}
+		if s.ExclusiveMinimum != nil && f <= *s.ExclusiveMinimum {
+			return bad("%s is not above %s", x, num(*s.ExclusiveMinimum))
 		}
 		if s.Maximum != nil && f > *s.Maximum {
 			return bad("%s is above the maximum %s", x, num(*s.Maximum))
@@ -460,6 +466,10 @@ func rangeText(p *jsonschema.Schema) string {
 	}
 	bounds := func(s *jsonschema.Schema) string {
 		switch {
+		case s.ExclusiveMinimum != nil && s.Maximum != nil:
+			return "> " + num(*s.ExclusiveMinimum) + ", ≤ " + num(*s.Maximum)
+		case s.ExclusiveMinimum != nil:
+			return "> " + num(*s.ExclusiveMinimum)
 		case s.Minimum != nil && s.Maximum != nil:
 			return num(*s.Minimum) + ".." + num(*s.Maximum)
 		case s.Minimum != nil:

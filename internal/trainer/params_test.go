@@ -18,9 +18,11 @@ type testParams struct {
 	Sub     *struct {
 		A map[string]string `json:"a" jsonschema:"a map"`
 	} `json:"sub" jsonschema:"nested"`
+	Factor *float64 `json:"factor" jsonschema:"a step factor" param:"default=1;exclusiveMin=0"`
 }
 
-// TestValidateParams: unknown fields, wrong types, out-of-range values,
+// TestValidateParams: unknown fields, wrong types, out-of-range values
+// (an exclusive minimum refuses the bound itself),
 // values outside the enum and missing required ones are refused with the
 // field's JSON path; valid params pass.
 func TestValidateParams(t *testing.T) {
@@ -28,11 +30,14 @@ func TestValidateParams(t *testing.T) {
 	for _, c := range []struct{ params, field, msg string }{
 		{`{"model":"m"}`, "", ""},
 		{`{"model":"m","order":3,"mode":"b","lambdas":[0,1.5],"flag":null,"sub":{"a":{"x":"y"}}}`, "", ""},
-		{`{"model":"m","ordr":3}`, "params.ordr", `unknown field "ordr"; the known fields are order, mode, lambdas, flag, model, sub`},
+		{`{"model":"m","ordr":3}`, "params.ordr", `unknown field "ordr"; the known fields are order, mode, lambdas, flag, model, sub, factor`},
 		{`{"model":"m","order":"3"}`, "params.order", `"3" is a string, want integer`},
 		{`{"model":"m","order":2.5}`, "params.order", "2.5 is a number, want integer"},
 		{`{"model":"m","order":-1}`, "params.order", "-1 is below the minimum 0"},
 		{`{"model":"m","order":21}`, "params.order", "21 is above the maximum 20"},
+		{`{"model":"m","factor":1e-9}`, "", ""},
+		{`{"model":"m","factor":0}`, "params.factor", "0 is not above 0"},
+		{`{"model":"m","factor":-0.5}`, "params.factor", "-0.5 is not above 0"},
 		{`{"model":"m","mode":"c"}`, "params.mode", `"c" is not one of "a", "b"`},
 		{`{"model":"m","lambdas":[1,-2]}`, "params.lambdas[1]", "below the minimum 0"},
 		{`{"model":"m","lambdas":[0,1,2,3]}`, "params.lambdas", "4 items; at most 3"},
@@ -63,10 +68,11 @@ func fieldOf(e *core.Error) string {
 	return e.Field
 }
 
-// TestParamRows: the table rows show type, default and range.
+// TestParamRows: the table rows show type, default and range (an
+// exclusive minimum as "> N").
 func TestParamRows(t *testing.T) {
 	rows := ParamRows(MustParamSchema[testParams]())
-	if len(rows) != 7 || rows[6].Name != "sub.a" || rows[6].Type != "object of string" {
+	if len(rows) != 8 || rows[6].Name != "sub.a" || rows[6].Type != "object of string" || rows[7].Range != "> 0" {
 		t.Fatalf("rows = %+v", rows)
 	}
 	want := ParamRow{Name: "order", Type: "integer", Default: "0", Range: "0..20", Description: "state dimension"}

@@ -167,6 +167,11 @@ type Adam struct {
 	b1pow, b2pow float64
 	// Mask, when set, freezes the parameters where it is false.
 	Mask []bool
+	// Scale, when set, multiplies the step of every parameter by its
+	// entry: a per-parameter learning-rate factor (0 freezes the
+	// parameter, though its moments still follow the gradient; 1 is the
+	// step without Scale, to the bit).
+	Scale []float64
 }
 
 // NewAdam returns an optimiser of n parameters.
@@ -196,7 +201,11 @@ func (a *Adam) Step(p, g []float64) bool {
 		gi := g[i]
 		m[i] = b1*m[i] + (1-b1)*gi
 		v[i] = b2*v[i] + (1-b2)*gi*gi
-		p[i] -= a.LR * m[i] * c1 / (math.Sqrt(v[i]*c2) + eps)
+		lr := a.LR
+		if a.Scale != nil {
+			lr *= a.Scale[i]
+		}
+		p[i] -= lr * m[i] * c1 / (math.Sqrt(v[i]*c2) + eps)
 	}
 	return true
 }

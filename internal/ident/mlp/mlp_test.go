@@ -71,6 +71,49 @@ func TestAdamStep(t *testing.T) {
 	}
 }
 
+// Adam's Scale multiplies each parameter's step: at the first step
+// (moments (1−β1)·g and (1−β2)·g², bias corrections 1/(1−β1) and
+// 1/(1−β2)) the step is lr·scale·g/(|g| + ε) in Step's order of
+// operations; a scale of 1 is the step without Scale to the bit (also
+// after later steps), 0 freezes the parameter, and a factor scales the
+// step (0.25: a quarter of the plain 0.1·2/(2 + 1e-8)).
+func TestAdamScale(t *testing.T) {
+	const lr, b1, b2, eps = 0.1, 0.9, 0.999, 1e-8
+	g := []float64{2, 2, 2, 2}
+	plain := NewAdam(4, lr)
+	p0 := []float64{1, 1, 1, 1}
+	plain.Step(p0, g)
+	a := NewAdam(4, lr)
+	a.Scale = []float64{1, 0, 0.25, 3}
+	p := []float64{1, 1, 1, 1}
+	if !a.Step(p, g) {
+		t.Fatal("step refused")
+	}
+	first := func(scale float64) float64 {
+		b1pow, b2pow := 1.0, 1.0
+		b1pow *= b1
+		b2pow *= b2
+		m, v := (1-b1)*2, (1-b2)*2*2
+		return 1 - lr*scale*m*(1/(1-b1pow))/(math.Sqrt(v*(1/(1-b2pow)))+eps)
+	}
+	for i, want := range []float64{p0[0], 1, first(0.25), first(3)} {
+		if p[i] != want || want != first(a.Scale[i]) {
+			t.Errorf("parameter %d (scale %g): %.17g, want %.17g", i, a.Scale[i], p[i], want)
+		}
+	}
+	if d, want := 1-p[2], 0.025*2/(2+1e-8); math.Abs(d-want) > 1e-15 {
+		t.Errorf("scale 0.25: step %.17g, want %.17g", d, want)
+	}
+	for k := 0; k < 5; k++ {
+		gk := []float64{float64(k) - 1.5, 0.3, -0.7, 1}
+		plain.Step(p0, gk)
+		a.Step(p, gk)
+	}
+	if p[0] != p0[0] || p[1] != 1 {
+		t.Errorf("after 6 steps: scale 1 %.17g, without Scale %.17g; scale 0 %.17g", p[0], p0[0], p[1])
+	}
+}
+
 // The sizes the trainers use: a state-space transition network (6 state
 // and input values, two hidden layers of 32, 4 outputs), evaluated one
 // sample at a time as inside a simulation.

@@ -18,7 +18,10 @@
 // SeqLen steps tiling the training rows (a random offset per epoch, a
 // shuffled order), each started from its own encoder state (multiple
 // shooting), by Adam on minibatches, the gradient by back-propagation
-// through the steps (tested against finite differences). The
+// through the steps (tested against finite differences); LRLinear and
+// LRTransition scale the step of the linear part (A, B, C, D, E, e0) and
+// of the network f (mlp.Adam's Scale), so that a good subspace start is kept
+// while the other networks learn (EMPS: bench/RESULTS.md). The
 // subsequences of a minibatch are simulated on Workers goroutines into
 // one gradient buffer each and summed in a fixed order, so the weights
 // do not depend on the number of cores. The epoch kept is the one with

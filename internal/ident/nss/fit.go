@@ -34,10 +34,17 @@ type Config struct {
 	SeqLen     int     // steps of every simulated subsequence (0: 50)
 	Batch      int     // subsequences per minibatch (0: 16)
 	LR         float64 // Adam learning rate (0: 1e-3)
-	Seed       uint64
-	Patience   int           // epochs without a better validation before stopping (0: none)
-	ValShare   float64       // tail share of every segment held out (0: 0.2)
-	Budget     time.Duration // training-time budget (0: none)
+	// LRLinear and LRTransition multiply the Adam step of the linear
+	// part (A, B, C, D, the skip connection, and the encoder's linear
+	// map E, e0: all that LinearInit sets) and of the transition network
+	// f (0: 1, the step of every other parameter; negative: refused).
+	// With a subspace start the linear part is already good: a small
+	// factor keeps it there while the networks learn.
+	LRLinear, LRTransition float64
+	Seed                   uint64
+	Patience               int           // epochs without a better validation before stopping (0: none)
+	ValShare               float64       // tail share of every segment held out (0: 0.2)
+	Budget                 time.Duration // training-time budget (0: none)
 	// Select is what the epoch kept is chosen on: SelectTail (empty,
 	// the default) the free run over the held-out tail of every
 	// segment, started from the encoder just before it; SelectRecord the
@@ -97,6 +104,17 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 	}
 	if !(cfg.LR > 0) {
 		cfg.LR = 1e-3
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"lrLinear", &cfg.LRLinear}, {"lrTransition", &cfg.LRTransition}} {
+		switch {
+		case *f.v == 0:
+			*f.v = 1
+		case !(*f.v > 0) || math.IsInf(*f.v, 0):
+			return nil, nil, fmt.Errorf("nss: %s %g (a step factor > 0)", f.name, *f.v)
+		}
 	}
 	if !(cfg.ValShare > 0 && cfg.ValShare < 1) {
 		cfg.ValShare = 0.2
@@ -200,6 +218,18 @@ func Fit(ctx context.Context, ys, us [][][]float64, cfg Config) (*Model, *Report
 
 	opt := mlp.NewAdam(l.total, cfg.LR)
 	opt.Mask = mask
+	if cfg.LRLinear != 1 || cfg.LRTransition != 1 {
+		opt.Scale = make([]float64, l.total)
+		for i := range opt.Scale {
+			opt.Scale[i] = 1
+		}
+		for i := l.oA; i < l.f.Base; i++ { // A, B, C, D, E, e0
+			opt.Scale[i] = cfg.LRLinear
+		}
+		for i := l.f.Base; i < l.f.Base+l.f.Len(); i++ {
+			opt.Scale[i] = cfg.LRTransition
+		}
+	}
 	L, B := cfg.SeqLen, cfg.Batch
 	ws := make([]*work, workers)
 	for i := range ws {

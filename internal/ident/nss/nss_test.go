@@ -275,3 +275,72 @@ func TestFitSelectRecord(t *testing.T) {
 		t.Fatalf("select %q: %v", bad.Select, err)
 	}
 }
+
+// LRLinear and LRTransition scale the Adam step of the linear part (A,
+// B, C, D, E, e0) and of the transition network f: with factors 1e-3 those
+// parameters move from the linear start by under 1 % of what they move
+// by at the default (the output network, which keeps its rate, moves as
+// much as before — an order of magnitude at least); factors of exactly
+// 1 are the default to the bit; a negative or infinite factor is
+// refused.
+func TestFitLRFactors(t *testing.T) {
+	y, u := system(1500, 4)
+	fit := func(lin, tr float64, epochs int) (*Model, *Report) {
+		cfg := shortConfig(9)
+		cfg.Epochs, cfg.Patience, cfg.LRLinear, cfg.LRTransition = epochs, 0, lin, tr
+		m, rep, err := Fit(t.Context(), [][][]float64{y}, [][][]float64{u}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, rep
+	}
+	start, _ := fit(0, 0, 0)
+	def, repDef := fit(0, 0, 8)
+	ones, _ := fit(1, 1, 8)
+	small, repSmall := fit(1e-3, 1e-3, 8)
+	if !slices.Equal(def.P, ones.P) {
+		t.Fatal("factors of 1 changed the weights")
+	}
+	if repDef.BestEpoch == 0 || repSmall.BestEpoch == 0 {
+		t.Fatalf("an epoch 0 kept (default %d, small factors %d): nothing to compare", repDef.BestEpoch, repSmall.BestEpoch)
+	}
+	l := start.layout()
+	moved := func(m *Model, lo, hi int) float64 {
+		d := 0.0
+		for i := lo; i < hi; i++ {
+			d = max(d, math.Abs(m.P[i]-start.P[i]))
+		}
+		return d
+	}
+	for _, part := range []struct {
+		name   string
+		lo, hi int
+		slow   bool
+	}{
+		{"linear part", l.oA, l.f.Base, true},
+		{"transition network", l.f.Base, l.f.Base + l.f.Len(), true},
+		{"output network", l.h.Base, l.h.Base + l.h.Len(), false},
+	} {
+		d, s := moved(def, part.lo, part.hi), moved(small, part.lo, part.hi)
+		t.Logf("%s: moved %.3g at the default, %.3g with factors 1e-3", part.name, d, s)
+		if part.slow && !(s > 0 && s < 0.01*d) {
+			t.Errorf("%s: moved %.3g with factors 1e-3, %.3g at the default: want (0, 1 %%)", part.name, s, d)
+		}
+		if !part.slow && !(s > 0.1*d) {
+			t.Errorf("%s (factor 1): moved %.3g, %.3g at the default", part.name, s, d)
+		}
+	}
+	for _, bad := range []float64{-1, math.Inf(1), math.NaN()} {
+		for _, which := range []string{"lrLinear", "lrTransition"} {
+			cfg := shortConfig(9)
+			if which == "lrLinear" {
+				cfg.LRLinear = bad
+			} else {
+				cfg.LRTransition = bad
+			}
+			if _, _, err := Fit(t.Context(), [][][]float64{y}, [][][]float64{u}, cfg); err == nil || !strings.Contains(err.Error(), which) {
+				t.Errorf("%s %g: %v", which, bad, err)
+			}
+		}
+	}
+}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/ident/nss"
 	"github.com/aml-project/aml/internal/model"
@@ -22,7 +24,8 @@ const FormatNSS = "aml.nss/1"
 // of all targets (internal/ident/nss: an encoder from the past na outputs
 // and nb inputs to the state, x+ = A x + B u + f(x, u), y = C x + D u +
 // h(x, u) with MLPs f, h), started from the subspace model, trained on
-// the free-run error of subsequences (multiple shooting) by Adam, the
+// the free-run error of subsequences (multiple shooting) by Adam (the
+// steps of the linear part and of f scaled by lrLinear and lrTransition), the
 // epoch kept the best by free-run NRMSE on the last valShare of every
 // train segment (select "tail"; select "record": over every whole train
 // segment from its start) — the linear start included, so it is never
@@ -35,25 +38,27 @@ func (NeuralStateSpace) Ref() string           { return "neural_state_space@1" }
 func (NeuralStateSpace) HasTrainingStep() bool { return true }
 
 type nssParams struct {
-	Order         int     `json:"order" jsonschema:"state dimension" param:"default=4;min=1;max=64"`
-	NA            int     `json:"na" jsonschema:"past outputs the encoder reads" param:"default=10;min=1;max=100"`
-	NB            int     `json:"nb" jsonschema:"past inputs (every control) the encoder reads" param:"default=10;min=1;max=100"`
-	Hidden        []int   `json:"hidden" jsonschema:"hidden layer sizes (tanh) of the transition, output and encoder networks" param:"default=[32,32];itemMin=1;itemMax=1024;maxItems=8"`
-	Feedthrough   *bool   `json:"feedthrough" jsonschema:"the output depends on the same step's controls (D and the output network read u)" param:"default=true"`
-	LinearInit    *bool   `json:"linearInit" jsonschema:"start from the subspace model of the same order (the networks at zero), so the model is never worse than it on the validation tail" param:"default=true"`
-	Refine        *bool   `json:"refine" jsonschema:"refine the linear start by prediction error" param:"default=true"`
-	Epochs        int     `json:"epochs" jsonschema:"maximum epochs" param:"default=100;min=0;max=100000"`
-	SeqLen        int     `json:"seqLen" jsonschema:"steps of every simulated subsequence (truncated back-propagation through time)" param:"default=50;min=1;max=10000"`
-	Batch         int     `json:"batch" jsonschema:"subsequences per minibatch" param:"default=16;min=1;max=4096"`
-	LR            float64 `json:"lr" jsonschema:"Adam learning rate" param:"default=0.001;min=0"`
-	Patience      *int    `json:"patience" jsonschema:"stop after this many epochs without a better validation free run (0: never)" param:"default=30;min=0"`
-	ValShare      float64 `json:"valShare" jsonschema:"share of the tail of every train segment held out for the epoch choice" param:"default=0.2;min=0;max=0.9"`
-	Select        string  `json:"select" jsonschema:"what the epoch kept is chosen on: tail (the free run over the held-out tail of every train segment, from the encoder just before it) or record (the free run over every whole train segment, its tail included, from the encoder at its start: the long-horizon simulation error the subsequences do not see; the tail is still kept out of the gradient)" param:"default=\"tail\";enum=tail|record"`
-	Ensemble      int     `json:"ensemble" jsonschema:"members trained from seeds seed, seed+1, …; the model simulates their mean (with a budget every member gets an equal share)" param:"default=1;min=1;max=32"`
-	Seed          *int64  `json:"seed" jsonschema:"random seed of the initialisation and the subsequence order (default: the job's seed)"`
-	BudgetSeconds float64 `json:"budgetSeconds" jsonschema:"training-time budget in seconds (0: none); the training stops after the epoch that exceeds it" param:"default=0;min=0"`
-	Physics       any     `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
-	PhysicsSha256 any     `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
+	Order         int      `json:"order" jsonschema:"state dimension" param:"default=4;min=1;max=64"`
+	NA            int      `json:"na" jsonschema:"past outputs the encoder reads" param:"default=10;min=1;max=100"`
+	NB            int      `json:"nb" jsonschema:"past inputs (every control) the encoder reads" param:"default=10;min=1;max=100"`
+	Hidden        []int    `json:"hidden" jsonschema:"hidden layer sizes (tanh) of the transition, output and encoder networks" param:"default=[32,32];itemMin=1;itemMax=1024;maxItems=8"`
+	Feedthrough   *bool    `json:"feedthrough" jsonschema:"the output depends on the same step's controls (D and the output network read u)" param:"default=true"`
+	LinearInit    *bool    `json:"linearInit" jsonschema:"start from the subspace model of the same order (the networks at zero), so the model is never worse than it on the validation tail" param:"default=true"`
+	Refine        *bool    `json:"refine" jsonschema:"refine the linear start by prediction error" param:"default=true"`
+	Epochs        int      `json:"epochs" jsonschema:"maximum epochs" param:"default=100;min=0;max=100000"`
+	SeqLen        int      `json:"seqLen" jsonschema:"steps of every simulated subsequence (truncated back-propagation through time)" param:"default=50;min=1;max=10000"`
+	Batch         int      `json:"batch" jsonschema:"subsequences per minibatch" param:"default=16;min=1;max=4096"`
+	LR            float64  `json:"lr" jsonschema:"Adam learning rate" param:"default=0.001;min=0"`
+	LRLinear      *float64 `json:"lrLinear" jsonschema:"factor on the Adam step of the linear part the subspace start sets (A, B, C, D, the skip connection, and the encoder's linear map); below 1 keeps a good linear start while the networks learn" param:"default=1;exclusiveMin=0"`
+	LRTransition  *float64 `json:"lrTransition" jsonschema:"factor on the Adam step of the transition network f" param:"default=1;exclusiveMin=0"`
+	Patience      *int     `json:"patience" jsonschema:"stop after this many epochs without a better validation free run (0: never)" param:"default=30;min=0"`
+	ValShare      float64  `json:"valShare" jsonschema:"share of the tail of every train segment held out for the epoch choice" param:"default=0.2;min=0;max=0.9"`
+	Select        string   `json:"select" jsonschema:"what the epoch kept is chosen on: tail (the free run over the held-out tail of every train segment, from the encoder just before it) or record (the free run over every whole train segment, its tail included, from the encoder at its start: the long-horizon simulation error the subsequences do not see; the tail is still kept out of the gradient)" param:"default=\"tail\";enum=tail|record"`
+	Ensemble      int      `json:"ensemble" jsonschema:"members trained from seeds seed, seed+1, …; the model simulates their mean (with a budget every member gets an equal share)" param:"default=1;min=1;max=32"`
+	Seed          *int64   `json:"seed" jsonschema:"random seed of the initialisation and the subsequence order (default: the job's seed)"`
+	BudgetSeconds float64  `json:"budgetSeconds" jsonschema:"training-time budget in seconds (0: none); the training stops after the epoch that exceeds it" param:"default=0;min=0"`
+	Physics       any      `json:"physics" jsonschema:"ignored (accepted for benchmark tools, which pass it to every trainer)"`
+	PhysicsSha256 any      `json:"physicsSha256" jsonschema:"ignored (pinned by job.submit beside physics)"`
 }
 
 type nssArtifact struct {
@@ -110,6 +115,20 @@ func (NeuralStateSpace) Train(ctx context.Context, tc *trainer.TrainContext) err
 	}
 	if p.Patience != nil {
 		cfg.Patience = *p.Patience
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+		dst  *float64
+	}{{"lrLinear", p.LRLinear, &cfg.LRLinear}, {"lrTransition", p.LRTransition, &cfg.LRTransition}} {
+		*f.dst = 1
+		if f.v == nil {
+			continue
+		}
+		if !(*f.v > 0) || math.IsInf(*f.v, 0) {
+			return core.FieldErrorf(core.CodeInvalidArgument, "params."+f.name, "params: %s %g, want a factor > 0", f.name, *f.v)
+		}
+		*f.dst = *f.v
 	}
 	if cfg.SeqLen == 0 {
 		cfg.SeqLen = 50

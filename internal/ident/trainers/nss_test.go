@@ -3,12 +3,16 @@ package trainers
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"slices"
 	"testing"
 
+	"github.com/aml-project/aml/internal/core"
 	"github.com/aml-project/aml/internal/dataset"
 	"github.com/aml-project/aml/internal/eval"
 	"github.com/aml-project/aml/internal/ident/nss"
 	"github.com/aml-project/aml/internal/model"
+	"github.com/aml-project/aml/internal/trainer"
 )
 
 const nssTestParams = `{"order":3,"na":3,"nb":3,"hidden":[16],"feedthrough":false,"epochs":50,"seqLen":20,"batch":8,"lr":0.005,"patience":20}`
@@ -187,5 +191,52 @@ func TestNSSSelectParam(t *testing.T) {
 	}
 	if _, err := linTrainNative(t, NeuralStateSpace{}, b, `{"order":3,"na":3,"nb":3,"epochs":2,"select":"test"}`); err == nil {
 		t.Fatal("select test accepted")
+	}
+}
+
+// lrLinear and lrTransition: 0, a negative or a non-numeric factor is
+// refused by the schema (job.submit) and by the trainer itself with
+// AML_INVALID_ARGUMENT on the field; the defaults (absent, or given as
+// 1) train the same weights for one seed; a small factor reaches the
+// fit (other weights).
+func TestNSSLRFactorParams(t *testing.T) {
+	s := NeuralStateSpace{}.ParamSchema()
+	b, _ := narxBundle(t)
+	for _, c := range []struct{ name, val string }{
+		{"lrLinear", "0"}, {"lrLinear", "-0.5"}, {"lrTransition", "0"}, {"lrTransition", "-1e-5"}, {"lrLinear", `"1"`},
+	} {
+		raw := `{"` + c.name + `":` + c.val + `}`
+		var ae *core.Error
+		if err := trainer.ValidateParams("neural_state_space@1", s, json.RawMessage(raw)); !errors.As(err, &ae) || ae.Code != core.CodeInvalidArgument || ae.Field != "params."+c.name {
+			t.Errorf("schema, %s: %v", raw, err)
+		}
+		if c.val[0] == '"' {
+			continue
+		}
+		_, err := linTrainNative(t, NeuralStateSpace{}, b, `{"order":1,"na":1,"nb":1,"hidden":[3],"epochs":1,`+raw[1:])
+		if !errors.As(err, &ae) || ae.Code != core.CodeInvalidArgument || ae.Field != "params."+c.name {
+			t.Errorf("trainer, %s: %v", raw, err)
+		}
+	}
+	if err := trainer.ValidateParams("neural_state_space@1", s, json.RawMessage(`{"lrLinear":1e-5,"lrTransition":2}`)); err != nil {
+		t.Errorf("factors 1e-5 and 2 refused: %v", err)
+	}
+	params := func(p string) []float64 {
+		t.Helper()
+		dir, err := linTrainNative(t, NeuralStateSpace{}, b, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a nssArtifact
+		linReadArtifact(t, dir, &a)
+		return a.Members[0].Params
+	}
+	const base = `{"order":3,"na":3,"nb":3,"hidden":[8],"feedthrough":false,"epochs":5,"seqLen":20,"batch":8,"lr":0.005,"patience":0`
+	def := params(base + `}`)
+	if ones := params(base + `,"lrLinear":1,"lrTransition":1}`); !slices.Equal(def, ones) {
+		t.Error("lrLinear and lrTransition 1 trained other weights than the defaults")
+	}
+	if small := params(base + `,"lrLinear":1e-4,"lrTransition":1e-4}`); slices.Equal(def, small) {
+		t.Error("factors 1e-4 trained the default weights")
 	}
 }
