@@ -143,3 +143,17 @@ func (p Principal) InScope(line string) bool {
 
 // AllLines reports whether p's scope is every line.
 func (p Principal) AllLines() bool { return len(p.Lines) == 0 }
+
+// AllowEveryLine is Allow for what spans every line and cannot be
+// filtered by line (the server's Prometheus metrics): nil when p's role
+// may take a and its scope is every line, else AML_FORBIDDEN with field
+// "role" or "lineId" (naming p's own lines, as Allow does).
+func (p Principal) AllowEveryLine(a Action) error {
+	if err := p.Allow(a, ""); err != nil {
+		return err
+	}
+	if !p.AllLines() {
+		return core.FieldErrorf(core.CodeForbidden, "lineId", "this spans every line; %s is scoped to lines %s", p.Name, strings.Join(p.Lines, ", "))
+	}
+	return nil
+}
