@@ -246,7 +246,10 @@ func (s *Server) build() chi.Router {
 		// The UI authenticates softly: a page without a principal sends
 		// the browser to its login page (which, with its static assets,
 		// needs none).
-		ui := auth.OptionalMiddlewareWith(s.o.Verifier, auth.Options{Dev: s.o.Dev, Hosts: hosts})(s.o.UI)
+		// A request that carries one (the session cookie, a bearer token,
+		// dev mode's admin) spends from the same per-token bucket as the
+		// API's calls.
+		ui := auth.OptionalMiddlewareWith(s.o.Verifier, auth.Options{Dev: s.o.Dev, Hosts: hosts})(s.rateLimitSignedIn(s.o.UI))
 		r.Handle("/", ui)
 		r.Handle("/ui", ui)
 		r.Handle("/ui/*", ui)
@@ -318,17 +321,44 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := auth.FromContext(r.Context())
-		key := p.TokenID
-		if key == "" {
-			key = "name:" + p.Name
-		}
-		if wait, ok := s.limiter.allow(key, time.Now()); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-			writeError(w, &core.Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %g requests per second; retry in %s", s.o.RatePerSec, wait.Round(time.Millisecond))})
+		if s.overRate(w, p) {
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// rateLimitSignedIn is rateLimit for the UI, which authenticates softly: a
+// request with a principal spends from that principal's bucket (the one
+// its API calls spend from); one without (the login page, its assets)
+// has no bucket and goes on to the UI, which asks it to log in.
+func (s *Server) rateLimitSignedIn(next http.Handler) http.Handler {
+	if s.limiter == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := auth.FromContext(r.Context()); ok && s.overRate(w, p) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// overRate takes one request from p's bucket (keyed by its token, else
+// its name: dev mode's admin) and, when the bucket is empty, answers 429
+// AML_RATE_LIMITED with Retry-After and reports true.
+func (s *Server) overRate(w http.ResponseWriter, p auth.Principal) bool {
+	key := p.TokenID
+	if key == "" {
+		key = "name:" + p.Name
+	}
+	wait, ok := s.limiter.allow(key, time.Now())
+	if ok {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+	writeError(w, &core.Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %g requests per second; retry in %s", s.o.RatePerSec, wait.Round(time.Millisecond))})
+	return true
 }
 
 // call is one request to a routed handler.
