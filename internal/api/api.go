@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -237,7 +238,7 @@ func (s *Server) build() chi.Router {
 			s.metrics.handler().ServeHTTP(w, r)
 		}))
 		if s.o.MCP != nil {
-			mcp := s.mcpStreams(s.o.MCP)
+			mcp := s.mcpStreams(s.limitBody(s.o.MCP))
 			g.Handle("/mcp", mcp)
 			g.Handle("/mcp/*", mcp)
 		}
@@ -269,6 +270,34 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				writeError(w, core.Errorf(core.CodeInternal, "internal error"))
 			}
 		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody holds a request body for a handler that reads it itself (the
+// MCP transport, whose library caps bodies at its own 4 MiB) to the
+// server's JSON body limit, MaxBodyBytes: the body is read here, before
+// the handler runs, and one over the limit — declared or sent chunked — is
+// 413 AML_QUOTA_EXCEEDED (a body late is AML_BODY_TIMEOUT), as on every
+// JSON route. The handler gets the body read.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		limit := s.o.MaxBodyBytes
+		if r.ContentLength > limit {
+			writeError(w, TooLarge(limit))
+			return
+		}
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		if err != nil {
+			writeError(w, bodyError(err, limit))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
 		next.ServeHTTP(w, r)
 	})
 }
