@@ -130,9 +130,17 @@ func (p Principal) Allow(a Action, lineID string) error {
 		return core.FieldErrorf(core.CodeForbidden, "role", "%s (role %s) may not %s", who, p.Role, a)
 	}
 	if lineID != "" && !p.InScope(lineID) {
-		return core.FieldErrorf(core.CodeForbidden, "lineId", "that line is outside the scope of %s (lines %s)", p.Name, strings.Join(p.Lines, ", "))
+		return p.ScopeRefusal()
 	}
 	return nil
+}
+
+// ScopeRefusal is the line-scope refusal of Allow: AML_FORBIDDEN, field
+// "lineId", naming p's own lines only. The application layer gives it
+// also for an object a scoped caller named that does not exist, so that
+// "of another line" and "not there" cannot be told apart.
+func (p Principal) ScopeRefusal() error {
+	return core.FieldErrorf(core.CodeForbidden, "lineId", "that line is outside the scope of %s (lines %s)", p.Name, strings.Join(p.Lines, ", "))
 }
 
 // InScope reports whether line is within p's line scope (all lines when
