@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -227,15 +228,17 @@ func (s *Server) build() chi.Router {
 	r.Group(func(g chi.Router) {
 		g.Use(authn, s.rateLimit)
 		g.Method(http.MethodGet, "/metrics", s.instrument("/metrics", func(w http.ResponseWriter, r *http.Request) {
+			// The figures are every line's together (no line label to
+			// filter by): a caller scoped to some lines may not read them.
 			p, _ := auth.FromContext(r.Context())
-			if err := p.Allow(auth.ActRead, ""); err != nil {
+			if err := p.AllowEveryLine(auth.ActRead); err != nil {
 				writeError(w, err)
 				return
 			}
 			s.metrics.handler().ServeHTTP(w, r)
 		}))
 		if s.o.MCP != nil {
-			mcp := s.mcpStreams(s.o.MCP)
+			mcp := s.mcpStreams(s.limitBody(s.o.MCP))
 			g.Handle("/mcp", mcp)
 			g.Handle("/mcp/*", mcp)
 		}
@@ -244,7 +247,10 @@ func (s *Server) build() chi.Router {
 		// The UI authenticates softly: a page without a principal sends
 		// the browser to its login page (which, with its static assets,
 		// needs none).
-		ui := auth.OptionalMiddlewareWith(s.o.Verifier, auth.Options{Dev: s.o.Dev, Hosts: hosts})(s.o.UI)
+		// A request that carries one (the session cookie, a bearer token,
+		// dev mode's admin) spends from the same per-token bucket as the
+		// API's calls.
+		ui := auth.OptionalMiddlewareWith(s.o.Verifier, auth.Options{Dev: s.o.Dev, Hosts: hosts})(s.rateLimitSignedIn(s.o.UI))
 		r.Handle("/", ui)
 		r.Handle("/ui", ui)
 		r.Handle("/ui/*", ui)
@@ -264,6 +270,34 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				writeError(w, core.Errorf(core.CodeInternal, "internal error"))
 			}
 		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody holds a request body for a handler that reads it itself (the
+// MCP transport, whose library caps bodies at its own 4 MiB) to the
+// server's JSON body limit, MaxBodyBytes: the body is read here, before
+// the handler runs, and one over the limit — declared or sent chunked — is
+// 413 AML_QUOTA_EXCEEDED (a body late is AML_BODY_TIMEOUT), as on every
+// JSON route. The handler gets the body read.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		limit := s.o.MaxBodyBytes
+		if r.ContentLength > limit {
+			writeError(w, TooLarge(limit))
+			return
+		}
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		if err != nil {
+			writeError(w, bodyError(err, limit))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
 		next.ServeHTTP(w, r)
 	})
 }
@@ -316,17 +350,44 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := auth.FromContext(r.Context())
-		key := p.TokenID
-		if key == "" {
-			key = "name:" + p.Name
-		}
-		if wait, ok := s.limiter.allow(key, time.Now()); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-			writeError(w, &core.Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %g requests per second; retry in %s", s.o.RatePerSec, wait.Round(time.Millisecond))})
+		if s.overRate(w, p) {
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// rateLimitSignedIn is rateLimit for the UI, which authenticates softly: a
+// request with a principal spends from that principal's bucket (the one
+// its API calls spend from); one without (the login page, its assets)
+// has no bucket and goes on to the UI, which asks it to log in.
+func (s *Server) rateLimitSignedIn(next http.Handler) http.Handler {
+	if s.limiter == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := auth.FromContext(r.Context()); ok && s.overRate(w, p) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// overRate takes one request from p's bucket (keyed by its token, else
+// its name: dev mode's admin) and, when the bucket is empty, answers 429
+// AML_RATE_LIMITED with Retry-After and reports true.
+func (s *Server) overRate(w http.ResponseWriter, p auth.Principal) bool {
+	key := p.TokenID
+	if key == "" {
+		key = "name:" + p.Name
+	}
+	wait, ok := s.limiter.allow(key, time.Now())
+	if ok {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+	writeError(w, &core.Error{Code: CodeRateLimited, Message: fmt.Sprintf("more than %g requests per second; retry in %s", s.o.RatePerSec, wait.Round(time.Millisecond))})
+	return true
 }
 
 // call is one request to a routed handler.

@@ -24,7 +24,8 @@
 //   - Errors are {code, message, field} with the status of the code's kind
 //     (auth.HTTPStatus; docs/errors.md); a denied write or a failed
 //     verification also carries its report as "result". Bodies are
-//     size-limited (413), callers rate-limited per token (429), and a panic
+//     size-limited (413), callers rate-limited per token (429; the UI's
+//     requests with a principal spend from the same bucket), and a panic
 //     in a handler becomes a 500 for that request only.
 //   - Events: the bus never blocks publishers; an SSE client whose buffer
 //     overflows is told so and disconnected (it must re-read the state it

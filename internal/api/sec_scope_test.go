@@ -84,9 +84,13 @@ func TestSec9_ObjectivesBelongToALine(t *testing.T) {
 	if shown.Objective["lineId"] != simLine {
 		t.Fatalf("the preset is not line A's: %+v", shown.Objective)
 	}
-	// ... for its own line: the profile stays on line A.
+	// ... for its own line: the profile stays on line A, and the refusal
+	// is the line-scope one, naming only line B's own lines
+	// (TestSec15_NoExistenceOracle), not a conflict naming line A.
 	evil = profile("line-other", 45)
-	e.want(e.do("otherline", "POST", "/api/v1/objectives", map[string]any{"objective": evil}), 409, core.CodeConflict)
+	if r := e.want(e.do("otherline", "POST", "/api/v1/objectives", map[string]any{"objective": evil}), 403, core.CodeForbidden); strings.Contains(string(r.body), simLine) {
+		t.Fatalf("the refusal names line A: %s", r.body)
+	}
 	// ... naming line A: outside its scope.
 	evil = profile(simLine, 45)
 	e.want(e.do("otherline", "POST", "/api/v1/objectives", map[string]any{"objective": evil}), 403, core.CodeForbidden)

@@ -222,13 +222,26 @@ type DatasetRequest struct {
 // Validate requires the id.
 func (r *DatasetRequest) Validate() error { return required("id", r.ID) }
 
-// dataset reads a dataset and checks p's line scope for act.
+// dataset reads a dataset and checks p's line scope for act (a missing
+// one is refused to a scoped caller as one of another line: unseen).
 func (a *App) dataset(ctx context.Context, p Principal, act auth.Action, id string) (core.Dataset, error) {
 	d, err := a.d.Store.GetDataset(ctx, id)
 	if err != nil {
-		return d, err
+		return d, unseen(p, err)
 	}
 	return d, p.Allow(act, d.LineID)
+}
+
+// unseen is the error of looking up an object a caller named by id: for a
+// caller scoped to some lines, AML_NOT_FOUND becomes the line-scope
+// refusal an object of another line gets (auth.Principal.ScopeRefusal),
+// so the caller cannot tell "of another line" from "not there" — the
+// refusal names neither. A caller who sees every line is told which.
+func unseen(p Principal, err error) error {
+	if err != nil && !p.AllLines() && core.CodeOf(err) == core.CodeNotFound {
+		return p.ScopeRefusal()
+	}
+	return err
 }
 
 // DatasetShowResponse is a dataset with its manifest and references.
@@ -651,7 +664,7 @@ func (r *ModelRequest) Validate() error { return required("id", r.ID) }
 func (a *App) model(ctx context.Context, p Principal, act auth.Action, id string) (core.Model, error) {
 	m, err := a.d.Store.GetModel(ctx, id)
 	if err != nil {
-		return m, err
+		return m, unseen(p, err)
 	}
 	return m, p.Allow(act, m.LineID)
 }
@@ -810,6 +823,15 @@ func (a *App) ModelPredict(ctx context.Context, p Principal, req ModelPredictReq
 		var zero ModelPredictResponse
 		m, err := a.model(ctx, p, auth.ActRead, req.ID)
 		if err != nil {
+			return zero, err
+		}
+		// The run's line before anything names its line, product or
+		// recipe (the window builder's mismatch message does).
+		r, err := a.d.Store.GetRun(ctx, req.Run)
+		if err != nil {
+			return zero, unseen(p, err)
+		}
+		if err := p.Allow(auth.ActRead, r.LineID); err != nil {
 			return zero, err
 		}
 		d, man, load, err := a.servingModel(ctx, m)

@@ -368,6 +368,19 @@ func (a *App) ObjectivePut(ctx context.Context, p Principal, req ObjectivePutReq
 		if err := p.Allow(auth.ActTrial, o.LineID); err != nil {
 			return ObjectivePutResponse{}, err
 		}
+		// An id taken by another line's profile: the store's conflict names
+		// that line, so a caller who may not see it gets the line-scope
+		// refusal instead (the id is still not its to use).
+		if !p.AllLines() {
+			prev, _, err := a.d.Store.GetObjective(ctx, o.ObjectiveID)
+			switch {
+			case core.CodeOf(err) == core.CodeNotFound:
+			case err != nil:
+				return ObjectivePutResponse{}, err
+			case prev.LineID != "" && prev.LineID != o.LineID && !p.InScope(prev.LineID):
+				return ObjectivePutResponse{}, p.ScopeRefusal()
+			}
+		}
 		o.CreatedBy = p.Name
 		h, err := a.d.Store.PutObjective(ctx, o)
 		if err != nil {
@@ -396,7 +409,7 @@ func (a *App) ObjectiveShow(ctx context.Context, p Principal, req ObjectiveShowR
 	return run(ctx, a, p, &opObjectiveShow, req, func(ctx context.Context, p Principal, req ObjectiveShowRequest) (ObjectiveShowResponse, error) {
 		o, h, err := a.d.Store.GetObjective(ctx, req.ID)
 		if err != nil {
-			return ObjectiveShowResponse{}, err
+			return ObjectiveShowResponse{}, unseen(p, err)
 		}
 		if o.LineID != "" {
 			if err := p.Allow(auth.ActRead, o.LineID); err != nil {
@@ -442,7 +455,7 @@ func (a *App) SnapshotTake(ctx context.Context, p Principal, req SnapshotTakeReq
 	return run(ctx, a, p, &opSnapshotTake, req, func(ctx context.Context, p Principal, req SnapshotTakeRequest) (SnapshotTakeResponse, error) {
 		scene, err := a.d.Store.GetScene(ctx, req.Scene, req.SceneVersion)
 		if err != nil {
-			return SnapshotTakeResponse{}, err
+			return SnapshotTakeResponse{}, unseen(p, err)
 		}
 		if err := p.Allow(auth.ActTrial, scene.LineID); err != nil {
 			return SnapshotTakeResponse{}, err

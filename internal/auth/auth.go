@@ -130,9 +130,17 @@ func (p Principal) Allow(a Action, lineID string) error {
 		return core.FieldErrorf(core.CodeForbidden, "role", "%s (role %s) may not %s", who, p.Role, a)
 	}
 	if lineID != "" && !p.InScope(lineID) {
-		return core.FieldErrorf(core.CodeForbidden, "lineId", "that line is outside the scope of %s (lines %s)", p.Name, strings.Join(p.Lines, ", "))
+		return p.ScopeRefusal()
 	}
 	return nil
+}
+
+// ScopeRefusal is the line-scope refusal of Allow: AML_FORBIDDEN, field
+// "lineId", naming p's own lines only. The application layer gives it
+// also for an object a scoped caller named that does not exist, so that
+// "of another line" and "not there" cannot be told apart.
+func (p Principal) ScopeRefusal() error {
+	return core.FieldErrorf(core.CodeForbidden, "lineId", "that line is outside the scope of %s (lines %s)", p.Name, strings.Join(p.Lines, ", "))
 }
 
 // InScope reports whether line is within p's line scope (all lines when
@@ -143,3 +151,17 @@ func (p Principal) InScope(line string) bool {
 
 // AllLines reports whether p's scope is every line.
 func (p Principal) AllLines() bool { return len(p.Lines) == 0 }
+
+// AllowEveryLine is Allow for what spans every line and cannot be
+// filtered by line (the server's Prometheus metrics): nil when p's role
+// may take a and its scope is every line, else AML_FORBIDDEN with field
+// "role" or "lineId" (naming p's own lines, as Allow does).
+func (p Principal) AllowEveryLine(a Action) error {
+	if err := p.Allow(a, ""); err != nil {
+		return err
+	}
+	if !p.AllLines() {
+		return core.FieldErrorf(core.CodeForbidden, "lineId", "this spans every line; %s is scoped to lines %s", p.Name, strings.Join(p.Lines, ", "))
+	}
+	return nil
+}

@@ -75,6 +75,32 @@ func TestAllowLineScope(t *testing.T) {
 	}
 }
 
+func TestAllowEveryLine(t *testing.T) {
+	cases := []struct {
+		p     Principal
+		field string
+	}{
+		{Principal{Name: "vic", Role: RoleViewer}, ""},
+		{Principal{Name: "root", Role: RoleAdmin}, ""},
+		{Principal{Name: "sam", Role: RoleViewer, Lines: []string{"L1"}}, "lineId"},
+		{Principal{Name: "root1", Role: RoleAdmin, Lines: []string{"L1", "L2"}}, "lineId"},
+		{Principal{Name: "x", Role: "root"}, "role"},
+	}
+	for _, c := range cases {
+		err := c.p.AllowEveryLine(ActRead)
+		if c.field == "" {
+			if err != nil {
+				t.Errorf("%+v: %v", c.p, err)
+			}
+			continue
+		}
+		var ae *core.Error
+		if !errors.As(err, &ae) || ae.Code != core.CodeForbidden || ae.Field != c.field {
+			t.Errorf("%+v: got %v, want AML_FORBIDDEN field %s", c.p, err, c.field)
+		}
+	}
+}
+
 func openTokens(t *testing.T) (*Tokens, *sqlite.Store) {
 	t.Helper()
 	st, err := sqlite.Open(t.TempDir())

@@ -30,7 +30,9 @@
 // auth.Principal; a page reached without one redirects to /ui/login. The
 // login page verifies the typed token with the store's token verifier
 // before it sets the cookie (SameSite=Strict, 12 h), so a typo is an error
-// on the login page, not a JSON 401 later.
+// on the login page, not a JSON 401 later. A request with a principal
+// spends from its token's rate-limit bucket, the one the token's API calls
+// spend from (the API's middleware: past it, 429 AML_RATE_LIMITED).
 //
 // # Pages
 //

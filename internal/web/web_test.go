@@ -304,8 +304,14 @@ func TestLineScope(t *testing.T) {
 	if strings.Contains(body, f.demo.ModelID) {
 		t.Error("the model list shows a model outside the scope")
 	}
-	if code, body, _ := get(t, olga, base+"/ui/models/no-such-model"); code != http.StatusNotFound || !strings.Contains(body, "AML_NOT_FOUND") {
-		t.Errorf("missing model: %d %.200s", code, body)
+	// A missing model is refused to olga as one of another line (she
+	// cannot tell them apart: TestSec15_NoExistenceOracle); a user of
+	// every line is told it is not there.
+	if code, body, _ := get(t, olga, base+"/ui/models/no-such-model"); code != http.StatusForbidden || !strings.Contains(body, "outside the scope") {
+		t.Errorf("olga, missing model: %d %.200s", code, body)
+	}
+	if code, body, _ := get(t, f.client(t, "victor"), base+"/ui/models/no-such-model"); code != http.StatusNotFound || !strings.Contains(body, "AML_NOT_FOUND") {
+		t.Errorf("victor, missing model: %d %.200s", code, body)
 	}
 }
 

@@ -1,0 +1,143 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aml-project/aml/internal/auth"
+	"github.com/aml-project/aml/internal/core"
+	"github.com/aml-project/aml/internal/twin/contract"
+)
+
+// TestSec15_NoExistenceOracle (attack): a caller scoped to line A names
+// objects by id to learn what line B holds. For each op the refusal of an
+// id of line B is compared with the refusal of an id that does not
+// exist: before, the first was AML_FORBIDDEN and the second AML_NOT_FOUND
+// (dataset show, snapshot take, model predict, objective show), a run of
+// line B given to model.predict was AML_INVALID_ARGUMENT naming its line,
+// product and recipe, and objective.put on line B's objective id was a
+// conflict naming line B. Now both are the same refusal (code, field and
+// message), which names neither line B nor anything of its object.
+func TestSec15_NoExistenceOracle(t *testing.T) {
+	f := newSecFixture(t)
+	ctx := context.Background()
+	const own = "line-a"
+	sc := contract.DefaultInjectionScene()
+	sc.SceneID, sc.LineID = "scene-a", own
+	if err := f.st.PutScene(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.InsertDataset(ctx, core.Dataset{ID: "ds-a", LineID: own, ProductID: "PA", RecipeID: "RA", Purpose: "mpc_surrogate",
+		Path: "datasets/ds-a", SHA256: strings.Repeat("d", 64), SpecJSON: "{}", CreatedBy: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.DB().Exec(`INSERT INTO models(id, job_id, dataset_id, line_id, product_id, recipe_id, purpose, trainer_ref, stage, artifact_kind, artifact_path, artifact_hash, lineage_verified, created_at, stage_changed_at)
+		VALUES ('model-a','job-a','ds-a',?, 'PA','RA','mpc_surrogate','hybrid_residual@1','candidate','aml.hybrid/1','models/model-a',?,1,1,1)`, own, strings.Repeat("e", 64)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.CreateRun(ctx, core.Run{ID: "run-b", LineID: secLine, ProductID: "P", RecipeID: "R", StartedMs: 1, Status: core.RunActive}); err != nil {
+		t.Fatal(err)
+	}
+	objB := contract.DefaultInjectionObjective() // weight-quality, of secLine
+	mallory := Principal{Name: "mallory", Role: auth.RoleEngineer, Lines: []string{own}}
+
+	cases := []struct {
+		name string
+		// call names an object of line B (foreign) or one that does not
+		// exist (missing).
+		call func(foreign bool) error
+	}{
+		{"dataset.show", func(foreign bool) error {
+			_, err := f.a.DatasetShow(ctx, mallory, DatasetRequest{ID: pick(foreign, "ds", "ds-nope")})
+			return err
+		}},
+		{"dataset.report", func(foreign bool) error {
+			_, err := f.a.DatasetReport(ctx, mallory, DatasetRequest{ID: pick(foreign, "ds", "ds-nope")})
+			return err
+		}},
+		{"snapshot.take scene", func(foreign bool) error {
+			_, err := f.a.SnapshotTake(ctx, mallory, SnapshotTakeRequest{Scene: pick(foreign, f.scene.SceneID, "scene-nope")})
+			return err
+		}},
+		{"snapshot.take model", func(foreign bool) error {
+			_, err := f.a.SnapshotTake(ctx, mallory, SnapshotTakeRequest{Scene: "scene-a", Model: pick(foreign, "hybrid-1", "model-nope")})
+			return err
+		}},
+		{"model.predict model", func(foreign bool) error {
+			_, err := f.a.ModelPredict(ctx, mallory, ModelPredictRequest{ID: pick(foreign, "hybrid-1", "model-nope"), Run: "run-b"})
+			return err
+		}},
+		{"model.predict run", func(foreign bool) error {
+			_, err := f.a.ModelPredict(ctx, mallory, ModelPredictRequest{ID: "model-a", Run: pick(foreign, "run-b", "run-nope"), From: Instant(1000)})
+			return err
+		}},
+		{"objective.show", func(foreign bool) error {
+			_, err := f.a.ObjectiveShow(ctx, mallory, ObjectiveShowRequest{ID: pick(foreign, objB.ObjectiveID, "objective-nope")})
+			return err
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			foreign, missing := c.call(true), c.call(false)
+			if foreign == nil || missing == nil {
+				t.Fatalf("not refused: foreign %v, missing %v", foreign, missing)
+			}
+			if core.CodeOf(foreign) != core.CodeOf(missing) || foreign.Error() != missing.Error() || fieldOf(foreign) != fieldOf(missing) {
+				t.Errorf("the refusals differ:\n foreign: %s (field %s)\n missing: %s (field %s)", foreign, fieldOf(foreign), missing, fieldOf(missing))
+			}
+			for _, leak := range []string{secLine, "weight-quality"} {
+				if strings.Contains(foreign.Error(), leak) && !strings.Contains(missing.Error(), leak) {
+					t.Errorf("the refusal names %s: %v", leak, foreign)
+				}
+			}
+			if strings.Contains(foreign.Error(), secLine) {
+				t.Errorf("the refusal names line B: %v", foreign)
+			}
+		})
+	}
+
+	// objective.put on line B's objective id: refused (the id is taken; a
+	// new id is stored), naming neither line B nor its objective.
+	t.Run("objective.put", func(t *testing.T) {
+		o := contract.DefaultInjectionObjective()
+		o.LineID = own
+		_, err := f.a.ObjectivePut(ctx, mallory, ObjectivePutRequest{Objective: o})
+		if core.CodeOf(err) != core.CodeForbidden || strings.Contains(err.Error(), secLine) {
+			t.Fatalf("%v, want AML_FORBIDDEN not naming line B", err)
+		}
+		if got, _, gerr := f.st.GetObjective(ctx, objB.ObjectiveID); gerr != nil || got.LineID != secLine {
+			t.Fatalf("line B's objective changed: %+v %v", got, gerr)
+		}
+		o2 := contract.DefaultInjectionObjective()
+		o2.ObjectiveID, o2.LineID = "own-objective", own
+		if _, err := f.a.ObjectivePut(ctx, mallory, ObjectivePutRequest{Objective: o2}); err != nil {
+			t.Fatalf("own objective: %v", err)
+		}
+	})
+
+	// A caller who sees every line is told precisely.
+	if _, err := f.a.DatasetShow(ctx, admin, DatasetRequest{ID: "ds-nope"}); core.CodeOf(err) != core.CodeNotFound {
+		t.Errorf("admin, missing dataset: %v, want AML_NOT_FOUND", err)
+	}
+	o := contract.DefaultInjectionObjective()
+	o.LineID = own
+	if _, err := f.a.ObjectivePut(ctx, admin, ObjectivePutRequest{Objective: o}); core.CodeOf(err) != core.CodeConflict || !strings.Contains(err.Error(), secLine) {
+		t.Errorf("admin, objective of another line: %v, want the conflict naming its line", err)
+	}
+}
+
+func pick(foreign bool, a, b string) string {
+	if foreign {
+		return a
+	}
+	return b
+}
+
+func fieldOf(err error) string {
+	if e, ok := err.(*core.Error); ok {
+		return e.Field
+	}
+	return fmt.Sprintf("%T", err)
+}
