@@ -126,7 +126,7 @@ func (a *App) RunShow(ctx context.Context, p Principal, req RunShowRequest) (Run
 	return run(ctx, a, p, &opRunShow, req, func(ctx context.Context, p Principal, req RunShowRequest) (RunShowResponse, error) {
 		r, err := a.d.Store.GetRun(ctx, req.ID)
 		if err != nil {
-			return RunShowResponse{}, err
+			return RunShowResponse{}, unseen(p, err)
 		}
 		if err := p.Allow(auth.ActRead, r.LineID); err != nil {
 			return RunShowResponse{}, err

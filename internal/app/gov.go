@@ -92,7 +92,7 @@ func (a *App) certEvent(r *contract.CertRecord) {
 func (a *App) certLine(ctx context.Context, p Principal, act auth.Action, id string) error {
 	r, err := a.d.Store.LoadCertificate(ctx, id)
 	if err != nil {
-		return err
+		return unseen(p, err)
 	}
 	return p.Allow(act, r.LineID)
 }

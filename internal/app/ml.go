@@ -469,7 +469,7 @@ func (r *JobRequest) Validate() error { return required("id", r.ID) }
 func (a *App) job(ctx context.Context, p Principal, act auth.Action, id string) (core.Job, error) {
 	j, err := a.d.Store.GetJob(ctx, id)
 	if err != nil {
-		return j, err
+		return j, unseen(p, err)
 	}
 	l, err := a.JobLine(ctx, j)
 	if err != nil {

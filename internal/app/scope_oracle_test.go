@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/core"
@@ -40,7 +41,22 @@ func TestSec15_NoExistenceOracle(t *testing.T) {
 	if err := f.st.CreateRun(ctx, core.Run{ID: "run-b", LineID: secLine, ProductID: "P", RecipeID: "R", StartedMs: 1, Status: core.RunActive}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := f.st.DB().Exec(`INSERT INTO jobs(id, dataset_id, dataset_sha256, trainer_ref, status, created_at) VALUES ('job-b', 'ds', ?, 'arx@1', 'queued', 1)`, strings.Repeat("b", 64)); err != nil {
+		t.Fatal(err)
+	}
 	objB := contract.DefaultInjectionObjective() // weight-quality, of secLine
+	f.trial(t, "oracle", "", secStep)            // snapshot snap-oracle, of secLine
+	// A snapshot of the caller's own line, for the objective lookup of a trial.
+	at := f.now.Add(-5 * time.Second)
+	snapA := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: at, CreatedBy: "twin-runtime", SnapshotID: "snap-own",
+		SceneID: sc.SceneID, SceneVersion: sc.SceneVersion, LineID: own, Phase: "holding", CapturedAt: at,
+		DAQWatermark: at.UnixMilli(), ControlValues: secBaseline, DataQuality: contract.DataQuality{Fresh: true, Completeness: 1}, EstimatorVersion: "last-valid@1"}
+	if err := snapA.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.PutSnapshot(ctx, snapA, false); err != nil {
+		t.Fatal(err)
+	}
 	mallory := Principal{Name: "mallory", Role: auth.RoleEngineer, Lines: []string{own}}
 
 	cases := []struct {
@@ -71,6 +87,30 @@ func TestSec15_NoExistenceOracle(t *testing.T) {
 		}},
 		{"model.predict run", func(foreign bool) error {
 			_, err := f.a.ModelPredict(ctx, mallory, ModelPredictRequest{ID: "model-a", Run: pick(foreign, "run-b", "run-nope"), From: Instant(1000)})
+			return err
+		}},
+		{"run.show", func(foreign bool) error {
+			_, err := f.a.RunShow(ctx, mallory, RunShowRequest{ID: pick(foreign, "run-b", "run-nope")})
+			return err
+		}},
+		{"scene.show", func(foreign bool) error {
+			_, err := f.a.SceneShow(ctx, mallory, SceneShowRequest{ID: pick(foreign, f.scene.SceneID, "scene-nope")})
+			return err
+		}},
+		{"snapshot.show", func(foreign bool) error {
+			_, err := f.a.SnapshotShow(ctx, mallory, SnapshotShowRequest{ID: pick(foreign, "snap-oracle", "snap-nope")})
+			return err
+		}},
+		{"job.show", func(foreign bool) error {
+			_, err := f.a.JobShow(ctx, mallory, JobRequest{ID: pick(foreign, "job-b", "job-nope")})
+			return err
+		}},
+		{"trial.run snapshot", func(foreign bool) error {
+			_, err := f.a.TrialRun(ctx, mallory, TrialRunRequest{Model: "model-a", Snapshot: pick(foreign, "snap-oracle", "snap-nope"), Set: secStep})
+			return err
+		}},
+		{"trial.run objective", func(foreign bool) error {
+			_, err := f.a.TrialRun(ctx, mallory, TrialRunRequest{Model: "model-a", Snapshot: "snap-own", Objective: pick(foreign, objB.ObjectiveID, "objective-nope"), Set: secStep})
 			return err
 		}},
 		{"objective.show", func(foreign bool) error {

@@ -275,7 +275,7 @@ func (a *App) SceneShow(ctx context.Context, p Principal, req SceneShowRequest) 
 	return run(ctx, a, p, &opSceneShow, req, func(ctx context.Context, p Principal, req SceneShowRequest) (SceneShowResponse, error) {
 		sc, err := a.d.Store.GetScene(ctx, req.ID, req.Version)
 		if err != nil {
-			return SceneShowResponse{}, err
+			return SceneShowResponse{}, unseen(p, err)
 		}
 		if err := p.Allow(auth.ActRead, sc.LineID); err != nil {
 			return SceneShowResponse{}, err
@@ -548,7 +548,7 @@ func (a *App) SnapshotShow(ctx context.Context, p Principal, req SnapshotShowReq
 	return run(ctx, a, p, &opSnapshotShow, req, func(ctx context.Context, p Principal, req SnapshotShowRequest) (SnapshotShowResponse, error) {
 		snap, info, err := a.d.Store.GetSnapshotInfo(ctx, req.ID)
 		if err != nil {
-			return SnapshotShowResponse{}, err
+			return SnapshotShowResponse{}, unseen(p, err)
 		}
 		if err := p.Allow(auth.ActRead, info.LineID); err != nil {
 			return SnapshotShowResponse{}, err
@@ -564,7 +564,7 @@ func (a *App) SnapshotShow(ctx context.Context, p Principal, req SnapshotShowReq
 func (a *App) twinInputs(ctx context.Context, p Principal, modelID, snapID, objID string) (*contract.TwinSnapshot, *contract.SceneContract, *contract.ObjectiveProfile, error) {
 	snap, err := a.d.Store.GetSnapshot(ctx, snapID)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, unseen(p, err)
 	}
 	if err := p.Allow(auth.ActTrial, snap.LineID); err != nil {
 		return nil, nil, nil, err
@@ -581,7 +581,12 @@ func (a *App) twinInputs(ctx context.Context, p Principal, modelID, snapID, objI
 	}
 	obj, _, err := a.d.Store.GetObjective(ctx, objID)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, unseen(p, err)
+	}
+	// Another line's objective is refused as a missing one is, unless the
+	// caller sees that line too: only then may the conflict name it.
+	if obj.LineID != "" && obj.LineID != snap.LineID && !p.InScope(obj.LineID) {
+		return nil, nil, nil, p.ScopeRefusal()
 	}
 	if obj.LineID != "" && obj.LineID != snap.LineID {
 		return nil, nil, nil, core.FieldErrorf(core.CodeConflict, "objective", "objective %s belongs to line %s; the snapshot is of line %s", obj.ObjectiveID, obj.LineID, snap.LineID)
