@@ -44,8 +44,12 @@ func TestSec15_NoExistenceOracle(t *testing.T) {
 	if _, err := f.st.DB().Exec(`INSERT INTO jobs(id, dataset_id, dataset_sha256, trainer_ref, status, created_at) VALUES ('job-b', 'ds', ?, 'arx@1', 'queued', 1)`, strings.Repeat("b", 64)); err != nil {
 		t.Fatal(err)
 	}
-	objB := contract.DefaultInjectionObjective() // weight-quality, of secLine
-	f.trial(t, "oracle", "", secStep)            // snapshot snap-oracle, of secLine
+	objB := contract.DefaultInjectionObjective()                                                                                                   // weight-quality, of secLine
+	issued, err := f.a.CertIssue(ctx, Principal{Name: "bob", Role: auth.RoleEngineer}, CertIssueRequest{Trial: f.trial(t, "oracle", "", secStep)}) // snapshot snap-oracle, of secLine
+	if err != nil {
+		t.Fatal(err)
+	}
+	certB := issued.Cert.RecommendationID
 	// A snapshot of the caller's own line, for the objective lookup of a trial.
 	at := f.now.Add(-5 * time.Second)
 	snapA := &contract.TwinSnapshot{SchemaVersion: contract.TwinSnapshotSchemaVersion, CreatedAt: at, CreatedBy: "twin-runtime", SnapshotID: "snap-own",
@@ -103,6 +107,14 @@ func TestSec15_NoExistenceOracle(t *testing.T) {
 		}},
 		{"job.show", func(foreign bool) error {
 			_, err := f.a.JobShow(ctx, mallory, JobRequest{ID: pick(foreign, "job-b", "job-nope")})
+			return err
+		}},
+		{"cert.show", func(foreign bool) error {
+			_, err := f.a.CertShow(ctx, mallory, CertRequest{ID: pick(foreign, certB, "rec-nope")})
+			return err
+		}},
+		{"cert.approve", func(foreign bool) error {
+			_, err := f.a.CertApprove(ctx, Principal{Name: "amy", Role: auth.RoleApprover, Lines: []string{own}}, CertRequest{ID: pick(foreign, certB, "rec-nope")})
 			return err
 		}},
 		{"trial.run snapshot", func(foreign bool) error {
