@@ -55,7 +55,7 @@ func newServeCmd(a *app) *cobra.Command {
 	f.Float64Var(&o.rate, "rate-limit", api.DefaultRatePerSec, "requests per second per token (negative: no limit)")
 	f.IntVar(&o.burst, "rate-burst", api.DefaultRateBurst, "requests a token may make at once above the rate")
 	f.Int64Var(&o.maxCSVMiB, "max-csv-mib", api.DefaultMaxCSVBytes>>20, "largest CSV upload")
-	f.Int64Var(&o.maxBodyMiB, "max-body-mib", api.DefaultMaxBodyBytes>>20, "largest JSON request body")
+	f.Int64Var(&o.maxBodyMiB, "max-body-mib", api.DefaultMaxBodyBytes>>20, "largest request body: JSON API calls and MCP messages")
 	f.StringArrayVar(&o.hosts, "allowed-host", nil, "a further name this server is reached by (host or host:port; repeatable): accepted as Host of --dev tokenless requests and as a browser Origin (loopback names and the listen address always are)")
 	f.DurationVar(&o.bodyTO, "body-timeout", api.DefaultBodyTimeout, "how long a request body (JSON, form, MCP) may take to arrive (late: 408)")
 	f.DurationVar(&o.csvTO, "csv-timeout", api.DefaultCSVTimeout, "how long a CSV upload's body may take to arrive")
