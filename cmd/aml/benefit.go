@@ -17,7 +17,7 @@ func newBenefitCmd(a *app) *cobra.Command {
 		sr amlapp.BenefitShowRequest
 		lr amlapp.BenefitListRequest
 	)
-	runCmd := opCommand(a, &cobra.Command{Use: "run [--runs N] [--seed S] [--wear] [--material-lots] [--wait]", Short: "Run a benefit study (simulation only; a local data dir waits for its end)", Args: argsExact(0)},
+	runCmd := opCommand(a, &cobra.Command{Use: "run --line L [--runs N] [--seed S] [--wear] [--material-lots] [--wait]", Short: "Run a benefit study (simulation only; a local data dir waits for its end)", Args: argsExact(0)},
 		"benefit.run", "", &rr, func([]string) error {
 			if a.remote.server == "" {
 				rr.Wait = true // the study lives in this process
@@ -25,6 +25,7 @@ func newBenefitCmd(a *app) *cobra.Command {
 			return nil
 		})
 	f := runCmd.Flags()
+	f.StringVar(&rr.Line, "line", "", "the line the study is for (required; it must exist)")
 	f.IntVar(&rr.Runs, "runs", 60, "study runs per mode (1..200)")
 	f.Uint64Var(&rr.Seed, "seed", 7, "seed of the simulated line")
 	f.BoolVar(&rr.Wear, "wear", false, "the unmeasured mould wear keeps growing run by run")
@@ -34,6 +35,7 @@ func newBenefitCmd(a *app) *cobra.Command {
 		"benefit.show", "", &sr, func(x []string) error { sr.ID = x[0]; return nil })
 	list := opCommand(a, &cobra.Command{Use: "list", Short: "List the benefit studies kept, newest first", Args: argsExact(0)},
 		"benefit.list", "", &lr, func([]string) error { return nil })
+	list.Flags().StringVar(&lr.Line, "line", "", "only studies of this line")
 	list.Flags().IntVar(&lr.Limit, "limit", 50, "at most this many (1..200)")
 	cmd.AddCommand(runCmd, show, list)
 	return cmd

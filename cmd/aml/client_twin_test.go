@@ -136,7 +136,9 @@ func TestRemoteTwinParity(t *testing.T) {
 	// study are refused the same way both sides, before any work (the
 	// request is validated before it is sent: a usage error).
 	p.both("benefit list", "viewer", fixed("benefit", "list"))
-	p.bothFail("benefit run over the cap", "engineer", 2, "AML_USAGE", fixed("benefit", "run", "--runs", "201"))
+	p.bothFail("benefit run over the cap", "engineer", 2, "AML_USAGE", fixed("benefit", "run", "--line", "line-injection-01", "--runs", "201"))
+	p.bothFail("benefit run without a line", "engineer", 2, "AML_USAGE", fixed("benefit", "run", "--runs", "2"))
+	p.bothFail("benefit run of an unknown line", "engineer", 1, "AML_NOT_FOUND", fixed("benefit", "run", "--line", "no-such-line", "--runs", "2"))
 	p.bothFail("benefit show unknown", "viewer", 1, "AML_NOT_FOUND", fixed("benefit", "show", "bs-20261205T122256.000-abcd1234"))
 	p.both("twin snapshot list --line --limit", "viewer", fixed("twin", "snapshot", "list", "--line", sc.LineID, "--limit", "1"))
 	p.both("twin shadow --dry-run", "engineer", fixed("twin", "shadow", "--model", m, "--dry-run"))

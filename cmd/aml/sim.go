@@ -68,8 +68,8 @@ func newSimCmd(a *app) *cobra.Command {
 	fl.DurationVar(&cfg.GapBetweenRuns, "gap", sim.DefaultGap, "pause between runs")
 	fl.StringVar(&start, "start", "", "start of the first run (RFC 3339 or epoch ms; default 2026-01-05T06:00:00Z)")
 	fl.StringVar(&cfg.LineID, "line", sim.DefaultLineID, "line id")
-	fl.StringVar(&cfg.ProductID, "product", sim.DefaultProductID, "product id")
-	fl.StringVar(&cfg.RecipeID, "recipe", sim.DefaultRecipeID, "recipe id")
+	fl.StringVar(&cfg.ProductID, "product", "", "product id (default "+sim.DefaultProductID+" on line "+sim.DefaultLineID+", "+sim.DefaultProductID+"-LINE on another)")
+	fl.StringVar(&cfg.RecipeID, "recipe", "", "recipe id (default "+sim.DefaultRecipeID+" on line "+sim.DefaultLineID+", "+sim.DefaultRecipeID+"-LINE on another)")
 	fl.StringVar(&csvDir, "csv", "", "also export each run as CSV into this directory")
 	cmd.AddCommand(inj, newSimServeOPCUACmd(a))
 	return cmd

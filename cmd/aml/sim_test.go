@@ -40,3 +40,30 @@ func TestSimCSVStreamed(t *testing.T) {
 		t.Errorf("1.2 G samples: exit %d, %s", code, errs)
 	}
 }
+
+// TestSimAnotherLineOwnProduct: a product or recipe id belongs to the
+// first line that used it, so `sim injection --line L` in a data
+// directory that holds the default line derives a product and a recipe of
+// L's own (before, it reused the default line's and was refused:
+// AML_CONFLICT); an explicit id of the default line is still refused,
+// without naming that line.
+func TestSimAnotherLineOwnProduct(t *testing.T) {
+	d := t.TempDir()
+	if _, errs, code := aml(t, "sim", "injection", "--runs", "1", "--duration", "5m", "--data", d); code != 0 {
+		t.Fatalf("sim default line: %d %s", code, errs)
+	}
+	later := []string{"--runs", "1", "--duration", "5m", "--start", "2026-03-01T00:00:00Z", "--data", d}
+	out, errs, code := aml(t, append([]string{"sim", "injection", "--line", "press-2", "--json"}, later...)...)
+	if code != 0 {
+		t.Fatalf("sim --line press-2: %d %s", code, errs)
+	}
+	var res struct{ Line, Product, Recipe string }
+	mustJSON(t, out, &res)
+	if res.Line != "press-2" || res.Product != "product-injection-a-press-2" || res.Recipe != "recipe-injection-a-press-2" {
+		t.Fatalf("line press-2 simulated as %+v", res)
+	}
+	_, errs, code = aml(t, append([]string{"sim", "injection", "--line", "press-3", "--product", "product-injection-a"}, later...)...)
+	if code != 1 || !strings.Contains(errs, "error: AML_CONFLICT: product") || strings.Contains(errs, "line-injection-01") {
+		t.Fatalf("sim --line press-3 with the default line's product: %d %s", code, errs)
+	}
+}

@@ -13,7 +13,8 @@ import (
 // TestBenefitRoutes: the benefit study's routes are the app's ops with
 // their rules: a viewer may not start a study, a runs count over the cap
 // and an unknown field are refused before anything starts (no study
-// directory), a study id that is not one is refused, an unknown one is
+// directory), as are a study without a line and one for a line that
+// does not exist; a study id that is not one is refused, an unknown one is
 // not found, and any reader lists the studies.
 func TestBenefitRoutes(t *testing.T) {
 	e := newEnv(t, Options{})
@@ -30,10 +31,12 @@ func TestBenefitRoutes(t *testing.T) {
 			t.Errorf("%s POST %v: a study directory exists (%v)", role, body, err)
 		}
 	}
-	refused("viewer", map[string]any{"runs": 2}, 403, core.CodeForbidden, "role")
-	refused("approver", map[string]any{"runs": 2}, 403, core.CodeForbidden, "role")
-	refused("engineer", map[string]any{"runs": 201}, 400, core.CodeInvalidArgument, "runs")
-	refused("engineer", map[string]any{"runs": 2, "dataDir": "/etc"}, 400, core.CodeInvalidArgument, "dataDir")
+	refused("viewer", map[string]any{"line": simLine, "runs": 2}, 403, core.CodeForbidden, "role")
+	refused("approver", map[string]any{"line": simLine, "runs": 2}, 403, core.CodeForbidden, "role")
+	refused("engineer", map[string]any{"line": simLine, "runs": 201}, 400, core.CodeInvalidArgument, "runs")
+	refused("engineer", map[string]any{"line": simLine, "runs": 2, "dataDir": "/etc"}, 400, core.CodeInvalidArgument, "dataDir")
+	refused("engineer", map[string]any{"runs": 2}, 400, core.CodeInvalidArgument, "line")
+	refused("engineer", map[string]any{"line": "no-such-line", "runs": 2}, 404, core.CodeNotFound, "line")
 
 	var l struct {
 		Items []any `json:"items"`

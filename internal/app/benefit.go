@@ -31,6 +31,15 @@ import (
 // <data>/benefit/<id>/study.json; the scratch store is removed when the
 // study ends. The request names no path: the server chooses every one.
 //
+// A study is for a line: benefit.run needs the job right on that line
+// (role and line scope) and the line to exist (AML_NOT_FOUND, checked
+// after the scope so a caller learns nothing of lines outside it); the
+// record keeps the line, benefit.list lists only the studies of the
+// caller's lines, and benefit.show of another line's study is refused
+// like any other line's object (AML_FORBIDDEN on lineId, naming none of
+// it). A record without a line (kept before studies had one) is shown to
+// callers of every line only.
+//
 // Limits, checked before work starts: runs 1..MaxBenefitRuns, one study
 // at a time in a process (a second is AML_QUEUE_FULL), a data directory
 // and the native trainers present. A running study writes its record
@@ -74,6 +83,7 @@ func benefitOps() []*Op {
 
 // BenefitRunRequest starts a benefit study.
 type BenefitRunRequest struct {
+	Line         string `json:"line" jsonschema:"the line the study is for (in the caller's scope; it must exist)"`
 	Runs         int    `json:"runs,omitempty" jsonschema:"study runs per mode, 1..200 (default 60)"`
 	Seed         uint64 `json:"seed,omitempty" jsonschema:"seed of the simulated line (default 7)"`
 	Wear         bool   `json:"wear,omitempty" jsonschema:"the unmeasured mould wear keeps growing run by run"`
@@ -81,8 +91,14 @@ type BenefitRunRequest struct {
 	Wait         bool   `json:"wait,omitempty" jsonschema:"run the study in the call and answer when it ends (default: start it and answer at once)"`
 }
 
-// Validate checks the runs cap.
+// Validate requires the line and checks the runs cap.
 func (r *BenefitRunRequest) Validate() error {
+	if err := required("line", r.Line); err != nil {
+		return err
+	}
+	if err := core.CheckID("line", r.Line); err != nil {
+		return err
+	}
 	if r.Runs < 0 || r.Runs > MaxBenefitRuns {
 		return core.FieldErrorf(core.CodeInvalidArgument, "runs", "runs must be 1..%d, got %d", MaxBenefitRuns, r.Runs)
 	}
@@ -93,6 +109,7 @@ func (r *BenefitRunRequest) Validate() error {
 // when done, its report.
 type BenefitStudy struct {
 	ID           string    `json:"id"`
+	Line         string    `json:"line" jsonschema:"the line the study is for"`
 	Status       string    `json:"status" jsonschema:"running, done, failed or interrupted (its process ended)"`
 	Runs         int       `json:"runs"`
 	Seed         uint64    `json:"seed"`
@@ -133,11 +150,17 @@ func (r *BenefitShowRequest) Validate() error {
 
 // BenefitListRequest lists studies.
 type BenefitListRequest struct {
-	Limit int `json:"limit,omitempty" jsonschema:"at most this many, 1..200 (default 50)"`
+	Line  string `json:"line,omitempty" jsonschema:"only studies of this line"`
+	Limit int    `json:"limit,omitempty" jsonschema:"at most this many, 1..200 (default 50)"`
 }
 
-// Validate checks the limit.
+// Validate checks the line and the limit.
 func (r *BenefitListRequest) Validate() error {
+	if r.Line != "" {
+		if err := core.CheckID("line", r.Line); err != nil {
+			return err
+		}
+	}
 	if r.Limit < 0 || r.Limit > 200 {
 		return core.FieldErrorf(core.CodeInvalidArgument, "limit", "limit must be 1..200")
 	}
@@ -162,6 +185,12 @@ func (a *App) benefitDir() (string, error) {
 // and starts the study (with Wait, runs it to its end).
 func (a *App) BenefitRun(ctx context.Context, p Principal, req BenefitRunRequest) (BenefitStudy, error) {
 	return run(ctx, a, p, &opBenefitRun, req, func(ctx context.Context, p Principal, req BenefitRunRequest) (BenefitStudy, error) {
+		if err := p.Allow(auth.ActJob, req.Line); err != nil {
+			return BenefitStudy{}, err
+		}
+		if err := a.lineExists(ctx, req.Line); err != nil {
+			return BenefitStudy{}, err
+		}
 		root, err := a.benefitDir()
 		if err != nil {
 			return BenefitStudy{}, err
@@ -182,7 +211,7 @@ func (a *App) BenefitRun(ctx context.Context, p Principal, req BenefitRunRequest
 		}
 		release := func() { <-benefitSlot }
 		now := a.o.WallNow().UTC()
-		st := BenefitStudy{ID: a.newID("bs"), Status: BenefitRunning, Runs: req.Runs, Seed: req.Seed, Wear: req.Wear, MaterialLots: req.MaterialLots,
+		st := BenefitStudy{ID: a.newID("bs"), Line: req.Line, Status: BenefitRunning, Runs: req.Runs, Seed: req.Seed, Wear: req.Wear, MaterialLots: req.MaterialLots,
 			RequestedBy: p.Name, CreatedAt: now, UpdatedAt: now, Stage: "starting"}
 		dir := filepath.Join(root, st.ID)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -344,8 +373,39 @@ func (a *App) BenefitShow(ctx context.Context, p Principal, req BenefitShowReque
 		if err != nil {
 			return BenefitStudy{}, err
 		}
-		return a.readStudy(filepath.Join(root, req.ID))
+		st, err := a.readStudy(filepath.Join(root, req.ID))
+		if err != nil {
+			return BenefitStudy{}, err
+		}
+		if err := allowStudy(p, st); err != nil {
+			return BenefitStudy{}, err
+		}
+		return st, nil
 	})
+}
+
+// allowStudy lets p read study st: a study of a line in p's scope, or
+// one without a line (kept before studies had one) when p's scope is
+// every line.
+func allowStudy(p Principal, st BenefitStudy) error {
+	if st.Line == "" && !p.AllLines() {
+		return core.FieldErrorf(core.CodeForbidden, "lineId", "that study names no line; only a caller of every line may read it, not %s (lines %s)", p.Name, strings.Join(p.Lines, ", "))
+	}
+	return p.Allow(auth.ActRead, st.Line)
+}
+
+// lineExists refuses a line the store has never seen (AML_NOT_FOUND).
+func (a *App) lineExists(ctx context.Context, line string) error {
+	ls, err := a.d.Store.ListLines(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
+		if l.ID == line {
+			return nil
+		}
+	}
+	return core.FieldErrorf(core.CodeNotFound, "line", "no line %q", line)
 }
 
 // BenefitList lists the studies kept, newest first, each without its
@@ -359,6 +419,9 @@ func (a *App) BenefitList(ctx context.Context, p Principal, req BenefitListReque
 		limit := req.Limit
 		if limit == 0 {
 			limit = 50
+		}
+		if err := p.Allow(auth.ActRead, req.Line); err != nil {
+			return List[BenefitStudy]{}, err
 		}
 		entries, err := os.ReadDir(root)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -379,6 +442,9 @@ func (a *App) BenefitList(ctx context.Context, p Principal, req BenefitListReque
 			st, err := a.readStudy(filepath.Join(root, id))
 			if err != nil {
 				continue // a study being created has no record yet
+			}
+			if allowStudy(p, st) != nil || req.Line != "" && st.Line != req.Line {
+				continue // another line's
 			}
 			if st.Report != nil {
 				r := *st.Report

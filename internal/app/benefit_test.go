@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,11 +18,18 @@ import (
 	"github.com/aml-project/aml/internal/testfix"
 )
 
+// benefitLine is the line benefitApp's store has.
+const benefitLine = "press-1"
+
 // benefitApp is an App whose process has the native trainers (as aml
-// serve's), its studies shortened by o.BenefitStudy when set.
+// serve's), its studies shortened by o.BenefitStudy when set; its store
+// has line benefitLine.
 func benefitApp(t *testing.T, o Options) (*App, string) {
 	t.Helper()
 	st, dir := testfix.SQLite(t)
+	if err := st.EnsureLine(context.Background(), core.Line{ID: benefitLine}); err != nil {
+		t.Fatal(err)
+	}
 	r := jobs.NewRunner(st, jobs.Options{DataDir: dir, Trainers: jobs.NewTrainers(trainers.All()...).WithFormats(trainers.Formats())})
 	if o.Now == nil {
 		o.Now = func() time.Time { return fixed }
@@ -48,9 +56,9 @@ func TestBenefitRunRefusedBeforeWork(t *testing.T) {
 		p                 Principal
 		req               BenefitRunRequest
 	}{
-		{"viewer", core.CodeForbidden, "role", viewer, BenefitRunRequest{Runs: 2}},
-		{"runs over the cap", core.CodeInvalidArgument, "runs", engineer, BenefitRunRequest{Runs: MaxBenefitRuns + 1}},
-		{"negative runs", core.CodeInvalidArgument, "runs", engineer, BenefitRunRequest{Runs: -1}},
+		{"viewer", core.CodeForbidden, "role", viewer, BenefitRunRequest{Line: benefitLine, Runs: 2}},
+		{"runs over the cap", core.CodeInvalidArgument, "runs", engineer, BenefitRunRequest{Line: benefitLine, Runs: MaxBenefitRuns + 1}},
+		{"negative runs", core.CodeInvalidArgument, "runs", engineer, BenefitRunRequest{Line: benefitLine, Runs: -1}},
 	} {
 		a, dir := benefitApp(t, Options{})
 		_, err := a.BenefitRun(ctx, tc.p, tc.req)
@@ -63,8 +71,11 @@ func TestBenefitRunRefusedBeforeWork(t *testing.T) {
 
 	// A process without the native trainers cannot train the study's twin.
 	st, dir := testfix.SQLite(t)
+	if err := st.EnsureLine(ctx, core.Line{ID: benefitLine}); err != nil {
+		t.Fatal(err)
+	}
 	bare := New(&service.Deps{Store: st, DataDir: dir}, Options{Now: func() time.Time { return fixed }})
-	if _, err := bare.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 2}); core.CodeOf(err) != core.CodeUsage {
+	if _, err := bare.BenefitRun(ctx, engineer, BenefitRunRequest{Line: benefitLine, Runs: 2}); core.CodeOf(err) != core.CodeUsage {
 		t.Errorf("no trainers: %v, want AML_USAGE", err)
 	}
 	noStudyDir(t, "no trainers", dir)
@@ -73,12 +84,87 @@ func TestBenefitRunRefusedBeforeWork(t *testing.T) {
 	// refused at once.
 	a, dir := benefitApp(t, Options{})
 	benefitSlot <- struct{}{}
-	_, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 2})
+	_, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Line: benefitLine, Runs: 2})
 	<-benefitSlot
 	if core.CodeOf(err) != core.CodeQueueFull {
 		t.Errorf("second study: %v, want AML_QUEUE_FULL", err)
 	}
 	noStudyDir(t, "second study", dir)
+}
+
+// TestBenefitStudiesBelongToALine (attack): a study is for a line. A
+// caller scoped to one line lists only that line's studies, and showing
+// another line's study (or one kept before studies had a line) is
+// refused AML_FORBIDDEN on lineId naming none of it; before, any viewer
+// listed and read every study. benefit.run needs the line in the
+// caller's scope and existing (AML_NOT_FOUND, after the scope: a scoped
+// caller learns nothing of other lines), refused before a study
+// directory exists.
+func TestBenefitStudiesBelongToALine(t *testing.T) {
+	wall := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	a, dataDir := benefitApp(t, Options{WallNow: func() time.Time { return wall }})
+	ctx := context.Background()
+	const other = "press-secret-9"
+	ids := map[string]string{
+		benefitLine: "bs-20261205T110000.000-0000000a",
+		other:       "bs-20261205T110100.000-0000000b",
+		"":          "bs-20261205T110200.000-0000000c", // kept before studies had a line
+	}
+	for line, id := range ids {
+		dir := filepath.Join(dataDir, "benefit", id)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeStudy(dir, &BenefitStudy{ID: id, Line: line, Status: BenefitDone, Runs: 2, Seed: 7, UpdatedAt: wall}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scopedViewer := Principal{Name: "sue", Role: viewer.Role, Lines: []string{benefitLine}}
+	l, err := a.BenefitList(ctx, scopedViewer, BenefitListRequest{})
+	if err != nil || l.Count != 1 || l.Items[0].ID != ids[benefitLine] || l.Items[0].Line != benefitLine {
+		t.Errorf("scoped list: %+v, %v; want the study of %s only", l, err, benefitLine)
+	}
+	if _, err := a.BenefitList(ctx, scopedViewer, BenefitListRequest{Line: other}); core.CodeOf(err) != core.CodeForbidden {
+		t.Errorf("scoped list of another line: %v, want AML_FORBIDDEN", err)
+	}
+	if st, err := a.BenefitShow(ctx, scopedViewer, BenefitShowRequest{ID: ids[benefitLine]}); err != nil || st.Line != benefitLine {
+		t.Errorf("own study: %+v, %v", st, err)
+	}
+	for _, line := range []string{other, ""} {
+		_, err := a.BenefitShow(ctx, scopedViewer, BenefitShowRequest{ID: ids[line]})
+		var ae *core.Error
+		if !errors.As(err, &ae) || ae.Code != core.CodeForbidden || ae.Field != "lineId" || strings.Contains(err.Error(), other) {
+			t.Errorf("show the study of line %q: %v, want AML_FORBIDDEN on lineId naming no other line", line, err)
+		}
+	}
+	if l, err := a.BenefitList(ctx, viewer, BenefitListRequest{}); err != nil || l.Count != 3 {
+		t.Errorf("a viewer of every line lists %d studies (%v), want 3", l.Count, err)
+	}
+	if l, err := a.BenefitList(ctx, viewer, BenefitListRequest{Line: other}); err != nil || l.Count != 1 || l.Items[0].ID != ids[other] {
+		t.Errorf("list of line %s: %+v, %v", other, l, err)
+	}
+
+	if err := os.RemoveAll(filepath.Join(dataDir, "benefit")); err != nil {
+		t.Fatal(err)
+	}
+	scopedEngineer := Principal{Name: "sam", Role: engineer.Role, Lines: []string{benefitLine}}
+	for _, tc := range []struct {
+		name, code, field string
+		p                 Principal
+		line              string
+	}{
+		{"no line", core.CodeInvalidArgument, "line", engineer, ""},
+		{"another line", core.CodeForbidden, "lineId", scopedEngineer, other},
+		{"a line out of scope that does not exist", core.CodeForbidden, "lineId", scopedEngineer, "ghost"},
+		{"a line that does not exist", core.CodeNotFound, "line", engineer, "ghost"},
+	} {
+		_, err := a.BenefitRun(ctx, tc.p, BenefitRunRequest{Line: tc.line, Runs: 2})
+		var ae *core.Error
+		if !errors.As(err, &ae) || ae.Code != tc.code || ae.Field != tc.field {
+			t.Errorf("%s: %v, want %s on %s", tc.name, err, tc.code, tc.field)
+		}
+		noStudyDir(t, tc.name, dataDir)
+	}
 }
 
 // TestBenefitShowNamesNoPath: a study id is a directory name the server
@@ -161,15 +247,15 @@ func TestBenefitStudyRuns(t *testing.T) {
 	}
 	a, dataDir := benefitApp(t, Options{BenefitStudy: shortStudy})
 	ctx := context.Background()
-	st, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 2, Seed: 3, Wear: true})
+	st, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Line: benefitLine, Runs: 2, Seed: 3, Wear: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != BenefitRunning || st.RequestedBy != "eve" || st.Runs != 2 || st.Seed != 3 || !st.Wear {
+	if st.Status != BenefitRunning || st.Line != benefitLine || st.RequestedBy != "eve" || st.Runs != 2 || st.Seed != 3 || !st.Wear {
 		t.Fatalf("started: %+v", st)
 	}
 	// a second study is refused while this one runs
-	if _, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 1}); core.CodeOf(err) != core.CodeQueueFull {
+	if _, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Line: benefitLine, Runs: 1}); core.CodeOf(err) != core.CodeQueueFull {
 		t.Errorf("second study while one runs: %v, want AML_QUEUE_FULL", err)
 	}
 	deadline := time.Now().Add(5 * time.Minute)
@@ -226,7 +312,7 @@ func TestBenefitStudyStoppedByShutdown(t *testing.T) {
 	}
 	a, dataDir := benefitApp(t, Options{BenefitStudy: shortStudy})
 	ctx := context.Background()
-	st, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 2, Seed: 3})
+	st, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Line: benefitLine, Runs: 2, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +337,7 @@ func TestBenefitStudyStoppedByShutdown(t *testing.T) {
 	default:
 		t.Error("the study's slot was not released")
 	}
-	if _, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Runs: 2}); core.CodeOf(err) != core.CodeWorkerLost {
+	if _, err := a.BenefitRun(ctx, engineer, BenefitRunRequest{Line: benefitLine, Runs: 2}); core.CodeOf(err) != core.CodeWorkerLost {
 		t.Errorf("a study after shutdown: %v, want AML_WORKER_LOST", err)
 	}
 	l, err := a.BenefitList(ctx, viewer, BenefitListRequest{})

@@ -82,6 +82,81 @@ func TestIngestCSVRefusesAnotherLinesNode(t *testing.T) {
 	}
 }
 
+// TestProductIDsStayOnTheirLine (attack): an engineer of line B who uses
+// a product id of line A — in a CSV, a samples batch with or without a
+// run, a recipe version — would mix B's runs and samples into A's product
+// history. Each is refused with AML_CONFLICT naming neither line A nor
+// anything of it, and writes nothing, on both back-ends; line A keeps
+// using its product.
+func TestProductIDsStayOnTheirLine(t *testing.T) {
+	backends := map[string]func(t *testing.T) store.Store{
+		"sqlite": func(t *testing.T) store.Store { st, _ := testfix.SQLite(t); return st },
+		"postgres": func(t *testing.T) store.Store {
+			st, err := postgres.Open(context.Background(), pgtest.Schema(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		},
+	}
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := open(t)
+			a := New(&service.Deps{Store: st, DataDir: t.TempDir()}, Options{Now: func() time.Time { return fixed }})
+			const owner = "plant-north-7"
+			csv := func(p Principal, line, run, node string) error {
+				_, err := a.IngestCSV(ctx, p, IngestCSVRequest{Line: line, Product: "gear-x", Recipe: "rec-" + line, Run: run,
+					Body: strings.NewReader("time_ms," + node + "\n1764547200000,1\n1764547201000,2\n")})
+				return err
+			}
+			if err := csv(scoped(owner), owner, "run-a", "a1"); err != nil {
+				t.Fatal(err)
+			}
+			bob := scoped("B")
+			for what, err := range map[string]error{
+				"csv": csv(bob, "B", "run-b", "b1"),
+				"samples with a run": func() error {
+					_, err := a.IngestSamples(ctx, bob, IngestSamplesRequest{Line: "B", Product: "gear-x", Recipe: "rec-B", Run: "run-b2", Samples: []IngestSample{{Node: "b2", TsMs: 1}}})
+					return err
+				}(),
+				"samples without a run": func() error {
+					_, err := a.IngestSamples(ctx, bob, IngestSamplesRequest{Line: "B", Product: "gear-x", Samples: []IngestSample{{Node: "b3", TsMs: 1}}})
+					return err
+				}(),
+				"recipe version": func() error {
+					_, err := a.RecipePut(ctx, bob, RecipePutRequest{Line: "B", Product: "gear-x", Recipe: "rec-B", Params: map[string]any{"p": 1}})
+					return err
+				}(),
+			} {
+				if core.CodeOf(err) != core.CodeConflict || strings.Contains(err.Error(), owner) || strings.Contains(err.Error(), "run-a") {
+					t.Fatalf("%s: %v, want AML_CONFLICT naming nothing of line %s", what, err, owner)
+				}
+			}
+			for _, n := range []string{"b1", "b2", "b3"} {
+				if _, err := st.GetNode(ctx, n); core.CodeOf(err) != core.CodeNotFound {
+					t.Fatalf("refused node %s exists: %v", n, err)
+				}
+			}
+			runs, err := st.ListRuns(ctx, core.RunFilter{Product: "gear-x"})
+			if err != nil || len(runs) != 1 || runs[0].ID != "run-a" {
+				t.Fatalf("runs of gear-x: %+v %v", runs, err)
+			}
+			if _, err := st.GetRecipeVersion(ctx, "rec-B", 1); core.CodeOf(err) != core.CodeNotFound {
+				t.Fatalf("refused recipe version exists: %v", err)
+			}
+			// Line B with a product of its own, and line A again: taken.
+			if _, err := a.IngestSamples(ctx, bob, IngestSamplesRequest{Line: "B", Product: "gear-y", Recipe: "rec-B", Run: "run-b", Samples: []IngestSample{{Node: "b1", TsMs: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := csv(scoped(owner), owner, "run-a2", "a9"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // scoped is an engineer scoped to line.
 func scoped(line string) Principal {
 	return Principal{Name: "eng-" + line, Role: engineer.Role, Lines: []string{line}}

@@ -28,8 +28,11 @@ func TestModelReplayScope(t *testing.T) {
 		VALUES ('model-a','job-a','ds-a',?, 'P','R','mpc_surrogate','hybrid_residual@1','candidate','aml.hybrid/1','models/model-a',?,1,1,1)`, own, strings.Repeat("e", 64)); err != nil {
 		t.Fatal(err)
 	}
+	// The foreign run has the model's recipe id but a product of its own
+	// line: a product id belongs to one line (the store refuses P on a
+	// second line).
 	for _, r := range []core.Run{
-		{ID: "run-foreign", LineID: secLine, ProductID: "P", RecipeID: "R", StartedMs: 1_000, Status: core.RunActive},
+		{ID: "run-foreign", LineID: secLine, ProductID: "P-sec", RecipeID: "R", StartedMs: 1_000, Status: core.RunActive},
 		{ID: "run-other-recipe", LineID: own, ProductID: "P", RecipeID: "R2", StartedMs: 1_000, Status: core.RunActive},
 	} {
 		if err := f.st.CreateRun(ctx, r); err != nil {

@@ -71,7 +71,9 @@ type InjectionConfig struct {
 	StartMs int64
 	// LineID, ProductID, RecipeID name the context (fields "line",
 	// "product", "recipe"): 1..100 characters of [A-Za-z0-9._-], starting
-	// with a letter or digit.
+	// with a letter or digit. A product or a recipe id belongs to one
+	// line: on a line other than DefaultLineID the defaults are
+	// DefaultProductID-LINE and DefaultRecipeID-LINE.
 	LineID, ProductID, RecipeID string
 	// FirstRun numbers the runs from FirstRun+1 (run ids and random
 	// streams), so a later batch continues a line's runs without reusing
@@ -120,11 +122,14 @@ func (c InjectionConfig) Normalize() (InjectionConfig, error) {
 	if c.LineID == "" {
 		c.LineID = DefaultLineID
 	}
+	// A product and a recipe id belong to one line (the store refuses
+	// another line's), so a line other than the default one gets ids of
+	// its own: DefaultProductID-LINE, DefaultRecipeID-LINE.
 	if c.ProductID == "" {
-		c.ProductID = DefaultProductID
+		c.ProductID = lineDefault(DefaultProductID, c.LineID)
 	}
 	if c.RecipeID == "" {
-		c.RecipeID = DefaultRecipeID
+		c.RecipeID = lineDefault(DefaultRecipeID, c.LineID)
 	}
 
 	inv := func(field, format string, args ...any) error {
@@ -167,6 +172,15 @@ func (c InjectionConfig) Normalize() (InjectionConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// lineDefault is the default id def on the default line, def-LINE on
+// another (an id too long for the pattern fails validation on its field).
+func lineDefault(def, line string) string {
+	if line == DefaultLineID {
+		return def
+	}
+	return def + "-" + line
 }
 
 // MaxSamples is the number of samples of the configuration before

@@ -493,6 +493,20 @@ func TestConfigValidation(t *testing.T) {
 	if c != want {
 		t.Errorf("normalized %+v, want %+v", c, want)
 	}
+	// Another line gets a product and a recipe of its own (a product or
+	// recipe id belongs to the first line that used it); explicit ids stay.
+	c, err = InjectionConfig{Runs: 1, LineID: "press-2"}.Normalize()
+	if err != nil || c.ProductID != "product-injection-a-press-2" || c.RecipeID != "recipe-injection-a-press-2" {
+		t.Errorf("line press-2: product %q recipe %q (%v)", c.ProductID, c.RecipeID, err)
+	}
+	c, err = InjectionConfig{Runs: 1, LineID: "press-2", ProductID: "p", RecipeID: "r"}.Normalize()
+	if err != nil || c.ProductID != "p" || c.RecipeID != "r" {
+		t.Errorf("explicit ids: product %q recipe %q (%v)", c.ProductID, c.RecipeID, err)
+	}
+	_, err = InjectionConfig{Runs: 1, LineID: strings.Repeat("l", 100)}.Normalize()
+	if ae := (*core.Error)(nil); !errors.As(err, &ae) || ae.Field != FieldProduct {
+		t.Errorf("a line id too long for a derived product id: %v", err)
+	}
 	// Smallest and largest valid settings.
 	for _, cfg := range []InjectionConfig{
 		{Runs: 1, StepMs: 10, RunDuration: 100 * time.Millisecond},

@@ -16,7 +16,8 @@ import (
 
 // The benefit study's pages: /ui/benefit lists the studies kept
 // (benefit.list) with the form that starts one (POST /ui/benefit,
-// benefit.run: runs, seed, wear, material lots; the op checks the limits
+// benefit.run: the line, runs, seed, wear, material lots; the op checks the
+// line's scope and existence and the limits
 // before work starts); /ui/benefit/{id} (benefit.show) shows a running
 // study's progress (static/benefit.js follows the API's GET
 // /api/v1/benefit-studies/{id} and reloads the page when it ends) and a
@@ -40,13 +41,17 @@ func (s *server) renderBenefit(w http.ResponseWriter, r *http.Request, p auth.Pr
 	if err != nil {
 		return err
 	}
+	lines, err := s.app.LineList(r.Context(), p, app.LineListRequest{})
+	if err != nil {
+		return err
+	}
 	get := func(k, def string) string {
 		if v := form.Get(k); v != "" {
 			return v
 		}
 		return def
 	}
-	s.render(w, r, status, "benefit", &p, map[string]any{"Title": "Benefit studies", "Studies": l.Items,
+	s.render(w, r, status, "benefit", &p, map[string]any{"Title": "Benefit studies", "Studies": l.Items, "Lines": lines.Items, "Line": form.Get("line"),
 		"CanRun": p.Allow(auth.ActJob, "") == nil, "Err": fe, "MaxRuns": app.MaxBenefitRuns,
 		"Runs": get("runs", "60"), "Seed": get("seed", "7"), "Wear": form.Get("wear") != "", "MaterialLots": form.Get("materialLots") != ""})
 	return nil
@@ -55,7 +60,7 @@ func (s *server) renderBenefit(w http.ResponseWriter, r *http.Request, p auth.Pr
 // benefitRun is the form's action: benefit.run, then the study's page.
 func (s *server) benefitRun(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	form := r.PostForm
-	req := app.BenefitRunRequest{Wear: form.Get("wear") != "", MaterialLots: form.Get("materialLots") != ""}
+	req := app.BenefitRunRequest{Line: strings.TrimSpace(form.Get("line")), Wear: form.Get("wear") != "", MaterialLots: form.Get("materialLots") != ""}
 	for _, f := range []string{"runs", "seed"} {
 		if v := strings.TrimSpace(form.Get(f)); v != "" {
 			if err := app.SetParam(&req, f, v); err != nil {

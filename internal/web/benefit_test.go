@@ -12,6 +12,7 @@ import (
 	"github.com/aml-project/aml/internal/app"
 	"github.com/aml-project/aml/internal/auth"
 	"github.com/aml-project/aml/internal/benefit"
+	"github.com/aml-project/aml/internal/sim"
 	"github.com/chromedp/chromedp"
 )
 
@@ -31,7 +32,7 @@ func fixtureStudy(t *testing.T, f *fixture) string {
 	t.Helper()
 	studyOnce.Do(func() {
 		var st app.BenefitStudy
-		st, studyErr = f.app.BenefitRun(context.Background(), auth.Principal{Name: "eve", Role: auth.RoleEngineer}, app.BenefitRunRequest{Runs: 2, Wear: true, Wait: true})
+		st, studyErr = f.app.BenefitRun(context.Background(), auth.Principal{Name: "eve", Role: auth.RoleEngineer}, app.BenefitRunRequest{Line: sim.DefaultLineID, Runs: 2, Wear: true, Wait: true})
 		if studyErr == nil && st.Status != app.BenefitDone {
 			studyErr = &studyFailed{st}
 		}
@@ -55,7 +56,8 @@ func (e *studyFailed) Error() string {
 // TestBenefitPages: a viewer reads the studies and a study's report (the
 // table per mode, the spec band and noise floor, the charts' data and the
 // server's SVG plots); the form is there with the note that the role
-// cannot start one.
+// cannot start one. An approver scoped to another line neither lists the
+// study nor opens its page (403).
 func TestBenefitPages(t *testing.T) {
 	f := getFixture(t)
 	id := fixtureStudy(t, f)
@@ -85,6 +87,13 @@ func TestBenefitPages(t *testing.T) {
 	if code, _, _ := get(t, c, f.srv.URL+"/ui/benefit/bs-20260101T000000.000-00000000"); code != http.StatusNotFound {
 		t.Errorf("unknown study: status %d", code)
 	}
+	olga := f.client(t, "olga")
+	if code, body, _ := get(t, olga, f.srv.URL+"/ui/benefit"); code != http.StatusOK || strings.Contains(body, id) || !strings.Contains(body, "No studies yet.") {
+		t.Errorf("/ui/benefit for a caller of another line: status %d: %s", code, excerpt(body))
+	}
+	if code, body, _ := get(t, olga, f.srv.URL+"/ui/benefit/"+id); code != http.StatusForbidden || strings.Contains(body, sim.DefaultLineID) {
+		t.Errorf("another line's study page: status %d: %s", code, excerpt(body))
+	}
 }
 
 // TestBrowserBenefitStudy: an engineer starts a short study from the
@@ -98,6 +107,7 @@ func TestBrowserBenefitStudy(t *testing.T) {
 	ctx := longBrowser(t, 6*time.Minute)
 	login(t, ctx, f, "eve", "/ui/benefit")
 	run(t, ctx, "start a study",
+		chromedp.SetValue(chromedp.ID("benefit-line"), sim.DefaultLineID),
 		chromedp.SetValue(chromedp.ID("benefit-runs"), "2"),
 		chromedp.SetValue(chromedp.ID("benefit-seed"), "5"),
 		chromedp.Click(chromedp.ID("benefit-wear")),

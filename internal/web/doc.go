@@ -174,7 +174,7 @@
 //     readback and the re-validation.
 //
 //   - Benefit studies (benefit.go): /ui/benefit lists the studies kept
-//     (benefit.list) beside the form that starts one (benefit.run: runs,
+//     (benefit.list) beside the form that starts one (benefit.run: line, runs,
 //     seed, wear, material lots; the op refuses a role, a runs count over
 //     its cap and a second study before any work). A study's page
 //     (benefit.show) shows a running study's progress, which

@@ -115,7 +115,7 @@ func TestActionsCallTheirOpAndNeedCSRF(t *testing.T) {
 	forms["POST /ui/certificates"] = url.Values{"trial": {f.demo.TrialID}}
 	forms["POST /ui/batch/recipe"] = url.Values{"line": {"line-injection-01"}, "product": {"p"}, "recipe": {"r"}, "params": {"a: 1\n"}}
 	forms["POST /ui/batch/events"] = url.Values{"line": {"line-injection-01"}, "events": {"run,recipe,recipe_version,start,end,confirmed_by\nweb-test-none,r,1,2026-01-01T00:00:00Z,,x\n"}}
-	forms["POST /ui/benefit"] = url.Values{"runs": {"2"}, "seed": {"7"}, "wear": {"1"}}
+	forms["POST /ui/benefit"] = url.Values{"line": {"line-injection-01"}, "runs": {"2"}, "seed": {"7"}, "wear": {"1"}}
 	ids := map[string]string{"{id}": "web-test-none"}
 	for _, act := range actionRoutes(nil) {
 		t.Run(strings.TrimPrefix(act.Route, "POST "), func(t *testing.T) {

@@ -27,6 +27,14 @@ func (c *Core) EnsureProduct(ctx context.Context, p core.Product) error {
 	return ensureProduct(ctx, c.w, p)
 }
 
+// ensureProduct creates product p (and its line) unless it exists. A
+// product id belongs to the first line that used it: the id registered
+// for another line is refused (AML_CONFLICT), so a principal of one line
+// cannot mix its runs and samples into another line's product history.
+// The INSERT … ON CONFLICT DO NOTHING waits for a concurrent insert of
+// the same id to commit or roll back (PostgreSQL, READ COMMITTED), and
+// the SELECT after it sees the winner's row: of two lines claiming one
+// new id at once, exactly one gets it.
 func ensureProduct(ctx context.Context, db Conn, p core.Product) error {
 	if err := errors.Join(requireID("product", p.ID), requireID("line", p.LineID)); err != nil {
 		return err
@@ -34,8 +42,26 @@ func ensureProduct(ctx context.Context, db Conn, p core.Product) error {
 	if err := ensureLine(ctx, db, core.Line{ID: p.LineID}); err != nil {
 		return err
 	}
-	_, err := db.Exec(ctx, `INSERT INTO products(id, line_id, name, created_at) VALUES (?,?,?,?) ON CONFLICT(id) DO NOTHING`, p.ID, p.LineID, p.Name, nowMs())
-	return dbErr(err, "ensure product %s", p.ID)
+	if _, err := db.Exec(ctx, `INSERT INTO products(id, line_id, name, created_at) VALUES (?,?,?,?) ON CONFLICT(id) DO NOTHING`, p.ID, p.LineID, p.Name, nowMs()); err != nil {
+		return dbErr(err, "ensure product %s", p.ID)
+	}
+	var line string
+	if err := db.QueryRow(ctx, `SELECT line_id FROM products WHERE id=?`, p.ID).Scan(&line); err != nil {
+		return dbErr(err, "read product %s", p.ID)
+	}
+	if line != p.LineID {
+		// The caller may be scoped to p's line only: the refusal names
+		// the caller's line, never the product's.
+		return core.FieldErrorf(core.CodeConflict, "product", "product %q is registered for another line, not line %q; use another product id", p.ID, p.LineID)
+	}
+	return nil
+}
+
+// ClaimProduct is ensureProduct inside a back-end's ingest transaction:
+// the sample contexts an ingest interns (internal/store/samples) use their
+// product as runs do.
+func ClaimProduct(ctx context.Context, db Conn, lineID, productID string) error {
+	return ensureProduct(ctx, db, core.Product{ID: productID, LineID: lineID})
 }
 
 // EnsureRecipe implements core.Meta.

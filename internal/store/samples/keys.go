@@ -33,11 +33,20 @@ func (k *Keys) NodePK(n core.Node) (pk int64, created bool, err error) {
 	return pk, created, nil
 }
 
-// CtxPK returns the pk of sample context c, interning it.
+// CtxPK returns the pk of sample context c, interning it. A context of a
+// line and a product claims the product for the line, or fails
+// (AML_CONFLICT) when another line owns it.
 func (k *Keys) CtxPK(c core.ContextFilter) (int64, error) {
 	pk, ok := k.Ctxs.Get(c)
 	if ok {
 		return pk, nil
+	}
+	if c.Line != "" && c.Product != "" {
+		// A sample's context uses its product: the first line to use a
+		// product id owns it (records.ClaimProduct).
+		if err := records.ClaimProduct(k.Ctx, k.Conn, c.Line, c.Product); err != nil {
+			return 0, err
+		}
 	}
 	if _, err := k.Conn.Exec(k.Ctx, `INSERT INTO sample_ctx(line, product, recipe, run) VALUES (?,?,?,?) ON CONFLICT DO NOTHING`,
 		c.Line, c.Product, c.Recipe, c.Run); err != nil {

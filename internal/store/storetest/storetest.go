@@ -31,6 +31,8 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"MetaRunsRecipesSegments", testMeta},
 		{"EnsureKeepsExisting", testEnsureKeepsExisting},
+		{"ProductOwnedByFirstLine", testProductOwnedByFirstLine},
+		{"ProductClaimRace", testProductClaimRace},
 		{"PagedQueryEverySampleOnceInOrder", testPaging},
 		{"PageContextFilterOverlappingRuns", testPageOverlap},
 		{"ReingestIdempotentAndReplaces", testReingest},
