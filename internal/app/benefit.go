@@ -375,7 +375,7 @@ func (a *App) BenefitShow(ctx context.Context, p Principal, req BenefitShowReque
 		}
 		st, err := a.readStudy(filepath.Join(root, req.ID))
 		if err != nil {
-			return BenefitStudy{}, err
+			return BenefitStudy{}, unseen(p, err)
 		}
 		if err := allowStudy(p, st); err != nil {
 			return BenefitStudy{}, err
@@ -386,10 +386,11 @@ func (a *App) BenefitShow(ctx context.Context, p Principal, req BenefitShowReque
 
 // allowStudy lets p read study st: a study of a line in p's scope, or
 // one without a line (kept before studies had one) when p's scope is
-// every line.
+// every line. A scoped caller is refused as for another line's study or
+// a missing one (unseen): the three cannot be told apart.
 func allowStudy(p Principal, st BenefitStudy) error {
 	if st.Line == "" && !p.AllLines() {
-		return core.FieldErrorf(core.CodeForbidden, "lineId", "that study names no line; only a caller of every line may read it, not %s (lines %s)", p.Name, strings.Join(p.Lines, ", "))
+		return p.ScopeRefusal()
 	}
 	return p.Allow(auth.ActRead, st.Line)
 }

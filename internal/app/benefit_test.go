@@ -130,11 +130,17 @@ func TestBenefitStudiesBelongToALine(t *testing.T) {
 	if st, err := a.BenefitShow(ctx, scopedViewer, BenefitShowRequest{ID: ids[benefitLine]}); err != nil || st.Line != benefitLine {
 		t.Errorf("own study: %+v, %v", st, err)
 	}
+	// Another line's study, one without a line and one that does not
+	// exist: one refusal, so the scoped caller cannot tell them apart.
+	_, missing := a.BenefitShow(ctx, scopedViewer, BenefitShowRequest{ID: "bs-20260101T000000.000-00000000"})
 	for _, line := range []string{other, ""} {
 		_, err := a.BenefitShow(ctx, scopedViewer, BenefitShowRequest{ID: ids[line]})
 		var ae *core.Error
 		if !errors.As(err, &ae) || ae.Code != core.CodeForbidden || ae.Field != "lineId" || strings.Contains(err.Error(), other) {
 			t.Errorf("show the study of line %q: %v, want AML_FORBIDDEN on lineId naming no other line", line, err)
+		}
+		if err == nil || missing == nil || err.Error() != missing.Error() {
+			t.Errorf("show the study of line %q: %v; a missing study: %v; want the same refusal", line, err, missing)
 		}
 	}
 	if l, err := a.BenefitList(ctx, viewer, BenefitListRequest{}); err != nil || l.Count != 3 {
