@@ -53,7 +53,13 @@ func TestSimAnotherLineOwnProduct(t *testing.T) {
 		t.Fatalf("sim default line: %d %s", code, errs)
 	}
 	later := []string{"--runs", "1", "--duration", "5m", "--start", "2026-03-01T00:00:00Z", "--data", d}
-	out, errs, code := aml(t, append([]string{"sim", "injection", "--line", "press-2", "--json"}, later...)...)
+	// The simulator's node ids are the default line's here: another line
+	// may not take them over (before, they silently moved to press-2).
+	_, errs, code := aml(t, append([]string{"sim", "injection", "--line", "press-2"}, later...)...)
+	if code != 1 || !strings.Contains(errs, "error: AML_CONFLICT: node") || strings.Contains(errs, "line-injection-01") {
+		t.Fatalf("sim --line press-2 over the default line's nodes: %d %s", code, errs)
+	}
+	out, errs, code := aml(t, "sim", "injection", "--line", "press-2", "--json", "--runs", "1", "--duration", "5m", "--data", t.TempDir())
 	if code != 0 {
 		t.Fatalf("sim --line press-2: %d %s", code, errs)
 	}

@@ -201,15 +201,25 @@ func validateNode(n core.Node) error {
 	return nil
 }
 
-// UpsertNode implements core.Meta.
+// UpsertNode implements core.Meta. A node stays on the line that first
+// declared it: an upsert naming another line updates nothing and is
+// AML_CONFLICT (naming neither line), so a connector or a simulation of
+// one line cannot take over another line's node by reusing its id.
 func (c *Core) UpsertNode(ctx context.Context, n core.Node) error {
 	if err := validateNode(n); err != nil {
 		return err
 	}
-	_, err := c.db.FastExec(ctx, `INSERT INTO nodes(id, line_id, unit, min, max, kind, meaning, created_at) VALUES (?,?,?,?,?,?,?,?)
-		ON CONFLICT(id) DO UPDATE SET line_id=excluded.line_id, unit=excluded.unit, min=excluded.min, max=excluded.max, kind=excluded.kind, meaning=excluded.meaning`,
+	rows, err := c.db.FastExec(ctx, `INSERT INTO nodes(id, line_id, unit, min, max, kind, meaning, created_at) VALUES (?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET unit=excluded.unit, min=excluded.min, max=excluded.max, kind=excluded.kind, meaning=excluded.meaning
+		WHERE nodes.line_id = excluded.line_id`,
 		n.ID, n.LineID, n.Unit, n.Min, n.Max, n.Kind, n.Meaning, nowMs())
-	return dbErr(err, "upsert node %s", n.ID)
+	if err != nil {
+		return dbErr(err, "upsert node %s", n.ID)
+	}
+	if rows == 0 {
+		return core.FieldErrorf(core.CodeConflict, "node", "node %q belongs to another line than %q", n.ID, n.LineID)
+	}
+	return nil
 }
 
 // ApplyNodes implements core.Meta.

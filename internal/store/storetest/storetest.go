@@ -243,6 +243,17 @@ func testMeta(t *testing.T, h Harness) {
 	if n.Unit != "Pa" || n.Min != nil || n.Kind != core.NodeDAQ || n.Meaning != "pressure" {
 		t.Fatalf("upsert did not update: %+v", n)
 	}
+	// A node stays on its line: an upsert naming another line (a connector
+	// or a simulation of line L2 declaring L1's node id) is refused and
+	// leaves the node as it was, naming neither line.
+	err = s.UpsertNode(ctx, core.Node{ID: "n", LineID: "L2", Unit: "psi", Kind: core.NodeDAQ})
+	wantCode(t, "node of another line", err, core.CodeConflict)
+	if err != nil && strings.Contains(err.Error(), "L1") {
+		t.Errorf("the refusal names the node's line: %v", err)
+	}
+	if n, _ = s.GetNode(ctx, "n"); n.LineID != "L1" || n.Unit != "Pa" {
+		t.Fatalf("node moved or changed: %+v", n)
+	}
 	_, err = s.GetNode(ctx, "ghost")
 	wantCode(t, "unknown node", err, core.CodeNotFound)
 	must(t, s.UpsertNode(ctx, core.Node{ID: "m", LineID: "L2", Kind: core.NodeDAQ}))
