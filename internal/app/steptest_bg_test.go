@@ -549,11 +549,6 @@ func TestStepTestHeartbeatKeepsItRunning(t *testing.T) {
 	if out, err := a.StepTestExecute(context.Background(), bob, StepTestExecuteRequest{ID: id, Line: line}); err != nil || out.Status != steptest.StatusRunning {
 		t.Fatalf("start: %v %+v", err, out)
 	}
-	beat := func(at time.Time) {
-		set(at)
-		tick <- at
-		tick <- at // taken once the renewal at `at` is done
-	}
 	show := func() *steptest.Progress {
 		t.Helper()
 		s, err := a.StepTestShow(context.Background(), viewer, StepTestRequest{ID: id})
@@ -561,6 +556,23 @@ func TestStepTestHeartbeatKeepsItRunning(t *testing.T) {
 			t.Fatalf("show: %v %+v", err, s)
 		}
 		return s.Progress
+	}
+	// beat renews the lease at `at` and waits until the renewal is stored:
+	// the renewal reads the App's clock, so the clock may move on only
+	// then. (A second tick as the handshake started a second renewal that
+	// raced the test's next clock move: under load it stored a later
+	// heartbeat.)
+	beat := func(at time.Time) {
+		t.Helper()
+		set(at)
+		tick <- at
+		for range 10000 {
+			if p := show(); p.Heartbeat != nil && p.Heartbeat.Equal(at) {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		t.Fatalf("the renewal at %v was never stored", at)
 	}
 	renewed := fixed.Add(25 * time.Second)
 	beat(renewed)
