@@ -64,6 +64,14 @@ func ClaimProduct(ctx context.Context, db Conn, lineID, productID string) error 
 	return ensureProduct(ctx, db, core.Product{ID: productID, LineID: lineID})
 }
 
+// ClaimRecipe records that line lineID uses recipe recipeID for product
+// productID (a sample's context), in db's transaction: the first use
+// registers the recipe and claims the product for the line; a recipe of
+// another line or product is refused as EnsureRecipe refuses it.
+func ClaimRecipe(ctx context.Context, db Conn, lineID, productID, recipeID string) error {
+	return ensureRecipe(ctx, db, core.Recipe{ID: recipeID, LineID: lineID, ProductID: productID})
+}
+
 // EnsureRecipe implements core.Meta.
 func (c *Core) EnsureRecipe(ctx context.Context, r core.Recipe) error {
 	return ensureRecipe(ctx, c.w, r)

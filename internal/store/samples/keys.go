@@ -41,9 +41,14 @@ func (k *Keys) CtxPK(c core.ContextFilter) (int64, error) {
 	if ok {
 		return pk, nil
 	}
-	if c.Line != "" && c.Product != "" {
-		// A sample's context uses its product: the first line to use a
-		// product id owns it (records.ClaimProduct).
+	switch {
+	case c.Line != "" && c.Product != "" && c.Recipe != "":
+		// A sample's context uses its recipe and product: the first line
+		// to use a recipe or product id owns it (records.ClaimRecipe).
+		if err := records.ClaimRecipe(k.Ctx, k.Conn, c.Line, c.Product, c.Recipe); err != nil {
+			return 0, err
+		}
+	case c.Line != "" && c.Product != "":
 		if err := records.ClaimProduct(k.Ctx, k.Conn, c.Line, c.Product); err != nil {
 			return 0, err
 		}

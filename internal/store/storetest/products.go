@@ -81,6 +81,25 @@ func testProductOwnedByFirstLine(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	must(t, s.EnsureProduct(ctx, core.Product{ID: "P5", LineID: "L6"}))
+
+	// A sample's recipe is a use of the recipe: without a run, samples of
+	// line L2's own product P2 naming owner-line's recipe R1 are refused
+	// (field recipe, naming neither owner-line nor P1) and write nothing;
+	// a new recipe id in a sample's context belongs to its line and product.
+	_, err = s.WriteSamples(ctx, []core.Sample{mk("f", 1, 1, "", core.ContextFilter{Line: "L2", Product: "P2", Recipe: "R1"})})
+	wantCode(t, "samples naming another line's recipe", err, core.CodeConflict)
+	var e *core.Error
+	if !errors.As(err, &e) || e.Field != "recipe" || strings.Contains(err.Error(), "owner-line") || strings.Contains(err.Error(), "P1") {
+		t.Fatalf("samples naming another line's recipe: %#v, want field recipe naming neither its line nor its product", err)
+	}
+	if _, err := s.GetNode(ctx, "f"); core.CodeOf(err) != core.CodeNotFound {
+		t.Fatalf("refused samples left their node: %v", err)
+	}
+	if _, err := s.WriteSamples(ctx, []core.Sample{mk("g", 1, 1, "", core.ContextFilter{Line: "L2", Product: "P2", Recipe: "R7"})}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "EnsureRecipe of a recipe first used by samples", s.EnsureRecipe(ctx, core.Recipe{ID: "R7", LineID: "L8", ProductID: "P8"}), core.CodeConflict)
+	must(t, s.EnsureRecipe(ctx, core.Recipe{ID: "R7", LineID: "L2", ProductID: "P2"}))
 }
 
 // testProductClaimRace: two handles using one new product id from two
