@@ -112,11 +112,8 @@ func (a *App) boundedAuto(ctx context.Context, lineID string) error {
 // EnvelopeIssue proposes a signed operating envelope, queued for a person.
 func (a *App) EnvelopeIssue(ctx context.Context, p Principal, req EnvelopeIssueRequest) (*EnvelopeResponse, error) {
 	return run(ctx, a, p, &opEnvelopeIssue, req, func(ctx context.Context, p Principal, req EnvelopeIssueRequest) (*EnvelopeResponse, error) {
-		scene, err := a.d.Store.GetScene(ctx, req.Scene, req.SceneVersion)
+		scene, err := a.scene(ctx, p, auth.ActCertRequest, req.Scene, req.SceneVersion)
 		if err != nil {
-			return nil, err
-		}
-		if err := p.Allow(auth.ActCertRequest, scene.LineID); err != nil {
 			return nil, err
 		}
 		m, err := a.model(ctx, p, auth.ActCertRequest, req.Model)

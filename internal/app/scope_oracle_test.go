@@ -117,6 +117,28 @@ func TestSec15_NoExistenceOracle(t *testing.T) {
 			_, err := f.a.CertApprove(ctx, Principal{Name: "amy", Role: auth.RoleApprover, Lines: []string{own}}, CertRequest{ID: pick(foreign, certB, "rec-nope")})
 			return err
 		}},
+		{"envelope.issue scene", func(foreign bool) error {
+			_, err := f.a.EnvelopeIssue(ctx, mallory, EnvelopeIssueRequest{Scene: pick(foreign, f.scene.SceneID, "scene-nope"), Model: "model-a",
+				Bounds: map[string]EnvelopeBound{"hold_pressure": {Min: 60, Max: 70}}, MaxMovesPerHour: 4})
+			return err
+		}},
+		{"steptest.plan scene", func(foreign bool) error {
+			_, err := f.a.StepTestPlan(ctx, mallory, StepTestPlanRequest{Scene: pick(foreign, f.scene.SceneID, "scene-nope")})
+			return err
+		}},
+		{"scene.freeze", func(foreign bool) error {
+			_, err := f.a.SceneFreeze(ctx, Principal{Name: "amy", Role: auth.RoleApprover, Lines: []string{own}},
+				SceneFreezeRequest{ID: pick(foreign, f.scene.SceneID, "scene-nope"), Version: f.scene.SceneVersion, ExpectHash: strings.Repeat("0", 64)})
+			return err
+		}},
+		{"gate.evaluate scene", func(foreign bool) error {
+			_, err := f.a.GateEvaluate(ctx, mallory, GateEvaluateRequest{Model: "model-a", Scene: pick(foreign, f.scene.SceneID, "scene-nope")})
+			return err
+		}},
+		{"shadow.collect scene", func(foreign bool) error {
+			_, err := f.a.ShadowCollect(ctx, mallory, ShadowCollectRequest{Model: "model-a", Scene: pick(foreign, f.scene.SceneID, "scene-nope"), DryRun: true})
+			return err
+		}},
 		{"trial.run snapshot", func(foreign bool) error {
 			_, err := f.a.TrialRun(ctx, mallory, TrialRunRequest{Model: "model-a", Snapshot: pick(foreign, "snap-oracle", "snap-nope"), Set: secStep})
 			return err

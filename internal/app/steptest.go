@@ -61,11 +61,8 @@ type StepTestPlanResponse struct {
 // StepTestPlan designs a step test on a frozen scene.
 func (a *App) StepTestPlan(ctx context.Context, p Principal, req StepTestPlanRequest) (StepTestPlanResponse, error) {
 	return run(ctx, a, p, &opStepTestPlan, req, func(ctx context.Context, p Principal, req StepTestPlanRequest) (StepTestPlanResponse, error) {
-		scene, err := a.d.Store.GetScene(ctx, req.Scene, req.SceneVersion)
+		scene, err := a.scene(ctx, p, auth.ActRead, req.Scene, req.SceneVersion)
 		if err != nil {
-			return StepTestPlanResponse{}, err
-		}
-		if err := p.Allow(auth.ActRead, scene.LineID); err != nil {
 			return StepTestPlanResponse{}, err
 		}
 		out := StepTestPlanResponse{BaseFrom: "request"}

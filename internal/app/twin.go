@@ -270,14 +270,25 @@ type SceneShowResponse struct {
 	Hash  string                  `json:"hash"`
 }
 
+// scene looks up scene id (version "" = its latest) and checks p may
+// act on its line; a scoped caller gets the same refusal for a missing
+// scene as for another line's (unseen).
+func (a *App) scene(ctx context.Context, p Principal, act auth.Action, id, version string) (*contract.SceneContract, error) {
+	sc, err := a.d.Store.GetScene(ctx, id, version)
+	if err != nil {
+		return nil, unseen(p, err)
+	}
+	if err := p.Allow(act, sc.LineID); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
 // SceneShow returns a scene contract with its hash.
 func (a *App) SceneShow(ctx context.Context, p Principal, req SceneShowRequest) (SceneShowResponse, error) {
 	return run(ctx, a, p, &opSceneShow, req, func(ctx context.Context, p Principal, req SceneShowRequest) (SceneShowResponse, error) {
-		sc, err := a.d.Store.GetScene(ctx, req.ID, req.Version)
+		sc, err := a.scene(ctx, p, auth.ActRead, req.ID, req.Version)
 		if err != nil {
-			return SceneShowResponse{}, unseen(p, err)
-		}
-		if err := p.Allow(auth.ActRead, sc.LineID); err != nil {
 			return SceneShowResponse{}, err
 		}
 		h, err := sc.Hash()
@@ -306,11 +317,8 @@ func (r *SceneFreezeRequest) Validate() error {
 // SceneFreeze freezes a draft scene whose hash is the reviewed one.
 func (a *App) SceneFreeze(ctx context.Context, p Principal, req SceneFreezeRequest) (SceneSummary, error) {
 	return run(ctx, a, p, &opSceneFreeze, req, func(ctx context.Context, p Principal, req SceneFreezeRequest) (SceneSummary, error) {
-		sc, err := a.d.Store.GetScene(ctx, req.ID, req.Version)
+		sc, err := a.scene(ctx, p, auth.ActSceneFreeze, req.ID, req.Version)
 		if err != nil {
-			return SceneSummary{}, err
-		}
-		if err := p.Allow(auth.ActSceneFreeze, sc.LineID); err != nil {
 			return SceneSummary{}, err
 		}
 		fr, err := a.d.Store.FreezeScene(ctx, sc.SceneID, req.Version, p.Name, strings.ToLower(req.ExpectHash))
@@ -453,11 +461,8 @@ type SnapshotTakeResponse struct {
 // SnapshotTake takes and records a snapshot.
 func (a *App) SnapshotTake(ctx context.Context, p Principal, req SnapshotTakeRequest) (SnapshotTakeResponse, error) {
 	return run(ctx, a, p, &opSnapshotTake, req, func(ctx context.Context, p Principal, req SnapshotTakeRequest) (SnapshotTakeResponse, error) {
-		scene, err := a.d.Store.GetScene(ctx, req.Scene, req.SceneVersion)
+		scene, err := a.scene(ctx, p, auth.ActTrial, req.Scene, req.SceneVersion)
 		if err != nil {
-			return SnapshotTakeResponse{}, unseen(p, err)
-		}
-		if err := p.Allow(auth.ActTrial, scene.LineID); err != nil {
 			return SnapshotTakeResponse{}, err
 		}
 		if req.Model != "" {
@@ -834,11 +839,7 @@ func (a *App) GateEvaluate(ctx context.Context, p Principal, req GateEvaluateReq
 		if err != nil {
 			return nil, err
 		}
-		scene, err := a.d.Store.GetScene(ctx, req.Scene, req.SceneVersion)
-		if err != nil {
-			return nil, err
-		}
-		if err := p.Allow(auth.ActTrial, scene.LineID); err != nil {
+		if _, err := a.scene(ctx, p, auth.ActTrial, req.Scene, req.SceneVersion); err != nil {
 			return nil, err
 		}
 		seed := req.Seed
@@ -926,11 +927,8 @@ func (a *App) ShadowCollect(ctx context.Context, p Principal, req ShadowCollectR
 		}
 		so := shadow.Options{MaxRuns: req.MaxRuns, DryRun: req.DryRun, Now: a.o.Now}
 		if req.Scene != "" {
-			sc, err := a.d.Store.GetScene(ctx, req.Scene, "")
+			sc, err := a.scene(ctx, p, auth.ActTrial, req.Scene, "")
 			if err != nil {
-				return nil, err
-			}
-			if err := p.Allow(auth.ActTrial, sc.LineID); err != nil {
 				return nil, err
 			}
 			if so.Disturbances, err = a.sceneDisturbances(ctx, sc, m.ID); err != nil {
