@@ -22,18 +22,7 @@ import (
 // are read inside the ingest transaction (ingest.Stream's lookup), on
 // SQLite through the store.
 func TestIngestCSVRefusesAnotherLinesNode(t *testing.T) {
-	backends := map[string]func(t *testing.T) store.Store{
-		"sqlite": func(t *testing.T) store.Store { st, _ := testfix.SQLite(t); return st },
-		"postgres": func(t *testing.T) store.Store {
-			st, err := postgres.Open(context.Background(), pgtest.Schema(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = st.Close() })
-			return st
-		},
-	}
-	for name, open := range backends {
+	for name, open := range bothBackends() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			st := open(t)
@@ -89,18 +78,7 @@ func TestIngestCSVRefusesAnotherLinesNode(t *testing.T) {
 // anything of it, and writes nothing, on both back-ends; line A keeps
 // using its product.
 func TestProductIDsStayOnTheirLine(t *testing.T) {
-	backends := map[string]func(t *testing.T) store.Store{
-		"sqlite": func(t *testing.T) store.Store { st, _ := testfix.SQLite(t); return st },
-		"postgres": func(t *testing.T) store.Store {
-			st, err := postgres.Open(context.Background(), pgtest.Schema(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = st.Close() })
-			return st
-		},
-	}
-	for name, open := range backends {
+	for name, open := range bothBackends() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			st := open(t)
@@ -160,4 +138,20 @@ func TestProductIDsStayOnTheirLine(t *testing.T) {
 // scoped is an engineer scoped to line.
 func scoped(line string) Principal {
 	return Principal{Name: "eng-" + line, Role: engineer.Role, Lines: []string{line}}
+}
+
+// bothBackends opens a fresh store on each back-end (PostgreSQL through
+// pgtest, which skips or fails as its doc says when there is no server).
+func bothBackends() map[string]func(t *testing.T) store.Store {
+	return map[string]func(t *testing.T) store.Store{
+		"sqlite": func(t *testing.T) store.Store { st, _ := testfix.SQLite(t); return st },
+		"postgres": func(t *testing.T) store.Store {
+			st, err := postgres.Open(context.Background(), pgtest.Schema(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		},
+	}
 }
